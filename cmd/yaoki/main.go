@@ -1,0 +1,56 @@
+// Command yaoki runs retry policies where Go code cannot: it simulates them
+// on virtual time (sim), prints their schedules (plan), sends HTTP requests
+// through them (http), re-runs commands (exec) and serves faults to test
+// other clients against (flaky).
+//
+// Each subcommand lives in its own file; main only wires them together.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// run executes the command line args and returns the process exit code.
+func run(args []string) int {
+	root := newRoot()
+	root.SetArgs(args)
+	if err := root.Execute(); err != nil {
+		var ec interface{ ExitCode() int }
+		if asExit(err, &ec) {
+			if msg := err.Error(); msg != "" {
+				fmt.Fprintln(os.Stderr, "yaoki:", msg)
+			}
+			return ec.ExitCode()
+		}
+		fmt.Fprintln(os.Stderr, "yaoki:", err)
+		return ExitUsage
+	}
+	return 0
+}
+
+// ExitUsage is the exit code for a command line that could not be used as
+// given (unknown flag, bad value, missing argument).
+const ExitUsage = 2
+
+// subcommands is filled by the init functions of the subcommand files.
+var subcommands []func() *cobra.Command
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "yaoki",
+		Short:         "Retry policies you can see, simulate and use from the command line",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	for _, sub := range subcommands {
+		root.AddCommand(sub())
+	}
+	return root
+}

@@ -1,0 +1,3 @@
+module github.com/yaoki-go/yaoki
+
+go 1.26

@@ -1,0 +1,127 @@
+package retry
+
+import (
+	"errors"
+	"time"
+)
+
+// Class says what to do with an error.
+type Class uint8
+
+const (
+	// Transient errors are retried after the backoff schedule's wait. It is
+	// the zero value.
+	Transient Class = iota
+	// Throttled errors are retried too, but the server said it is
+	// overloaded: the backoff starts from Policy.ThrottleBase (1 s), and
+	// throttles and budgets count it as an overload answer.
+	Throttled
+	// Final errors end the loop at once.
+	Final
+)
+
+// String returns "transient", "throttled" or "final".
+func (c Class) String() string {
+	switch c {
+	case Transient:
+		return "transient"
+	case Throttled:
+		return "throttled"
+	case Final:
+		return "final"
+	}
+	return "unknown"
+}
+
+// DefaultClassify is the classification used when Policy.Classify is nil:
+// errors marked with Permanent are Final; errors marked with Throttling, or
+// that have a method Throttled() bool returning true, are Throttled; every
+// other error is Transient. (The caller's own cancellation is handled before
+// any classifier is asked.)
+func DefaultClassify(err error) Class {
+	if IsPermanent(err) {
+		return Final
+	}
+	var t interface{ Throttled() bool }
+	if errors.As(err, &t) && t.Throttled() {
+		return Throttled
+	}
+	return Transient
+}
+
+// Permanent marks err as final: the loop will not retry it, whatever the
+// classifier says. The loop unwraps the mark, so the caller sees err itself
+// (wrapped in the give-up *Error). Permanent(nil) is nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err}
+}
+
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// IsPermanent reports whether err, or an error it wraps, was marked with
+// Permanent.
+func IsPermanent(err error) bool {
+	var p *permanentError
+	return errors.As(err, &p)
+}
+
+// Throttling marks err as an overload answer from the server (class
+// Throttled). Throttling(nil) is nil.
+func Throttling(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &throttledError{err}
+}
+
+type throttledError struct{ err error }
+
+func (e *throttledError) Error() string   { return e.err.Error() }
+func (e *throttledError) Unwrap() error   { return e.err }
+func (e *throttledError) Throttled() bool { return true }
+
+// Hinter is implemented by errors that carry the server's word on when to
+// come back (an HTTP Retry-After, a gRPC pushback). A hint replaces the
+// computed backoff: the loop waits at least that long, plus up to 20 %
+// jitter; a hint longer than Policy.MaxRetryAfter ends the loop at once.
+// A negative hint means "no hint".
+type Hinter interface {
+	RetryAfter() time.Duration
+}
+
+// After attaches the hint "retry after d" to err. A negative d counts as 0
+// (retry now). After(nil, d) is nil.
+func After(err error, d time.Duration) error {
+	if err == nil {
+		return nil
+	}
+	if d < 0 {
+		d = 0
+	}
+	return &hintError{err: err, d: d}
+}
+
+type hintError struct {
+	err error
+	d   time.Duration
+}
+
+func (e *hintError) Error() string             { return e.err.Error() }
+func (e *hintError) Unwrap() error             { return e.err }
+func (e *hintError) RetryAfter() time.Duration { return e.d }
+
+// HintOf returns the server hint that err (or an error it wraps) carries.
+func HintOf(err error) (time.Duration, bool) {
+	var h Hinter
+	if !errors.As(err, &h) {
+		return 0, false
+	}
+	d := h.RetryAfter()
+	return d, d >= 0
+}

@@ -1,0 +1,174 @@
+package retry
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Reason says why the loop stopped without success.
+type Reason uint8
+
+const (
+	// Exhausted: the last allowed attempt failed.
+	Exhausted Reason = iota + 1
+	// Deadline: the next wait would have ended after the context's
+	// deadline or Policy.MaxElapsed, so it was not started.
+	Deadline
+	// Permanent: the error was classified Final.
+	PermanentError
+	// HintTooLong: the server asked to wait longer than
+	// Policy.MaxRetryAfter.
+	HintTooLong
+	// Cancelled: the caller's context was cancelled or its deadline passed
+	// during an attempt or a wait.
+	Cancelled
+	// BudgetExhausted: the retry budget refused the retry.
+	BudgetExhausted
+	// BreakerOpen: the circuit breaker refused the attempt.
+	BreakerOpen
+	// RejectedLocally: the client-side throttle or the bulkhead refused
+	// the attempt before it was sent.
+	RejectedLocally
+	// OuterLayer: an outer layer already retries this call (see
+	// SingleAttempt), so this layer made one attempt only.
+	OuterLayer
+)
+
+var reasonNames = [...]string{
+	Exhausted:       "attempts exhausted",
+	Deadline:        "deadline",
+	PermanentError:  "permanent error",
+	HintTooLong:     "hint too long",
+	Cancelled:       "cancelled",
+	BudgetExhausted: "budget exhausted",
+	BreakerOpen:     "breaker open",
+	RejectedLocally: "rejected locally",
+	OuterLayer:      "outer layer retries",
+}
+
+// String returns the reason in words, e.g. "attempts exhausted".
+func (r Reason) String() string {
+	if int(r) < len(reasonNames) && reasonNames[r] != "" {
+		return reasonNames[r]
+	}
+	return fmt.Sprintf("Reason(%d)", uint8(r))
+}
+
+// Key returns the reason as one snake_case word for logs and metrics, e.g.
+// "attempts_exhausted".
+func (r Reason) Key() string { return strings.ReplaceAll(r.String(), " ", "_") }
+
+// Sentinels, one per Reason, that errors.Is matches against an *Error.
+var (
+	// ErrGaveUp matches every *Error.
+	ErrGaveUp          = errors.New("retry: gave up")
+	ErrExhausted       = errors.New("retry: attempts exhausted")
+	ErrDeadline        = errors.New("retry: deadline would pass before the next attempt")
+	ErrPermanent       = errors.New("retry: permanent error")
+	ErrHintTooLong     = errors.New("retry: server hint longer than MaxRetryAfter")
+	ErrCancelled       = errors.New("retry: cancelled")
+	ErrBudgetExhausted = errors.New("retry: budget exhausted")
+	ErrBreakerOpen     = errors.New("retry: circuit breaker open")
+	ErrRejectedLocally = errors.New("retry: rejected locally")
+	ErrOuterLayer      = errors.New("retry: an outer layer retries")
+	ErrAttemptTimeout  = errors.New("retry: attempt timed out")
+	// ErrInvalidPolicy matches the errors of Policy.Validate.
+	ErrInvalidPolicy = errors.New("retry: invalid policy")
+)
+
+var reasonSentinels = [...]error{
+	Exhausted:       ErrExhausted,
+	Deadline:        ErrDeadline,
+	PermanentError:  ErrPermanent,
+	HintTooLong:     ErrHintTooLong,
+	Cancelled:       ErrCancelled,
+	BudgetExhausted: ErrBudgetExhausted,
+	BreakerOpen:     ErrBreakerOpen,
+	RejectedLocally: ErrRejectedLocally,
+	OuterLayer:      ErrOuterLayer,
+}
+
+// Error is what the loop returns when it stops without success. It wraps
+// the last attempt's error (and, when the caller cancelled, the context's
+// error), so errors.Is and errors.As see through it to both; errors.Is also
+// matches ErrGaveUp and the sentinel of its Reason.
+type Error struct {
+	Attempts int           // attempts made
+	Elapsed  time.Duration // time spent, from the first attempt's start
+	Reason   Reason        // why it stopped
+	// Wait is the wait that was refused, for Deadline and HintTooLong
+	// (the server's hint), and the time until the next probe for
+	// BreakerOpen when the breaker says.
+	Wait time.Duration
+	// Limit is what Wait was compared with: the time left before the
+	// deadline, or MaxRetryAfter.
+	Limit time.Duration
+	Last  error // the last attempt's error (nil if no attempt was made)
+	Cause error // the context's error for Cancelled; the refusal for BudgetExhausted, BreakerOpen, RejectedLocally
+}
+
+// Error says what was tried, how often, for how long and why it stopped.
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("retry: gave up after ")
+	fmt.Fprintf(&b, "%d attempt", e.Attempts)
+	if e.Attempts != 1 {
+		b.WriteByte('s')
+	}
+	fmt.Fprintf(&b, " in %v: ", e.Elapsed.Round(time.Microsecond))
+	switch e.Reason {
+	case Deadline:
+		fmt.Fprintf(&b, "deadline: waiting %v would end after the deadline (%v left)", e.Wait, e.Limit)
+	case HintTooLong:
+		fmt.Fprintf(&b, "server asked to wait %v, more than MaxRetryAfter %v", e.Wait, e.Limit)
+	case BreakerOpen:
+		b.WriteString("breaker open")
+		if e.Wait > 0 {
+			fmt.Fprintf(&b, ", next probe in %v", e.Wait)
+		}
+	default:
+		b.WriteString(e.Reason.String())
+	}
+	if e.Cause != nil && e.Reason != BreakerOpen {
+		fmt.Fprintf(&b, " (%v)", e.Cause)
+	}
+	if e.Last != nil {
+		b.WriteString(": last error: ")
+		b.WriteString(e.Last.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the last attempt's error and the cause, those that are set.
+func (e *Error) Unwrap() []error {
+	switch {
+	case e.Last != nil && e.Cause != nil:
+		return []error{e.Last, e.Cause}
+	case e.Last != nil:
+		return []error{e.Last}
+	case e.Cause != nil:
+		return []error{e.Cause}
+	}
+	return nil
+}
+
+// Is matches ErrGaveUp and the sentinel of e.Reason.
+func (e *Error) Is(target error) bool {
+	if target == ErrGaveUp {
+		return true
+	}
+	return int(e.Reason) < len(reasonSentinels) && reasonSentinels[e.Reason] != nil && target == reasonSentinels[e.Reason]
+}
+
+// policyError is a Validate error: it names the field, its value and what
+// is accepted, and matches ErrInvalidPolicy.
+type policyError struct{ msg string }
+
+func (e *policyError) Error() string        { return "retry: invalid policy: " + e.msg }
+func (e *policyError) Is(target error) bool { return target == ErrInvalidPolicy }
+
+func invalidf(format string, args ...any) error {
+	return &policyError{fmt.Sprintf(format, args...)}
+}

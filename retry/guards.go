@@ -1,0 +1,77 @@
+package retry
+
+import (
+	"context"
+	"time"
+)
+
+// The interfaces below are how the loop asks for permission and reports
+// outcomes. They are defined here, by their consumer; packages budget,
+// breaker and throttle implement them without importing retry, and the
+// simulator drives the same objects on virtual time through the same
+// methods. Every method takes now, so that decisions are pure functions of
+// time; implementations must be safe for concurrent use.
+
+// Budget limits retries to what the system can bear (a share of traffic,
+// or a token bucket). It is asked before every retry, never before a first
+// attempt.
+type Budget interface {
+	// AllowRetryAt reports whether one more retry may be sent at now, and
+	// if so takes its cost. timeout says the failed attempt timed out
+	// (token buckets charge more for it).
+	AllowRetryAt(now time.Time, timeout bool) bool
+	// RecordAt records an attempt's outcome: first is true for a logical
+	// request's first attempt, success for an attempt that succeeded.
+	RecordAt(now time.Time, first, success bool)
+}
+
+// Breaker is a circuit breaker. The loop calls AllowAt before each attempt
+// and, if allowed, DoneAt after it with the ticket AllowAt returned.
+type Breaker interface {
+	// AllowAt asks whether an attempt may be sent at now; retry is true
+	// for attempts after the first. It returns a ticket for DoneAt, or an
+	// error when the breaker refuses (an error that says how long until
+	// the next probe should implement Hinter).
+	AllowAt(now time.Time, retry bool) (ticket uint64, err error)
+	// DoneAt reports the outcome of an allowed attempt that started
+	// elapsed before now; err is nil on success. The breaker decides which
+	// errors count as failures.
+	DoneAt(now time.Time, ticket uint64, elapsed time.Duration, err error)
+}
+
+// Throttle adapts the send rate to the server's overload answers
+// (adaptive client-side throttling, or a rate limiter).
+type Throttle interface {
+	// AdmitAt asks whether an attempt may be sent at now. It returns how
+	// long to wait before sending (0 for at once), or an error when the
+	// attempt is rejected locally.
+	AdmitAt(now time.Time) (wait time.Duration, err error)
+	// RecordAt reports the outcome of an admitted attempt: throttled is
+	// true when the server answered that it is overloaded.
+	RecordAt(now time.Time, throttled bool)
+}
+
+// Bulkhead limits how many attempts run at once against one dependency.
+// Acquire waits, bounded by the bulkhead's own limit and by ctx, for a slot;
+// every successful Acquire is followed by one Release.
+type Bulkhead interface {
+	Acquire(ctx context.Context) error
+	Release()
+}
+
+type singleAttemptKey struct{}
+
+// SingleAttempt returns a context under which retry loops make one attempt
+// only: an outer layer (the caller of the request being served) already
+// retries, and retrying here as well would multiply the load (3 layers × 3
+// attempts = 27 calls at the bottom). A loop that stops for this reason
+// returns an *Error with Reason OuterLayer.
+func SingleAttempt(ctx context.Context) context.Context {
+	return context.WithValue(ctx, singleAttemptKey{}, true)
+}
+
+// IsSingleAttempt reports whether ctx was made by SingleAttempt.
+func IsSingleAttempt(ctx context.Context) bool {
+	v, _ := ctx.Value(singleAttemptKey{}).(bool)
+	return v
+}

@@ -1,0 +1,225 @@
+package retry
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/yaoki-go/yaoki/backoff"
+	"github.com/yaoki-go/yaoki/event"
+)
+
+// Defaults that a zero Policy field stands for.
+const (
+	// DefaultMaxAttempts counts the first attempt (AWS SDK standard mode,
+	// gRPC).
+	DefaultMaxAttempts = 3
+	// DefaultThrottleBase is the backoff base for errors classed as
+	// throttling (AWS SDKs' 2026 retry behaviour: 1 s for 429 and 503).
+	DefaultThrottleBase = time.Second
+	// DefaultMaxRetryAfter is the longest server hint honoured; a longer
+	// one ends the loop at once (curl and Envoy refuse overlong hints too).
+	DefaultMaxRetryAfter = 60 * time.Second
+	// HintJitter is the largest share added on top of a server hint, so
+	// that clients told "30 s" do not all come back at the same instant.
+	// A hint is never shortened.
+	HintJitter = 0.2
+	// Unlimited as MaxAttempts removes the attempt limit; MaxElapsed or the
+	// context's deadline must then bound the loop.
+	Unlimited = -1
+)
+
+// Policy says how a call is retried. The zero value is the default policy:
+// 3 attempts; exponential backoff ×2 with full jitter from a 50 ms base
+// (1 s for errors classed as throttling), each wait capped at 20 s; server
+// hints honoured up to 60 s; no overall deadline beyond the context's; every
+// error retried except those marked Permanent and the caller's own
+// cancellation.
+//
+// A Policy is a plain value: copy it, keep it in a config struct, share it
+// between goroutines (the budget, breaker, throttle and bulkhead it points to
+// are shared, which is the point of them). Invalid fields are reported by
+// Validate, by New and by Do before the first attempt, naming the field and
+// its accepted range.
+type Policy struct {
+	// MaxAttempts is the most attempts made, counting the first. Zero:
+	// DefaultMaxAttempts (3). Unlimited (-1): no limit. Other negative
+	// values are invalid.
+	MaxAttempts int
+	// MaxElapsed bounds the whole call, attempts and waits together,
+	// counted from the start of the first attempt. A wait that would end
+	// after it is not started. Zero: no bound beyond the context's deadline.
+	MaxElapsed time.Duration
+	// AttemptTimeout bounds each attempt: the attempt's context is
+	// cancelled after it, and the attempt counts as a retryable timeout
+	// (unlike the caller's own deadline, which ends the loop). Zero: none.
+	AttemptTimeout time.Duration
+	// Backoff is the wait schedule. Zero: exponential ×2, full jitter, 50 ms
+	// base, 20 s cap.
+	Backoff backoff.Schedule
+	// ThrottleBase replaces Backoff.Base for errors classed as Throttled.
+	// Zero: DefaultThrottleBase (1 s).
+	ThrottleBase time.Duration
+	// MaxRetryAfter is the longest server hint honoured. A longer hint ends
+	// the loop at once with reason HintTooLong and the hint in the error.
+	// Zero: DefaultMaxRetryAfter (60 s).
+	MaxRetryAfter time.Duration
+	// Classify says whether an error is retried. Nil: DefaultClassify.
+	// Errors marked with Permanent are final whatever it says, and so is
+	// the caller's own cancellation; an attempt that hit AttemptTimeout is
+	// retryable whatever it says. It must be safe for concurrent use.
+	Classify func(err error) Class
+	// OnRetry, if set, is called before each wait with what is about to
+	// happen. It runs on the caller's goroutine, inline, and must not block.
+	OnRetry func(w Wait)
+	// Rand returns draws in [0, 1) for jitter. Nil: math/rand/v2's
+	// Float64, which is safe for concurrent use. A seeded source gives a
+	// repeatable schedule; it must be safe for concurrent use if the policy
+	// is shared.
+	Rand func() float64
+	// Sleep, if set, replaces the loop's timer: it must wait d or until
+	// ctx ends, whichever is first, and return ctx.Err() in the second
+	// case. Nil: a timer. Tests use it (see retrytest.NoWait) to run a
+	// policy without waiting; production code leaves it nil.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Budget, if set, must grant every retry (not first attempts). Nil:
+	// retries are not limited by share of traffic.
+	Budget Budget
+	// Breaker, if set, must allow every attempt. Nil: no circuit breaker.
+	Breaker Breaker
+	// Throttle, if set, admits every attempt and learns from overload
+	// answers. Nil: no client-side throttling.
+	Throttle Throttle
+	// Bulkhead, if set, limits concurrent attempts. Nil: no limit.
+	Bulkhead Bulkhead
+	// Observer, if set, receives an event for each attempt, retry and
+	// give-up. Nil: no events and no cost.
+	Observer event.Observer
+}
+
+// Wait describes a retry about to be waited for; it is what OnRetry gets.
+type Wait struct {
+	Attempt int           // the attempt that just failed, from 1
+	Err     error         // its error
+	Class   Class         // how the error was classified
+	Delay   time.Duration // how long the loop will wait before the next attempt
+	Source  event.Source  // event.Backoff or event.ServerHint
+}
+
+// Validate reports the first field that is out of range, with its value and
+// what is accepted.
+//go:noinline
+func (p *Policy) Validate() error {
+	switch {
+	case p.MaxAttempts < Unlimited:
+		return invalidf("MaxAttempts %d out of range: want ≥ 1, 0 for the default (%d) or Unlimited (-1)", p.MaxAttempts, DefaultMaxAttempts)
+	case p.MaxElapsed < 0:
+		return invalidf("MaxElapsed %v out of range: want ≥ 0 (0 means no bound)", p.MaxElapsed)
+	case p.AttemptTimeout < 0:
+		return invalidf("AttemptTimeout %v out of range: want ≥ 0 (0 means none)", p.AttemptTimeout)
+	case p.ThrottleBase < 0:
+		return invalidf("ThrottleBase %v out of range: want ≥ 0 (0 means %v)", p.ThrottleBase, DefaultThrottleBase)
+	case p.MaxRetryAfter < 0:
+		return invalidf("MaxRetryAfter %v out of range: want ≥ 0 (0 means %v)", p.MaxRetryAfter, DefaultMaxRetryAfter)
+	}
+	if err := p.Backoff.Validate(); err != nil {
+		return invalidf("Backoff.%s", strings.TrimPrefix(err.Error(), "backoff: "))
+	}
+	return nil
+}
+
+// valid is Validate's fast check: true when nothing can be out of range.
+func (p *Policy) valid() bool {
+	return p.MaxAttempts >= Unlimited && p.MaxElapsed >= 0 && p.AttemptTimeout >= 0 &&
+		p.ThrottleBase >= 0 && p.MaxRetryAfter >= 0 && p.Backoff.Base >= 0 && p.Backoff.Cap >= 0 &&
+		p.Backoff.Kind <= backoff.Linear && p.Backoff.Jitter <= backoff.Decorrelated &&
+		(p.Backoff.Multiplier == 0 || p.Backoff.Multiplier > 1 && p.Backoff.Multiplier <= 1e300)
+}
+
+// plain reports whether the first attempt needs no set-up at all: no clock,
+// no context, no guard. Then a successful first attempt costs one call.
+func (p *Policy) plain() bool {
+	return p.MaxElapsed == 0 && p.AttemptTimeout == 0 && p.Budget == nil && p.Breaker == nil &&
+		p.Throttle == nil && p.Bulkhead == nil && p.Observer == nil
+}
+
+func (p *Policy) sleep(ctx context.Context, d time.Duration) error {
+	if p.Sleep != nil {
+		return p.Sleep(ctx, d)
+	}
+	return sleep(ctx, d)
+}
+
+// Attempts returns the effective attempt limit (0 for Unlimited).
+func (p *Policy) Attempts() int {
+	switch p.MaxAttempts {
+	case 0:
+		return DefaultMaxAttempts
+	case Unlimited:
+		return 0
+	}
+	return p.MaxAttempts
+}
+
+func (p *Policy) maxRetryAfter() time.Duration {
+	if p.MaxRetryAfter == 0 {
+		return DefaultMaxRetryAfter
+	}
+	return p.MaxRetryAfter
+}
+
+func (p *Policy) throttleBase() time.Duration {
+	if p.ThrottleBase == 0 {
+		return DefaultThrottleBase
+	}
+	return p.ThrottleBase
+}
+
+// Retrier is a validated Policy, ready to run calls. Build it once with New
+// and share it: it is safe for concurrent use. Its Do is the cheapest way to
+// run a call, since the policy is checked once, not per call.
+type Retrier struct {
+	p     Policy
+	plain bool
+}
+
+// New validates p and returns a Retrier that applies it.
+func New(p Policy) (*Retrier, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return &Retrier{p: p, plain: p.plain()}, nil
+}
+
+// Policy returns the policy r applies.
+func (r *Retrier) Policy() Policy { return r.p }
+
+// Do calls fn until it succeeds or the policy says to stop; see the package
+// function Do.
+func (r *Retrier) Do(ctx context.Context, fn func(context.Context) error) error {
+	if r.plain {
+		if err := fn(ctx); err != nil {
+			return afterFirst(ctx, &r.p, fn, err)
+		}
+		return nil
+	}
+	return r.do(ctx, fn)
+}
+
+//go:noinline
+func (r *Retrier) do(ctx context.Context, fn func(context.Context) error) error {
+	_, err := run(ctx, &r.p, unit(fn), nil)
+	return err
+}
+
+// DoValueWith is DoValue for a prepared Retrier.
+func DoValueWith[T any](ctx context.Context, r *Retrier, fn func(context.Context) (T, error)) (T, error) {
+	if r.plain {
+		v, err := fn(ctx)
+		if err == nil {
+			return v, nil
+		}
+		return run(ctx, &r.p, fn, &first[T]{v: v, err: err})
+	}
+	return run(ctx, &r.p, fn, nil)
+}

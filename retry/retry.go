@@ -1,0 +1,399 @@
+// Package retry runs a call again when it fails for a while: at the right
+// moments (exponential backoff with jitter, or the server's own hint), for
+// the right errors (a classifier; Permanent marks the rest), within bounds
+// (attempts, an overall deadline, per-attempt timeouts), and no more than
+// the system can bear (a retry budget, a circuit breaker, adaptive
+// throttling and a bulkhead, each optional and defined here as a small
+// interface).
+//
+// Most callers want
+//
+//	err := retry.Do(ctx, retry.Policy{}, func(ctx context.Context) error {
+//		return callPartner(ctx)
+//	})
+//
+// The zero Policy is the default policy; see Policy. When the first attempt
+// succeeds and the policy has no guards, observer, per-attempt timeout or
+// overall deadline, Do costs one function call: no allocation, no clock
+// read, no goroutine.
+//
+// When the loop stops without success it returns an *Error that wraps the
+// last error: errors.Is(err, io.ErrUnexpectedEOF) still works, errors.Is(err,
+// retry.ErrExhausted) says why it stopped, and errors.As(err, &e) with e of
+// type *retry.Error gives the attempts, the time spent and the reason.
+//
+// Waits use timers and end at once when the context is cancelled; a wait
+// that would end after the context's deadline or after Policy.MaxElapsed is
+// not started at all. Tests of code that uses retry can run under
+// testing/synctest, or use package retrytest to make policies not wait.
+package retry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/yaoki-go/yaoki/event"
+)
+
+// Do calls fn until it succeeds or p says to stop, and returns nil or the
+// give-up *Error. fn gets the context for one attempt (ctx itself, or a
+// child bounded by Policy.AttemptTimeout and Policy.MaxElapsed). An invalid
+// p is reported before any attempt, as an error matching ErrInvalidPolicy.
+func Do(ctx context.Context, p Policy, fn func(context.Context) error) error {
+	return do(ctx, &p, fn)
+}
+
+func do(ctx context.Context, p *Policy, fn func(context.Context) error) error {
+	if !p.valid() {
+		return p.Validate() // nil only if valid() is stricter than Validate
+	}
+	if p.plain() {
+		err := fn(ctx)
+		if err == nil {
+			return nil
+		}
+		return afterFirst(ctx, p, fn, err)
+	}
+	return doGuarded(ctx, p, fn)
+}
+
+//go:noinline
+func doGuarded(ctx context.Context, p *Policy, fn func(context.Context) error) error {
+	_, err := run(ctx, p, unit(fn), nil)
+	return err
+}
+
+// afterFirst continues the loop after a first attempt that failed. It is
+// kept out of line so that the success path's frame stays small.
+//
+//go:noinline
+func afterFirst(ctx context.Context, p *Policy, fn func(context.Context) error, err error) error {
+	_, err = run(ctx, p, unit(fn), &first[struct{}]{err: err})
+	return err
+}
+
+// DoValue is Do for a call that returns a value. On success it returns the
+// value of the successful attempt. When it gives up it returns the value of
+// the last attempt made (the zero T if none was) with the *Error, so that a
+// caller such as an HTTP transport can still hand over the last response.
+func DoValue[T any](ctx context.Context, p Policy, fn func(context.Context) (T, error)) (T, error) {
+	if !p.valid() {
+		if err := p.Validate(); err != nil {
+			var zero T
+			return zero, err
+		}
+	}
+	if p.plain() {
+		v, err := fn(ctx)
+		if err == nil {
+			return v, nil
+		}
+		return run(ctx, &p, fn, &first[T]{v: v, err: err})
+	}
+	return run(ctx, &p, fn, nil)
+}
+
+func unit(fn func(context.Context) error) func(context.Context) (struct{}, error) {
+	return func(ctx context.Context) (struct{}, error) { return struct{}{}, fn(ctx) }
+}
+
+// first is the outcome of a first attempt made before run was entered.
+type first[T any] struct {
+	v   T
+	err error
+}
+
+// refusal is a guard's "no" to an attempt.
+type refusal struct {
+	reason Reason
+	cause  error
+	wait   time.Duration
+}
+
+// run is the loop. caller is the caller's context; ctx may be bounded by
+// MaxElapsed. When f is set, the first attempt was already made (and failed)
+// without reading the clock, so the time spent counts from its end.
+func run[T any](caller context.Context, p *Policy, fn func(context.Context) (T, error), f *first[T]) (T, error) {
+	var (
+		start    time.Time
+		attempts int
+		prev     time.Duration
+		v        T
+		err      error
+		limit    = p.Attempts()
+		ctx      = caller
+	)
+	start = time.Now()
+	pending := f != nil // the first attempt was made by the caller and failed
+	if pending {
+		v, err, attempts = f.v, f.err, 1
+	}
+	if p.MaxElapsed > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(caller, start.Add(p.MaxElapsed))
+		defer cancel()
+	}
+	giveUp := func(e *Error) (T, error) {
+		e.Attempts = attempts
+		e.Elapsed = time.Since(start)
+		if e.Last == nil && e.Reason != Cancelled {
+			e.Last = err
+		}
+		if o := p.Observer; o != nil {
+			o.Observe(caller, event.Event{Kind: event.GaveUp, Time: time.Now(), Component: "retry",
+				Attempt: e.Attempts, Err: e, Duration: e.Elapsed, Reason: e.Reason.Key()})
+		}
+		return v, e
+	}
+	for {
+		var class Class
+		if pending {
+			pending = false
+			class = p.classify(err)
+		} else {
+			var r *refusal
+			attempts++
+			v, err, class, _, r = attempt(caller, ctx, p, fn, attempts)
+			if r != nil {
+				attempts-- // the refused attempt was not made
+				if r.reason == Cancelled || r.reason == Deadline {
+					return giveUp(stopped(caller, ctx, p, err))
+				}
+				return giveUp(&Error{Reason: r.reason, Cause: r.cause, Wait: r.wait, Last: err})
+			}
+			if err == nil {
+				return v, nil
+			}
+		}
+		if ctx.Err() != nil {
+			return giveUp(stopped(caller, ctx, p, err))
+		}
+		if class == Final {
+			return giveUp(&Error{Reason: PermanentError, Last: unmark(err)})
+		}
+		if limit > 0 && attempts >= limit {
+			return giveUp(&Error{Reason: Exhausted})
+		}
+		if IsSingleAttempt(caller) {
+			return giveUp(&Error{Reason: OuterLayer})
+		}
+
+		var wait time.Duration
+		src := event.Backoff
+		if h, ok := HintOf(err); ok {
+			if max := p.maxRetryAfter(); h > max {
+				return giveUp(&Error{Reason: HintTooLong, Wait: h, Limit: max})
+			}
+			wait = h + time.Duration(float64(h)*HintJitter*p.draw())
+			src = event.ServerHint
+		} else {
+			s := p.Backoff
+			if class == Throttled {
+				s.Base = p.throttleBase()
+			}
+			wait = s.Delay(attempts, prev, p.draw())
+			prev = wait
+		}
+		now := time.Now()
+		if dl, ok := ctx.Deadline(); ok && now.Add(wait).After(dl) {
+			return giveUp(&Error{Reason: Deadline, Wait: wait, Limit: dl.Sub(now)})
+		}
+		if b := p.Budget; b != nil && !b.AllowRetryAt(now, errors.Is(err, ErrAttemptTimeout)) {
+			if o := p.Observer; o != nil {
+				o.Observe(caller, event.Event{Kind: event.BudgetRefused, Time: now, Component: "retry",
+					Attempt: attempts, Err: err, Reason: BudgetExhausted.Key()})
+			}
+			return giveUp(&Error{Reason: BudgetExhausted})
+		}
+		if p.OnRetry != nil {
+			p.OnRetry(Wait{Attempt: attempts, Err: err, Class: class, Delay: wait, Source: src})
+		}
+		if o := p.Observer; o != nil {
+			o.Observe(caller, event.Event{Kind: event.RetryScheduled, Time: now, Component: "retry",
+				Attempt: attempts, Err: err, Wait: wait, Source: src})
+		}
+		if p.sleep(ctx, wait) != nil {
+			return giveUp(stopped(caller, ctx, p, err))
+		}
+	}
+}
+
+// stopped builds the give-up error for a context that ended: the caller's
+// (Cancelled) or the loop's own MaxElapsed bound (Deadline).
+func stopped(caller, ctx context.Context, p *Policy, last error) *Error {
+	if cerr := caller.Err(); cerr != nil {
+		return &Error{Reason: Cancelled, Cause: cerr, Last: last}
+	}
+	return &Error{Reason: Deadline, Limit: p.MaxElapsed, Cause: ctx.Err(), Last: last}
+}
+
+// attempt makes attempt number n through the guards. It returns the
+// attempt's value and error, the error's class, whether the attempt hit
+// AttemptTimeout, or a refusal when a guard said no before it was sent.
+func attempt[T any](caller, ctx context.Context, p *Policy, fn func(context.Context) (T, error), n int) (v T, err error, class Class, timedOut bool, r *refusal) {
+	guarded := p.Bulkhead != nil || p.Throttle != nil || p.Breaker != nil || p.Budget != nil || p.Observer != nil
+	var now time.Time
+	if guarded {
+		now = time.Now()
+	}
+	if b := p.Bulkhead; b != nil {
+		if berr := b.Acquire(ctx); berr != nil {
+			if ctx.Err() != nil {
+				return v, nil, 0, false, &refusal{reason: Cancelled}
+			}
+			p.emitRejected(caller, now, n, berr)
+			return v, nil, 0, false, &refusal{reason: RejectedLocally, cause: berr}
+		}
+		defer b.Release()
+	}
+	if t := p.Throttle; t != nil {
+		w, terr := t.AdmitAt(now)
+		if terr != nil {
+			p.emitRejected(caller, now, n, terr)
+			return v, nil, 0, false, &refusal{reason: RejectedLocally, cause: terr}
+		}
+		if w > 0 {
+			if dl, ok := ctx.Deadline(); ok && now.Add(w).After(dl) {
+				return v, nil, 0, false, &refusal{reason: Deadline}
+			}
+			if p.sleep(ctx, w) != nil {
+				return v, nil, 0, false, &refusal{reason: Cancelled}
+			}
+			now = time.Now()
+		}
+	}
+	var ticket uint64
+	if b := p.Breaker; b != nil {
+		var berr error
+		ticket, berr = b.AllowAt(now, n > 1)
+		if berr != nil {
+			wait, _ := HintOf(berr)
+			if o := p.Observer; o != nil {
+				o.Observe(caller, event.Event{Kind: event.BreakerRejected, Time: now, Component: "retry",
+					Attempt: n, Err: berr, Wait: wait})
+			}
+			return v, nil, 0, false, &refusal{reason: BreakerOpen, cause: berr, wait: wait}
+		}
+		defer func() {
+			if rec := recover(); rec != nil {
+				b.DoneAt(time.Now(), ticket, time.Since(now), fmt.Errorf("retry: attempt panicked: %v", rec))
+				panic(rec)
+			}
+		}()
+	}
+	if o := p.Observer; o != nil {
+		o.Observe(caller, event.Event{Kind: event.AttemptStart, Time: now, Component: "retry", Attempt: n})
+	}
+	actx := ctx
+	var cancel context.CancelFunc
+	if p.AttemptTimeout > 0 {
+		actx, cancel = context.WithTimeout(ctx, p.AttemptTimeout)
+	}
+	v, err = fn(actx)
+	if cancel != nil {
+		if err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
+			timedOut = true
+			err = &timeoutError{d: p.AttemptTimeout, err: err}
+		}
+		cancel()
+	}
+	if err != nil && !timedOut {
+		class = p.classify(err)
+	}
+	if !guarded {
+		return v, err, class, timedOut, nil
+	}
+	end := time.Now()
+	if b := p.Breaker; b != nil {
+		b.DoneAt(end, ticket, end.Sub(now), err)
+	}
+	if t := p.Throttle; t != nil {
+		t.RecordAt(end, err != nil && class == Throttled)
+	}
+	if b := p.Budget; b != nil {
+		b.RecordAt(end, n == 1, err == nil)
+	}
+	if o := p.Observer; o != nil {
+		o.Observe(caller, event.Event{Kind: event.AttemptEnd, Time: end, Component: "retry", Attempt: n,
+			Outcome: outcome(caller, err, class), Err: err, Duration: end.Sub(now)})
+	}
+	return v, err, class, timedOut, nil
+}
+
+func (p *Policy) emitRejected(ctx context.Context, now time.Time, n int, err error) {
+	if o := p.Observer; o != nil {
+		o.Observe(ctx, event.Event{Kind: event.ThrottleRejected, Time: now, Component: "retry", Attempt: n, Err: err})
+	}
+}
+
+func outcome(caller context.Context, err error, class Class) event.Outcome {
+	switch {
+	case err == nil:
+		return event.Success
+	case caller.Err() != nil:
+		return event.Cancelled
+	case class == Throttled:
+		return event.Throttled
+	case class == Final:
+		return event.Rejected
+	}
+	return event.Failure
+}
+
+// classify applies the policy's classifier; Permanent marks always win.
+func (p *Policy) classify(err error) Class {
+	if IsPermanent(err) {
+		return Final
+	}
+	if p.Classify != nil {
+		return p.Classify(err)
+	}
+	return DefaultClassify(err)
+}
+
+func (p *Policy) draw() float64 {
+	if p.Rand != nil {
+		return p.Rand()
+	}
+	return rand.Float64()
+}
+
+// unmark removes the Permanent mark so that the caller sees its own error.
+func unmark(err error) error {
+	var pe *permanentError
+	if errors.As(err, &pe) && err == error(pe) {
+		return pe.err
+	}
+	return err
+}
+
+// sleep waits d or until ctx ends, whichever comes first.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// timeoutError is an attempt that ran into Policy.AttemptTimeout.
+type timeoutError struct {
+	d   time.Duration
+	err error
+}
+
+func (e *timeoutError) Error() string {
+	return fmt.Sprintf("retry: attempt timed out after %v: %v", e.d, e.err)
+}
+func (e *timeoutError) Unwrap() error        { return e.err }
+func (e *timeoutError) Is(target error) bool { return target == ErrAttemptTimeout }
+func (e *timeoutError) Timeout() bool        { return true }
