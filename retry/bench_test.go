@@ -47,6 +47,12 @@ func BenchmarkDoOneRetry(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		n := 0
-		sink = retry.Do(ctx, p, func(context.Context) error { n++; if n == 1 { return e }; return nil })
+		sink = retry.Do(ctx, p, func(context.Context) error {
+			n++
+			if n == 1 {
+				return e
+			}
+			return nil
+		})
 	}
 }

@@ -108,6 +108,7 @@ type Wait struct {
 
 // Validate reports the first field that is out of range, with its value and
 // what is accepted.
+//
 //go:noinline
 func (p *Policy) Validate() error {
 	switch {
