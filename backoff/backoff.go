@@ -189,39 +189,56 @@ func (s Schedule) WithDefaults() Schedule {
 // curve clamped to [0, Cap]. Retry numbers below 1 count as 1. For
 // Decorrelated jitter it is the largest delay retry n can reach.
 func (s Schedule) Ceiling(n int) time.Duration {
-	s = s.WithDefaults()
 	return s.ceiling(n)
 }
 
-func (s Schedule) ceiling(n int) time.Duration {
-	if n < 1 {
-		n = 1
+// params returns the schedule's base, multiplier and cap with defaults
+// applied. (Reading them into locals, rather than copying the struct with
+// WithDefaults, keeps Delay at a few nanoseconds.)
+func (s *Schedule) params() (base time.Duration, mult float64, limit time.Duration) {
+	base, mult, limit = s.Base, s.Multiplier, s.Cap
+	if base == 0 {
+		base = DefaultBase
 	}
-	base, limit := s.Base, s.Cap
+	if !(mult > 1) || mult > math.MaxFloat64 {
+		mult = DefaultMultiplier
+	}
+	if limit == 0 {
+		limit = DefaultCap
+	}
 	if base < 0 {
 		base = 0
 	}
 	if limit < 0 {
 		limit = 0
 	}
+	return base, mult, limit
+}
+
+func (s *Schedule) ceiling(n int) time.Duration {
+	if n < 1 {
+		n = 1
+	}
+	base, m, limit := s.params()
 	if base >= limit {
 		return limit
 	}
 	var d float64
 	switch {
 	case s.Jitter == Decorrelated:
-		// The largest decorrelated delay after n draws is base·3^(n−1)... the
-		// first draw is from [base, 3·base).
+		// The first draw is below 3·base, and each later one below three
+		// times the one before.
 		d = float64(base) * math.Pow(3, float64(n))
 	case s.Kind == Constant:
 		return base
 	case s.Kind == Linear:
 		d = float64(base) * float64(n)
-	default:
-		m := s.Multiplier
-		if !(m > 1) || math.IsInf(m, 0) {
-			m = DefaultMultiplier
+	case m == 2: // the common case, without math.Pow
+		if n > 63 {
+			return limit
 		}
+		d = float64(base) * float64(int64(1)<<(n-1))
+	default:
 		d = float64(base) * math.Pow(m, float64(n-1))
 	}
 	if !(d < float64(limit)) { // also catches +Inf and NaN
@@ -235,11 +252,10 @@ func (s Schedule) ceiling(n int) time.Duration {
 // retry) and a random draw u in [0, 1). Draws outside [0, 1) are clamped.
 // The result is always in [0, Cap] (Decorrelated: in [min(Base, Cap), Cap]).
 func (s Schedule) Delay(n int, prev time.Duration, u float64) time.Duration {
-	s = s.WithDefaults()
 	if !(u >= 0) { // also NaN
 		u = 0
 	} else if u >= 1 {
-		u = math.Nextafter(1, 0)
+		u = 1 - 0x1p-53
 	}
 	if s.Jitter == Decorrelated {
 		return s.decorrelated(prev, u)
@@ -258,8 +274,8 @@ func (s Schedule) Delay(n int, prev time.Duration, u float64) time.Duration {
 
 // decorrelated returns min(cap, U[base, 3·prev)), with prev taken as base
 // for the first retry and never below base.
-func (s Schedule) decorrelated(prev time.Duration, u float64) time.Duration {
-	base, limit := s.Base, s.Cap
+func (s *Schedule) decorrelated(prev time.Duration, u float64) time.Duration {
+	base, _, limit := s.params()
 	if base >= limit {
 		return limit
 	}

@@ -154,16 +154,15 @@ func run[T any](caller context.Context, p *Policy, fn func(context.Context) (T, 
 			pending = false
 			class = p.classify(err)
 		} else {
-			var r *refusal
-			attempts++
-			v, err, class, _, r = attempt(caller, ctx, p, fn, attempts)
-			if r != nil {
-				attempts-- // the refused attempt was not made
+			nv, nerr, nclass, r := attempt(caller, ctx, p, fn, attempts+1)
+			if r != nil { // refused before it was sent: the last error stays the previous attempt's
 				if r.reason == Cancelled || r.reason == Deadline {
 					return giveUp(stopped(caller, ctx, p, err))
 				}
 				return giveUp(&Error{Reason: r.reason, Cause: r.cause, Wait: r.wait, Last: err})
 			}
+			attempts++
+			v, err, class = nv, nerr, nclass
 			if err == nil {
 				return v, nil
 			}
@@ -231,9 +230,10 @@ func stopped(caller, ctx context.Context, p *Policy, last error) *Error {
 }
 
 // attempt makes attempt number n through the guards. It returns the
-// attempt's value and error, the error's class, whether the attempt hit
-// AttemptTimeout, or a refusal when a guard said no before it was sent.
-func attempt[T any](caller, ctx context.Context, p *Policy, fn func(context.Context) (T, error), n int) (v T, err error, class Class, timedOut bool, r *refusal) {
+// attempt's value and error and the error's class (Transient for an attempt
+// that hit AttemptTimeout, whatever the classifier would say), or a refusal
+// when a guard said no before the attempt was sent.
+func attempt[T any](caller, ctx context.Context, p *Policy, fn func(context.Context) (T, error), n int) (v T, err error, class Class, r *refusal) {
 	guarded := p.Bulkhead != nil || p.Throttle != nil || p.Breaker != nil || p.Budget != nil || p.Observer != nil
 	var now time.Time
 	if guarded {
@@ -242,10 +242,10 @@ func attempt[T any](caller, ctx context.Context, p *Policy, fn func(context.Cont
 	if b := p.Bulkhead; b != nil {
 		if berr := b.Acquire(ctx); berr != nil {
 			if ctx.Err() != nil {
-				return v, nil, 0, false, &refusal{reason: Cancelled}
+				return v, nil, 0, &refusal{reason: Cancelled}
 			}
 			p.emitRejected(caller, now, n, berr)
-			return v, nil, 0, false, &refusal{reason: RejectedLocally, cause: berr}
+			return v, nil, 0, &refusal{reason: RejectedLocally, cause: berr}
 		}
 		defer b.Release()
 	}
@@ -253,14 +253,14 @@ func attempt[T any](caller, ctx context.Context, p *Policy, fn func(context.Cont
 		w, terr := t.AdmitAt(now)
 		if terr != nil {
 			p.emitRejected(caller, now, n, terr)
-			return v, nil, 0, false, &refusal{reason: RejectedLocally, cause: terr}
+			return v, nil, 0, &refusal{reason: RejectedLocally, cause: terr}
 		}
 		if w > 0 {
 			if dl, ok := ctx.Deadline(); ok && now.Add(w).After(dl) {
-				return v, nil, 0, false, &refusal{reason: Deadline}
+				return v, nil, 0, &refusal{reason: Deadline}
 			}
 			if p.sleep(ctx, w) != nil {
-				return v, nil, 0, false, &refusal{reason: Cancelled}
+				return v, nil, 0, &refusal{reason: Cancelled}
 			}
 			now = time.Now()
 		}
@@ -275,7 +275,7 @@ func attempt[T any](caller, ctx context.Context, p *Policy, fn func(context.Cont
 				o.Observe(caller, event.Event{Kind: event.BreakerRejected, Time: now, Component: "retry",
 					Attempt: n, Err: berr, Wait: wait})
 			}
-			return v, nil, 0, false, &refusal{reason: BreakerOpen, cause: berr, wait: wait}
+			return v, nil, 0, &refusal{reason: BreakerOpen, cause: berr, wait: wait}
 		}
 		defer func() {
 			if rec := recover(); rec != nil {
@@ -293,6 +293,7 @@ func attempt[T any](caller, ctx context.Context, p *Policy, fn func(context.Cont
 		actx, cancel = context.WithTimeout(ctx, p.AttemptTimeout)
 	}
 	v, err = fn(actx)
+	timedOut := false
 	if cancel != nil {
 		if err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
 			timedOut = true
@@ -304,7 +305,7 @@ func attempt[T any](caller, ctx context.Context, p *Policy, fn func(context.Cont
 		class = p.classify(err)
 	}
 	if !guarded {
-		return v, err, class, timedOut, nil
+		return v, err, class, nil
 	}
 	end := time.Now()
 	if b := p.Breaker; b != nil {
@@ -320,7 +321,7 @@ func attempt[T any](caller, ctx context.Context, p *Policy, fn func(context.Cont
 		o.Observe(caller, event.Event{Kind: event.AttemptEnd, Time: end, Component: "retry", Attempt: n,
 			Outcome: outcome(caller, err, class), Err: err, Duration: end.Sub(now)})
 	}
-	return v, err, class, timedOut, nil
+	return v, err, class, nil
 }
 
 func (p *Policy) emitRejected(ctx context.Context, now time.Time, n int, err error) {

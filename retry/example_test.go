@@ -1,0 +1,74 @@
+package retry_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/yaoki-go/yaoki/retry"
+)
+
+func ExampleDo() {
+	calls := 0
+	callPartner := func(ctx context.Context) error {
+		calls++
+		if calls < 3 {
+			return errors.New("connection reset by peer")
+		}
+		return nil
+	}
+	p := retry.Policy{
+		Rand: func() float64 { return 0.5 }, // a fixed draw, for a repeatable example
+		OnRetry: func(w retry.Wait) {
+			fmt.Printf("attempt %d failed (%v); waiting %v (%s)\n", w.Attempt, w.Err, w.Delay, w.Source)
+		},
+	}
+	err := retry.Do(context.Background(), p, callPartner)
+	fmt.Println("err:", err, "calls:", calls)
+	// Output:
+	// attempt 1 failed (connection reset by peer); waiting 25ms (backoff)
+	// attempt 2 failed (connection reset by peer); waiting 50ms (backoff)
+	// err: <nil> calls: 3
+}
+
+func ExampleDo_gaveUp() {
+	err := retry.Do(context.Background(), retry.Policy{}, func(ctx context.Context) error {
+		// The server asked for more than MaxRetryAfter (60 s): no wait at all.
+		return retry.After(errors.New("429 too many requests"), 2*time.Minute)
+	})
+	var e *retry.Error
+	if errors.As(err, &e) {
+		fmt.Println(e.Attempts, "attempt,", e.Reason, "- asked to wait", e.Wait)
+	}
+	fmt.Println(errors.Is(err, retry.ErrHintTooLong))
+	// Output:
+	// 1 attempt, hint too long - asked to wait 2m0s
+	// true
+}
+
+func ExampleDoValue() {
+	n := 0
+	v, err := retry.DoValue(context.Background(), retry.Policy{Rand: func() float64 { return 0 }},
+		func(ctx context.Context) (string, error) {
+			n++
+			if n == 1 {
+				return "", errors.New("503 service unavailable")
+			}
+			return "balance: 42", nil
+		})
+	fmt.Println(v, err)
+	// Output: balance: 42 <nil>
+}
+
+func ExamplePermanent() {
+	calls := 0
+	err := retry.Do(context.Background(), retry.Policy{}, func(ctx context.Context) error {
+		calls++
+		return retry.Permanent(errors.New("404 not found"))
+	})
+	var e *retry.Error
+	errors.As(err, &e)
+	fmt.Printf("%d call; %v: %v\n", calls, e.Reason, e.Last)
+	// Output: 1 call; permanent error: 404 not found
+}
