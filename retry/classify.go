@@ -1,9 +1,6 @@
 package retry
 
-import (
-	"errors"
-	"time"
-)
+import "time"
 
 // Class says what to do with an error.
 type Class uint8
@@ -42,8 +39,7 @@ func DefaultClassify(err error) Class {
 	if IsPermanent(err) {
 		return Final
 	}
-	var t interface{ Throttled() bool }
-	if errors.As(err, &t) && t.Throttled() {
+	if t, ok := find[interface{ Throttled() bool }](err); ok && t.Throttled() {
 		return Throttled
 	}
 	return Transient
@@ -67,8 +63,8 @@ func (e *permanentError) Unwrap() error { return e.err }
 // IsPermanent reports whether err, or an error it wraps, was marked with
 // Permanent.
 func IsPermanent(err error) bool {
-	var p *permanentError
-	return errors.As(err, &p)
+	_, ok := find[*permanentError](err)
+	return ok
 }
 
 // Throttling marks err as an overload answer from the server (class
@@ -118,8 +114,8 @@ func (e *hintError) RetryAfter() time.Duration { return e.d }
 
 // HintOf returns the server hint that err (or an error it wraps) carries.
 func HintOf(err error) (time.Duration, bool) {
-	var h Hinter
-	if !errors.As(err, &h) {
+	h, ok := find[Hinter](err)
+	if !ok {
 		return 0, false
 	}
 	d := h.RetryAfter()

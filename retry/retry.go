@@ -346,10 +346,10 @@ func outcome(caller context.Context, err error, class Class) event.Outcome {
 
 // classify applies the policy's classifier; Permanent marks always win.
 func (p *Policy) classify(err error) Class {
-	if IsPermanent(err) {
-		return Final
-	}
 	if p.Classify != nil {
+		if IsPermanent(err) {
+			return Final
+		}
 		return p.Classify(err)
 	}
 	return DefaultClassify(err)
@@ -364,8 +364,7 @@ func (p *Policy) draw() float64 {
 
 // unmark removes the Permanent mark so that the caller sees its own error.
 func unmark(err error) error {
-	var pe *permanentError
-	if errors.As(err, &pe) && err == error(pe) {
+	if pe, ok := err.(*permanentError); ok {
 		return pe.err
 	}
 	return err
