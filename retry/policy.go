@@ -137,6 +137,18 @@ func (p *Policy) valid() bool {
 		(p.Backoff.Multiplier == 0 || p.Backoff.Multiplier > 1 && p.Backoff.Multiplier <= 1e300)
 }
 
+// quick reports, in as few instructions as possible, that p is valid and
+// plain: the common case of a policy with no guards, no observer, no
+// deadline and no per-attempt timeout. False means "look closer", not
+// "invalid".
+func (p *Policy) quick() bool {
+	b := &p.Backoff
+	return p.MaxElapsed|p.AttemptTimeout == 0 && p.MaxAttempts >= Unlimited &&
+		p.ThrottleBase|p.MaxRetryAfter|b.Base|b.Cap >= 0 && b.Multiplier == 0 &&
+		b.Kind|backoff.Kind(b.Jitter) <= backoff.Linear && b.Jitter <= backoff.Decorrelated &&
+		p.Budget == nil && p.Breaker == nil && p.Throttle == nil && p.Bulkhead == nil && p.Observer == nil
+}
+
 // plain reports whether the first attempt needs no set-up at all: no clock,
 // no context, no guard. Then a successful first attempt costs one call.
 func (p *Policy) plain() bool {

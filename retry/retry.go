@@ -47,6 +47,13 @@ func Do(ctx context.Context, p Policy, fn func(context.Context) error) error {
 }
 
 func do(ctx context.Context, p *Policy, fn func(context.Context) error) error {
+	if p.quick() {
+		err := fn(ctx)
+		if err == nil {
+			return nil
+		}
+		return afterFirst(ctx, p, fn, err)
+	}
 	if !p.valid() {
 		return p.Validate() // nil only if valid() is stricter than Validate
 	}
