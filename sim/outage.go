@@ -1,0 +1,312 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Outage is the partial-outage scenario of Marc Brooker's "Fixing retries
+// with token buckets and circuit breakers" (2022). Clients send first tries
+// as independent Poisson processes of Rate per second each, for Duration;
+// then no new first tries start and the calls in flight drain. Every hop
+// takes Exp(mean HopMean). The server has no capacity limit and fails each
+// attempt independently with probability FailureRate, so retries cost load
+// but never cause failures: the scenario shows what a policy buys (success)
+// for what it costs (amplification).
+//
+// The zero Outage is the post's set-up with a healthy server: 100 clients,
+// 10 first tries per second each, 10 s, hops of 10 ms on average. An Outage
+// is a value; Run is safe for concurrent use.
+type Outage struct {
+	// Clients is the number of clients. Zero: 100.
+	Clients int
+	// Rate is each client's first tries per second. Zero: 10.
+	Rate float64
+	// Duration is how long first tries keep coming (the post's max_t).
+	// Zero: 10 s.
+	Duration time.Duration
+	// HopMean is the mean of one network hop. Zero: 10 ms.
+	HopMean time.Duration
+	// FailureRate is the probability that the server fails an attempt,
+	// in [0, 1].
+	FailureRate float64
+	// Overload makes the failures overload answers (think 503 or 429)
+	// rather than plain server errors: throttles count them, and a retry
+	// after one waits from Policy.ThrottleBase.
+	Overload bool
+}
+
+func (o Outage) withDefaults() Outage {
+	if o.Clients == 0 {
+		o.Clients = 100
+	}
+	if o.Rate == 0 {
+		o.Rate = 10
+	}
+	if o.Duration == 0 {
+		o.Duration = 10 * time.Second
+	}
+	if o.HopMean == 0 {
+		o.HopMean = 10 * time.Millisecond
+	}
+	return o
+}
+
+// Validate reports the first field out of range.
+func (o Outage) Validate() error {
+	switch {
+	case o.Clients < 0:
+		return fmt.Errorf("sim: outage Clients %d out of range: want ≥ 1 (0 means 100)", o.Clients)
+	case o.Rate < 0 || math.IsNaN(o.Rate) || math.IsInf(o.Rate, 0):
+		return fmt.Errorf("sim: outage Rate %v out of range: want a finite rate > 0 per second (0 means 10)", o.Rate)
+	case o.Duration < 0:
+		return fmt.Errorf("sim: outage Duration %v out of range: want > 0 (0 means 10s)", o.Duration)
+	case o.HopMean < 0:
+		return fmt.Errorf("sim: outage HopMean %v out of range: want ≥ 0 (0 means 10ms)", o.HopMean)
+	case !(o.FailureRate >= 0 && o.FailureRate <= 1):
+		return fmt.Errorf("sim: outage FailureRate %v out of range: want a probability in [0, 1]", o.FailureRate)
+	}
+	return nil
+}
+
+// OutageResult is what one run of the outage scenario measured.
+type OutageResult struct {
+	FirstTries int    // calls started (first attempts sent or refused)
+	Attempts   int    // attempts that reached the server
+	Succeeded  int    // calls that eventually succeeded
+	GaveUp     GaveUp // calls that did not, by reason
+}
+
+// Success returns the share of calls that eventually succeeded.
+func (r OutageResult) Success() float64 { return ratio(r.Succeeded, r.FirstTries) }
+
+// Amplification returns attempts per call: the load the server sees for
+// the load the callers meant to send.
+func (r OutageResult) Amplification() float64 { return ratio(r.Attempts, r.FirstTries) }
+
+func ratio(a, b int) float64 {
+	if b == 0 {
+		return math.NaN()
+	}
+	return float64(a) / float64(b)
+}
+
+// Event kinds of the outage scenario. The server keeps no state, so its
+// answer is drawn when an attempt is sent and the attempt costs one event:
+// its answer coming back.
+const (
+	outArrive uint8 = iota // a client starts a call (ID: client)
+	outBegin               // a call is about to send an attempt (ID: call)
+	outReply               // an attempt's answer comes back (ID: call, Arg: Outcome)
+)
+
+// outCall is a call in flight.
+type outCall struct {
+	loop
+	client int32
+}
+
+// outageRun holds what one run needs; it is reused across runs.
+type outageRun struct {
+	eng    Engine
+	rnd    Rand
+	calls  []outCall
+	free   []int32
+	guards guardSet
+}
+
+// Run simulates the scenario once under policy p with the given seed.
+func (o Outage) Run(p Policy, seed uint64) (OutageResult, error) {
+	if err := o.Validate(); err != nil {
+		return OutageResult{}, err
+	}
+	if err := p.Validate(); err != nil {
+		return OutageResult{}, err
+	}
+	var w outageRun
+	c := compile(p)
+	return w.run(o.withDefaults(), &c, seed), nil
+}
+
+func (w *outageRun) run(o Outage, c *compiled, seed uint64) OutageResult {
+	var res OutageResult
+	e, r := &w.eng, &w.rnd
+	e.Reset()
+	r.Seed(seed, uint64(o.Clients))
+	w.calls, w.free = w.calls[:0], w.free[:0]
+	w.guards.build(c, o.Clients)
+	gap := time.Duration(float64(time.Second) / o.Rate)
+	fail := Failed
+	if o.Overload {
+		fail = Overloaded
+	}
+	for i := range o.Clients {
+		e.Add(Event{At: r.Exp(gap), Kind: outArrive, ID: int32(i)})
+	}
+	// send sends call id's attempt at now: the server's answer is drawn
+	// now and arrives two hops later.
+	send := func(id int32, now time.Duration) {
+		res.Attempts++
+		out := Succeeded
+		if r.Float64() < o.FailureRate {
+			out = fail
+		}
+		e.Add(Event{At: now + r.Exp(o.HopMean) + r.Exp(o.HopMean), Kind: outReply, ID: id, Arg: int64(out)})
+	}
+	// begin asks the guards and sends, retries later or gives up.
+	begin := func(id int32, now time.Duration) {
+		call := &w.calls[id]
+		wait, refused := c.begin(&call.loop, w.guards.of(call.client), now)
+		switch {
+		case refused != 0:
+			res.GaveUp[refused]++
+			w.free = append(w.free, id)
+		case wait > 0:
+			e.Add(Event{At: now + wait, Kind: outBegin, ID: id})
+		default:
+			send(id, now)
+		}
+	}
+	for {
+		ev, ok := e.Pop()
+		if !ok {
+			break
+		}
+		now := ev.At
+		switch ev.Kind {
+		case outArrive:
+			if now >= o.Duration {
+				break // draining: no more first tries
+			}
+			e.Add(Event{At: now + r.Exp(gap), Kind: outArrive, ID: ev.ID})
+			res.FirstTries++
+			var id int32
+			if n := len(w.free); n > 0 {
+				id = w.free[n-1]
+				w.free = w.free[:n-1]
+			} else {
+				id = int32(len(w.calls))
+				w.calls = append(w.calls, outCall{})
+			}
+			w.calls[id] = outCall{client: ev.ID}
+			begin(id, now)
+		case outBegin:
+			begin(ev.ID, now)
+		case outReply:
+			call := &w.calls[ev.ID]
+			out := Outcome(ev.Arg)
+			var u float64
+			if out != Succeeded && !c.immediate {
+				u = r.Float64()
+			}
+			wait, stop := c.end(&call.loop, w.guards.of(call.client), now, out, u)
+			switch {
+			case out == Succeeded:
+				res.Succeeded++
+				w.free = append(w.free, ev.ID)
+			case stop != 0:
+				res.GaveUp[stop]++
+				w.free = append(w.free, ev.ID)
+			case wait > 0 || w.guards.before:
+				e.Add(Event{At: now + wait, Kind: outBegin, ID: ev.ID})
+			default:
+				begin(ev.ID, now)
+			}
+		}
+	}
+	return res
+}
+
+// DefaultFailureRates are the failure rates of the outage sweep: the
+// post's, from 0 to 0.5, and on to 1.
+func DefaultFailureRates() []float64 {
+	return []float64{0, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.0325, 0.05,
+		0.075, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1}
+}
+
+// OutageSweep runs the outage scenario for several failure rates and
+// policies, several seeded runs each, and averages them. The zero
+// OutageSweep runs the post's set-up at DefaultFailureRates, 3 runs per
+// point, on one goroutine.
+type OutageSweep struct {
+	// Outage sets everything but the failure rate.
+	Outage Outage
+	// FailureRates are the failure rates to run. Nil:
+	// DefaultFailureRates.
+	FailureRates []float64
+	// Runs is the number of runs per point. Zero: 3.
+	Runs int
+	// Seed makes the sweep repeatable; every policy sees the same seeds.
+	Seed uint64
+	// Workers is the number of goroutines. Zero: 1. Results do not
+	// depend on it.
+	Workers int
+	// Progress, if set, is told after each point.
+	Progress Progress
+}
+
+// OutagePoint is one policy at one failure rate, averaged over runs.
+type OutagePoint struct {
+	Policy        string
+	Clients       int
+	FailureRate   float64
+	Runs          int
+	Success       Stat    // share of calls that succeeded
+	Amplification Stat    // attempts per call
+	GaveUp        [len(GaveUp{})]float64 // calls per run that gave up, by retry.Reason
+}
+
+// Run runs the sweep for each policy and returns one point per policy and
+// failure rate, policy by policy in the order given.
+func (s OutageSweep) Run(policies []Policy) ([]OutagePoint, error) {
+	if err := s.Outage.Validate(); err != nil {
+		return nil, err
+	}
+	rates := s.FailureRates
+	if rates == nil {
+		rates = DefaultFailureRates()
+	}
+	for _, p := range rates {
+		o := s.Outage
+		o.FailureRate = p
+		if err := o.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	compiled := make([]compiled, len(policies))
+	for i, p := range policies {
+		if err := p.Validate(); err != nil {
+			return nil, err
+		}
+		compiled[i] = compile(p)
+	}
+	runs := s.Runs
+	if runs <= 0 {
+		runs = 3
+	}
+	points := make([]OutagePoint, len(policies)*len(rates))
+	workers := max(s.Workers, 1)
+	state := make([]outageRun, workers)
+	forEach(len(points), workers, s.Progress, func(w, i int) {
+		pi, ri := i/len(rates), i%len(rates)
+		o := s.Outage
+		o.FailureRate = rates[ri]
+		o = o.withDefaults()
+		var succ, amp stat
+		var gave GaveUp
+		for run := range runs {
+			r := state[w].run(o, &compiled[pi], seedOf(s.Seed, ri, run))
+			succ.add(r.Success())
+			amp.add(r.Amplification())
+			gave.add(&r.GaveUp)
+		}
+		pt := OutagePoint{Policy: policies[pi].Name, Clients: o.Clients, FailureRate: o.FailureRate, Runs: runs,
+			Success: succ.result(), Amplification: amp.result()}
+		for k, v := range gave {
+			pt.GaveUp[k] = float64(v) / float64(runs)
+		}
+		points[i] = pt
+	})
+	return points, nil
+}

@@ -1,0 +1,141 @@
+package sim
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/yaoki-go/yaoki/retry"
+)
+
+func outagePoint(t *testing.T, s OutageSweep, p Policy) OutagePoint {
+	t.Helper()
+	pts, err := s.Run([]Policy{p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) != 1 {
+		t.Fatalf("got %d points, want 1", len(pts))
+	}
+	return pts[0]
+}
+
+func near(t *testing.T, what string, got, want, tol float64) {
+	t.Helper()
+	t.Logf("%s: got %.4f, want %.4f ± %.4f", what, got, want, tol)
+	if math.Abs(got-want) > tol {
+		t.Errorf("%s: got %.4f, want %.4f ± %.4f", what, got, want, tol)
+	}
+}
+
+// TestOutageParity checks the 2022 post's figures on its set-up: 100
+// clients, 10 first tries per second each, for 10 s.
+func TestOutageParity(t *testing.T) {
+	half := OutageSweep{FailureRates: []float64{0.5}, Runs: 5, Seed: 2022}
+	all := OutageSweep{FailureRates: []float64{1}, Runs: 1, Seed: 2022}
+
+	r3 := outagePoint(t, half, Retries(3))
+	// Published: 93.6 % and 1.88; exactly 1 − 0.5⁴ = 93.75 % and
+	// 1 + 0.5 + 0.25 + 0.125 = 1.875 for independent failures.
+	near(t, "3 retries, p = 0.5, success", r3.Success.Mean, 0.936, 0.005)
+	near(t, "3 retries, p = 0.5, amplification", r3.Amplification.Mean, 1.88, 0.01)
+	near(t, "3 retries, p = 1, amplification", outagePoint(t, all, Retries(3)).Amplification.Mean, 4, 0)
+	near(t, "breaker, p = 1, amplification", outagePoint(t, all, Breaker()).Amplification.Mean, 1, 0)
+	near(t, "no retries, p = 0.5, success", outagePoint(t, half, NoRetries()).Success.Mean, 0.5, 0.01)
+
+	// The bucket's 1.10 is its steady state: each first try adds 0.1
+	// token and each retry takes 1. Over the post's 10 s the full bucket
+	// it starts with (4 tokens above the floor of 1) adds 4 retries per
+	// client to the 100 first tries it sends: 1.14.
+	near(t, "token bucket, p = 1, 10 s, amplification", outagePoint(t, all, TokenBucket()).Amplification.Mean, 1.1+4.0/100, 0.005)
+	long := all
+	long.Outage.Duration = 100 * time.Second
+	near(t, "token bucket, p = 1, 100 s, amplification", outagePoint(t, long, TokenBucket()).Amplification.Mean, 1.10, 0.005)
+}
+
+// TestOutageClientSplit splits 100 first tries per second over 10, 100 and
+// 1000 clients, as the post does: with many small clients, per-client
+// estimates of the failure rate are poor, and the bucket (which starts
+// full) behaves like 3 retries while the breaker trips at once and behaves
+// like no retries.
+func TestOutageClientSplit(t *testing.T) {
+	amp := map[string]map[int]float64{}
+	for _, n := range []int{10, 100, 1000} {
+		s := OutageSweep{Outage: Outage{Clients: n, Rate: 100 / float64(n)}, FailureRates: []float64{0.5}, Runs: 2, Seed: 9}
+		pts, err := s.Run([]Policy{TokenBucket(), Breaker()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pts {
+			if amp[p.Policy] == nil {
+				amp[p.Policy] = map[int]float64{}
+			}
+			amp[p.Policy][n] = p.Amplification.Mean
+			t.Logf("%4d clients, %-12s success %.3f amplification %.3f", n, p.Policy, p.Success.Mean, p.Amplification.Mean)
+		}
+	}
+	if b := amp["token bucket"]; !(b[10] < b[100] && b[100] < b[1000] && b[1000] > 1.8) {
+		t.Errorf("token bucket amplification by clients: %v; want it to grow towards 3 retries' 1.875", b)
+	}
+	if b := amp["breaker"]; !(b[1000] <= b[10] && b[1000] < 1.01) {
+		t.Errorf("breaker amplification by clients: %v; want it to fall to no retries' 1.0", b)
+	}
+}
+
+func TestOutageHealthyServer(t *testing.T) {
+	for _, p := range OutageAnchors() {
+		r, err := Outage{Clients: 10}.Run(p, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.FirstTries == 0 || r.Succeeded != r.FirstTries || r.Attempts != r.FirstTries {
+			t.Fatalf("%s with p = 0: %+v; want every first try to succeed at once", p.Name, r)
+		}
+		if math.Abs(float64(r.FirstTries)-1000) > 150 {
+			t.Fatalf("%s: %d first tries from 10 clients at 10/s for 10 s, want about 1000", p.Name, r.FirstTries)
+		}
+	}
+}
+
+// Yaoki's loop waits between attempts; the budget hears every outcome and
+// the breaker every attempt, and refusals are counted by reason.
+func TestOutageGuardsAndWaits(t *testing.T) {
+	var seen int
+	p := Policy{Name: "loop", Guards: func() Guards {
+		return Guards{Budget: &countingBudget{seen: &seen}}
+	}}
+	r, err := Outage{Clients: 5, FailureRate: 1}.Run(p, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Attempts != 3*r.FirstTries || r.GaveUp[retry.Exhausted] != r.FirstTries || seen != r.Attempts {
+		t.Fatalf("3 attempts per call against a dead server: %+v, budget saw %d outcomes", r, seen)
+	}
+	r, _ = Outage{Clients: 5, FailureRate: 1}.Run(Breaker(), 1)
+	if r.GaveUp[retry.BudgetExhausted] != r.FirstTries {
+		t.Fatalf("retry breaker against a dead server: gave up %v, want all %d refused as budget exhausted", r.GaveUp, r.FirstTries)
+	}
+}
+
+type countingBudget struct{ seen *int }
+
+func (b *countingBudget) AllowRetryAt(time.Time, bool) bool { return true }
+func (b *countingBudget) RecordAt(time.Time, bool, bool)    { *b.seen++ }
+
+func TestOutageValidate(t *testing.T) {
+	bad := []Outage{
+		{Clients: -1}, {Rate: -1}, {Rate: math.Inf(1)}, {Duration: -time.Second},
+		{HopMean: -1}, {FailureRate: 1.5}, {FailureRate: math.NaN()},
+	}
+	for _, o := range bad {
+		if _, err := o.Run(NoRetries(), 1); err == nil || !strings.HasPrefix(err.Error(), "sim: outage ") {
+			t.Errorf("%+v: got error %v, want a sim: outage error", o, err)
+		}
+	}
+	_, err := Outage{}.Run(Policy{MaxAttempts: -2}, 1)
+	if !errors.Is(err, retry.ErrInvalidPolicy) {
+		t.Errorf("MaxAttempts -2: got %v, want retry.ErrInvalidPolicy", err)
+	}
+}

@@ -1,0 +1,102 @@
+package sim
+
+import (
+	"math"
+	"sync"
+)
+
+// Stat is a mean over runs with its standard deviation and the standard
+// error of the mean.
+type Stat struct {
+	Mean, SD, SE float64
+}
+
+// stat accumulates values (Welford's method, stable for long sums).
+type stat struct {
+	n       int
+	mean, m float64
+}
+
+func (s *stat) add(x float64) {
+	s.n++
+	d := x - s.mean
+	s.mean += d / float64(s.n)
+	s.m += d * (x - s.mean)
+}
+
+func (s *stat) result() Stat {
+	if s.n == 0 {
+		return Stat{Mean: math.NaN(), SD: math.NaN(), SE: math.NaN()}
+	}
+	var sd float64
+	if s.n > 1 {
+		sd = math.Sqrt(s.m / float64(s.n-1))
+	}
+	return Stat{Mean: s.mean, SD: sd, SE: sd / math.Sqrt(float64(s.n))}
+}
+
+// Progress is told, after each point of a sweep, how many points are done
+// out of how many. It is called from the goroutine that called the sweep's
+// Run, never concurrently.
+type Progress func(done, total int)
+
+// forEach runs job(worker, i) for i in [0, n) on workers goroutines (at
+// least one, at most n), calling progress after each job in the calling
+// goroutine. Each worker has its own index in [0, workers) so that it can
+// keep reusable state.
+func forEach(n, workers int, progress Progress, job func(worker, i int)) {
+	if workers < 1 {
+		workers = 1
+	}
+	if workers > n {
+		workers = n
+	}
+	if workers <= 1 {
+		for i := range n {
+			job(0, i)
+			if progress != nil {
+				progress(i+1, n)
+			}
+		}
+		return
+	}
+	jobs := make(chan int)
+	done := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				job(w, i)
+				done <- struct{}{}
+			}
+		}()
+	}
+	go func() {
+		for i := range n {
+			jobs <- i
+		}
+		close(jobs)
+	}()
+	for i := range n {
+		<-done
+		if progress != nil {
+			progress(i+1, n)
+		}
+	}
+	wg.Wait()
+}
+
+// seedOf derives the seed of one run of a sweep from the sweep's seed, the
+// point and the run index, so that every policy sees the same seeds at the
+// same point (common random numbers make the comparison sharper) and a
+// point's result does not depend on how many workers ran the sweep.
+func seedOf(seed uint64, point, run int) uint64 {
+	x := seed ^ uint64(point)<<32 ^ uint64(run)
+	// splitmix64 finaliser: spreads nearby inputs over the whole range.
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
