@@ -1,0 +1,131 @@
+package idempotency
+
+import (
+	"net/http"
+)
+
+// capture passes a handler's response through to the client and keeps a
+// copy of it (status, header, up to max bytes of body) for the store.
+type capture struct {
+	w      http.ResponseWriter
+	max    int
+	status int         // 0 until the final header is written
+	header http.Header // the header as sent with the final status
+	body   []byte
+	size   int64 // bytes written by the handler
+}
+
+func (c *capture) Header() http.Header { return c.w.Header() }
+
+func (c *capture) WriteHeader(code int) {
+	if c.status != 0 {
+		c.w.WriteHeader(code) // net/http reports the superfluous call
+		return
+	}
+	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
+		c.w.WriteHeader(code) // informational: the final status comes later
+		return
+	}
+	c.status = code
+	c.header = keptHeader(c.w.Header())
+	c.w.WriteHeader(code)
+}
+
+func (c *capture) Write(p []byte) (int, error) {
+	if c.status == 0 {
+		c.WriteHeader(http.StatusOK)
+	}
+	c.keep(p)
+	return c.w.Write(p)
+}
+
+// WriteString lets io.WriteString avoid a copy, as net/http's writer does.
+func (c *capture) WriteString(s string) (int, error) {
+	if c.status == 0 {
+		c.WriteHeader(http.StatusOK)
+	}
+	c.keepString(s)
+	if sw, ok := c.w.(interface{ WriteString(string) (int, error) }); ok {
+		return sw.WriteString(s)
+	}
+	return c.w.Write([]byte(s))
+}
+
+func (c *capture) keep(p []byte) {
+	c.size += int64(len(p))
+	if c.size <= int64(c.max) {
+		c.body = append(c.body, p...)
+	} else {
+		c.body = nil
+	}
+}
+
+func (c *capture) keepString(s string) {
+	c.size += int64(len(s))
+	if c.size <= int64(c.max) {
+		c.body = append(c.body, s...)
+	} else {
+		c.body = nil
+	}
+}
+
+// Flush sends what was written so far, when the underlying writer can.
+func (c *capture) Flush() {
+	if c.status == 0 {
+		c.WriteHeader(http.StatusOK)
+	}
+	_ = http.NewResponseController(c.w).Flush()
+}
+
+// Unwrap gives http.ResponseController access to the underlying writer.
+func (c *capture) Unwrap() http.ResponseWriter { return c.w }
+
+// response returns what the handler sent: the final status (200 if the
+// handler wrote nothing) and the header as it was then.
+func (c *capture) response() Response {
+	if c.status == 0 {
+		c.status = http.StatusOK
+		c.header = keptHeader(c.w.Header())
+	}
+	r := Response{Status: c.status, Header: c.header, Size: c.size}
+	if c.size > int64(c.max) {
+		r.Omitted = true
+	} else {
+		r.Body = c.body
+	}
+	return r
+}
+
+// keptHeader copies the fields of h worth replaying: not the hop-by-hop
+// ones, nor those the server computes for each response (Date,
+// Content-Length), nor trailer declarations.
+func keptHeader(h http.Header) http.Header {
+	n, nv := 0, 0
+	for k, vs := range h {
+		if !skipField(k) {
+			n++
+			nv += len(vs)
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make(http.Header, n)
+	values := make([]string, 0, nv) // one backing array for every field
+	for k, vs := range h {
+		if !skipField(k) {
+			values = append(values, vs...)
+			out[k] = values[len(values)-len(vs) : len(values) : len(values)]
+		}
+	}
+	return out
+}
+
+func skipField(k string) bool {
+	switch k {
+	case "Connection", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding", "Te", "Trailer", "Upgrade",
+		"Date", "Content-Length", HeaderReplayed:
+		return true
+	}
+	return len(k) > len(http.TrailerPrefix) && k[:len(http.TrailerPrefix)] == http.TrailerPrefix
+}

@@ -1,0 +1,203 @@
+package idempotency
+
+import (
+	"fmt"
+	"log"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/yaoki-go/yaoki/event"
+)
+
+// Defaults that a zero Config field stands for.
+const (
+	// DefaultTTL is how long a completed record is kept: 24 h, as Stripe
+	// does.
+	DefaultTTL = 24 * time.Hour
+	// DefaultLease is how long a request holds its key without renewing
+	// it. The middleware renews the lease every third of it while the
+	// handler runs, so the lease bounds how long a key stays blocked after
+	// the process that held it died, not how long a handler may run.
+	DefaultLease = 30 * time.Second
+	// DefaultRetryAfter is the wait suggested to a request refused with
+	// 409 because the first one is still running.
+	DefaultRetryAfter = time.Second
+	// DefaultMaxRequestBytes bounds the request body read to fingerprint it.
+	DefaultMaxRequestBytes = 1 << 20
+	// DefaultMaxResponseBytes bounds the response body kept for replay.
+	DefaultMaxResponseBytes = 1 << 20
+	// DefaultStoreTimeout bounds each store call made after the handler.
+	DefaultStoreTimeout = 5 * time.Second
+)
+
+// HeaderReplayed is the response header that marks a replay: a stored
+// response sent again, without running the handler, carries
+// "Idempotent-Replayed: true" (the name Stripe uses). The first response
+// does not carry it.
+const HeaderReplayed = "Idempotent-Replayed"
+
+// Config configures a Middleware. The zero value means the documented
+// defaults: POST and PATCH, key optional, global keys, in-memory store,
+// 24 h retention, 30 s lease, 1 MiB limits on request and response bodies.
+type Config struct {
+	// Store keeps the records. Nil: a MemoryStore with its defaults (one
+	// per Middleware, so not shared between processes).
+	Store Store
+	// Methods are the methods the middleware applies to; requests with
+	// other methods pass through untouched, key or not. Nil: POST and
+	// PATCH, the methods that are not idempotent by definition (RFC 9110
+	// §9.2.2).
+	Methods []string
+	// Require makes the key mandatory for those methods: a request without
+	// one is refused with 400. False: a request without a key passes
+	// through and is executed as usual. (Middleware.Require makes it
+	// mandatory for one route.)
+	Require bool
+	// Scope returns the scope of the request's key, typically the
+	// authenticated principal (a user or API client id). The scope is part
+	// of the record's identity, so a key used by one principal never
+	// replays another's response, and two principals may use the same key.
+	// Nil: every key is global, shared by all clients of the server, and
+	// anyone who learns a key (and sends the same request) gets its stored
+	// response; set Scope on any server with more than one client. It must
+	// be safe for concurrent use.
+	Scope func(r *http.Request) string
+	// FingerprintHeaders are request header fields that take part in the
+	// fingerprint, besides the method, the target (path and query) and the
+	// body (for example Content-Type). Nil: none.
+	FingerprintHeaders []string
+	// TTL is how long a completed record is kept. Zero: DefaultTTL (24 h).
+	TTL time.Duration
+	// Lease is how long a record in progress stays held without being
+	// renewed; see DefaultLease. Zero: 30 s.
+	Lease time.Duration
+	// RetryAfter is the wait suggested to a request refused because the
+	// first request with its key is still running (409) or because the
+	// store is unavailable (503). It is sent in whole seconds, rounded up;
+	// a negative value sends "Retry-After: 0". Zero: DefaultRetryAfter (1 s).
+	RetryAfter time.Duration
+	// MaxRequestBytes bounds the request body, which the middleware reads
+	// whole to fingerprint it; a larger body is refused with 413. Zero:
+	// DefaultMaxRequestBytes (1 MiB).
+	MaxRequestBytes int64
+	// MaxResponseBytes bounds the response body kept for replay. A larger
+	// response is sent to the client in full but not kept: the record
+	// remembers that the request was executed, its status and the size,
+	// and a retry gets a 410 problem (reason response_too_large, with the
+	// original status) rather than running the handler again. With
+	// ReleaseTooLarge the record is released instead. Zero:
+	// DefaultMaxResponseBytes (1 MiB).
+	MaxResponseBytes int
+	// ReleaseTooLarge releases the record of a response over
+	// MaxResponseBytes, so that a retry runs the handler again: only for
+	// handlers that are safe to run twice.
+	ReleaseTooLarge bool
+	// Keep says whether a response with this status is stored. A response
+	// that is not stored releases its record, so a retry runs the handler
+	// again. Nil: every status below 500 except 408 and 429 is stored (2xx,
+	// 3xx and 4xx: the outcome of the request, replayed to every retry);
+	// 5xx, 408 and 429 are not (they ask the client to try again, and
+	// storing them would replay the failure to every retry).
+	Keep func(status int) bool
+	// StoreTimeout bounds each store call made after the handler started
+	// (renewals, Complete, Release); they run even when the client has
+	// gone away. Zero: DefaultStoreTimeout (5 s).
+	StoreTimeout time.Duration
+	// Observer receives an event.Replay for each replay and an
+	// event.Conflict for each request the middleware refuses. Nil: none.
+	Observer event.Observer
+	// ErrorLog receives store failures that cannot be reported to the
+	// client (a Complete that failed after the response was sent). Nil:
+	// the log package's standard logger.
+	ErrorLog *log.Logger
+	// Now returns the current time for the store's decisions. Nil:
+	// time.Now. Tests set it to step time.
+	Now func() time.Time
+}
+
+// DefaultKeep is the default Config.Keep: store every status below 500
+// except 408 and 429.
+func DefaultKeep(status int) bool {
+	return status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests
+}
+
+// validate fills the defaults into a copy of c, or says which field is out
+// of range.
+func (c Config) validate() (Config, error) {
+	bad := func(format string, args ...any) (Config, error) {
+		return Config{}, fmt.Errorf("idempotency: invalid config: "+format, args...)
+	}
+	switch {
+	case c.TTL < 0:
+		return bad("TTL %v out of range: want > 0, or 0 for the default (%v)", c.TTL, DefaultTTL)
+	case c.Lease < 0:
+		return bad("Lease %v out of range: want > 0, or 0 for the default (%v)", c.Lease, DefaultLease)
+	case c.MaxRequestBytes < 0:
+		return bad("MaxRequestBytes %d out of range: want > 0, or 0 for the default (%d)", c.MaxRequestBytes, DefaultMaxRequestBytes)
+	case c.MaxResponseBytes < 0:
+		return bad("MaxResponseBytes %d out of range: want > 0, or 0 for the default (%d)", c.MaxResponseBytes, DefaultMaxResponseBytes)
+	case c.StoreTimeout < 0:
+		return bad("StoreTimeout %v out of range: want > 0, or 0 for the default (%v)", c.StoreTimeout, DefaultStoreTimeout)
+	}
+	if c.Store == nil {
+		s, _ := NewMemoryStore(MemoryConfig{})
+		c.Store = s
+	}
+	if c.Methods == nil {
+		c.Methods = []string{http.MethodPost, http.MethodPatch}
+	} else {
+		ms := make([]string, len(c.Methods))
+		for i, m := range c.Methods {
+			if m == "" || strings.ContainsAny(m, " \t\r\n") {
+				return bad("Methods[%d] %q is not an HTTP method", i, m)
+			}
+			ms[i] = m
+		}
+		c.Methods = ms
+	}
+	hs := make([]string, len(c.FingerprintHeaders))
+	for i, h := range c.FingerprintHeaders {
+		if h == "" {
+			return bad("FingerprintHeaders[%d] is empty", i)
+		}
+		hs[i] = http.CanonicalHeaderKey(h)
+	}
+	c.FingerprintHeaders = hs
+	if c.TTL == 0 {
+		c.TTL = DefaultTTL
+	}
+	if c.Lease == 0 {
+		c.Lease = DefaultLease
+	}
+	if c.RetryAfter == 0 {
+		c.RetryAfter = DefaultRetryAfter
+	}
+	if c.MaxRequestBytes == 0 {
+		c.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if c.MaxResponseBytes == 0 {
+		c.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if c.StoreTimeout == 0 {
+		c.StoreTimeout = DefaultStoreTimeout
+	}
+	if c.Keep == nil {
+		c.Keep = DefaultKeep
+	}
+	if c.ErrorLog == nil {
+		c.ErrorLog = log.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c, nil
+}
+
+// retryAfterSeconds is RetryAfter in whole seconds, rounded up.
+func (c *Config) retryAfterSeconds() int {
+	if c.RetryAfter < 0 {
+		return 0
+	}
+	return int((c.RetryAfter + time.Second - 1) / time.Second)
+}

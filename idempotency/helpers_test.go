@@ -1,0 +1,8 @@
+package idempotency_test
+
+import (
+	"io"
+	"log"
+)
+
+func discardLog() *log.Logger { return log.New(io.Discard, "", 0) }

@@ -1,0 +1,356 @@
+// Package idempotency is server middleware that executes a request carrying
+// an Idempotency-Key once and replays its response to every retry, as the
+// IETF draft "The Idempotency-Key HTTP Header Field" describes and as Stripe
+// does in production.
+//
+// Most servers want
+//
+//	idem, err := idempotency.New(idempotency.Config{
+//		Scope: func(r *http.Request) string { return userID(r) },
+//	})
+//	...
+//	mux.Handle("POST /payments", idem.Require(payments))
+//
+// For each POST or PATCH (Config.Methods) with a key, the middleware reads
+// the body (bounded by Config.MaxRequestBytes), computes the request's
+// fingerprint (a SHA-256 of the method, the target, selected headers and the
+// body) and asks the Store to begin a record for (scope, key):
+//
+//   - no record: the request holds the key (a lease, renewed while the
+//     handler runs), the handler runs, and its response (status, header,
+//     body) is sent and stored for Config.TTL (24 h);
+//   - a completed record with the same fingerprint: its response is
+//     replayed, with "Idempotent-Replayed: true", and the handler does not
+//     run;
+//   - a record with a different fingerprint: 422, the key was used for
+//     another request;
+//   - a record in progress with the same fingerprint: 409 with
+//     Retry-After, the first request is still running.
+//
+// A missing key where one is required and a malformed key are refused with
+// 400. Every refusal is an RFC 9457 problem; see Problem for the list.
+//
+// What is stored: statuses that Config.Keep accepts (by default 2xx, 3xx and
+// 4xx except 408 and 429). Any other response releases the record, so that
+// a retry runs the handler again; so does a handler that panics (the
+// middleware releases the key and the panic goes on). A process that dies
+// while it holds a key stops renewing its lease, and the key is usable again
+// once the lease (Config.Lease, 30 s) has passed. A response larger than
+// Config.MaxResponseBytes is not kept; see there for what a retry gets.
+//
+// Keys are global unless Config.Scope says whose they are: set it on any
+// server with more than one client.
+package idempotency
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/yaoki-go/yaoki/event"
+)
+
+// Middleware executes keyed requests once. Build it with New; it is safe for
+// concurrent use, and one Middleware may wrap many handlers (they share its
+// store, so a key names one request across all of them: the fingerprint
+// tells them apart and refuses reuse with 422).
+type Middleware struct {
+	c Config
+}
+
+// New validates c and returns a Middleware that applies it. A field out of
+// range is reported with its value and the accepted range.
+func New(c Config) (*Middleware, error) {
+	c, err := c.validate()
+	if err != nil {
+		return nil, err
+	}
+	return &Middleware{c: c}, nil
+}
+
+// Handler wraps next: it is the func(http.Handler) http.Handler of the
+// middleware. The key is required if Config.Require says so.
+func (m *Middleware) Handler(next http.Handler) http.Handler {
+	return &handler{m: m, next: next, require: m.c.Require}
+}
+
+// Require wraps next like Handler, with the key required for the
+// middleware's methods: a request without one is refused with 400.
+func (m *Middleware) Require(next http.Handler) http.Handler {
+	return &handler{m: m, next: next, require: true}
+}
+
+// Store returns the middleware's store (the MemoryStore it made when
+// Config.Store was nil).
+func (m *Middleware) Store() Store { return m.c.Store }
+
+type handler struct {
+	m       *Middleware
+	next    http.Handler
+	require bool
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c := &h.m.c
+	if !c.covers(r.Method) {
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	key, ok, err := keyFrom(r.Header)
+	switch {
+	case err != nil:
+		c.refuse(w, r, key, Problem{Status: http.StatusBadRequest, Reason: ReasonKeyMalformed, Detail: err.Error()}, -1)
+		return
+	case !ok && h.require:
+		c.refuse(w, r, "", Problem{Status: http.StatusBadRequest, Reason: ReasonKeyMissing,
+			Detail: fmt.Sprintf("idempotency: %s %s requires an %s header: send a unique key (such as a UUID) and the same key on every retry of the request", r.Method, r.URL.Path, HeaderKey)}, -1)
+		return
+	case !ok:
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	body, p := c.readBody(r)
+	if p.Status != 0 {
+		c.refuse(w, r, key, p, -1)
+		return
+	}
+	id := ID{Key: key}
+	if c.Scope != nil {
+		id.Scope = c.Scope(r)
+	}
+	fp := c.fingerprint(r, body)
+	token := rand.Text()
+	now := c.Now()
+	rec, claimed, err := c.Store.Begin(r.Context(), id, fp, token, now, c.Lease)
+	if err != nil {
+		c.ErrorLog.Printf("idempotency: begin %s %s with key %q: %v", r.Method, r.URL.Path, key, err)
+		c.refuse(w, r, key, Problem{Status: http.StatusServiceUnavailable, Reason: ReasonStoreUnavailable,
+			Detail: "idempotency: the request was not executed: its key could not be recorded, try again later"}, c.retryAfterSeconds())
+		return
+	}
+	if !claimed {
+		c.answer(w, r, key, fp, &rec)
+		return
+	}
+	r2 := new(http.Request) // a shallow copy, as WithContext makes
+	*r2 = *r
+	br := &bodyReader{}
+	br.Reset(body)
+	r2.Body = br
+	r2.ContentLength = int64(len(body))
+	h.run(w, r2, id, token)
+}
+
+func (c *Config) covers(method string) bool {
+	for _, m := range c.Methods {
+		if m == method {
+			return true
+		}
+	}
+	return false
+}
+
+// answer answers a request whose key already has a record.
+func (c *Config) answer(w http.ResponseWriter, r *http.Request, key string, fp Fingerprint, rec *Record) {
+	switch {
+	case rec.Fingerprint != fp:
+		c.refuse(w, r, key, Problem{Status: http.StatusUnprocessableEntity, Reason: ReasonKeyReused,
+			Detail: fmt.Sprintf("idempotency: key %q was already used for a different request (method, target or body differ); use a new key for a new request", key)}, -1)
+	case rec.State == InProgress:
+		c.refuse(w, r, key, Problem{Status: http.StatusConflict, Reason: ReasonInProgress,
+			Detail: fmt.Sprintf("idempotency: a request with key %q is still being processed; retry after it completes", key)}, c.retryAfterSeconds())
+	case rec.Response.Omitted:
+		c.refuse(w, r, key, Problem{Status: http.StatusGone, Reason: ReasonResponseTooLarge, OriginalStatus: rec.Response.Status,
+			Detail: fmt.Sprintf("idempotency: the request with key %q was executed (status %d) but its response (%d bytes) was too large to keep for replay; it will not be executed again", key, rec.Response.Status, rec.Response.Size)}, -1)
+	default:
+		c.replay(w, r, key, &rec.Response)
+	}
+}
+
+func (c *Config) replay(w http.ResponseWriter, r *http.Request, key string, resp *Response) {
+	h := w.Header()
+	for k, vs := range resp.Header {
+		h[k] = vs
+	}
+	h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
+	h.Set(HeaderReplayed, "true")
+	if c.Observer != nil {
+		c.Observer.Observe(r.Context(), event.Event{Kind: event.Replay, Time: c.Now(), Component: "idempotency",
+			Method: r.Method, Status: resp.Status, Key: key})
+	}
+	w.WriteHeader(resp.Status)
+	_, _ = w.Write(resp.Body)
+}
+
+func (c *Config) refuse(w http.ResponseWriter, r *http.Request, key string, p Problem, retryAfter int) {
+	if c.Observer != nil {
+		c.Observer.Observe(r.Context(), event.Event{Kind: event.Conflict, Time: c.Now(), Component: "idempotency",
+			Method: r.Method, Status: p.Status, Reason: p.Reason, Key: key})
+	}
+	writeProblem(w, p, retryAfter)
+}
+
+// run runs the handler for the request that holds id and stores or releases
+// the record afterwards.
+func (h *handler) run(w http.ResponseWriter, r *http.Request, id ID, token string) {
+	c := &h.m.c
+	bg := context.WithoutCancel(r.Context())
+	rn := c.renew(bg, id, token)
+	cw := &capture{w: w, max: c.MaxResponseBytes}
+	finished := false
+	defer func() {
+		rn.stop()
+		if finished {
+			return
+		}
+		// The handler panicked (or called runtime.Goexit): release the key
+		// so that a retry runs it again; the panic goes on.
+		ctx, cancel := c.storeContext(bg)
+		defer cancel()
+		if err := c.Store.Release(ctx, id, token); err != nil {
+			c.ErrorLog.Printf("idempotency: release key %q after a panic: %v", id.Key, err)
+		}
+	}()
+	h.next.ServeHTTP(cw, r)
+	finished = true
+	rn.stop()
+
+	resp := cw.response()
+	ctx, cancel := c.storeContext(bg)
+	defer cancel()
+	if !c.Keep(resp.Status) || resp.Omitted && c.ReleaseTooLarge {
+		if err := c.Store.Release(ctx, id, token); err != nil {
+			c.ErrorLog.Printf("idempotency: release key %q after status %d: %v", id.Key, resp.Status, err)
+		}
+		return
+	}
+	if err := c.Store.Complete(ctx, id, token, resp, c.Now(), c.TTL); err != nil {
+		c.ErrorLog.Printf("idempotency: store the response to key %q (status %d): %v", id.Key, resp.Status, err)
+	}
+}
+
+// storeContext bounds a store call by StoreTimeout, except for the
+// MemoryStore, which never waits.
+func (c *Config) storeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := c.Store.(*MemoryStore); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, c.StoreTimeout)
+}
+
+// renewer extends a lease every third of it while the handler runs.
+type renewer struct {
+	mu      sync.Mutex
+	t       *time.Timer
+	stopped bool
+}
+
+func (c *Config) renew(ctx context.Context, id ID, token string) *renewer {
+	rn := &renewer{}
+	every := c.Lease / 3
+	rn.mu.Lock() // the timer may fire before rn.t is set
+	defer rn.mu.Unlock()
+	rn.t = time.AfterFunc(every, func() {
+		cctx, cancel := c.storeContext(ctx)
+		err := c.Store.Extend(cctx, id, token, c.Now(), c.Lease)
+		cancel()
+		if err != nil {
+			c.ErrorLog.Printf("idempotency: renew the lease of key %q: %v", id.Key, err)
+			if errors.Is(err, ErrLeaseLost) {
+				return
+			}
+		}
+		rn.mu.Lock()
+		if !rn.stopped {
+			rn.t.Reset(every)
+		}
+		rn.mu.Unlock()
+	})
+	return rn
+}
+
+func (rn *renewer) stop() {
+	rn.mu.Lock()
+	rn.stopped = true
+	rn.t.Stop()
+	rn.mu.Unlock()
+}
+
+// readBody reads the whole request body, bounded by MaxRequestBytes. A
+// non-zero p.Status is the problem to answer instead.
+func (c *Config) readBody(r *http.Request) (body []byte, p Problem) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, Problem{}
+	}
+	max := c.MaxRequestBytes
+	if r.ContentLength > max {
+		return nil, c.bodyTooLarge()
+	}
+	n := r.ContentLength
+	if n < 0 || n > 64<<10 {
+		n = 512 // unknown or large: grow as it comes
+	}
+	buf := make([]byte, 0, n+1) // +1: see the end of the body without another read
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		room := buf[len(buf):min(int64(cap(buf)), max+1)]
+		k, err := r.Body.Read(room)
+		buf = buf[:len(buf)+k]
+		switch {
+		case int64(len(buf)) > max:
+			return nil, c.bodyTooLarge()
+		case err == io.EOF:
+			return buf, Problem{}
+		case err != nil:
+			return nil, Problem{Status: http.StatusBadRequest, Reason: ReasonBodyUnreadable,
+				Detail: "idempotency: the request body could not be read: " + err.Error()}
+		}
+	}
+}
+
+func (c *Config) bodyTooLarge() Problem {
+	return Problem{Status: http.StatusRequestEntityTooLarge, Reason: ReasonBodyTooLarge,
+		Detail: fmt.Sprintf("idempotency: the request body is larger than %d bytes, the most this server reads for a keyed request", c.MaxRequestBytes)}
+}
+
+// bodyReader is the body the handler reads: the bytes read to fingerprint
+// the request.
+type bodyReader struct{ bytes.Reader }
+
+func (*bodyReader) Close() error { return nil }
+
+// fingerprint hashes the method, the target, the selected header fields and
+// a SHA-256 of the body, each preceded by its length so that no two
+// requests share an input.
+func (c *Config) fingerprint(r *http.Request, body []byte) Fingerprint {
+	sum := sha256.Sum256(body)
+	var scratch [512]byte
+	b := appendField(scratch[:0], r.Method)
+	b = appendField(b, r.URL.EscapedPath())
+	b = appendField(b, r.URL.RawQuery)
+	for _, name := range c.FingerprintHeaders {
+		vs := r.Header[name]
+		b = binary.AppendUvarint(b, uint64(len(vs)))
+		for _, v := range vs {
+			b = appendField(b, v)
+		}
+	}
+	b = append(b, sum[:]...)
+	return sha256.Sum256(b)
+}
+
+func appendField(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}

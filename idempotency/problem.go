@@ -1,0 +1,67 @@
+package idempotency
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+)
+
+// Problem is the body of every answer the middleware gives itself: an RFC
+// 9457 problem details object, sent as application/problem+json. Type is
+// "about:blank" (the status says what kind of problem it is), Title the
+// status text, Detail what was wrong in words, and Reason the same as one
+// snake_case word for programs (and for event.Event.Reason):
+//
+//	status  reason               when
+//	400     key_missing          the route requires a key and none was sent
+//	400     key_malformed        the key is empty, too long, not printable ASCII, or sent twice
+//	400     body_unreadable      the request body could not be read
+//	409     in_progress          a request with this key is still running (Retry-After is set)
+//	410     response_too_large   the request was executed but its response was too large to keep
+//	413     body_too_large       the request body is over Config.MaxRequestBytes
+//	422     key_reused           the key was used before with a different request
+//	503     store_unavailable    the store failed or is full (Retry-After is set)
+type Problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail"`
+	Reason string `json:"reason"`
+	// OriginalStatus is the status of the executed request whose response
+	// was too large to keep (410 only).
+	OriginalStatus int `json:"original_status,omitempty"`
+}
+
+// Reasons, as in the Problem table.
+const (
+	ReasonKeyMissing       = "key_missing"
+	ReasonKeyMalformed     = "key_malformed"
+	ReasonBodyUnreadable   = "body_unreadable"
+	ReasonInProgress       = "in_progress"
+	ReasonResponseTooLarge = "response_too_large"
+	ReasonBodyTooLarge     = "body_too_large"
+	ReasonKeyReused        = "key_reused"
+	ReasonStoreUnavailable = "store_unavailable"
+)
+
+// ProblemContentType is the media type of a Problem (RFC 9457 §3).
+const ProblemContentType = "application/problem+json"
+
+func writeProblem(w http.ResponseWriter, p Problem, retryAfter int) {
+	p.Type = "about:blank"
+	p.Title = http.StatusText(p.Status)
+	b, err := json.Marshal(p)
+	if err != nil { // cannot happen: strings and ints only
+		b = []byte(`{"type":"about:blank"}`)
+	}
+	h := w.Header()
+	h.Set("Content-Type", ProblemContentType)
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	h.Set("Cache-Control", "no-store")
+	h.Del("Content-Encoding")
+	if retryAfter >= 0 {
+		h.Set("Retry-After", strconv.Itoa(retryAfter))
+	}
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(b)
+}
