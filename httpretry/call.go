@@ -1,0 +1,391 @@
+package httpretry
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/yaoki-go/yaoki/retry"
+)
+
+// call is one logical request: the caller's request and what its attempts
+// share (the Idempotency-Key, the buffered body) and have seen.
+type call struct {
+	c   *config
+	req *http.Request
+
+	key        string // the Idempotency-Key created for this call, "" if none
+	notRetried error  // ErrNotIdempotent or ErrBodyNotReplayable: sent once
+	bodyOK     bool   // the body can be sent again (if there is one)
+	buf        []byte // the buffered body, when the caller's had no GetBody
+	getBody    func() (io.ReadCloser, error)
+	firstBody  io.ReadCloser // a body too long to buffer: its read prefix, then the rest
+	sent       bool          // the caller's body was handed over (to Base, or read and closed)
+
+	n      int          // attempts made
+	status int          // the last attempt's status, 0 if it had none
+	last   *StatusError // the last attempt's retryable (or final) status answer
+	final  string       // why a retryable status was made final: an event reason
+}
+
+// prepare decides, before the first attempt, whether the request may be
+// sent more than once, creates its Idempotency-Key and makes its body
+// replayable.
+func (cl *call) prepare() error {
+	req := cl.req
+	replayable := Idempotent(req.Method)
+	if !replayable && (req.Header.Get(IdempotencyKeyHeader) != "" || req.Header.Get("X-Idempotency-Key") != "") {
+		replayable = true
+	}
+	if !replayable && cl.c.keyMode == KeyAuto {
+		cl.key = NewKey()
+		replayable = true
+	}
+	if !replayable {
+		cl.notRetried = ErrNotIdempotent
+	}
+	cl.bodyOK = true
+	if req.Body == nil || req.Body == http.NoBody || req.GetBody != nil || cl.c.attempts == 1 {
+		return nil
+	}
+	if retry.IsSingleAttempt(req.Context()) {
+		return nil
+	}
+	// A body without GetBody: buffer it, or send it once.
+	max := cl.c.maxBody
+	if max < 0 || req.ContentLength > max {
+		cl.noReplay(nil)
+		return nil
+	}
+	data, err := io.ReadAll(io.LimitReader(req.Body, max+1))
+	if err != nil {
+		return fmt.Errorf("httpretry: reading the request body to buffer it: %w", err)
+	}
+	if int64(len(data)) > max {
+		cl.noReplay(data)
+		return nil
+	}
+	cl.sent = true
+	_ = req.Body.Close()
+	cl.buf = data
+	cl.getBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+	return nil
+}
+
+// noReplay makes the call single-attempt because its body cannot be sent
+// again; prefix is what was read of it while trying to buffer it.
+func (cl *call) noReplay(prefix []byte) {
+	cl.bodyOK = false
+	cl.notRetried = ErrBodyNotReplayable
+	if prefix != nil {
+		cl.firstBody = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(prefix), cl.req.Body), cl.req.Body}
+	}
+}
+
+// run makes the attempts through the retry loop and turns its outcome into
+// RoundTrip's.
+func (cl *call) run() (*http.Response, error) {
+	ctx := cl.req.Context()
+	r := cl.c.retrierFor(cl.req)
+	var (
+		resp *http.Response
+		err  error
+	)
+	if o := cl.c.observer; o != nil {
+		p := r.Policy()
+		p.Observer = &observer{next: o, cl: cl, method: methodOf(cl.req), host: cl.req.URL.Hostname()}
+		resp, err = retry.DoValue(ctx, p, cl.attempt)
+	} else {
+		resp, err = retry.DoValueWith(ctx, r, cl.attempt)
+	}
+	if !cl.sent {
+		closeBody(cl.req) // no attempt was made: a guard refused the first
+	}
+	if err == nil {
+		return resp, nil
+	}
+	var re *retry.Error
+	gaveUp := errors.As(err, &re)
+	// Retries ended on a status: hand over the last answer, untouched,
+	// unless it was already thrown away or the caller cancelled.
+	if l := cl.last; l != nil && !l.done && gaveUp && re.Reason != retry.Cancelled {
+		return l.resp, nil
+	}
+	if l := cl.last; l != nil {
+		l.discard()
+	}
+	if resp != nil && (cl.last == nil || resp != cl.last.resp) {
+		drain(resp) // not expected: the loop returns the last value only
+	}
+	return nil, cl.fail(err)
+}
+
+// fail builds RoundTrip's error.
+func (cl *call) fail(err error) error {
+	e := &Error{Method: methodOf(cl.req), URL: cl.req.URL.Redacted(), Attempts: cl.n, LastStatus: cl.status, Err: err}
+	var re *retry.Error
+	if errors.As(err, &re) {
+		e.Reason = re.Reason
+		if re.Reason == retry.PermanentError && cl.notRetried != nil && cl.n == 1 {
+			e.NotRetried = cl.notRetried
+		}
+	}
+	return e
+}
+
+// attempt sends one attempt. actx is the loop's context for it: the
+// caller's, or a child bounded by Policy.AttemptTimeout and
+// Policy.MaxElapsed.
+func (cl *call) attempt(actx context.Context) (*http.Response, error) {
+	cl.n++
+	cl.status = 0
+	if l := cl.last; l != nil {
+		l.discard() // normally done in OnRetry already
+		cl.last = nil
+	}
+	var b *bound
+	ctx := cl.req.Context()
+	if actx != ctx || cl.c.attemptTimeout > 0 {
+		b = cl.bind(actx)
+		ctx = b.ctx
+	}
+	req, err := cl.request(ctx)
+	if err != nil {
+		if b != nil {
+			b.release(nil, err)
+		}
+		return nil, retry.Permanent(err)
+	}
+	resp, err := cl.c.base.RoundTrip(req)
+	if b != nil {
+		resp, err = b.release(resp, err)
+	}
+	if err != nil {
+		if resp != nil {
+			drain(resp) // a RoundTripper must not return both; keep the connection anyway
+		}
+		if cl.notRetried != nil && !(cl.bodyOK && neverLeft(err)) {
+			return nil, retry.Permanent(err)
+		}
+		return nil, err
+	}
+	cl.status = resp.StatusCode
+	if !cl.c.statuses.has(resp.StatusCode) {
+		return resp, nil
+	}
+	se := &StatusError{Code: resp.StatusCode, Status: resp.Status, Hint: -1, req: cl.req, resp: resp}
+	cl.last = se
+	switch {
+	case cl.notRetried != nil:
+		cl.final = reasonKey(cl.notRetried)
+		return resp, retry.Permanent(se)
+	case cl.c.dnrHdr != "" && strings.EqualFold(strings.TrimSpace(resp.Header.Get(cl.c.dnrHdr)), "true"):
+		cl.final = "do_not_retry"
+		return resp, retry.Permanent(se)
+	}
+	se.Hint = hint(resp, time.Now())
+	return resp, se
+}
+
+// hint returns the wait the server asked for in resp, or -1.
+func hint(resp *http.Response, now time.Time) time.Duration {
+	if v := resp.Header.Get("Retry-After"); v != "" {
+		if d, ok := ParseRetryAfter(v, now); ok {
+			return d
+		}
+	}
+	if throttledStatus(resp.StatusCode) {
+		if d, ok := RateLimitReset(resp.Header, now); ok {
+			return d
+		}
+	}
+	return -1
+}
+
+// request returns the request for the next attempt: a clone of the
+// caller's, with ctx, the attempt header, the Idempotency-Key and a fresh
+// body.
+func (cl *call) request(ctx context.Context) (*http.Request, error) {
+	orig := cl.req
+	hdr := cl.c.attemptHdr != "" || cl.key != ""
+	if !hdr && cl.n == 1 && cl.buf == nil && cl.firstBody == nil && ctx == orig.Context() {
+		cl.sent = true
+		return orig, nil // nothing to change: no clone needed
+	}
+	r := orig.WithContext(ctx)
+	if hdr {
+		r.Header = cl.header()
+	}
+	hasBody := orig.Body != nil && orig.Body != http.NoBody
+	switch {
+	case cl.buf != nil:
+		r.Body, _ = cl.getBody()
+		r.GetBody = cl.getBody
+		r.ContentLength = int64(len(cl.buf))
+		if len(cl.buf) == 0 {
+			r.Body, r.GetBody = http.NoBody, nil
+		}
+	case cl.n == 1:
+		if cl.firstBody != nil {
+			r.Body = cl.firstBody
+		}
+		cl.sent = true
+	case hasBody && orig.GetBody != nil:
+		b, err := orig.GetBody()
+		if err != nil {
+			return nil, fmt.Errorf("httpretry: GetBody for attempt %d: %w", cl.n, err)
+		}
+		r.Body = b
+	case hasBody:
+		// Unreachable: a body that cannot be replayed makes the call
+		// single-attempt. Refuse rather than send an empty body.
+		return nil, errors.New("httpretry: request body cannot be sent again")
+	}
+	return r, nil
+}
+
+// header returns a copy of the caller's header with the attempt number and
+// the created Idempotency-Key set; all values share one allocation.
+func (cl *call) header() http.Header {
+	h := cl.req.Header
+	extra := 0
+	if cl.c.attemptHdr != "" {
+		extra++
+	}
+	if cl.key != "" {
+		extra++
+	}
+	nv := extra
+	for _, vv := range h {
+		nv += len(vv)
+	}
+	sv := make([]string, nv)
+	h2 := make(http.Header, len(h)+extra)
+	for k, vv := range h {
+		if vv == nil { // nil means "do not send the default"; keep it
+			h2[k] = nil
+			continue
+		}
+		n := copy(sv, vv)
+		h2[k] = sv[:n:n]
+		sv = sv[n:]
+	}
+	if cl.c.attemptHdr != "" {
+		sv[0] = strconv.Itoa(cl.n)
+		h2[cl.c.attemptHdr] = sv[:1:1]
+		sv = sv[1:]
+	}
+	if cl.key != "" {
+		sv[0] = cl.key
+		h2[IdempotencyKeyHeader] = sv[:1:1]
+	}
+	return h2
+}
+
+// reasonKey returns the event reason for a sentinel of this package.
+func reasonKey(err error) string {
+	switch err {
+	case ErrNotIdempotent:
+		return "not_idempotent"
+	case ErrBodyNotReplayable:
+		return "body_not_replayable"
+	}
+	return ""
+}
+
+// bound holds an attempt to its time limits until its response headers
+// arrive. The retry loop cancels actx, its context for the attempt, when
+// the attempt returns and when the loop ends; that would cut the body of a
+// response handed to the caller. So the attempt runs on a child of the
+// caller's context that follows actx (bounded by Policy.MaxElapsed) and
+// the attempt timeout only until the headers arrive: these limits bound the
+// wait for an answer, the caller's context bounds the reading of its body.
+type bound struct {
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	stop    func() bool // stops following actx
+	timer   *time.Timer
+	timeout time.Duration
+}
+
+// errTimedOut is the cause an attempt's context is cancelled with when its
+// timeout passes.
+var errTimedOut = errors.New("httpretry: attempt timed out")
+
+func (cl *call) bind(actx context.Context) *bound {
+	b := &bound{timeout: cl.c.attemptTimeout}
+	b.ctx, b.cancel = context.WithCancelCause(cl.req.Context())
+	if actx != cl.req.Context() {
+		b.stop = context.AfterFunc(actx, func() { b.cancel(context.Cause(actx)) })
+	}
+	if b.timeout > 0 {
+		b.timer = time.AfterFunc(b.timeout, func() { b.cancel(errTimedOut) })
+	}
+	return b
+}
+
+// release ends the attempt's limits and returns what the attempt should
+// return: the response, with a body that releases the context when closed,
+// or the error (a *timeoutError if the attempt timed out).
+func (b *bound) release(resp *http.Response, err error) (*http.Response, error) {
+	fired := false
+	if b.stop != nil && !b.stop() {
+		fired = true
+	}
+	if b.timer != nil && !b.timer.Stop() {
+		fired = true
+	}
+	if fired || err != nil {
+		if err == nil || b.ctx.Err() != nil {
+			// The limit passed while the headers arrived: the body is cut.
+			drain(resp)
+			resp = nil
+			if context.Cause(b.ctx) == errTimedOut {
+				err = &timeoutError{d: b.timeout}
+			} else if err == nil {
+				err = context.Cause(b.ctx)
+			}
+		}
+		b.cancel(nil)
+		return resp, err
+	}
+	if resp == nil {
+		b.cancel(nil)
+		return nil, err
+	}
+	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: b.cancel}
+	return resp, nil
+}
+
+// timeoutError is an attempt whose response headers did not arrive within
+// Policy.AttemptTimeout. It matches retry.ErrAttemptTimeout (budgets charge
+// timeouts more) and is retried when the request may be sent again.
+type timeoutError struct{ d time.Duration }
+
+func (e *timeoutError) Error() string {
+	return fmt.Sprintf("httpretry: attempt timed out: no response headers within %v", e.d)
+}
+func (e *timeoutError) Is(target error) bool { return target == retry.ErrAttemptTimeout }
+func (e *timeoutError) Timeout() bool        { return true }
+
+// cancelOnClose releases an attempt's context when its response body is
+// closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelCauseFunc
+}
+
+func (b *cancelOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel(nil)
+	return err
+}

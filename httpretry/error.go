@@ -1,0 +1,109 @@
+package httpretry
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/yaoki-go/yaoki/retry"
+)
+
+// Sentinels that errors.Is matches against the errors of this package.
+var (
+	// ErrRetryableStatus matches every *StatusError.
+	ErrRetryableStatus = errors.New("httpretry: retryable status")
+	// ErrNotIdempotent matches the *Error of a request that was sent once
+	// because its method is not idempotent (POST, PATCH, ...) and it had no
+	// Idempotency-Key.
+	ErrNotIdempotent = errors.New("httpretry: method not idempotent and no Idempotency-Key")
+	// ErrBodyNotReplayable matches the *Error of a request that was sent
+	// once because its body could not be replayed: no GetBody, and longer
+	// than Transport.MaxBufferedBody.
+	ErrBodyNotReplayable = errors.New("httpretry: request body not replayable")
+	// ErrInvalidTransport matches the error RoundTrip returns for a
+	// Transport whose fields are out of range (including its Policy, whose
+	// errors also match retry.ErrInvalidPolicy).
+	ErrInvalidTransport = errors.New("httpretry: invalid Transport")
+)
+
+// Error is what RoundTrip returns when a request ends without a response:
+// the last attempt failed in transport (a refused or reset connection, a
+// timeout, a TLS error, ...) and the transport stopped, or the caller
+// cancelled. It names the request, counts the attempts and says why it
+// stopped; it wraps the retry loop's *retry.Error, which wraps the last
+// attempt's error, so errors.Is(err, syscall.ECONNREFUSED),
+// errors.Is(err, retry.ErrExhausted) and errors.As(err, &retryErr) all work.
+//
+// When retries end on a retryable status instead, RoundTrip returns the
+// last response and no error, as http.Client does.
+type Error struct {
+	Method string
+	// URL is the request's URL with its password redacted (url.Redacted).
+	URL string
+	// Attempts is the number of attempts made.
+	Attempts int
+	// Reason is why the retry loop stopped: retry.PermanentError for an
+	// error that is not retried and for a request that could be sent only
+	// once (then NotRetried says why).
+	Reason retry.Reason
+	// NotRetried is ErrNotIdempotent or ErrBodyNotReplayable when the
+	// request could be sent only once, nil otherwise.
+	NotRetried error
+	// LastStatus is the status of the last response received and thrown
+	// away (a retryable status), 0 if none was.
+	LastStatus int
+	// Err is the retry loop's *retry.Error, or the error that kept the
+	// request from being sent.
+	Err error
+}
+
+// Error says what was tried and why it stopped, e.g. "httpretry: GET
+// http://api.example/x: gave up after 3 attempts in 1.2s: attempts
+// exhausted: last error: dial tcp 127.0.0.1:8080: connect: connection
+// refused".
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "httpretry: %s %s: ", e.Method, e.URL)
+	var re *retry.Error
+	switch {
+	case e.NotRetried != nil:
+		fmt.Fprintf(&b, "sent once, not retried (%s): ", strings.TrimPrefix(e.NotRetried.Error(), "httpretry: "))
+		if errors.As(e.Err, &re) && re.Last != nil {
+			b.WriteString(re.Last.Error())
+		} else if e.Err != nil {
+			b.WriteString(e.Err.Error())
+		}
+	case errors.As(e.Err, &re):
+		b.WriteString(strings.TrimPrefix(re.Error(), "retry: "))
+		if re.Last == nil && e.LastStatus != 0 {
+			fmt.Fprintf(&b, " (last status %d)", e.LastStatus)
+		}
+	case e.Err != nil:
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the wrapped error and NotRetried, those that are set.
+func (e *Error) Unwrap() []error {
+	switch {
+	case e.Err != nil && e.NotRetried != nil:
+		return []error{e.Err, e.NotRetried}
+	case e.Err != nil:
+		return []error{e.Err}
+	case e.NotRetried != nil:
+		return []error{e.NotRetried}
+	}
+	return nil
+}
+
+// configError is a Transport field out of range; it matches
+// ErrInvalidTransport and wraps the policy's own error when there is one.
+type configError struct {
+	msg string
+	err error
+}
+
+func (e *configError) Error() string        { return "httpretry: invalid Transport: " + e.msg }
+func (e *configError) Unwrap() error        { return e.err }
+func (e *configError) Is(target error) bool { return target == ErrInvalidTransport }

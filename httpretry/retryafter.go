@@ -1,0 +1,84 @@
+package httpretry
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// MaxHint is the longest wait a server header may ask for and still be
+// believed: one year. A Retry-After or rate-limit reset further away than
+// that (or one that overflows) is taken for a mistake and ignored, so the
+// computed backoff applies. Hints between Policy.MaxRetryAfter (60 s by
+// default) and MaxHint are believed but not waited for: the transport
+// returns the server's response at once.
+const MaxHint = 365 * 24 * time.Hour
+
+// ParseRetryAfter parses the value of a Retry-After header (RFC 9110
+// §10.2.3) received at now and returns how long the server asks to wait.
+//
+// It accepts delta-seconds ("120") and the three HTTP-date forms a recipient
+// must accept (RFC 9110 §5.6.7: IMF-fixdate "Sun, 06 Nov 1994 08:49:37 GMT",
+// the obsolete RFC 850 form "Sunday, 06-Nov-94 08:49:37 GMT" and ANSI C's
+// asctime form "Sun Nov  6 08:49:37 1994"), with optional surrounding
+// whitespace. A date in the past means "now" (0, true). It reports false for
+// an empty, negative or malformed value (fractions of a second included:
+// the grammar has none) and for an absurd one: more than MaxHint (one year)
+// ahead, or too large to represent.
+func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
+	v := strings.TrimSpace(value)
+	if v == "" {
+		return 0, false
+	}
+	if isDigits(v) {
+		return seconds(v)
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	return until(t, now)
+}
+
+// seconds parses delta-seconds that are all digits.
+func seconds(v string) (time.Duration, bool) {
+	// Leading zeros are allowed by the grammar; strip them so that a long
+	// run of them is not mistaken for an overflow.
+	v = strings.TrimLeft(v, "0")
+	if v == "" {
+		return 0, true
+	}
+	if len(v) > 9 { // ≥ 10⁹ s is about 31 years: absurd, and no overflow below
+		return 0, false
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, false
+	}
+	d := time.Duration(n) * time.Second
+	if d > MaxHint {
+		return 0, false
+	}
+	return d, true
+}
+
+// until returns t − now, 0 for a t in the past, false beyond MaxHint.
+func until(t, now time.Time) (time.Duration, bool) {
+	if !t.After(now) {
+		return 0, true
+	}
+	if t.After(now.Add(MaxHint)) {
+		return 0, false
+	}
+	return t.Sub(now), true
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}

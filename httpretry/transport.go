@@ -1,0 +1,355 @@
+// Package httpretry is package retry specialised to HTTP: an
+// http.RoundTripper that sends a request again when an attempt fails for a
+// while, and gets the HTTP parts right.
+//
+// Most callers want
+//
+//	client := httpretry.NewClient(retry.Policy{})
+//	resp, err := client.Get(url)
+//
+// or, to keep an existing transport and client settings,
+//
+//	client.Transport = &httpretry.Transport{Base: client.Transport}
+//
+// What is retried: the statuses 408, 429, 500, 502, 503 and 504 (429 and
+// 503 count as throttling: the backoff starts from Policy.ThrottleBase) and
+// transport errors that can succeed later (see Classify). Which requests:
+// GET, HEAD, OPTIONS, TRACE, PUT and DELETE; POST, PATCH and other methods
+// only when they carry an Idempotency-Key (given by the caller, or created
+// by the transport when told to, see KeyMode); any request whose connection
+// could not even be made. When: after the policy's backoff, or after what
+// the server asked for (Retry-After, or the RateLimit fields on 429 and
+// 503) plus up to 20 % jitter; a server asking for more than
+// Policy.MaxRetryAfter (60 s), or for a wait that would end after the
+// request's deadline, gets its answer returned at once.
+//
+// A Transport reads status codes, which a RoundTripper normally must not
+// interpret; otherwise it keeps the RoundTripper contract: each attempt is
+// sent as a clone of the caller's request (the request is never modified),
+// bodies are replayed only through GetBody (a body without GetBody is
+// buffered up to MaxBufferedBody, and a longer one is sent once), every
+// response thrown away is drained (up to 64 KiB) and closed so that its
+// connection is reused, the request body is closed even when no attempt is
+// made, and RoundTrip returns a response or an error, never both. When
+// retries end on a retryable status, the caller gets the last response,
+// untouched and readable, with no error, as http.Client would give it; when
+// they end on a transport error, an *Error that names the request, counts
+// the attempts and wraps the cause.
+//
+// One retrying layer: every attempt carries its number in the header
+// Attempt-Count ("1" for the first), so that a server that itself calls
+// other services can tell that its caller retries and make its own outgoing
+// calls single-attempt (retry.SingleAttempt); a request whose context says
+// retry.IsSingleAttempt makes one attempt only. A response carrying
+// Do-Not-Retry: true is final whatever its status. Both header names are
+// configurable.
+package httpretry
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/yaoki-go/yaoki/event"
+	"github.com/yaoki-go/yaoki/retry"
+)
+
+// Defaults that a zero Transport field stands for.
+const (
+	// DefaultMaxBufferedBody is the largest request body without GetBody
+	// that is buffered so that it can be sent again: 1 MiB.
+	DefaultMaxBufferedBody = 1 << 20
+	// DefaultAttemptHeader is the request header that carries the attempt
+	// number, from "1". The name is neutral on purpose: any server may read
+	// it.
+	DefaultAttemptHeader = "Attempt-Count"
+	// DefaultDoNotRetryHeader is the response header by which a server says
+	// "do not retry this": the value "true" (in any case) makes the response
+	// final, whatever its status.
+	DefaultDoNotRetryHeader = "Do-Not-Retry"
+	// IdempotencyKeyHeader is the request header of the IETF draft "The
+	// Idempotency-Key HTTP Header Field". X-Idempotency-Key is accepted too
+	// as the caller's key (net/http also treats both as making a request
+	// replayable).
+	IdempotencyKeyHeader = "Idempotency-Key"
+	// NoHeader as AttemptHeader or DoNotRetryHeader turns the header off.
+	NoHeader = "-"
+)
+
+// KeyMode says whether the Transport creates Idempotency-Keys.
+type KeyMode uint8
+
+const (
+	// KeyOff, the zero value: the transport creates no key. A request that
+	// is not idempotent (POST, PATCH, ...) is retried only if the caller set
+	// an Idempotency-Key.
+	KeyOff KeyMode = iota
+	// KeyAuto: a request that is not idempotent and has no key gets one,
+	// created once per logical request (a random UUID, version 4, from
+	// crypto/rand) and sent unchanged on every attempt, so that a server
+	// that honours the header executes it once. A key the caller set is
+	// never replaced. Idempotent requests get none.
+	KeyAuto
+)
+
+// String returns "off" or "auto".
+func (m KeyMode) String() string {
+	switch m {
+	case KeyOff:
+		return "off"
+	case KeyAuto:
+		return "auto"
+	}
+	return fmt.Sprintf("KeyMode(%d)", uint8(m))
+}
+
+// Transport is an http.RoundTripper that retries: it sends each request
+// through Base, and when an attempt fails with a retryable status or
+// transport error it waits as Policy says and sends it again. See the
+// package documentation for the rules.
+//
+// The zero value is ready to use: the default retry.Policy (3 attempts,
+// exponential backoff with full jitter, server hints up to 60 s) over
+// http.DefaultTransport. Set fields before the first request and do not
+// change them afterwards: the Transport reads them once, on first use
+// (invalid values make every RoundTrip fail with an error matching
+// ErrInvalidTransport; Validate reports them earlier). A Transport is safe
+// for concurrent use and, like http.Transport, meant to be shared; do not
+// copy it after first use.
+type Transport struct {
+	// Base sends each attempt. Nil: http.DefaultTransport.
+	Base http.RoundTripper
+
+	// Policy says how often and when to retry. Its AttemptTimeout bounds
+	// each attempt's wait for response headers (the body is then bounded by
+	// the request's context only, so that a response handed over stays
+	// readable); a timed-out attempt is sent again only if the request may
+	// be (it may have been executed). Its Classify, if set, is
+	// asked only about errors the HTTP rules find retryable (see Classify)
+	// and may make them final or throttled; it cannot make retryable what
+	// those rules refuse. Its OnRetry sees the attempt's error (a
+	// *StatusError for a retryable status, whose response body is already
+	// drained). Its Observer, if set, receives the same events as Observer.
+	Policy retry.Policy
+
+	// Statuses are the response statuses retried, each in 100..599. Nil:
+	// DefaultStatuses (408, 429, 500, 502, 503, 504); an empty non-nil
+	// slice retries no status (transport errors only). 429 and 503 are
+	// classed as throttling whenever they are in the set.
+	Statuses []int
+
+	// IdempotencyKey says whether the transport creates Idempotency-Keys
+	// for requests that are not idempotent. Zero: KeyOff.
+	IdempotencyKey KeyMode
+
+	// MaxBufferedBody is the largest request body without GetBody that is
+	// buffered in memory so that it can be sent again. A longer body (by
+	// its ContentLength, or found while reading) is sent once, streamed,
+	// and not retried: RoundTrip's *Error then matches
+	// ErrBodyNotReplayable, and the observer's give-up event has reason
+	// "body_not_replayable". Requests made with http.NewRequest from a
+	// bytes.Buffer, bytes.Reader or strings.Reader have GetBody and are
+	// never buffered. Zero: DefaultMaxBufferedBody (1 MiB); negative: never
+	// buffer.
+	MaxBufferedBody int64
+
+	// AttemptHeader names the request header that carries the attempt
+	// number ("1", "2", ...), replacing any value the caller set. Empty:
+	// DefaultAttemptHeader ("Attempt-Count"); NoHeader ("-"): not sent.
+	AttemptHeader string
+
+	// DoNotRetryHeader names the response header by which a server asks not
+	// to be retried: a response where it is "true" (in any case) is
+	// returned at once. Empty: DefaultDoNotRetryHeader ("Do-Not-Retry");
+	// NoHeader ("-"): ignored.
+	DoNotRetryHeader string
+
+	// Observer, if set, receives every event of every request: those of
+	// the retry loop (attempt start and end, retry scheduled, gave up),
+	// with Component "httpretry" and the request's Method, Host (the URL's
+	// host name, OpenTelemetry's server.address) and the response's
+	// Status added. Nil (and a nil Policy.Observer): no events, no cost.
+	Observer event.Observer
+
+	once sync.Once
+	cfg  *config
+	err  error
+}
+
+// config is what a Transport's fields say, checked and resolved once.
+// Per-host guards (budgets, breakers, throttles keyed by destination host)
+// belong here too: retrierFor is where a request meets its policy.
+type config struct {
+	base       http.RoundTripper
+	retrier    *retry.Retrier
+	attempts   int // the policy's attempt limit, 0 for unlimited
+	statuses   statusSet
+	attemptHdr string // canonical name, "" for none
+	dnrHdr     string // canonical name, "" for none
+	maxBody    int64  // -1: never buffer
+	// attemptTimeout is Policy.AttemptTimeout, applied here rather than
+	// by the loop: it bounds the wait for response headers only, and a
+	// timed-out attempt follows the HTTP rules (a POST without key is not
+	// sent again).
+	attemptTimeout time.Duration
+	keyMode        KeyMode
+	observer       event.Observer
+}
+
+// RoundTrip sends req, retrying as the Transport's fields say; see the
+// package documentation. It implements http.RoundTripper.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	c, err := t.config()
+	if err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	if req.URL == nil {
+		closeBody(req)
+		return nil, errors.New("httpretry: nil Request.URL")
+	}
+	cl := &call{c: c, req: req}
+	if err := cl.prepare(); err != nil {
+		closeBody(req)
+		return nil, cl.fail(err)
+	}
+	return cl.run()
+}
+
+// Validate reports the first field that is out of range, naming it and
+// what is accepted; nil if the Transport can be used.
+func (t *Transport) Validate() error {
+	_, err := t.build()
+	return err
+}
+
+// Client returns an *http.Client that sends its requests through t.
+func (t *Transport) Client() *http.Client { return &http.Client{Transport: t} }
+
+// NewClient returns an *http.Client that retries as p says, with the
+// default Transport settings over http.DefaultTransport. The zero Policy is
+// the default policy.
+func NewClient(p retry.Policy) *http.Client {
+	return (&Transport{Policy: p}).Client()
+}
+
+// CloseIdleConnections closes the idle connections of Base, if it has a
+// CloseIdleConnections method (http.Transport has); http.Client's method of
+// the same name calls it.
+func (t *Transport) CloseIdleConnections() {
+	base := t.Base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if ci, ok := base.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
+}
+
+func (t *Transport) config() (*config, error) {
+	t.once.Do(func() { t.cfg, t.err = t.build() })
+	return t.cfg, t.err
+}
+
+// build checks the fields and resolves their defaults.
+func (t *Transport) build() (*config, error) {
+	c := &config{base: t.Base, keyMode: t.IdempotencyKey, maxBody: t.MaxBufferedBody}
+	if c.base == nil {
+		c.base = http.DefaultTransport
+	}
+	if t.IdempotencyKey > KeyAuto {
+		return nil, &configError{msg: fmt.Sprintf("IdempotencyKey %d out of range: want KeyOff (0) or KeyAuto (1)", t.IdempotencyKey)}
+	}
+	switch {
+	case c.maxBody == 0:
+		c.maxBody = DefaultMaxBufferedBody
+	case c.maxBody < 0:
+		c.maxBody = -1
+	}
+	statuses := t.Statuses
+	if statuses == nil {
+		statuses = DefaultStatuses()
+	}
+	for _, s := range statuses {
+		if s < 100 || s > 599 {
+			return nil, &configError{msg: fmt.Sprintf("Statuses contains %d: want status codes in 100..599", s)}
+		}
+		c.statuses.add(s)
+	}
+	var err error
+	if c.attemptHdr, err = headerName("AttemptHeader", t.AttemptHeader, DefaultAttemptHeader); err != nil {
+		return nil, err
+	}
+	if c.dnrHdr, err = headerName("DoNotRetryHeader", t.DoNotRetryHeader, DefaultDoNotRetryHeader); err != nil {
+		return nil, err
+	}
+
+	p := t.Policy
+	c.attemptTimeout, p.AttemptTimeout = p.AttemptTimeout, 0
+	c.observer = event.Multi(t.Observer, p.Observer)
+	p.Observer = nil // added back per request, wrapped, when set
+	userClassify := p.Classify
+	p.Classify = func(err error) retry.Class {
+		class := Classify(err)
+		if class == retry.Final || userClassify == nil {
+			return class
+		}
+		return userClassify(err)
+	}
+	userOnRetry := p.OnRetry
+	p.OnRetry = func(w retry.Wait) {
+		// The loop has decided to retry: free the connection of the
+		// response thrown away now, not after the wait.
+		var se *StatusError
+		if errors.As(w.Err, &se) {
+			se.discard()
+		}
+		if userOnRetry != nil {
+			userOnRetry(w)
+		}
+	}
+	if t.Policy.AttemptTimeout < 0 {
+		p.AttemptTimeout = t.Policy.AttemptTimeout // for Validate's message
+	}
+	if c.retrier, err = retry.New(p); err != nil {
+		return nil, &configError{msg: "Policy: " + err.Error(), err: err}
+	}
+	c.attempts = p.Attempts()
+	return c, nil
+}
+
+// headerName resolves a header-name field: "" is def, NoHeader is none.
+func headerName(field, v, def string) (string, error) {
+	switch v {
+	case "":
+		return def, nil
+	case NoHeader:
+		return "", nil
+	}
+	for i := 0; i < len(v); i++ {
+		if !isTokenChar(v[i]) || v[i] == ':' || v[i] == '/' {
+			return "", &configError{msg: fmt.Sprintf("%s %q is not a valid header name: want letters, digits and !#$%%&'*+-.^_`|~, or %q for none", field, v, NoHeader)}
+		}
+	}
+	return http.CanonicalHeaderKey(v), nil
+}
+
+// retrierFor returns the retrier that applies to req. It is the seam where
+// per-host guards plug in: one Retrier per destination host, each with its
+// own budget, breaker and throttle.
+func (c *config) retrierFor(*http.Request) *retry.Retrier { return c.retrier }
+
+// closeBody closes a request body that will not be handed to Base.
+func closeBody(req *http.Request) {
+	if req != nil && req.Body != nil {
+		_ = req.Body.Close()
+	}
+}
+
+// compile-time checks
+var (
+	_ http.RoundTripper = (*Transport)(nil)
+	_ retry.Hinter      = (*StatusError)(nil)
+)

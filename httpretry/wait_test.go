@@ -1,0 +1,244 @@
+package httpretry_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/yaoki-go/yaoki/event"
+	"github.com/yaoki-go/yaoki/httpretry"
+	"github.com/yaoki-go/yaoki/retry"
+	"github.com/yaoki-go/yaoki/retrytest"
+)
+
+// These tests wait on virtual time: the scripted RoundTripper answers in
+// memory, so that the waits of the retry loop run under testing/synctest.
+
+// gaps returns the time between consecutive attempts.
+func gaps(as []retrytest.Attempt) []time.Duration {
+	var out []time.Duration
+	for i := 1; i < len(as); i++ {
+		out = append(out, as[i].At.Sub(as[i-1].At))
+	}
+	return out
+}
+
+func TestRetryAfterHonoured(t *testing.T) {
+	cases := []struct {
+		name, script string
+		min, max     time.Duration // the wait before attempt 2
+	}{
+		{"seconds", "429:retry-after=3,200", 3 * time.Second, 3600 * time.Millisecond},
+		{"seconds, 503", "503:retry-after=7,200", 7 * time.Second, 8400 * time.Millisecond},
+		{"IMF-fixdate", "503:retry-after=date+5s,200", 5 * time.Second, 6 * time.Second},
+		{"RFC 850", "429:retry-after=rfc850+5s,200", 5 * time.Second, 6 * time.Second},
+		{"asctime", "503:retry-after=asctime+5s,200", 5 * time.Second, 6 * time.Second},
+		{"date in the past", "503:retry-after=date-1h,200", 0, 0},
+		{"zero", "429:retry-after=0,200", 0, 0},
+		// Invalid values are ignored: the backoff applies (throttled: from
+		// 1 s, full jitter, so below 1 s).
+		{"negative", "429:retry-after=-5,200", 0, time.Second},
+		{"malformed", "429:retry-after=soon,200", 0, time.Second},
+		{"fraction", "429:retry-after=1.5,200", 0, time.Second},
+		{"absurd", "429:retry-after=99999999999,200", 0, time.Second},
+		// Without Retry-After, the RateLimit fields on 429 and 503.
+		{"RateLimit", `429:header=RateLimit="default";r=0;t=4,200`, 4 * time.Second, 4800 * time.Millisecond},
+		{"RateLimit-Reset", `503:header=RateLimit-Reset=2,200`, 2 * time.Second, 2400 * time.Millisecond},
+		{"X-RateLimit-Reset", `429:header=X-RateLimit-Reset=6,200`, 6 * time.Second, 7200 * time.Millisecond},
+		{"Retry-After beats RateLimit", `429:retry-after=1:header=RateLimit="d";r=0;t=9,200`, time.Second, 1200 * time.Millisecond},
+		{"RateLimit ignored on 500", `500:header=RateLimit-Reset=30,200`, 0, 50 * time.Millisecond},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := retrytest.NewRoundTripper(t, c.script)
+				tr := &httpretry.Transport{Base: rt}
+				resp, _, err := do(t, tr, "GET", "http://api.test/", nil)
+				if err != nil || resp.StatusCode != 200 {
+					t.Fatalf("got %v, %v; want 200", resp, err)
+				}
+				g := gaps(rt.Attempts())
+				if len(g) != 1 || g[0] < c.min || g[0] > c.max {
+					t.Fatalf("waited %v before attempt 2, want within [%v, %v]", g, c.min, c.max)
+				}
+			})
+		})
+	}
+}
+
+func TestRetryAfterJitterSpreads(t *testing.T) {
+	// Up to +20 %: with the draws 0 and 0.999, waits of 10 s and ~12 s.
+	for _, u := range []float64{0, 0.999} {
+		synctest.Test(t, func(t *testing.T) {
+			rt := retrytest.NewRoundTripper(t, "503:retry-after=10,200")
+			tr := &httpretry.Transport{Base: rt, Policy: retry.Policy{Rand: func() float64 { return u }}}
+			if _, _, err := do(t, tr, "GET", "http://api.test/", nil); err != nil {
+				t.Fatal(err)
+			}
+			want := 10*time.Second + time.Duration(float64(2*time.Second)*u)
+			if g := gaps(rt.Attempts()); g[0] != want {
+				t.Fatalf("draw %v: waited %v, want %v", u, g[0], want)
+			}
+		})
+	}
+}
+
+func TestOverCapRetryAfterReturnsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := retrytest.NewRoundTripper(t, "429:retry-after=120:body=slow down,200")
+		rec := &retrytest.Recorder{}
+		tr := &httpretry.Transport{Base: rt, Observer: rec}
+		start := time.Now()
+		resp, body, err := do(t, tr, "GET", "http://api.test/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != 429 || body != "slow down" || resp.Header.Get("Retry-After") != "120" {
+			t.Fatalf("got %d %q, want the 429 with its body and Retry-After", resp.StatusCode, body)
+		}
+		if el := time.Since(start); el != 0 || len(rt.Attempts()) != 1 {
+			t.Fatalf("took %v and %d attempts, want 0 and 1", el, len(rt.Attempts()))
+		}
+		if g := rec.Events(event.GaveUp); len(g) != 1 || g[0].Reason != "hint_too_long" || g[0].Status != 429 {
+			t.Errorf("got give-up events %+v, want hint_too_long with status 429", g)
+		}
+	})
+}
+
+func TestRetryAfterPastDeadlineReturnsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := retrytest.NewRoundTripper(t, "503:retry-after=5,200")
+		tr := &httpretry.Transport{Base: rt}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "GET", "http://api.test/", nil)
+		start := time.Now()
+		resp, _, err := send(t, tr, req)
+		if err != nil || resp.StatusCode != 503 {
+			t.Fatalf("got %v, %v; want the 503", resp, err)
+		}
+		if el := time.Since(start); el != 0 {
+			t.Fatalf("took %v, want 0: a wait past the deadline is not started", el)
+		}
+	})
+}
+
+func TestCancelDuringWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := retrytest.NewRoundTripper(t, "503:retry-after=10,200")
+		tr := &httpretry.Transport{Base: rt}
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(4*time.Second, cancel)
+		req, _ := http.NewRequestWithContext(ctx, "GET", "http://api.test/", nil)
+		resp, err := tr.RoundTrip(req)
+		if resp != nil || !errors.Is(err, context.Canceled) || !errors.Is(err, retry.ErrCancelled) {
+			t.Fatalf("got %v, %v; want an error matching context.Canceled and retry.ErrCancelled", resp, err)
+		}
+		if n := len(rt.Attempts()); n != 1 {
+			t.Errorf("got %d attempts, want 1", n)
+		}
+		if n := rt.OpenBodies(); n != 0 {
+			t.Errorf("%d response bodies left open", n)
+		}
+	})
+}
+
+func TestThrownAwayResponsesDrained(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := retrytest.NewRoundTripper(t, "503:body=busy busy,502:body=bad gateway,500:body=oops,200:body=ok")
+		tr := &httpretry.Transport{Base: rt, Policy: retry.Policy{MaxAttempts: 4}}
+		resp, body, err := do(t, tr, "GET", "http://api.test/", nil)
+		if err != nil || resp.StatusCode != 200 || body != "ok" {
+			t.Fatalf("got %v %q, %v; want 200 ok", resp, body, err)
+		}
+		if open, drained := rt.OpenBodies(), rt.DrainedBodies(); open != 0 || drained != 4 {
+			t.Fatalf("open %d, drained %d response bodies; want 0 open, 4 drained (3 thrown away, 1 read)", open, drained)
+		}
+	})
+}
+
+func TestAttemptTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := retrytest.NewRoundTripper(t, "hang,200:delay=500ms:body=in time")
+		tr := &httpretry.Transport{Base: rt, Policy: retry.Policy{AttemptTimeout: time.Second, MaxElapsed: time.Minute}}
+		resp, err := tr.RoundTrip(mustRequest(t, "GET", "http://api.test/"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The body is read after RoundTrip returned, and after the
+		// attempt's own timeout would have passed: it must still be
+		// readable (the attempt's bound covers the wait for headers).
+		time.Sleep(2 * time.Second)
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || string(b) != "in time" {
+			t.Fatalf("body %q, %v; want \"in time\"", b, err)
+		}
+		g := gaps(rt.Attempts())
+		if len(g) != 1 || g[0] < time.Second || g[0] > time.Second+50*time.Millisecond {
+			t.Errorf("attempt 2 started %v after attempt 1, want 1 s (the timeout) plus at most 50 ms of backoff", g)
+		}
+	})
+}
+
+func TestAttemptTimeoutPostNotRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := retrytest.NewRoundTripper(t, "hang,200")
+		tr := &httpretry.Transport{Base: rt, Policy: retry.Policy{AttemptTimeout: time.Second}}
+		resp, err := tr.RoundTrip(mustRequest(t, "POST", "http://api.test/"))
+		if resp != nil || !errors.Is(err, httpretry.ErrNotIdempotent) || !errors.Is(err, retry.ErrAttemptTimeout) {
+			t.Fatalf("got %v, %v; want a timeout matching ErrNotIdempotent", resp, err)
+		}
+		if n := len(rt.Attempts()); n != 1 {
+			t.Errorf("got %d attempts, want 1: a POST that timed out may have been executed", n)
+		}
+	})
+}
+
+func TestEventsCarryHTTP(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := retrytest.NewRoundTripper(t, "503:retry-after=2,reset,200")
+		rec := &retrytest.Recorder{}
+		var retries []retry.Wait
+		tr := &httpretry.Transport{Base: rt, Observer: rec,
+			Policy: retry.Policy{OnRetry: func(w retry.Wait) { retries = append(retries, w) }}}
+		if _, _, err := do(t, tr, "DELETE", "http://api.test:8443/orders/7", nil); err != nil {
+			t.Fatal(err)
+		}
+		ends := rec.Attempts()
+		if len(ends) != 3 {
+			t.Fatalf("got %d attempt-end events, want 3", len(ends))
+		}
+		wantStatus := []int{503, 0, 200}
+		wantOutcome := []event.Outcome{event.Throttled, event.Failure, event.Success}
+		for i, e := range ends {
+			if e.Component != "httpretry" || e.Method != "DELETE" || e.Host != "api.test" || e.Attempt != i+1 {
+				t.Errorf("event %d: %+v, want component httpretry, DELETE, host api.test", i+1, e)
+			}
+			if e.Status != wantStatus[i] || e.Outcome != wantOutcome[i] {
+				t.Errorf("event %d: status %d outcome %v, want %d %v", i+1, e.Status, e.Outcome, wantStatus[i], wantOutcome[i])
+			}
+		}
+		rs := rec.Retries()
+		if len(rs) != 2 || rs[0].Source != event.ServerHint || rs[0].Wait < 2*time.Second || rs[0].Status != 503 || rs[1].Source != event.Backoff {
+			t.Errorf("got retry events %+v, want a server hint ≥ 2 s after the 503, then a backoff", rs)
+		}
+		var se *httpretry.StatusError
+		if len(retries) != 2 || !errors.As(retries[0].Err, &se) || se.StatusCode() != 503 || se.RetryAfter() != 2*time.Second || !se.Throttled() {
+			t.Errorf("OnRetry got %+v, want a *StatusError 503 with its 2 s hint first", retries)
+		}
+	})
+}
+
+func mustRequest(t *testing.T, method, url string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
