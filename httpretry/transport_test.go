@@ -593,3 +593,13 @@ func TestClientOneLiner(t *testing.T) {
 		t.Fatalf("got %d %q, want 200 \"ok\"", resp.StatusCode, b)
 	}
 }
+
+func readAll(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatalf("reading the response body: %v", err)
+	}
+	return string(b)
+}

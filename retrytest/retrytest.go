@@ -3,6 +3,12 @@
 // Script makes a function that fails as told, and Recorder records every
 // attempt, retry and give-up a policy reports.
 //
+// For code that calls HTTP services, Server is a real loopback server and
+// RoundTripper an in-memory http.RoundTripper, both answering as a script
+// says ("503,429:retry-after=1,200", see ParseScript) and recording every
+// request with its headers, body and arrival time. The RoundTripper makes
+// no network I/O, so tests of waits can run under testing/synctest.
+//
 // Tests that want real waits on virtual time should run under
 // testing/synctest instead; the retry loop's timers are synctest-aware.
 package retrytest

@@ -1,0 +1,150 @@
+package httpretry_test
+
+import (
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/yaoki-go/yaoki/httpretry"
+)
+
+var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func TestParseRetryAfter(t *testing.T) {
+	cases := []struct {
+		v    string
+		want time.Duration
+		ok   bool
+	}{
+		{"0", 0, true},
+		{"120", 2 * time.Minute, true},
+		{" 7 ", 7 * time.Second, true},
+		{"007", 7 * time.Second, true},
+		{"000000000000000000000000000000", 0, true},
+		{"31536000", httpretry.MaxHint, true}, // one year: the largest believed
+		{"31536001", 0, false},
+		{"99999999999999999999999999", 0, false},
+		{"-1", 0, false},
+		{"+5", 0, false},
+		{"1.5", 0, false},
+		{"1e3", 0, false},
+		{"", 0, false},
+		{"   ", 0, false},
+		{"soon", 0, false},
+		{"5 s", 0, false},
+		// The three HTTP-date forms of RFC 9110 §5.6.7.
+		{"Sun, 01 Mar 2026 12:00:30 GMT", 30 * time.Second, true},  // IMF-fixdate
+		{"Sunday, 01-Mar-26 12:00:30 GMT", 30 * time.Second, true}, // RFC 850
+		{"Sun Mar  1 12:00:30 2026", 30 * time.Second, true},       // asctime
+		{"Sun, 01 Mar 2026 11:00:00 GMT", 0, true},                 // past: now
+		{"Mon, 01 Mar 2027 12:00:01 GMT", 0, false},                // more than a year ahead
+		{"Sun, 01 Mar 2026 12:00:30 PST", 0, false},                // not GMT
+		{"Sun, 32 Mar 2026 12:00:30 GMT", 0, false},                // no such day
+		{"2026-03-01T12:00:30Z", 0, false},                         // RFC 3339 is not an HTTP-date
+	}
+	for _, c := range cases {
+		got, ok := httpretry.ParseRetryAfter(c.v, now)
+		if got != c.want || ok != c.ok {
+			t.Errorf("ParseRetryAfter(%q) = %v, %v; want %v, %v", c.v, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestRateLimitReset(t *testing.T) {
+	epoch := now.Unix()
+	cases := []struct {
+		name string
+		h    http.Header
+		want time.Duration
+		ok   bool
+	}{
+		{"none", http.Header{}, 0, false},
+		{"draft list", http.Header{"Ratelimit": {`"default";r=0;t=30`}}, 30 * time.Second, true},
+		{"draft token name", http.Header{"Ratelimit": {`default;r=0;t=12`}}, 12 * time.Second, true},
+		{"draft no r", http.Header{"Ratelimit": {`"burst";t=5`}}, 5 * time.Second, true},
+		{"draft quota left", http.Header{"Ratelimit": {`"default";r=10;t=30`}}, 0, false},
+		{"draft two policies", http.Header{"Ratelimit": {`"burst";r=0;t=2, "daily";r=0;t=3600`}}, time.Hour, true},
+		{"draft one exhausted", http.Header{"Ratelimit": {`"burst";r=5;t=2`, `"daily";r=0;t=60`}}, time.Minute, true},
+		{"draft other params", http.Header{"Ratelimit": {`"d";pk=:YWJj:;r=0;t=9;x="y";z=?1;w=1.5`}}, 9 * time.Second, true},
+		{"draft malformed", http.Header{"Ratelimit": {`"default;r=0;t=30`}}, 0, false},
+		{"draft negative t", http.Header{"Ratelimit": {`"d";r=0;t=-3`}}, 0, false},
+		{"draft absurd t", http.Header{"Ratelimit": {`"d";r=0;t=99999999999`}}, 0, false},
+		{"draft 07 dictionary", http.Header{"Ratelimit": {`limit=100, remaining=0, reset=45`}}, 45 * time.Second, true},
+		{"draft 07 quota left", http.Header{"Ratelimit": {`limit=100, remaining=3, reset=45`}}, 0, false},
+		{"RateLimit-Reset", http.Header{"Ratelimit-Reset": {"20"}}, 20 * time.Second, true},
+		{"RateLimit-Reset quota left", http.Header{"Ratelimit-Reset": {"20"}, "Ratelimit-Remaining": {"4"}}, 0, false},
+		{"RateLimit-Reset quota 0", http.Header{"Ratelimit-Reset": {"20"}, "Ratelimit-Remaining": {"0"}}, 20 * time.Second, true},
+		{"X- seconds", http.Header{"X-Ratelimit-Reset": {"15"}}, 15 * time.Second, true},
+		{"X- fraction", http.Header{"X-Ratelimit-Reset": {"1.25"}}, 1250 * time.Millisecond, true},
+		{"X- Unix seconds", http.Header{"X-Ratelimit-Reset": {itoa64(epoch + 40)}}, 40 * time.Second, true},
+		{"X- Unix seconds, fraction", http.Header{"X-Ratelimit-Reset": {itoa64(epoch+2) + ".5"}}, 2500 * time.Millisecond, true},
+		{"X- Unix milliseconds", http.Header{"X-Ratelimit-Reset": {itoa64(epoch*1000 + 1500)}}, 1500 * time.Millisecond, true},
+		{"X- Unix past", http.Header{"X-Ratelimit-Reset": {itoa64(epoch - 100)}}, 0, true},
+		{"X- quota left", http.Header{"X-Ratelimit-Reset": {"15"}, "X-Ratelimit-Remaining": {"99"}}, 0, false},
+		{"X- negative", http.Header{"X-Ratelimit-Reset": {"-15"}}, 0, false},
+		{"X- absurd", http.Header{"X-Ratelimit-Reset": {"400000000"}}, 0, false},
+		{"X- malformed", http.Header{"X-Ratelimit-Reset": {"soon"}}, 0, false},
+		{"draft wins", http.Header{"Ratelimit": {`"d";r=0;t=3`}, "X-Ratelimit-Reset": {"50"}}, 3 * time.Second, true},
+	}
+	for _, c := range cases {
+		got, ok := httpretry.RateLimitReset(c.h, now)
+		if got != c.want || ok != c.ok {
+			t.Errorf("%s: RateLimitReset(%v) = %v, %v; want %v, %v", c.name, c.h, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
+
+func FuzzParseRetryAfter(f *testing.F) {
+	for _, s := range []string{"0", "120", "-1", "1.5", "Sun, 01 Mar 2026 12:00:30 GMT",
+		"Sunday, 01-Mar-26 12:00:30 GMT", "Sun Mar  1 12:00:30 2026", "99999999999999999999", " 7 ", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		d, ok := httpretry.ParseRetryAfter(v, now)
+		if !ok {
+			if d != 0 {
+				t.Fatalf("ParseRetryAfter(%q) = %v, false; want 0 when not ok", v, d)
+			}
+			return
+		}
+		if d < 0 || d > httpretry.MaxHint {
+			t.Fatalf("ParseRetryAfter(%q) = %v, out of [0, MaxHint]", v, d)
+		}
+		// A delta in whole seconds reads back the same.
+		if d2, ok2 := httpretry.ParseRetryAfter(itoa64(int64(d/time.Second)), now); !ok2 || d2 != d.Truncate(time.Second) {
+			t.Fatalf("%v written as seconds reads back as %v, %v", d, d2, ok2)
+		}
+	})
+}
+
+func FuzzRateLimitReset(f *testing.F) {
+	for _, s := range [][3]string{
+		{`"default";r=0;t=30`, "", ""},
+		{`"a";r=0;t=1, "b";r=0;t=2`, "", ""},
+		{`limit=1, remaining=0, reset=3`, "", ""},
+		{"", "20", "0"},
+		{"", "", "1700000000.5"},
+		{`x;y=?1;z=:AA==:;w="\""`, "9", "9"},
+	} {
+		f.Add(s[0], s[1], s[2])
+	}
+	f.Fuzz(func(t *testing.T, draft, reset, xreset string) {
+		h := http.Header{}
+		if draft != "" {
+			h.Set("RateLimit", draft)
+		}
+		if reset != "" {
+			h.Set("RateLimit-Reset", reset)
+		}
+		if xreset != "" {
+			h.Set("X-RateLimit-Reset", xreset)
+		}
+		d, ok := httpretry.RateLimitReset(h, now)
+		if !ok && d != 0 || ok && (d < 0 || d > httpretry.MaxHint) {
+			t.Fatalf("RateLimitReset(%v) = %v, %v", h, d, ok)
+		}
+	})
+}
