@@ -252,8 +252,8 @@ type OutagePoint struct {
 	Clients       int
 	FailureRate   float64
 	Runs          int
-	Success       Stat    // share of calls that succeeded
-	Amplification Stat    // attempts per call
+	Success       Stat                   // share of calls that succeeded
+	Amplification Stat                   // attempts per call
 	GaveUp        [len(GaveUp{})]float64 // calls per run that gave up, by retry.Reason
 }
 
