@@ -79,3 +79,25 @@ func BenchmarkEngine(b *testing.B) {
 		e.Add(ev)
 	}
 }
+
+// BenchmarkCollapse is one run of the collapse scenario with a spike to
+// 100/s for 10 s and clients that retry at once: the run collapses, and
+// the server ends with some 2 500 attempts in service.
+func BenchmarkCollapse(b *testing.B) {
+	b.ReportAllocs()
+	var w collapseRun
+	c := compile(NoBackoff())
+	s := Collapse{Trigger: Trigger{Peak: 100, Width: 10 * time.Second}}.withDefaults()
+	for i := 0; b.Loop(); i++ {
+		w.run(s, &c, uint64(i))
+	}
+}
+
+// BenchmarkCollapseSweep runs the default collapse sweep (12 spikes × 20
+// runs × the 2 anchors), on one goroutine.
+func BenchmarkCollapseSweep(b *testing.B) {
+	benchSweep(b, func() error {
+		_, err := CollapseSweep{}.Run(CollapseAnchors())
+		return err
+	})
+}

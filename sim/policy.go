@@ -73,6 +73,11 @@ func (timeoutError) Error() string        { return "sim: the attempt timed out" 
 func (timeoutError) Timeout() bool        { return true }
 func (timeoutError) Is(target error) bool { return target == retry.ErrAttemptTimeout }
 
+// AttemptTimeout tells a breaker, which cannot import retry, that this is
+// the attempt's own timeout (the dependency's failure), not the caller's
+// deadline.
+func (timeoutError) AttemptTimeout() bool { return true }
+
 // Outcome is how one simulated attempt ended.
 type Outcome uint8
 

@@ -1,0 +1,525 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/yaoki-go/yaoki/backoff"
+)
+
+// Collapse is a metastable failure: a short trigger pushes a server into a
+// state that the clients' retries alone keep it in after the trigger is
+// gone.
+//
+// Requests arrive as an open-loop Poisson process (Rate per second, each a
+// new request that no one waits on before sending the next). A client sends
+// an attempt; it reaches the server after Exp(mean HopMean). The server has
+// unlimited concurrency and never cancels work; an attempt's service time
+// is fixed when it starts, at ServiceBase + ServicePerRequest·C, where C is
+// the number of attempts in service including it, and the answer takes
+// Exp(mean HopMean) back. The client times out an attempt after Timeout and
+// then retries as its policy says; only the answer to the current attempt,
+// before its timeout, counts. Every answer that counts is a success.
+//
+// With the defaults the server holds about 67 attempts and answers in
+// about 1.9 s; the most it can finish is 100 per second (C/(1 + 0.01·C)
+// tends to 100). Once answers take more than 3 s, every attempt times out,
+// 3 attempts per request make 120 per second, and the work in flight grows
+// without end: the run has collapsed. A run is collapsed if more than
+// Threshold attempts are in service at its end (t = Duration).
+//
+// Requests are spread evenly at random over Clients client processes, each
+// with its own guards (one process by default). The zero Collapse is the
+// scenario of the issue: 40 requests/s, a spike to 80/s for 5 s from
+// t = 20 s, 3 s timeout, 80 s. A Collapse is a value; Run is safe for
+// concurrent use.
+type Collapse struct {
+	// Rate is the base arrival rate of requests per second. Zero: 40.
+	Rate float64
+	// Trigger is what pushes the server over. Zero: a spike to 80/s for
+	// 5 s from t = 20 s.
+	Trigger Trigger
+	// Timeout is how long a client waits for an attempt's answer. Zero:
+	// 3 s.
+	Timeout time.Duration
+	// HopMean is the mean of one network hop (exponential). Zero: 100 ms.
+	HopMean time.Duration
+	// ServiceBase and ServicePerRequest give an attempt's service time:
+	// ServiceBase + ServicePerRequest·C. Zero: 1 s and 10 ms.
+	ServiceBase, ServicePerRequest time.Duration
+	// Duration is the length of the run. Zero: 80 s.
+	Duration time.Duration
+	// Threshold is the number of attempts in service above which the
+	// server counts as collapsed. Zero: 150.
+	Threshold int
+	// Clients is the number of client processes the requests are spread
+	// over, each with its own guards. Zero: 1.
+	Clients int
+}
+
+// TriggerKind says what a Trigger does.
+type TriggerKind uint8
+
+const (
+	// Spike raises the arrival rate to Peak during the window.
+	Spike TriggerKind = iota
+	// Slowdown multiplies by Factor the service time of attempts that
+	// start during the window (a loss of capacity: a bad deploy, a noisy
+	// neighbour, a failover).
+	Slowdown
+	// NoTrigger leaves the server alone.
+	NoTrigger
+)
+
+// String returns the kind's lowercase name.
+func (k TriggerKind) String() string {
+	switch k {
+	case Spike:
+		return "spike"
+	case Slowdown:
+		return "slowdown"
+	case NoTrigger:
+		return "none"
+	}
+	return fmt.Sprintf("TriggerKind(%d)", uint8(k))
+}
+
+// Trigger is a short disturbance from At for Width. The zero Trigger is a
+// spike to 80/s for 5 s from t = 20 s.
+type Trigger struct {
+	Kind TriggerKind
+	// At is when it starts. Zero: 20 s.
+	At time.Duration
+	// Width is how long it lasts. Zero: 5 s.
+	Width time.Duration
+	// Peak is the arrival rate per second during a Spike. Zero: 80.
+	Peak float64
+	// Factor multiplies the service time during a Slowdown. Zero: 2.
+	Factor float64
+}
+
+// End returns when the trigger is over.
+func (t Trigger) End() time.Duration { return t.At + t.Width }
+
+func (c Collapse) withDefaults() Collapse {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	if c.Rate == 0 {
+		c.Rate = 40
+	}
+	def(&c.Trigger.At, 20*time.Second)
+	def(&c.Trigger.Width, 5*time.Second)
+	if c.Trigger.Peak == 0 {
+		c.Trigger.Peak = 80
+	}
+	if c.Trigger.Factor == 0 {
+		c.Trigger.Factor = 2
+	}
+	def(&c.Timeout, 3*time.Second)
+	def(&c.HopMean, 100*time.Millisecond)
+	def(&c.ServiceBase, time.Second)
+	def(&c.ServicePerRequest, 10*time.Millisecond)
+	def(&c.Duration, 80*time.Second)
+	if c.Threshold == 0 {
+		c.Threshold = 150
+	}
+	if c.Clients == 0 {
+		c.Clients = 1
+	}
+	return c
+}
+
+// Validate reports the first field out of range.
+func (c Collapse) Validate() error {
+	bad := func(field string, v any, want string) error {
+		return fmt.Errorf("sim: collapse %s %v out of range: want %s", field, v, want)
+	}
+	rate := func(v float64) bool { return v >= 0 && v <= 1e6 }
+	switch {
+	case !rate(c.Rate):
+		return bad("Rate", c.Rate, "0 < Rate ≤ 1e6 per second (0 means 40)")
+	case c.Trigger.Kind > NoTrigger:
+		return bad("Trigger.Kind", c.Trigger.Kind, "Spike, Slowdown or NoTrigger")
+	case c.Trigger.At < 0:
+		return bad("Trigger.At", c.Trigger.At, "≥ 0 (0 means 20s)")
+	case c.Trigger.Width < 0:
+		return bad("Trigger.Width", c.Trigger.Width, "≥ 0 (0 means 5s)")
+	case !rate(c.Trigger.Peak):
+		return bad("Trigger.Peak", c.Trigger.Peak, "0 < Peak ≤ 1e6 per second (0 means 80)")
+	case !(c.Trigger.Factor >= 0 && c.Trigger.Factor <= 1000):
+		return bad("Trigger.Factor", c.Trigger.Factor, "0 < Factor ≤ 1000 (0 means 2)")
+	case c.Timeout < 0:
+		return bad("Timeout", c.Timeout, "> 0 (0 means 3s)")
+	case c.HopMean < 0:
+		return bad("HopMean", c.HopMean, "≥ 0 (0 means 100ms)")
+	case c.ServiceBase < 0 || c.ServicePerRequest < 0:
+		return bad("service time", fmt.Sprint(c.ServiceBase, " + ", c.ServicePerRequest, "·C"), "both ≥ 0 (0 means 1s + 10ms·C)")
+	case c.Duration < 0 || c.Duration > 24*time.Hour:
+		return bad("Duration", c.Duration, "0 < Duration ≤ 24h (0 means 80s)")
+	case c.Threshold < 0:
+		return bad("Threshold", c.Threshold, "≥ 1 (0 means 150)")
+	case c.Clients < 0 || c.Clients > 1e6:
+		return bad("Clients", c.Clients, "1 to 1e6 (0 means 1)")
+	}
+	return nil
+}
+
+// rateAt returns the arrival rate at t and when it next changes.
+func (c *Collapse) rateAt(t time.Duration) (float64, time.Duration) {
+	tr := c.Trigger
+	if tr.Kind != Spike || tr.Width == 0 {
+		return c.Rate, math.MaxInt64
+	}
+	switch {
+	case t < tr.At:
+		return c.Rate, tr.At
+	case t < tr.End():
+		return tr.Peak, tr.End()
+	}
+	return c.Rate, math.MaxInt64
+}
+
+// CollapseResult is what one run of the collapse scenario measured.
+type CollapseResult struct {
+	FirstTries int    // requests that arrived
+	Attempts   int    // attempts sent
+	Succeeded  int    // requests that got an answer in time
+	GaveUp     GaveUp // requests that did not, by reason (those still waiting at the end are in neither)
+	// InFlightAtEnd is the number of attempts in service at the end.
+	InFlightAtEnd int
+	// Collapsed is InFlightAtEnd > Threshold.
+	Collapsed bool
+	// Recovery is how long after the trigger's end the work in service
+	// last exceeded Threshold (0 if it never did after the trigger's
+	// end); -1 when the run ended collapsed.
+	Recovery time.Duration
+	// Goodput is the answers that counted in each second of the run.
+	Goodput []int
+	// InFlight is the number of attempts in service at the end of each
+	// second of the run.
+	InFlight []int
+}
+
+// Amplification returns attempts per request.
+func (r CollapseResult) Amplification() float64 { return ratio(r.Attempts, r.FirstTries) }
+
+// Event kinds of the collapse scenario. Arg carries the attempt's id, which
+// is unique in the run, so answers and timeouts of an earlier attempt are
+// told apart from the current one's.
+const (
+	colArrive    uint8 = iota // a request arrives
+	colBegin                  // a request is about to send an attempt (ID: request)
+	colServerIn               // an attempt reaches the server
+	colServerOut              // the server finishes it
+	colAnswer                 // its answer reaches the client
+	colTimeout                // the client stops waiting for it
+	colTick                   // the end of a second: sample the server
+)
+
+// colReq is a request in progress.
+type colReq struct {
+	loop
+	client  int32
+	attempt int64 // id of the attempt in flight; 0 while waiting to send
+}
+
+// collapseRun holds what one run needs; it is reused across runs.
+type collapseRun struct {
+	eng    Engine
+	rnd    Rand
+	reqs   []colReq
+	free   []int32
+	guards guardSet
+	nextID int64
+}
+
+// Run simulates the scenario once under policy p with the given seed.
+func (c Collapse) Run(p Policy, seed uint64) (CollapseResult, error) {
+	if err := c.Validate(); err != nil {
+		return CollapseResult{}, err
+	}
+	if err := p.Validate(); err != nil {
+		return CollapseResult{}, err
+	}
+	var w collapseRun
+	cp := compile(p)
+	return w.run(c.withDefaults(), &cp, seed), nil
+}
+
+func (w *collapseRun) run(c Collapse, cp *compiled, seed uint64) CollapseResult {
+	secs := int((c.Duration + time.Second - 1) / time.Second)
+	res := CollapseResult{Goodput: make([]int, secs), InFlight: make([]int, secs)}
+	e, r := &w.eng, &w.rnd
+	e.Reset()
+	r.Seed(seed, 0xc011a95e)
+	w.reqs, w.free, w.nextID = w.reqs[:0], w.free[:0], 0
+	w.guards.build(cp, c.Clients)
+	inService := 0
+	lastAbove := time.Duration(-1)
+	tr := c.Trigger
+
+	arrival := func(now time.Duration) time.Duration {
+		for {
+			rate, change := c.rateAt(now)
+			if rate <= 0 {
+				if change == math.MaxInt64 {
+					return math.MaxInt64
+				}
+				now = change
+				continue
+			}
+			t := now + time.Duration(r.r.ExpFloat64()*float64(time.Second)/rate)
+			if t < change {
+				return t
+			}
+			now = change // memoryless: draw again from where the rate changes
+		}
+	}
+	begin := func(id int32, now time.Duration) {
+		q := &w.reqs[id]
+		wait, refused := cp.begin(&q.loop, w.guards.of(q.client), now)
+		switch {
+		case refused != 0:
+			res.GaveUp[refused]++
+			w.free = append(w.free, id)
+		case wait > 0:
+			e.Add(Event{At: now + wait, Kind: colBegin, ID: id})
+		default:
+			res.Attempts++
+			w.nextID++
+			q.attempt = w.nextID
+			e.Add(Event{At: now + r.Exp(c.HopMean), Kind: colServerIn, ID: id, Arg: q.attempt})
+			e.Add(Event{At: now + c.Timeout, Kind: colTimeout, ID: id, Arg: q.attempt})
+		}
+	}
+	// finish ends request id's attempt with outcome o at now.
+	finish := func(id int32, now time.Duration, o Outcome) {
+		q := &w.reqs[id]
+		q.attempt = 0
+		var u float64
+		if o != Succeeded && !cp.immediate {
+			u = r.Float64()
+		}
+		wait, stop := cp.end(&q.loop, w.guards.of(q.client), now, o, u)
+		switch {
+		case o == Succeeded:
+			res.Succeeded++
+			res.Goodput[min(int(now/time.Second), secs-1)]++
+			w.free = append(w.free, id)
+		case stop != 0:
+			res.GaveUp[stop]++
+			w.free = append(w.free, id)
+		case wait > 0 || w.guards.before:
+			e.Add(Event{At: now + wait, Kind: colBegin, ID: id})
+		default:
+			begin(id, now)
+		}
+	}
+
+	if t := arrival(0); t < c.Duration {
+		e.Add(Event{At: t, Kind: colArrive})
+	}
+	for s := 1; s <= secs; s++ {
+		e.Add(Event{At: min(time.Duration(s)*time.Second, c.Duration), Kind: colTick, Arg: int64(s - 1)})
+	}
+	for {
+		ev, ok := e.Pop()
+		if !ok || ev.At > c.Duration {
+			break
+		}
+		now := ev.At
+		switch ev.Kind {
+		case colArrive:
+			if t := arrival(now); t < c.Duration {
+				e.Add(Event{At: t, Kind: colArrive})
+			}
+			res.FirstTries++
+			var id int32
+			if n := len(w.free); n > 0 {
+				id = w.free[n-1]
+				w.free = w.free[:n-1]
+			} else {
+				id = int32(len(w.reqs))
+				w.reqs = append(w.reqs, colReq{})
+			}
+			client := int32(0)
+			if c.Clients > 1 {
+				client = int32(r.r.IntN(c.Clients))
+			}
+			w.reqs[id] = colReq{client: client}
+			begin(id, now)
+		case colBegin:
+			begin(ev.ID, now)
+		case colServerIn:
+			inService++
+			if inService > c.Threshold && now >= tr.At {
+				lastAbove = now
+			}
+			svc := float64(c.ServiceBase) + float64(c.ServicePerRequest)*float64(inService)
+			if tr.Kind == Slowdown && now >= tr.At && now < tr.End() {
+				svc *= tr.Factor
+			}
+			e.Add(Event{At: now + time.Duration(svc), Kind: colServerOut, ID: ev.ID, Arg: ev.Arg})
+		case colServerOut:
+			if inService > c.Threshold && now >= tr.At {
+				lastAbove = now
+			}
+			inService--
+			e.Add(Event{At: now + r.Exp(c.HopMean), Kind: colAnswer, ID: ev.ID, Arg: ev.Arg})
+		case colAnswer:
+			if w.reqs[ev.ID].attempt == ev.Arg {
+				finish(ev.ID, now, Succeeded)
+			}
+		case colTimeout:
+			if w.reqs[ev.ID].attempt == ev.Arg {
+				finish(ev.ID, now, TimedOut)
+			}
+		case colTick:
+			res.InFlight[ev.Arg] = inService
+		}
+	}
+	res.InFlightAtEnd = inService
+	res.Collapsed = inService > c.Threshold
+	switch {
+	case res.Collapsed:
+		res.Recovery = -1
+	case lastAbove > tr.End():
+		res.Recovery = lastAbove - tr.End()
+	}
+	return res
+}
+
+// NoBackoff is the collapse scenario's client without backoff: 3 attempts,
+// each retry sent as soon as the previous attempt has timed out.
+func NoBackoff() Policy {
+	return Policy{Name: "no backoff", MaxAttempts: 3, Immediate: true}
+}
+
+// BackoffJitter is the collapse scenario's client with backoff and jitter:
+// 3 attempts, exponential backoff ×2 with full jitter from base, capped at
+// 60 s. Backoff pulls a server out of this collapse only when its waits are
+// as long as the server needs to drain (seconds here, as service takes 1 to
+// 3 s): from a 10 s base it recovers within seconds in nearly every run,
+// from yaoki's default 50 ms it changes almost nothing. It only delays
+// retries; a budget bounds them.
+func BackoffJitter(base time.Duration) Policy {
+	return Policy{Name: "backoff + jitter", MaxAttempts: 3,
+		Backoff: backoff.Schedule{Base: base, Multiplier: 2, Cap: time.Minute, Jitter: backoff.Full}}
+}
+
+// CollapseAnchors returns the clients the collapse scenario is checked
+// with: NoBackoff and BackoffJitter(10 s).
+func CollapseAnchors() []Policy {
+	return []Policy{NoBackoff(), BackoffJitter(10 * time.Second)}
+}
+
+// DefaultTriggers are the triggers of the collapse sweep: spikes to 50,
+// 60, … 100 requests per second, for 5 s and for 10 s, from t = 20 s.
+func DefaultTriggers() []Trigger {
+	var out []Trigger
+	for _, w := range []time.Duration{5 * time.Second, 10 * time.Second} {
+		for peak := 50.0; peak <= 100; peak += 10 {
+			out = append(out, Trigger{Kind: Spike, At: 20 * time.Second, Width: w, Peak: peak})
+		}
+	}
+	return out
+}
+
+// CollapseSweep runs the collapse scenario for several triggers and
+// policies, several seeded runs each. The zero CollapseSweep runs
+// DefaultTriggers, 20 runs per point, on one goroutine.
+type CollapseSweep struct {
+	// Collapse sets everything but the trigger.
+	Collapse Collapse
+	// Triggers are the triggers to run. Nil: DefaultTriggers.
+	Triggers []Trigger
+	// Runs is the number of runs per point. Zero: 20.
+	Runs int
+	// Seed makes the sweep repeatable; every policy sees the same seeds.
+	Seed uint64
+	// Workers is the number of goroutines. Zero: 1. Results do not
+	// depend on it.
+	Workers int
+	// Progress, if set, is told after each point.
+	Progress Progress
+}
+
+// CollapsePoint is one policy under one trigger, over runs.
+type CollapsePoint struct {
+	Policy  string
+	Trigger Trigger
+	Runs    int
+	// Collapsed is the share of runs still collapsed at the end.
+	Collapsed float64
+	// Recovery is the recovery time in seconds over the runs that
+	// recovered (NaN if none did).
+	Recovery Stat
+	// Amplification is attempts per request.
+	Amplification Stat
+	// Goodput and InFlight are, second by second, the mean answers that
+	// counted and the mean attempts in service.
+	Goodput, InFlight []float64
+}
+
+// Run runs the sweep for each policy and returns one point per policy and
+// trigger, policy by policy in the order given.
+func (s CollapseSweep) Run(policies []Policy) ([]CollapsePoint, error) {
+	triggers := s.Triggers
+	if triggers == nil {
+		triggers = DefaultTriggers()
+	}
+	for _, tr := range triggers {
+		c := s.Collapse
+		c.Trigger = tr
+		if err := c.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	compiled := make([]compiled, len(policies))
+	for i, p := range policies {
+		if err := p.Validate(); err != nil {
+			return nil, err
+		}
+		compiled[i] = compile(p)
+	}
+	runs := s.Runs
+	if runs <= 0 {
+		runs = 20
+	}
+	points := make([]CollapsePoint, len(policies)*len(triggers))
+	workers := max(s.Workers, 1)
+	state := make([]collapseRun, workers)
+	forEach(len(points), workers, s.Progress, func(w, i int) {
+		pi, ti := i/len(triggers), i%len(triggers)
+		c := s.Collapse
+		c.Trigger = triggers[ti]
+		c = c.withDefaults()
+		var rec, amp stat
+		collapsed := 0
+		var good, busy []float64
+		for run := range runs {
+			r := state[w].run(c, &compiled[pi], seedOf(s.Seed, ti, run))
+			if r.Collapsed {
+				collapsed++
+			} else {
+				rec.add(r.Recovery.Seconds())
+			}
+			amp.add(r.Amplification())
+			if good == nil {
+				good, busy = make([]float64, len(r.Goodput)), make([]float64, len(r.InFlight))
+			}
+			for k := range r.Goodput {
+				good[k] += float64(r.Goodput[k]) / float64(runs)
+				busy[k] += float64(r.InFlight[k]) / float64(runs)
+			}
+		}
+		points[i] = CollapsePoint{Policy: policies[pi].Name, Trigger: c.Trigger, Runs: runs,
+			Collapsed: float64(collapsed) / float64(runs), Recovery: rec.result(), Amplification: amp.result(),
+			Goodput: good, InFlight: busy}
+	})
+	return points, nil
+}
