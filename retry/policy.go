@@ -95,6 +95,29 @@ type Policy struct {
 	// Observer, if set, receives an event for each attempt, retry and
 	// give-up. Nil: no events and no cost.
 	Observer event.Observer
+	// Stepper, if set, is called once per call, after the call's first
+	// failed attempt that may be retried (never on the success path), and
+	// the Stepper it returns decides that call's waits instead of Backoff
+	// and ThrottleBase, and may end the call (Reason Exhausted). A server
+	// hint still wins over its wait, and MaxAttempts still bounds the call.
+	// Package policy uses it to give each Step Functions retrier its own
+	// schedule and its own count. Nil: Backoff decides. It must be safe for
+	// concurrent use if the policy is shared; each Stepper it returns is
+	// used by one call only.
+	Stepper func() Stepper
+}
+
+// Stepper decides the waits of one call; see Policy.Stepper. It is used by
+// one call, from one goroutine, so it keeps that call's state (counts,
+// previous waits) without locking.
+type Stepper interface {
+	// Step is asked after failed attempt number attempt (from 1), whose
+	// error err the classifier put in class (never Final), for the wait
+	// before the next attempt; u is a random draw in [0, 1) from
+	// Policy.Rand. ok false ends the call with Reason Exhausted. Step is
+	// asked even when err carries a server hint, which then replaces the
+	// returned wait, so that a Stepper counts every retry.
+	Step(attempt int, err error, class Class, u float64) (wait time.Duration, ok bool)
 }
 
 // Wait describes a retry about to be waited for; it is what OnRetry gets.

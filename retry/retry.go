@@ -132,6 +132,7 @@ func run[T any](caller context.Context, p *Policy, fn func(context.Context) (T, 
 		err      error
 		limit    = p.Attempts()
 		ctx      = caller
+		st       Stepper // made on the first retry when p.Stepper is set
 	)
 	start = time.Now()
 	pending := f != nil // the first attempt was made by the caller and failed
@@ -187,7 +188,20 @@ func run[T any](caller context.Context, p *Policy, fn func(context.Context) (T, 
 			return giveUp(&Error{Reason: OuterLayer})
 		}
 
-		var wait time.Duration
+		var (
+			wait    time.Duration
+			stepped bool
+		)
+		if p.Stepper != nil {
+			if st == nil {
+				st = p.Stepper()
+			}
+			w, ok := st.Step(attempts, err, class, p.draw())
+			if !ok {
+				return giveUp(&Error{Reason: Exhausted})
+			}
+			wait, stepped = w, true
+		}
 		src := event.Backoff
 		if h, ok := HintOf(err); ok {
 			if max := p.maxRetryAfter(); h > max {
@@ -195,7 +209,7 @@ func run[T any](caller context.Context, p *Policy, fn func(context.Context) (T, 
 			}
 			wait = h + time.Duration(float64(h)*HintJitter*p.draw())
 			src = event.ServerHint
-		} else {
+		} else if !stepped {
 			s := p.Backoff
 			if class == Throttled {
 				s.Base = p.throttleBase()

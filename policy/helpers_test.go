@@ -1,0 +1,5 @@
+package policy_test
+
+import "syscall"
+
+var errConnReset error = syscall.ECONNRESET

@@ -1,0 +1,377 @@
+package policy
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/yaoki-go/yaoki/backoff"
+)
+
+// Load reads the policy document in the file at path; see Parse. Error
+// positions name the file.
+func Load(path string) (*Document, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("policy: cannot read the policy file: %w", err)
+	}
+	return ParseFile(path, data)
+}
+
+// Parse reads a policy document: a JSON object with Retry (and Catch and
+// the fields listed in the package comment), a bare Retry array, or the
+// fragment `"Retry": [...]`. It checks every field and returns every error
+// it finds, each a *Error with its line, column and JSON path, joined with
+// errors.Join. The returned Document is valid.
+func Parse(data []byte) (*Document, error) { return ParseFile("", data) }
+
+// ParseFile is Parse with a file name for the error positions.
+func ParseFile(name string, data []byte) (*Document, error) {
+	src := &source{name: name, data: data}
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		return nil, &Error{File: name, Msg: `the document is empty: write a JSON object such as {"Retry": [{"ErrorEquals": ["States.ALL"]}]}`}
+	}
+	if trimmed[0] == '"' { // the fragment "Retry": [...] as the docs print it
+		body := bytes.TrimRight(data, " \t\r\n")
+		body = bytes.TrimSuffix(body, []byte(",")) // the docs' fragments end with the comma before the next field
+		wrapped := make([]byte, 0, len(body)+2)
+		wrapped = append(append(append(wrapped, '{'), body...), '}')
+		src = &source{name: name, data: wrapped, shift: 1}
+	}
+	root, err := parseTree(src.data, src)
+	if err != nil {
+		return nil, err
+	}
+	d := &decoder{src: src}
+	doc := d.document(root)
+	if err := d.errs.err(); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
+// Fields a document may hold; the Step Functions task fields that have no
+// meaning here are accepted and ignored.
+var (
+	docFields = []string{"Retry", "Catch", "TimeoutSeconds", "DeadlineSeconds", "MaxTotalAttempts",
+		"MaxRetryAfterSeconds", "RetryMode", "IdempotencyKey", "Comment"}
+	ignoredFields = []string{"Type", "Resource", "Next", "End", "Parameters", "Arguments", "ResultPath",
+		"ResultSelector", "InputPath", "OutputPath", "Output", "Assign", "QueryLanguage", "Credentials",
+		"HeartbeatSeconds", "HeartbeatSecondsPath", "TimeoutSecondsPath"}
+	retrierFields = []string{"ErrorEquals", "IntervalSeconds", "MaxAttempts", "BackoffRate",
+		"MaxDelaySeconds", "JitterStrategy", "Comment"}
+	catcherFields = []string{"ErrorEquals", "Next", "ResultPath", "Comment", "Output", "Assign"}
+	jitterNames   = []string{"FULL", "NONE", "EQUAL", "DECORRELATED"}
+)
+
+type decoder struct {
+	src  *source
+	errs errs
+}
+
+func (d *decoder) fail(off int64, path, msg string) { d.errs.add(d.src.errAt(off, path, msg)) }
+
+func (d *decoder) document(n *node) *Document {
+	doc := &Document{}
+	switch n.kind {
+	case 'a':
+		doc.Retry = d.retriers(n, "Retry")
+		return doc
+	case 'o':
+	default:
+		d.fail(n.off, "", "the document is "+n.kindName()+`: want a JSON object such as {"Retry": [...]} or a Retry array`)
+		return doc
+	}
+	for i, k := range n.keys {
+		v := n.vals[i]
+		switch k {
+		case "Retry":
+			doc.Retry = d.retriers(v, "Retry")
+		case "Catch":
+			doc.Catch = d.catchers(v, "Catch")
+		case "TimeoutSeconds":
+			doc.AttemptTimeout = d.seconds(v, k, checkTimeout)
+		case "DeadlineSeconds":
+			doc.Deadline = d.seconds(v, k, checkDeadline)
+		case "MaxRetryAfterSeconds":
+			doc.MaxRetryAfter = d.seconds(v, k, checkMaxRetryAfter)
+		case "MaxTotalAttempts":
+			doc.MaxTotalAttempts = d.integer(v, k, checkTotalAttempts)
+		case "RetryMode":
+			if s, ok := d.str(v, k, `want "standard", "adaptive" or "off"`); ok {
+				m, ok := ParseMode(s)
+				if !ok {
+					d.fail(v.off, k, v.raw()+` is not a retry mode: want "standard", "adaptive" or "off"`)
+				}
+				doc.Mode = m
+			}
+		case "IdempotencyKey":
+			if s, ok := d.str(v, k, `want "auto" or "off"`); ok {
+				if msg := checkKeyMode(s); msg != "" {
+					d.fail(v.off, k, v.raw()+msg)
+				}
+				doc.IdempotencyKey = s
+			}
+		case "Comment":
+			doc.Comment, _ = d.str(v, k, "want a string")
+		default:
+			if !contains(ignoredFields, k) {
+				d.unknown(n.koff[i], "", k, docFields, "document")
+			}
+		}
+	}
+	return doc
+}
+
+func (d *decoder) unknown(off int64, path, key string, known []string, what string) {
+	msg := fmt.Sprintf("unknown field %q", key)
+	if s := suggest(key, known); s != "" {
+		msg += fmt.Sprintf(": did you mean %q?", s)
+	}
+	msg += fmt.Sprintf(" (%s fields: %s)", what, strings.Join(known, ", "))
+	d.fail(off, path, msg)
+}
+
+func (d *decoder) retriers(n *node, path string) []Retrier {
+	if n.kind != 'a' {
+		d.fail(n.off, path, n.raw()+" is "+n.kindName()+": want an array of retriers such as [{\"ErrorEquals\": [\"States.ALL\"]}]")
+		return nil
+	}
+	out := make([]Retrier, 0, len(n.elems))
+	for i, e := range n.elems {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		if e.kind != 'o' {
+			d.fail(e.off, p, e.raw()+" is "+e.kindName()+": want a retrier object with ErrorEquals")
+			continue
+		}
+		r := Retrier{Interval: DefaultInterval, MaxAttempts: DefaultMaxAttempts, BackoffRate: DefaultBackoffRate, Jitter: backoff.None}
+		seen := false
+		for j, k := range e.keys {
+			v, fp := e.vals[j], p+"."+k
+			switch k {
+			case "ErrorEquals":
+				seen = true
+				r.ErrorEquals = d.names(v, fp, i == len(n.elems)-1, "retrier")
+			case "IntervalSeconds":
+				r.Interval = d.seconds(v, fp, checkInterval)
+			case "MaxAttempts":
+				r.MaxAttempts = d.integer(v, fp, checkMaxAttempts)
+			case "BackoffRate":
+				if f, ok := d.number(v, fp, "want a number ≥ 1.0 (default 2.0)"); ok {
+					if msg := checkBackoffRate(f); msg != "" {
+						d.fail(v.off, fp, v.raw()+msg)
+					} else {
+						r.BackoffRate = f
+					}
+				}
+			case "MaxDelaySeconds":
+				r.MaxDelay = d.seconds(v, fp, checkMaxDelay)
+			case "JitterStrategy":
+				if s, ok := d.str(v, fp, "want one of "+strings.Join(jitterNames, ", ")); ok {
+					j, msg := parseJitter(s)
+					if msg != "" {
+						d.fail(v.off, fp, v.raw()+msg)
+					}
+					r.Jitter = j
+				}
+			case "Comment":
+				r.Comment, _ = d.str(v, fp, "want a string")
+			default:
+				d.unknown(e.koff[j], p, k, retrierFields, "retrier")
+			}
+		}
+		if !seen {
+			d.fail(e.off, p, "ErrorEquals is missing: each retrier lists the errors it retries, e.g. \"ErrorEquals\": [\"States.ALL\"]")
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func (d *decoder) catchers(n *node, path string) []Catcher {
+	if n.kind != 'a' {
+		d.fail(n.off, path, n.raw()+" is "+n.kindName()+": want an array of catchers such as [{\"ErrorEquals\": [\"States.ALL\"], \"Next\": \"Fallback\"}]")
+		return nil
+	}
+	out := make([]Catcher, 0, len(n.elems))
+	for i, e := range n.elems {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		if e.kind != 'o' {
+			d.fail(e.off, p, e.raw()+" is "+e.kindName()+": want a catcher object with ErrorEquals and Next")
+			continue
+		}
+		var c Catcher
+		seenErrs, seenNext := false, false
+		for j, k := range e.keys {
+			v, fp := e.vals[j], p+"."+k
+			switch k {
+			case "ErrorEquals":
+				seenErrs = true
+				c.ErrorEquals = d.names(v, fp, i == len(n.elems)-1, "catcher")
+			case "Next":
+				seenNext = true
+				if s, ok := d.str(v, fp, "want the name of the state or handler to go to"); ok {
+					if s == "" {
+						d.fail(v.off, fp, `"" is empty: want the name of the state or handler to go to`)
+					}
+					c.Next = s
+				}
+			case "ResultPath":
+				c.ResultPath, _ = d.str(v, fp, "want a JSON path such as \"$.error\"")
+			case "Comment":
+				c.Comment, _ = d.str(v, fp, "want a string")
+			case "Output", "Assign":
+			default:
+				d.unknown(e.koff[j], p, k, catcherFields, "catcher")
+			}
+		}
+		if !seenErrs {
+			d.fail(e.off, p, "ErrorEquals is missing: each catcher lists the errors it catches")
+		}
+		if !seenNext {
+			d.fail(e.off, p, "Next is missing: each catcher names where caught errors go")
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// names decodes an ErrorEquals array; last says whether its retrier (or
+// catcher) is the last one, where States.ALL may stand.
+func (d *decoder) names(n *node, path string, last bool, what string) []string {
+	if n.kind != 'a' {
+		d.fail(n.off, path, n.raw()+" is "+n.kindName()+`: want an array of error names such as ["HTTP.503", "Net.Timeout"]`)
+		return nil
+	}
+	if len(n.elems) == 0 {
+		d.fail(n.off, path, "[] is empty: want at least one error name, such as States.ALL")
+		return nil
+	}
+	out := make([]string, 0, len(n.elems))
+	for i, e := range n.elems {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		if e.kind != 's' {
+			d.fail(e.off, p, e.raw()+" is "+e.kindName()+": want an error name in quotes, such as \"HTTP.503\"")
+			continue
+		}
+		if msg := checkName(e.str); msg != "" {
+			d.fail(e.off, p, msg)
+		}
+		if e.str == All {
+			if len(n.elems) > 1 {
+				d.fail(e.off, p, `"States.ALL" must be alone in its ErrorEquals: it already matches every error`)
+			}
+			if !last {
+				d.fail(e.off, p, fmt.Sprintf(`"States.ALL" must be in the last %s: the %ss after it would never be used`, what, what))
+			}
+		}
+		out = append(out, e.str)
+	}
+	return out
+}
+
+func (d *decoder) number(n *node, path, want string) (float64, bool) {
+	if n.kind != 'n' {
+		d.fail(n.off, path, n.raw()+" is "+n.kindName()+": "+want)
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(n.num.String(), 64)
+	if err != nil || math.IsInf(f, 0) {
+		d.fail(n.off, path, n.raw()+" is too large: "+want)
+		return 0, false
+	}
+	return f, true
+}
+
+// seconds decodes a number of seconds checked by check.
+func (d *decoder) seconds(n *node, path string, check func(float64) (string, string)) time.Duration {
+	_, want := check(0)
+	f, ok := d.number(n, path, want)
+	if !ok {
+		return 0
+	}
+	if msg, _ := check(f); msg != "" {
+		d.fail(n.off, path, n.raw()+msg)
+		return 0
+	}
+	return seconds(f)
+}
+
+func (d *decoder) integer(n *node, path string, check func(int) (string, string)) int {
+	_, want := check(1)
+	f, ok := d.number(n, path, want)
+	if !ok {
+		return 0
+	}
+	if f != math.Trunc(f) || math.Abs(f) > 1e15 {
+		d.fail(n.off, path, n.raw()+" is not an integer: "+want)
+		return 0
+	}
+	if msg, _ := check(int(f)); msg != "" {
+		d.fail(n.off, path, n.raw()+msg)
+		return 0
+	}
+	return int(f)
+}
+
+func (d *decoder) str(n *node, path, want string) (string, bool) {
+	if n.kind != 's' {
+		d.fail(n.off, path, n.raw()+" is "+n.kindName()+": "+want)
+		return "", false
+	}
+	return n.str, true
+}
+
+func seconds(f float64) time.Duration { return time.Duration(math.Round(f * float64(time.Second))) }
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// suggest returns the known name closest to s: the same letters in another
+// case, or at most two edits away.
+func suggest(s string, known []string) string {
+	best, bestD := "", 3
+	for _, k := range known {
+		if strings.EqualFold(k, s) {
+			return k
+		}
+		if dist := editDistance(strings.ToLower(s), strings.ToLower(k)); dist < bestD {
+			best, bestD = k, dist
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return 99
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := prev[j-1]
+			if a[i-1] != b[j-1] {
+				c++
+			}
+			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
