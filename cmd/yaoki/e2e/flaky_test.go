@@ -1,0 +1,136 @@
+package e2e
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func get(t *testing.T, c *http.Client, method, url, key string) (*http.Response, error) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader("{}"))
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	req.Header.Set("Attempt-Count", "1")
+	resp, err := c.Do(req)
+	if err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	return resp, err
+}
+
+func TestFlakyScript(t *testing.T) {
+	s := startFlaky(t, "--script", "503,429:retry-after=2,reset,200:slow=10ms,201")
+	// No keep-alive: net/http itself resends a GET whose reused connection
+	// was reset, which would hide the reset.
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	defer c.CloseIdleConnections()
+	resp, err := get(t, c, "GET", s.url, "")
+	if err != nil || resp.StatusCode != 503 {
+		t.Fatalf("1st: %v %v, want 503", resp, err)
+	}
+	resp, err = get(t, c, "GET", s.url, "")
+	if err != nil || resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "2" {
+		t.Fatalf("2nd: %v %v, want 429 with Retry-After: 2", resp, err)
+	}
+	_, err = get(t, c, "GET", s.url, "")
+	if !errors.Is(err, syscall.ECONNRESET) && (err == nil || !strings.Contains(err.Error(), "EOF")) {
+		t.Fatalf("3rd: err %v, want a connection reset", err)
+	}
+	resp, err = get(t, c, "GET", s.url, "")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("4th: %v %v, want 200", resp, err)
+	}
+	for i := 0; i < 2; i++ { // the last answer repeats
+		if resp, err = get(t, c, "GET", s.url, ""); err != nil || resp.StatusCode != 201 {
+			t.Fatalf("after the script: %v %v, want 201", resp, err)
+		}
+	}
+	log := s.waitRequests(t, 6)
+	want := []string{"503", "429:retry-after=2", "reset", "200:slow=10ms", "201", "201"}
+	for i, l := range log {
+		if field(l, "answer") != want[i] || field(l, "attempt") != "1" || field(l, "key") != "-" {
+			t.Errorf("log line %d %q: want answer=%s attempt=1 key=-", i, l, want[i])
+		}
+	}
+}
+
+// Each Idempotency-Key walks the script on its own, and a key that got a
+// 2xx gets it replayed.
+func TestFlakyIdempotencyKeys(t *testing.T) {
+	s := startFlaky(t, "--script", "503,200")
+	c := &http.Client{Timeout: 5 * time.Second}
+	defer c.CloseIdleConnections()
+	for _, tc := range []struct {
+		key    string
+		status int
+		replay bool
+	}{{"a", 503, false}, {"b", 503, false}, {"a", 200, false}, {"a", 200, true}, {"b", 200, false}} {
+		resp, err := get(t, c, "POST", s.url, tc.key)
+		if err != nil || resp.StatusCode != tc.status || (resp.Header.Get("Idempotent-Replayed") == "true") != tc.replay {
+			t.Fatalf("key %s: %v %v; want %d, replayed %v", tc.key, resp, err, tc.status, tc.replay)
+		}
+	}
+	log := s.waitRequests(t, 5)
+	if field(log[0], "op") != "1" || field(log[1], "op") != "2" || field(log[3], "answer") != "200" || !strings.Contains(log[3], "(replay)") {
+		t.Errorf("log:\n%s", strings.Join(log, "\n"))
+	}
+}
+
+func TestFlakyRatesAreSeeded(t *testing.T) {
+	answers := func() []string {
+		s := startFlaky(t, "--rate-429", "0.4", "--rate-5xx", "0.3", "--retry-after", "date+1", "--seed", "42", "--max-requests", "20")
+		c := &http.Client{Timeout: 5 * time.Second}
+		defer c.CloseIdleConnections()
+		for i := 0; i < 20; i++ {
+			resp, err := get(t, c, "GET", s.url, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode == 429 {
+				if _, err := http.ParseTime(resp.Header.Get("Retry-After")); err != nil {
+					t.Errorf("Retry-After %q is not an HTTP date", resp.Header.Get("Retry-After"))
+				}
+			}
+		}
+		<-s.done // --max-requests stops it
+		s.cmd.Wait()
+		var out []string
+		for _, l := range s.requests() {
+			out = append(out, field(l, "answer"))
+		}
+		return out
+	}
+	a, b := answers(), answers()
+	if strings.Join(a, ",") != strings.Join(b, ",") {
+		t.Fatalf("the same seed gave different answers:\n%v\n%v", a, b)
+	}
+	joined := strings.Join(a, ",")
+	if !strings.Contains(joined, "429") || !strings.Contains(joined, "503") || !strings.Contains(joined, "200") {
+		t.Fatalf("20 draws at 40%% 429 and 30%% 503: %v", a)
+	}
+}
+
+func TestFlakyBadUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"flaky", "--script", "503,abc"}, `step 2 "abc": "abc" is not a status`},
+		{[]string{"flaky", "--script", "429:retry-after=soon"}, "want whole seconds"},
+		{[]string{"flaky", "--script", "503", "--rate-429", "0.5"}, "cannot be combined"},
+		{[]string{"flaky", "--rate-429", "1.5"}, "--rate-429 1.5: want a share from 0 to 1"},
+		{[]string{"flaky", "--addr", "0.0.0.0:0"}, "loopback only"},
+	} {
+		r := run(t, nil, tc.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("yaoki %v: exit %d, %q; want 2 and %q", tc.args, r.code, r.stderr, tc.want)
+		}
+	}
+}

@@ -1,0 +1,327 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/yaoki-go/yaoki/retry"
+)
+
+func init() { subcommands = append(subcommands, newExecCmd) }
+
+// Exit codes of yaoki exec besides the command's own.
+const (
+	execNotExecutable = 126 // the command was found but could not be run
+	execNotFound      = 127 // the command was not found
+	execTimedOut      = 124 // the last attempt was ended by --attempt-timeout or --max-time
+)
+
+type execOptions struct {
+	pf        policyFlags
+	retryOn   string
+	noRetryOn string
+	quiet     bool
+	grace     seconds
+}
+
+func newExecCmd() *cobra.Command {
+	o := &execOptions{grace: seconds{10 * time.Second}}
+	cmd := &cobra.Command{
+		Use:   "exec [flags] -- COMMAND [ARGS...]",
+		Short: "Run a command until it succeeds, with backoff between attempts",
+		Long: `exec runs COMMAND, and runs it again after a backoff wait while it fails, up to
+the policy's attempts and deadline. Its standard input, output and error are
+the command's. Each failed attempt and each wait is reported on stderr (-q:
+only the give-up).
+
+Which exit codes are retried: by default every non-zero code except 126 (not
+executable), 127 (not found) and those of a signal the user sent (a command
+killed by SIGINT, SIGTERM, SIGHUP or SIGQUIT, or exiting 130, 143, 129 or 131).
+--retry-on lists the codes to retry instead (e.g. 1,75,100-110);
+--no-retry-on removes codes from the set.
+
+Signals: SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to yaoki are forwarded to
+the running command, and no attempt is started after them. A command still
+running --grace after a timeout or a forwarded signal is killed.
+
+Exit code: the command's last exit code (128+N if a signal N ended it);
+124 if the last attempt was ended by --attempt-timeout or --max-time; 126
+or 127 if the command could not be run; 2 for bad usage.
+
+Standard input is handed to every attempt as it is: a command that reads it
+gets, on a retry, only what the earlier attempts left.
+` + policyFlagsHelp,
+		Example: `  # retry a flaky download up to 5 times, 1s, 2s, 4s... apart, 1 minute in all
+  yaoki exec --max-attempts 5 --base 1s --max-time 1m -- curl -fsS -o page.html http://127.0.0.1:8080/
+
+  # retry only exit code 75 (EX_TEMPFAIL), each attempt at most 30s
+  yaoki exec --retry-on 75 --attempt-timeout 30s -- ./sync.sh
+
+  # a policy file (Step Functions Retry form) for the schedule
+  yaoki exec --policy retry.json -- make deploy`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("exec needs a command to run: yaoki exec [flags] -- COMMAND [ARGS...]")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
+	}
+	cmd.Flags().SetInterspersed(false) // flags after COMMAND are the command's
+	o.pf.register(cmd.Flags())
+	cmd.Flags().StringVar(&o.retryOn, "retry-on", "", "exit codes to retry, e.g. 1,75,100-110 (default: every non-zero code but 126, 127 and signals the user sent)")
+	cmd.Flags().StringVar(&o.noRetryOn, "no-retry-on", "", "exit codes never to retry, e.g. 2,64-78")
+	cmd.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "report only when giving up")
+	cmd.Flags().Var(&o.grace, "grace", "time a command gets to exit after SIGTERM (on a timeout) or a forwarded signal, before SIGKILL")
+	return cmd
+}
+
+// exitStatus is a failed attempt: its exit code, and the signal that ended
+// it, if one did.
+type exitStatus struct {
+	code    int
+	signal  syscall.Signal // 0 if it exited
+	noStart error          // the command could not be started
+}
+
+func (e *exitStatus) Error() string {
+	switch {
+	case e.noStart != nil:
+		return e.noStart.Error()
+	case e.signal != 0:
+		return fmt.Sprintf("killed by signal %d, %v (exit code %d)", int(e.signal), e.signal, e.code)
+	}
+	return fmt.Sprintf("exit code %d", e.code)
+}
+
+// ErrorName lets a policy document name exit codes: "Exit.75".
+func (e *exitStatus) ErrorName() string { return "Exit." + strconv.Itoa(e.code) }
+
+// userSignals are the signals forwarded to the command; a command ended by
+// one of them was stopped by its user and is not retried by default.
+var userSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+
+func (o *execOptions) run(cmd *cobra.Command, args []string) error {
+	cp, err := o.pf.build(cmd)
+	if err != nil {
+		return err
+	}
+	retried, err := o.codes()
+	if err != nil {
+		return err
+	}
+	stderr := cmd.ErrOrStderr()
+	say := func(format string, a ...any) {
+		if !o.quiet {
+			fmt.Fprintf(stderr, "yaoki exec: "+format+"\n", a...)
+		}
+	}
+	if cp.attempts() == 0 && cp.retry.MaxElapsed == 0 {
+		say("warning: unlimited attempts and no --max-time: this runs until the command succeeds or you stop it")
+	}
+
+	ctx, cancel := context.WithCancel(cmd.Context())
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		current  *os.Process
+		stopped  atomic.Bool // the user sent a signal: forward it, start nothing more
+		sigs     = make(chan os.Signal, 4)
+		attempts int
+		last     = -1
+		timedOut atomic.Bool // the running attempt was ended by a timeout
+	)
+	signal.Notify(sigs, userSignals...)
+	defer signal.Stop(sigs)
+	go func() {
+		for s := range sigs {
+			stopped.Store(true)
+			mu.Lock()
+			if current != nil {
+				_ = current.Signal(s)
+			}
+			mu.Unlock()
+			cancel()
+		}
+	}()
+	defer close(sigs)
+
+	p := cp.retry
+	docClassify := p.Classify
+	p.Classify = func(err error) retry.Class {
+		var es *exitStatus
+		if !errors.As(err, &es) || es.noStart != nil || stopped.Load() || !retried(es) {
+			return retry.Final
+		}
+		if docClassify != nil {
+			return docClassify(err)
+		}
+		return retry.Transient
+	}
+	p.OnRetry = func(w retry.Wait) {
+		of := ""
+		if n := cp.attempts(); n > 0 {
+			of = fmt.Sprintf(" of %d", n)
+		}
+		say("attempt %d%s failed (%v); retrying in %v (%s)", w.Attempt, of, w.Err, w.Delay.Round(time.Millisecond), w.Source)
+	}
+	start := time.Now()
+	err = retry.Do(ctx, p, func(actx context.Context) error {
+		if stopped.Load() {
+			return retry.Permanent(errors.New("stopped by a signal"))
+		}
+		attempts++
+		c := exec.CommandContext(actx, args[0], args[1:]...)
+		c.Stdin, c.Stdout, c.Stderr = os.Stdin, cmd.OutOrStdout(), stderr
+		c.WaitDelay = o.grace.d
+		c.Cancel = func() error {
+			if stopped.Load() {
+				return nil // the user's signal was forwarded: let the command handle it
+			}
+			timedOut.Store(true)
+			return c.Process.Signal(syscall.SIGTERM)
+		}
+		timedOut.Store(false)
+		if err := c.Start(); err != nil {
+			code := execNotExecutable
+			if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+				code = execNotFound
+			}
+			last = code
+			return &exitStatus{code: code, noStart: err}
+		}
+		mu.Lock()
+		current = c.Process
+		mu.Unlock()
+		werr := c.Wait()
+		mu.Lock()
+		current = nil
+		mu.Unlock()
+		st := c.ProcessState
+		if werr == nil && st != nil && st.Success() {
+			last = 0
+			return nil
+		}
+		es := &exitStatus{code: 1}
+		if st != nil {
+			es.code = st.ExitCode()
+			if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				es.signal = ws.Signal()
+				es.code = 128 + int(es.signal)
+			}
+		}
+		last = es.code
+		return es
+	})
+	if err == nil {
+		if attempts > 1 {
+			say("succeeded on attempt %d after %v", attempts, time.Since(start).Round(time.Millisecond))
+		}
+		return nil
+	}
+	code := last
+	if timedOut.Load() {
+		code = execTimedOut
+	}
+	var re *retry.Error
+	reason := err.Error()
+	if errors.As(err, &re) {
+		reason = re.Reason.String()
+		switch re.Reason {
+		case retry.Deadline:
+			reason = fmt.Sprintf("deadline: the next wait (%v) would end after --max-time", re.Wait.Round(time.Millisecond))
+		case retry.PermanentError:
+			reason = "not retried"
+			if stopped.Load() {
+				reason = "stopped by a signal"
+			}
+		case retry.Cancelled:
+			reason = "stopped by a signal"
+		}
+	}
+	var es *exitStatus
+	if errors.As(err, &es) && es.noStart != nil {
+		fmt.Fprintf(stderr, "yaoki exec: cannot run %s: %v\n", args[0], es.noStart)
+	} else {
+		fmt.Fprintf(stderr, "yaoki exec: gave up after %d attempt%s in %v: %s; exit code %d\n",
+			attempts, plural(attempts), time.Since(start).Round(time.Millisecond), reason, code)
+	}
+	if code < 0 {
+		code = 1
+	}
+	return exit(code, "")
+}
+
+// codes returns the test for retried exit statuses.
+func (o *execOptions) codes() (func(*exitStatus) bool, error) {
+	var on, off map[int]bool
+	var err error
+	if o.retryOn != "" {
+		if on, err = parseCodes(o.retryOn); err != nil {
+			return nil, usagef("--retry-on %q: %v", o.retryOn, err)
+		}
+	}
+	if o.noRetryOn != "" {
+		if off, err = parseCodes(o.noRetryOn); err != nil {
+			return nil, usagef("--no-retry-on %q: %v", o.noRetryOn, err)
+		}
+	}
+	return func(es *exitStatus) bool {
+		if off[es.code] {
+			return false
+		}
+		if on != nil {
+			return on[es.code]
+		}
+		if es.code == 0 || es.code == execNotExecutable || es.code == execNotFound {
+			return false
+		}
+		for _, s := range userSignals {
+			if es.code == 128+int(s.(syscall.Signal)) {
+				return false
+			}
+		}
+		return true
+	}, nil
+}
+
+// parseCodes reads "1,75,100-110".
+func parseCodes(s string) (map[int]bool, error) {
+	out := map[int]bool{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err1 := strconv.Atoi(lo)
+		b := a
+		var err2 error
+		if isRange {
+			b, err2 = strconv.Atoi(hi)
+		}
+		if err1 != nil || err2 != nil || a < 0 || b > 255 || a > b {
+			return nil, fmt.Errorf("%q is not an exit code or range: want codes from 0 to 255 such as 1,75,100-110", part)
+		}
+		for c := a; c <= b; c++ {
+			out[c] = true
+		}
+	}
+	return out, nil
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

@@ -1,0 +1,349 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+func init() { subcommands = append(subcommands, newFlakyCmd) }
+
+type flakyOptions struct {
+	addr          string
+	script        string
+	rate429       float64
+	rate5xx       float64
+	rateReset     float64
+	rateSlow      float64
+	slow          seconds
+	status5xx     int
+	retryAfter    string
+	seed          uint64
+	attemptHeader string
+	maxRequests   int
+}
+
+func newFlakyCmd() *cobra.Command {
+	o := &flakyOptions{}
+	cmd := &cobra.Command{
+		Use:   "flaky [flags]",
+		Short: "Serve HTTP faults on a loopback port, to test any client's retries",
+		Long: `flaky is an HTTP server that fails on purpose, for testing clients in any
+language. It listens on a loopback address (--addr; port 0 picks a free one),
+prints its URL on stdout (one line, the first), and logs every request on
+stderr: its method and path, its attempt header (--attempt-header), its
+Idempotency-Key, and the answer given.
+
+Script mode (--script): answers in order, separated by commas. Each is an
+HTTP status (100 to 599) or "reset" (the connection is closed with a TCP
+reset), with options after colons:
+  retry-after=N       a Retry-After header of N seconds
+  retry-after=date+N  a Retry-After header as an HTTP date N seconds ahead
+  slow=D              wait D (e.g. 2s, 300ms) before answering
+After the last answer, the last one repeats. Requests with an
+Idempotency-Key are one operation per key: each key walks the script from
+its start (attempt 1 gets the first answer, attempt 2 the second...), and
+once a key got a 2xx, later requests with it get the same answer again with
+the header Idempotent-Replayed: true. Requests without a key share one walk.
+
+Rate mode (--rate-429, --rate-5xx, --rate-reset, --rate-slow): each request
+draws its fate from a seeded generator (--seed), so a run is repeatable.
+
+It stops on SIGINT or SIGTERM, or after --max-requests requests, and prints
+a summary of the answers on stderr.`,
+		Example: `  # 503, then 429 with Retry-After: 1, then 200 for ever after
+  yaoki flaky --addr 127.0.0.1:8080 --script 503,429:retry-after=1,200
+
+  # a reset, a slow 500, then 200; any free port
+  yaoki flaky --script reset,500:slow=2s,200
+
+  # 30% 429s (Retry-After as a date 2 s ahead), 10% 503s, repeatable
+  yaoki flaky --rate-429 0.3 --retry-after date+2 --rate-5xx 0.1 --seed 7`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.addr, "addr", "127.0.0.1:0", "loopback address to listen on; port 0 picks a free port")
+	f.StringVar(&o.script, "script", "", "answers in order, e.g. 503,429:retry-after=2,200 (see above)")
+	f.Float64Var(&o.rate429, "rate-429", 0, "share of requests answered 429, from 0 to 1")
+	f.Float64Var(&o.rate5xx, "rate-5xx", 0, "share of requests answered --status-5xx, from 0 to 1")
+	f.Float64Var(&o.rateReset, "rate-reset", 0, "share of connections reset instead of answered, from 0 to 1")
+	f.Float64Var(&o.rateSlow, "rate-slow", 0, "share of answers delayed by --slow, from 0 to 1")
+	f.Var(&o.slow, "slow", "delay of slow answers (default 2s)")
+	f.IntVar(&o.status5xx, "status-5xx", 503, "status of the 5xx answers in rate mode")
+	f.StringVar(&o.retryAfter, "retry-after", "", "Retry-After of 429s in rate mode: seconds (2) or date+SECONDS (default: none)")
+	f.Uint64Var(&o.seed, "seed", 1, "seed of the rate mode's random draws")
+	f.StringVar(&o.attemptHeader, "attempt-header", "Attempt-Count", "request header that carries the client's attempt number, logged with each request")
+	f.IntVar(&o.maxRequests, "max-requests", 0, "stop after this many requests (0: never)")
+	return cmd
+}
+
+// flaky is the server's state.
+type flaky struct {
+	o      *flakyOptions
+	script []step
+	rates  *rates
+	log    io.Writer
+
+	mu       sync.Mutex
+	requests int
+	shared   int               // position of the requests without a key
+	keys     map[string]*keyOp // by Idempotency-Key
+	ops      int
+	answers  map[string]int // summary: answer → count
+	done     chan struct{}
+	doneOnce sync.Once
+}
+
+type keyOp struct {
+	op       int
+	attempts int
+	replay   *step // the 2xx answer to replay
+}
+
+func (o *flakyOptions) run(cmd *cobra.Command) error {
+	fl := &flaky{o: o, log: cmd.ErrOrStderr(), keys: map[string]*keyOp{}, answers: map[string]int{}, done: make(chan struct{})}
+	rated := o.rate429 > 0 || o.rate5xx > 0 || o.rateReset > 0 || o.rateSlow > 0
+	switch {
+	case o.script != "" && rated:
+		return usagef("--script and the --rate-* flags cannot be combined: choose a script (answers in order) or rates (random answers)")
+	case o.script != "":
+		s, err := parseScript(o.script)
+		if err != nil {
+			return usagef("--script: %v", err)
+		}
+		fl.script = s
+	case rated:
+		r, err := o.makeRates()
+		if err != nil {
+			return err
+		}
+		fl.rates = r
+	default:
+		fl.script = []step{{status: http.StatusOK, retryAfter: -1}}
+	}
+	if o.maxRequests < 0 {
+		return usagef("--max-requests %d: want ≥ 0 (0: never stop on a count)", o.maxRequests)
+	}
+	if err := checkLoopback(o.addr); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return exit(1, fmt.Sprintf("flaky: cannot listen on %s: %v (is the port taken? use port 0 for a free one)", o.addr, err))
+	}
+	url := "http://" + ln.Addr().String() + "/"
+	fmt.Fprintln(cmd.OutOrStdout(), url)
+	mode := "script " + o.script
+	if fl.rates != nil {
+		mode = fmt.Sprintf("rates 429=%v 5xx=%v reset=%v slow=%v seed=%d", o.rate429, o.rate5xx, o.rateReset, o.rateSlow, o.seed)
+	} else if o.script == "" {
+		mode = "always 200 (no --script or --rate-* given)"
+	}
+	fmt.Fprintf(fl.log, "flaky: listening on %s (%s)\n", url, mode)
+
+	srv := &http.Server{Handler: fl, ReadHeaderTimeout: 10 * time.Second}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case <-sigs:
+	case <-fl.done:
+	case err := <-served:
+		return exit(1, fmt.Sprintf("flaky: server stopped: %v", err))
+	case <-cmd.Context().Done():
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(ctx)
+	fl.summary()
+	return nil
+}
+
+func (o *flakyOptions) makeRates() (*rates, error) {
+	for name, v := range map[string]float64{"--rate-429": o.rate429, "--rate-5xx": o.rate5xx, "--rate-reset": o.rateReset, "--rate-slow": o.rateSlow} {
+		if !(v >= 0 && v <= 1) {
+			return nil, usagef("%s %v: want a share from 0 to 1, such as 0.3", name, v)
+		}
+	}
+	if s := o.rate429 + o.rate5xx + o.rateReset; s > 1 {
+		return nil, usagef("--rate-429 + --rate-5xx + --rate-reset = %v: want at most 1", s)
+	}
+	if o.status5xx < 500 || o.status5xx > 599 {
+		return nil, usagef("--status-5xx %d: want a status from 500 to 599", o.status5xx)
+	}
+	r := &rates{reset: o.rateReset, tooMany: o.rate429, server: o.rate5xx, slow: o.rateSlow, status5xx: o.status5xx,
+		retryAfter: -1, slowFor: o.slow.d, rng: rand.New(rand.NewPCG(o.seed, o.seed^0x9e3779b97f4a7c15))}
+	if r.slowFor == 0 {
+		r.slowFor = 2 * time.Second
+	}
+	if o.retryAfter != "" {
+		st, err := parseStep("429:retry-after=" + o.retryAfter)
+		if err != nil {
+			return nil, usagef("--retry-after %q: want whole seconds (2) or date+SECONDS (date+2)", o.retryAfter)
+		}
+		r.retryAfter, r.dateAfter = st.retryAfter, st.dateAfter
+	}
+	return r, nil
+}
+
+// checkLoopback refuses addresses other than loopback: flaky serves faults
+// for tests and must not be reachable from elsewhere.
+func checkLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usagef("--addr %q: want HOST:PORT such as 127.0.0.1:8080 (port 0: any free port)", addr)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return usagef("--addr %q: flaky listens on loopback only: use 127.0.0.1, [::1] or localhost", addr)
+}
+
+func (fl *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
+	key := r.Header.Get("Idempotency-Key")
+	attemptHdr := r.Header.Get(fl.o.attemptHeader)
+
+	fl.mu.Lock()
+	fl.requests++
+	n := fl.requests
+	var st step
+	op, pos, replayed := 0, 0, false
+	switch {
+	case key != "":
+		k := fl.keys[key]
+		if k == nil {
+			fl.ops++
+			k = &keyOp{op: fl.ops}
+			fl.keys[key] = k
+		}
+		k.attempts++
+		op, pos = k.op, k.attempts
+		if k.replay != nil {
+			st, replayed = *k.replay, true
+		} else {
+			st = fl.next(k.attempts - 1)
+			if !st.reset && st.status >= 200 && st.status < 300 {
+				saved := st
+				k.replay = &saved
+			}
+		}
+	default:
+		fl.shared++
+		pos = fl.shared
+		st = fl.next(fl.shared - 1)
+	}
+	answer := st.String()
+	if replayed {
+		answer += " (replay)"
+	}
+	fl.answers[strings.SplitN(answer, ":", 2)[0]]++
+	last := fl.o.maxRequests > 0 && n >= fl.o.maxRequests
+	fl.mu.Unlock()
+
+	fmt.Fprintf(fl.log, "flaky: req=%d method=%s path=%s attempt=%s key=%s op=%d step=%d answer=%s\n",
+		n, r.Method, r.URL.Path, orDash(attemptHdr), orDash(key), op, pos, answer)
+	if last {
+		defer fl.doneOnce.Do(func() { close(fl.done) })
+	}
+	if st.slow > 0 {
+		t := time.NewTimer(st.slow)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		}
+	}
+	if st.reset {
+		resetConn(w)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	if st.retryAfter >= 0 {
+		if st.dateAfter {
+			// HTTP dates have whole seconds: round up so that the client
+			// never waits less than asked.
+			at := time.Now().Add(time.Duration(st.retryAfter)*time.Second + time.Second - 1).Truncate(time.Second)
+			h.Set("Retry-After", at.UTC().Format(http.TimeFormat))
+		} else {
+			h.Set("Retry-After", fmt.Sprint(st.retryAfter))
+		}
+	}
+	if replayed {
+		h.Set("Idempotent-Replayed", "true")
+	}
+	w.WriteHeader(st.status)
+	fmt.Fprintf(w, "flaky: %d %s (request %d, step %d)\n", st.status, http.StatusText(st.status), n, pos)
+}
+
+// next returns the answer at position i of the script, or a random one.
+// The caller holds fl.mu.
+func (fl *flaky) next(i int) step {
+	if fl.rates != nil {
+		return fl.rates.draw()
+	}
+	if i >= len(fl.script) {
+		i = len(fl.script) - 1
+	}
+	return fl.script[i]
+}
+
+// resetConn closes the request's connection with a TCP reset (SO_LINGER 0),
+// which the client sees as "connection reset by peer".
+func resetConn(w http.ResponseWriter) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		panic(http.ErrAbortHandler)
+	}
+	conn, _, err := hj.Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = conn.Close()
+}
+
+func (fl *flaky) summary() {
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	keys := make([]string, 0, len(fl.answers))
+	for k := range fl.answers {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d×%s", fl.answers[k], k)
+	}
+	fmt.Fprintf(fl.log, "flaky: %d request%s, %d keyed operation%s: %s\n", fl.requests, plural(fl.requests), fl.ops, plural(fl.ops), strings.Join(parts, ", "))
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+

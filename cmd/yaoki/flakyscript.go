@@ -1,0 +1,123 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// step is one answer of the flaky server: a status (or a reset), with a
+// Retry-After and a delay before answering.
+type step struct {
+	status     int           // 0 with reset
+	reset      bool          // close the connection with a TCP reset instead of answering
+	retryAfter int           // seconds; -1: no header
+	dateAfter  bool          // send Retry-After as an HTTP date retryAfter seconds ahead
+	slow       time.Duration // wait before answering
+}
+
+func (s step) String() string {
+	var b strings.Builder
+	if s.reset {
+		b.WriteString("reset")
+	} else {
+		b.WriteString(strconv.Itoa(s.status))
+	}
+	if s.retryAfter >= 0 {
+		if s.dateAfter {
+			fmt.Fprintf(&b, ":retry-after=date+%d", s.retryAfter)
+		} else {
+			fmt.Fprintf(&b, ":retry-after=%d", s.retryAfter)
+		}
+	}
+	if s.slow > 0 {
+		fmt.Fprintf(&b, ":slow=%v", s.slow)
+	}
+	return b.String()
+}
+
+// parseScript reads a script such as "503,429:retry-after=2,200": answers
+// separated by commas, each a status from 100 to 599 or "reset", followed
+// by options separated by colons: retry-after=SECONDS, retry-after=date+SECONDS
+// (an HTTP date that many seconds ahead), slow=DURATION.
+func parseScript(s string) ([]step, error) {
+	var out []step
+	for i, part := range strings.Split(s, ",") {
+		st, err := parseStep(strings.TrimSpace(part))
+		if err != nil {
+			return nil, fmt.Errorf("step %d %q: %v", i+1, part, err)
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+func parseStep(s string) (step, error) {
+	fields := strings.Split(s, ":")
+	st := step{retryAfter: -1}
+	switch head := fields[0]; {
+	case head == "reset":
+		st.reset = true
+	case head == "":
+		return st, fmt.Errorf("empty: want a status such as 503, or reset")
+	default:
+		code, err := strconv.Atoi(head)
+		if err != nil || code < 100 || code > 599 {
+			return st, fmt.Errorf("%q is not a status: want a status from 100 to 599, or reset", head)
+		}
+		st.status = code
+	}
+	for _, opt := range fields[1:] {
+		name, val, _ := strings.Cut(opt, "=")
+		switch name {
+		case "retry-after":
+			if d, ok := strings.CutPrefix(val, "date+"); ok {
+				st.dateAfter, val = true, d
+			}
+			n, err := strconv.Atoi(val)
+			if err != nil || n < 0 {
+				return st, fmt.Errorf("retry-after=%s: want whole seconds ≥ 0 (retry-after=2) or an HTTP date that many seconds ahead (retry-after=date+2)", val)
+			}
+			st.retryAfter = n
+		case "slow":
+			d, err := parseSeconds(val)
+			if err != nil {
+				return st, fmt.Errorf("slow=%s: %v", val, err)
+			}
+			st.slow = d
+		default:
+			return st, fmt.Errorf("unknown option %q: want retry-after=SECONDS, retry-after=date+SECONDS or slow=DURATION", opt)
+		}
+	}
+	return st, nil
+}
+
+// rates is the random mode: each request draws its fate.
+type rates struct {
+	reset, tooMany, server, slow float64
+	status5xx                    int
+	retryAfter                   int // for 429s; -1: none
+	dateAfter                    bool
+	slowFor                      time.Duration
+	rng                          *rand.Rand // guarded by the server's lock
+}
+
+func (r *rates) draw() step {
+	st := step{status: http.StatusOK, retryAfter: -1}
+	u := r.rng.Float64()
+	switch {
+	case u < r.reset:
+		st.status, st.reset = 0, true
+	case u < r.reset+r.tooMany:
+		st.status, st.retryAfter, st.dateAfter = http.StatusTooManyRequests, r.retryAfter, r.dateAfter
+	case u < r.reset+r.tooMany+r.server:
+		st.status = r.status5xx
+	}
+	if r.slow > 0 && r.rng.Float64() < r.slow {
+		st.slow = r.slowFor
+	}
+	return st
+}

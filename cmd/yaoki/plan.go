@@ -1,0 +1,450 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/yaoki-go/yaoki/backoff"
+	"github.com/yaoki-go/yaoki/retry"
+)
+
+func init() { subcommands = append(subcommands, newPlanCmd) }
+
+type planOptions struct {
+	pf     policyFlags
+	layers int
+	price  float64
+	rows   int
+	json   bool
+}
+
+func newPlanCmd() *cobra.Command {
+	o := &planOptions{}
+	cmd := &cobra.Command{
+		Use:   "plan [flags]",
+		Short: "Print a retry policy's schedule, worst case and warnings",
+		Long: `plan prints, for a retry policy given by flags or by a --policy file, the wait
+before each attempt (least, mean and greatest over the jitter), the worst case
+in time (waits plus per-attempt timeouts) at the start and end of each
+attempt, and warnings: no cap on the waits, no jitter, unbounded attempts, a
+worst case longer than the deadline, the amplification of the same policy
+stacked over --layers layers, and the cost of the extra calls at
+--price-per-million. It sends nothing anywhere.
+` + policyFlagsHelp,
+		Example: `  # the defaults: 3 attempts, ×2 from 50ms, full jitter, 20s cap
+  yaoki plan
+
+  # 6 attempts from 100ms, capped at 1s, 2s per attempt, 10s in all
+  yaoki plan --max-attempts 6 --base 100ms --cap 1s --attempt-timeout 2s --max-time 10s
+
+  # the same policy in 3 layers of services, at 0.40 per million calls
+  yaoki plan --max-attempts 3 --layers 3 --price-per-million 0.40
+
+  # a Step Functions Retry block, as JSON for scripts
+  yaoki plan --policy retry.json --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.layers < 1 {
+				return usagef("--layers %d: want ≥ 1 (the number of services, one above the other, that each retry)", o.layers)
+			}
+			if o.price < 0 || math.IsNaN(o.price) {
+				return usagef("--price-per-million %v: want a price ≥ 0", o.price)
+			}
+			if o.rows < 1 {
+				return usagef("--rows %d: want ≥ 1", o.rows)
+			}
+			cp, err := o.pf.build(cmd)
+			if err != nil {
+				return err
+			}
+			pl := makePlan(cp, o)
+			if o.json {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(pl)
+			}
+			pl.print(cmd.OutOrStdout())
+			return nil
+		},
+	}
+	o.pf.register(cmd.Flags())
+	cmd.Flags().IntVar(&o.layers, "layers", 1, "services one above the other that each retry with this policy")
+	cmd.Flags().Float64Var(&o.price, "price-per-million", 0, "price of a million calls, to show what retries cost")
+	cmd.Flags().IntVar(&o.rows, "rows", 20, "most rows printed per schedule")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print the plan as JSON (durations in seconds)")
+	return cmd
+}
+
+// plan is what `yaoki plan` prints; its JSON form is the --json output.
+type plan struct {
+	Source         string     `json:"source"`
+	Attempts       int        `json:"attempts"` // 0: unlimited
+	AttemptTimeout float64    `json:"attempt_timeout_s"`
+	Deadline       float64    `json:"deadline_s"`
+	MaxRetryAfter  float64    `json:"max_retry_after_s"`
+	Tracks         []track    `json:"schedules"`
+	WorstCase      float64    `json:"worst_case_s"`       // waits and timeouts of every attempt; +Inf: unbounded
+	WorstWithHints float64    `json:"worst_with_hints_s"` // when every wait is the longest server hint honoured
+	Layers         int        `json:"layers"`
+	BottomCalls    float64    `json:"bottom_calls"` // calls at the bottom layer for one request that fails for good
+	Price          float64    `json:"price_per_million,omitempty"`
+	CostFailing    float64    `json:"cost_per_million_failing,omitempty"`
+	Warnings       []string   `json:"warnings"`
+	Notes          []string   `json:"notes,omitempty"`
+	sched          []schedule // the tracks' schedules
+}
+
+// track is one schedule of waits: the only one for flags, one per retrier
+// for a document.
+type track struct {
+	Label   string `json:"label"`
+	Retries int    `json:"retries"` // -1: unlimited
+	Kind    string `json:"kind"`
+	Base    float64 `json:"base_s"`
+	Rate    float64 `json:"multiplier"`
+	Cap     float64 `json:"cap_s"` // 0: no cap
+	Jitter  string  `json:"jitter"`
+	Rows    []row   `json:"attempts"`
+	More    int     `json:"more_rows,omitempty"`
+}
+
+// row is attempt Attempt of a call whose every failure uses this schedule.
+type row struct {
+	Attempt    int     `json:"attempt"`
+	WaitMin    float64 `json:"wait_min_s"`
+	WaitMean   float64 `json:"wait_mean_s"`
+	WaitMax    float64 `json:"wait_max_s"`
+	WorstStart float64 `json:"worst_start_s"` // latest start: every earlier wait and attempt at its longest
+	WorstEnd   float64 `json:"worst_end_s"`   // WorstStart plus the per-attempt timeout
+	AfterDL    bool    `json:"after_deadline,omitempty"`
+}
+
+type schedule struct {
+	s       backoff.Schedule
+	retries int // -1: unlimited
+	noCap   bool
+}
+
+const noCapDuration = time.Duration(math.MaxInt64)
+
+func makePlan(cp *cliPolicy, o *planOptions) *plan {
+	p := cp.retry
+	pl := &plan{Source: cp.source, Attempts: cp.attempts(), AttemptTimeout: p.AttemptTimeout.Seconds(),
+		Deadline: p.MaxElapsed.Seconds(), Layers: o.layers, Price: o.price}
+	pl.MaxRetryAfter = retry.DefaultMaxRetryAfter.Seconds()
+	if p.MaxRetryAfter > 0 {
+		pl.MaxRetryAfter = p.MaxRetryAfter.Seconds()
+	}
+	if cp.doc == nil {
+		retries := pl.Attempts - 1
+		if pl.Attempts == 0 {
+			retries = -1
+		}
+		pl.addTrack("every retried error", schedule{s: p.Backoff.WithDefaults(), retries: retries}, o.rows)
+		if retries != 0 {
+			th := p.Backoff.WithDefaults()
+			th.Base = retry.DefaultThrottleBase
+			if p.ThrottleBase > 0 {
+				th.Base = p.ThrottleBase
+			}
+			pl.Notes = append(pl.Notes, fmt.Sprintf("throttled answers (429, 503 in yaoki http) start from %v instead: worst case %s",
+				th.Base, fmtSec(pl.worst([]schedule{{s: th, retries: retries}}))))
+		}
+	} else {
+		for i, r := range cp.doc.Retry {
+			s := schedule{s: r.Schedule(), retries: r.MaxAttempts, noCap: r.MaxDelay == 0}
+			pl.addTrack(fmt.Sprintf("Retry[%d] %s", i, strings.Join(r.ErrorEquals, ", ")), s, o.rows)
+		}
+	}
+	pl.WorstCase = pl.worst(pl.sched)
+	if pl.Attempts == 0 {
+		pl.WorstWithHints = math.Inf(1)
+	} else {
+		pl.WorstWithHints = float64(pl.Attempts-1)*pl.MaxRetryAfter*(1+retry.HintJitter) + float64(pl.Attempts)*pl.AttemptTimeout
+		if pl.Deadline > 0 {
+			pl.WorstWithHints = math.Min(pl.WorstWithHints, pl.Deadline)
+		}
+	}
+	pl.BottomCalls = math.Pow(float64(pl.Attempts), float64(o.layers))
+	if pl.Attempts == 0 {
+		pl.BottomCalls = math.Inf(1)
+	}
+	if o.price > 0 {
+		pl.CostFailing = pl.BottomCalls * o.price
+	}
+	pl.warn()
+	return pl
+}
+
+func (pl *plan) addTrack(label string, s schedule, maxRows int) {
+	t := track{Label: label, Retries: s.retries, Kind: s.s.Kind.String(), Base: s.s.Base.Seconds(),
+		Rate: s.s.Multiplier, Jitter: s.s.Jitter.String()}
+	if s.s.Kind != backoff.Exponential {
+		t.Rate = 1
+	}
+	if !s.noCap {
+		t.Cap = s.s.Cap.Seconds()
+	}
+	timeout := pl.AttemptTimeout
+	t.Rows = append(t.Rows, row{Attempt: 1, WorstEnd: timeout, AfterDL: pl.Deadline > 0 && 0 > pl.Deadline})
+	start := 0.0
+	n := s.retries
+	if n < 0 || n > maxRows-1 {
+		n = maxRows - 1
+	}
+	for k := 1; k <= n; k++ {
+		b := s.s.Bounds(k)
+		start += timeout + b.Max.Seconds()
+		t.Rows = append(t.Rows, row{Attempt: k + 1, WaitMin: b.Min.Seconds(), WaitMean: b.Mean.Seconds(), WaitMax: b.Max.Seconds(),
+			WorstStart: start, WorstEnd: start + timeout, AfterDL: pl.Deadline > 0 && start > pl.Deadline})
+	}
+	if s.retries < 0 {
+		t.More = -1
+	} else {
+		t.More = s.retries - n
+	}
+	pl.Tracks = append(pl.Tracks, t)
+	pl.sched = append(pl.sched, s)
+}
+
+// waits returns the longest waits of the first n retries of s, in seconds.
+// It stops early once the waits reach the cap: the rest are equal.
+func waits(s schedule, n int) (ws []float64, capped float64, rest int) {
+	for k := 1; k <= n; k++ {
+		m := s.s.Bounds(k).Max
+		if m >= s.s.Cap || m == noCapDuration {
+			return ws, m.Seconds(), n - k + 1
+		}
+		ws = append(ws, m.Seconds())
+	}
+	return ws, 0, 0
+}
+
+// worst returns the longest a call can take, in seconds: every attempt at
+// its timeout and every wait at its longest, over the worst mix of errors
+// when there are several schedules, within the attempt limit.
+func (pl *plan) worst(scheds []schedule) float64 {
+	if pl.Attempts == 0 {
+		if pl.Deadline > 0 {
+			return pl.Deadline
+		}
+		return math.Inf(1)
+	}
+	budget := pl.Attempts - 1
+	// best[j]: the longest total wait of j retries over the schedules so far.
+	best := []float64{0}
+	for _, s := range scheds {
+		n := min(s.retries, budget)
+		ws, c, rest := waits(s, n)
+		prefix := make([]float64, n+1)
+		for k := 1; k <= n; k++ {
+			w := c
+			if k <= len(ws) {
+				w = ws[k-1]
+			}
+			prefix[k] = prefix[k-1] + w
+		}
+		_ = rest
+		next := make([]float64, min(len(best)+n, budget+1))
+		for j := range next {
+			next[j] = math.Inf(-1)
+		}
+		for j, v := range best {
+			for k := 0; k <= n && j+k < len(next); k++ {
+				next[j+k] = math.Max(next[j+k], v+prefix[k])
+			}
+		}
+		best = next
+	}
+	w := 0.0
+	for _, v := range best {
+		w = math.Max(w, v)
+	}
+	used := len(best) - 1 // retries the schedules can use at most
+	total := w + float64(used+1)*pl.AttemptTimeout
+	if pl.Deadline > 0 && total > pl.Deadline {
+		return pl.Deadline
+	}
+	return total
+}
+
+func (pl *plan) warn() {
+	add := func(format string, args ...any) { pl.Warnings = append(pl.Warnings, fmt.Sprintf(format, args...)) }
+	for i, t := range pl.Tracks {
+		s := pl.sched[i]
+		if t.Retries == 0 {
+			continue
+		}
+		name := "the schedule"
+		if len(pl.Tracks) > 1 || pl.Source != "flags" {
+			name = strings.SplitN(t.Label, " ", 2)[0]
+		}
+		if s.noCap {
+			n := max(t.Retries, 10)
+			if t.Retries > 0 {
+				n = min(t.Retries, 10)
+			}
+			add("%s has no cap (MaxDelaySeconds): its waits grow without bound (retry %d waits up to %s); add MaxDelaySeconds, e.g. 20",
+				name, n, fmtSec(s.s.Bounds(n).Max.Seconds()))
+		}
+		if s.s.Jitter == backoff.None {
+			add("%s has no jitter: clients that fail together retry together and hit the server in waves; use FULL jitter (--jitter full, \"JitterStrategy\": \"FULL\")", name)
+		}
+	}
+	if pl.Attempts == 0 {
+		if pl.Deadline > 0 {
+			add("attempts are unbounded: only the deadline (%s) ends a call that keeps failing", fmtSec(pl.Deadline))
+		} else {
+			add("attempts are unbounded and there is no deadline: a call that keeps failing never ends; set --max-attempts or --max-time")
+		}
+	}
+	if pl.Deadline > 0 && pl.Attempts > 0 {
+		unbounded := pl.worstUncut()
+		if unbounded > pl.Deadline {
+			add("the worst case (%s) is longer than the deadline (%s): the deadline ends the call first, so the last attempts may never be made",
+				fmtSec(unbounded), fmtSec(pl.Deadline))
+		}
+	}
+	if pl.Layers > 1 {
+		add("stacked over %d layers that each retry like this, one request that fails at the bottom makes %s calls there (%d^%d); retry at one layer only (retry.SingleAttempt)",
+			pl.Layers, fmtCount(pl.BottomCalls), pl.Attempts, pl.Layers)
+	}
+}
+
+// worstUncut is the worst case without the deadline's cut.
+func (pl *plan) worstUncut() float64 {
+	dl := pl.Deadline
+	pl.Deadline = 0
+	defer func() { pl.Deadline = dl }()
+	return pl.worst(pl.sched)
+}
+
+func (pl *plan) print(w io.Writer) {
+	attempts := "unlimited"
+	if pl.Attempts > 0 {
+		attempts = fmt.Sprint(pl.Attempts)
+	}
+	fmt.Fprintf(w, "policy: %s · attempts: %s (counting the first) · per-attempt timeout: %s · deadline: %s · longest Retry-After honoured: %s\n",
+		pl.Source, attempts, fmtSecOr(pl.AttemptTimeout, "none"), fmtSecOr(pl.Deadline, "none"), fmtSec(pl.MaxRetryAfter))
+	for _, t := range pl.Tracks {
+		fmt.Fprintf(w, "\n%s: ", t.Label)
+		switch {
+		case t.Retries == 0:
+			fmt.Fprintln(w, "never retried")
+			continue
+		case t.Retries < 0:
+			fmt.Fprint(w, "unlimited retries, ")
+		default:
+			fmt.Fprintf(w, "%d retr%s, ", t.Retries, map[bool]string{true: "y", false: "ies"}[t.Retries == 1])
+		}
+		fmt.Fprintf(w, "%s", t.Kind)
+		if t.Kind == "exponential" {
+			fmt.Fprintf(w, " ×%g", t.Rate)
+		}
+		jitter := t.Jitter + " jitter"
+		if t.Jitter == "none" {
+			jitter = "no jitter"
+		}
+		fmt.Fprintf(w, " from %s, cap %s, %s\n", fmtSec(t.Base), fmtSecOr(t.Cap, "none"), jitter)
+		fmt.Fprintf(w, "  %-8s %-10s %-10s %-10s %-14s %s\n", "attempt", "wait min", "mean", "max", "worst start", "worst end")
+		for _, r := range t.Rows {
+			mark := ""
+			if r.AfterDL {
+				mark = "  (after the deadline)"
+			}
+			if r.Attempt == 1 {
+				fmt.Fprintf(w, "  %-8d %-10s %-10s %-10s %-14s %s%s\n", 1, "-", "-", "-", fmtSec(0), fmtSec(r.WorstEnd), mark)
+				continue
+			}
+			fmt.Fprintf(w, "  %-8d %-10s %-10s %-10s %-14s %s%s\n", r.Attempt, fmtSec(r.WaitMin), fmtSec(r.WaitMean), fmtSec(r.WaitMax),
+				fmtSec(r.WorstStart), fmtSec(r.WorstEnd), mark)
+		}
+		switch {
+		case t.More < 0:
+			fmt.Fprintln(w, "  … and so on without end")
+		case t.More > 0:
+			fmt.Fprintf(w, "  … %d more (--rows to see them)\n", t.More)
+		}
+	}
+	fmt.Fprintf(w, "\nworst case: %s (every wait at its longest", fmtSec(pl.WorstCase))
+	if pl.AttemptTimeout > 0 {
+		fmt.Fprint(w, ", every attempt at its timeout")
+	} else {
+		fmt.Fprint(w, ", plus the attempts' own time: no per-attempt timeout")
+	}
+	if pl.Deadline > 0 {
+		fmt.Fprint(w, ", cut by the deadline")
+	}
+	fmt.Fprintln(w, ")")
+	fmt.Fprintf(w, "worst case if the server sends Retry-After: %s (each wait up to %s + 20%%)\n", fmtSec(pl.WorstWithHints), fmtSec(pl.MaxRetryAfter))
+	calls := "unbounded"
+	if pl.Attempts > 0 {
+		calls = fmt.Sprint(pl.Attempts)
+	}
+	fmt.Fprintf(w, "calls per request that fails for good: %s", calls)
+	if pl.Layers > 1 {
+		fmt.Fprintf(w, " per layer; %s at the bottom of %d layers", fmtCount(pl.BottomCalls), pl.Layers)
+	}
+	fmt.Fprintln(w)
+	if pl.Price > 0 {
+		fmt.Fprintf(w, "cost: a million requests that fail for good make %s million calls: %.2f at %.2f per million (%.2f of it for retries)\n",
+			fmtCount(pl.BottomCalls), pl.CostFailing, pl.Price, pl.CostFailing-pl.Price)
+	}
+	for _, n := range pl.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	if len(pl.Warnings) == 0 {
+		fmt.Fprintln(w, "\nno warnings")
+		return
+	}
+	fmt.Fprintln(w, "\nwarnings:")
+	for _, m := range pl.Warnings {
+		fmt.Fprintf(w, "  - %s\n", m)
+	}
+}
+
+// fmtSec prints seconds as a short duration: 0s, 50ms, 1.5s, 2m30s, and
+// "unbounded" for +Inf.
+func fmtSec(s float64) string {
+	switch {
+	case math.IsInf(s, 1):
+		return "unbounded"
+	case s >= 100*365*24*3600:
+		return "over 100 years"
+	case s >= 48*3600:
+		return fmt.Sprintf("%.1fd", s/86400)
+	}
+	d := time.Duration(math.Round(s * float64(time.Second)))
+	switch {
+	case d >= time.Minute:
+		d = d.Round(time.Second)
+	case d >= time.Second:
+		d = d.Round(time.Millisecond)
+	case d >= time.Millisecond:
+		d = d.Round(10 * time.Microsecond)
+	}
+	return d.String()
+}
+
+func fmtSecOr(s float64, zero string) string {
+	if s == 0 {
+		return zero
+	}
+	return fmtSec(s)
+}
+
+func fmtCount(f float64) string {
+	switch {
+	case math.IsInf(f, 1):
+		return "unbounded"
+	case f >= 1e15:
+		return fmt.Sprintf("%.3g", f)
+	}
+	return fmt.Sprintf("%.0f", f)
+}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// yamlToJSON converts a YAML policy document to the JSON form that package
+// policy reads. It writes each value on the line (and, where it can, at the
+// column) where it stands in the YAML file, so that the positions in
+// policy's errors point into the YAML file. Keys keep their order;
+// anchors and aliases are expanded.
+func yamlToJSON(data []byte) ([]byte, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, fmt.Errorf("invalid YAML: %v", strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	if root.Kind == 0 {
+		return nil, fmt.Errorf("the document is empty")
+	}
+	w := &jsonWriter{line: 1, col: 1}
+	if err := w.node(&root, 0); err != nil {
+		return nil, err
+	}
+	return w.buf.Bytes(), nil
+}
+
+type jsonWriter struct {
+	buf       bytes.Buffer
+	line, col int
+}
+
+// moveTo pads with newlines and spaces so that the next byte lands at
+// (line, col), if that is not behind the current position.
+func (w *jsonWriter) moveTo(line, col int) {
+	for w.line < line {
+		w.buf.WriteByte('\n')
+		w.line++
+		w.col = 1
+	}
+	if w.line == line {
+		for w.col < col {
+			w.buf.WriteByte(' ')
+			w.col++
+		}
+	}
+}
+
+func (w *jsonWriter) write(s string) {
+	w.buf.WriteString(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		w.line += strings.Count(s, "\n")
+		w.col = len(s) - i
+	} else {
+		w.col += len(s)
+	}
+}
+
+func (w *jsonWriter) node(n *yaml.Node, depth int) error {
+	if depth > 64 {
+		return fmt.Errorf("line %d: the document is nested too deeply", n.Line)
+	}
+	switch n.Kind {
+	case yaml.DocumentNode:
+		if len(n.Content) == 0 {
+			return fmt.Errorf("the document is empty")
+		}
+		return w.node(n.Content[0], depth+1)
+	case yaml.AliasNode:
+		return w.node(n.Alias, depth+1)
+	case yaml.MappingNode:
+		w.moveTo(n.Line, n.Column)
+		w.write("{")
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode {
+				return fmt.Errorf("line %d: a key must be a plain name", k.Line)
+			}
+			if k.Value == "<<" {
+				return fmt.Errorf("line %d: merge keys (<<) are not supported in policy files", k.Line)
+			}
+			if i > 0 {
+				w.write(",")
+			}
+			// Keys go on their own line but not their column: quoted, they
+			// are longer than in YAML, and the value's column matters more.
+			w.moveTo(k.Line, 1)
+			w.write(quote(k.Value))
+			w.write(":")
+			if err := w.node(v, depth+1); err != nil {
+				return err
+			}
+		}
+		w.write("}")
+	case yaml.SequenceNode:
+		w.moveTo(n.Line, n.Column)
+		w.write("[")
+		for i, e := range n.Content {
+			if i > 0 {
+				w.write(",")
+			}
+			if err := w.node(e, depth+1); err != nil {
+				return err
+			}
+		}
+		w.write("]")
+	case yaml.ScalarNode:
+		w.moveTo(n.Line, n.Column)
+		w.write(scalar(n))
+	default:
+		return fmt.Errorf("line %d: unsupported YAML node", n.Line)
+	}
+	return nil
+}
+
+// scalar renders a YAML scalar as JSON: numbers, booleans and null by their
+// resolved tag, everything else as a string.
+func scalar(n *yaml.Node) string {
+	switch n.ShortTag() {
+	case "!!int", "!!float":
+		if f, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64); err == nil {
+			if b, err := json.Marshal(f); err == nil {
+				return string(b)
+			}
+		}
+	case "!!bool":
+		var b bool
+		if n.Decode(&b) == nil {
+			return strconv.FormatBool(b)
+		}
+	case "!!null":
+		return "null"
+	}
+	return quote(n.Value)
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
