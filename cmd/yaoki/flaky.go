@@ -346,4 +346,3 @@ func orDash(s string) string {
 	}
 	return s
 }
-

@@ -103,9 +103,9 @@ type plan struct {
 // track is one schedule of waits: the only one for flags, one per retrier
 // for a document.
 type track struct {
-	Label   string `json:"label"`
-	Retries int    `json:"retries"` // -1: unlimited
-	Kind    string `json:"kind"`
+	Label   string  `json:"label"`
+	Retries int     `json:"retries"` // -1: unlimited
+	Kind    string  `json:"kind"`
 	Base    float64 `json:"base_s"`
 	Rate    float64 `json:"multiplier"`
 	Cap     float64 `json:"cap_s"` // 0: no cap
