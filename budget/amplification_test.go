@@ -1,0 +1,129 @@
+package budget_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/yaoki-go/yaoki/budget"
+	"github.com/yaoki-go/yaoki/retry"
+)
+
+// The guard types implement retry's interfaces without importing retry.
+var (
+	_ retry.Budget = (*budget.Share)(nil)
+	_ retry.Budget = (*budget.Bucket)(nil)
+	_ retry.Budget = (*budget.GRPC)(nil)
+)
+
+// storm runs clients callers, each starting perSecond logical requests per
+// second for d, against a dependency that fails every attempt, through
+// retry loops with the default policy (3 attempts, full-jitter backoff) and
+// the budget b made by mk (nil: no budget), shared by all callers as a
+// client process shares its per-host budget. It runs on synctest's virtual
+// clock and returns attempts per first try.
+func storm(t *testing.T, clients, perSecond int, d time.Duration, mk func() retry.Budget) (ratio float64, firsts, attempts int64) {
+	synctest.Test(t, func(t *testing.T) {
+		var b retry.Budget
+		if mk != nil {
+			b = mk()
+		}
+		src := rand.New(rand.NewPCG(1, 2))
+		var mu sync.Mutex
+		p := retry.Policy{Budget: b, Rand: func() float64 { mu.Lock(); defer mu.Unlock(); return src.Float64() }}
+		var nFirst, nAttempts atomic.Int64
+		fail := errors.New("503 service unavailable")
+		var wg sync.WaitGroup
+		interval := time.Second / time.Duration(perSecond)
+		for c := 0; c < clients; c++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// Spread the clients over one interval, as independent
+				// clients would be.
+				time.Sleep(time.Duration(c) * interval / time.Duration(clients))
+				var calls sync.WaitGroup
+				for start := time.Now(); time.Since(start) < d; time.Sleep(interval) {
+					calls.Add(1)
+					nFirst.Add(1)
+					go func() {
+						defer calls.Done()
+						_ = retry.Do(context.Background(), p, func(context.Context) error {
+							nAttempts.Add(1)
+							return fail
+						})
+					}()
+				}
+				calls.Wait()
+			}()
+		}
+		wg.Wait()
+		firsts, attempts = nFirst.Load(), nAttempts.Load()
+		ratio = float64(attempts) / float64(firsts)
+	})
+	return ratio, firsts, attempts
+}
+
+// TestStorm measures the load a failing dependency receives from 100
+// clients sending 10 requests/s each for 5 s (virtual time), in attempts
+// per first try: the figures quoted in the README's "Overload protection".
+func TestStorm(t *testing.T) {
+	share := func(c budget.ShareConfig) func() retry.Budget {
+		return func() retry.Budget { b, _ := budget.NewShare(c); return b }
+	}
+	cases := []struct {
+		name string
+		mk   func() retry.Budget
+		max  float64
+	}{
+		{"no budget", nil, 3.0},
+		// The default share grants at most 20 % of 5000 first tries plus
+		// the floor (10/s over the 10 s window, 100 in this 5 s test).
+		{"share default (20%, 10s, 10/s)", share(budget.ShareConfig{}), 1 + 0.2 + 100.0/5000},
+		{"share 10% no floor", share(budget.ShareConfig{Ratio: 0.1, MinPerSecond: budget.NoFloor}), 1.10},
+		{"bucket default (AWS 500/5)", func() retry.Budget { b, _ := budget.NewBucket(budget.BucketConfig{}); return b }, 1 + 100.0/5000},
+		{"grpc default (10, 0.1)", func() retry.Budget { b, _ := budget.NewGRPC(budget.GRPCConfig{}); return b }, 1.01},
+	}
+	for _, c := range cases {
+		ratio, firsts, attempts := storm(t, 100, 10, 5*time.Second, c.mk)
+		t.Logf("%-32s %5d first tries, %5d attempts: %.3f attempts per first try", c.name, firsts, attempts, ratio)
+		if firsts != 5000 {
+			t.Errorf("%s: %d first tries, want 5000", c.name, firsts)
+		}
+		if ratio > c.max+1e-9 {
+			t.Errorf("%s: %.3f attempts per first try, want ≤ %.3f", c.name, ratio, c.max)
+		}
+		if c.mk == nil && ratio != 3.0 {
+			t.Errorf("no budget: %.3f attempts per first try, want exactly 3", ratio)
+		}
+	}
+}
+
+// TestStormPerClientBudgets shows why the floor is per budget: 100 clients
+// with a budget each and 10 requests/s each retry everything, because the
+// floor (10 retries/s) covers all their retries.
+func TestStormPerClientBudgets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, _ := budget.NewShare(budget.ShareConfig{})
+		now := time.Now()
+		granted := 0
+		// One client's 50 requests over 5 s, each wanting 2 retries.
+		for i := 0; i < 50; i++ {
+			at := now.Add(time.Duration(i) * 100 * time.Millisecond)
+			b.RecordAt(at, true, false)
+			for r := 0; r < 2; r++ {
+				if b.AllowRetryAt(at, false) {
+					granted++
+				}
+			}
+		}
+		if granted != 100 {
+			t.Fatalf("granted %d of 100 retries, want all: the floor covers a light client", granted)
+		}
+	})
+}

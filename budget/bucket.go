@@ -1,0 +1,137 @@
+package budget
+
+import (
+	"math"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of BucketConfig: the AWS SDKs' standard retry mode.
+const (
+	DefaultCapacity         = 500
+	DefaultRetryCost        = 5
+	DefaultTimeoutCost      = 10
+	DefaultNoRetryIncrement = 1
+)
+
+// BucketConfig configures a Bucket. The zero value is the AWS SDKs' standard
+// retry quota: 500 tokens, a retry costs 5, a retry after a timeout 10, a
+// success at the first attempt adds 1.
+type BucketConfig struct {
+	// Capacity is the number of tokens the bucket starts with and never
+	// exceeds. Zero: DefaultCapacity (500). Accepted: 1 to 1e9.
+	Capacity int
+	// RetryCost is what a retry takes from the bucket, and what a
+	// successful retry gives back. Zero: DefaultRetryCost (5). Accepted: 1
+	// to Capacity.
+	RetryCost int
+	// TimeoutCost is what a retry after a timed-out attempt takes. Zero:
+	// DefaultTimeoutCost (10). Accepted: 1 to Capacity.
+	TimeoutCost int
+	// NoRetryIncrement is what a success at the first attempt adds. Zero:
+	// DefaultNoRetryIncrement (1). Accepted: 1 to Capacity.
+	NoRetryIncrement int
+}
+
+// Bucket is a token-bucket retry budget, the AWS SDKs' standard-mode retry
+// quota: every retry takes RetryCost tokens (TimeoutCost after a timeout)
+// and is refused when the bucket holds fewer; a successful retry gives
+// RetryCost back and a success at the first attempt adds NoRetryIncrement,
+// up to Capacity. Nothing else refills it: a dependency that keeps failing
+// gets Capacity/RetryCost retries (100 with the defaults) and then none until
+// calls succeed again.
+//
+// The AWS SDKs give a successful retry back exactly what it took; the retry
+// loop does not say which retry succeeded, so Bucket gives back RetryCost,
+// which is less than a timeout retry took.
+//
+// Bucket is lock-free, safe for concurrent use and allocates nothing. A nil
+// *Bucket allows every retry.
+type Bucket struct {
+	capacity, cost, timeoutCost, increment int64
+	tokens                                 atomic.Int64
+}
+
+// NewBucket returns a full Bucket configured by c, or an error naming the
+// first field of c out of range.
+func NewBucket(c BucketConfig) (*Bucket, error) {
+	if c.Capacity == 0 {
+		c.Capacity = DefaultCapacity
+	}
+	if c.RetryCost == 0 {
+		c.RetryCost = DefaultRetryCost
+	}
+	if c.TimeoutCost == 0 {
+		c.TimeoutCost = DefaultTimeoutCost
+	}
+	if c.NoRetryIncrement == 0 {
+		c.NoRetryIncrement = DefaultNoRetryIncrement
+	}
+	switch {
+	case c.Capacity < 1 || c.Capacity > 1e9:
+		return nil, invalid("BucketConfig.Capacity", c.Capacity, "1 ≤ Capacity ≤ 1e9 (0 means the default 500)")
+	case c.RetryCost < 1 || c.RetryCost > c.Capacity:
+		return nil, invalid("BucketConfig.RetryCost", c.RetryCost, "1 ≤ RetryCost ≤ Capacity (0 means the default 5)")
+	case c.TimeoutCost < 1 || c.TimeoutCost > c.Capacity:
+		return nil, invalid("BucketConfig.TimeoutCost", c.TimeoutCost, "1 ≤ TimeoutCost ≤ Capacity (0 means the default 10)")
+	case c.NoRetryIncrement < 1 || c.NoRetryIncrement > c.Capacity:
+		return nil, invalid("BucketConfig.NoRetryIncrement", c.NoRetryIncrement, "1 ≤ NoRetryIncrement ≤ Capacity (0 means the default 1)")
+	}
+	b := &Bucket{capacity: int64(c.Capacity), cost: int64(c.RetryCost),
+		timeoutCost: int64(c.TimeoutCost), increment: int64(c.NoRetryIncrement)}
+	b.tokens.Store(b.capacity)
+	return b, nil
+}
+
+// AllowRetryAt takes the cost of one retry (TimeoutCost when timeout is
+// true) and reports true, or reports false and takes nothing when the
+// bucket holds less than the cost. now is not used: the bucket refills only
+// through successes.
+func (b *Bucket) AllowRetryAt(now time.Time, timeout bool) bool {
+	if b == nil {
+		return true
+	}
+	cost := b.cost
+	if timeout {
+		cost = b.timeoutCost
+	}
+	for {
+		t := b.tokens.Load()
+		if t < cost {
+			return false
+		}
+		if b.tokens.CompareAndSwap(t, t-cost) {
+			return true
+		}
+	}
+}
+
+// RecordAt refills the bucket after a success: RetryCost for a successful
+// retry, NoRetryIncrement for a success at the first attempt. Failures
+// change nothing (their retries paid already).
+func (b *Bucket) RecordAt(now time.Time, first, success bool) {
+	if b == nil || !success {
+		return
+	}
+	n := b.increment
+	if !first {
+		n = b.cost
+	}
+	for {
+		t := b.tokens.Load()
+		if t >= b.capacity {
+			return // full: the success path stays a load
+		}
+		if b.tokens.CompareAndSwap(t, min(b.capacity, t+n)) {
+			return
+		}
+	}
+}
+
+// Level returns the tokens in the bucket. A nil *Bucket returns +Inf.
+func (b *Bucket) Level() float64 {
+	if b == nil {
+		return math.Inf(1)
+	}
+	return float64(b.tokens.Load())
+}

@@ -1,0 +1,58 @@
+// Package budget limits retries to what a dependency can bear, so that
+// retries help during a blip without multiplying the load during an outage.
+//
+// Three budgets, each a drop-in retry.Budget (AllowRetryAt before every
+// retry, RecordAt after every attempt; package retry defines the interface,
+// this package does not import it):
+//
+//   - Share, the default of yaoki's HTTP transport: retries may be at most a
+//     share of the requests seen over a sliding window, plus a small floor
+//     per second so that a client with little traffic can still retry
+//     (20 % over 10 s, floor 10 retries/s: Finagle, Linkerd, Envoy).
+//   - Bucket, the AWS SDKs' standard-mode retry quota: a bucket of 500
+//     tokens, a retry costs 5 (10 after a timeout), a successful retry
+//     gives its cost back, a success at the first attempt adds 1.
+//   - GRPC, gRPC's retry throttling: a failed attempt takes a token, a
+//     success gives back TokenRatio, and retries stop while the bucket is at
+//     or below half of MaxTokens.
+//
+// A budget is meant to be shared by every call to one dependency (one per
+// destination host is what httpretry keeps). Every method takes now, so that
+// the simulator can drive a budget on virtual time; Allow-style shorthands
+// are not provided because the retry loop is the only caller.
+//
+// A nil *Share, *Bucket or *GRPC allows every retry and records nothing, as
+// the retry loop does for a nil Policy.Budget: a struct field of one of these
+// types left nil disables the budget.
+//
+// Each budget reports its level for observability gauges through Level: the
+// retries it would still grant (Share), or its tokens (Bucket, GRPC).
+package budget
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrInvalidConfig matches the errors returned by the constructors for a
+// configuration field out of range.
+var ErrInvalidConfig = errors.New("budget: invalid configuration")
+
+// ConfigError is a configuration field out of range: it names the field,
+// its value and what is accepted. errors.Is(err, ErrInvalidConfig) is true.
+type ConfigError struct {
+	Field string // e.g. "ShareConfig.Ratio"
+	Value any    // the value given
+	Want  string // the accepted range, in words
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("budget: %s %v out of range: want %s", e.Field, e.Value, e.Want)
+}
+
+// Is matches ErrInvalidConfig.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+
+func invalid(field string, value any, want string) error {
+	return &ConfigError{Field: field, Value: value, Want: want}
+}

@@ -1,0 +1,360 @@
+package budget
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+func TestShareFloorAloneWithoutTraffic(t *testing.T) {
+	s, err := NewShare(ShareConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No requests: the floor grants 10/s × 10 s = 100 retries per window.
+	for i := 0; i < 100; i++ {
+		if !s.AllowRetryAt(at(0), false) {
+			t.Fatalf("retry %d refused, want the floor of 100 granted", i+1)
+		}
+	}
+	if s.AllowRetryAt(at(0), false) {
+		t.Fatal("retry 101 granted, want refused: floor spent")
+	}
+	if got := s.LevelAt(at(0)); got != 0 {
+		t.Fatalf("level %v, want 0", got)
+	}
+	// 9.999 s later the 100 retries are still in the window.
+	if s.AllowRetryAt(at(9999*time.Millisecond), false) {
+		t.Fatal("granted at +9.999s, want refused: the spent floor is still in the window")
+	}
+	// 10 s later they have left it.
+	if !s.AllowRetryAt(at(10*time.Second), false) {
+		t.Fatal("refused at +10s, want granted: the window slid past the spent floor")
+	}
+}
+
+func TestShareRatio(t *testing.T) {
+	s, err := NewShare(ShareConfig{MinPerSecond: NoFloor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each check narrates the state of the window at that instant.
+	now := at(0)
+	check := func(step string, want bool) {
+		t.Helper()
+		if got := s.AllowRetryAt(now, false); got != want {
+			t.Fatalf("%s: AllowRetryAt = %v, want %v (level %v)", step, got, want, s.LevelAt(now))
+		}
+	}
+	record := func(n int, first bool) {
+		for i := 0; i < n; i++ {
+			s.RecordAt(now, first, false)
+		}
+	}
+	check("no traffic, no floor", false)
+	record(4, true)
+	if got := s.LevelAt(now); math.Abs(got-0.8) > 1e-9 {
+		t.Fatalf("4 requests: level %v, want 0.8", got)
+	}
+	check("4 requests allow 0.8 retries", false)
+	record(5, false)
+	check("retries recorded are not requests", false)
+	record(1, true)
+	check("5 requests allow 1 retry", true)
+	check("the 1 retry is spent", false)
+	now = at(time.Second)
+	record(5, true)
+	check("10 requests allow 2 retries, 1 spent", true)
+	check("both spent", false)
+	now = at(10 * time.Second)
+	// The bucket of +0s left: 5 requests (from +1s) allow 1 retry, and the
+	// retry granted at +1s is still counted.
+	check("+10s: 5 requests, 1 retry in window", false)
+	now = at(11 * time.Second)
+	check("+11s: empty window", false)
+	record(10, true)
+	check("+11s: 10 fresh requests, first retry", true)
+	check("+11s: second retry", true)
+	check("+11s: third retry", false)
+}
+
+func TestShareWindowAndRatioConfig(t *testing.T) {
+	s, err := NewShare(ShareConfig{Ratio: 0.5, Window: time.Second, MinPerSecond: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// floor = 2/s × 1 s = 2; 4 requests × 0.5 = 2: 4 retries in the window.
+	for i := 0; i < 4; i++ {
+		s.RecordAt(at(0), true, true)
+	}
+	if got := s.LevelAt(at(0)); got != 4 {
+		t.Fatalf("level %v, want 4", got)
+	}
+	for i := 0; i < 4; i++ {
+		if !s.AllowRetryAt(at(500*time.Millisecond), true) {
+			t.Fatalf("retry %d refused, want 4 granted", i+1)
+		}
+	}
+	if s.AllowRetryAt(at(999*time.Millisecond), false) {
+		t.Fatal("fifth retry granted, want refused")
+	}
+	// The window is 1 s in steps of 100 ms: at +1.1 s the requests of +0 s
+	// are gone, the retries of +0.5 s are not.
+	if got := s.LevelAt(at(1100 * time.Millisecond)); got != 0 {
+		t.Fatalf("level at +1.1s %v, want 0 (floor 2, 4 retries still counted)", got)
+	}
+	if got := s.LevelAt(at(1500 * time.Millisecond)); got != 2 {
+		t.Fatalf("level at +1.5s %v, want 2 (the floor)", got)
+	}
+}
+
+func TestBucketAWSStandard(t *testing.T) {
+	b, err := NewBucket(BucketConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Level(); got != 500 {
+		t.Fatalf("initial level %v, want 500", got)
+	}
+	// 500 tokens / 5 = 100 retries, then none.
+	for i := 0; i < 100; i++ {
+		if !b.AllowRetryAt(at(0), false) {
+			t.Fatalf("retry %d refused with %v tokens", i+1, b.Level())
+		}
+	}
+	if b.AllowRetryAt(at(time.Hour), false) {
+		t.Fatal("retry 101 granted, want refused: time does not refill the bucket")
+	}
+	// Failures change nothing.
+	b.RecordAt(at(0), true, false)
+	b.RecordAt(at(0), false, false)
+	if got := b.Level(); got != 0 {
+		t.Fatalf("level %v after failures, want 0", got)
+	}
+	// A success at the first attempt adds 1; a successful retry gives 5 back.
+	for i := 0; i < 4; i++ {
+		b.RecordAt(at(0), true, true)
+	}
+	if b.AllowRetryAt(at(0), false) {
+		t.Fatal("granted with 4 tokens, want refused (cost 5)")
+	}
+	b.RecordAt(at(0), false, true)
+	if got := b.Level(); got != 9 {
+		t.Fatalf("level %v, want 9", got)
+	}
+	if b.AllowRetryAt(at(0), true) {
+		t.Fatal("timeout retry granted with 9 tokens, want refused (cost 10)")
+	}
+	if !b.AllowRetryAt(at(0), false) {
+		t.Fatal("retry refused with 9 tokens, want granted (cost 5)")
+	}
+	// Refills stop at the capacity.
+	for i := 0; i < 1000; i++ {
+		b.RecordAt(at(0), false, true)
+	}
+	if got := b.Level(); got != 500 {
+		t.Fatalf("level %v, want capped at 500", got)
+	}
+	// Timeouts cost 10: 50 of them empty the bucket.
+	for i := 0; i < 50; i++ {
+		if !b.AllowRetryAt(at(0), true) {
+			t.Fatalf("timeout retry %d refused", i+1)
+		}
+	}
+	if b.AllowRetryAt(at(0), false) {
+		t.Fatal("granted from an empty bucket")
+	}
+}
+
+func TestGRPCThrottling(t *testing.T) {
+	g, err := NewGRPC(GRPCConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		failures, successes int
+		level               float64
+		allow               bool
+	}{
+		{0, 0, 10, true},   // full
+		{4, 0, 6, true},    // 6 > 10/2
+		{1, 0, 5, false},   // 5 is not above half: throttled
+		{0, 9, 5.9, true},  // each success gives back 0.1
+		{20, 0, 0, false},  // never below 0
+		{0, 200, 10, true}, // never above MaxTokens
+	}
+	for i, s := range steps {
+		for j := 0; j < s.failures; j++ {
+			g.RecordAt(at(0), j == 0, false)
+		}
+		for j := 0; j < s.successes; j++ {
+			g.RecordAt(at(0), true, true)
+		}
+		if got := g.Level(); math.Abs(got-s.level) > 1e-9 {
+			t.Fatalf("step %d: level %v, want %v", i, got, s.level)
+		}
+		if got := g.AllowRetryAt(at(0), false); got != s.allow {
+			t.Fatalf("step %d at level %v: AllowRetryAt = %v, want %v", i, s.level, got, s.allow)
+		}
+	}
+	// Allowing takes nothing.
+	if got := g.Level(); got != 10 {
+		t.Fatalf("level %v after AllowRetryAt, want 10", got)
+	}
+}
+
+func TestNilBudgetsAllowEverything(t *testing.T) {
+	var s *Share
+	var b *Bucket
+	var g *GRPC
+	for i := 0; i < 3; i++ {
+		s.RecordAt(at(0), false, false)
+		b.RecordAt(at(0), false, false)
+		g.RecordAt(at(0), false, false)
+		if !s.AllowRetryAt(at(0), false) || !b.AllowRetryAt(at(0), true) || !g.AllowRetryAt(at(0), false) {
+			t.Fatal("a nil budget refused a retry")
+		}
+	}
+	if !math.IsInf(s.Level(), 1) || !math.IsInf(b.Level(), 1) || !math.IsInf(g.Level(), 1) {
+		t.Fatal("a nil budget's level is not +Inf")
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	cases := []struct {
+		err   error
+		field string
+	}{
+		{second(NewShare(ShareConfig{Ratio: -0.1})), "ShareConfig.Ratio"},
+		{second(NewShare(ShareConfig{Ratio: math.NaN()})), "ShareConfig.Ratio"},
+		{second(NewShare(ShareConfig{Window: time.Millisecond})), "ShareConfig.Window"},
+		{second(NewShare(ShareConfig{Window: 2 * time.Hour})), "ShareConfig.Window"},
+		{second(NewShare(ShareConfig{MinPerSecond: -2})), "ShareConfig.MinPerSecond"},
+		{second(NewBucket(BucketConfig{Capacity: -1})), "BucketConfig.Capacity"},
+		{second(NewBucket(BucketConfig{Capacity: 4})), "BucketConfig.RetryCost"},
+		{second(NewBucket(BucketConfig{TimeoutCost: 501})), "BucketConfig.TimeoutCost"},
+		{second(NewBucket(BucketConfig{NoRetryIncrement: -1})), "BucketConfig.NoRetryIncrement"},
+		{second(NewGRPC(GRPCConfig{MaxTokens: 1001})), "GRPCConfig.MaxTokens"},
+		{second(NewGRPC(GRPCConfig{TokenRatio: 1.5})), "GRPCConfig.TokenRatio"},
+		{second(NewGRPC(GRPCConfig{TokenRatio: 0.0001})), "GRPCConfig.TokenRatio"},
+	}
+	for _, c := range cases {
+		if c.err == nil {
+			t.Errorf("%s: no error, want one", c.field)
+			continue
+		}
+		if !errors.Is(c.err, ErrInvalidConfig) {
+			t.Errorf("%s: %v does not match ErrInvalidConfig", c.field, c.err)
+		}
+		var ce *ConfigError
+		if !errors.As(c.err, &ce) || ce.Field != c.field {
+			t.Errorf("error %q does not name field %s", c.err, c.field)
+		}
+		if !strings.HasPrefix(c.err.Error(), "budget: "+c.field) || !strings.Contains(c.err.Error(), "want ") {
+			t.Errorf("message %q: want it to start with the package and field and say what is accepted", c.err)
+		}
+	}
+}
+
+func second[T any](_ T, err error) error { return err }
+
+// TestConcurrent hammers each budget from many goroutines; run with -race.
+func TestConcurrent(t *testing.T) {
+	s, _ := NewShare(ShareConfig{MinPerSecond: NoFloor})
+	b, _ := NewBucket(BucketConfig{})
+	g, _ := NewGRPC(GRPCConfig{})
+	const goroutines, n = 32, 500
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	granted := 0
+	for i := 0; i < goroutines; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mine := 0
+			for j := 0; j < n; j++ {
+				now := at(time.Duration(j) * time.Millisecond)
+				s.RecordAt(now, true, false)
+				if s.AllowRetryAt(now, false) {
+					mine++
+				}
+				b.RecordAt(now, j%2 == 0, j%3 == 0)
+				b.AllowRetryAt(now, j%5 == 0)
+				g.RecordAt(now, true, j%2 == 0)
+				g.AllowRetryAt(now, false)
+			}
+			mu.Lock()
+			granted += mine
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	requests := goroutines * n
+	// Every request is inside the 10 s window: at most 20 % were retried,
+	// give or take one per concurrent caller.
+	if limit := requests/5 + goroutines; granted > limit {
+		t.Fatalf("granted %d retries for %d requests, want at most %d", granted, requests, limit)
+	}
+	if lv := b.Level(); lv < 0 || lv > 500 {
+		t.Fatalf("bucket level %v outside [0, 500]", lv)
+	}
+	if lv := g.Level(); lv < 0 || lv > 10 {
+		t.Fatalf("grpc level %v outside [0, 10]", lv)
+	}
+}
+
+func BenchmarkBudgetAllow(b *testing.B) {
+	share, _ := NewShare(ShareConfig{})
+	bucket, _ := NewBucket(BucketConfig{})
+	grpc, _ := NewGRPC(GRPCConfig{})
+	for _, c := range []struct {
+		name string
+		b    interface {
+			AllowRetryAt(time.Time, bool) bool
+			RecordAt(time.Time, bool, bool)
+		}
+	}{{"share", share}, {"bucket", bucket}, {"grpc", grpc}} {
+		// One request and one retry decision per operation, as a retry
+		// loop makes them for a call whose first attempt failed.
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				now := t0
+				for pb.Next() {
+					c.b.RecordAt(now, true, true)
+					if c.b.AllowRetryAt(now, false) {
+						c.b.RecordAt(now, false, true)
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkBudgetRecordSuccess is the success path: a first attempt that
+// succeeded, recorded.
+func BenchmarkBudgetRecordSuccess(b *testing.B) {
+	share, _ := NewShare(ShareConfig{})
+	bucket, _ := NewBucket(BucketConfig{})
+	grpc, _ := NewGRPC(GRPCConfig{})
+	for _, c := range []struct {
+		name string
+		b    interface{ RecordAt(time.Time, bool, bool) }
+	}{{"share", share}, {"bucket", bucket}, {"grpc", grpc}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					c.b.RecordAt(t0, true, true)
+				}
+			})
+		})
+	}
+}

@@ -1,0 +1,79 @@
+package budget_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/yaoki-go/yaoki/budget"
+	"github.com/yaoki-go/yaoki/retry"
+)
+
+// A share-of-traffic budget without a floor: 10 requests allow 2 retries.
+func ExampleShare() {
+	b, err := budget.NewShare(budget.ShareConfig{MinPerSecond: budget.NoFloor})
+	if err != nil {
+		panic(err)
+	}
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for i := 0; i < 10; i++ {
+		b.RecordAt(now, true, false) // ten first attempts, all failed
+	}
+	for i := 0; i < 3; i++ {
+		fmt.Println(b.AllowRetryAt(now, false), b.LevelAt(now))
+	}
+	// Output:
+	// true 1
+	// true 0
+	// false 0
+}
+
+// The AWS SDKs' retry quota: 500 tokens, 5 per retry, 10 after a timeout.
+func ExampleBucket() {
+	b, _ := budget.NewBucket(budget.BucketConfig{})
+	now := time.Now()
+	b.AllowRetryAt(now, false) // -5
+	b.AllowRetryAt(now, true)  // -10
+	fmt.Println(b.Level())
+	b.RecordAt(now, false, true) // a retry succeeded: +5
+	fmt.Println(b.Level())
+	// Output:
+	// 485
+	// 490
+}
+
+// gRPC's retry throttling: retries stop once half of the tokens are gone.
+func ExampleGRPC() {
+	b, _ := budget.NewGRPC(budget.GRPCConfig{MaxTokens: 4, TokenRatio: 0.5})
+	now := time.Now()
+	for i := 0; i < 3; i++ {
+		b.RecordAt(now, true, false) // a failed attempt takes a token
+		fmt.Println(b.Level(), b.AllowRetryAt(now, false))
+	}
+	// Output:
+	// 3 true
+	// 2 false
+	// 1 false
+}
+
+// A budget shared by every call to one dependency, through retry.Policy:
+// once it is spent, a failed call ends at once with the reason "budget
+// exhausted" and its last error.
+func ExampleShare_retry() {
+	b, _ := budget.NewShare(budget.ShareConfig{MinPerSecond: budget.NoFloor, Ratio: 0.5})
+	p := retry.Policy{Budget: b, Sleep: func(context.Context, time.Duration) error { return nil }}
+	down := errors.New("connection refused")
+	for call := 1; call <= 3; call++ {
+		attempts := 0
+		err := retry.Do(context.Background(), p, func(context.Context) error {
+			attempts++
+			return down
+		})
+		fmt.Printf("call %d: %d attempts, budget exhausted: %v\n", call, attempts, errors.Is(err, retry.ErrBudgetExhausted))
+	}
+	// Output:
+	// call 1: 1 attempts, budget exhausted: true
+	// call 2: 2 attempts, budget exhausted: true
+	// call 3: 1 attempts, budget exhausted: true
+}

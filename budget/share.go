@@ -1,0 +1,134 @@
+package budget
+
+import (
+	"math"
+	"time"
+
+	"github.com/yaoki-go/yaoki/internal/window"
+)
+
+// Defaults of ShareConfig (Finagle's RetryBudget, Linkerd's retry budget;
+// Envoy's retry budget uses the same 20 %).
+const (
+	DefaultRatio        = 0.2
+	DefaultWindow       = 10 * time.Second
+	DefaultMinPerSecond = 10.0
+	// NoFloor as ShareConfig.MinPerSecond removes the floor: retries are
+	// then granted only as a share of requests.
+	NoFloor = -1.0
+)
+
+// shareBuckets is how many steps a Share's window slides in: a tenth of the
+// window (1 s of the default 10 s).
+const shareBuckets = 10
+
+// ShareConfig configures a Share. The zero value is the default budget:
+// retries ≤ 20 % of requests over the last 10 s, plus 10 retries per second.
+type ShareConfig struct {
+	// Ratio is the share of requests that may be retried over Window: with
+	// 0.2, 100 requests allow 20 retries. Zero: DefaultRatio (0.2).
+	// Accepted: 0 < Ratio ≤ 100.
+	Ratio float64
+	// Window is how far back requests and retries are counted. It slides
+	// in steps of a tenth of itself. Zero: DefaultWindow (10 s). Accepted:
+	// 10 ms to 1 h.
+	Window time.Duration
+	// MinPerSecond is the floor: this many retries per second are allowed
+	// whatever the traffic (MinPerSecond × Window per window), so that a
+	// client with little traffic can still retry a blip. Zero:
+	// DefaultMinPerSecond (10). NoFloor (-1): no floor. Accepted: NoFloor,
+	// or 0 < MinPerSecond ≤ 1e6.
+	MinPerSecond float64
+}
+
+// Share is a share-of-traffic retry budget: a retry is granted when the
+// retries granted over the window, this one included, stay within
+// Ratio × requests + MinPerSecond × Window, where requests are the first
+// attempts recorded over the window.
+//
+// What it does to a failing dependency: with every request failing and
+// enough traffic, the load is at most (1 + Ratio) times the first attempts
+// plus the floor, instead of MaxAttempts times: 1.2× with the defaults
+// against 3× without a budget.
+//
+// Share is lock-free and safe for concurrent use; recording a request is
+// one atomic add and allocates nothing. Under contention it may grant one
+// retry per concurrent caller beyond the limit (the check and the count are
+// two steps). A nil *Share allows every retry.
+type Share struct {
+	ratio    float64
+	floor    float64 // retries per window from MinPerSecond
+	requests window.Counter
+	retries  window.Counter
+}
+
+// NewShare returns a Share configured by c, or an error naming the first
+// field of c out of range.
+func NewShare(c ShareConfig) (*Share, error) {
+	if c.Ratio == 0 {
+		c.Ratio = DefaultRatio
+	}
+	if c.Window == 0 {
+		c.Window = DefaultWindow
+	}
+	if c.MinPerSecond == 0 {
+		c.MinPerSecond = DefaultMinPerSecond
+	}
+	switch {
+	case !(c.Ratio > 0 && c.Ratio <= 100):
+		return nil, invalid("ShareConfig.Ratio", c.Ratio, "0 < Ratio ≤ 100 (0 means the default 0.2)")
+	case c.Window < 10*time.Millisecond || c.Window > time.Hour:
+		return nil, invalid("ShareConfig.Window", c.Window, "10ms ≤ Window ≤ 1h (0 means the default 10s)")
+	case c.MinPerSecond != NoFloor && !(c.MinPerSecond > 0 && c.MinPerSecond <= 1e6):
+		return nil, invalid("ShareConfig.MinPerSecond", c.MinPerSecond, "NoFloor (-1) or 0 < MinPerSecond ≤ 1e6 (0 means the default 10)")
+	}
+	s := &Share{ratio: c.Ratio}
+	if c.MinPerSecond > 0 {
+		s.floor = c.MinPerSecond * c.Window.Seconds()
+	}
+	s.requests.Init(c.Window, shareBuckets)
+	s.retries.Init(c.Window, shareBuckets)
+	return s, nil
+}
+
+// AllowRetryAt reports whether one more retry may be sent at now and, if
+// so, counts it. timeout is ignored: every retry costs the same.
+func (s *Share) AllowRetryAt(now time.Time, timeout bool) bool {
+	if s == nil {
+		return true
+	}
+	e := s.requests.Epoch(now)
+	if float64(s.retries.SumEpoch(e)+1) > s.allowance(e) {
+		return false
+	}
+	s.retries.AddEpoch(e, 1)
+	return true
+}
+
+// RecordAt counts a request when first is true (the first attempt of a
+// logical request); retries were counted when they were granted, and the
+// outcome does not matter to a share of traffic.
+func (s *Share) RecordAt(now time.Time, first, success bool) {
+	if s == nil || !first {
+		return
+	}
+	s.requests.Add(now, 1)
+}
+
+// LevelAt returns how many retries would still be granted at now: the
+// allowance minus the retries already granted over the window, at least 0.
+// A nil *Share returns +Inf.
+func (s *Share) LevelAt(now time.Time) float64 {
+	if s == nil {
+		return math.Inf(1)
+	}
+	e := s.requests.Epoch(now)
+	return max(0, s.allowance(e)-float64(s.retries.SumEpoch(e)))
+}
+
+// Level is shorthand for LevelAt(time.Now()).
+func (s *Share) Level() float64 { return s.LevelAt(time.Now()) }
+
+func (s *Share) allowance(e int64) float64 {
+	return s.ratio*float64(s.requests.SumEpoch(e)) + s.floor
+}

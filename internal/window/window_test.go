@@ -1,0 +1,124 @@
+package window
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func TestCounterSlides(t *testing.T) {
+	c := NewCounter(10*time.Second, 10) // 1 s buckets
+	steps := []struct {
+		at   time.Duration
+		add  uint64
+		want uint64 // sum after the add
+	}{
+		{0, 1, 1},
+		{500 * time.Millisecond, 2, 3}, // same bucket
+		{time.Second, 4, 7},            // next bucket
+		{9 * time.Second, 8, 15},       // last bucket of the first window
+		{10 * time.Second, 0, 12},      // bucket 0 (1+2) left the window
+		{11 * time.Second, 0, 8},       // bucket 1 left too
+		{19*time.Second + 999, 0, 0},   // everything left
+		{25 * time.Second, 16, 16},     // fresh buckets after a gap
+		{25*time.Second + time.Nanosecond, 1, 17},
+	}
+	for i, s := range steps {
+		now := t0.Add(s.at)
+		if s.add > 0 {
+			c.Add(now, s.add)
+		}
+		if got := c.Sum(now); got != s.want {
+			t.Fatalf("step %d at +%v: sum %d, want %d", i, s.at, got, s.want)
+		}
+	}
+}
+
+func TestCounterDropsEventsOlderThanWindow(t *testing.T) {
+	c := NewCounter(time.Second, 4)
+	c.Add(t0.Add(10*time.Second), 1)
+	c.Add(t0, 5) // same slot as +10 s modulo 4 buckets? it is older: dropped or kept in its own epoch
+	if got := c.Sum(t0.Add(10 * time.Second)); got != 1 {
+		t.Fatalf("sum %d, want 1 (the old event is outside the window)", got)
+	}
+	// An event slightly in the past but inside the window is kept.
+	c.Add(t0.Add(9800*time.Millisecond), 2)
+	if got := c.Sum(t0.Add(10 * time.Second)); got != 3 {
+		t.Fatalf("sum %d, want 3", got)
+	}
+}
+
+func TestClockBeforeEpochFloors(t *testing.T) {
+	c := NewClock(time.Second)
+	if e := c.Epoch(time.Unix(-1, 500)); e != -1 {
+		t.Fatalf("epoch of -0.99 s: %d, want -1", e)
+	}
+	if e := c.Epoch(time.Unix(0, 0)); e != 0 {
+		t.Fatalf("epoch of 0: %d, want 0", e)
+	}
+	if e := c.Epoch(time.Unix(0, 999_999_999)); e != 0 {
+		t.Fatalf("epoch of 0.999 s: %d, want 0 (cached)", e)
+	}
+	if e := c.Epoch(time.Unix(1, 0)); e != 1 {
+		t.Fatalf("epoch of 1 s: %d, want 1", e)
+	}
+}
+
+func TestRingSumSince(t *testing.T) {
+	r := NewRing(5)
+	for e := int64(100); e < 110; e++ {
+		r.Add(e, 1)
+	}
+	for _, c := range []struct {
+		from int64
+		want uint64
+	}{{0, 5}, {105, 5}, {107, 3}, {109, 1}, {110, 0}} {
+		if got := r.SumSince(109, c.from); got != c.want {
+			t.Errorf("SumSince(109, %d) = %d, want %d", c.from, got, c.want)
+		}
+	}
+	r.Reset()
+	if got := r.Sum(109); got != 0 {
+		t.Fatalf("after Reset: %d, want 0", got)
+	}
+}
+
+func TestCounterConcurrent(t *testing.T) {
+	c := NewCounter(time.Minute, 6)
+	const g, n = 16, 1000
+	var wg sync.WaitGroup
+	for i := 0; i < g; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < n; j++ {
+				c.Add(t0.Add(time.Duration(j)*time.Millisecond), 1) // spans 1 s: within one window
+			}
+		}()
+	}
+	wg.Wait()
+	if got := c.Sum(t0.Add(time.Second)); got != g*n {
+		t.Fatalf("sum %d, want %d", got, g*n)
+	}
+}
+
+func BenchmarkCounterAdd(b *testing.B) {
+	b.ReportAllocs()
+	c := NewCounter(10*time.Second, 10)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			c.Add(t0, 1)
+		}
+	})
+}
+
+func BenchmarkCounterSum(b *testing.B) {
+	b.ReportAllocs()
+	c := NewCounter(10*time.Second, 10)
+	c.Add(t0, 1)
+	for b.Loop() {
+		c.Sum(t0)
+	}
+}
