@@ -59,6 +59,12 @@ type Bulkhead interface {
 	Release()
 }
 
+// AttemptTimeout marks an attempt that ran into Policy.AttemptTimeout. Its
+// error wraps context.DeadlineExceeded like the caller's own deadline does;
+// this method lets a breaker (which must not import retry) count the first
+// as the dependency's failure and ignore the second.
+func (e *timeoutError) AttemptTimeout() bool { return true }
+
 type singleAttemptKey struct{}
 
 // SingleAttempt returns a context under which retry loops make one attempt

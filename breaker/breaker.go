@@ -1,0 +1,443 @@
+// Package breaker is a circuit breaker: it stops calling a dependency that
+// keeps failing, so that the dependency can recover and callers fail fast
+// instead of waiting on it, and it probes it again after a while.
+//
+// A Breaker is closed (calls pass and their outcomes are counted), open
+// (calls are refused with an *OpenError that says when the next probe may
+// go) or half-open (a few probes pass; when they all succeed the breaker
+// closes, when one fails it opens again for longer). It trips on a failure
+// ratio over a time or count window once enough calls were made, on
+// consecutive failures, and on a ratio of slow calls.
+//
+// Three ways to use it:
+//
+//	b, err := breaker.New(breaker.Settings{Name: "payments"})
+//	// 1. a closure
+//	err = b.Execute(ctx, func(ctx context.Context) error { return call(ctx) })
+//	// 2. two steps, for code that is not a closure
+//	p, err := b.Allow()
+//	if err == nil { p.Done(call(ctx)) }
+//	// 3. through retry, which calls AllowAt and DoneAt around each attempt
+//	err = retry.Do(ctx, retry.Policy{Breaker: b}, call)
+//
+// Decisions are functions of the instant they are given (AllowAt, DoneAt,
+// StateAt take now), so the simulator drives breakers on virtual time, and
+// there is no background goroutine: an open breaker becomes half-open when
+// it is next asked after its open period.
+//
+// The closed path is lock-free: AllowAt is one atomic load, and recording a
+// success is one atomic add (plus a load), allocating nothing. Transitions
+// take a lock; hooks and observers are called after it is released.
+package breaker
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/yaoki-go/yaoki/event"
+	"github.com/yaoki-go/yaoki/internal/window"
+)
+
+// State is a breaker's state.
+type State uint8
+
+const (
+	// Closed: calls pass and are counted.
+	Closed State = iota
+	// Open: calls are refused until the open period ends.
+	Open
+	// HalfOpen: a few probes pass; their outcomes close or reopen it.
+	HalfOpen
+)
+
+// String returns "closed", "open" or "half_open", as used in events.
+func (s State) String() string {
+	switch s {
+	case Closed:
+		return "closed"
+	case Open:
+		return "open"
+	case HalfOpen:
+		return "half_open"
+	}
+	return "unknown"
+}
+
+// The state word: generation << genShift | probe flag | state. Every
+// transition starts a new generation, so a ticket (the word seen by
+// AllowAt) tells DoneAt whether the state it was issued in is still the
+// current one; outcomes from an earlier state are dropped.
+const (
+	stateMask = 3
+	probeFlag = 4 // set in tickets of half-open probes that hold a slot
+	genShift  = 3
+	genOne    = 1 << genShift
+)
+
+// Breaker is a circuit breaker; see the package documentation. Build it
+// with New. It is safe for concurrent use.
+type Breaker struct {
+	word   atomic.Uint64 // read on every call
+	consec atomic.Int64  // consecutive failures while closed
+	_      [48]byte      // keep the counters below off word's cache line
+
+	// Closed-state counts: a time window (clock + rings indexed by time
+	// epoch) or a count window (seq + rings indexed by seq/block).
+	seq      atomic.Uint64
+	_        [56]byte
+	clock    window.Clock
+	calls    window.Ring // time window only; a count window counts with seq
+	failures window.Ring
+	slow     window.Ring
+	block    uint64 // calls per count-window bucket; 0 for a time window
+
+	open atomic.Pointer[period] // the current or last open period
+
+	mu      sync.Mutex
+	trips   int // consecutive trips, reset when the breaker closes
+	probing int // half-open probes in flight
+	probeOK int // half-open probes that succeeded
+
+	s        Settings
+	ratioOn  bool
+	slowOn   bool
+	countWin bool
+	noWindow bool // neither ratio is on: successes need no counting
+}
+
+// period is one open period, published atomically so that refusals need no
+// lock.
+type period struct {
+	until int64 // UnixNano at which the breaker becomes half-open
+	trips int
+	cause error
+}
+
+// New returns a closed Breaker configured by s, or an error naming the first
+// field of s out of range.
+func New(s Settings) (*Breaker, error) {
+	if err := s.resolve(); err != nil {
+		return nil, err
+	}
+	b := &Breaker{s: s, ratioOn: s.FailureRatio != Disabled, slowOn: s.SlowCall > 0}
+	b.noWindow = !b.ratioOn && !b.slowOn
+	if s.WindowCalls > 0 {
+		b.countWin = true
+		b.block = uint64((s.WindowCalls + maxCountBuckets - 1) / maxCountBuckets)
+		n := (s.WindowCalls + int(b.block) - 1) / int(b.block)
+		b.failures, b.slow = window.NewRing(n), window.NewRing(n)
+	} else {
+		b.clock = window.NewClock(s.Window / timeBuckets)
+		b.calls, b.failures, b.slow = window.NewRing(timeBuckets), window.NewRing(timeBuckets), window.NewRing(timeBuckets)
+	}
+	b.word.Store(genOne | uint64(Closed))
+	return b, nil
+}
+
+// Name returns the breaker's name.
+func (b *Breaker) Name() string { return b.s.Name }
+
+// AllowAt asks whether a call may be made at now; retry is true for the
+// attempts of a retry loop after the first. It returns a ticket to pass to
+// DoneAt with the call's outcome, or an *OpenError (matching ErrOpen) when
+// the breaker refuses. Closed, it is one atomic load.
+func (b *Breaker) AllowAt(now time.Time, retry bool) (ticket uint64, err error) {
+	w := b.word.Load()
+	if w&stateMask == uint64(Closed) || b.s.RetriesOnly && !retry {
+		return w, nil
+	}
+	return b.allowSlow(context.Background(), now, w, retry)
+}
+
+// allowSlow handles the open and half-open states.
+//
+//go:noinline
+func (b *Breaker) allowSlow(ctx context.Context, now time.Time, w uint64, retry bool) (uint64, error) {
+	if State(w&stateMask) == Open {
+		p := b.open.Load()
+		if ns := now.UnixNano(); ns < p.until {
+			return 0, b.refuse(ctx, now, &OpenError{Name: b.s.Name, State: Open,
+				Wait: time.Duration(p.until - ns), Trips: p.trips, Cause: p.cause})
+		}
+	}
+	b.mu.Lock()
+	w = b.word.Load()
+	var ch change
+	switch State(w & stateMask) {
+	case Closed:
+		b.mu.Unlock()
+		return w, nil
+	case Open:
+		p := b.open.Load()
+		if ns := now.UnixNano(); ns < p.until {
+			b.mu.Unlock()
+			return 0, b.refuse(ctx, now, &OpenError{Name: b.s.Name, State: Open,
+				Wait: time.Duration(p.until - ns), Trips: p.trips, Cause: p.cause})
+		}
+		w = b.moveLocked(w, HalfOpen)
+		ch = change{from: Open, to: HalfOpen}
+	}
+	// Half-open: a probe slot is free while the probes in flight and those
+	// that succeeded are fewer than HalfOpenProbes.
+	if b.probing+b.probeOK >= b.s.HalfOpenProbes {
+		b.mu.Unlock()
+		b.report(ctx, now, ch)
+		return 0, b.refuse(ctx, now, &OpenError{Name: b.s.Name, State: HalfOpen, Trips: b.open.Load().trips})
+	}
+	b.probing++
+	b.mu.Unlock()
+	b.report(ctx, now, ch)
+	return w | probeFlag, nil
+}
+
+// DoneAt reports the outcome of a call allowed by AllowAt: err is nil on
+// success, elapsed is how long the call took (for SlowCall), ticket is what
+// AllowAt returned. Outcomes of calls allowed in an earlier state (before a
+// trip, or before the breaker closed) are dropped. Closed, recording a fast
+// success is one atomic add and allocates nothing.
+func (b *Breaker) DoneAt(now time.Time, ticket uint64, elapsed time.Duration, err error) {
+	w := b.word.Load()
+	if ticket&^probeFlag != w {
+		return // issued in an earlier state
+	}
+	o := Success
+	if err != nil {
+		o = b.classify(err)
+	}
+	slow := b.slowOn && elapsed >= b.s.SlowCall
+	if w&stateMask == uint64(Closed) && o == Success && !slow {
+		// The hot path: count the call, clear the failure streak.
+		b.countSuccess(now)
+		return
+	}
+	b.record(context.Background(), now, ticket, o, slow, err)
+}
+
+func (b *Breaker) classify(err error) Outcome {
+	if b.s.Classify != nil {
+		return b.s.Classify(err)
+	}
+	return DefaultClassify(err)
+}
+
+// record handles every outcome but a fast success while closed.
+//
+//go:noinline
+func (b *Breaker) record(ctx context.Context, now time.Time, ticket uint64, o Outcome, slow bool, cause error) {
+	w := ticket &^ probeFlag
+	switch State(w & stateMask) {
+	case Closed:
+		if o == Ignore {
+			return
+		}
+		if o == Success && !slow {
+			b.countSuccess(now)
+			return
+		}
+		if b.closedShouldTrip(now, o == Failure, slow) {
+			if o != Failure {
+				cause = nil // tripped by slowness: no error to show
+			}
+			b.trip(ctx, now, w, cause)
+		}
+	case HalfOpen:
+		b.probeDone(ctx, now, ticket, o, slow, cause)
+	}
+	// Open: a first attempt let through by RetriesOnly; its outcome is
+	// not counted until the breaker is half-open.
+}
+
+func (b *Breaker) countSuccess(now time.Time) {
+	switch {
+	case b.noWindow:
+	case b.countWin:
+		b.seq.Add(1)
+	default:
+		b.calls.Add(b.clock.Epoch(now), 1)
+	}
+	if b.consec.Load() != 0 {
+		b.consec.Store(0)
+	}
+}
+
+// closedShouldTrip counts a failed or slow call and reports whether the
+// breaker must trip.
+func (b *Breaker) closedShouldTrip(now time.Time, failed, slow bool) bool {
+	var calls, failures, slows uint64
+	if b.countWin {
+		i := b.seq.Add(1) - 1 // this call's index since the breaker closed
+		e := int64(i / b.block)
+		if failed {
+			b.failures.Add(e, 1)
+		}
+		if slow {
+			b.slow.Add(e, 1)
+		}
+		calls = i + 1
+		if first := e - int64(b.failures.Len()) + 1; first > 0 {
+			calls -= uint64(first) * b.block
+		}
+		failures, slows = b.failures.Sum(e), b.slow.Sum(e)
+	} else {
+		e := b.clock.Epoch(now)
+		b.calls.Add(e, 1)
+		if failed {
+			b.failures.Add(e, 1)
+		}
+		if slow {
+			b.slow.Add(e, 1)
+		}
+		calls, failures, slows = b.calls.Sum(e), b.failures.Sum(e), b.slow.Sum(e)
+	}
+	if failed {
+		if n := b.consec.Add(1); b.s.ConsecutiveFailures > 0 && n >= int64(b.s.ConsecutiveFailures) {
+			return true
+		}
+	} else if b.consec.Load() != 0 {
+		b.consec.Store(0)
+	}
+	if calls < uint64(b.s.MinCalls) {
+		return false
+	}
+	return b.ratioOn && float64(failures) >= b.s.FailureRatio*float64(calls) ||
+		b.slowOn && float64(slows) >= b.s.SlowRatio*float64(calls)
+}
+
+// probeDone decides on a half-open outcome.
+func (b *Breaker) probeDone(ctx context.Context, now time.Time, ticket uint64, o Outcome, slow bool, cause error) {
+	w := ticket &^ probeFlag
+	b.mu.Lock()
+	if b.word.Load() != w {
+		b.mu.Unlock()
+		return
+	}
+	if ticket&probeFlag != 0 {
+		b.probing--
+	}
+	if o == Failure || slow && o == Success {
+		if o != Failure {
+			cause = nil
+		}
+		b.tripLocked(now, w, cause)
+		b.mu.Unlock()
+		b.report(ctx, now, change{from: HalfOpen, to: Open})
+		return
+	}
+	if o == Ignore {
+		b.mu.Unlock()
+		return
+	}
+	b.probeOK++
+	if b.probeOK < b.s.HalfOpenProbes {
+		b.mu.Unlock()
+		return
+	}
+	// Every probe succeeded: close, with fresh counts.
+	b.trips = 0
+	b.consec.Store(0)
+	b.seq.Store(0)
+	b.calls.Reset()
+	b.failures.Reset()
+	b.slow.Reset()
+	b.moveLocked(w, Closed)
+	b.mu.Unlock()
+	b.report(ctx, now, change{from: HalfOpen, to: Closed})
+}
+
+// trip opens the breaker if it is still in the state of word w.
+func (b *Breaker) trip(ctx context.Context, now time.Time, w uint64, cause error) {
+	b.mu.Lock()
+	if b.word.Load() != w {
+		b.mu.Unlock()
+		return // another outcome moved it first
+	}
+	b.tripLocked(now, w, cause)
+	b.mu.Unlock()
+	b.report(ctx, now, change{from: State(w & stateMask), to: Open})
+}
+
+// tripLocked opens the breaker for the next open period; b.mu is held and
+// the breaker is in the state of word w.
+func (b *Breaker) tripLocked(now time.Time, w uint64, cause error) {
+	b.trips++
+	d := b.openFor(b.trips)
+	b.open.Store(&period{until: now.Add(d).UnixNano(), trips: b.trips, cause: cause})
+	b.moveLocked(w, Open)
+}
+
+// openFor returns the open duration of the n-th consecutive trip.
+func (b *Breaker) openFor(n int) time.Duration {
+	d := float64(b.s.OpenTimeout) * math.Pow(b.s.OpenBackoff, float64(n-1))
+	d = min(d, float64(b.s.MaxOpenTimeout))
+	if j := b.s.OpenJitter; j > 0 {
+		d += d * j * b.draw()
+	}
+	return time.Duration(d)
+}
+
+func (b *Breaker) draw() float64 {
+	if b.s.Rand != nil {
+		return b.s.Rand()
+	}
+	return rand.Float64()
+}
+
+// moveLocked starts a new generation in state to and returns its word.
+func (b *Breaker) moveLocked(w uint64, to State) uint64 {
+	if to == HalfOpen {
+		b.probing, b.probeOK = 0, 0
+	}
+	n := (w&^(stateMask|probeFlag) + genOne) | uint64(to)
+	b.word.Store(n)
+	return n
+}
+
+// change is a transition to report once the lock is released.
+type change struct{ from, to State }
+
+func (b *Breaker) report(ctx context.Context, now time.Time, c change) {
+	if c.from == c.to {
+		return
+	}
+	if f := b.s.OnStateChange; f != nil {
+		f(b.s.Name, c.from, c.to)
+	}
+	if o := b.s.Observer; o != nil {
+		o.Observe(ctx, event.Event{Kind: event.BreakerStateChange, Time: now, Component: "breaker",
+			Name: b.s.Name, From: c.from.String(), To: c.to.String()})
+	}
+}
+
+func (b *Breaker) refuse(ctx context.Context, now time.Time, e *OpenError) error {
+	if o := b.s.Observer; o != nil {
+		o.Observe(ctx, event.Event{Kind: event.BreakerRejected, Time: now, Component: "breaker",
+			Name: b.s.Name, Err: e, Wait: e.Wait})
+	}
+	return e
+}
+
+// StateAt returns the state at now: an open breaker whose open period has
+// ended reports HalfOpen (the transition itself happens at the next
+// AllowAt).
+func (b *Breaker) StateAt(now time.Time) State {
+	s := State(b.word.Load() & stateMask)
+	if s == Open && now.UnixNano() >= b.open.Load().until {
+		return HalfOpen
+	}
+	return s
+}
+
+// State is shorthand for StateAt(time.Now()).
+func (b *Breaker) State() State { return b.StateAt(time.Now()) }
+
+// Trips returns the number of consecutive trips: 0 after the breaker
+// closed, 1 after a first trip, 2 after a failed probe, and so on.
+func (b *Breaker) Trips() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.trips
+}

@@ -1,0 +1,115 @@
+package breaker
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Execute calls fn if the breaker allows it, records its outcome and
+// returns its error, or returns the breaker's *OpenError without calling
+// fn. When ctx ends and fn returns ctx's error, the outcome is ignored (the
+// caller gave up). If fn panics, the panic is recorded as a failure
+// (*PanicError) and fn's panic continues with the same value.
+//
+// With RetriesOnly, Execute counts as a first attempt and always calls fn.
+//
+// Execute reads the clock only when a decision needs it: never for a
+// success with a count window (or no ratio trip) and no SlowCall, once for a
+// success with a time window (the bucket), twice with SlowCall (the
+// duration). AllowAt and
+// DoneAt, which take now, never read it.
+func (b *Breaker) Execute(ctx context.Context, fn func(context.Context) error) error {
+	t, start, err := b.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			now := time.Now()
+			b.recordOutcome(ctx, now, t, b.elapsed(start, now), Failure, &PanicError{Value: r})
+			panic(r)
+		}
+	}()
+	err = fn(ctx)
+	b.finish(ctx, t, start, err)
+	return err
+}
+
+// begin is AllowAt for a first attempt made now; start is the clock reading
+// when SlowCall needs the call's duration, zero otherwise.
+func (b *Breaker) begin(ctx context.Context) (ticket uint64, start time.Time, err error) {
+	if b.slowOn {
+		start = time.Now()
+	}
+	w := b.word.Load()
+	if w&stateMask == uint64(Closed) || b.s.RetriesOnly {
+		return w, start, nil
+	}
+	now := start
+	if now.IsZero() {
+		now = time.Now()
+	}
+	ticket, err = b.allowSlow(ctx, now, w, false)
+	return ticket, start, err
+}
+
+// finish is DoneAt for a call that began with begin.
+func (b *Breaker) finish(ctx context.Context, ticket uint64, start time.Time, err error) {
+	if err == nil && !b.slowOn && (b.countWin || b.noWindow) && ticket == b.word.Load() && ticket&stateMask == uint64(Closed) {
+		b.countSuccess(time.Time{}) // no clock needed without a time window
+		return
+	}
+	now := time.Now()
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+			b.recordOutcome(ctx, now, ticket, 0, Ignore, err)
+			return
+		}
+	}
+	b.DoneAt(now, ticket, b.elapsed(start, now), err)
+}
+
+func (b *Breaker) elapsed(start, now time.Time) time.Duration {
+	if start.IsZero() {
+		return 0
+	}
+	return now.Sub(start)
+}
+
+// recordOutcome is DoneAt with the outcome already decided.
+func (b *Breaker) recordOutcome(ctx context.Context, now time.Time, ticket uint64, elapsed time.Duration, o Outcome, err error) {
+	if ticket&^probeFlag != b.word.Load() {
+		return
+	}
+	b.record(ctx, now, ticket, o, b.slowOn && elapsed >= b.s.SlowCall, err)
+}
+
+// Permit is one allowed call, returned by Allow; report its outcome with
+// Done, exactly once. It is a small value: passing it around allocates
+// nothing.
+type Permit struct {
+	b      *Breaker
+	ticket uint64
+	start  time.Time
+}
+
+// Allow asks whether a call may be made now (a first attempt). It returns a
+// Permit whose Done reports the call's outcome, or an *OpenError. Like
+// Execute, it reads the clock only when a decision needs it.
+func (b *Breaker) Allow() (Permit, error) {
+	t, start, err := b.begin(context.Background())
+	if err != nil {
+		return Permit{}, err
+	}
+	return Permit{b: b, ticket: t, start: start}, nil
+}
+
+// Done reports the call's outcome: err is nil on success. With SlowCall,
+// the call's duration is measured from Allow.
+func (p Permit) Done(err error) {
+	if p.b == nil {
+		return
+	}
+	p.b.finish(context.Background(), p.ticket, p.start, err)
+}

@@ -1,0 +1,188 @@
+package throttle
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+func fixed(u float64) func() float64 { return func() float64 { return u } }
+
+func TestAdaptiveProbability(t *testing.T) {
+	cases := []struct {
+		requests, accepts int
+		want              float64
+	}{
+		{0, 0, 0},
+		{10, 10, 0},        // (10 − 20)/11 < 0
+		{10, 5, 0},         // exactly K·accepts = requests
+		{10, 3, 4.0 / 11},  // (10 − 6)/11
+		{10, 0, 10.0 / 11}, // nothing accepted
+		{1000, 0, 1000.0 / 1001},
+	}
+	for _, c := range cases {
+		a, _ := NewAdaptive(AdaptiveConfig{})
+		for i := 0; i < c.requests; i++ {
+			a.RecordAt(at(0), i >= c.accepts) // throttled unless among the accepted
+		}
+		if got := a.ProbabilityAt(at(0)); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("%d requests, %d accepted: p = %v, want %v", c.requests, c.accepts, got, c.want)
+		}
+	}
+}
+
+func TestAdaptiveRejectsWithProbability(t *testing.T) {
+	u := 0.3
+	a, _ := NewAdaptive(AdaptiveConfig{Rand: func() float64 { return u }})
+	for i := 0; i < 10; i++ {
+		a.RecordAt(at(0), i >= 3) // 3 accepted of 10: p = 4/11 ≈ 0.364
+	}
+	_, err := a.AdmitAt(at(time.Second))
+	var re *RejectedError
+	if !errors.Is(err, ErrThrottled) || !errors.As(err, &re) {
+		t.Fatalf("draw 0.3 < p 0.364: got %v, want a rejection", err)
+	}
+	if re.Requests != 11 || re.Accepts != 3 || math.Abs(re.Probability-4.0/11) > 1e-12 {
+		t.Fatalf("got %+v", *re)
+	}
+	if !strings.Contains(err.Error(), "accepted 3 of the last 11 requests") {
+		t.Fatalf("message %q", err)
+	}
+	// The rejection counted as a request: p = (11 − 6)/12.
+	if got := a.ProbabilityAt(at(time.Second)); math.Abs(got-5.0/12) > 1e-12 {
+		t.Fatalf("p after a rejection %v, want 5/12", got)
+	}
+	u = 0.45 // above 5/12 ≈ 0.417
+	if w, err := a.AdmitAt(at(time.Second)); err != nil || w != 0 {
+		t.Fatalf("draw 0.45 ≥ p: got %v, %v, want admitted at once", w, err)
+	}
+	// Two minutes later the counts have left the window.
+	u = 0
+	if _, err := a.AdmitAt(at(2*time.Minute + time.Second)); err != nil {
+		t.Fatalf("after the window: %v, want admitted", err)
+	}
+}
+
+// TestAdaptiveSheds drives Adaptive against a backend that answers every
+// request it receives with 429 and counts what reaches it: the client
+// rejects almost everything locally.
+func TestAdaptiveSheds(t *testing.T) {
+	src := rand.New(rand.NewPCG(7, 7))
+	a, _ := NewAdaptive(AdaptiveConfig{Rand: src.Float64})
+	sent, reached := 0, 0
+	for i := 0; i < 60_000; i++ { // 1000 requests/s for 60 s
+		now := at(time.Duration(i) * time.Millisecond)
+		sent++
+		if _, err := a.AdmitAt(now); err != nil {
+			continue
+		}
+		reached++
+		a.RecordAt(now, true)
+	}
+	if share := float64(reached) / float64(sent); share > 0.01 {
+		t.Fatalf("%d of %d requests reached a backend that throttles everything (%.3f), want ≤ 1 %%", reached, sent, share)
+	}
+	// A backend that accepts half of what it receives: the client sends
+	// about K = 2 requests per accepted one, without rejecting locally.
+	a, _ = NewAdaptive(AdaptiveConfig{Rand: src.Float64})
+	sent, reached = 0, 0
+	for i := 0; i < 60_000; i++ {
+		now := at(time.Duration(i) * time.Millisecond)
+		sent++
+		if _, err := a.AdmitAt(now); err != nil {
+			continue
+		}
+		reached++
+		a.RecordAt(now, reached%2 == 0)
+	}
+	if share := float64(reached) / float64(sent); share < 0.95 {
+		t.Fatalf("%d of %d reached a backend accepting half (%.3f), want ≥ 95 %%", reached, sent, share)
+	}
+}
+
+func TestAdaptiveConcurrent(t *testing.T) {
+	a, _ := NewAdaptive(AdaptiveConfig{})
+	var wg sync.WaitGroup
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 1000; i++ {
+				now := at(time.Duration(i) * time.Millisecond)
+				if _, err := a.AdmitAt(now); err == nil {
+					a.RecordAt(now, i%3 == 0)
+				}
+				a.ProbabilityAt(now)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestNilThrottlesAdmit(t *testing.T) {
+	var a *Adaptive
+	var c *Cubic
+	var b *Bulkhead
+	if w, err := a.AdmitAt(t0); w != 0 || err != nil {
+		t.Fatal("nil Adaptive refused")
+	}
+	a.RecordAt(t0, true)
+	if w, err := c.AdmitAt(t0); w != 0 || err != nil {
+		t.Fatal("nil Cubic refused")
+	}
+	c.RecordAt(t0, true)
+	if err := b.Acquire(nil); err != nil {
+		t.Fatal("nil Bulkhead refused")
+	}
+	b.Release()
+	if a.ProbabilityAt(t0) != 0 || b.InUse() != 0 {
+		t.Fatal("nil gauges")
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	second := func(_ any, err error) error { return err }
+	for _, c := range []struct {
+		err   error
+		field string
+	}{
+		{second(NewAdaptive(AdaptiveConfig{K: 0.5})), "AdaptiveConfig.K"},
+		{second(NewAdaptive(AdaptiveConfig{Window: time.Millisecond})), "AdaptiveConfig.Window"},
+		{second(NewCubic(CubicConfig{Beta: 1})), "CubicConfig.Beta"},
+		{second(NewCubic(CubicConfig{Scale: -1})), "CubicConfig.Scale"},
+		{second(NewCubic(CubicConfig{Smooth: 2})), "CubicConfig.Smooth"},
+		{second(NewCubic(CubicConfig{MinRate: -1})), "CubicConfig.MinRate"},
+		{second(NewCubic(CubicConfig{MaxWait: 2 * time.Hour})), "CubicConfig.MaxWait"},
+		{second(NewBulkhead(BulkheadConfig{Limit: -1})), "BulkheadConfig.Limit"},
+		{second(NewBulkhead(BulkheadConfig{MaxWait: -1})), "BulkheadConfig.MaxWait"},
+	} {
+		var ce *ConfigError
+		if !errors.Is(c.err, ErrInvalidConfig) || !errors.As(c.err, &ce) || ce.Field != c.field {
+			t.Errorf("%s: got %v, want an error naming it", c.field, c.err)
+			continue
+		}
+		if !strings.HasPrefix(c.err.Error(), "throttle: "+c.field) || !strings.Contains(c.err.Error(), "want") {
+			t.Errorf("message %q", c.err)
+		}
+	}
+}
+
+func BenchmarkAdaptiveAdmit(b *testing.B) {
+	a, _ := NewAdaptive(AdaptiveConfig{})
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := a.AdmitAt(t0); err == nil {
+				a.RecordAt(t0, false)
+			}
+		}
+	})
+}

@@ -1,0 +1,144 @@
+package throttle
+
+import (
+	"errors"
+	"math"
+	"sync"
+	"testing"
+	"time"
+)
+
+// send records n successful responses spread evenly over d from start.
+func send(c *Cubic, start time.Time, d time.Duration, n int) time.Time {
+	for i := 0; i < n; i++ {
+		c.RecordAt(start.Add(d*time.Duration(i)/time.Duration(n)), false)
+	}
+	return start.Add(d)
+}
+
+func TestCubicIdleUntilThrottled(t *testing.T) {
+	c, _ := NewCubic(CubicConfig{})
+	now := send(c, t0, 5*time.Second, 50)
+	for i := 0; i < 100; i++ {
+		if w, err := c.AdmitAt(now); w != 0 || err != nil {
+			t.Fatalf("before any throttling: wait %v, %v; want none", w, err)
+		}
+	}
+	if _, limiting := c.RateAt(now); limiting {
+		t.Fatal("limiting before any throttling")
+	}
+}
+
+func TestCubicDropsAndRecovers(t *testing.T) {
+	c, _ := NewCubic(CubicConfig{})
+	now := send(c, t0, 5*time.Second, 50) // 10 requests/s measured
+	c.RecordAt(now, true)                 // throttled
+	rate, limiting := c.RateAt(now)
+	if !limiting {
+		t.Fatal("not limiting after a throttling answer")
+	}
+	// The measured rate is smoothed towards 10/s (the AWS SDKs' moving
+	// average); the new rate is 70 % of it.
+	if rate < 6 || rate > 7.01 {
+		t.Fatalf("rate after throttling %.3f, want about 0.7 × 10", rate)
+	}
+	wmax := rate / 0.7
+	// Right after the drop the bucket holds at most one second of the new
+	// rate (its capacity); once that burst is spent, requests wait 1/rate
+	// more each, reserved one after the other.
+	burst := 0
+	var w1 time.Duration
+	for {
+		w, err := c.AdmitAt(now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w > 0 {
+			w1 = w
+			break
+		}
+		burst++
+	}
+	if burst != int(rate) {
+		t.Fatalf("burst of %d requests without waiting, want %d (the capacity, %.2f)", burst, int(rate), rate)
+	}
+	w2, err := c.AdmitAt(now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Duration(float64(time.Second) / rate); w1 > d || absDur(w2-w1-d) > time.Millisecond {
+		t.Fatalf("waits %v, %v; want the second 1/rate = %v after the first", w1, w2, d)
+	}
+	// Along the cubic: at t = K the rate is back at Wmax.
+	k := math.Cbrt(wmax * (1 - 0.7) / 0.4)
+	then := now.Add(time.Duration(k * float64(time.Second)))
+	send(c, now, then.Sub(now), int(then.Sub(now).Seconds()*10)) // keep sending 10/s
+	c.RecordAt(then, false)
+	rate, _ = c.RateAt(then)
+	if math.Abs(rate-wmax) > 0.5 {
+		t.Fatalf("rate at t = K (%.2fs): %.3f, want about Wmax %.3f", k, rate, wmax)
+	}
+	// Much later it probes beyond Wmax, but never above twice the measured
+	// send rate.
+	later := send(c, then, 10*time.Second, 100)
+	c.RecordAt(later, false)
+	rate, _ = c.RateAt(later)
+	if rate <= wmax || rate > 2*10.5 {
+		t.Fatalf("rate 10 s later %.3f, want above Wmax %.2f and at most twice the measured rate", rate, wmax)
+	}
+}
+
+func TestCubicMaxWait(t *testing.T) {
+	c, _ := NewCubic(CubicConfig{MaxWait: 3 * time.Second})
+	c.RecordAt(t0, true) // throttled before any rate was measured: the floor, 0.5/s
+	rate, _ := c.RateAt(t0)
+	if rate != 0.5 {
+		t.Fatalf("rate %v, want the 0.5/s floor", rate)
+	}
+	var waits []time.Duration
+	for {
+		w, err := c.AdmitAt(t0)
+		if err != nil {
+			var re *RateError
+			if !errors.Is(err, ErrRateLimited) || !errors.As(err, &re) || re.Wait != 4*time.Second || re.RetryAfter() != 4*time.Second {
+				t.Fatalf("refusal %v", err)
+			}
+			break
+		}
+		waits = append(waits, w)
+	}
+	want := []time.Duration{2 * time.Second}
+	if len(waits) != 1 || waits[0] != want[0] {
+		// 0.5/s: the first waits 2 s, the second would wait 4 s > 3 s.
+		t.Fatalf("waits %v, want %v", waits, want)
+	}
+	// The refused request took nothing: 2 s later the next one waits 2 s.
+	if w, err := c.AdmitAt(t0.Add(2 * time.Second)); err != nil || w != 2*time.Second {
+		t.Fatalf("got %v, %v; want 2s", w, err)
+	}
+}
+
+func TestCubicConcurrent(t *testing.T) {
+	c, _ := NewCubic(CubicConfig{})
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 1000; i++ {
+				now := at(time.Duration(i) * 10 * time.Millisecond)
+				c.AdmitAt(now)
+				c.RecordAt(now, i%50 == 0)
+				c.RateAt(now)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func absDur(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}

@@ -1,0 +1,74 @@
+package throttle_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/yaoki-go/yaoki/retry"
+	"github.com/yaoki-go/yaoki/throttle"
+)
+
+// The guard types implement retry's interfaces without importing retry.
+var (
+	_ retry.Throttle = (*throttle.Adaptive)(nil)
+	_ retry.Throttle = (*throttle.Cubic)(nil)
+	_ retry.Bulkhead = (*throttle.Bulkhead)(nil)
+)
+
+// Adaptive throttling: after a backend accepted 3 of 10 requests, the
+// client rejects locally with probability (10 − 2·3)/(10 + 1).
+func ExampleAdaptive() {
+	draw := 0.2 // a fixed "random" draw, for a repeatable example
+	a, _ := throttle.NewAdaptive(throttle.AdaptiveConfig{Rand: func() float64 { return draw }})
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for i := 0; i < 10; i++ {
+		a.RecordAt(now, i >= 3) // 429 for all but the first three
+	}
+	fmt.Printf("p = %.3f\n", a.ProbabilityAt(now))
+	_, err := a.AdmitAt(now)
+	fmt.Println(errors.Is(err, throttle.ErrThrottled), err)
+	// Output:
+	// p = 0.364
+	// true throttle: rejected locally with probability 0.36: the dependency accepted 3 of the last 11 requests
+}
+
+// The AWS SDKs' adaptive mode: nothing is limited until the first 429; then
+// the rate drops to 70 % of what was being sent and requests are told how
+// long to wait.
+func ExampleCubic() {
+	c, _ := throttle.NewCubic(throttle.CubicConfig{})
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for i := 0; i < 100; i++ { // 20 requests/s for 5 s, all fine
+		now = now.Add(50 * time.Millisecond)
+		c.RecordAt(now, false)
+	}
+	c.RecordAt(now, true) // 429
+	rate, limiting := c.RateAt(now)
+	fmt.Printf("limiting %v at %.1f requests/s\n", limiting, rate)
+	var waits []time.Duration
+	for i := 0; i < 16; i++ {
+		w, _ := c.AdmitAt(now)
+		waits = append(waits, w.Round(time.Millisecond))
+	}
+	fmt.Println(waits[13:])
+	// Output:
+	// limiting true at 14.0 requests/s
+	// [0s 71ms 143ms]
+}
+
+// A bulkhead of two slots: the third concurrent call is refused at once.
+func ExampleBulkhead() {
+	b, _ := throttle.NewBulkhead(throttle.BulkheadConfig{Limit: 2})
+	ctx := context.Background()
+	fmt.Println(b.Acquire(ctx), b.Acquire(ctx))
+	fmt.Println(b.Acquire(ctx))
+	b.Release()
+	b.Release()
+	fmt.Println(b.InUse())
+	// Output:
+	// <nil> <nil>
+	// throttle: bulkhead full: 2 calls in flight, the limit
+	// 0
+}
