@@ -135,7 +135,7 @@ type Event struct {
 	Component string        // the reporting package: "retry", "httpretry", "breaker", ...
 	Name      string        // the instance's name, if it has one (a breaker's or budget's)
 	Method    string        // HTTP method, where there is one
-	Host      string        // destination host (server.address), where known
+	Host      string        // destination "host" or "host:port", where known (see Server)
 	Attempt   int           // attempt number from 1, or attempts made for GaveUp
 	Outcome   Outcome       // for AttemptEnd
 	Status    int           // HTTP status code, 0 if none

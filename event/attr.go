@@ -1,0 +1,256 @@
+package event
+
+import (
+	"context"
+	"io"
+	"reflect"
+	"syscall"
+)
+
+// Attribute names shared by every observer (the log/slog observer in package
+// eventlog, the OpenTelemetry observer in module yaoki/otel), so that a log
+// line and a metric series about the same thing carry the same names. Where
+// an OpenTelemetry semantic convention exists it is used as is; the others
+// live in the "retry." namespace.
+const (
+	// AttrMethod is the HTTP method (semantic convention).
+	AttrMethod = "http.request.method"
+	// AttrStatusCode is the HTTP response status code (semantic convention).
+	AttrStatusCode = "http.response.status_code"
+	// AttrServerAddress is the destination host without its port (semantic
+	// convention).
+	AttrServerAddress = "server.address"
+	// AttrServerPort is the destination port, when the host names one
+	// (semantic convention).
+	AttrServerPort = "server.port"
+	// AttrErrorType is a low-cardinality name for the error: see
+	// Event.ErrorType (semantic convention).
+	AttrErrorType = "error.type"
+	// AttrErrorMessage is the error's text, in logs only (semantic
+	// convention; never a metric attribute: unbounded cardinality).
+	AttrErrorMessage = "error.message"
+
+	// AttrComponent is the reporting package: Event.Component.
+	AttrComponent = "retry.component"
+	// AttrName is the name of the breaker, budget or throttle: Event.Name.
+	AttrName = "retry.name"
+	// AttrAttempt is the attempt number from 1 (attempts made, for a
+	// give-up): Event.Attempt.
+	AttrAttempt = "retry.attempt"
+	// AttrOutcome is how an attempt ended: Event.Outcome.String().
+	AttrOutcome = "retry.outcome"
+	// AttrStatusClass is the status code's class, "2xx" to "5xx":
+	// Event.StatusClass.
+	AttrStatusClass = "retry.status_class"
+	// AttrWait is the wait before the next attempt (or, for a breaker's
+	// refusal, until its next probe): Event.Wait.
+	AttrWait = "retry.wait"
+	// AttrWaitSource is where the wait came from, "backoff", "server" or
+	// "rate_limit": Event.Source.String().
+	AttrWaitSource = "retry.wait.source"
+	// AttrReason is why a call gave up, a retry was refused or an
+	// idempotent request was refused, as a snake_case word: Event.Reason.
+	AttrReason = "retry.reason"
+	// AttrDuration is the attempt's duration, or the time spent for a
+	// give-up: Event.Duration.
+	AttrDuration = "retry.duration"
+	// AttrStateFrom and AttrStateTo are a breaker's states before and
+	// after a transition: Event.From and Event.To.
+	AttrStateFrom = "retry.state.from"
+	AttrStateTo   = "retry.state.to"
+	// AttrLevel is a budget's level when it refused: Event.Level.
+	AttrLevel = "retry.budget.level"
+	// AttrKey is the Idempotency-Key of a replay or conflict, in logs
+	// only: Event.Key.
+	AttrKey = "retry.idempotency.key"
+)
+
+// Breaker states as Event.From and Event.To name them.
+const (
+	StateClosed   = "closed"
+	StateOpen     = "open"
+	StateHalfOpen = "half_open"
+)
+
+// StatusClass returns the class of e.Status: "1xx", "2xx", "3xx", "4xx" or
+// "5xx", and "" when there is no status (0) or it is out of range.
+func (e Event) StatusClass() string {
+	switch e.Status / 100 {
+	case 1:
+		return "1xx"
+	case 2:
+		return "2xx"
+	case 3:
+		return "3xx"
+	case 4:
+		return "4xx"
+	case 5:
+		return "5xx"
+	}
+	return ""
+}
+
+// Server splits e.Host into the server.address and server.port attributes:
+// "example.com:8443" gives ("example.com", 8443), "[::1]:80" gives ("::1",
+// 80), and a host without a port (or with one that is not a number in
+// [1, 65535]) gives the host and 0. It allocates nothing.
+func (e Event) Server() (address string, port int) {
+	h := e.Host
+	var rest string
+	switch i := lastColon(h); {
+	case len(h) > 0 && h[0] == '[':
+		end := indexByte(h, ']')
+		if end < 0 {
+			return h, 0
+		}
+		address, rest = h[1:end], h[end+1:]
+		if indexByte(address, '[') >= 0 {
+			return h, 0
+		}
+		if rest == "" {
+			return address, 0
+		}
+		if rest[0] != ':' {
+			return h, 0
+		}
+		rest = rest[1:]
+	case i < 0 || indexByte(h, ':') != i:
+		return h, 0 // no port, or a bare IPv6 address
+	case indexByte(h, '[') >= 0 || indexByte(h, ']') >= 0:
+		return h, 0 // brackets only around a whole IPv6 address
+	default:
+		address, rest = h[:i], h[i+1:]
+	}
+	if len(rest) == 0 || len(rest) > 5 {
+		return address, 0
+	}
+	for i := 0; i < len(rest); i++ {
+		c := rest[i]
+		if c < '0' || c > '9' {
+			return address, 0
+		}
+		port = port*10 + int(c-'0')
+	}
+	if port > 65535 {
+		return address, 0
+	}
+	return address, port
+}
+
+func indexByte(s string, c byte) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			return i
+		}
+	}
+	return -1
+}
+
+func lastColon(s string) int {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == ':' {
+			return i
+		}
+	}
+	return -1
+}
+
+// Error types that ErrorType returns for common causes.
+const (
+	ErrorTimeout           = "timeout"            // a deadline or an attempt timeout, or an error whose Timeout() is true
+	ErrorCancelled         = "cancelled"          // context.Canceled
+	ErrorConnectionRefused = "connection_refused" // ECONNREFUSED
+	ErrorConnectionReset   = "connection_reset"   // ECONNRESET or EPIPE
+	ErrorEOF               = "eof"                // io.EOF or io.ErrUnexpectedEOF: the peer closed the connection
+	ErrorOther             = "_OTHER"             // semantic convention's fallback
+)
+
+// ErrorType returns a low-cardinality name for what went wrong, for the
+// error.type attribute of the OpenTelemetry semantic conventions:
+//
+//   - "" when nothing did (no error and a status below 400);
+//   - the status code as a string ("503") when the server answered with a
+//     status ≥ 400, whatever the error;
+//   - ErrorTimeout, ErrorCancelled, ErrorConnectionRefused,
+//     ErrorConnectionReset or ErrorEOF when the error's chain holds such a
+//     cause;
+//   - otherwise the Go type of the innermost error of the chain (following
+//     the first branch of a joined error), e.g. "*net.DNSError", or
+//     ErrorOther for errors made by errors.New and fmt.Errorf, whose type
+//     says nothing.
+//
+// It allocates nothing.
+func (e Event) ErrorType() string {
+	if e.Status >= 400 && e.Status <= 599 {
+		return statusText(e.Status)
+	}
+	if e.Err == nil {
+		return ""
+	}
+	err := e.Err
+	for depth := 0; depth < 64; depth++ {
+		switch err {
+		case context.Canceled:
+			return ErrorCancelled
+		case context.DeadlineExceeded:
+			return ErrorTimeout
+		case io.EOF, io.ErrUnexpectedEOF:
+			return ErrorEOF
+		}
+		switch x := err.(type) {
+		case syscall.Errno:
+			switch x {
+			case syscall.ECONNREFUSED:
+				return ErrorConnectionRefused
+			case syscall.ECONNRESET, syscall.EPIPE:
+				return ErrorConnectionReset
+			case syscall.ETIMEDOUT:
+				return ErrorTimeout
+			}
+		case interface{ Timeout() bool }:
+			if x.Timeout() {
+				return ErrorTimeout
+			}
+		}
+		next := unwrapFirst(err)
+		if next == nil {
+			break
+		}
+		err = next
+	}
+	switch name := reflect.TypeOf(err).String(); name {
+	case "*errors.errorString", "*fmt.wrapError", "*fmt.wrapErrors", "*errors.joinError":
+		return ErrorOther
+	default:
+		return name
+	}
+}
+
+// unwrapFirst returns the error err wraps, or the first of those it joins.
+func unwrapFirst(err error) error {
+	switch x := err.(type) {
+	case interface{ Unwrap() error }:
+		return x.Unwrap()
+	case interface{ Unwrap() []error }:
+		for _, e := range x.Unwrap() {
+			if e != nil {
+				return e
+			}
+		}
+	}
+	return nil
+}
+
+// statusText returns code, in [400, 599], in decimal without allocating:
+// a slice of statusCodes.
+func statusText(code int) string {
+	i := (code - 400) * 3
+	return statusCodes[i : i+3]
+}
+
+// statusCodes holds "400401...599": 200 codes of three digits each.
+const statusCodes = "" +
+	"400401402403404405406407408409410411412413414415416417418419420421422423424425426427428429430431432433434435436437438439440441442443444445446447448449" +
+	"450451452453454455456457458459460461462463464465466467468469470471472473474475476477478479480481482483484485486487488489490491492493494495496497498499" +
+	"500501502503504505506507508509510511512513514515516517518519520521522523524525526527528529530531532533534535536537538539540541542543544545546547548549" +
+	"550551552553554555556557558559560561562563564565566567568569570571572573574575576577578579580581582583584585586587588589590591592593594595596597598599"

@@ -1,0 +1,151 @@
+// Package eventlog writes the toolkit's events to a log/slog logger, so
+// that what retries do shows in the logs an application already has:
+//
+//	p := retry.Policy{Observer: eventlog.New(slog.Default())}
+//
+// Levels: each retry is logged at Debug, each give-up at Warn, each breaker
+// transition at Info. Refusals by a budget, a breaker or a throttle are
+// logged at Debug (the give-up that follows is the Warn line), idempotent
+// replays at Debug and idempotency conflicts at Debug, except a key reused
+// for a different request (422), which is a client's bug and logged at
+// Info. Attempts themselves (event.AttemptStart and event.AttemptEnd) are not
+// logged: the retry or give-up that follows a failed attempt carries its
+// error, and a successful attempt is the normal case; count them with the
+// metrics of module yaoki/otel.
+//
+// Attributes are named as the event package's Attr constants say, which are
+// the names the OpenTelemetry observer gives the same facts (for example
+// http.request.method, server.address, error.type, retry.attempt,
+// retry.wait, retry.wait.source, retry.reason); only the fields that apply
+// to an event are written.
+//
+// It is a package of its own, not a function of package event, so that the
+// many packages that report events do not link log/slog into programs that
+// never log them.
+package eventlog
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/yaoki-go/yaoki/event"
+)
+
+// Logger is an event.Observer that writes events to a *slog.Logger. It is
+// safe for concurrent use if its slog.Handler is (those of log/slog are).
+// An event whose level the handler does not enable costs one Enabled call.
+type Logger struct {
+	l *slog.Logger
+}
+
+// New returns an observer that logs to l. A nil l logs to slog.Default()
+// as it is at each event.
+func New(l *slog.Logger) *Logger {
+	return &Logger{l: l}
+}
+
+// Level returns the level at which events of kind e are logged, and false
+// for events that are not logged at all (attempt starts and ends).
+func Level(e event.Event) (slog.Level, bool) {
+	switch e.Kind {
+	case event.GaveUp:
+		return slog.LevelWarn, true
+	case event.BreakerStateChange:
+		return slog.LevelInfo, true
+	case event.Conflict:
+		if e.Status == 422 {
+			return slog.LevelInfo, true
+		}
+		return slog.LevelDebug, true
+	case event.RetryScheduled, event.BudgetRefused, event.BreakerRejected, event.ThrottleRejected, event.Replay:
+		return slog.LevelDebug, true
+	}
+	return 0, false
+}
+
+var messages = [...]string{
+	event.RetryScheduled:     "retry scheduled",
+	event.GaveUp:             "gave up",
+	event.BudgetRefused:      "retry refused by budget",
+	event.BreakerStateChange: "breaker state changed",
+	event.BreakerRejected:    "attempt refused by open breaker",
+	event.ThrottleRejected:   "attempt rejected locally",
+	event.Replay:             "idempotent replay",
+	event.Conflict:           "idempotency conflict",
+}
+
+// Observe logs e at its Level.
+func (x *Logger) Observe(ctx context.Context, e event.Event) {
+	level, ok := Level(e)
+	if !ok {
+		return
+	}
+	l := x.l
+	if l == nil {
+		l = slog.Default()
+	}
+	if !l.Enabled(ctx, level) {
+		return
+	}
+	var buf [16]slog.Attr
+	l.LogAttrs(ctx, level, messages[e.Kind], Attrs(buf[:0], e)...)
+}
+
+// Attrs appends to dst the attributes of e that apply to it, named as the
+// event package's Attr constants say, and returns the extended slice.
+// Durations are slog durations; the error is written as error.type and
+// error.message. Observers that log in another way can use it to name
+// things the same.
+func Attrs(dst []slog.Attr, e event.Event) []slog.Attr {
+	dst = append(dst, slog.String(event.AttrComponent, e.Component))
+	if e.Name != "" {
+		dst = append(dst, slog.String(event.AttrName, e.Name))
+	}
+	if e.Method != "" {
+		dst = append(dst, slog.String(event.AttrMethod, e.Method))
+	}
+	if e.Host != "" {
+		addr, port := e.Server()
+		dst = append(dst, slog.String(event.AttrServerAddress, addr))
+		if port != 0 {
+			dst = append(dst, slog.Int(event.AttrServerPort, port))
+		}
+	}
+	if e.Attempt != 0 {
+		dst = append(dst, slog.Int(event.AttrAttempt, e.Attempt))
+	}
+	if e.Kind == event.AttemptEnd && e.Outcome != 0 {
+		dst = append(dst, slog.String(event.AttrOutcome, e.Outcome.String()))
+	}
+	if e.Status != 0 {
+		dst = append(dst, slog.Int(event.AttrStatusCode, e.Status))
+	}
+	switch e.Kind {
+	case event.RetryScheduled:
+		dst = append(dst, slog.Duration(event.AttrWait, e.Wait), slog.String(event.AttrWaitSource, e.Source.String()))
+	case event.BreakerRejected:
+		if e.Wait > 0 {
+			dst = append(dst, slog.Duration(event.AttrWait, e.Wait))
+		}
+	case event.BreakerStateChange:
+		dst = append(dst, slog.String(event.AttrStateFrom, e.From), slog.String(event.AttrStateTo, e.To))
+	case event.BudgetRefused:
+		dst = append(dst, slog.Float64(event.AttrLevel, e.Level))
+	}
+	if e.Kind == event.GaveUp || e.Kind == event.AttemptEnd {
+		dst = append(dst, slog.Duration(event.AttrDuration, e.Duration))
+	}
+	if e.Reason != "" {
+		dst = append(dst, slog.String(event.AttrReason, e.Reason))
+	}
+	if e.Key != "" {
+		dst = append(dst, slog.String(event.AttrKey, e.Key))
+	}
+	if t := e.ErrorType(); t != "" {
+		dst = append(dst, slog.String(event.AttrErrorType, t))
+	}
+	if e.Err != nil {
+		dst = append(dst, slog.String(event.AttrErrorMessage, e.Err.Error()))
+	}
+	return dst
+}

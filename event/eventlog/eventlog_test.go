@@ -1,0 +1,177 @@
+package eventlog_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/yaoki-go/yaoki/event"
+	"github.com/yaoki-go/yaoki/event/eventlog"
+	"github.com/yaoki-go/yaoki/retry"
+	"github.com/yaoki-go/yaoki/retrytest"
+)
+
+// jsonLines returns a logger that writes JSON without times, and a function
+// that decodes what it wrote, one map per line.
+func jsonLines(t *testing.T, level slog.Level) (*slog.Logger, func() []map[string]any) {
+	var buf bytes.Buffer
+	h := slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: level, ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey && len(groups) == 0 {
+			return slog.Attr{}
+		}
+		return a
+	}})
+	return slog.New(h), func() []map[string]any {
+		var out []map[string]any
+		for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+			if line == "" {
+				continue
+			}
+			m := map[string]any{}
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatalf("line %q: %v", line, err)
+			}
+			out = append(out, m)
+		}
+		return out
+	}
+}
+
+func TestRetryLoopLogs(t *testing.T) {
+	l, lines := jsonLines(t, slog.LevelDebug)
+	p, _ := retrytest.NoWait(retry.Policy{Observer: eventlog.New(l), Rand: func() float64 { return 0.5 }})
+	boom := errors.New("boom")
+	err := retry.Do(context.Background(), p, retrytest.Script(boom, retry.After(boom, 2*time.Second), boom).Func())
+	if !errors.Is(err, retry.ErrExhausted) {
+		t.Fatalf("Do = %v, want exhausted", err)
+	}
+	got := lines()
+	if len(got) != 3 {
+		t.Fatalf("%d lines, want 3 (2 retries, 1 give-up): %v", len(got), got)
+	}
+	// Retry 1: full jitter draw 0.5 of 50 ms = 25 ms, from the backoff.
+	want := []map[string]any{
+		{"level": "DEBUG", "msg": "retry scheduled", "retry.component": "retry", "retry.attempt": 1.0,
+			"retry.wait": float64(25 * time.Millisecond), "retry.wait.source": "backoff",
+			"error.type": "_OTHER", "error.message": "boom"},
+		// Retry 2: the server's 2 s, plus 20 % × 0.5 of jitter = 2.2 s.
+		{"level": "DEBUG", "msg": "retry scheduled", "retry.component": "retry", "retry.attempt": 2.0,
+			"retry.wait": float64(2200 * time.Millisecond), "retry.wait.source": "server",
+			"error.type": "_OTHER", "error.message": "boom"},
+		{"level": "WARN", "msg": "gave up", "retry.component": "retry", "retry.attempt": 3.0,
+			"retry.reason": "attempts_exhausted", "error.type": "_OTHER"},
+	}
+	for i := range want {
+		for k, v := range want[i] {
+			if got[i][k] != v {
+				t.Errorf("line %d: %s = %v, want %v (line: %v)", i+1, k, got[i][k], v, got[i])
+			}
+		}
+	}
+	if _, ok := got[2]["retry.duration"]; !ok {
+		t.Errorf("give-up line has no retry.duration: %v", got[2])
+	}
+	if msg, _ := got[2]["error.message"].(string); !strings.HasPrefix(msg, "retry: gave up after 3 attempts") {
+		t.Errorf("give-up error.message = %q", msg)
+	}
+}
+
+func TestLevelsAndAttributes(t *testing.T) {
+	for _, tc := range []struct {
+		e     event.Event
+		level string // "" when not logged
+		msg   string
+		attrs map[string]any
+	}{
+		{e: event.Event{Kind: event.AttemptStart}},
+		{e: event.Event{Kind: event.AttemptEnd, Outcome: event.Failure}},
+		{e: event.Event{Kind: event.BreakerStateChange, Component: "breaker", Name: "payments", From: "closed", To: "open"},
+			level: "INFO", msg: "breaker state changed",
+			attrs: map[string]any{"retry.name": "payments", "retry.state.from": "closed", "retry.state.to": "open"}},
+		{e: event.Event{Kind: event.BreakerRejected, Component: "httpretry", Method: "GET", Host: "api.example.com:8443", Attempt: 2, Wait: 3 * time.Second},
+			level: "DEBUG", msg: "attempt refused by open breaker",
+			attrs: map[string]any{"http.request.method": "GET", "server.address": "api.example.com", "server.port": 8443.0,
+				"retry.attempt": 2.0, "retry.wait": float64(3 * time.Second)}},
+		{e: event.Event{Kind: event.BudgetRefused, Component: "retry", Level: 0.25, Reason: "budget_exhausted"},
+			level: "DEBUG", msg: "retry refused by budget",
+			attrs: map[string]any{"retry.budget.level": 0.25, "retry.reason": "budget_exhausted"}},
+		{e: event.Event{Kind: event.ThrottleRejected, Component: "retry"}, level: "DEBUG", msg: "attempt rejected locally"},
+		{e: event.Event{Kind: event.Replay, Component: "idempotency", Method: "POST", Key: "k1", Status: 201},
+			level: "DEBUG", msg: "idempotent replay",
+			attrs: map[string]any{"retry.idempotency.key": "k1", "http.response.status_code": 201.0}},
+		{e: event.Event{Kind: event.Conflict, Component: "idempotency", Status: 422, Reason: "fingerprint_mismatch"},
+			level: "INFO", msg: "idempotency conflict",
+			attrs: map[string]any{"http.response.status_code": 422.0, "error.type": "422", "retry.reason": "fingerprint_mismatch"}},
+		{e: event.Event{Kind: event.Conflict, Component: "idempotency", Status: 409, Reason: "in_progress"},
+			level: "DEBUG", msg: "idempotency conflict"},
+		{e: event.Event{Kind: event.GaveUp, Component: "httpretry", Status: 503, Attempt: 3, Duration: time.Second, Reason: "attempts_exhausted"},
+			level: "WARN", msg: "gave up",
+			attrs: map[string]any{"error.type": "503", "retry.duration": float64(time.Second), "http.response.status_code": 503.0}},
+	} {
+		t.Run(tc.e.Kind.String(), func(t *testing.T) {
+			l, lines := jsonLines(t, slog.LevelDebug)
+			eventlog.New(l).Observe(context.Background(), tc.e)
+			got := lines()
+			if tc.level == "" {
+				if len(got) != 0 {
+					t.Fatalf("logged %v, want nothing", got)
+				}
+				return
+			}
+			if len(got) != 1 {
+				t.Fatalf("%d lines, want 1", len(got))
+			}
+			if got[0]["level"] != tc.level || got[0]["msg"] != tc.msg || got[0]["retry.component"] != tc.e.Component {
+				t.Errorf("got %v, want level %s, msg %q, component %q", got[0], tc.level, tc.msg, tc.e.Component)
+			}
+			for k, v := range tc.attrs {
+				if got[0][k] != v {
+					t.Errorf("%s = %v, want %v (line: %v)", k, got[0][k], v, got[0])
+				}
+			}
+		})
+	}
+}
+
+func TestDisabledLevelCostsNothing(t *testing.T) {
+	l := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	o := eventlog.New(l)
+	e := event.Event{Kind: event.RetryScheduled, Component: "retry", Attempt: 1, Err: errors.New("x"), Wait: time.Second}
+	ctx := context.Background()
+	if n := testing.AllocsPerRun(100, func() { o.Observe(ctx, e) }); n != 0 {
+		t.Fatalf("a retry event below the handler's level allocates %v times, want 0", n)
+	}
+}
+
+func TestNilLoggerUsesDefault(t *testing.T) {
+	l, lines := jsonLines(t, slog.LevelDebug)
+	// slog.SetDefault is global: restore it, and keep this test serial.
+	old := slog.Default()
+	slog.SetDefault(l)
+	defer slog.SetDefault(old)
+	eventlog.New(nil).Observe(context.Background(), event.Event{Kind: event.GaveUp, Component: "retry", Reason: "deadline"})
+	if got := lines(); len(got) != 1 || got[0]["retry.reason"] != "deadline" {
+		t.Fatalf("logged %v through the default logger, want one give-up line", got)
+	}
+}
+
+func BenchmarkObserve(b *testing.B) {
+	e := event.Event{Kind: event.RetryScheduled, Component: "httpretry", Method: "GET", Host: "api.example.com",
+		Attempt: 1, Status: 503, Err: errors.New("503 Service Unavailable"), Wait: 40 * time.Millisecond, Source: event.Backoff}
+	ctx := context.Background()
+	for _, level := range []slog.Level{slog.LevelInfo, slog.LevelDebug} {
+		b.Run("handler="+level.String(), func(b *testing.B) {
+			o := eventlog.New(slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: level})))
+			b.ReportAllocs()
+			for b.Loop() {
+				o.Observe(ctx, e)
+			}
+		})
+	}
+}

@@ -1,0 +1,36 @@
+package eventlog_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+
+	"github.com/yaoki-go/yaoki/event/eventlog"
+	"github.com/yaoki-go/yaoki/retry"
+	"github.com/yaoki-go/yaoki/retrytest"
+)
+
+// Attach the observer to a policy: each retry is a Debug line, the give-up
+// a Warn line, with the same attribute names as the metrics.
+func Example() {
+	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		Level: slog.LevelDebug,
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey || a.Key == "retry.duration" || a.Key == "error.message" {
+				return slog.Attr{} // not repeatable from run to run
+			}
+			return a
+		},
+	}))
+	p, _ := retrytest.NoWait(retry.Policy{
+		MaxAttempts: 2,
+		Observer:    eventlog.New(logger),
+		Rand:        func() float64 { return 0.5 }, // a repeatable jitter draw
+	})
+	reset := errors.New("connection reset")
+	_ = retry.Do(context.Background(), p, retrytest.Script(reset, reset).Func())
+	// Output:
+	// level=DEBUG msg="retry scheduled" retry.component=retry retry.attempt=1 retry.wait=25ms retry.wait.source=backoff error.type=_OTHER
+	// level=WARN msg="gave up" retry.component=retry retry.attempt=2 retry.reason=attempts_exhausted error.type=_OTHER
+}
