@@ -1,0 +1,100 @@
+package otel_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/yaoki-go/yaoki/event"
+	"github.com/yaoki-go/yaoki/retry"
+	"github.com/yaoki-go/yaoki/retrytest"
+)
+
+var sink error
+
+// BenchmarkCall measures one call through retry.Do: with no observer (the
+// baseline), and with this package's Observer on the OpenTelemetry SDK
+// (a manual reader; collection is not part of the cost). "success" is a
+// call whose first attempt succeeds (one attempt event); "one_retry" fails
+// once and succeeds (two attempts, one retry with its wait, no real wait).
+func BenchmarkCall(b *testing.B) {
+	ctx := context.Background()
+	o, _ := newObserver(b)
+	ok := func(context.Context) error { return nil }
+	fail := errors.New("503 Service Unavailable")
+	for _, bc := range []struct {
+		name     string
+		observer event.Observer
+	}{{"observer=none", nil}, {"observer=otel", o}} {
+		b.Run("success/"+bc.name, func(b *testing.B) {
+			r, err := retry.New(retry.Policy{Observer: bc.observer})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				sink = r.Do(ctx, ok)
+			}
+		})
+		b.Run("one_retry/"+bc.name, func(b *testing.B) {
+			p, _ := retrytest.NoWait(retry.Policy{Observer: bc.observer})
+			p.Sleep = func(context.Context, time.Duration) error { return nil } // NoWait records; this does not
+			r, err := retry.New(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				n := 0
+				sink = r.Do(ctx, func(context.Context) error {
+					if n++; n == 1 {
+						return fail
+					}
+					return nil
+				})
+			}
+		})
+	}
+}
+
+// BenchmarkObserve is the Observer's own cost per event, from many
+// goroutines at once: an HTTP attempt's end (a counter and a histogram).
+func BenchmarkObserve(b *testing.B) {
+	o, _ := newObserver(b)
+	e := event.Event{Kind: event.AttemptEnd, Component: "httpretry", Method: "GET", Host: "api.example.com",
+		Attempt: 1, Outcome: event.Success, Status: 200, Duration: 12 * time.Millisecond}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			o.Observe(ctx, e)
+		}
+	})
+}
+
+// TestAllocations: without an observer the success path of retry allocates
+// nothing (as BenchmarkDoSuccess in package retry shows), and with this
+// package's Observer it still allocates nothing once the attribute sets of
+// the call's events have been seen.
+func TestAllocations(t *testing.T) {
+	ctx := context.Background()
+	ok := func(context.Context) error { return nil }
+	o, _ := newObserver(t)
+	for _, tc := range []struct {
+		name string
+		p    retry.Policy
+	}{{"no observer", retry.Policy{}}, {"otel observer", retry.Policy{Observer: o}}} {
+		r, err := retry.New(tc.p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = r.Do(ctx, ok) // the first call caches the attribute set
+		if n := testing.AllocsPerRun(200, func() { sink = r.Do(ctx, ok) }); n != 0 {
+			t.Errorf("%s: a successful call allocates %v times, want 0", tc.name, n)
+		}
+		if n := testing.AllocsPerRun(200, func() { sink = retry.Do(ctx, tc.p, ok) }); n != 0 {
+			t.Errorf("%s: retry.Do allocates %v times, want 0", tc.name, n)
+		}
+	}
+}

@@ -1,0 +1,62 @@
+// Package otel records the toolkit's events as OpenTelemetry metrics, so
+// that an operator sees a retry storm coming: the 429 rate rising, retries
+// as a share of calls, give-ups by reason, breakers opening, budgets running
+// dry.
+//
+// It uses the OpenTelemetry metrics API only: the application brings the
+// SDK and its exporter (Prometheus, OTLP, ...). Wiring it up:
+//
+//	exporter, _ := prometheus.New()                       // go.opentelemetry.io/otel/exporters/prometheus
+//	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
+//	obs, err := otel.New(provider)                        // this package
+//	if err != nil { ... }
+//	client := &http.Client{Transport: &httpretry.Transport{Observer: obs}}
+//	p := retry.Policy{Observer: obs}                      // or on a policy
+//
+// # Metrics
+//
+// Names are OpenTelemetry's; the Prometheus exporter (with its default
+// translation) writes dots as underscores and adds the unit and _total
+// suffixes, as the second column shows. Histograms are in seconds.
+//
+//	OpenTelemetry name           Prometheus name                        type       unit          attributes
+//	yaoki.attempts               yaoki_attempts_total                   counter    {attempt}     C N M S H O E
+//	yaoki.attempt.duration       yaoki_attempt_duration_seconds         histogram  s             C N M S H O E
+//	yaoki.retries                yaoki_retries_total                    counter    {retry}       C N M S H W E
+//	yaoki.retry.wait             yaoki_retry_wait_seconds               histogram  s             C N M S H W E
+//	yaoki.give_ups               yaoki_give_ups_total                   counter    {call}        C N M S H R E
+//	yaoki.rejections             yaoki_rejections_total                 counter    {attempt}     C N M H R
+//	yaoki.breaker.transitions    yaoki_breaker_transitions_total        counter    {transition}  C N F
+//	yaoki.breaker.state          yaoki_breaker_state                    gauge      {state}       N
+//	yaoki.budget.level           yaoki_budget_level_ratio               gauge      1             N
+//	yaoki.idempotency.replays    yaoki_idempotency_replays_total        counter    {request}     C N M S
+//	yaoki.idempotency.conflicts  yaoki_idempotency_conflicts_total      counter    {request}     C N M S R
+//
+// Attributes (the letters above; Prometheus label names replace the dots
+// with underscores). An attribute is present only when the event has it:
+// a retry loop outside HTTP has no method, destination or status.
+//
+//	C  retry.component            the reporting package: retry, httpretry, breaker, budget, throttle, idempotency
+//	N  retry.name                 the breaker's or budget's name, when it has one
+//	M  http.request.method        semantic convention; methods outside RFC 9110 and PATCH, QUERY are _OTHER
+//	S  http.response.status_code  semantic convention (an int), with retry.status_class: 2xx, 4xx, 5xx
+//	H  server.address             semantic convention: the destination host; server.port when the host has a port
+//	O  retry.outcome              success, failure (retryable), throttled (429, 503), rejected (not retryable), cancelled
+//	W  retry.wait.source          backoff (the schedule), server (Retry-After or another hint), rate_limit
+//	R  retry.reason               give-ups: attempts_exhausted, deadline, permanent_error, hint_too_long,
+//	                              cancelled, budget_exhausted, breaker_open, rejected_locally,
+//	                              outer_layer_retries; rejections: budget_exhausted, breaker_open,
+//	                              rejected_locally; conflicts: the middleware's reason
+//	E  error.type                 semantic convention: the status code ("503") for statuses ≥ 400, else
+//	                              timeout, cancelled, connection_refused, connection_reset, eof, the
+//	                              error's Go type, or _OTHER (see event.Event.ErrorType)
+//	F  retry.state.from, retry.state.to   closed, half_open, open
+//
+// The breaker state gauge is 0 closed, 1 half-open, 2 open; breakers are
+// read when registered with TrackBreaker, and otherwise learned from their
+// state-change events. The budget level is the share of a budget still
+// available, read from budgets registered with TrackBudget.
+//
+// The same attribute names are used by package eventlog for log lines, so
+// a log line and a series about the same call match.
+package otel

@@ -1,0 +1,179 @@
+package otel
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/yaoki-go/yaoki/event"
+)
+
+// Values of the yaoki.breaker.state gauge: ordered by severity, so that
+// "min over 5 minutes ≥ 1" means "not closed once in 5 minutes".
+const (
+	StateClosed   = 0
+	StateHalfOpen = 1
+	StateOpen     = 2
+)
+
+// StateValue returns the gauge value of a breaker state named as
+// event.Event's From and To name them ("closed", "half_open", "open"; case
+// and the separator of "half-open" do not matter), and false for any other
+// name.
+func StateValue(state string) (int64, bool) {
+	switch {
+	case strings.EqualFold(state, event.StateClosed):
+		return StateClosed, true
+	case strings.EqualFold(state, event.StateOpen):
+		return StateOpen, true
+	case strings.EqualFold(state, event.StateHalfOpen), strings.EqualFold(state, "half-open"),
+		strings.EqualFold(state, "halfopen"), strings.EqualFold(state, "half open"):
+		return StateHalfOpen, true
+	}
+	return 0, false
+}
+
+// gauges are the two observable gauges and what they read: breakers and
+// budgets registered with TrackBreaker and TrackBudget, and the last state
+// of every other breaker that reported a transition.
+type gauges struct {
+	state metric.Int64ObservableGauge
+	level metric.Float64ObservableGauge
+
+	mu       sync.Mutex
+	breakers map[string]*tracked[string]
+	budgets  map[string]*tracked[float64]
+	learned  map[string]learnedState
+}
+
+type tracked[T any] struct {
+	read func() T
+	opt  []metric.ObserveOption
+}
+
+type learnedState struct {
+	value int64
+	opt   []metric.ObserveOption
+}
+
+func nameSet(name string) []metric.ObserveOption {
+	return []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(attribute.String(event.AttrName, name)))}
+}
+
+func (g *gauges) register(m metric.Meter) error {
+	g.breakers = make(map[string]*tracked[string])
+	g.budgets = make(map[string]*tracked[float64])
+	g.learned = make(map[string]learnedState)
+	var err error
+	g.state, err = m.Int64ObservableGauge(MetricBreakerState, metric.WithUnit("{state}"),
+		metric.WithDescription("Circuit breaker state: 0 closed, 1 half-open, 2 open."))
+	if err != nil {
+		return err
+	}
+	g.level, err = m.Float64ObservableGauge(MetricBudgetLevel, metric.WithUnit("1"),
+		metric.WithDescription("Share of a retry budget still available: 1 full, 0 empty (retries refused)."))
+	if err != nil {
+		return err
+	}
+	_, err = m.RegisterCallback(g.observe, g.state, g.level)
+	return err
+}
+
+// learn records a breaker's state from a BreakerStateChange event, for
+// breakers that nobody tracks (those a transport makes per destination).
+func (g *gauges) learn(name, to string) {
+	v, ok := StateValue(to)
+	if !ok {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if l, seen := g.learned[name]; seen {
+		l.value = v
+		g.learned[name] = l
+		return
+	}
+	g.learned[name] = learnedState{value: v, opt: nameSet(name)}
+}
+
+// observe is the gauges' callback. It reads the tracked functions outside
+// the lock, so that they may take their own locks (or even track or
+// untrack) without deadlocking.
+func (g *gauges) observe(_ context.Context, o metric.Observer) error {
+	type breakerRead struct {
+		name string
+		t    *tracked[string]
+	}
+	g.mu.Lock()
+	breakers := make([]breakerRead, 0, len(g.breakers))
+	for name, t := range g.breakers {
+		breakers = append(breakers, breakerRead{name, t})
+	}
+	budgets := make([]*tracked[float64], 0, len(g.budgets))
+	for _, t := range g.budgets {
+		budgets = append(budgets, t)
+	}
+	for name, l := range g.learned {
+		if _, tracked := g.breakers[name]; !tracked {
+			o.ObserveInt64(g.state, l.value, l.opt...)
+		}
+	}
+	g.mu.Unlock()
+	for _, b := range breakers {
+		if v, ok := StateValue(b.t.read()); ok {
+			o.ObserveInt64(g.state, v, b.t.opt...)
+		}
+	}
+	for _, t := range budgets {
+		o.ObserveFloat64(g.level, t.read(), t.opt...)
+	}
+	return nil
+}
+
+// TrackBreaker reports the state of the breaker called name on the
+// yaoki.breaker.state gauge: at each collection it calls state, which must
+// return "closed", "half_open" (or "half-open") or "open" (any other answer
+// is not reported) and be safe for concurrent use. Tracking a name again
+// replaces the earlier function. The returned function stops tracking
+// (later calls do nothing).
+//
+// Breakers that nobody tracks are reported too, from their last
+// event.BreakerStateChange, keyed by the event's Name; a breaker computing
+// its open→half-open step lazily shows "open" until it is next asked.
+func (o *Observer) TrackBreaker(name string, state func() string) (untrack func()) {
+	t := &tracked[string]{read: state, opt: nameSet(name)}
+	g := &o.gauges
+	g.mu.Lock()
+	g.breakers[name] = t
+	g.mu.Unlock()
+	return func() {
+		g.mu.Lock()
+		if g.breakers[name] == t {
+			delete(g.breakers, name)
+		}
+		g.mu.Unlock()
+	}
+}
+
+// TrackBudget reports the level of the retry budget called name on the
+// yaoki.budget.level gauge: at each collection it calls level, which must
+// return the share of the budget still available (1 full, 0 empty) and be
+// safe for concurrent use. Tracking a name again replaces the earlier
+// function. The returned function stops tracking.
+func (o *Observer) TrackBudget(name string, level func() float64) (untrack func()) {
+	t := &tracked[float64]{read: level, opt: nameSet(name)}
+	g := &o.gauges
+	g.mu.Lock()
+	g.budgets[name] = t
+	g.mu.Unlock()
+	return func() {
+		g.mu.Lock()
+		if g.budgets[name] == t {
+			delete(g.budgets, name)
+		}
+		g.mu.Unlock()
+	}
+}

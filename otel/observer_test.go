@@ -1,0 +1,282 @@
+package otel_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/yaoki-go/yaoki/event"
+	yotel "github.com/yaoki-go/yaoki/otel"
+	"github.com/yaoki-go/yaoki/retry"
+	"github.com/yaoki-go/yaoki/retrytest"
+)
+
+// throttled is an error the default classifier treats as throttling.
+type throttled struct{}
+
+func (throttled) Error() string   { return "partner: too many requests" }
+func (throttled) Throttled() bool { return true }
+
+func TestRetryLoopCounts(t *testing.T) {
+	o, collect := newObserver(t)
+	p, _ := retrytest.NoWait(retry.Policy{Observer: o, Rand: func() float64 { return 0.5 }})
+	ctx := context.Background()
+	boom := errors.New("boom")
+
+	// Call 1: fails, is told to come back in 2 s, then succeeds.
+	if err := retry.Do(ctx, p, retrytest.Script(boom, retry.After(throttled{}, 2*time.Second)).Func()); err != nil {
+		t.Fatal(err)
+	}
+	// Call 2: times out three times and gives up.
+	err := retry.Do(ctx, p, retrytest.Script(context.DeadlineExceeded, context.DeadlineExceeded, context.DeadlineExceeded).Func())
+	if !errors.Is(err, retry.ErrExhausted) {
+		t.Fatalf("call 2: %v, want exhausted", err)
+	}
+	// Call 3: a permanent error, not retried.
+	err = retry.Do(ctx, p, retrytest.Script(retry.Permanent(boom)).Func())
+	if !errors.Is(err, retry.ErrPermanent) {
+		t.Fatalf("call 3: %v, want permanent", err)
+	}
+
+	s := collect()
+	s.expect(t, yotel.MetricAttempts, map[string]float64{
+		"retry.component=retry,retry.outcome=success":                                  1,
+		"error.type=_OTHER,retry.component=retry,retry.outcome=failure":                1, // call 1's boom
+		"error.type=otel_test.throttled,retry.component=retry,retry.outcome=throttled": 1,
+		"error.type=timeout,retry.component=retry,retry.outcome=failure":               3,
+		"error.type=_OTHER,retry.component=retry,retry.outcome=rejected":               1,
+	})
+	s.expect(t, yotel.MetricAttemptDuration, map[string]float64{ // counts of the histogram
+		"retry.component=retry,retry.outcome=success":                                  1,
+		"error.type=_OTHER,retry.component=retry,retry.outcome=failure":                1,
+		"error.type=otel_test.throttled,retry.component=retry,retry.outcome=throttled": 1,
+		"error.type=timeout,retry.component=retry,retry.outcome=failure":               3,
+		"error.type=_OTHER,retry.component=retry,retry.outcome=rejected":               1,
+	})
+	s.expect(t, yotel.MetricRetries, map[string]float64{
+		"error.type=_OTHER,retry.component=retry,retry.wait.source=backoff":             1,
+		"error.type=otel_test.throttled,retry.component=retry,retry.wait.source=server": 1,
+		"error.type=timeout,retry.component=retry,retry.wait.source=backoff":            2,
+	})
+	s.expect(t, yotel.MetricGiveUps, map[string]float64{
+		"error.type=timeout,retry.component=retry,retry.reason=attempts_exhausted": 1,
+		"error.type=_OTHER,retry.component=retry,retry.reason=permanent_error":     1,
+	})
+	// The waits: call 1 waited 25 ms (half of 50 ms) then 2.2 s (2 s + 10 %);
+	// call 2 waited 25 ms then 50 ms (half of 100 ms).
+	waits := s[yotel.MetricRetryWait]
+	server := waits["error.type=otel_test.throttled,retry.component=retry,retry.wait.source=server"]
+	if server.Count != 1 || !near(server.Sum, 2.2) {
+		t.Errorf("server wait: count %d sum %v, want 1 and 2.2 s", server.Count, server.Sum)
+	}
+	timeouts := waits["error.type=timeout,retry.component=retry,retry.wait.source=backoff"]
+	if timeouts.Count != 2 || !near(timeouts.Sum, 0.075) {
+		t.Errorf("backoff waits after timeouts: count %d sum %v, want 2 and 0.075 s", timeouts.Count, timeouts.Sum)
+	}
+	// Buckets (0.01, 0.025, 0.05, ...]: 25 ms falls in (0.01, 0.025], 50 ms in (0.025, 0.05].
+	if b := timeouts.Buckets; len(b) < 3 || b[1] != 1 || b[2] != 1 {
+		t.Errorf("buckets of the backoff waits: %v, want one in (0.01, 0.025] and one in (0.025, 0.05]", b)
+	}
+	for _, name := range []string{yotel.MetricRejections, yotel.MetricReplays, yotel.MetricConflicts, yotel.MetricBreakerState, yotel.MetricBudgetLevel} {
+		if len(s[name]) != 0 {
+			t.Errorf("%s recorded %v, want nothing", name, s[name])
+		}
+	}
+}
+
+func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+// TestHTTPAttributes feeds the events an HTTP transport reports (method,
+// host, status) and checks the semantic-convention attributes.
+func TestHTTPAttributes(t *testing.T) {
+	o, collect := newObserver(t)
+	ctx := context.Background()
+	base := event.Event{Component: "httpretry", Method: "GET", Host: "api.example.com:8443"}
+	with := func(f func(*event.Event)) event.Event { e := base; f(&e); return e }
+	o.Observe(ctx, with(func(e *event.Event) { e.Kind = event.AttemptStart; e.Attempt = 1 }))
+	o.Observe(ctx, with(func(e *event.Event) {
+		e.Kind, e.Attempt, e.Outcome, e.Status, e.Duration = event.AttemptEnd, 1, event.Throttled, 429, 30*time.Millisecond
+	}))
+	o.Observe(ctx, with(func(e *event.Event) {
+		e.Kind, e.Attempt, e.Status, e.Wait, e.Source = event.RetryScheduled, 1, 429, time.Second, event.ServerHint
+	}))
+	o.Observe(ctx, with(func(e *event.Event) {
+		e.Kind, e.Attempt, e.Outcome, e.Status, e.Duration = event.AttemptEnd, 2, event.Failure, 503, 10*time.Millisecond
+	}))
+	o.Observe(ctx, with(func(e *event.Event) {
+		e.Kind, e.Attempt, e.Status, e.Reason = event.GaveUp, 2, 503, "deadline"
+	}))
+	o.Observe(ctx, with(func(e *event.Event) {
+		e.Kind, e.Method, e.Outcome, e.Status = event.AttemptEnd, "BREW", event.Success, 200
+	}))
+
+	s := collect()
+	const dest = "http.request.method=GET,retry.component=httpretry,server.address=api.example.com,server.port=8443"
+	s.expect(t, yotel.MetricAttempts, map[string]float64{
+		"error.type=429,http.response.status_code=429," + dest + ",retry.outcome=throttled,retry.status_class=4xx": 1,
+		"error.type=503,http.response.status_code=503," + dest + ",retry.outcome=failure,retry.status_class=5xx":   1,
+		"http.request.method=_OTHER,http.response.status_code=200,retry.component=httpretry,retry.outcome=success," +
+			"retry.status_class=2xx,server.address=api.example.com,server.port=8443": 1,
+	})
+	s.expect(t, yotel.MetricRetries, map[string]float64{
+		"error.type=429,http.response.status_code=429," + dest + ",retry.status_class=4xx,retry.wait.source=server": 1,
+	})
+	s.expect(t, yotel.MetricGiveUps, map[string]float64{
+		"error.type=503,http.response.status_code=503," + dest + ",retry.reason=deadline,retry.status_class=5xx": 1,
+	})
+}
+
+func TestRejectionsReplaysConflicts(t *testing.T) {
+	o, collect := newObserver(t)
+	ctx := context.Background()
+	for _, e := range []event.Event{
+		{Kind: event.BudgetRefused, Component: "retry", Level: 0},
+		{Kind: event.BudgetRefused, Component: "retry", Level: 0},
+		{Kind: event.BreakerRejected, Component: "httpretry", Name: "api", Host: "api", Wait: time.Second},
+		{Kind: event.ThrottleRejected, Component: "retry"},
+		{Kind: event.ThrottleRejected, Component: "retry", Reason: "bulkhead_full"},
+		{Kind: event.Replay, Component: "idempotency", Method: "POST", Status: 201, Key: "k1"},
+		{Kind: event.Replay, Component: "idempotency", Method: "POST", Status: 201, Key: "k2"},
+		{Kind: event.Conflict, Component: "idempotency", Method: "POST", Status: 409, Reason: "in_progress", Key: "k1"},
+		{Kind: event.Conflict, Component: "idempotency", Method: "POST", Status: 422, Reason: "fingerprint_mismatch", Key: "k3"},
+	} {
+		o.Observe(ctx, e)
+	}
+	s := collect()
+	s.expect(t, yotel.MetricRejections, map[string]float64{
+		"retry.component=retry,retry.reason=budget_exhausted":                                   2,
+		"retry.component=httpretry,retry.name=api,retry.reason=breaker_open,server.address=api": 1,
+		"retry.component=retry,retry.reason=rejected_locally":                                   1,
+		"retry.component=retry,retry.reason=bulkhead_full":                                      1,
+	})
+	// The key is never an attribute: it would make a series per request.
+	s.expect(t, yotel.MetricReplays, map[string]float64{
+		"http.request.method=POST,http.response.status_code=201,retry.component=idempotency,retry.status_class=2xx": 2,
+	})
+	s.expect(t, yotel.MetricConflicts, map[string]float64{
+		"http.request.method=POST,http.response.status_code=409,retry.component=idempotency,retry.reason=in_progress,retry.status_class=4xx":          1,
+		"http.request.method=POST,http.response.status_code=422,retry.component=idempotency,retry.reason=fingerprint_mismatch,retry.status_class=4xx": 1,
+	})
+}
+
+func TestBreakerGauge(t *testing.T) {
+	o, collect := newObserver(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	state := "closed"
+	untrack := o.TrackBreaker("payments", func() string { mu.Lock(); defer mu.Unlock(); return state })
+	o.TrackBreaker("broken", func() string { return "unknown" }) // not reported
+
+	collect().expect(t, yotel.MetricBreakerState, map[string]float64{"retry.name=payments": 0})
+
+	mu.Lock()
+	state = "half-open"
+	mu.Unlock()
+	collect().expect(t, yotel.MetricBreakerState, map[string]float64{"retry.name=payments": 1})
+
+	// A breaker nobody tracks is learned from its transitions; a tracked
+	// one is read, whatever its events say.
+	o.Observe(ctx, event.Event{Kind: event.BreakerStateChange, Component: "breaker", Name: "api.example.com", From: "closed", To: "open"})
+	o.Observe(ctx, event.Event{Kind: event.BreakerStateChange, Component: "breaker", Name: "payments", From: "half_open", To: "open"})
+	s := collect()
+	s.expect(t, yotel.MetricBreakerState, map[string]float64{"retry.name=payments": 1, "retry.name=api.example.com": 2})
+	s.expect(t, yotel.MetricBreakerTransitions, map[string]float64{
+		"retry.component=breaker,retry.name=api.example.com,retry.state.from=closed,retry.state.to=open": 1,
+		"retry.component=breaker,retry.name=payments,retry.state.from=half_open,retry.state.to=open":     1,
+	})
+
+	// Untracked, payments falls back to what its events said.
+	untrack()
+	untrack()
+	o.Observe(ctx, event.Event{Kind: event.BreakerStateChange, Component: "breaker", Name: "api.example.com", From: "open", To: "half_open"})
+	collect().expect(t, yotel.MetricBreakerState, map[string]float64{"retry.name=payments": 2, "retry.name=api.example.com": 1})
+}
+
+func TestBudgetGauge(t *testing.T) {
+	o, collect := newObserver(t)
+	level := 1.0
+	untrack := o.TrackBudget("partner", func() float64 { return level })
+	stale := o.TrackBudget("orders", func() float64 { return 0.5 })
+	o.TrackBudget("orders", func() float64 { return 0.75 }) // replaces
+	stale()                                                 // does not remove the replacement
+	collect().expect(t, yotel.MetricBudgetLevel, map[string]float64{"retry.name=partner": 1, "retry.name=orders": 0.75})
+	level = 0.1
+	untrack()
+	collect().expect(t, yotel.MetricBudgetLevel, map[string]float64{"retry.name=orders": 0.75})
+}
+
+func TestStateValue(t *testing.T) {
+	for in, want := range map[string]int64{"closed": 0, "CLOSED": 0, "half_open": 1, "half-open": 1, "HalfOpen": 1, "half open": 1, "open": 2} {
+		if got, ok := yotel.StateValue(in); !ok || got != want {
+			t.Errorf("StateValue(%q) = %d, %v; want %d, true", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{"", "opened", "half"} {
+		if _, ok := yotel.StateValue(in); ok {
+			t.Errorf("StateValue(%q) ok, want not", in)
+		}
+	}
+}
+
+func TestNewNilProvider(t *testing.T) {
+	if _, err := yotel.New(nil); err == nil || !strings.HasPrefix(err.Error(), "otel: ") {
+		t.Fatalf("New(nil) = %v, want an error starting with \"otel: \"", err)
+	}
+}
+
+// TestManyDestinations goes past the cache of attribute sets: every event
+// must still be counted under its own attributes.
+func TestManyDestinations(t *testing.T) {
+	o, collect := newObserver(t, sdkmetric.WithCardinalityLimit(0)) // the SDK's default keeps 2000 series
+	ctx := context.Background()
+	const n = 5000
+	for i := range n {
+		o.Observe(ctx, event.Event{Kind: event.GaveUp, Component: "httpretry", Host: fmt.Sprintf("h%d", i), Reason: "deadline"})
+	}
+	o.Observe(ctx, event.Event{Kind: event.GaveUp, Component: "httpretry", Host: "h4999", Reason: "deadline"})
+	got := collect().values(yotel.MetricGiveUps)
+	if len(got) != n || got["retry.component=httpretry,retry.reason=deadline,server.address=h4999"] != 2 {
+		t.Fatalf("%d series, h4999 = %v; want %d series and 2", len(got), got["retry.component=httpretry,retry.reason=deadline,server.address=h4999"], n)
+	}
+}
+
+// TestConcurrent records from many goroutines while collecting, under
+// -race, and checks that nothing is lost.
+func TestConcurrent(t *testing.T) {
+	o, collect := newObserver(t)
+	o.TrackBreaker("b", func() string { return "closed" })
+	const goroutines, calls = 8, 200
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p, _ := retrytest.NoWait(retry.Policy{Observer: o})
+			for range calls {
+				_ = retry.Do(context.Background(), p, retrytest.Script(errors.New("x")).Func())
+				o.Observe(context.Background(), event.Event{Kind: event.BreakerStateChange, Name: fmt.Sprint(g), From: "closed", To: "open"})
+			}
+		}()
+	}
+	for range 5 {
+		collect()
+	}
+	wg.Wait()
+	s := collect()
+	var attempts float64
+	for _, v := range s.values(yotel.MetricAttempts) {
+		attempts += v
+	}
+	if attempts != 2*goroutines*calls {
+		t.Fatalf("%v attempts counted, want %d", attempts, 2*goroutines*calls)
+	}
+	if got := len(s[yotel.MetricBreakerState]); got != goroutines+1 {
+		t.Fatalf("%d breaker series, want %d", got, goroutines+1)
+	}
+}
