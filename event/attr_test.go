@@ -98,8 +98,6 @@ func TestStatusClass(t *testing.T) {
 	}
 }
 
-
-
 func TestServer(t *testing.T) {
 	for _, tc := range []struct {
 		host, addr string
