@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/yaoki-go/yaoki/backoff"
+	"github.com/yaoki-go/yaoki/breaker"
 	"github.com/yaoki-go/yaoki/retry"
 )
 
@@ -38,6 +39,57 @@ func init() {
 		New: func(base, max time.Duration, attempt int) func() time.Duration {
 			s := backoff.Schedule{Base: base, Cap: max} // exponential ×2, full jitter
 			return func() time.Duration { return s.Delay(attempt, 0, rand.Float64()) }
+		},
+	})
+
+	// The breaker trips on consecutive failures only (the ratio trip is
+	// disabled), like every other peer here. "yaoki" is the closure form
+	// (Execute); "yaoki-permit" the two-step form (Allow, then Done), the
+	// one a RoundTripper uses.
+	newBreaker := func(p BreakerPolicy) *breaker.Breaker {
+		b, err := breaker.New(breaker.Settings{
+			Name:                "bench",
+			FailureRatio:        -1,
+			ConsecutiveFailures: p.FailureThreshold,
+			OpenTimeout:         p.OpenTimeout,
+		})
+		if err != nil {
+			panic(err)
+		}
+		return b
+	}
+	forceOpen := func(b *breaker.Breaker, p BreakerPolicy) func() {
+		return func() {
+			ctx := context.Background()
+			fail := func(context.Context) error { return ErrTransient }
+			for i := 0; i < p.FailureThreshold; i++ {
+				_ = b.Execute(ctx, fail)
+			}
+		}
+	}
+	RegisterBreaker(Breaker{
+		Lib: "yaoki",
+		New: func(p BreakerPolicy, op func() error) (func() error, func()) {
+			b := newBreaker(p)
+			ctx := context.Background()
+			fn := func(context.Context) error { return op() }
+			return func() error { return b.Execute(ctx, fn) }, forceOpen(b, p)
+		},
+	})
+	RegisterBreaker(Breaker{
+		Lib: "yaoki-permit",
+		New: func(p BreakerPolicy, op func() error) (func() error, func()) {
+			b := newBreaker(p)
+			call := func() error {
+				permit, err := b.Allow()
+				if err != nil {
+					return err
+				}
+				err = op()
+				permit.Done(err)
+				return err
+			}
+			return call, forceOpen(b, p)
 		},
 	})
 }
