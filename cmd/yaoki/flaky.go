@@ -43,7 +43,7 @@ func newFlakyCmd() *cobra.Command {
 		Long: `flaky is an HTTP server that fails on purpose, for testing clients in any
 language. It listens on a loopback address (--addr; port 0 picks a free one),
 prints its URL on stdout (one line, the first), and logs every request on
-stderr: its method and path, its attempt header (--attempt-header), its
+stderr: the milliseconds since the start (ms=), its method and path, its attempt header (--attempt-header), its
 Idempotency-Key, and the answer given.
 
 Script mode (--script): answers in order, separated by commas. Each is an
@@ -105,6 +105,7 @@ type flaky struct {
 	answers  map[string]int // summary: answer → count
 	done     chan struct{}
 	doneOnce sync.Once
+	start    time.Time
 }
 
 type keyOp struct {
@@ -114,7 +115,7 @@ type keyOp struct {
 }
 
 func (o *flakyOptions) run(cmd *cobra.Command) error {
-	fl := &flaky{o: o, log: cmd.ErrOrStderr(), keys: map[string]*keyOp{}, answers: map[string]int{}, done: make(chan struct{})}
+	fl := &flaky{o: o, log: cmd.ErrOrStderr(), keys: map[string]*keyOp{}, answers: map[string]int{}, done: make(chan struct{}), start: time.Now()}
 	rated := o.rate429 > 0 || o.rate5xx > 0 || o.rateReset > 0 || o.rateSlow > 0
 	switch {
 	case o.script != "" && rated:
@@ -259,8 +260,8 @@ func (fl *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	last := fl.o.maxRequests > 0 && n >= fl.o.maxRequests
 	fl.mu.Unlock()
 
-	fmt.Fprintf(fl.log, "flaky: req=%d method=%s path=%s attempt=%s key=%s op=%d step=%d answer=%s\n",
-		n, r.Method, r.URL.Path, orDash(attemptHdr), orDash(key), op, pos, answer)
+	fmt.Fprintf(fl.log, "flaky: req=%d ms=%d method=%s path=%s attempt=%s key=%s op=%d step=%d answer=%s\n",
+		n, time.Since(fl.start).Milliseconds(), r.Method, r.URL.Path, orDash(attemptHdr), orDash(key), op, pos, answer)
 	if last {
 		defer fl.doneOnce.Do(func() { close(fl.done) })
 	}

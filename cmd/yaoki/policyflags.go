@@ -26,6 +26,7 @@ type policyFlags struct {
 	maxAttempts    int
 	maxTime        seconds
 	base           seconds
+	throttleBase   seconds
 	cap            seconds
 	multiplier     float64
 	jitter         string
@@ -37,7 +38,8 @@ type policyFlags struct {
 // the flags.
 const policyFlagsHelp = `
 Policy: without --policy, the flags make one schedule for every retried error:
-exponential backoff ×--multiplier from --base, capped at --cap, with --jitter.
+exponential backoff ×--multiplier from --base (from --throttle-base for 429
+and 503 answers), capped at --cap, with --jitter.
 --policy FILE loads a document in JSON or YAML whose Retry block reads like an
 AWS Step Functions task's (see the README, "Policy documents"); --max-attempts,
 --max-time, --attempt-timeout and --max-retry-after then override the file.
@@ -51,6 +53,7 @@ func (f *policyFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.maxAttempts, "max-attempts", 0, "attempts, counting the first (default 3; -1: unlimited, bound it with --max-time)")
 	fs.Var(&f.maxTime, "max-time", "bound on the whole run, attempts and waits (default: none)")
 	fs.Var(&f.base, "base", "wait before the first retry, before jitter (default 50ms)")
+	fs.Var(&f.throttleBase, "throttle-base", "wait before the first retry of a throttling answer (429, 503), before jitter (default 1s)")
 	fs.Var(&f.cap, "cap", "largest single wait (default 20s)")
 	fs.Float64Var(&f.multiplier, "multiplier", 0, "growth of the wait per retry, > 1 (default 2)")
 	fs.StringVar(&f.jitter, "jitter", "", "full, equal, decorrelated or none (default full)")
@@ -78,7 +81,7 @@ func (c *cliPolicy) attempts() int {
 func (f *policyFlags) build(cmd *cobra.Command) (*cliPolicy, error) {
 	changed := cmd.Flags().Changed
 	if f.file != "" {
-		for _, name := range []string{"base", "cap", "multiplier", "jitter"} {
+		for _, name := range []string{"base", "throttle-base", "cap", "multiplier", "jitter"} {
 			if changed(name) {
 				return nil, usagef("--%s cannot be combined with --policy: set the schedule in the file (IntervalSeconds, MaxDelaySeconds, BackoffRate, JitterStrategy), or drop --policy", name)
 			}
@@ -112,9 +115,13 @@ func (f *policyFlags) build(cmd *cobra.Command) (*cliPolicy, error) {
 	}
 
 	p := retry.Policy{MaxElapsed: f.maxTime.d, AttemptTimeout: f.attemptTimeout.d, MaxRetryAfter: f.maxRetryAfter.d,
-		Backoff: backoff.Schedule{Base: f.base.d, Cap: f.cap.d, Multiplier: f.multiplier}}
+		ThrottleBase: f.throttleBase.d, Backoff: backoff.Schedule{Base: f.base.d, Cap: f.cap.d, Multiplier: f.multiplier}}
+	// backoff and retry read 0 as their default: 1 ns is "at once".
 	if changed("base") && f.base.d == 0 {
-		p.Backoff.Base = 1 // backoff reads 0 as its default: 1 ns is "at once"
+		p.Backoff.Base = 1
+	}
+	if changed("throttle-base") && f.throttleBase.d == 0 {
+		p.ThrottleBase = 1
 	}
 	if f.jitter != "" {
 		j, err := backoff.ParseJitter(f.jitter)
