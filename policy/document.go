@@ -87,6 +87,12 @@
 //	RetryMode             "standard" (default), "adaptive" (standard plus the caller's
 //	                      adaptive throttle) or "off" (one attempt)
 //	IdempotencyKey        "auto" (create a key for POST and PATCH) or "off" (default)
+//	Budget                a retry budget (package budget's Share): {"Ratio": 0.2,
+//	                      "WindowSeconds": 10, "MinPerSecond": 10}; {} for its defaults
+//	Breaker               a circuit breaker (package breaker): {"FailureRatio": 0.5,
+//	                      "MinCalls": 20, "WindowSeconds": 30, "ConsecutiveFailures": 0,
+//	                      "OpenSeconds": 30, "MaxOpenSeconds": 300, "HalfOpenProbes": 1,
+//	                      "RetriesOnly": false}; {} for its defaults
 //	Comment               free text
 //
 // and, so that a whole Step Functions task state loads unchanged, the task
@@ -109,7 +115,10 @@ import (
 	"time"
 
 	"github.com/yaoki-go/yaoki/backoff"
+	"github.com/yaoki-go/yaoki/breaker"
+	"github.com/yaoki-go/yaoki/budget"
 	"github.com/yaoki-go/yaoki/retry"
+	"github.com/yaoki-go/yaoki/throttle"
 )
 
 // Step Functions' defaults and limits for retrier fields.
@@ -260,7 +269,13 @@ type Document struct {
 	// IdempotencyKey is "auto" or "off" ("" means off). Package policy
 	// only carries it; HTTP clients such as `yaoki http` act on it.
 	IdempotencyKey string
-	Comment        string
+	// Budget is a share-of-traffic retry budget for the calls of the
+	// policy (package budget). Nil: no budget.
+	Budget *budget.ShareConfig
+	// Breaker is a circuit breaker for the calls of the policy (package
+	// breaker). Nil: no breaker.
+	Breaker *breaker.Settings
+	Comment string
 }
 
 // Attempts returns the most attempts a call can make, counting the first.
@@ -304,8 +319,9 @@ func (d *Document) Caught(err error) (Catcher, bool) {
 // Options are what a document cannot hold: objects of the program that
 // runs it. The zero value adds nothing.
 type Options struct {
-	// Throttle is used in Adaptive mode (and only then): the adaptive
-	// client-side throttle the attempts go through.
+	// Throttle is used in Adaptive mode (and only then): the client-side
+	// throttle the attempts go through. Nil: a new throttle.Adaptive with
+	// its defaults (the SRE book's K = 2 over 2 minutes).
 	Throttle retry.Throttle
 	// Base is the policy the document's fields are applied to: its
 	// Budget, Breaker, Bulkhead, Observer, OnRetry, Rand and Sleep are
@@ -316,8 +332,11 @@ type Options struct {
 
 // Policy returns the retry.Policy that applies d, for package retry or an
 // HTTP transport. It is safe to share between calls and goroutines: each
-// call gets its own retrier counts (through retry.Policy.Stepper). It
-// panics if d is invalid; Parse and Load return valid documents.
+// call gets its own retrier counts (through retry.Policy.Stepper), while
+// the budget, breaker and throttle that Policy creates (for Budget, Breaker
+// and Adaptive mode) are shared by every call of the returned policy, which
+// is their point: build the policy once, not per call. It panics if d is
+// invalid; Parse and Load return valid documents.
 func (d *Document) Policy(o Options) retry.Policy {
 	if err := d.Validate(); err != nil {
 		panic(err)
@@ -335,8 +354,22 @@ func (d *Document) Policy(o Options) retry.Policy {
 		sched[i] = retriers[i].Schedule()
 	}
 	p.Stepper = func() retry.Stepper { return newStepper(retriers, sched) }
-	if d.Mode == Adaptive && o.Throttle != nil {
-		p.Throttle = o.Throttle
+	if d.Mode == Adaptive {
+		if o.Throttle != nil {
+			p.Throttle = o.Throttle
+		} else if a, err := throttle.NewAdaptive(throttle.AdaptiveConfig{}); err == nil {
+			p.Throttle = a
+		}
+	}
+	if d.Budget != nil {
+		if b, err := budget.NewShare(*d.Budget); err == nil {
+			p.Budget = b
+		}
+	}
+	if d.Breaker != nil {
+		if b, err := breaker.New(*d.Breaker); err == nil {
+			p.Breaker = b
+		}
 	}
 	return p
 }

@@ -59,7 +59,7 @@ func ParseFile(name string, data []byte) (*Document, error) {
 // meaning here are accepted and ignored.
 var (
 	docFields = []string{"Retry", "Catch", "TimeoutSeconds", "DeadlineSeconds", "MaxTotalAttempts",
-		"MaxRetryAfterSeconds", "RetryMode", "IdempotencyKey", "Comment"}
+		"MaxRetryAfterSeconds", "RetryMode", "IdempotencyKey", "Budget", "Breaker", "Comment"}
 	ignoredFields = []string{"Type", "Resource", "Next", "End", "Parameters", "Arguments", "ResultPath",
 		"ResultSelector", "InputPath", "OutputPath", "Output", "Assign", "QueryLanguage", "Credentials",
 		"HeartbeatSeconds", "HeartbeatSecondsPath", "TimeoutSecondsPath"}
@@ -117,6 +117,10 @@ func (d *decoder) document(n *node) *Document {
 				}
 				doc.IdempotencyKey = s
 			}
+		case "Budget":
+			doc.Budget = d.budgetConfig(v, k)
+		case "Breaker":
+			doc.Breaker = d.breakerConfig(v, k)
 		case "Comment":
 			doc.Comment, _ = d.str(v, k, "want a string")
 		default:

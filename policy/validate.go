@@ -168,6 +168,7 @@ func (d *Document) Validate() error {
 			bad("MaxTotalAttempts", fmt.Sprint(d.MaxTotalAttempts)+msg)
 		}
 	}
+	d.validateGuards(bad)
 	if d.Mode > Off {
 		bad("RetryMode", fmt.Sprintf("%v is not a retry mode: want standard, adaptive or off", d.Mode))
 	}

@@ -1,12 +1,16 @@
 package policy_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/yaoki-go/yaoki/breaker"
+	"github.com/yaoki-go/yaoki/budget"
 	"github.com/yaoki-go/yaoki/policy"
+	"github.com/yaoki-go/yaoki/retry"
 )
 
 // Every validation error, with the position and path it must name. Each
@@ -79,6 +83,17 @@ func TestParseErrors(t *testing.T) {
 		{"IdempotencyKey unknown", `{"IdempotencyKey": "always"}`, []string{`IdempotencyKey: "always" is not an idempotency-key mode: want "auto"`}},
 		{"IdempotencyKey not a string", `{"IdempotencyKey": true}`, []string{"IdempotencyKey: true is a boolean"}},
 		{"Comment not a string at the top", `{"Comment": []}`, []string{"Comment: […] is an array"}},
+		{"Budget not an object", `{"Budget": 3}`, []string{"1:12", "Budget: 3 is a number: want an object"}},
+		{"Budget ratio out of range", `{"Budget": {"Ratio": -1}}`, []string{"Budget: Ratio -1 out of range: want 0 < Ratio ≤ 100"}},
+		{"Budget window too short", `{"Budget": {"WindowSeconds": 0.001}}`, []string{"Budget: WindowSeconds 1ms out of range"}},
+		{"Budget field unknown", `{"Budget": {"Ratioo": 1}}`, []string{`Budget: unknown field "Ratioo": did you mean "Ratio"?`}},
+		{"Budget field a string", `{"Budget": {"MinPerSecond": "10"}}`, []string{`Budget.MinPerSecond: "10" is a string`}},
+		{"Breaker not an object", `{"Breaker": []}`, []string{"Breaker: […] is an array: want an object"}},
+		{"Breaker ratio out of range", `{"Breaker": {"FailureRatio": 2}}`, []string{"Breaker: FailureRatio 2 out of range: want 0 < FailureRatio ≤ 1"}},
+		{"Breaker open time too short", `{"Breaker": {"OpenSeconds": 0.0001}}`, []string{"Breaker: OpenSeconds 100µs out of range"}},
+		{"Breaker MinCalls fraction", `{"Breaker": {"MinCalls": 1.5}}`, []string{"Breaker.MinCalls: 1.5 is not an integer"}},
+		{"Breaker RetriesOnly not a bool", `{"Breaker": {"RetriesOnly": "yes"}}`, []string{`Breaker.RetriesOnly: "yes" is a string: want true or false`}},
+		{"Breaker field unknown", `{"Breaker": {"Window": 30}}`, []string{`Breaker: unknown field "Window"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := policy.ParseFile("p.json", []byte(tc.doc))
@@ -131,6 +146,8 @@ func TestValidateGoDocument(t *testing.T) {
 		MaxTotalAttempts: -3,
 		Mode:             7,
 		IdempotencyKey:   "sometimes",
+		Budget:           &budget.ShareConfig{Ratio: -1},
+		Breaker:          &breaker.Settings{FailureRatio: 3},
 	}
 	err := bad.Validate()
 	for _, w := range []string{
@@ -140,6 +157,7 @@ func TestValidateGoDocument(t *testing.T) {
 		"Retry[1].ErrorEquals: ErrorEquals is empty", "Catch[0].ErrorEquals[0]: unknown network error name",
 		"Catch[0].Next: Next is empty", "TimeoutSeconds", "DeadlineSeconds", "MaxRetryAfterSeconds",
 		"MaxTotalAttempts: -3 out of range", "RetryMode", "IdempotencyKey",
+		"Budget: Ratio -1 out of range", "Breaker: FailureRatio 3 out of range",
 	} {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("Validate error %v: want it to contain %q", err, w)
@@ -175,5 +193,31 @@ func TestApplyEnv(t *testing.T) {
 		if !errors.Is(err, policy.ErrInvalid) || !strings.Contains(err.Error(), k) || !strings.Contains(err.Error(), "want") {
 			t.Errorf("%s=%s: err %v, want an error naming the variable and what is accepted", k, v, err)
 		}
+	}
+}
+
+// Budget, Breaker and RetryMode adaptive give the policy its guards, shared
+// by every call of the policy.
+func TestGuards(t *testing.T) {
+	doc := mustParse(t, `{"Retry": [{"ErrorEquals": ["States.ALL"]}], "RetryMode": "adaptive",
+		"Budget": {}, "Breaker": {"ConsecutiveFailures": 2, "OpenSeconds": 60}}`)
+	p := doc.Policy(policy.Options{})
+	if p.Budget == nil || p.Breaker == nil || p.Throttle == nil {
+		t.Fatalf("policy guards: budget %v, breaker %v, throttle %v; want all three", p.Budget, p.Breaker, p.Throttle)
+	}
+	// Two failures in a row open the breaker: the third call is refused
+	// before any attempt.
+	fail := func(context.Context) error { return errors.New("down") }
+	p.MaxAttempts = 1
+	for i := 0; i < 2; i++ {
+		if err := retry.Do(context.Background(), p, fail); !errors.Is(err, retry.ErrExhausted) {
+			t.Fatalf("call %d: %v, want exhausted", i+1, err)
+		}
+	}
+	if err := retry.Do(context.Background(), p, fail); !errors.Is(err, retry.ErrBreakerOpen) {
+		t.Fatalf("third call: %v, want the breaker open", err)
+	}
+	if p2 := mustParse(t, `[]`).Policy(policy.Options{}); p2.Budget != nil || p2.Breaker != nil || p2.Throttle != nil {
+		t.Fatal("a document without guards got some")
 	}
 }

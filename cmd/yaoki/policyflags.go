@@ -16,6 +16,7 @@ import (
 	"github.com/yaoki-go/yaoki/backoff"
 	"github.com/yaoki-go/yaoki/policy"
 	"github.com/yaoki-go/yaoki/retry"
+	"github.com/yaoki-go/yaoki/throttle"
 )
 
 // policyFlags are the retry-policy flags that plan, exec and http share.
@@ -145,8 +146,15 @@ func (f *policyFlags) build(cmd *cobra.Command) (*cliPolicy, error) {
 			p.MaxAttempts = f.maxAttempts
 		}
 	}
-	if doc.Mode == policy.Off {
+	switch doc.Mode {
+	case policy.Off:
 		p.MaxAttempts = 1
+	case policy.Adaptive:
+		a, err := throttle.NewAdaptive(throttle.AdaptiveConfig{})
+		if err != nil {
+			return nil, usagef("%v", err)
+		}
+		p.Throttle = a
 	}
 	if p.Backoff.Multiplier != 0 && !(p.Backoff.Multiplier > 1) {
 		return nil, usagef("--multiplier %v: want a number > 1 (2 doubles each wait)", p.Backoff.Multiplier)
