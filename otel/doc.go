@@ -28,7 +28,7 @@
 //	yaoki.rejections             yaoki_rejections_total                 counter    {attempt}     C N M H R
 //	yaoki.breaker.transitions    yaoki_breaker_transitions_total        counter    {transition}  C N F
 //	yaoki.breaker.state          yaoki_breaker_state                    gauge      {state}       N
-//	yaoki.budget.level           yaoki_budget_level_ratio               gauge      1             N
+//	yaoki.budget.level           yaoki_budget_level                     gauge                    N
 //	yaoki.idempotency.replays    yaoki_idempotency_replays_total        counter    {request}     C N M S
 //	yaoki.idempotency.conflicts  yaoki_idempotency_conflicts_total      counter    {request}     C N M S R
 //
@@ -45,8 +45,10 @@
 //	W  retry.wait.source          backoff (the schedule), server (Retry-After or another hint), rate_limit
 //	R  retry.reason               give-ups: attempts_exhausted, deadline, permanent_error, hint_too_long,
 //	                              cancelled, budget_exhausted, breaker_open, rejected_locally,
-//	                              outer_layer_retries; rejections: budget_exhausted, breaker_open,
-//	                              rejected_locally; conflicts: the middleware's reason
+//	                              outer_layer_retries, and from httpretry not_idempotent,
+//	                              body_not_replayable, do_not_retry; rejections: budget_exhausted,
+//	                              breaker_open, rejected_locally; conflicts: the middleware's reason
+//	                              (key_missing, key_malformed, in_progress, key_reused, ...)
 //	E  error.type                 semantic convention: the status code ("503") for statuses ≥ 400, else
 //	                              timeout, cancelled, connection_refused, connection_reset, eof, the
 //	                              error's Go type, or _OTHER (see event.Event.ErrorType)
@@ -54,8 +56,13 @@
 //
 // The breaker state gauge is 0 closed, 1 half-open, 2 open; breakers are
 // read when registered with TrackBreaker, and otherwise learned from their
-// state-change events. The budget level is the share of a budget still
-// available, read from budgets registered with TrackBudget.
+// state-change events (give the Observer to breaker.Settings.Observer). The
+// budget level is what a budget registered with TrackBudget says: retries
+// still granted (share-of-traffic budget) or tokens (token bucket).
+//
+// A breaker that has the Observer reports its refusals itself
+// (retry.component "breaker"), and so does the retry loop that asked it
+// (retry.component "retry" or "httpretry"): sum one or the other.
 //
 // The same attribute names are used by package eventlog for log lines, so
 // a log line and a series about the same call match.

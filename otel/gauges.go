@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/yaoki-go/yaoki/breaker"
 	"github.com/yaoki-go/yaoki/event"
 )
 
@@ -73,8 +74,8 @@ func (g *gauges) register(m metric.Meter) error {
 	if err != nil {
 		return err
 	}
-	g.level, err = m.Float64ObservableGauge(MetricBudgetLevel, metric.WithUnit("1"),
-		metric.WithDescription("Share of a retry budget still available: 1 full, 0 empty (retries refused)."))
+	g.level, err = m.Float64ObservableGauge(MetricBudgetLevel,
+		metric.WithDescription("Level of a retry budget, as its Level method says: retries still granted (share-of-traffic budget) or tokens (token bucket); 0 is empty."))
 	if err != nil {
 		return err
 	}
@@ -133,17 +134,31 @@ func (g *gauges) observe(_ context.Context, o metric.Observer) error {
 	return nil
 }
 
-// TrackBreaker reports the state of the breaker called name on the
-// yaoki.breaker.state gauge: at each collection it calls state, which must
-// return "closed", "half_open" (or "half-open") or "open" (any other answer
-// is not reported) and be safe for concurrent use. Tracking a name again
-// replaces the earlier function. The returned function stops tracking
-// (later calls do nothing).
+// Breaker is what TrackBreaker reads; *breaker.Breaker implements it.
+type Breaker interface {
+	Name() string
+	State() breaker.State
+}
+
+// TrackBreaker reports b's state on the yaoki.breaker.state gauge, under
+// its name (retry.name): at each collection it asks b.State(), so that an
+// open period that has ended shows as half-open even before the next call.
+// Tracking a name again replaces the earlier breaker. The returned function
+// stops tracking (later calls do nothing).
 //
 // Breakers that nobody tracks are reported too, from their last
-// event.BreakerStateChange, keyed by the event's Name; a breaker computing
-// its open→half-open step lazily shows "open" until it is next asked.
-func (o *Observer) TrackBreaker(name string, state func() string) (untrack func()) {
+// event.BreakerStateChange (when the Observer is their Settings.Observer),
+// keyed by the event's Name; such a breaker shows "open" until a call finds
+// its open period over.
+func (o *Observer) TrackBreaker(b Breaker) (untrack func()) {
+	return o.TrackBreakerFunc(b.Name(), func() string { return b.State().String() })
+}
+
+// TrackBreakerFunc is TrackBreaker for a breaker of another kind: at each
+// collection it calls state, which must return "closed", "half_open" (or
+// "half-open") or "open" (any other answer is not reported) and be safe for
+// concurrent use.
+func (o *Observer) TrackBreakerFunc(name string, state func() string) (untrack func()) {
 	t := &tracked[string]{read: state, opt: nameSet(name)}
 	g := &o.gauges
 	g.mu.Lock()
@@ -160,9 +175,11 @@ func (o *Observer) TrackBreaker(name string, state func() string) (untrack func(
 
 // TrackBudget reports the level of the retry budget called name on the
 // yaoki.budget.level gauge: at each collection it calls level, which must
-// return the share of the budget still available (1 full, 0 empty) and be
-// safe for concurrent use. Tracking a name again replaces the earlier
-// function. The returned function stops tracking.
+// be safe for concurrent use. The budgets of package budget have a Level
+// method to pass as it is (obs.TrackBudget("partner", b.Level)): retries
+// still granted for a share-of-traffic budget, tokens for a token bucket.
+// Tracking a name again replaces the earlier function. The returned
+// function stops tracking.
 func (o *Observer) TrackBudget(name string, level func() float64) (untrack func()) {
 	t := &tracked[float64]{read: level, opt: nameSet(name)}
 	g := &o.gauges

@@ -113,13 +113,11 @@ func (s snapshot) values(name string) map[string]float64 {
 func (s snapshot) expect(t *testing.T, name string, want map[string]float64) {
 	t.Helper()
 	got := s.values(name)
-	sorted := map[string]float64{}
+	norm := map[string]float64{}
 	for k, v := range want {
-		kv := strings.Split(k, ",")
-		sort.Strings(kv)
-		sorted[strings.Join(kv, ",")] = v
+		norm[sorted(k)] = v
 	}
-	want = sorted
+	want = norm
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("%s:\n got  %v\n want %v", name, pretty(got), pretty(want))
 	}
@@ -132,4 +130,12 @@ func pretty(m map[string]float64) string {
 	}
 	sort.Strings(lines)
 	return strings.Join(lines, "")
+}
+
+// sorted returns the comma-separated attributes k in the order a snapshot
+// keys them.
+func sorted(k string) string {
+	kv := strings.Split(k, ",")
+	sort.Strings(kv)
+	return strings.Join(kv, ",")
 }

@@ -170,8 +170,8 @@ func TestBreakerGauge(t *testing.T) {
 	ctx := context.Background()
 	var mu sync.Mutex
 	state := "closed"
-	untrack := o.TrackBreaker("payments", func() string { mu.Lock(); defer mu.Unlock(); return state })
-	o.TrackBreaker("broken", func() string { return "unknown" }) // not reported
+	untrack := o.TrackBreakerFunc("payments", func() string { mu.Lock(); defer mu.Unlock(); return state })
+	o.TrackBreakerFunc("broken", func() string { return "unknown" }) // not reported
 
 	collect().expect(t, yotel.MetricBreakerState, map[string]float64{"retry.name=payments": 0})
 
@@ -250,7 +250,7 @@ func TestManyDestinations(t *testing.T) {
 // -race, and checks that nothing is lost.
 func TestConcurrent(t *testing.T) {
 	o, collect := newObserver(t)
-	o.TrackBreaker("b", func() string { return "closed" })
+	o.TrackBreakerFunc("b", func() string { return "closed" })
 	const goroutines, calls = 8, 200
 	var wg sync.WaitGroup
 	for g := range goroutines {

@@ -145,7 +145,7 @@ func TestPrometheusNames(t *testing.T) {
 		yotel.MetricRejections:         "yaoki_rejections_total",
 		yotel.MetricBreakerTransitions: "yaoki_breaker_transitions_total",
 		yotel.MetricBreakerState:       "yaoki_breaker_state",
-		yotel.MetricBudgetLevel:        "yaoki_budget_level_ratio",
+		yotel.MetricBudgetLevel:        "yaoki_budget_level",
 		yotel.MetricReplays:            "yaoki_idempotency_replays_total",
 		yotel.MetricConflicts:          "yaoki_idempotency_conflicts_total",
 	}

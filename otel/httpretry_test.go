@@ -1,0 +1,89 @@
+package otel_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/yaoki-go/yaoki/httpretry"
+	yotel "github.com/yaoki-go/yaoki/otel"
+	"github.com/yaoki-go/yaoki/retry"
+	"github.com/yaoki-go/yaoki/retrytest"
+)
+
+// TestHTTPRetry drives a scripted server on loopback through httpretry with
+// the Observer on the SDK's manual reader, and checks the exact counts and
+// attributes recorded. The policy does not wait (retrytest.NoWait) but
+// decides its waits as in production, with a fixed jitter draw of 0.5.
+func TestHTTPRetry(t *testing.T) {
+	o, collect := newObserver(t)
+	// GET /a: 503, 429 (Retry-After: 1), 200. GET /b: 500 three times.
+	// GET /c: 404. POST /d (no Idempotency-Key): 503, not retried.
+	srv := retrytest.NewServer(t, "503,429:retry-after=1,200,500,500,500,404,503")
+	p, waits := retrytest.NoWait(retry.Policy{Rand: func() float64 { return 0.5 }})
+	tr := &httpretry.Transport{Base: srv.Client().Transport, Policy: p, Observer: o}
+	client := tr.Client()
+	defer client.CloseIdleConnections()
+	var got []string
+	for _, req := range []struct{ method, path string }{{"GET", "/a"}, {"GET", "/b"}, {"GET", "/c"}, {"POST", "/d"}} {
+		r, _ := http.NewRequestWithContext(context.Background(), req.method, srv.URL+req.path, strings.NewReader("x"))
+		resp, err := client.Do(r)
+		if err != nil {
+			t.Fatalf("%s %s: %v", req.method, req.path, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		got = append(got, fmt.Sprint(resp.StatusCode))
+	}
+	if g := strings.Join(got, ","); g != "200,500,404,503" {
+		t.Fatalf("statuses %s, want 200,500,404,503", g)
+	}
+	// 503 is throttling: 1 s base × 0.5; Retry-After 1 s + 20 % × 0.5;
+	// then 50 ms × 0.5 and 100 ms × 0.5.
+	if w := fmt.Sprint(waits.All()); w != "[500ms 1.1s 25ms 50ms]" {
+		t.Fatalf("waits %s", w)
+	}
+
+	const get = "http.request.method=GET,retry.component=httpretry,server.address=127.0.0.1"
+	const post = "http.request.method=POST,retry.component=httpretry,server.address=127.0.0.1"
+	s := collect()
+	s.expect(t, yotel.MetricAttempts, map[string]float64{
+		get + ",error.type=503,http.response.status_code=503,retry.status_class=5xx,retry.outcome=throttled": 1,
+		get + ",error.type=429,http.response.status_code=429,retry.status_class=4xx,retry.outcome=throttled": 1,
+		get + ",http.response.status_code=200,retry.status_class=2xx,retry.outcome=success":                  1,
+		get + ",error.type=500,http.response.status_code=500,retry.status_class=5xx,retry.outcome=failure":   3,
+		// A 404 is handed to the caller at once: the loop saw no error.
+		get + ",error.type=404,http.response.status_code=404,retry.status_class=4xx,retry.outcome=success":   1,
+		post + ",error.type=503,http.response.status_code=503,retry.status_class=5xx,retry.outcome=rejected": 1,
+	})
+	s.expect(t, yotel.MetricRetries, map[string]float64{
+		get + ",error.type=503,http.response.status_code=503,retry.status_class=5xx,retry.wait.source=backoff": 1,
+		get + ",error.type=429,http.response.status_code=429,retry.status_class=4xx,retry.wait.source=server":  1,
+		get + ",error.type=500,http.response.status_code=500,retry.status_class=5xx,retry.wait.source=backoff": 2,
+	})
+	s.expect(t, yotel.MetricGiveUps, map[string]float64{
+		get + ",error.type=500,http.response.status_code=500,retry.status_class=5xx,retry.reason=attempts_exhausted": 1,
+		post + ",error.type=503,http.response.status_code=503,retry.status_class=5xx,retry.reason=not_idempotent":    1,
+	})
+	// The histograms: the server's wait of 1.1 s, the waits after 500s.
+	w := s[yotel.MetricRetryWait]
+	if p := w[sorted(get+",error.type=429,http.response.status_code=429,retry.status_class=4xx,retry.wait.source=server")]; p.Count != 1 || !near(p.Sum, 1.1) {
+		t.Errorf("server wait: %+v, want one of 1.1 s", p)
+	}
+	if p := w[sorted(get+",error.type=500,http.response.status_code=500,retry.status_class=5xx,retry.wait.source=backoff")]; p.Count != 2 || !near(p.Sum, 0.075) {
+		t.Errorf("backoff waits after 500s: %+v, want 25 ms + 50 ms", p)
+	}
+	var attempts uint64
+	for _, p := range s[yotel.MetricAttemptDuration] {
+		attempts += p.Count
+		if p.Sum <= 0 || p.Sum > 60 {
+			t.Errorf("attempt durations sum to %v s", p.Sum)
+		}
+	}
+	if attempts != 8 || len(srv.Attempts()) != 8 {
+		t.Errorf("%d attempt durations recorded, server saw %d attempts; want 8 and 8", attempts, len(srv.Attempts()))
+	}
+}
