@@ -136,4 +136,3 @@ func (d *Document) validateGuards(bad func(path, msg string)) {
 		}
 	}
 }
-
