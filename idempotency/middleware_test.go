@@ -15,6 +15,7 @@ import (
 
 	"github.com/yaoki-go/yaoki/event"
 	"github.com/yaoki-go/yaoki/idempotency"
+	"github.com/yaoki-go/yaoki/idempotency/idempotencytest"
 	"github.com/yaoki-go/yaoki/retrytest"
 )
 
@@ -489,4 +490,9 @@ func TestConfigRefused(t *testing.T) {
 			t.Errorf("New(%+v) = %v, want an error naming the field", c, err)
 		}
 	}
+}
+
+func TestExactlyOnceMemory(t *testing.T) {
+	s, _ := idempotency.NewMemoryStore(idempotency.MemoryConfig{})
+	idempotencytest.ExactlyOnce(t, s, 500)
 }

@@ -1,16 +1,67 @@
 package redis_test
 
 import (
+	"os"
 	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/yaoki-go/yaoki/idempotency"
 	"github.com/yaoki-go/yaoki/idempotency/idempotencytest"
+	"github.com/yaoki-go/yaoki/internal/idemproc"
 	"github.com/yaoki-go/yaoki/redis"
 	"github.com/yaoki-go/yaoki/redis/internal/redistest"
 )
+
+func TestMain(m *testing.M) {
+	// The restart and lease tests run this binary again as a server.
+	idemproc.Main(func(addr string) (idempotency.Store, error) {
+		return redis.NewIdempotencyStore(goredis.NewClient(&goredis.Options{Addr: addr}), redis.IdempotencyOptions{}), nil
+	})
+	os.Exit(m.Run())
+}
 
 func TestIdempotencyStoreContract(t *testing.T) {
 	srv := redistest.Start(t)
 	store := redis.NewIdempotencyStore(srv.Client(t), redis.IdempotencyOptions{})
 	idempotencytest.TestStore(t, func(t *testing.T) idempotency.Store { return store })
+}
+
+func TestIdempotencyExactlyOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	idempotencytest.ExactlyOnce(t, redis.NewIdempotencyStore(srv.Client(t), redis.IdempotencyOptions{}), 500)
+}
+
+func TestIdempotencyLeaseAfterKill(t *testing.T) {
+	srv := redistest.Start(t)
+	idemproc.LeaseAfterKill(t, redis.NewIdempotencyStore(srv.Client(t), redis.IdempotencyOptions{}), srv.Addr)
+}
+
+func TestIdempotencySurvivesRestart(t *testing.T) {
+	srv := redistest.Start(t)
+	idemproc.SurvivesRestart(t, srv.Addr, nil)
+}
+
+func TestIdempotencyPrefix(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	a := redis.NewIdempotencyStore(c, redis.IdempotencyOptions{Prefix: "a:"})
+	b := redis.NewIdempotencyStore(c, redis.IdempotencyOptions{Prefix: "b:"})
+	ctx := t.Context()
+	id := idempotency.ID{Scope: "s", Key: "k"}
+	now := time.Now()
+	if _, claimed, err := a.Begin(ctx, id, idempotency.Fingerprint{}, "t", now, time.Minute); err != nil || !claimed {
+		t.Fatal(claimed, err)
+	}
+	if _, claimed, err := b.Begin(ctx, id, idempotency.Fingerprint{}, "t", now, time.Minute); err != nil || !claimed {
+		t.Fatalf("a store with another prefix saw the record: claimed %v err %v", claimed, err)
+	}
+	if n, err := c.Exists(ctx, "a:1:s:k", "b:1:s:k").Result(); err != nil || n != 2 {
+		t.Fatalf("keys a:1:s:k and b:1:s:k: %d exist, err %v", n, err)
+	}
+	ttl, _ := c.PTTL(ctx, "a:1:s:k").Result()
+	if ttl <= 0 || ttl > time.Minute {
+		t.Fatalf("PTTL of an in-progress record %v, want the lease (1 min)", ttl)
+	}
 }

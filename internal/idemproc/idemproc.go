@@ -1,0 +1,197 @@
+// Package idemproc runs the idempotency middleware in a separate process,
+// so that the store tests can kill the process that holds a key or wrote a
+// record and start another one: the test binary runs itself again as a
+// child server (Main, called from the test's TestMain) and the test drives
+// it (Start).
+//
+// A child serves, on a loopback port it prints on its first line of output:
+//
+//	POST /charges  201 {"charge":"ch_...","pid":N}
+//	POST /hang     the same, except in a child started with Hang: then it
+//	               never answers (until the process is killed)
+//
+// behind the middleware over the store the test names, with the lease and a
+// clock offset that the test gives (so that a child can act "after the
+// lease" without the test waiting for it).
+package idemproc
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/yaoki-go/yaoki/idempotency"
+)
+
+// Environment of a child.
+const (
+	envChild  = "YAOKI_IDEMPROC_CHILD" // the child's store address (set: run as a child)
+	envLease  = "YAOKI_IDEMPROC_LEASE"
+	envOffset = "YAOKI_IDEMPROC_CLOCK_OFFSET"
+	envHang   = "YAOKI_IDEMPROC_HANG"
+)
+
+// Main runs a child server when the process was started by Start, and
+// never returns then; otherwise it returns at once. Call it first in
+// TestMain; open builds the store from the address given to Start.
+func Main(open func(addr string) (idempotency.Store, error)) {
+	addr, ok := os.LookupEnv(envChild)
+	if !ok {
+		return
+	}
+	if err := serve(addr, open); err != nil {
+		fmt.Fprintln(os.Stderr, "idemproc child:", err)
+		os.Exit(2)
+	}
+	os.Exit(0)
+}
+
+func serve(addr string, open func(string) (idempotency.Store, error)) error {
+	store, err := open(addr)
+	if err != nil {
+		return err
+	}
+	lease, err := time.ParseDuration(os.Getenv(envLease))
+	if err != nil {
+		return fmt.Errorf("lease: %w", err)
+	}
+	offset, err := time.ParseDuration(os.Getenv(envOffset))
+	if err != nil {
+		return fmt.Errorf("clock offset: %w", err)
+	}
+	hang := os.Getenv(envHang) == "1"
+	m, err := idempotency.New(idempotency.Config{
+		Store:    store,
+		Lease:    lease,
+		Now:      func() time.Time { return time.Now().Add(offset) },
+		ErrorLog: log.New(os.Stderr, "idemproc child: ", 0),
+	})
+	if err != nil {
+		return err
+	}
+	pid := os.Getpid()
+	charge := func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprintf(w, `{"charge":"ch_%s","pid":%d}`, rand.Text(), pid)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("POST /charges", m.Require(http.HandlerFunc(charge)))
+	mux.Handle("POST /hang", m.Require(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hang {
+			select {} // until the process is killed
+		}
+		charge(w, r)
+	})))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("listening http://%s\n", l.Addr())
+	return http.Serve(l, mux)
+}
+
+// Options of a child.
+type Options struct {
+	// Addr is the store's address, passed to Main's open.
+	Addr string
+	// Lease is the middleware's lease. Zero: idempotency.DefaultLease.
+	Lease time.Duration
+	// ClockOffset is added to the child's clock.
+	ClockOffset time.Duration
+	// Hang makes POST /hang never answer.
+	Hang bool
+}
+
+// Child is a child server.
+type Child struct {
+	URL  string
+	Pid  int
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// Start runs the test binary again as a child server with o, waits until
+// it listens, and kills it when t ends (if Kill did not before).
+func Start(t *testing.T, o Options) *Child {
+	t.Helper()
+	if o.Lease == 0 {
+		o.Lease = idempotency.DefaultLease
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(),
+		envChild+"="+o.Addr,
+		envLease+"="+o.Lease.String(),
+		envOffset+"="+o.ClockOffset.String(),
+		envHang+"="+map[bool]string{true: "1", false: "0"}[o.Hang])
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &Child{Pid: cmd.Process.Pid, cmd: cmd, done: make(chan struct{})}
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		if sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		_, _ = io.Copy(io.Discard, out)
+		_ = cmd.Wait()
+		close(c.done)
+	}()
+	t.Cleanup(c.Kill)
+	select {
+	case line, ok := <-lines:
+		if !ok || !strings.HasPrefix(line, "listening ") {
+			t.Fatalf("idemproc: child %d did not start (first line %q)", c.Pid, line)
+		}
+		c.URL = strings.TrimPrefix(line, "listening ")
+	case <-time.After(30 * time.Second):
+		t.Fatalf("idemproc: child %d did not listen within 30 s", c.Pid)
+	}
+	return c
+}
+
+// Kill kills the child at once (SIGKILL: no handler, defer or cleanup runs
+// in it) and waits until it is gone.
+func (c *Child) Kill() {
+	_ = c.cmd.Process.Kill()
+	<-c.done
+}
+
+// Post sends POST path with key and body to the child and returns the
+// status, the body and the replay header. ctx bounds it.
+func (c *Child) Post(ctx context.Context, client *http.Client, path, key, body string) (int, string, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL+path, strings.NewReader(body))
+	if err != nil {
+		return 0, "", "", err
+	}
+	req.Header.Set(idempotency.HeaderKey, key)
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, "", "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header.Get(idempotency.HeaderReplayed), err
+}
