@@ -1,0 +1,266 @@
+// Package layer keeps retries to one layer of a call chain. Retries
+// multiply across layers: when A calls B calls C calls D and each hop makes
+// 3 attempts, D receives 27 requests for one call to A. The fix is that
+// only one layer retries, and the others fail fast with an answer the
+// retrying layer understands.
+//
+// The protocol has two headers, both sent and honoured by httpretry:
+//
+//   - Attempt-Count, on requests: httpretry's transport numbers every
+//     attempt ("1", "2", …). A server that sees it knows its caller
+//     retries. Middleware then serves the request under
+//     retry.SingleAttempt, so every retrying loop the handler runs (an
+//     httpretry transport, retry.Do) makes one attempt only, and the
+//     handler's outgoing requests carry the header on in turn.
+//   - Do-Not-Retry, on responses: "true" tells httpretry to return the
+//     answer at once, whatever its status. A server sends it when retrying
+//     cannot help: its own retries are exhausted, its retry budget or
+//     circuit breaker refused.
+//
+// What a handler does when an outgoing call fails: with a response (httpretry
+// hands over the last answer when retries end on a status), relay it; under
+// Middleware that answer came from a single attempt, and the retrying
+// caller will retry it. With an error, call Fail(w, r, err): it answers
+// 503, which the caller retries, when the error says this layer made a
+// single attempt because its caller retries (retry.ErrOuterLayer); and 503
+// (502 for an error that is final) with Do-Not-Retry: true when this
+// layer's own retry loop gave up, so that the layers above do not multiply
+// what was already tried.
+//
+// Both header names are configurable (Config), and neutral on purpose: any
+// client may send Attempt-Count and any server may read it.
+package layer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/yaoki-go/yaoki/retry"
+)
+
+// Defaults of Config. The header names are httpretry's defaults.
+const (
+	DefaultAttemptHeader    = "Attempt-Count"
+	DefaultDoNotRetryHeader = "Do-Not-Retry"
+	// DefaultRetryStatus answers a retrying caller whose request this
+	// layer could not serve in a single attempt: 503 is retried by every
+	// retrying client (httpretry, the AWS SDKs, gRPC-transcoding proxies).
+	DefaultRetryStatus = http.StatusServiceUnavailable
+	// DefaultGiveUpStatus answers when this layer's own retries gave up.
+	DefaultGiveUpStatus = http.StatusServiceUnavailable
+)
+
+// Config configures the middleware. The zero value uses the defaults above.
+type Config struct {
+	// AttemptHeader is the request header whose presence, with a valid
+	// attempt number (1 to 1000), says the caller retries. Empty:
+	// DefaultAttemptHeader ("Attempt-Count").
+	AttemptHeader string
+	// DoNotRetryHeader is the response header Fail and DoNotRetry set to
+	// "true". Empty: DefaultDoNotRetryHeader ("Do-Not-Retry").
+	DoNotRetryHeader string
+	// RetryStatus is what Fail answers when the failed call made a single
+	// attempt because the caller retries. Zero: DefaultRetryStatus (503).
+	// Accepted: a 5xx status (4xx are not retried by most clients).
+	RetryStatus int
+	// GiveUpStatus is what Fail answers, with Do-Not-Retry, when this
+	// layer's own retries gave up. Zero: DefaultGiveUpStatus (503).
+	// Accepted: 500 to 599.
+	GiveUpStatus int
+}
+
+// ErrInvalidConfig matches the errors New returns.
+var ErrInvalidConfig = errors.New("layer: invalid configuration")
+
+type configError struct{ msg string }
+
+func (e *configError) Error() string        { return "layer: invalid configuration: " + e.msg }
+func (e *configError) Is(target error) bool { return target == ErrInvalidConfig }
+
+type ctxKey struct{}
+
+// info is what Middleware leaves in the request's context.
+type info struct {
+	c       Config
+	attempt int // the caller's attempt number, 0 when the caller does not retry
+}
+
+// New returns the middleware configured by c, or an error naming the first
+// field out of range.
+func New(c Config) (func(http.Handler) http.Handler, error) {
+	if c.AttemptHeader == "" {
+		c.AttemptHeader = DefaultAttemptHeader
+	}
+	if c.DoNotRetryHeader == "" {
+		c.DoNotRetryHeader = DefaultDoNotRetryHeader
+	}
+	if c.RetryStatus == 0 {
+		c.RetryStatus = DefaultRetryStatus
+	}
+	if c.GiveUpStatus == 0 {
+		c.GiveUpStatus = DefaultGiveUpStatus
+	}
+	for _, h := range []struct{ field, v string }{{"AttemptHeader", c.AttemptHeader}, {"DoNotRetryHeader", c.DoNotRetryHeader}} {
+		if !validName(h.v) {
+			return nil, &configError{fmt.Sprintf("%s %q is not a header name: want letters, digits and !#$%%&'*+-.^_`|~", h.field, h.v)}
+		}
+	}
+	if c.RetryStatus < 500 || c.RetryStatus > 599 {
+		return nil, &configError{fmt.Sprintf("RetryStatus %d out of range: want 500..599 (0 means 503)", c.RetryStatus)}
+	}
+	if c.GiveUpStatus < 500 || c.GiveUpStatus > 599 {
+		return nil, &configError{fmt.Sprintf("GiveUpStatus %d out of range: want 500..599 (0 means 503)", c.GiveUpStatus)}
+	}
+	c.AttemptHeader = http.CanonicalHeaderKey(c.AttemptHeader)
+	c.DoNotRetryHeader = http.CanonicalHeaderKey(c.DoNotRetryHeader)
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			in := &info{c: c, attempt: parseAttempt(r.Header.Get(c.AttemptHeader))}
+			ctx := context.WithValue(r.Context(), ctxKey{}, in)
+			if in.attempt > 0 {
+				ctx = retry.SingleAttempt(ctx)
+			}
+			next.ServeHTTP(w, r.WithContext(ctx))
+		})
+	}, nil
+}
+
+// Middleware is the middleware with the default Config: requests that
+// carry Attempt-Count are served under retry.SingleAttempt.
+func Middleware(next http.Handler) http.Handler {
+	mw, _ := New(Config{}) // the defaults are valid
+	return mw(next)
+}
+
+// parseAttempt returns the attempt number in v, or 0 when v is not one
+// (absent, not a decimal integer, outside 1..1000).
+func parseAttempt(v string) int {
+	v = strings.TrimSpace(v)
+	if v == "" || len(v) > 4 {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 1000 {
+		return 0
+	}
+	return n
+}
+
+// Attempt returns the caller's attempt number for r (1 for its first
+// attempt), or 0 when the caller does not say it retries or r did not pass
+// through Middleware.
+func Attempt(r *http.Request) int {
+	if in, ok := r.Context().Value(ctxKey{}).(*info); ok {
+		return in.attempt
+	}
+	return 0
+}
+
+// FromRetryingCaller reports whether r came from a caller that retries (it
+// carried a valid attempt header through Middleware): the handler's own
+// retry loops then make one attempt only.
+func FromRetryingCaller(r *http.Request) bool { return Attempt(r) > 0 }
+
+func config(r *http.Request) Config {
+	if in, ok := r.Context().Value(ctxKey{}).(*info); ok {
+		return in.c
+	}
+	return Config{AttemptHeader: DefaultAttemptHeader, DoNotRetryHeader: DefaultDoNotRetryHeader,
+		RetryStatus: DefaultRetryStatus, GiveUpStatus: DefaultGiveUpStatus}
+}
+
+// DoNotRetry sets the do-not-retry header ("Do-Not-Retry: true", or the
+// name configured for r's middleware) on w. Call it before writing the
+// status, when retrying this request cannot help: for example when relaying
+// a 503 that this layer's own retries already got three times.
+func DoNotRetry(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set(config(r).DoNotRetryHeader, "true")
+}
+
+// Fail answers r for a handler whose outgoing call failed with err (from
+// retry.Do, or an httpretry transport, whose errors wrap *retry.Error):
+//
+//   - err matches retry.ErrOuterLayer: this layer made one attempt because
+//     its caller retries, and that attempt failed in a way worth retrying.
+//     Fail answers RetryStatus (503), with Retry-After when the failure
+//     carried a server hint (rounded up to whole seconds), and without
+//     Do-Not-Retry: the caller retries.
+//   - err is another *retry.Error: this layer's own retry loop gave up
+//     (attempts exhausted, deadline, budget exhausted, breaker open,
+//     rejected locally, hint too long). Fail answers GiveUpStatus (503)
+//     with Do-Not-Retry: true, and Retry-After when the loop knew a wait
+//     (the breaker's next probe, the server's overlong hint): what this
+//     layer could try was tried, and the layers above must not multiply it.
+//     Its reason PermanentError (the error is not retryable at all) gets
+//     502 Bad Gateway with Do-Not-Retry: true.
+//   - the caller's context ended (retry.ErrCancelled, context.Canceled):
+//     nobody reads the answer; Fail writes 503 without headers so that
+//     logs show it.
+//   - any other error: 502 Bad Gateway, without Do-Not-Retry (this layer
+//     does not know whether retrying could help).
+//
+// The body is a one-line text/plain message with err's text. Fail returns
+// the status it wrote.
+func Fail(w http.ResponseWriter, r *http.Request, err error) int {
+	c := config(r)
+	status, dnr, wait := classify(c, err)
+	h := w.Header()
+	if dnr {
+		h.Set(c.DoNotRetryHeader, "true")
+	}
+	if wait > 0 {
+		h.Set("Retry-After", strconv.FormatInt(int64(math.Ceil(wait.Seconds())), 10))
+	}
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, "%s: %v\n", http.StatusText(status), err)
+	return status
+}
+
+// classify decides Fail's answer: status, Do-Not-Retry, Retry-After.
+func classify(c Config, err error) (status int, dnr bool, wait time.Duration) {
+	var re *retry.Error
+	switch {
+	case err == nil:
+		return http.StatusInternalServerError, false, 0
+	case errors.Is(err, retry.ErrCancelled) || errors.Is(err, context.Canceled) && !errors.As(err, &re):
+		return http.StatusServiceUnavailable, false, 0
+	case errors.As(err, &re) && re.Reason == retry.OuterLayer:
+		if h, ok := retry.HintOf(re.Last); ok {
+			wait = h
+		}
+		return c.RetryStatus, false, wait
+	case errors.As(err, &re) && re.Reason == retry.PermanentError:
+		return http.StatusBadGateway, true, 0
+	case errors.As(err, &re):
+		switch re.Reason {
+		case retry.BreakerOpen, retry.HintTooLong:
+			wait = re.Wait
+		}
+		return c.GiveUpStatus, true, wait
+	}
+	return http.StatusBadGateway, false, 0
+}
+
+func validName(v string) bool {
+	if v == "" {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		ch := v[i]
+		switch {
+		case 'a' <= ch && ch <= 'z', 'A' <= ch && ch <= 'Z', '0' <= ch && ch <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", ch) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,127 @@
+package layer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/yaoki-go/yaoki/breaker"
+	"github.com/yaoki-go/yaoki/retry"
+)
+
+func TestParseAttempt(t *testing.T) {
+	for v, want := range map[string]int{
+		"": 0, "1": 1, " 2 ": 2, "1000": 1000, "1001": 0, "0": 0, "-1": 0, "x": 0, "1.5": 0, "99999": 0, "+3": 3,
+	} {
+		if got := parseAttempt(v); got != want {
+			t.Errorf("parseAttempt(%q) = %d, want %d", v, got, want)
+		}
+	}
+}
+
+func TestMiddlewareMarksRetryingCallers(t *testing.T) {
+	var single bool
+	var attempt int
+	h := Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		single = retry.IsSingleAttempt(r.Context())
+		attempt = Attempt(r)
+	}))
+	for _, c := range []struct {
+		header  string
+		single  bool
+		attempt int
+	}{
+		{"", false, 0},
+		{"1", true, 1},
+		{"3", true, 3},
+		{"garbage", false, 0},
+	} {
+		r := httptest.NewRequest("GET", "/", nil)
+		if c.header != "" {
+			r.Header.Set("Attempt-Count", c.header)
+		}
+		h.ServeHTTP(httptest.NewRecorder(), r)
+		if single != c.single || attempt != c.attempt {
+			t.Errorf("Attempt-Count %q: single %v, attempt %d; want %v, %d", c.header, single, attempt, c.single, c.attempt)
+		}
+	}
+}
+
+func TestConfiguredNames(t *testing.T) {
+	mw, err := New(Config{AttemptHeader: "x-try", DoNotRetryHeader: "x-final", RetryStatus: 502})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	r := httptest.NewRequest("GET", "/", nil)
+	r.Header.Set("X-Try", "2")
+	var got bool
+	mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = FromRetryingCaller(r)
+		DoNotRetry(w, r)
+	})).ServeHTTP(rec, r)
+	if !got || rec.Header().Get("X-Final") != "true" {
+		t.Fatalf("retrying %v, headers %v", got, rec.Header())
+	}
+	for _, c := range []Config{{AttemptHeader: "bad name"}, {DoNotRetryHeader: "a:b"}, {RetryStatus: 429}, {GiveUpStatus: 200}} {
+		if _, err := New(c); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("New(%+v): %v, want ErrInvalidConfig", c, err)
+		}
+	}
+}
+
+var nowait = func(context.Context, time.Duration) error { return nil }
+
+func TestFail(t *testing.T) {
+	down := errors.New("dial tcp: connection refused")
+	ctx := context.Background()
+	fail := func(context.Context) error { return down }
+	p := retry.Policy{Sleep: nowait}
+	open, _ := breaker.New(breaker.Settings{ConsecutiveFailures: 1, OpenJitter: breaker.Disabled})
+	open.Execute(ctx, fail)
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	hinted := func(context.Context) error { return retry.After(down, 2500*time.Millisecond) }
+
+	cases := []struct {
+		name       string
+		err        error
+		status     int
+		dnr        bool
+		retryAfter string
+	}{
+		{"single attempt for a retrying caller", retry.Do(retry.SingleAttempt(ctx), p, fail), 503, false, ""},
+		{"single attempt with a server hint", retry.Do(retry.SingleAttempt(ctx), p, hinted), 503, false, "3"},
+		{"own retries exhausted", retry.Do(ctx, p, fail), 503, true, ""},
+		{"wrapped, as httpretry does", fmt.Errorf("httpretry: GET /x: %w", retry.Do(ctx, p, fail)), 503, true, ""},
+		{"breaker open", retry.Do(ctx, retry.Policy{Breaker: open, Sleep: nowait}, fail), 503, true, "30"},
+		{"permanent", retry.Do(ctx, p, func(context.Context) error { return retry.Permanent(down) }), 502, true, ""},
+		{"caller cancelled", retry.Do(cancelled, p, fail), 503, false, ""},
+		{"not a retry error", down, 502, false, ""},
+	}
+	for _, c := range cases {
+		rec := httptest.NewRecorder()
+		r := httptest.NewRequest("GET", "/", nil)
+		var status int
+		Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			status = Fail(w, r, c.err)
+		})).ServeHTTP(rec, r)
+		if rec.Code != c.status || status != c.status {
+			t.Errorf("%s: status %d (returned %d), want %d", c.name, rec.Code, status, c.status)
+		}
+		if got := rec.Header().Get("Do-Not-Retry") == "true"; got != c.dnr {
+			t.Errorf("%s: Do-Not-Retry %v, want %v", c.name, got, c.dnr)
+		}
+		if got := rec.Header().Get("Retry-After"); got != c.retryAfter {
+			t.Errorf("%s: Retry-After %q, want %q", c.name, got, c.retryAfter)
+		}
+		if !strings.Contains(rec.Body.String(), c.err.Error()) {
+			t.Errorf("%s: body %q does not say what failed", c.name, rec.Body)
+		}
+	}
+}
