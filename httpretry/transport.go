@@ -173,6 +173,13 @@ type Transport struct {
 	// Status added. Nil (and a nil Policy.Observer): no events, no cost.
 	Observer event.Observer
 
+	// Guards gives each destination host its own retry budget, circuit
+	// breaker and throttle (see Guards, in hosts.go). The zero value gives
+	// each host a share-of-traffic budget (budget.Share's defaults: retries
+	// ≤ 20 % of requests over 10 s, plus 10 retries/s) and no breaker or
+	// throttle. Guards set in Policy are shared by all hosts instead.
+	Guards Guards
+
 	once sync.Once
 	cfg  *config
 	err  error
@@ -196,6 +203,7 @@ type config struct {
 	attemptTimeout time.Duration
 	keyMode        KeyMode
 	observer       event.Observer
+	hosts          *hosts // per-host guards; nil when Policy sets them all
 }
 
 // RoundTrip sends req, retrying as the Transport's fields say; see the
@@ -317,6 +325,7 @@ func (t *Transport) build() (*config, error) {
 		return nil, &configError{msg: "Policy: " + err.Error(), err: err}
 	}
 	c.attempts = p.Attempts()
+	c.hosts = newHosts(t.Guards, c.retrier)
 	return c, nil
 }
 
@@ -339,7 +348,9 @@ func headerName(field, v, def string) (string, error) {
 // retrierFor returns the retrier that applies to req. It is the seam where
 // per-host guards plug in: one Retrier per destination host, each with its
 // own budget, breaker and throttle.
-func (c *config) retrierFor(*http.Request) *retry.Retrier { return c.retrier }
+func (c *config) retrierFor(req *http.Request) *retry.Retrier {
+	return c.hosts.retrierFor(req, c.retrier)
+}
 
 // closeBody closes a request body that will not be handed to Base.
 func closeBody(req *http.Request) {

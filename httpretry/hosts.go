@@ -1,0 +1,171 @@
+package httpretry
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/yaoki-go/yaoki/budget"
+	"github.com/yaoki-go/yaoki/retry"
+)
+
+// MaxGuardedHosts is how many destination hosts get guards of their own;
+// requests to further hosts share one more set, so that a client that
+// calls an unbounded number of hosts (a crawler) keeps bounded memory.
+const MaxGuardedHosts = 1024
+
+// Guards makes the guards of each destination host: a Transport calls a
+// factory the first time it sends a request to a host (the URL's host, with
+// its port if it has one, in lower case) and keeps what it returns for
+// every later request to that host. A factory must return a new guard (or
+// nil for none): guards shared between hosts would let one failing host
+// trip the others' breaker or spend their budget.
+//
+// A guard set in Transport.Policy (Budget, Breaker, Throttle) is shared by
+// every host and replaces the factory of its kind.
+type Guards struct {
+	// Budget makes a host's retry budget. Nil: a budget.Share with its
+	// defaults (retries ≤ 20 % of the host's requests over 10 s, plus 10
+	// retries/s), so that retries cannot multiply the load on a host that
+	// is down. NoBudget: none.
+	Budget func(host string) retry.Budget
+	// Breaker makes a host's circuit breaker. Nil: none. For example
+	//
+	//	func(host string) retry.Breaker {
+	//		b, _ := breaker.New(breaker.Settings{Name: host})
+	//		return b
+	//	}
+	Breaker func(host string) retry.Breaker
+	// Throttle makes a host's client-side throttle (throttle.NewAdaptive,
+	// throttle.NewCubic). Nil: none.
+	Throttle func(host string) retry.Throttle
+}
+
+// NoBudget as Guards.Budget turns the default per-host budget off.
+func NoBudget(host string) retry.Budget { return nil }
+
+// defaultBudget is the Guards.Budget used when none is given.
+func defaultBudget(string) retry.Budget {
+	b, _ := budget.NewShare(budget.ShareConfig{}) // the defaults are valid
+	return b
+}
+
+// hosts holds one retrier per destination host, each built from the
+// transport's policy with that host's guards. Lookups are lock-free and
+// allocate nothing: the map is copied when a host is added (at most
+// MaxGuardedHosts times).
+type hosts struct {
+	g    Guards
+	base retry.Policy
+	m    atomic.Pointer[map[string]*hostGuards]
+
+	mu       sync.Mutex
+	overflow *hostGuards
+}
+
+// hostGuards is one host's retrier and the guards in it.
+type hostGuards struct {
+	r        *retry.Retrier
+	budget   retry.Budget
+	breaker  retry.Breaker
+	throttle retry.Throttle
+}
+
+// newHosts returns the per-host guards of a transport whose policy is
+// base's, or nil when the policy sets every guard itself.
+func newHosts(g Guards, base *retry.Retrier) *hosts {
+	p := base.Policy()
+	if p.Budget != nil && p.Breaker != nil && p.Throttle != nil {
+		return nil
+	}
+	if g.Budget == nil {
+		g.Budget = defaultBudget
+	}
+	h := &hosts{g: g, base: p}
+	h.m.Store(&map[string]*hostGuards{})
+	return h
+}
+
+// retrierFor returns the retrier of req's host; def when there are no
+// per-host guards.
+func (h *hosts) retrierFor(req *http.Request, def *retry.Retrier) *retry.Retrier {
+	if h == nil {
+		return def
+	}
+	return h.get(hostKey(req.URL.Host)).r
+}
+
+func (h *hosts) get(key string) *hostGuards {
+	if g, ok := (*h.m.Load())[key]; ok {
+		return g
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	m := *h.m.Load()
+	if g, ok := m[key]; ok {
+		return g
+	}
+	if len(m) >= MaxGuardedHosts {
+		if h.overflow == nil {
+			h.overflow = h.build("")
+		}
+		return h.overflow
+	}
+	g := h.build(key)
+	next := make(map[string]*hostGuards, len(m)+1)
+	for k, v := range m {
+		next[k] = v
+	}
+	next[key] = g
+	h.m.Store(&next)
+	return g
+}
+
+// build makes host's guards and the retrier that applies them.
+func (h *hosts) build(host string) *hostGuards {
+	p := h.base
+	if p.Budget == nil {
+		p.Budget = h.g.Budget(host)
+	}
+	if p.Breaker == nil && h.g.Breaker != nil {
+		p.Breaker = h.g.Breaker(host)
+	}
+	if p.Throttle == nil && h.g.Throttle != nil {
+		p.Throttle = h.g.Throttle(host)
+	}
+	r, err := retry.New(p)
+	if err != nil {
+		panic("httpretry: a validated policy became invalid: " + err.Error()) // unreachable: only guards changed
+	}
+	return &hostGuards{r: r, budget: p.Budget, breaker: p.Breaker, throttle: p.Throttle}
+}
+
+// hostKey lower-cases a host only when it has to, so that the common case
+// allocates nothing.
+func hostKey(host string) string {
+	for i := 0; i < len(host); i++ {
+		if c := host[i]; 'A' <= c && c <= 'Z' {
+			return strings.ToLower(host)
+		}
+	}
+	return host
+}
+
+// GuardsFor returns the guards the transport uses for host (as in a URL:
+// "api.example.com" or "127.0.0.1:8080"), creating them if no request went
+// there yet; for observability (a budget's Level, a breaker's State). Nil
+// results are guards the transport does not use. It returns nils when the
+// transport's fields are invalid.
+func (t *Transport) GuardsFor(host string) (retry.Budget, retry.Breaker, retry.Throttle) {
+	c, err := t.config()
+	if err != nil {
+		return nil, nil, nil
+	}
+	if c.hosts == nil {
+		p := c.retrier.Policy()
+		return p.Budget, p.Breaker, p.Throttle
+	}
+	g := c.hosts.get(hostKey(host))
+	return g.budget, g.breaker, g.throttle
+}

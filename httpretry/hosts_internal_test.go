@@ -1,0 +1,52 @@
+package httpretry
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/yaoki-go/yaoki/retry"
+)
+
+func TestHostsOverflowShareOneSet(t *testing.T) {
+	r, _ := retry.New(retry.Policy{})
+	built := 0
+	h := newHosts(Guards{Budget: func(string) retry.Budget { built++; return defaultBudget("") }}, r)
+	first := map[string]*hostGuards{}
+	for i := 0; i < MaxGuardedHosts+10; i++ {
+		key := fmt.Sprintf("h%d:80", i)
+		g := h.get(key)
+		if g != h.get(key) {
+			t.Fatalf("host %s got a new set on its second request", key)
+		}
+		first[key] = g
+	}
+	over := first[fmt.Sprintf("h%d:80", MaxGuardedHosts)]
+	for i := MaxGuardedHosts; i < MaxGuardedHosts+10; i++ {
+		if first[fmt.Sprintf("h%d:80", i)] != over {
+			t.Fatal("hosts beyond MaxGuardedHosts do not share one set")
+		}
+	}
+	if built != MaxGuardedHosts+1 {
+		t.Fatalf("%d budgets built, want %d", built, MaxGuardedHosts+1)
+	}
+	if len(*h.m.Load()) != MaxGuardedHosts {
+		t.Fatalf("%d hosts kept, want %d", len(*h.m.Load()), MaxGuardedHosts)
+	}
+	// A transport whose policy sets every guard keeps no per-host state.
+	p := retry.Policy{Budget: defaultBudget(""), Breaker: nilBreaker{}, Throttle: nilThrottle{}}
+	r, _ = retry.New(p)
+	if newHosts(Guards{}, r) != nil {
+		t.Fatal("per-host guards built although the policy sets them all")
+	}
+}
+
+type nilBreaker struct{}
+
+func (nilBreaker) AllowAt(time.Time, bool) (uint64, error)        { return 0, nil }
+func (nilBreaker) DoneAt(time.Time, uint64, time.Duration, error) {}
+
+type nilThrottle struct{}
+
+func (nilThrottle) AdmitAt(time.Time) (time.Duration, error) { return 0, nil }
+func (nilThrottle) RecordAt(time.Time, bool)                 {}
