@@ -34,19 +34,19 @@ func TestHostsOverflowShareOneSet(t *testing.T) {
 		t.Fatalf("%d hosts kept, want %d", len(*h.m.Load()), MaxGuardedHosts)
 	}
 	// A transport whose policy sets every guard keeps no per-host state.
-	p := retry.Policy{Budget: defaultBudget(""), Breaker: nilBreaker{}, Throttle: nilThrottle{}}
+	p := retry.Policy{Budget: defaultBudget(""), Breaker: noBreaker{}, Throttle: noThrottle{}}
 	r, _ = retry.New(p)
 	if newHosts(Guards{}, r) != nil {
 		t.Fatal("per-host guards built although the policy sets them all")
 	}
 }
 
-type nilBreaker struct{}
+type noBreaker struct{}
 
-func (nilBreaker) AllowAt(time.Time, bool) (uint64, error)        { return 0, nil }
-func (nilBreaker) DoneAt(time.Time, uint64, time.Duration, error) {}
+func (noBreaker) AllowAt(time.Time, bool) (uint64, error)        { return 0, nil }
+func (noBreaker) DoneAt(time.Time, uint64, time.Duration, error) {}
 
-type nilThrottle struct{}
+type noThrottle struct{}
 
-func (nilThrottle) AdmitAt(time.Time) (time.Duration, error) { return 0, nil }
-func (nilThrottle) RecordAt(time.Time, bool)                 {}
+func (noThrottle) AdmitAt(time.Time) (time.Duration, error) { return 0, nil }
+func (noThrottle) RecordAt(time.Time, bool)                 {}

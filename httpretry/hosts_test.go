@@ -18,7 +18,7 @@ import (
 
 // counting starts a loopback server that answers status to every request
 // and counts them.
-func counting(t *testing.T, status int) (*httptest.Server, *atomic.Int64) {
+func guardedServer(t *testing.T, status int) (*httptest.Server, *atomic.Int64) {
 	t.Helper()
 	var n atomic.Int64
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -29,7 +29,7 @@ func counting(t *testing.T, status int) (*httptest.Server, *atomic.Int64) {
 	return s, &n
 }
 
-func get(t *testing.T, c *http.Client, u string) (int, error) {
+func guardedGet(t *testing.T, c *http.Client, u string) (int, error) {
 	t.Helper()
 	resp, err := c.Get(u)
 	if err != nil {
@@ -39,7 +39,7 @@ func get(t *testing.T, c *http.Client, u string) (int, error) {
 	return resp.StatusCode, nil
 }
 
-func hostOf(s *httptest.Server) string {
+func guardedHost(s *httptest.Server) string {
 	u, _ := url.Parse(s.URL)
 	return u.Host
 }
@@ -49,8 +49,8 @@ func hostOf(s *httptest.Server) string {
 // plus 10 retries/s as retries, and spending its budget leaves another
 // host's untouched.
 func TestDefaultBudgetPerHost(t *testing.T) {
-	down, downN := counting(t, 503)
-	other, otherN := counting(t, 503)
+	down, downN := guardedServer(t, 503)
+	other, otherN := guardedServer(t, 503)
 	p, _ := retrytest.NoWait(retry.Policy{})
 	tr := &httpretry.Transport{Policy: p}
 	c := tr.Client()
@@ -58,7 +58,7 @@ func TestDefaultBudgetPerHost(t *testing.T) {
 
 	const calls = 200
 	for i := 0; i < calls; i++ {
-		if code, err := get(t, c, down.URL); err != nil || code != 503 {
+		if code, err := guardedGet(t, c, down.URL); err != nil || code != 503 {
 			t.Fatalf("call %d: %v %v", i, code, err)
 		}
 	}
@@ -67,23 +67,23 @@ func TestDefaultBudgetPerHost(t *testing.T) {
 	if n := downN.Load(); n > calls+calls/5+100 || n < calls+100 {
 		t.Fatalf("the failing host got %d requests for %d calls, want %d to %d", n, calls, calls+100, calls+calls/5+100)
 	}
-	b, br, th := tr.GuardsFor(hostOf(down))
+	b, br, th := tr.GuardsFor(guardedHost(down))
 	if s, ok := b.(*budget.Share); !ok || s.Level() > 1 || br != nil || th != nil {
 		t.Fatalf("guards of the failing host: %T %v %v %v, want a spent *budget.Share only", b, b, br, th)
 	}
 	// The other host's budget is its own: a call gets its 3 attempts.
-	if code, _ := get(t, c, other.URL); code != 503 || otherN.Load() != 3 {
+	if code, _ := guardedGet(t, c, other.URL); code != 503 || otherN.Load() != 3 {
 		t.Fatalf("other host: status %d after %d attempts, want 503 after 3", code, otherN.Load())
 	}
 }
 
 func TestNoBudget(t *testing.T) {
-	down, n := counting(t, 503)
+	down, n := guardedServer(t, 503)
 	p, _ := retrytest.NoWait(retry.Policy{})
 	tr := &httpretry.Transport{Policy: p, Guards: httpretry.Guards{Budget: httpretry.NoBudget}}
 	defer tr.CloseIdleConnections()
 	for i := 0; i < 100; i++ {
-		get(t, tr.Client(), down.URL)
+		guardedGet(t, tr.Client(), down.URL)
 	}
 	if n.Load() != 300 {
 		t.Fatalf("%d requests for 100 calls without a budget, want 300", n.Load())
@@ -93,8 +93,8 @@ func TestNoBudget(t *testing.T) {
 // TestBreakerPerHost: a breaker factory gives each host its own breaker; the
 // failing host's trips, the healthy host's stays closed.
 func TestBreakerPerHost(t *testing.T) {
-	down, downN := counting(t, 503)
-	up, upN := counting(t, 200)
+	down, downN := guardedServer(t, 503)
+	up, upN := guardedServer(t, 200)
 	p, _ := retrytest.NoWait(retry.Policy{})
 	tr := &httpretry.Transport{Policy: p, Guards: httpretry.Guards{
 		Budget: httpretry.NoBudget,
@@ -106,24 +106,24 @@ func TestBreakerPerHost(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	c := tr.Client()
 	for i := 0; i < 5; i++ {
-		get(t, c, down.URL)
-		get(t, c, up.URL)
+		guardedGet(t, c, down.URL)
+		guardedGet(t, c, up.URL)
 	}
 	// Call 1: 3 attempts; call 2: 2 attempts, the fifth failure trips; the
 	// rest are refused before any attempt.
 	if downN.Load() != 5 {
 		t.Fatalf("failing host got %d requests, want 5", downN.Load())
 	}
-	_, err := get(t, c, down.URL)
+	_, err := guardedGet(t, c, down.URL)
 	var he *httpretry.Error
 	if !errors.As(err, &he) || he.Reason != retry.BreakerOpen || !errors.Is(err, breaker.ErrOpen) || he.Attempts != 0 {
 		t.Fatalf("call through an open breaker: %v, want an *httpretry.Error with reason breaker open and no attempt", err)
 	}
-	_, br, _ := tr.GuardsFor(hostOf(down))
+	_, br, _ := tr.GuardsFor(guardedHost(down))
 	if s := br.(*breaker.Breaker).State(); s != breaker.Open {
 		t.Fatalf("failing host's breaker %v, want open", s)
 	}
-	_, br, _ = tr.GuardsFor(hostOf(up))
+	_, br, _ = tr.GuardsFor(guardedHost(up))
 	if s := br.(*breaker.Breaker).State(); s != breaker.Closed || upN.Load() != 5 {
 		t.Fatalf("healthy host's breaker %v after %d requests, want closed after 5", s, upN.Load())
 	}
@@ -131,18 +131,18 @@ func TestBreakerPerHost(t *testing.T) {
 
 // TestPolicyGuardsAreShared: guards set in the policy serve every host.
 func TestPolicyGuardsAreShared(t *testing.T) {
-	a, _ := counting(t, 503)
-	b, _ := counting(t, 503)
+	a, _ := guardedServer(t, 503)
+	b, _ := guardedServer(t, 503)
 	shared, _ := budget.NewShare(budget.ShareConfig{MinPerSecond: budget.NoFloor})
 	p, _ := retrytest.NoWait(retry.Policy{Budget: shared})
 	tr := &httpretry.Transport{Policy: p}
 	defer tr.CloseIdleConnections()
 	for i := 0; i < 10; i++ {
-		get(t, tr.Client(), a.URL)
-		get(t, tr.Client(), b.URL)
+		guardedGet(t, tr.Client(), a.URL)
+		guardedGet(t, tr.Client(), b.URL)
 	}
-	ba, _, _ := tr.GuardsFor(hostOf(a))
-	bb, _, _ := tr.GuardsFor(hostOf(b))
+	ba, _, _ := tr.GuardsFor(guardedHost(a))
+	bb, _, _ := tr.GuardsFor(guardedHost(b))
 	if ba != retry.Budget(shared) || bb != retry.Budget(shared) {
 		t.Fatal("the policy's budget is not the one used for every host")
 	}
