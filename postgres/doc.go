@@ -1,0 +1,10 @@
+// Package postgres keeps the toolkit's durable state in PostgreSQL:
+// IdempotencyStore holds the records of the idempotency middleware in a
+// table that Migrate creates, with every transition done atomically by the
+// database (INSERT ... ON CONFLICT, conditional UPDATE and DELETE), so that
+// a fleet of processes shares them and they survive restarts.
+//
+// The package is a module of its own (github.com/yaoki-go/yaoki/postgres),
+// so that users of the root module never download a database driver. It
+// uses github.com/jackc/pgx/v5: a *pgxpool.Pool is the usual DB.
+package postgres

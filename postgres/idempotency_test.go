@@ -1,0 +1,123 @@
+package postgres_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/yaoki-go/yaoki/idempotency"
+	"github.com/yaoki-go/yaoki/idempotency/idempotencytest"
+	"github.com/yaoki-go/yaoki/internal/idemproc"
+	"github.com/yaoki-go/yaoki/postgres"
+	"github.com/yaoki-go/yaoki/postgres/internal/pgtest"
+)
+
+func TestMain(m *testing.M) {
+	// The restart and lease tests run this binary again as a server.
+	idemproc.Main(func(dsn string) (idempotency.Store, error) {
+		pool, err := pgxpool.New(context.Background(), dsn)
+		if err != nil {
+			return nil, err
+		}
+		return postgres.NewIdempotencyStore(pool), nil
+	})
+	os.Exit(m.Run())
+}
+
+// start starts a server, migrates it and returns it with a pool.
+func start(tb testing.TB) (*pgtest.Server, *pgxpool.Pool) {
+	srv := pgtest.Start(tb)
+	cfg, err := pgxpool.ParseConfig(srv.DSN)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg.MaxConns = 16
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(pool.Close)
+	if err := postgres.Migrate(context.Background(), pool); err != nil {
+		tb.Fatal(err)
+	}
+	return srv, pool
+}
+
+func TestIdempotencyStoreContract(t *testing.T) {
+	_, pool := start(t)
+	store := postgres.NewIdempotencyStore(pool)
+	idempotencytest.TestStore(t, func(t *testing.T) idempotency.Store { return store })
+}
+
+func TestIdempotencyExactlyOnce(t *testing.T) {
+	_, pool := start(t)
+	idempotencytest.ExactlyOnce(t, postgres.NewIdempotencyStore(pool), 500)
+}
+
+func TestIdempotencyLeaseAfterKill(t *testing.T) {
+	srv, pool := start(t)
+	idemproc.LeaseAfterKill(t, postgres.NewIdempotencyStore(pool), srv.DSN)
+}
+
+// TestIdempotencySurvivesRestart: the record outlives the server process
+// that wrote it and a restart of PostgreSQL itself.
+func TestIdempotencySurvivesRestart(t *testing.T) {
+	srv, pool := start(t)
+	idemproc.SurvivesRestart(t, srv.DSN, func(t *testing.T) {
+		pool.Reset() // drop the connections to the server about to stop
+		srv.Restart(t)
+	})
+}
+
+func TestMigrateTwiceAndConcurrently(t *testing.T) {
+	_, pool := start(t)
+	ctx := context.Background()
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() { errs <- postgres.Migrate(ctx, pool) }()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatalf("concurrent Migrate: %v", err)
+		}
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM `+postgres.MigrationsTable).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("migrations recorded: %d %v, want 1", n, err)
+	}
+}
+
+func TestIdempotencyCleanup(t *testing.T) {
+	_, pool := start(t)
+	ctx := context.Background()
+	s := postgres.NewIdempotencyStore(pool)
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	const n = 2500
+	for i := range n {
+		id := idempotency.ID{Key: "k" + string(rune('a'+i%26)) + time.Duration(i).String()}
+		if _, claimed, err := s.Begin(ctx, id, idempotency.Fingerprint{}, "t", t0, time.Minute); err != nil || !claimed {
+			t.Fatal(claimed, err)
+		}
+		if i%2 == 0 { // half completed, kept an hour; half left in progress
+			if err := s.Complete(ctx, id, "t", idempotency.Response{Status: 200}, t0, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got, err := s.Cleanup(ctx, t0.Add(time.Minute-time.Millisecond)); err != nil || got != 0 {
+		t.Fatalf("cleanup before any time passed: %d %v, want 0", got, err)
+	}
+	if got, err := s.Cleanup(ctx, t0.Add(time.Minute)); err != nil || got != n/2 {
+		t.Fatalf("cleanup after the leases: %d %v, want %d", got, err, n/2)
+	}
+	if got, err := s.Cleanup(ctx, t0.Add(time.Hour)); err != nil || got != n/2 {
+		t.Fatalf("cleanup after the retention: %d %v, want %d", got, err, n/2)
+	}
+	var left int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM `+postgres.IdempotencyTable).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("rows left: %d %v", left, err)
+	}
+}

@@ -1,0 +1,214 @@
+// Package pgtest starts a real PostgreSQL server for tests: Debian's
+// binaries (initdb and postgres under /usr/lib/postgresql/*/bin), a new
+// cluster in a temporary directory, listening on a free loopback port (and a
+// unix socket in that directory), stopped and removed when the test ends.
+// Tests skip with a message when the binaries are not installed (.ci/run
+// installs them).
+//
+// PostgreSQL refuses to run as root: when the test runs as root, the server
+// runs as the "postgres" user (or "nobody") and its directory belongs to
+// that user.
+package pgtest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Server is a running PostgreSQL server.
+type Server struct {
+	// DSN connects to its "postgres" database as the "postgres" superuser
+	// over TCP on loopback, without a password.
+	DSN  string
+	Port int
+
+	bin  string // directory of the binaries
+	dir  string // cluster directory (data/ and the socket)
+	cred *syscall.Credential
+	cmd  *exec.Cmd
+	out  *bytes.Buffer
+	done chan struct{}
+}
+
+// BinDir returns the directory of the newest installed PostgreSQL's
+// binaries, or "" when none is installed.
+func BinDir() string {
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	var ok []string
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "postgres")); err == nil {
+			if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
+				ok = append(ok, d)
+			}
+		}
+	}
+	if len(ok) == 0 {
+		return ""
+	}
+	slices.SortFunc(ok, func(a, b string) int { return version(a) - version(b) })
+	return ok[len(ok)-1]
+}
+
+func version(binDir string) int {
+	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
+	return n
+}
+
+// Start creates a cluster and starts its server for tb, or skips tb when
+// PostgreSQL is not installed. Everything is stopped and removed when tb
+// ends.
+func Start(tb testing.TB) *Server {
+	tb.Helper()
+	bin := BinDir()
+	if bin == "" {
+		tb.Skip("pgtest: PostgreSQL is not installed (apt-get install postgresql); skipping the PostgreSQL integration test")
+	}
+	s := &Server{bin: bin}
+	var err error
+	if s.cred, err = credential(); err != nil {
+		tb.Fatalf("pgtest: %v", err)
+	}
+	s.dir, err = os.MkdirTemp("", "yaoki-pgtest-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = os.RemoveAll(s.dir) })
+	if s.cred != nil {
+		if err := os.Chown(s.dir, int(s.cred.Uid), int(s.cred.Gid)); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", filepath.Join(s.dir, "data"), "-U", "postgres",
+		"--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync")
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
+	initdb.Dir = s.dir
+	if out, err := initdb.CombinedOutput(); err != nil {
+		tb.Fatalf("pgtest: initdb: %v\n%s", err, out)
+	}
+	var lastErr error
+	for range 5 { // a free port may be taken between choosing and binding it
+		if s.Port, err = freePort(); err != nil {
+			tb.Fatal(err)
+		}
+		if lastErr = s.start(); lastErr == nil {
+			break
+		}
+	}
+	if lastErr != nil {
+		tb.Fatalf("pgtest: %v", lastErr)
+	}
+	s.DSN = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.Port)
+	tb.Cleanup(s.stop)
+	return s
+}
+
+// credential returns whom to run the server as: nil when the test does not
+// run as root, else the postgres user, else nobody.
+func credential() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	for _, name := range []string{"postgres", "nobody"} {
+		u, err := user.Lookup(name)
+		if err != nil {
+			continue
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+	}
+	return nil, fmt.Errorf("running as root and neither user postgres nor nobody exists to run PostgreSQL as")
+}
+
+func (s *Server) start() error {
+	s.out = &bytes.Buffer{}
+	s.cmd = exec.Command(filepath.Join(s.bin, "postgres"), "-D", filepath.Join(s.dir, "data"),
+		"-h", "127.0.0.1", "-p", strconv.Itoa(s.Port), "-k", s.dir,
+		"-c", "fsync=off", "-c", "max_connections=200", "-c", "shared_buffers=32MB",
+		"-c", "logging_collector=off", "-c", "log_min_messages=warning")
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Setpgid: true}
+	s.cmd.Dir = s.dir
+	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
+	if err := s.cmd.Start(); err != nil {
+		return fmt.Errorf("start postgres: %w", err)
+	}
+	s.done = make(chan struct{})
+	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(s.cmd, s.done)
+	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&connect_timeout=2", s.Port)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		select {
+		case <-s.done:
+			return fmt.Errorf("postgres exited: %s", s.out)
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		conn, err := pgx.Connect(ctx, dsn)
+		if err == nil {
+			err = conn.Ping(ctx)
+			_ = conn.Close(ctx)
+		}
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			s.kill()
+			return fmt.Errorf("postgres on port %d not ready within 60 s: %v: %s", s.Port, err, s.out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stop asks for a fast shutdown (SIGINT: clients are disconnected, every
+// committed transaction is on disk) and waits for it, killing the server if
+// it takes more than 30 s.
+func (s *Server) stop() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-s.done:
+	case <-time.After(30 * time.Second):
+		s.kill()
+	}
+	s.cmd = nil
+}
+
+func (s *Server) kill() {
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL) // its process group: the backends too
+	<-s.done
+}
+
+// Restart stops the server (fast shutdown) and starts it again on the same
+// port and data: what was committed is still there.
+func (s *Server) Restart(tb testing.TB) {
+	tb.Helper()
+	s.stop()
+	if err := s.start(); err != nil {
+		tb.Fatalf("pgtest: restart: %v", err)
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
