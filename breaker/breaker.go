@@ -115,6 +115,23 @@ type period struct {
 	until int64 // UnixNano at which the breaker becomes half-open
 	trips int
 	cause error
+	// last is the refusal handed out most recently: refusals within the
+	// same millisecond share it, so that an open breaker under load
+	// refuses without allocating. It is never modified once published.
+	last atomic.Pointer[OpenError]
+}
+
+// refusal returns the *OpenError for a call refused at ns (UnixNano) during
+// p, its Wait rounded up to the millisecond.
+func (b *Breaker) refusal(p *period, ns int64) *OpenError {
+	ms := (p.until - ns + int64(time.Millisecond) - 1) / int64(time.Millisecond)
+	wait := time.Duration(ms) * time.Millisecond
+	if e := p.last.Load(); e != nil && e.Wait == wait {
+		return e
+	}
+	e := &OpenError{Name: b.s.Name, State: Open, Wait: wait, Trips: p.trips, Cause: p.cause}
+	p.last.Store(e)
+	return e
 }
 
 // New returns a closed Breaker configured by s, or an error naming the first
@@ -160,8 +177,7 @@ func (b *Breaker) allowSlow(ctx context.Context, now time.Time, w uint64, retry 
 	if State(w&stateMask) == Open {
 		p := b.open.Load()
 		if ns := now.UnixNano(); ns < p.until {
-			return 0, b.refuse(ctx, now, &OpenError{Name: b.s.Name, State: Open,
-				Wait: time.Duration(p.until - ns), Trips: p.trips, Cause: p.cause})
+			return 0, b.refuse(ctx, now, b.refusal(p, ns))
 		}
 	}
 	b.mu.Lock()
@@ -175,8 +191,7 @@ func (b *Breaker) allowSlow(ctx context.Context, now time.Time, w uint64, retry 
 		p := b.open.Load()
 		if ns := now.UnixNano(); ns < p.until {
 			b.mu.Unlock()
-			return 0, b.refuse(ctx, now, &OpenError{Name: b.s.Name, State: Open,
-				Wait: time.Duration(p.until - ns), Trips: p.trips, Cause: p.cause})
+			return 0, b.refuse(ctx, now, b.refusal(p, ns))
 		}
 		w = b.moveLocked(w, HalfOpen)
 		ch = change{from: Open, to: HalfOpen}

@@ -604,3 +604,34 @@ func TestConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestNoAllocations: the closed success path (both window kinds, and the
+// convenience forms) and a refusal while open allocate nothing.
+func TestNoAllocations(t *testing.T) {
+	ctx := context.Background()
+	ok := func(context.Context) error { return nil }
+	for _, s := range []Settings{{}, {WindowCalls: 100}, {ConsecutiveFailures: 5, FailureRatio: Disabled}} {
+		b := newB(t, s)
+		if n := testing.AllocsPerRun(1000, func() {
+			tk, _ := b.AllowAt(t0, false)
+			b.DoneAt(t0, tk, time.Millisecond, nil)
+		}); n != 0 {
+			t.Errorf("%+v: AllowAt/DoneAt success: %v allocations, want 0", s, n)
+		}
+		if n := testing.AllocsPerRun(1000, func() { b.Execute(ctx, ok) }); n != 0 {
+			t.Errorf("%+v: Execute success: %v allocations, want 0", s, n)
+		}
+		if n := testing.AllocsPerRun(1000, func() {
+			p, _ := b.Allow()
+			p.Done(nil)
+		}); n != 0 {
+			t.Errorf("%+v: Allow/Done success: %v allocations, want 0", s, n)
+		}
+	}
+	b := newB(t, Settings{ConsecutiveFailures: 1})
+	call(t, b, t0, boom)
+	now := t0.Add(time.Second)
+	if n := testing.AllocsPerRun(1000, func() { b.AllowAt(now, false) }); n != 0 {
+		t.Errorf("refusal while open: %v allocations, want 0", n)
+	}
+}

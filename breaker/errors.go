@@ -15,11 +15,13 @@ var ErrOpen = errors.New("breaker: open")
 // OpenError is a Breaker's refusal. It says how long until the next probe
 // may be sent, and implements RetryAfter so that the retry loop reports it
 // (as retry.Error.Wait). errors.Is(err, ErrOpen) is true; Unwrap returns
-// the failure that last tripped the breaker, if any.
+// the failure that last tripped the breaker, if any. Refusals made within
+// the same millisecond of one open period may share one *OpenError: treat
+// it as read-only.
 type OpenError struct {
 	Name  string        // the breaker's name
 	State State         // Open, or HalfOpen when every probe slot is taken
-	Wait  time.Duration // until the open period ends (0 when half-open)
+	Wait  time.Duration // until the open period ends, rounded up to the millisecond (0 when half-open)
 	Trips int           // consecutive trips, counting the last one (1 after the first)
 	Cause error         // the failure that tripped the breaker, if it was an error
 }

@@ -358,3 +358,18 @@ func BenchmarkBudgetRecordSuccess(b *testing.B) {
 		})
 	}
 }
+
+func TestNoAllocations(t *testing.T) {
+	s, _ := NewShare(ShareConfig{})
+	b, _ := NewBucket(BucketConfig{})
+	g, _ := NewGRPC(GRPCConfig{})
+	for name, f := range map[string]func(){
+		"share":  func() { s.RecordAt(t0, true, true); s.AllowRetryAt(t0, false) },
+		"bucket": func() { b.RecordAt(t0, true, true); b.AllowRetryAt(t0, false) },
+		"grpc":   func() { g.RecordAt(t0, true, true); g.AllowRetryAt(t0, false) },
+	} {
+		if n := testing.AllocsPerRun(1000, f); n != 0 {
+			t.Errorf("%s: %v allocations, want 0", name, n)
+		}
+	}
+}
