@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/yaoki-go/yaoki/event"
 	"github.com/yaoki-go/yaoki/retry"
 )
 
@@ -92,27 +93,41 @@ func (cl *call) noReplay(prefix []byte) {
 }
 
 // run makes the attempts through the retry loop and turns its outcome into
-// RoundTrip's.
+// RoundTrip's. cl stays on the caller's stack unless there is an observer.
 func (cl *call) run() (*http.Response, error) {
-	ctx := cl.req.Context()
-	r := cl.c.retrierFor(cl.req)
-	var (
-		resp *http.Response
-		err  error
-	)
 	if o := cl.c.observer; o != nil {
-		p := r.Policy()
-		p.Observer = &observer{next: o, cl: cl, method: methodOf(cl.req), host: cl.req.URL.Hostname()}
-		resp, err = retry.DoValue(ctx, p, cl.attempt)
-	} else {
-		resp, err = retry.DoValueWith(ctx, r, cl.attempt)
+		h := new(call) // the observer keeps a pointer to it
+		*h = *cl
+		return h.observed(o)
 	}
+	resp, err := retry.DoValueWith(cl.req.Context(), cl.c.retrierFor(cl.req), cl.attempt)
+	return cl.finish(resp, err)
+}
+
+// observed is run with the loop's events passed to o, completed with what
+// HTTP knows.
+func (cl *call) observed(o event.Observer) (*http.Response, error) {
+	p := cl.c.retrierFor(cl.req).Policy()
+	p.Observer = &observer{next: o, cl: cl, method: methodOf(cl.req), host: cl.req.URL.Hostname()}
+	resp, err := retry.DoValue(cl.req.Context(), p, cl.attempt)
+	return cl.finish(resp, err)
+}
+
+// finish turns the loop's outcome into RoundTrip's.
+func (cl *call) finish(resp *http.Response, err error) (*http.Response, error) {
 	if !cl.sent {
 		closeBody(cl.req) // no attempt was made: a guard refused the first
 	}
 	if err == nil {
 		return resp, nil
 	}
+	return cl.gaveUp(resp, err)
+}
+
+// gaveUp hands over the last response when retries ended on a status, or
+// builds the error. It is kept out of finish so that the success path's
+// frame stays small.
+func (cl *call) gaveUp(resp *http.Response, err error) (*http.Response, error) {
 	var re *retry.Error
 	gaveUp := errors.As(err, &re)
 	// Retries ended on a status: hand over the last answer, untouched,

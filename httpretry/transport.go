@@ -218,7 +218,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, errors.New("httpretry: nil Request.URL")
 	}
-	cl := &call{c: c, req: req}
+	cl := call{c: c, req: req}
 	if err := cl.prepare(); err != nil {
 		closeBody(req)
 		return nil, cl.fail(err)
