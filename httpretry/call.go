@@ -108,7 +108,7 @@ func (cl *call) run() (*http.Response, error) {
 // HTTP knows.
 func (cl *call) observed(o event.Observer) (*http.Response, error) {
 	p := cl.c.retrierFor(cl.req).Policy()
-	p.Observer = &observer{next: o, cl: cl, method: methodOf(cl.req), host: cl.req.URL.Hostname()}
+	p.Observer = &observer{next: o, cl: cl, method: methodOf(cl.req), host: cl.req.URL.Host}
 	resp, err := retry.DoValue(cl.req.Context(), p, cl.attempt)
 	return cl.finish(resp, err)
 }

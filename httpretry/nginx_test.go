@@ -190,39 +190,53 @@ func TestNginxRateLimit(t *testing.T) {
 	}
 	base, logPath := startNginx(t)
 
-	tr := &httpretry.Transport{
-		Base:   &http.Transport{MaxIdleConnsPerHost: 20},
-		Policy: retry.Policy{MaxAttempts: retry.Unlimited, MaxElapsed: 20 * time.Second},
-	}
-	defer tr.CloseIdleConnections()
-	client := tr.Client()
-	waitsOK, waitsTook := fire(t, func(ctx context.Context) (int, error) {
-		resp, err := client.Get(base + "/waits")
-		if err != nil {
-			return 0, err
+	// The two clients run at the same time, each against its own limit, to
+	// keep the test short.
+	var (
+		wg                     sync.WaitGroup
+		waitsOK, hammersOK     int
+		waitsTook, hammersTook time.Duration
+	)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		tr := &httpretry.Transport{
+			Base:   &http.Transport{MaxIdleConnsPerHost: 20},
+			Policy: retry.Policy{MaxAttempts: retry.Unlimited, MaxElapsed: 20 * time.Second},
 		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode, nil
-	})
-
-	hammerBase := &http.Transport{MaxIdleConnsPerHost: 20}
-	defer hammerBase.CloseIdleConnections()
-	hammer := &http.Client{Transport: hammerBase}
-	hammersOK, hammersTook := fire(t, func(ctx context.Context) (int, error) {
-		for range 100000 { // retry at once, without waiting, until it passes
-			resp, err := hammer.Get(base + "/hammers")
+		defer tr.CloseIdleConnections()
+		client := tr.Client()
+		waitsOK, waitsTook = fire(t, func(ctx context.Context) (int, error) {
+			resp, err := client.Get(base + "/waits")
 			if err != nil {
 				return 0, err
 			}
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
-			if resp.StatusCode != http.StatusTooManyRequests {
-				return resp.StatusCode, nil
+			return resp.StatusCode, nil
+		})
+	}()
+	go func() {
+		defer wg.Done()
+		hammerBase := &http.Transport{MaxIdleConnsPerHost: 20}
+		defer hammerBase.CloseIdleConnections()
+		hammer := &http.Client{Transport: hammerBase}
+		hammersOK, hammersTook = fire(t, func(ctx context.Context) (int, error) {
+			for range 100000 { // retry at once, without waiting, until it passes
+				resp, err := hammer.Get(base + "/hammers")
+				if err != nil {
+					return 0, err
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusTooManyRequests {
+					return resp.StatusCode, nil
+				}
 			}
-		}
-		return http.StatusTooManyRequests, nil
-	})
+			return http.StatusTooManyRequests, nil
+		})
+	}()
+	wg.Wait()
 
 	counts := countStatuses(t, logPath)
 	w, h := counts["/waits"], counts["/hammers"]

@@ -169,8 +169,9 @@ type Transport struct {
 	// Observer, if set, receives every event of every request: those of
 	// the retry loop (attempt start and end, retry scheduled, gave up),
 	// with Component "httpretry" and the request's Method, Host (the URL's
-	// host name, OpenTelemetry's server.address) and the response's
-	// Status added. Nil (and a nil Policy.Observer): no events, no cost.
+	// host, with its port when the URL has one: event.Event.Server splits
+	// it into server.address and server.port) and the response's Status
+	// added. Nil (and a nil Policy.Observer): no events, no cost.
 	Observer event.Observer
 
 	// Guards gives each destination host its own retry budget, circuit

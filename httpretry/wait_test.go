@@ -216,8 +216,8 @@ func TestEventsCarryHTTP(t *testing.T) {
 		wantStatus := []int{503, 0, 200}
 		wantOutcome := []event.Outcome{event.Throttled, event.Failure, event.Success}
 		for i, e := range ends {
-			if e.Component != "httpretry" || e.Method != "DELETE" || e.Host != "api.test" || e.Attempt != i+1 {
-				t.Errorf("event %d: %+v, want component httpretry, DELETE, host api.test", i+1, e)
+			if e.Component != "httpretry" || e.Method != "DELETE" || e.Host != "api.test:8443" || e.Attempt != i+1 {
+				t.Errorf("event %d: %+v, want component httpretry, DELETE, host api.test:8443", i+1, e)
 			}
 			if e.Status != wantStatus[i] || e.Outcome != wantOutcome[i] {
 				t.Errorf("event %d: status %d outcome %v, want %d %v", i+1, e.Status, e.Outcome, wantStatus[i], wantOutcome[i])
