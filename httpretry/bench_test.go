@@ -34,7 +34,7 @@ func newBase(b *testing.B) *http.Transport {
 	return t
 }
 
-func get(b *testing.B, c *http.Client, url string) {
+func benchGet(b *testing.B, c *http.Client, url string) {
 	resp, err := c.Get(url)
 	if err != nil {
 		b.Fatal(err)
@@ -65,7 +65,7 @@ func BenchmarkTransportGet(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				get(b, c.client, srv.URL)
+				benchGet(b, c.client, srv.URL)
 			}
 		})
 	}
@@ -84,9 +84,9 @@ func ratio(b *testing.B, url string, plain, yaoki *http.Client) {
 			first, second = yaoki, plain
 		}
 		t0 := time.Now()
-		get(b, first, url)
+		benchGet(b, first, url)
 		t1 := time.Now()
-		get(b, second, url)
+		benchGet(b, second, url)
 		t2 := time.Now()
 		if i%2 == 0 {
 			tp, ty = tp+t1.Sub(t0), ty+t2.Sub(t1)
@@ -110,7 +110,7 @@ func BenchmarkTransportRetry503(b *testing.B) {
 	client := &http.Client{Transport: &httpretry.Transport{Base: newBase(b), Policy: retry.Policy{Sleep: noWait}}}
 	b.ReportAllocs()
 	for b.Loop() {
-		get(b, client, srv.URL)
+		benchGet(b, client, srv.URL)
 	}
 }
 

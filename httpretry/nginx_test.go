@@ -203,6 +203,10 @@ func TestNginxRateLimit(t *testing.T) {
 		tr := &httpretry.Transport{
 			Base:   &http.Transport{MaxIdleConnsPerHost: 20},
 			Policy: retry.Policy{MaxAttempts: retry.Unlimited, MaxElapsed: 20 * time.Second},
+			// Every request must get through: no retry budget (by
+			// default one would hand a few 429s back rather than let
+			// retries exceed 20 % of the traffic).
+			Guards: httpretry.Guards{Budget: httpretry.NoBudget},
 		}
 		defer tr.CloseIdleConnections()
 		client := tr.Client()
