@@ -96,12 +96,13 @@ var (
 
 // NoRetries makes one attempt per call.
 func NoRetries() Policy {
-	return Policy{Name: "no retries", MaxAttempts: 1, Immediate: true}
+	return Policy{Name: "no retries", MaxAttempts: 1, Immediate: true, Description: "one attempt per call"}
 }
 
 // Retries makes up to n retries per call, at once.
 func Retries(n int) Policy {
-	return Policy{Name: retriesName(n), MaxAttempts: n + 1, Immediate: true}
+	return Policy{Name: retriesName(n), MaxAttempts: n + 1, Immediate: true,
+		Description: "up to " + retriesName(n) + " per call, at once"}
 }
 
 func retriesName(n int) string {
@@ -115,13 +116,15 @@ func retriesName(n int) string {
 // code sets no other limit on retries).
 func TokenBucket() Policy {
 	return Policy{Name: "token bucket", MaxAttempts: retry.Unlimited, Immediate: true,
-		Guards: func() Guards { return Guards{Budget: NewRetryBucket()} }}
+		Guards:      func() Guards { return Guards{Budget: NewRetryBucket()} },
+		Description: "retries at once while the client's bucket holds more than 1 token (capacity 5, starts full, +0.1 per call, 1 per retry)"}
 }
 
 // Breaker makes up to 3 retries while the client's RetryBreaker allows them.
 func Breaker() Policy {
 	return Policy{Name: "breaker", MaxAttempts: 4, Immediate: true,
-		Guards: func() Guards { return Guards{Budget: NewRetryBreaker()} }}
+		Guards:      func() Guards { return Guards{Budget: NewRetryBreaker()} },
+		Description: "up to 3 retries at once while the client's failed attempts are at most 10 % of its calls since the start"}
 }
 
 // OutageAnchors returns the four policies of the 2022 post: no retries,

@@ -396,7 +396,7 @@ func (w *collapseRun) run(c Collapse, cp *compiled, seed uint64) CollapseResult 
 // NoBackoff is the collapse scenario's client without backoff: 3 attempts,
 // each retry sent as soon as the previous attempt has timed out.
 func NoBackoff() Policy {
-	return Policy{Name: "no backoff", MaxAttempts: 3, Immediate: true}
+	return Policy{Name: "no backoff", MaxAttempts: 3, Immediate: true, Description: "3 attempts, each retry sent when the previous attempt times out"}
 }
 
 // BackoffJitter is the collapse scenario's client with backoff and jitter:
@@ -408,7 +408,8 @@ func NoBackoff() Policy {
 // retries; a budget bounds them.
 func BackoffJitter(base time.Duration) Policy {
 	return Policy{Name: "backoff + jitter", MaxAttempts: 3,
-		Backoff: backoff.Schedule{Base: base, Multiplier: 2, Cap: time.Minute, Jitter: backoff.Full}}
+		Backoff:     backoff.Schedule{Base: base, Multiplier: 2, Cap: time.Minute, Jitter: backoff.Full},
+		Description: "3 attempts, exponential ×2 with full jitter from " + base.String() + " after each timeout"}
 }
 
 // CollapseAnchors returns the clients the collapse scenario is checked

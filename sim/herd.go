@@ -70,15 +70,17 @@ func HerdStrategies(base, limit time.Duration) []Policy {
 	named := func(name string, j backoff.Jitter) Policy {
 		s := exp
 		s.Jitter = j
-		return Policy{Name: name, MaxAttempts: retry.Unlimited, Backoff: s}
+		return Policy{Name: name, MaxAttempts: retry.Unlimited, Backoff: s,
+			Description: "min(cap, base·2^attempt) with " + j.String() + " jitter (the post's base " + base.String() + ", cap " + limit.String() + ")"}
 	}
 	return []Policy{
-		{Name: "none", MaxAttempts: retry.Unlimited, Immediate: true},
+		{Name: "none", MaxAttempts: retry.Unlimited, Immediate: true, Description: "retries at once, without any wait"},
 		named("exponential", backoff.None),
 		named("full", backoff.Full),
 		named("equal", backoff.Equal),
 		{Name: "decorrelated", MaxAttempts: retry.Unlimited,
-			Backoff: backoff.Schedule{Base: base, Cap: limit, Jitter: backoff.Decorrelated}},
+			Backoff:     backoff.Schedule{Base: base, Cap: limit, Jitter: backoff.Decorrelated},
+			Description: "min(cap, U[base, 3·previous)) (the post's base " + base.String() + ", cap " + limit.String() + ")"},
 	}
 }
 

@@ -22,6 +22,8 @@ import (
 type Policy struct {
 	// Name labels the policy in results, tables and plots.
 	Name string
+	// Description says in words what the policy does, for reports.
+	Description string
 	// MaxAttempts counts the first attempt: 0 means
 	// retry.DefaultMaxAttempts (3), retry.Unlimited (-1) no limit.
 	MaxAttempts int

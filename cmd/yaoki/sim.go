@@ -1,0 +1,362 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/yaoki-go/yaoki/backoff"
+	"github.com/yaoki-go/yaoki/retry"
+	"github.com/yaoki-go/yaoki/sim"
+)
+
+func init() { subcommands = append(subcommands, newSimCmd) }
+
+// simOptions are the flags every `yaoki sim` command shares: output, runs,
+// and the policy to try.
+type simOptions struct {
+	format   string
+	out      string
+	progress bool
+	seed     uint64
+	runs     int
+	workers  int
+	only     []string
+
+	// The policy to try ("yours").
+	name        string
+	base        time.Duration
+	cap         time.Duration
+	multiplier  float64
+	jitter      string
+	maxAttempts int
+	immediate   bool
+	budget      string
+	breaker     string
+	throttle    string
+	shared      bool
+}
+
+const simLong = `Simulate retry policies on virtual time and compare them.
+
+The simulator runs yaoki's own policy objects (backoff schedules, retry
+budgets, breakers, throttles) through the same decisions the retry loop makes,
+on a discrete-event engine: a minute of virtual time takes milliseconds, and
+every run is repeatable from its seed.
+
+Scenarios:
+  herd      clients contending for one row under optimistic concurrency, all
+            starting at once (AWS Architecture Blog, "Exponential Backoff And
+            Jitter", 2015): calls and time until every client has written
+  outage    a server that fails a share p of attempts (Marc Brooker, "Fixing
+            retries with token buckets and circuit breakers", 2022): success
+            bought and load added, for p from 0 to 1
+  collapse  a server that slows down with the work in flight, clients that
+            time out and retry, and a short spike: does the server come back?
+
+Without a scenario, yaoki sim compares the strategies on herd and outage and
+writes the report (plots in SVG and PNG, an index.html, the numbers in CSV and
+JSON) to --out.
+
+Each scenario compares its published policies with yaoki's defaults ("yaoki").
+Set any policy flag (--base, --cap, --jitter, --max-attempts, --budget, ...)
+to add your own ("yours", or --name).`
+
+func newSimCmd() *cobra.Command {
+	o := &simOptions{}
+	cmd := &cobra.Command{
+		Use:   "sim [herd|outage|collapse|all]",
+		Short: "Simulate retry policies on virtual time: herd, outage, collapse",
+		Long:  simLong,
+		Example: `  yaoki sim                                  # herd + outage, report in yaoki-report/
+  yaoki sim herd --clients 50,100 --runs 20
+  yaoki sim outage --p 0.01,0.1,0.5 --budget share --format csv
+  yaoki sim outage --clients 10,100,1000 --total-rate 100
+  yaoki sim collapse --peak 60,80,100 --width 5s,10s --base 1s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd, &simJob{herd: defaultHerdParams(), outage: defaultOutageParams()})
+		},
+	}
+	o.register(cmd.PersistentFlags())
+	cmd.AddCommand(newSimHerdCmd(o), newSimOutageCmd(o), newSimCollapseCmd(o), newSimAllCmd(o))
+	return cmd
+}
+
+func (o *simOptions) register(fs *pflag.FlagSet) {
+	fs.StringVar(&o.format, "format", "table", "what to print on stdout: table, csv or json")
+	fs.StringVar(&o.out, "out", "yaoki-report", `folder for the report (plots, index.html, CSV, JSON); "" for none`)
+	fs.BoolVar(&o.progress, "progress", false, "show a progress bar on stderr even when it is not a terminal")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the sweep: the same seed gives the same numbers")
+	fs.IntVar(&o.runs, "runs", 0, "runs per point (default: herd 100, outage 3, collapse 20)")
+	fs.IntVar(&o.workers, "workers", runtime.GOMAXPROCS(0), "goroutines running simulations (results do not depend on it)")
+	fs.StringSliceVar(&o.only, "policies", nil, "only these policies, by name (default: all of the scenario's)")
+
+	fs.StringVar(&o.name, "name", "yours", "name of your policy in tables and plots")
+	fs.DurationVar(&o.base, "base", 0, "your policy: wait before the first retry, before jitter (default 50ms)")
+	fs.DurationVar(&o.cap, "cap", 0, "your policy: largest single wait (default 20s)")
+	fs.Float64Var(&o.multiplier, "multiplier", 0, "your policy: growth of the wait per retry, > 1 (default 2)")
+	fs.StringVar(&o.jitter, "jitter", "", "your policy: full, equal, decorrelated or none (default full)")
+	fs.IntVar(&o.maxAttempts, "max-attempts", 0, "your policy: attempts, counting the first (default 3; -1 unlimited; herd: unlimited)")
+	fs.BoolVar(&o.immediate, "immediate", false, "your policy: retry at once, without any wait")
+	fs.StringVar(&o.budget, "budget", "", "your policy: retry budget: "+strings.Join(simBudgetNames(), ", "))
+	fs.StringVar(&o.breaker, "breaker", "", "your policy: circuit breaker: "+strings.Join(simBreakerNames(), ", "))
+	fs.StringVar(&o.throttle, "throttle", "", "your policy: client-side throttle: "+strings.Join(simThrottleNames(), ", "))
+	fs.BoolVar(&o.shared, "shared", false, "your policy: one set of guards for all clients (a fleet-wide store) instead of one per client")
+}
+
+// policyFlags lists the flags that define "yours".
+var simPolicyFlags = []string{"name", "base", "cap", "multiplier", "jitter", "max-attempts", "immediate", "budget", "breaker", "throttle", "shared"}
+
+// simJob says which scenarios to run, with which parameters; a nil
+// parameter set skips its scenario.
+type simJob struct {
+	herd     *herdParams
+	outage   *outageParams
+	collapse *collapseParams
+}
+
+// run runs job and writes what --format and --out ask for.
+func (o *simOptions) run(cmd *cobra.Command, job *simJob) error {
+	switch o.format {
+	case "table", "csv", "json":
+	default:
+		return exit(ExitUsage, fmt.Sprintf("--format %q: want table, csv or json", o.format))
+	}
+	if o.runs < 0 {
+		return exit(ExitUsage, fmt.Sprintf("--runs %d: want ≥ 1 (0 for each scenario's default)", o.runs))
+	}
+	yours, err := o.yours(cmd)
+	if err != nil {
+		return err
+	}
+	stderr := cmd.ErrOrStderr()
+	bar := newSimProgress(stderr, o.progress || isTerminal(stderr))
+	rep := &simReport{Seed: o.seed, Command: "yaoki " + strings.Join(os.Args[1:], " ")}
+	started := time.Now()
+
+	if p := job.herd; p != nil {
+		pols, err := o.pick(herdPolicies(p, yours))
+		if err != nil {
+			return err
+		}
+		s := sim.HerdSweep{Herd: sim.Herd{HopMean: p.hopMean, HopStdDev: p.hopSD}, Clients: p.clients,
+			Runs: o.runsOr(100), Seed: o.seed, Workers: o.workers, Progress: bar.phase("herd")}
+		pts, err := s.Run(pols)
+		if err != nil {
+			return exit(ExitUsage, err.Error())
+		}
+		rep.Herd = &herdReport{Runs: s.Runs, Policies: describe(pols), Points: pts}
+	}
+	if p := job.outage; p != nil {
+		pols, err := o.pick(outagePolicies(yours))
+		if err != nil {
+			return err
+		}
+		r := &outageReport{Runs: o.runsOr(3), Policies: describe(pols), Duration: p.duration}
+		for _, n := range p.clients {
+			rate := p.rate
+			if p.totalRate > 0 {
+				rate = p.totalRate / float64(n)
+			}
+			s := sim.OutageSweep{Outage: sim.Outage{Clients: n, Rate: rate, Duration: p.duration, HopMean: p.hopMean, Overload: p.overload},
+				FailureRates: p.rates, Runs: r.Runs, Seed: o.seed, Workers: o.workers, Progress: bar.phase(fmt.Sprintf("outage/%d", n))}
+			pts, err := s.Run(pols)
+			if err != nil {
+				return exit(ExitUsage, err.Error())
+			}
+			r.Points = append(r.Points, pts...)
+			r.Rates = append(r.Rates, rate)
+		}
+		r.Clients = p.clients
+		rep.Outage = r
+	}
+	if p := job.collapse; p != nil {
+		pols, err := o.pick(collapsePolicies(yours))
+		if err != nil {
+			return err
+		}
+		s := sim.CollapseSweep{Collapse: p.base, Triggers: p.triggers(), Runs: o.runsOr(20), Seed: o.seed,
+			Workers: o.workers, Progress: bar.phase("collapse")}
+		pts, err := s.Run(pols)
+		if err != nil {
+			return exit(ExitUsage, err.Error())
+		}
+		rep.Collapse = &collapseReport{Runs: s.Runs, Policies: describe(pols), Base: p.base, Points: pts}
+	}
+	rep.Elapsed = time.Since(started)
+
+	stdout := cmd.OutOrStdout()
+	switch o.format {
+	case "csv":
+		err = rep.writeCSV(stdout)
+	case "json":
+		err = rep.writeJSON(stdout)
+	default:
+		err = rep.writeTables(stdout)
+	}
+	if err != nil {
+		return exit(1, err.Error())
+	}
+	if o.out != "" {
+		index, err := rep.writeFolder(o.out)
+		if err != nil {
+			return exit(1, fmt.Sprintf("sim: writing the report: %v", err))
+		}
+		fmt.Fprintf(stderr, "report: %s (simulated in %.1f s)\n", index, rep.Elapsed.Seconds())
+	}
+	return nil
+}
+
+func (o *simOptions) runsOr(def int) int {
+	if o.runs > 0 {
+		return o.runs
+	}
+	return def
+}
+
+// pick keeps the policies named by --policies, in their order.
+func (o *simOptions) pick(all []sim.Policy) ([]sim.Policy, error) {
+	if len(o.only) == 0 {
+		return all, nil
+	}
+	var names []string
+	for _, p := range all {
+		names = append(names, p.Name)
+	}
+	var out []sim.Policy
+	for _, want := range o.only {
+		i := slices.Index(names, want)
+		if i < 0 {
+			return nil, exit(ExitUsage, fmt.Sprintf("--policies: no policy %q in this scenario; it has: %s", want, strings.Join(names, ", ")))
+		}
+		out = append(out, all[i])
+	}
+	return out, nil
+}
+
+// yourPolicy is the policy of the policy flags, and its guards in words.
+type yourPolicy struct {
+	sim.Policy
+	guards string
+}
+
+// yours builds the policy of the policy flags, or nil when none was set.
+func (o *simOptions) yours(cmd *cobra.Command) (*yourPolicy, error) {
+	set := false
+	for _, f := range simPolicyFlags {
+		set = set || cmd.Flags().Changed(f)
+	}
+	if !set {
+		return nil, nil
+	}
+	p := sim.Policy{Name: o.name, MaxAttempts: o.maxAttempts, Immediate: o.immediate, Shared: o.shared,
+		Backoff: backoff.Schedule{Base: o.base, Cap: o.cap, Multiplier: o.multiplier}}
+	if o.jitter != "" {
+		j, err := backoff.ParseJitter(o.jitter)
+		if err != nil {
+			return nil, exit(ExitUsage, "--jitter: "+strings.TrimPrefix(err.Error(), "backoff: "))
+		}
+		p.Backoff.Jitter = j
+	}
+	if o.maxAttempts < retry.Unlimited {
+		return nil, exit(ExitUsage, fmt.Sprintf("--max-attempts %d: want ≥ 1, or -1 for unlimited", o.maxAttempts))
+	}
+	if err := p.Validate(); err != nil {
+		return nil, exit(ExitUsage, "your policy: "+strings.TrimPrefix(err.Error(), "retry: invalid policy: "))
+	}
+	guards, desc, err := simGuardsOf(o.budget, o.breaker, o.throttle)
+	if err != nil {
+		return nil, err
+	}
+	p.Guards = guards
+	p.Description = describePolicy(p, desc)
+	return &yourPolicy{Policy: p, guards: desc}, nil
+}
+
+// describePolicy says in words what p does, for tables and the report.
+func describePolicy(p sim.Policy, guards string) string {
+	var b strings.Builder
+	switch {
+	case p.MaxAttempts == retry.Unlimited:
+		b.WriteString("unlimited attempts")
+	case p.MaxAttempts == 0:
+		fmt.Fprintf(&b, "%d attempts", retry.DefaultMaxAttempts)
+	default:
+		fmt.Fprintf(&b, "%d attempts", p.MaxAttempts)
+	}
+	if p.Immediate {
+		b.WriteString(", retries at once")
+	} else {
+		s := p.Backoff.WithDefaults()
+		switch s.Jitter {
+		case backoff.Decorrelated:
+			fmt.Fprintf(&b, ", decorrelated jitter from %v, cap %v", s.Base, s.Cap)
+		default:
+			fmt.Fprintf(&b, ", %v ×%g from %v, cap %v, %v jitter", s.Kind, s.Multiplier, s.Base, s.Cap, s.Jitter)
+		}
+	}
+	if guards != "" {
+		b.WriteString(", " + guards)
+		if p.Shared {
+			b.WriteString(" (shared by all clients)")
+		} else {
+			b.WriteString(" (one per client)")
+		}
+	}
+	return b.String()
+}
+
+func describe(ps []sim.Policy) []policyInfo {
+	out := make([]policyInfo, len(ps))
+	for i, p := range ps {
+		out[i] = policyInfo{Name: p.Name, Description: p.Description}
+	}
+	return out
+}
+
+// policyInfo names a policy and says what it does.
+type policyInfo struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// simProgress draws one progress bar per phase on stderr.
+type simProgress struct {
+	w  io.Writer
+	on bool
+}
+
+func newSimProgress(w io.Writer, on bool) *simProgress { return &simProgress{w: w, on: on} }
+
+// phase returns the Progress of one sweep, or nil when the bar is off.
+func (p *simProgress) phase(name string) sim.Progress {
+	if !p.on {
+		return nil
+	}
+	const width = 30
+	return func(done, total int) {
+		n := done * width / total
+		fmt.Fprintf(p.w, "\r%-13s [%s%s] %3d/%d", name, strings.Repeat("=", n), strings.Repeat(" ", width-n), done, total)
+		if done == total {
+			fmt.Fprintln(p.w)
+		}
+	}
+}
