@@ -70,8 +70,12 @@ func HerdStrategies(base, limit time.Duration) []Policy {
 	named := func(name string, j backoff.Jitter) Policy {
 		s := exp
 		s.Jitter = j
+		how := "with " + j.String() + " jitter"
+		if j == backoff.None {
+			how = "without jitter"
+		}
 		return Policy{Name: name, MaxAttempts: retry.Unlimited, Backoff: s,
-			Description: "min(cap, base·2^attempt) with " + j.String() + " jitter (the post's base " + base.String() + ", cap " + limit.String() + ")"}
+			Description: "min(cap, base·2^attempt) " + how + " (the post's base " + base.String() + ", cap " + limit.String() + ")"}
 	}
 	return []Policy{
 		{Name: "none", MaxAttempts: retry.Unlimited, Immediate: true, Description: "retries at once, without any wait"},
@@ -144,7 +148,7 @@ func (w *herdRun) run(h Herd, c *compiled, seed uint64) HerdResult {
 			}
 		case herdWrite:
 			res.Calls++
-			o := Failed
+			o := Conflicted
 			if lastWrite < time.Duration(ev.Arg) {
 				lastWrite = now
 				o = Succeeded

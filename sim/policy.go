@@ -67,7 +67,17 @@ var (
 	// ErrTimeout is an attempt that got no answer in time; it matches
 	// retry.ErrAttemptTimeout.
 	ErrTimeout error = timeoutError{}
+	// ErrConflict is a refusal because of the data, not of the server's
+	// health: the herd's write whose version no longer matches (think 409
+	// or 412). It reports StatusCode 409, so breakers do not count it as
+	// the dependency's failure; the loop retries it.
+	ErrConflict error = conflictError{}
 )
+
+type conflictError struct{}
+
+func (conflictError) Error() string   { return "sim: the write conflicted with another one" }
+func (conflictError) StatusCode() int { return 409 }
 
 type timeoutError struct{}
 
@@ -92,6 +102,9 @@ const (
 	Overloaded
 	// TimedOut: no answer came in time (ErrTimeout).
 	TimedOut
+	// Conflicted: the server refused the attempt because of the data
+	// (ErrConflict).
+	Conflicted
 )
 
 func (o Outcome) err() error {
@@ -102,6 +115,8 @@ func (o Outcome) err() error {
 		return ErrOverloaded
 	case TimedOut:
 		return ErrTimeout
+	case Conflicted:
+		return ErrConflict
 	}
 	return nil
 }

@@ -5,7 +5,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/yaoki-go/yaoki/breaker"
+	"github.com/yaoki-go/yaoki/budget"
 	"github.com/yaoki-go/yaoki/sim"
+	"github.com/yaoki-go/yaoki/throttle"
 )
 
 // A simGuard is a guard that --budget, --breaker or --throttle can name:
@@ -18,6 +21,16 @@ type simGuard struct {
 
 var simBudgets = []simGuard{
 	{"none", "", func(*sim.Guards) {}},
+	{"share", "the default share budget (retries ≤ 20 % of requests over 10 s, + 10/s)",
+		func(g *sim.Guards) { g.Budget = must(budget.NewShare(budget.ShareConfig{})) }},
+	{"share-nofloor", "a share budget without floor (retries ≤ 20 % of requests over 10 s)",
+		func(g *sim.Guards) {
+			g.Budget = must(budget.NewShare(budget.ShareConfig{MinPerSecond: budget.NoFloor}))
+		}},
+	{"bucket", "the AWS SDKs' retry quota (500 tokens, 5 per retry, 10 after a timeout)",
+		func(g *sim.Guards) { g.Budget = must(budget.NewBucket(budget.BucketConfig{})) }},
+	{"grpc", "gRPC's retry throttling (10 tokens, 0.1 back per success, retries stop at half)",
+		func(g *sim.Guards) { g.Budget = must(budget.NewGRPC(budget.GRPCConfig{})) }},
 	{"post-bucket", "the 2022 post's token bucket (capacity 5, +0.1 per call, 1 per retry)",
 		func(g *sim.Guards) { g.Budget = sim.NewRetryBucket() }},
 	{"post-breaker", "the 2022 post's retry breaker (no retries while failures > 10 % of calls)",
@@ -26,10 +39,27 @@ var simBudgets = []simGuard{
 
 var simBreakers = []simGuard{
 	{"none", "", func(*sim.Guards) {}},
+	{"default", "the default breaker (open at ≥ 50 % failures of ≥ 20 calls over 30 s, for 30 s and more)",
+		func(g *sim.Guards) { g.Breaker = must(breaker.New(breaker.Settings{})) }},
+	{"retries-only", "the default breaker refusing retries only",
+		func(g *sim.Guards) { g.Breaker = must(breaker.New(breaker.Settings{RetriesOnly: true})) }},
 }
 
 var simThrottles = []simGuard{
 	{"none", "", func(*sim.Guards) {}},
+	{"adaptive", "SRE adaptive throttling (reject locally with p = (requests − 2·accepts)/(requests + 1))",
+		func(g *sim.Guards) { g.Throttle = must(throttle.NewAdaptive(throttle.AdaptiveConfig{})) }},
+	{"cubic", "the AWS SDKs' adaptive mode (CUBIC rate limiter)",
+		func(g *sim.Guards) { g.Throttle = must(throttle.NewCubic(throttle.CubicConfig{})) }},
+}
+
+// must returns v; the guards above are built from zero or fixed
+// configurations that are valid, so an error is a bug.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
 
 func guardNames(gs []simGuard) []string {
@@ -77,12 +107,5 @@ func simGuardsOf(budget, breaker, throttle string) (func() sim.Guards, string, e
 	}, strings.Join(desc, ", "), nil
 }
 
-// yaokiGuards says in words what guards yaoki's default policy has.
-const yaokiGuards = ""
-
 // yaokiPolicy is yaoki's default policy as the simulator runs it.
-func yaokiPolicy() sim.Policy {
-	p := sim.Policy{Name: "yaoki"}
-	p.Description = describePolicy(p, yaokiGuards)
-	return p
-}
+func yaokiPolicy() sim.Policy { return sim.Yaoki() }

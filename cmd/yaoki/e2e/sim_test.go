@@ -1,0 +1,221 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// checkReport checks that dir holds each plot in SVG and PNG (a real,
+// decodable image of a readable size), the numbers and an index.html that
+// shows every plot.
+func checkReport(t *testing.T, dir string, plots ...string) {
+	t.Helper()
+	index, err := os.ReadFile(filepath.Join(dir, "index.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range plots {
+		svg, err := os.ReadFile(filepath.Join(dir, p+".svg"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(svg[:min(len(svg), 400)], []byte("<svg")) {
+			t.Errorf("%s.svg does not start as an SVG document: %.80q", p, svg)
+		}
+		f, err := os.Open(filepath.Join(dir, p+".png"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(f)
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s.png: %v", p, err)
+		}
+		if b := img.Bounds(); b.Dx() < 600 || b.Dy() < 300 {
+			t.Errorf("%s.png is %v, want at least 600×300", p, b.Size())
+		}
+		if !bytes.Contains(index, []byte(`src="`+p+`.svg"`)) {
+			t.Errorf("index.html does not show %s.svg", p)
+		}
+	}
+	for _, name := range []string{"results.csv", "results.json"} {
+		if st, err := os.Stat(filepath.Join(dir, name)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: missing or empty (%v)", name, err)
+		}
+	}
+}
+
+func TestSimHerdTableAndReport(t *testing.T) {
+	dir := t.TempDir()
+	r := run(t, nil, "sim", "herd", "--clients", "10,30", "--runs", "4", "--out", dir, "--progress")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"herd: writes that reached the server (mean of 4 runs)", "clients", "none", "exponential",
+		"full", "equal", "decorrelated", "yaoki", "policies:"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("table lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	// One row per client count, one cell per policy.
+	var rows int
+	for _, line := range strings.Split(r.stdout, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 7 && (f[0] == "10" || f[0] == "30") {
+			rows++
+		}
+	}
+	if rows != 4 {
+		t.Errorf("got %d table rows for 10 and 30 clients, want 2 per table:\n%s", rows, r.stdout)
+	}
+	if !strings.Contains(r.stderr, "herd") || !strings.Contains(r.stderr, "[====") || !strings.Contains(r.stderr, "report: "+filepath.Join(dir, "index.html")) {
+		t.Errorf("stderr lacks the progress bar or the report's path:\n%s", r.stderr)
+	}
+	checkReport(t, dir, "herd-calls", "herd-time")
+}
+
+func TestSimOutageCSV(t *testing.T) {
+	r := run(t, nil, "sim", "outage", "--p", "0,0.5,1", "--runs", "1", "--duration", "5s", "--format", "csv", "--out", "")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stderr, "report:") {
+		t.Errorf(`--out "" wrote a report: %s`, r.stderr)
+	}
+	recs, err := csv.NewReader(strings.NewReader(r.stdout)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(recs[0], ","); got != "scenario,policy,clients,failure_rate,trigger,metric,mean,sd,runs" {
+		t.Fatalf("header %q", got)
+	}
+	// 5 policies × 3 failure rates × 2 metrics.
+	if len(recs)-1 != 30 {
+		t.Fatalf("got %d rows, want 30", len(recs)-1)
+	}
+	found := false
+	for _, rec := range recs[1:] {
+		if rec[0] != "outage" || rec[2] != "100" {
+			t.Fatalf("row %v: want scenario outage, 100 clients", rec)
+		}
+		if rec[1] == "3 retries" && rec[3] == "1" && rec[5] == "amplification" {
+			found = true
+			if v, _ := strconv.ParseFloat(rec[6], 64); v != 4 {
+				t.Errorf("3 retries at p = 1: amplification %s, want 4", rec[6])
+			}
+		}
+	}
+	if !found {
+		t.Error("no row for 3 retries' amplification at p = 1")
+	}
+}
+
+func TestSimCollapseJSON(t *testing.T) {
+	dir := t.TempDir()
+	r := run(t, nil, "sim", "collapse", "--peak", "80", "--width", "5s", "--runs", "3", "--format", "json", "--out", dir)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var doc struct {
+		Seed     uint64 `json:"seed"`
+		Collapse struct {
+			Runs     int `json:"runs"`
+			Policies []struct{ Name, Description string }
+			Points   []struct {
+				Policy  string `json:"policy"`
+				Trigger struct {
+					Kind   string  `json:"kind"`
+					Peak   float64 `json:"peak"`
+					WidthS float64 `json:"width_s"`
+				} `json:"trigger"`
+				Collapsed *float64  `json:"collapsed"`
+				Goodput   []float64 `json:"goodput_per_s"`
+				InFlight  []float64 `json:"in_flight"`
+			} `json:"points"`
+		} `json:"collapse"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatalf("%v:\n%s", err, r.stdout)
+	}
+	c := doc.Collapse
+	if c.Runs != 3 || len(c.Points) != 3 || len(c.Policies) != 3 {
+		t.Fatalf("got %d runs, %d points, %d policies; want 3, 3 (no backoff, backoff + jitter, yaoki), 3", c.Runs, len(c.Points), len(c.Policies))
+	}
+	for _, p := range c.Points {
+		if p.Trigger.Kind != "spike" || p.Trigger.Peak != 80 || p.Trigger.WidthS != 5 || p.Collapsed == nil || len(p.Goodput) != 80 || len(p.InFlight) != 80 {
+			t.Errorf("point %+v: want a spike 80/s × 5 s, a collapsed share and 80 s of series", p)
+		}
+	}
+	checkReport(t, dir, "collapse-goodput", "collapse-inflight", "collapse-share")
+}
+
+// TestSimDefault runs the README's command: herd and outage with their
+// published parameters, and the report.
+func TestSimDefault(t *testing.T) {
+	dir := t.TempDir()
+	r := run(t, nil, "sim", "--out", dir)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"herd: writes", "herd: time", "outage: calls that succeeded", "outage: attempts per call", "token bucket", "yaoki"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if strings.Contains(r.stderr, "[") {
+		t.Errorf("progress bar drawn on a stderr that is not a terminal:\n%s", r.stderr)
+	}
+	checkReport(t, dir, "herd-calls", "herd-time", "outage-success", "outage-success-low", "outage-amplification")
+}
+
+func TestSimYourPolicyAndFilter(t *testing.T) {
+	r := run(t, nil, "sim", "outage", "--p", "1", "--runs", "1", "--out", "", "--policies", "3 retries,mine",
+		"--name", "mine", "--base", "10ms", "--jitter", "equal", "--max-attempts", "2", "--budget", "post-bucket")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var amp []string
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "1" && strings.Contains(f[1], ".") {
+			amp = f
+		}
+	}
+	if len(amp) != 3 || amp[1] != "4.000" {
+		t.Fatalf("amplification row %v, want [1 4.000 <mine>]:\n%s", amp, r.stdout)
+	}
+	if v, _ := strconv.ParseFloat(amp[2], 64); v < 1.01 || v > 1.2 {
+		t.Errorf("mine (2 attempts, the post's bucket) at p = 1: %s attempts per call, want about 1.1", amp[2])
+	}
+	if !strings.Contains(r.stdout, "2 attempts, exponential ×2 from 10ms, cap 20s, equal jitter, the 2022 post's token bucket") {
+		t.Errorf("policy description missing:\n%s", r.stdout)
+	}
+}
+
+func TestSimBadInput(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sim", "--format", "xml"}, `--format "xml": want table, csv or json`},
+		{[]string{"sim", "outage", "--jitter", "wild"}, "--jitter"},
+		{[]string{"sim", "outage", "--budget", "nope"}, `--budget "nope": want one of none, share`},
+		{[]string{"sim", "outage", "--p", "1.5"}, "FailureRate 1.5 out of range"},
+		{[]string{"sim", "outage", "--policies", "nobody"}, `no policy "nobody"`},
+		{[]string{"sim", "collapse", "--trigger", "quake"}, `--trigger "quake"`},
+		{[]string{"sim", "storm"}, `unknown command "storm"`},
+		{[]string{"sim", "herd", "--max-attempts", "-3"}, "--max-attempts -3"},
+	}
+	for _, c := range cases {
+		r := run(t, nil, c.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("yaoki %s: exit %d, stderr %q; want exit 2 and %q", strings.Join(c.args, " "), r.code, r.stderr, c.want)
+		}
+	}
+}
