@@ -144,7 +144,7 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 		timedOut atomic.Bool // the running attempt was ended by a timeout
 	)
 	signal.Notify(sigs, userSignals...)
-	defer signal.Stop(sigs)
+	defer func() { signal.Stop(sigs); close(sigs) }() // Stop first: no send on a closed channel
 	go func() {
 		for s := range sigs {
 			stopped.Store(true)
@@ -156,7 +156,6 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 			cancel()
 		}
 	}()
-	defer close(sigs)
 
 	p := cp.retry
 	docClassify := p.Classify

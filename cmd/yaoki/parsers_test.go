@@ -1,0 +1,125 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseScript(t *testing.T) {
+	got, err := parseScript("503, 429:retry-after=2 ,reset:slow=10ms,429:retry-after=date+3,200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []step{
+		{status: 503, retryAfter: -1},
+		{status: 429, retryAfter: 2},
+		{reset: true, retryAfter: -1, slow: 10 * time.Millisecond},
+		{status: 429, retryAfter: 3, dateAfter: true},
+		{status: 200, retryAfter: -1},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("step %d: got %+v, want %+v", i+1, got[i], want[i])
+		}
+		if back, err := parseStep(got[i].String()); err != nil || back != got[i] {
+			t.Errorf("step %d: String %q does not parse back: %+v, %v", i+1, got[i].String(), back, err)
+		}
+	}
+	for _, bad := range []string{"", "99", "600", "abc", "503:retry-after=-1", "503:retry-after=x", "503:slow=soon", "503:color=red", "503,,200"} {
+		if _, err := parseScript(bad); err == nil {
+			t.Errorf("parseScript(%q) accepted it", bad)
+		}
+	}
+}
+
+func FuzzParseScript(f *testing.F) {
+	for _, s := range []string{"503,429:retry-after=2,200", "reset:slow=1s", "429:retry-after=date+1", ",", ":"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		steps, err := parseScript(s)
+		if err != nil {
+			return
+		}
+		for _, st := range steps {
+			if !st.reset && (st.status < 100 || st.status > 599) || st.slow < 0 {
+				t.Fatalf("%q gave step %+v", s, st)
+			}
+			if back, err := parseStep(st.String()); err != nil || back != st {
+				t.Fatalf("%q: step %+v prints as %q, which parses to %+v, %v", s, st, st.String(), back, err)
+			}
+		}
+	})
+}
+
+func TestParseCodes(t *testing.T) {
+	got, err := parseCodes("1, 75,100-102")
+	if err != nil || len(got) != 5 || !got[1] || !got[75] || !got[101] || got[2] {
+		t.Fatalf("got %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "x", "256", "5-3", "-1", "1,,2"} {
+		if _, err := parseCodes(bad); err == nil {
+			t.Errorf("parseCodes(%q) accepted it", bad)
+		}
+	}
+}
+
+func FuzzParseCodes(f *testing.F) {
+	f.Add("1,75,100-110")
+	f.Add("0-255")
+	f.Fuzz(func(t *testing.T, s string) {
+		codes, err := parseCodes(s)
+		if err != nil {
+			return
+		}
+		for c := range codes {
+			if c < 0 || c > 255 {
+				t.Fatalf("%q gave code %d", s, c)
+			}
+		}
+	})
+}
+
+func TestYAMLToJSONKeepsLines(t *testing.T) {
+	js, err := yamlToJSON([]byte("# retry policy\nRetry:\n  - ErrorEquals: [HTTP.503, \"Net.Reset\"]\n    IntervalSeconds: 0.5\n    MaxAttempts: 2\n    Comment: yes\nTimeoutSeconds: 3\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(js, &v); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, js)
+	}
+	lines := strings.Split(string(js), "\n")
+	if !strings.Contains(lines[3], `"IntervalSeconds":`) || !strings.Contains(lines[3], "0.5") || !strings.Contains(lines[6], `"TimeoutSeconds":`) {
+		t.Fatalf("values left their YAML lines:\n%s", js)
+	}
+	r := v["Retry"].([]any)[0].(map[string]any)
+	if r["Comment"] != "yes" || r["MaxAttempts"] != 2.0 || r["ErrorEquals"].([]any)[0] != "HTTP.503" {
+		t.Fatalf("got %v", r)
+	}
+	for _, bad := range []string{"", "a: [", "<<: {a: 1}", "? [a]\n: 1"} {
+		if _, err := yamlToJSON([]byte(bad)); err == nil {
+			t.Errorf("yamlToJSON(%q) accepted it", bad)
+		}
+	}
+}
+
+func FuzzYAMLToJSON(f *testing.F) {
+	for _, s := range []string{"Retry:\n  - ErrorEquals: [States.ALL]\n", "a: &x [1, 2]\nb: *x\n", "- 1e3\n- .nan\n- ~\n- true\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		js, err := yamlToJSON(data)
+		if err != nil {
+			return
+		}
+		if !json.Valid(js) {
+			t.Fatalf("YAML %q gave invalid JSON %q", data, js)
+		}
+	})
+}
