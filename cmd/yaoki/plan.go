@@ -213,17 +213,32 @@ func (pl *plan) addTrack(label string, s schedule, maxRows int) {
 	pl.sched = append(pl.sched, s)
 }
 
-// waits returns the longest waits of the first n retries of s, in seconds.
-// It stops early once the waits reach the cap: the rest are equal.
-func waits(s schedule, n int) (ws []float64, capped float64, rest int) {
-	for k := 1; k <= n; k++ {
-		m := s.s.Bounds(k).Max
-		if m >= s.s.Cap || m == noCapDuration {
-			return ws, m.Seconds(), n - k + 1
+// longest returns the longest total wait of the first k retries of s, in
+// seconds, for any k ≥ 0 without walking k retries: waits grow until they
+// reach the cap, then stay there.
+func longest(s schedule) func(k int) float64 {
+	var ws []float64 // longest waits below the cap, in order
+	var sums []float64
+	capped, total := 0.0, 0.0
+	for n := 1; ; n++ {
+		m := s.s.Bounds(n).Max
+		if m >= s.s.Cap || m == noCapDuration || n > 200 {
+			capped = m.Seconds()
+			break
 		}
 		ws = append(ws, m.Seconds())
+		total += m.Seconds()
+		sums = append(sums, total)
 	}
-	return ws, 0, 0
+	return func(k int) float64 {
+		switch {
+		case k <= 0:
+			return 0
+		case k <= len(ws):
+			return sums[k-1]
+		}
+		return total + float64(k-len(ws))*capped
+	}
 }
 
 // worst returns the longest a call can take, in seconds: every attempt at
@@ -236,38 +251,45 @@ func (pl *plan) worst(scheds []schedule) float64 {
 		}
 		return math.Inf(1)
 	}
-	budget := pl.Attempts - 1
-	// best[j]: the longest total wait of j retries over the schedules so far.
-	best := []float64{0}
+	budget := pl.Attempts - 1 // retries allowed in all
+	all, w := 0, 0.0
 	for _, s := range scheds {
-		n := min(s.retries, budget)
-		ws, c, rest := waits(s, n)
-		prefix := make([]float64, n+1)
-		for k := 1; k <= n; k++ {
-			w := c
-			if k <= len(ws) {
-				w = ws[k-1]
-			}
-			prefix[k] = prefix[k-1] + w
-		}
-		_ = rest
-		next := make([]float64, min(len(best)+n, budget+1))
-		for j := range next {
-			next[j] = math.Inf(-1)
-		}
-		for j, v := range best {
-			for k := 0; k <= n && j+k < len(next); k++ {
-				next[j+k] = math.Max(next[j+k], v+prefix[k])
-			}
-		}
-		best = next
+		all += s.retries
 	}
-	w := 0.0
-	for _, v := range best {
-		w = math.Max(w, v)
+	switch {
+	case all <= budget: // every schedule can use all its retries
+		for _, s := range scheds {
+			w += longest(s)(s.retries)
+		}
+		budget = all
+	case budget <= 2000:
+		// best[j]: the longest total wait of j retries over the schedules
+		// so far, each taking a prefix of its own retries.
+		best := make([]float64, budget+1)
+		for j := 1; j <= budget; j++ {
+			best[j] = math.Inf(-1)
+		}
+		for _, s := range scheds {
+			f := longest(s)
+			next := append([]float64(nil), best...)
+			for j := range best {
+				for k := 1; k <= s.retries && j+k <= budget; k++ {
+					next[j+k] = math.Max(next[j+k], best[j]+f(k))
+				}
+			}
+			best = next
+		}
+		for _, v := range best {
+			w = math.Max(w, v)
+		}
+	default: // an upper bound: every retry at the longest wait any schedule reaches
+		for _, s := range scheds {
+			f := longest(s)
+			w = math.Max(w, f(s.retries)-f(s.retries-1))
+		}
+		w *= float64(budget)
 	}
-	used := len(best) - 1 // retries the schedules can use at most
-	total := w + float64(used+1)*pl.AttemptTimeout
+	total := w + float64(budget+1)*pl.AttemptTimeout
 	if pl.Deadline > 0 && total > pl.Deadline {
 		return pl.Deadline
 	}
