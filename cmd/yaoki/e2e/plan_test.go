@@ -140,6 +140,26 @@ func TestPlanStepFunctionsDocument(t *testing.T) {
 	}
 }
 
+// With MaxTotalAttempts below 1 + Σ MaxAttempts, the worst case is the
+// worst mix of errors within the limit.
+func TestPlanWorstMixWithinTotal(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "retry.json")
+	os.WriteFile(file, []byte(`{"Retry": [
+  {"ErrorEquals": ["States.Timeout"], "IntervalSeconds": 3, "MaxAttempts": 2, "BackoffRate": 1.5},
+  {"ErrorEquals": ["States.ALL"], "IntervalSeconds": 1, "MaxAttempts": 3, "MaxDelaySeconds": 3}],
+  "MaxTotalAttempts": 4}`), 0o600)
+	r := run(t, nil, "plan", "--policy", file, "--json")
+	var pl planJSON
+	if err := json.Unmarshal([]byte(r.stdout), &pl); err != nil {
+		t.Fatalf("%v: %s %s", err, r.stdout, r.stderr)
+	}
+	// 3 retries in all: Retry[0]'s 3 s and 4.5 s and Retry[1]'s 1 s (8.5 s)
+	// beat Retry[1]'s 1+2+3 s and every other mix.
+	if pl.Attempts != 4 || !near(pl.WorstCase, 8.5) {
+		t.Fatalf("attempts %d, worst case %v s; want 4 and 8.5 s", pl.Attempts, pl.WorstCase)
+	}
+}
+
 func TestPlanBadUsage(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
