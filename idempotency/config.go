@@ -1,6 +1,7 @@
 package idempotency
 
 import (
+	"errors"
 	"fmt"
 	"log"
 	"net/http"
@@ -20,6 +21,9 @@ const (
 	// handler runs, so the lease bounds how long a key stays blocked after
 	// the process that held it died, not how long a handler may run.
 	DefaultLease = 30 * time.Second
+	// MinLease is the shortest lease accepted: the middleware renews it
+	// every third of it, and shorter renewals would only load the store.
+	MinLease = 30 * time.Millisecond
 	// DefaultRetryAfter is the wait suggested to a request refused with
 	// 409 because the first one is still running.
 	DefaultRetryAfter = time.Second
@@ -70,7 +74,7 @@ type Config struct {
 	// TTL is how long a completed record is kept. Zero: DefaultTTL (24 h).
 	TTL time.Duration
 	// Lease is how long a record in progress stays held without being
-	// renewed; see DefaultLease. Zero: 30 s.
+	// renewed; see DefaultLease. At least MinLease (30 ms). Zero: 30 s.
 	Lease time.Duration
 	// RetryAfter is the wait suggested to a request refused because the
 	// first request with its key is still running (409) or because the
@@ -122,17 +126,28 @@ func DefaultKeep(status int) bool {
 	return status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests
 }
 
+// ErrInvalidConfig matches the errors of New for a Config with a field out
+// of range.
+var ErrInvalidConfig = errors.New("idempotency: invalid config")
+
+// configError names the field, its value and what is accepted; it matches
+// ErrInvalidConfig.
+type configError struct{ msg string }
+
+func (e *configError) Error() string        { return "idempotency: invalid config: " + e.msg }
+func (e *configError) Is(target error) bool { return target == ErrInvalidConfig }
+
 // validate fills the defaults into a copy of c, or says which field is out
 // of range.
 func (c Config) validate() (Config, error) {
 	bad := func(format string, args ...any) (Config, error) {
-		return Config{}, fmt.Errorf("idempotency: invalid config: "+format, args...)
+		return Config{}, &configError{fmt.Sprintf(format, args...)}
 	}
 	switch {
 	case c.TTL < 0:
 		return bad("TTL %v out of range: want > 0, or 0 for the default (%v)", c.TTL, DefaultTTL)
-	case c.Lease < 0:
-		return bad("Lease %v out of range: want > 0, or 0 for the default (%v)", c.Lease, DefaultLease)
+	case c.Lease < 0 || c.Lease > 0 && c.Lease < MinLease:
+		return bad("Lease %v out of range: want ≥ %v, or 0 for the default (%v)", c.Lease, MinLease, DefaultLease)
 	case c.MaxRequestBytes < 0:
 		return bad("MaxRequestBytes %d out of range: want > 0, or 0 for the default (%d)", c.MaxRequestBytes, DefaultMaxRequestBytes)
 	case c.MaxResponseBytes < 0:

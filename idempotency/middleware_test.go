@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -483,10 +484,10 @@ func TestLeaseRenewed(t *testing.T) {
 
 func TestConfigRefused(t *testing.T) {
 	for _, c := range []idempotency.Config{
-		{TTL: -1}, {Lease: -1}, {MaxRequestBytes: -1}, {MaxResponseBytes: -1}, {StoreTimeout: -1},
+		{TTL: -1}, {Lease: -1}, {Lease: time.Millisecond}, {MaxRequestBytes: -1}, {MaxResponseBytes: -1}, {StoreTimeout: -1},
 		{Methods: []string{""}}, {Methods: []string{"PO ST"}}, {FingerprintHeaders: []string{""}},
 	} {
-		if _, err := idempotency.New(c); err == nil || !strings.Contains(err.Error(), "out of range") && !strings.Contains(err.Error(), "Methods") && !strings.Contains(err.Error(), "FingerprintHeaders") {
+		if _, err := idempotency.New(c); !errors.Is(err, idempotency.ErrInvalidConfig) || !strings.Contains(err.Error(), "out of range") && !strings.Contains(err.Error(), "Methods") && !strings.Contains(err.Error(), "FingerprintHeaders") {
 			t.Errorf("New(%+v) = %v, want an error naming the field", c, err)
 		}
 	}
@@ -495,4 +496,9 @@ func TestConfigRefused(t *testing.T) {
 func TestExactlyOnceMemory(t *testing.T) {
 	s, _ := idempotency.NewMemoryStore(idempotency.MemoryConfig{})
 	idempotencytest.ExactlyOnce(t, s, 500)
+}
+
+func TestScopedMemory(t *testing.T) {
+	s, _ := idempotency.NewMemoryStore(idempotency.MemoryConfig{})
+	idempotencytest.Scoped(t, s)
 }

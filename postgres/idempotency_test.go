@@ -121,3 +121,8 @@ func TestIdempotencyCleanup(t *testing.T) {
 		t.Fatalf("rows left: %d %v", left, err)
 	}
 }
+
+func TestIdempotencyScoped(t *testing.T) {
+	_, pool := start(t)
+	idempotencytest.Scoped(t, postgres.NewIdempotencyStore(pool))
+}

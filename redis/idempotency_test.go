@@ -65,3 +65,8 @@ func TestIdempotencyPrefix(t *testing.T) {
 		t.Fatalf("PTTL of an in-progress record %v, want the lease (1 min)", ttl)
 	}
 }
+
+func TestIdempotencyScoped(t *testing.T) {
+	srv := redistest.Start(t)
+	idempotencytest.Scoped(t, redis.NewIdempotencyStore(srv.Client(t), redis.IdempotencyOptions{}))
+}
