@@ -502,3 +502,20 @@ func TestScopedMemory(t *testing.T) {
 	s, _ := idempotency.NewMemoryStore(idempotency.MemoryConfig{})
 	idempotencytest.Scoped(t, s)
 }
+
+func TestStoreUnavailable(t *testing.T) {
+	store, _ := idempotency.NewMemoryStore(idempotency.MemoryConfig{MaxRecords: 1})
+	// The only slot is held by a request in progress: the store is full.
+	if _, claimed, err := store.Begin(context.Background(), idempotency.ID{Key: "other"}, idempotency.Fingerprint{}, "t", time.Now(), time.Hour); err != nil || !claimed {
+		t.Fatal(claimed, err)
+	}
+	h := &charges{}
+	m := newMiddleware(t, idempotency.Config{Store: store})
+	w := post(m.Handler(h), "POST", "/x", "k", "{}")
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "1" || h.runs.Load() != 0 {
+		t.Fatalf("full store: %d Retry-After %q runs %d; want 503, Retry-After 1, handler not run", w.Code, w.Header().Get("Retry-After"), h.runs.Load())
+	}
+	if p := problem(t, w); p.Reason != idempotency.ReasonStoreUnavailable || !strings.Contains(p.Detail, "not executed") {
+		t.Fatalf("problem %+v", p)
+	}
+}
