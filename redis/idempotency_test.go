@@ -70,3 +70,35 @@ func TestIdempotencyScoped(t *testing.T) {
 	srv := redistest.Start(t)
 	idempotencytest.Scoped(t, redis.NewIdempotencyStore(srv.Client(t), redis.IdempotencyOptions{}))
 }
+
+// TestIdempotencyRedisExpiresKeys: Redis itself removes a record whose
+// lease passed (its holder died) and keeps a completed one for its TTL, so
+// nothing needs cleaning up.
+func TestIdempotencyRedisExpiresKeys(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	s := redis.NewIdempotencyStore(c, redis.IdempotencyOptions{Prefix: "x:"})
+	ctx := t.Context()
+	dead := idempotency.ID{Key: "dead"}
+	if _, claimed, err := s.Begin(ctx, dead, idempotency.Fingerprint{}, "t", time.Now(), 50*time.Millisecond); err != nil || !claimed {
+		t.Fatal(claimed, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for c.Exists(ctx, "x:0::dead").Val() == 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the record of a 50 ms lease still exists after 5 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	done := idempotency.ID{Key: "done"}
+	now := time.Now()
+	if _, claimed, err := s.Begin(ctx, done, idempotency.Fingerprint{}, "t", now, 50*time.Millisecond); err != nil || !claimed {
+		t.Fatal(claimed, err)
+	}
+	if err := s.Complete(ctx, done, "t", idempotency.Response{Status: 201}, now, 24*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if ttl := c.PTTL(ctx, "x:0::done").Val(); ttl < 23*time.Hour || ttl > 24*time.Hour {
+		t.Fatalf("PTTL of a completed record %v, want about 24 h", ttl)
+	}
+}
