@@ -43,18 +43,11 @@
 package idempotency
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
-	"sync"
-	"time"
 
 	"github.com/yaoki-go/yaoki/event"
 )
@@ -236,121 +229,4 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, id ID, token strin
 	if err := c.Store.Complete(ctx, id, token, resp, c.Now(), c.TTL); err != nil {
 		c.ErrorLog.Printf("idempotency: store the response to key %q (status %d): %v", id.Key, resp.Status, err)
 	}
-}
-
-// storeContext bounds a store call by StoreTimeout, except for the
-// MemoryStore, which never waits.
-func (c *Config) storeContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := c.Store.(*MemoryStore); ok {
-		return ctx, func() {}
-	}
-	return context.WithTimeout(ctx, c.StoreTimeout)
-}
-
-// renewer extends a lease every third of it while the handler runs.
-type renewer struct {
-	mu      sync.Mutex
-	t       *time.Timer
-	stopped bool
-}
-
-func (c *Config) renew(ctx context.Context, id ID, token string) *renewer {
-	rn := &renewer{}
-	every := c.Lease / 3
-	rn.mu.Lock() // the timer may fire before rn.t is set
-	defer rn.mu.Unlock()
-	rn.t = time.AfterFunc(every, func() {
-		cctx, cancel := c.storeContext(ctx)
-		err := c.Store.Extend(cctx, id, token, c.Now(), c.Lease)
-		cancel()
-		if err != nil {
-			c.ErrorLog.Printf("idempotency: renew the lease of key %q: %v", id.Key, err)
-			if errors.Is(err, ErrLeaseLost) {
-				return
-			}
-		}
-		rn.mu.Lock()
-		if !rn.stopped {
-			rn.t.Reset(every)
-		}
-		rn.mu.Unlock()
-	})
-	return rn
-}
-
-func (rn *renewer) stop() {
-	rn.mu.Lock()
-	rn.stopped = true
-	rn.t.Stop()
-	rn.mu.Unlock()
-}
-
-// readBody reads the whole request body, bounded by MaxRequestBytes. A
-// non-zero p.Status is the problem to answer instead.
-func (c *Config) readBody(r *http.Request) (body []byte, p Problem) {
-	if r.Body == nil || r.Body == http.NoBody {
-		return nil, Problem{}
-	}
-	max := c.MaxRequestBytes
-	if r.ContentLength > max {
-		return nil, c.bodyTooLarge()
-	}
-	n := r.ContentLength
-	if n < 0 || n > 64<<10 {
-		n = 512 // unknown or large: grow as it comes
-	}
-	buf := make([]byte, 0, n+1) // +1: see the end of the body without another read
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		room := buf[len(buf):min(int64(cap(buf)), max+1)]
-		k, err := r.Body.Read(room)
-		buf = buf[:len(buf)+k]
-		switch {
-		case int64(len(buf)) > max:
-			return nil, c.bodyTooLarge()
-		case err == io.EOF:
-			return buf, Problem{}
-		case err != nil:
-			return nil, Problem{Status: http.StatusBadRequest, Reason: ReasonBodyUnreadable,
-				Detail: "idempotency: the request body could not be read: " + err.Error()}
-		}
-	}
-}
-
-func (c *Config) bodyTooLarge() Problem {
-	return Problem{Status: http.StatusRequestEntityTooLarge, Reason: ReasonBodyTooLarge,
-		Detail: fmt.Sprintf("idempotency: the request body is larger than %d bytes, the most this server reads for a keyed request", c.MaxRequestBytes)}
-}
-
-// bodyReader is the body the handler reads: the bytes read to fingerprint
-// the request.
-type bodyReader struct{ bytes.Reader }
-
-func (*bodyReader) Close() error { return nil }
-
-// fingerprint hashes the method, the target, the selected header fields and
-// a SHA-256 of the body, each preceded by its length so that no two
-// requests share an input.
-func (c *Config) fingerprint(r *http.Request, body []byte) Fingerprint {
-	sum := sha256.Sum256(body)
-	var scratch [512]byte
-	b := appendField(scratch[:0], r.Method)
-	b = appendField(b, r.URL.EscapedPath())
-	b = appendField(b, r.URL.RawQuery)
-	for _, name := range c.FingerprintHeaders {
-		vs := r.Header[name]
-		b = binary.AppendUvarint(b, uint64(len(vs)))
-		for _, v := range vs {
-			b = appendField(b, v)
-		}
-	}
-	b = append(b, sum[:]...)
-	return sha256.Sum256(b)
-}
-
-func appendField(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
 }
