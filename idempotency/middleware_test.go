@@ -180,3 +180,23 @@ func TestScopedMemory(t *testing.T) {
 	s, _ := idempotency.NewMemoryStore(idempotency.MemoryConfig{})
 	idempotencytest.Scoped(t, s)
 }
+
+// TestRecordExpires: a key is replayed for TTL, then forgotten: the same
+// key may then be used again, even for another request.
+func TestRecordExpires(t *testing.T) {
+	clk := newClock()
+	h := &charges{}
+	m := newMiddleware(t, idempotency.Config{Now: clk.Now, TTL: time.Hour})
+	post(m.Handler(h), "POST", "/x", "k", "{}")
+	clk.Step(time.Hour - time.Millisecond)
+	if w := post(m.Handler(h), "POST", "/x", "k", "{}"); w.Header().Get(idempotency.HeaderReplayed) != "true" || h.runs.Load() != 1 {
+		t.Fatalf("within the TTL: replayed %q, runs %d", w.Header().Get(idempotency.HeaderReplayed), h.runs.Load())
+	}
+	if w := post(m.Handler(h), "POST", "/x", "k", "other"); w.Code != http.StatusUnprocessableEntity {
+		t.Fatalf("another request within the TTL: %d, want 422", w.Code)
+	}
+	clk.Step(time.Millisecond)
+	if w := post(m.Handler(h), "POST", "/x", "k", "other"); w.Code != http.StatusCreated || w.Header().Get(idempotency.HeaderReplayed) != "" || h.runs.Load() != 2 {
+		t.Fatalf("after the TTL: %d replayed %q runs %d, want a new run", w.Code, w.Header().Get(idempotency.HeaderReplayed), h.runs.Load())
+	}
+}
