@@ -55,6 +55,8 @@ type figure struct {
 	yMin, yMax        float64
 	lines             []series
 	band              [2]float64 // an x range to shade (the trigger), if band[1] > band[0]
+	hline             float64    // a level to mark with a dashed grey line, if > 0
+	hlineName         string
 }
 
 func newFigure(file, title, x, y string) *figure {
@@ -97,6 +99,18 @@ func (f *figure) render(dir string) error {
 		poly.LineStyle.Width = 0
 		p.Add(poly)
 		legend.Add("trigger", poly)
+	}
+	if f.hline > 0 && len(f.lines) > 0 && len(f.lines[0].xs) > 0 {
+		xs := f.lines[0].xs
+		l, err := plotter.NewLine(plotter.XYs{{X: xs[0], Y: f.hline}, {X: xs[len(xs)-1], Y: f.hline}})
+		if err != nil {
+			return err
+		}
+		l.Color = color.Gray{0x70}
+		l.Width = vg.Points(1)
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Add(l)
+		legend.Add(f.hlineName, l)
 	}
 	for _, s := range f.lines {
 		pts := make(plotter.XYs, 0, len(s.xs))
@@ -382,6 +396,7 @@ func (r *simReport) collapseFigures() []*figure {
 	busy := newFigure("collapse-inflight", "Collapse: work in the server, "+label, "time (s)", "attempts in service (log scale)")
 	busy.caption = fmt.Sprintf("Attempts in service at the end of each second, mean of %d runs; above %d the run counts as collapsed.", c.Runs, c.Base.Threshold)
 	busy.logY = true
+	busy.hline, busy.hlineName = float64(c.Base.Threshold), "collapse threshold"
 	if show.Kind != sim.NoTrigger {
 		good.band = [2]float64{show.At.Seconds(), show.End().Seconds()}
 		busy.band = good.band
