@@ -1,9 +1,6 @@
 package sim
 
-import (
-	"testing"
-	"time"
-)
+import "testing"
 
 // TestYaokiOutage: yaoki's defaults hide a flaky server (≥ 99.9 % success
 // up to p = 0.05) and do not pile on a dead one (≤ 1.10 attempts per call
@@ -42,13 +39,7 @@ func TestYaokiBudgetOnlyOutage(t *testing.T) {
 // TestYaokiCollapse: no spike up to 100/s for 10 s leaves a server
 // collapsed when its client runs yaoki's defaults.
 func TestYaokiCollapse(t *testing.T) {
-	var triggers []Trigger
-	for _, w := range []time.Duration{5 * time.Second, 10 * time.Second} {
-		for peak := 60.0; peak <= 100; peak += 20 {
-			triggers = append(triggers, Trigger{Peak: peak, Width: w})
-		}
-	}
-	pts, err := CollapseSweep{Triggers: triggers, Runs: 8, Seed: 100}.Run([]Policy{Yaoki()})
+	pts, err := CollapseSweep{Triggers: DefaultTriggers(), Runs: 6, Seed: 100}.Run([]Policy{Yaoki()})
 	if err != nil {
 		t.Fatal(err)
 	}

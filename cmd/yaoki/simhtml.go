@@ -25,7 +25,7 @@ code { background: #f4f4f4; padding: .1rem .3rem; }
 </head>
 <body>
 <h1>yaoki sim</h1>
-<p>Made by <code>{{.Command}}</code> (seed {{.Seed}}; simulated in {{printf "%.1f" .Elapsed.Seconds}} s of CPU-bound work on virtual time).
+<p>Made by <code>{{.Command}}</code> (seed {{.Seed}}; simulated in {{printf "%.1f" .Elapsed.Seconds}} s).
 The numbers are in <a href="results.csv">results.csv</a> and <a href="results.json">results.json</a>.</p>
 {{range .Sections}}
 <h2>{{.Title}}</h2>
