@@ -107,6 +107,10 @@ type Breaker struct {
 	slowOn   bool
 	countWin bool
 	noWindow bool // neither ratio is on: successes need no counting
+	timeWin  bool // successes are counted in time buckets: they need the clock
+	// clockless: a fast success needs neither the clock nor its duration
+	// (no time window, no SlowCall), so Execute and Permit skip time.Now.
+	clockless bool
 }
 
 // period is one open period, published atomically so that refusals need no
@@ -142,6 +146,8 @@ func New(s Settings) (*Breaker, error) {
 	}
 	b := &Breaker{s: s, ratioOn: s.FailureRatio != Disabled, slowOn: s.SlowCall > 0}
 	b.noWindow = !b.ratioOn && !b.slowOn
+	b.timeWin = !b.noWindow && s.WindowCalls == 0
+	b.clockless = !b.timeWin && !b.slowOn
 	if s.WindowCalls > 0 {
 		b.countWin = true
 		b.block = uint64((s.WindowCalls + maxCountBuckets - 1) / maxCountBuckets)
@@ -164,7 +170,15 @@ func (b *Breaker) Name() string { return b.s.Name }
 // the breaker refuses. Closed, it is one atomic load.
 func (b *Breaker) AllowAt(now time.Time, retry bool) (ticket uint64, err error) {
 	w := b.word.Load()
-	if w&stateMask == uint64(Closed) || b.s.RetriesOnly && !retry {
+	if w&stateMask == uint64(Closed) {
+		return w, nil
+	}
+	return b.allowNotClosed(now, w, retry)
+}
+
+// allowNotClosed is AllowAt in the open and half-open states.
+func (b *Breaker) allowNotClosed(now time.Time, w uint64, retry bool) (uint64, error) {
+	if b.s.RetriesOnly && !retry {
 		return w, nil
 	}
 	return b.allowSlow(context.Background(), now, w, retry)
@@ -226,10 +240,25 @@ func (b *Breaker) DoneAt(now time.Time, ticket uint64, elapsed time.Duration, er
 	slow := b.slowOn && elapsed >= b.s.SlowCall
 	if w&stateMask == uint64(Closed) && o == Success && !slow {
 		// The hot path: count the call, clear the failure streak.
-		b.countSuccess(now)
+		if b.timeWin {
+			b.calls.Add(b.clock.Epoch(now), 1)
+		} else {
+			b.countClockless()
+		}
 		return
 	}
 	b.record(context.Background(), now, ticket, o, slow, err)
+}
+
+// countClockless counts a success in a count window, or in no window at
+// all, and clears the failure streak.
+func (b *Breaker) countClockless() {
+	if b.countWin {
+		b.seq.Add(1)
+	}
+	if b.consec.Load() != 0 {
+		b.consec.Store(0)
+	}
 }
 
 func (b *Breaker) classify(err error) Outcome {
@@ -267,16 +296,14 @@ func (b *Breaker) record(ctx context.Context, now time.Time, ticket uint64, o Ou
 }
 
 func (b *Breaker) countSuccess(now time.Time) {
-	switch {
-	case b.noWindow:
-	case b.countWin:
-		b.seq.Add(1)
-	default:
+	if b.timeWin {
 		b.calls.Add(b.clock.Epoch(now), 1)
+		if b.consec.Load() != 0 {
+			b.consec.Store(0)
+		}
+		return
 	}
-	if b.consec.Load() != 0 {
-		b.consec.Store(0)
-	}
+	b.countClockless()
 }
 
 // closedShouldTrip counts a failed or slow call and reports whether the

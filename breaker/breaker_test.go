@@ -635,3 +635,49 @@ func TestNoAllocations(t *testing.T) {
 		t.Errorf("refusal while open: %v allocations, want 0", n)
 	}
 }
+
+// TestTripDelay measures how long the default breaker takes to trip when a
+// dependency that was healthy for a minute starts failing every call, at
+// several call rates: the figures quoted in the README.
+func TestTripDelay(t *testing.T) {
+	for _, c := range []struct {
+		perSecond int
+		want      time.Duration // upper bound
+	}{
+		{1, 16 * time.Second},
+		{10, 16 * time.Second},
+		{1000, 16 * time.Second},
+		{0, 0}, // one call every 2 s: below MinCalls per window, the ratio never trips
+	} {
+		b := newB(t, Settings{})
+		interval := 2 * time.Second
+		if c.perSecond > 0 {
+			interval = time.Second / time.Duration(c.perSecond)
+		}
+		outage := at(time.Minute)
+		tripped := time.Duration(-1)
+		for now := at(0); now.Before(at(3 * time.Minute)); now = now.Add(interval) {
+			tk, err := b.AllowAt(now, false)
+			if err != nil {
+				tripped = now.Sub(outage)
+				break
+			}
+			var out error
+			if !now.Before(outage) {
+				out = boom
+			}
+			b.DoneAt(now, tk, time.Millisecond, out)
+		}
+		if c.want == 0 {
+			t.Logf(" 0.5 calls/s: tripped: %v (never: the window never holds MinCalls calls)", tripped >= 0)
+			if tripped >= 0 {
+				t.Errorf("one call every 2 s: tripped after %v, want never (MinCalls 20 in 30 s)", tripped)
+			}
+			continue
+		}
+		t.Logf("%4d calls/s: tripped %v after the outage began", c.perSecond, tripped)
+		if tripped < 0 || tripped > c.want {
+			t.Errorf("%d calls/s: tripped after %v, want within %v", c.perSecond, tripped, c.want)
+		}
+	}
+}

@@ -56,8 +56,8 @@ func (b *Breaker) begin(ctx context.Context) (ticket uint64, start time.Time, er
 
 // finish is DoneAt for a call that began with begin.
 func (b *Breaker) finish(ctx context.Context, ticket uint64, start time.Time, err error) {
-	if err == nil && !b.slowOn && (b.countWin || b.noWindow) && ticket == b.word.Load() && ticket&stateMask == uint64(Closed) {
-		b.countSuccess(time.Time{}) // no clock needed without a time window
+	if err == nil && b.clockless && ticket == b.word.Load() && ticket&stateMask == uint64(Closed) {
+		b.countClockless()
 		return
 	}
 	now := time.Now()
@@ -98,6 +98,13 @@ type Permit struct {
 // Permit whose Done reports the call's outcome, or an *OpenError. Like
 // Execute, it reads the clock only when a decision needs it.
 func (b *Breaker) Allow() (Permit, error) {
+	if w := b.word.Load(); w&stateMask == uint64(Closed) && !b.slowOn {
+		return Permit{b: b, ticket: w}, nil
+	}
+	return b.allowPermit()
+}
+
+func (b *Breaker) allowPermit() (Permit, error) {
 	t, start, err := b.begin(context.Background())
 	if err != nil {
 		return Permit{}, err
@@ -108,8 +115,7 @@ func (b *Breaker) Allow() (Permit, error) {
 // Done reports the call's outcome: err is nil on success. With SlowCall,
 // the call's duration is measured from Allow.
 func (p Permit) Done(err error) {
-	if p.b == nil {
-		return
+	if p.b != nil {
+		p.b.finish(context.Background(), p.ticket, p.start, err)
 	}
-	p.b.finish(context.Background(), p.ticket, p.start, err)
 }

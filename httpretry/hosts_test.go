@@ -62,6 +62,7 @@ func TestDefaultBudgetPerHost(t *testing.T) {
 			t.Fatalf("call %d: %v %v", i, code, err)
 		}
 	}
+	t.Logf("200 calls to a host answering 503: %d requests (600 without the budget)", downN.Load())
 	// Without a budget: 600 attempts. With it: 200 first attempts, and
 	// retries ≤ 20 % of 200 + the floor of 100 per 10 s window.
 	if n := downN.Load(); n > calls+calls/5+100 || n < calls+100 {

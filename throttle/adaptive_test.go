@@ -87,6 +87,7 @@ func TestAdaptiveSheds(t *testing.T) {
 		reached++
 		a.RecordAt(now, true)
 	}
+	t.Logf("backend throttling everything: %d of %d requests reached it (%.2f %%)", reached, sent, 100*float64(reached)/float64(sent))
 	if share := float64(reached) / float64(sent); share > 0.01 {
 		t.Fatalf("%d of %d requests reached a backend that throttles everything (%.3f), want ≤ 1 %%", reached, sent, share)
 	}
@@ -103,6 +104,7 @@ func TestAdaptiveSheds(t *testing.T) {
 		reached++
 		a.RecordAt(now, reached%2 == 0)
 	}
+	t.Logf("backend accepting half: %d of %d requests reached it (%.2f %%)", reached, sent, 100*float64(reached)/float64(sent))
 	if share := float64(reached) / float64(sent); share < 0.95 {
 		t.Fatalf("%d of %d reached a backend accepting half (%.3f), want ≥ 95 %%", reached, sent, share)
 	}
