@@ -171,6 +171,9 @@ const (
 //   - "" when nothing did (no error and a status below 400);
 //   - the status code as a string ("503") when the server answered with a
 //     status ≥ 400, whatever the error;
+//   - the answer of the first error in the chain that has a method
+//     ErrorType() string returning a non-empty name (so that an
+//     application's error can name itself, e.g. "exit_1");
 //   - ErrorTimeout, ErrorCancelled, ErrorConnectionRefused,
 //     ErrorConnectionReset or ErrorEOF when the error's chain holds such a
 //     cause;
@@ -198,6 +201,10 @@ func (e Event) ErrorType() string {
 			return ErrorEOF
 		}
 		switch x := err.(type) {
+		case interface{ ErrorType() string }:
+			if t := x.ErrorType(); t != "" {
+				return t
+			}
 		case syscall.Errno:
 			switch x {
 			case syscall.ECONNREFUSED:

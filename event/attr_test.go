@@ -24,6 +24,12 @@ func (timeoutErr) Temporary() bool { return true }
 
 type codeErr struct{ code int }
 
+// namedErr names its own error type.
+type namedErr struct{ name string }
+
+func (e namedErr) Error() string     { return "named " + e.name }
+func (e namedErr) ErrorType() string { return e.name }
+
 func (e *codeErr) Error() string { return "code " + strconv.Itoa(e.code) }
 
 func TestErrorType(t *testing.T) {
@@ -59,6 +65,9 @@ func TestErrorType(t *testing.T) {
 		{"joined: the first branch", errors.Join(&codeErr{1}, context.Canceled), 0, "*event_test.codeErr"},
 		{"joined: a nil first branch is skipped", errors.Join(nil, io.EOF), 0, event.ErrorEOF},
 		{"another errno names its type", syscall.ENOENT, 0, "syscall.Errno"},
+		{"an error names itself", fmt.Errorf("run: %w", namedErr{"exit_3"}), 0, "exit_3"},
+		{"an empty name is no name", namedErr{""}, 0, "event_test.namedErr"},
+		{"the first name wins over a deadline beside it", errors.Join(namedErr{"x"}, context.DeadlineExceeded), 0, "x"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := event.Event{Err: tc.err, Status: tc.status}.ErrorType()

@@ -1,6 +1,6 @@
 module github.com/yaoki-go/yaoki/otel
 
-go 1.26
+go 1.26.0
 
 replace github.com/yaoki-go/yaoki => ../
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/yaoki-go/yaoki/event"
 	"github.com/yaoki-go/yaoki/retry"
 )
 
@@ -30,6 +31,7 @@ const (
 
 type execOptions struct {
 	pf        policyFlags
+	obs       observeFlags
 	retryOn   string
 	noRetryOn string
 	quiet     bool
@@ -62,7 +64,7 @@ or 127 if the command could not be run; 2 for bad usage.
 
 Standard input is handed to every attempt as it is: a command that reads it
 gets, on a retry, only what the earlier attempts left.
-` + policyFlagsHelp,
+` + policyFlagsHelp + "\n" + observeFlagsHelp,
 		Example: `  # retry a flaky download up to 5 times, 1s, 2s, 4s... apart, 1 minute in all
   yaoki exec --max-attempts 5 --base 1s --max-time 1m -- curl -fsS -o page.html http://127.0.0.1:8080/
 
@@ -81,6 +83,7 @@ gets, on a retry, only what the earlier attempts left.
 	}
 	cmd.Flags().SetInterspersed(false) // flags after COMMAND are the command's
 	o.pf.register(cmd.Flags())
+	o.obs.register(cmd.Flags())
 	cmd.Flags().StringVar(&o.retryOn, "retry-on", "", "exit codes to retry, e.g. 1,75,100-110 (default: every non-zero code but 126, 127 and signals the user sent)")
 	cmd.Flags().StringVar(&o.noRetryOn, "no-retry-on", "", "exit codes never to retry, e.g. 2,64-78")
 	cmd.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "report only when giving up")
@@ -157,7 +160,13 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 		}
 	}()
 
+	ob, err := o.obs.start(cmd, "yaoki exec")
+	if err != nil {
+		return err
+	}
+	defer ob.stop()
 	p := cp.retry
+	p.Observer = event.Multi(p.Observer, ob.observer)
 	docClassify := p.Classify
 	p.Classify = func(err error) retry.Class {
 		var es *exitStatus

@@ -33,6 +33,7 @@ type flakyOptions struct {
 	seed          uint64
 	attemptHeader string
 	maxRequests   int
+	obs           observeFlags
 }
 
 func newFlakyCmd() *cobra.Command {
@@ -62,7 +63,8 @@ Rate mode (--rate-429, --rate-5xx, --rate-reset, --rate-slow): each request
 draws its fate from a seeded generator (--seed), so a run is repeatable.
 
 It stops on SIGINT or SIGTERM, or after --max-requests requests, and prints
-a summary of the answers on stderr.`,
+a summary of the answers on stderr.
+` + observeFlagsHelp + "\n" + flakyMetricsHelp,
 		Example: `  # 503, then 429 with Retry-After: 1, then 200 for ever after
   yaoki flaky --addr 127.0.0.1:8080 --script 503,429:retry-after=1,200
 
@@ -87,6 +89,7 @@ a summary of the answers on stderr.`,
 	f.Uint64Var(&o.seed, "seed", 1, "seed of the rate mode's random draws")
 	f.StringVar(&o.attemptHeader, "attempt-header", "Attempt-Count", "request header that carries the client's attempt number, logged with each request")
 	f.IntVar(&o.maxRequests, "max-requests", 0, "stop after this many requests (0: never)")
+	o.obs.register(f)
 	return cmd
 }
 
@@ -96,6 +99,7 @@ type flaky struct {
 	script []step
 	rates  *rates
 	log    io.Writer
+	ob     *observing // --metrics-addr, --log-format
 
 	mu       sync.Mutex
 	requests int
@@ -141,6 +145,12 @@ func (o *flakyOptions) run(cmd *cobra.Command) error {
 	if err := checkLoopback(o.addr); err != nil {
 		return err
 	}
+	ob, err := o.obs.start(cmd, "flaky")
+	if err != nil {
+		return err
+	}
+	defer ob.stop()
+	fl.ob = ob
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return exit(1, fmt.Sprintf("flaky: cannot listen on %s: %v (is the port taken? use port 0 for a free one)", o.addr, err))
@@ -153,7 +163,7 @@ func (o *flakyOptions) run(cmd *cobra.Command) error {
 	} else if o.script == "" {
 		mode = "always 200 (no --script or --rate-* given)"
 	}
-	fmt.Fprintf(fl.log, "flaky: listening on %s (%s)\n", url, mode)
+	fl.ob.say(fl.log, "listening", "flaky: listening on %s (%s)\n", url, mode)
 
 	srv := &http.Server{Handler: fl, ReadHeaderTimeout: 10 * time.Second}
 	sigs := make(chan os.Signal, 1)
@@ -260,8 +270,11 @@ func (fl *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	last := fl.o.maxRequests > 0 && n >= fl.o.maxRequests
 	fl.mu.Unlock()
 
-	fmt.Fprintf(fl.log, "flaky: req=%d ms=%d method=%s path=%s attempt=%s key=%s op=%d step=%d answer=%s\n",
-		n, time.Since(fl.start).Milliseconds(), r.Method, r.URL.Path, orDash(attemptHdr), orDash(key), op, pos, answer)
+	elapsed := time.Since(fl.start)
+	if !fl.ob.flaky(r, flakyAnswer{n: n, op: op, pos: pos, elapsed: elapsed, attemptHdr: attemptHdr, key: key, answer: answer, st: st, replayed: replayed}) {
+		fmt.Fprintf(fl.log, "flaky: req=%d ms=%d method=%s path=%s attempt=%s key=%s op=%d step=%d answer=%s\n",
+			n, elapsed.Milliseconds(), r.Method, r.URL.Path, orDash(attemptHdr), orDash(key), op, pos, answer)
+	}
 	if last {
 		defer fl.doneOnce.Do(func() { close(fl.done) })
 	}
@@ -338,7 +351,7 @@ func (fl *flaky) summary() {
 	for i, k := range keys {
 		parts[i] = fmt.Sprintf("%d×%s", fl.answers[k], k)
 	}
-	fmt.Fprintf(fl.log, "flaky: %d request%s, %d keyed operation%s: %s\n", fl.requests, plural(fl.requests), fl.ops, plural(fl.ops), strings.Join(parts, ", "))
+	fl.ob.say(fl.log, "summary", "flaky: %d request%s, %d keyed operation%s: %s\n", fl.requests, plural(fl.requests), fl.ops, plural(fl.ops), strings.Join(parts, ", "))
 }
 
 func orDash(s string) string {

@@ -44,6 +44,7 @@ type httpOptions struct {
 	fail       bool
 	verbose    bool
 	key        string
+	obs        observeFlags
 }
 
 func newHTTPCmd() *cobra.Command {
@@ -72,7 +73,7 @@ Exit codes:
   5  --max-time passed (or the next wait would have ended after it)
   6  no answer and not retried: a final connection, TLS or DNS error, or a
      request that could be sent only once (POST without key)
-` + policyFlagsHelp,
+` + policyFlagsHelp + "\n" + observeFlagsHelp,
 		Example: `  # GET, retrying 429/5xx with the defaults (3 attempts), each attempt on stderr
   yaoki http -v http://127.0.0.1:8080/
 
@@ -101,6 +102,7 @@ Exit codes:
 	f.BoolVarP(&o.fail, "fail", "f", false, "exit 3, writing no body, when the answer's status is 400 or more")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "report each attempt, and each wait with its source, on stderr")
 	f.StringVar(&o.key, "idempotency-key", "", "auto (a new key for POST and PATCH) or the KEY to send on every attempt")
+	o.obs.register(f)
 	return cmd
 }
 
@@ -164,8 +166,13 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	}
 
 	stderr := cmd.ErrOrStderr()
+	ob, err := o.obs.start(cmd, "yaoki http")
+	if err != nil {
+		return err
+	}
+	defer ob.stop()
 	obs := &httpObserver{w: stderr, verbose: o.verbose}
-	t := &httpretry.Transport{Policy: cp.retry, Observer: obs}
+	t := &httpretry.Transport{Policy: cp.retry, Observer: event.Multi(obs, ob.observer)}
 	if cp.doc != nil {
 		t.Statuses = statusesFor(cp.doc)
 	}

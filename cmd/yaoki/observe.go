@@ -1,0 +1,246 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"go.opentelemetry.io/otel/attribute"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+
+	"github.com/yaoki-go/yaoki/event"
+	"github.com/yaoki-go/yaoki/event/eventlog"
+	yotel "github.com/yaoki-go/yaoki/otel"
+)
+
+// observeFlags are --metrics-addr and --log-format, shared by http, exec
+// and flaky: what the toolkit reports while the command runs, as
+// Prometheus metrics (module yaoki/otel through the OpenTelemetry
+// Prometheus exporter) and as structured logs (package eventlog).
+type observeFlags struct {
+	metricsAddr string
+	logFormat   string
+}
+
+// observeFlagsHelp is appended to the long help of each command that takes
+// the flags.
+const observeFlagsHelp = `
+Observability: --metrics-addr ADDR serves Prometheus metrics on
+http://ADDR/metrics for as long as the command runs (attempts by status and
+outcome, retries and their waits by source, give-ups by reason; the names
+and labels are in the README, "Observability"); port 0 picks a free port,
+and the URL is printed on stderr. --log-format text|json writes each retry
+(level DEBUG), give-up (WARN) and breaker change (INFO) on stderr as a
+structured log record, beside the command's own messages.`
+
+// flakyMetricsHelp says what flaky's metrics and logs hold.
+const flakyMetricsHelp = `
+For flaky, each answer counts as an attempt of its client
+(yaoki_attempts_total with retry_component="flaky", by status and by the
+outcome a client following yaoki's rules sees; a reset is a failure with
+error_type="connection_reset"), and each replay of a keyed operation as an
+idempotency replay. With --log-format, its request lines (and its listening
+and summary lines) are log records too: msg "request", "listening", "summary".`
+
+func (f *observeFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on http://ADDR/metrics while running, e.g. 127.0.0.1:9464 (port 0: any free port)")
+	fs.StringVar(&f.logFormat, "log-format", "", "log retries, give-ups and breaker changes on stderr as structured records: text or json")
+}
+
+// observing is what start set up; its zero parts are what was not asked
+// for. Its methods are safe on a nil *observing.
+type observing struct {
+	observer event.Observer // nil when neither flag was given
+	logger   *slog.Logger   // nil without --log-format
+	metrics  *yotel.Observer
+	url      string // the metrics URL, "" without --metrics-addr
+
+	provider *sdkmetric.MeterProvider
+	srv      *http.Server
+	served   chan struct{}
+}
+
+// start sets up what the flags ask for: a logger on stderr, and a metrics
+// endpoint whose URL it announces on stderr as "PREFIX: metrics on URL".
+// The caller must call stop.
+func (f *observeFlags) start(cmd *cobra.Command, prefix string) (*observing, error) {
+	o := &observing{}
+	stderr := cmd.ErrOrStderr()
+	switch f.logFormat {
+	case "":
+	case "text":
+		o.logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	case "json":
+		o.logger = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	default:
+		return nil, usagef("--log-format %q: want text or json", f.logFormat)
+	}
+	var observers []event.Observer
+	if o.logger != nil {
+		observers = append(observers, eventlog.New(o.logger))
+	}
+	if f.metricsAddr != "" {
+		if err := o.serveMetrics(f.metricsAddr, cmd.Name()); err != nil {
+			return nil, err
+		}
+		observers = append(observers, o.metrics)
+		fmt.Fprintf(stderr, "%s: metrics on %s\n", prefix, o.url)
+	}
+	o.observer = event.Multi(observers...)
+	return o, nil
+}
+
+// serveMetrics starts the meter provider, the Prometheus exporter on a
+// registry of its own (with the Go runtime and process collectors) and the
+// HTTP server of the endpoint.
+func (o *observing) serveMetrics(addr, command string) error {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return usagef("--metrics-addr %q: want HOST:PORT such as 127.0.0.1:9464 (port 0: any free port)", addr)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	exporter, err := otelprom.New(otelprom.WithRegisterer(reg))
+	if err != nil {
+		return exit(1, fmt.Sprintf("%s: cannot start the Prometheus exporter: %v", command, err))
+	}
+	res := resource.NewSchemaless(attribute.String("service.name", "yaoki "+command))
+	o.provider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter), sdkmetric.WithResource(res))
+	if o.metrics, err = yotel.New(o.provider); err != nil {
+		return exit(1, fmt.Sprintf("%s: %v", command, err))
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		_ = o.provider.Shutdown(context.Background())
+		return exit(1, fmt.Sprintf("%s: cannot serve metrics on %s: %v (is the port taken? use port 0 for a free one)", command, addr, err))
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	o.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	o.url = "http://" + ln.Addr().String() + "/metrics"
+	o.served = make(chan struct{})
+	go func() {
+		defer close(o.served)
+		_ = o.srv.Serve(ln)
+	}()
+	return nil
+}
+
+// stop closes the metrics endpoint (after the scrapes in progress) and the
+// meter provider.
+func (o *observing) stop() {
+	if o == nil || o.srv == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = o.srv.Shutdown(ctx)
+	<-o.served
+	_ = o.provider.Shutdown(ctx)
+}
+
+// flakyAnswer is one answer of yaoki flaky, as it logs it.
+type flakyAnswer struct {
+	n, op, pos int // request, keyed operation and script position
+	elapsed    time.Duration
+	attemptHdr string // the client's attempt header, "" if none
+	key        string // its Idempotency-Key, "" if none
+	answer     string // the step as the script writes it
+	st         step
+	replayed   bool
+}
+
+// flaky reports an answer of yaoki flaky: to the observer, as the attempt
+// it ends for the client (event.AttemptEnd with Component "flaky", Attempt
+// from the client's attempt header, the status and the outcome the client
+// will see; a reset is an attempt that failed with ECONNRESET) and, for a
+// replay, an event.Replay; and to the logger, as a structured record. It
+// reports whether it logged the answer, so that flaky writes its plain log
+// line otherwise.
+func (o *observing) flaky(r *http.Request, a flakyAnswer) (logged bool) {
+	if o == nil {
+		return false
+	}
+	if obs := o.observer; obs != nil {
+		e := event.Event{Kind: event.AttemptEnd, Time: time.Now(), Component: "flaky", Method: r.Method, Host: r.Host,
+			Status: a.st.status, Outcome: answerOutcome(a.st), Duration: a.st.slow}
+		e.Attempt, _ = strconv.Atoi(a.attemptHdr)
+		if a.st.reset {
+			e.Err = syscall.ECONNRESET
+		}
+		obs.Observe(r.Context(), e)
+		if a.replayed {
+			obs.Observe(r.Context(), event.Event{Kind: event.Replay, Time: e.Time, Component: "flaky",
+				Method: r.Method, Host: r.Host, Status: a.st.status, Key: a.key})
+		}
+	}
+	if o.logger == nil {
+		return false
+	}
+	attrs := []slog.Attr{
+		slog.Int("flaky.request", a.n),
+		slog.Int64("flaky.ms", a.elapsed.Milliseconds()),
+		slog.String(event.AttrMethod, r.Method),
+		slog.String("url.path", r.URL.Path),
+		slog.String(event.AttrAttempt, a.attemptHdr),
+		slog.String(event.AttrKey, a.key),
+		slog.Int("flaky.operation", a.op),
+		slog.Int("flaky.step", a.pos),
+		slog.String("flaky.answer", a.answer),
+	}
+	if a.st.status != 0 {
+		attrs = append(attrs, slog.Int(event.AttrStatusCode, a.st.status))
+	}
+	o.logger.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+	return true
+}
+
+// answerOutcome is how a client that follows the toolkit's rules takes an
+// answer: 2xx and 3xx succeed, 429 and 503 are throttling, 408, 500, 502,
+// 504 and resets are failures worth retrying, and the rest are final.
+func answerOutcome(st step) event.Outcome {
+	switch {
+	case st.reset:
+		return event.Failure
+	case st.status == 429 || st.status == 503:
+		return event.Throttled
+	case st.status == 408 || st.status == 500 || st.status == 502 || st.status == 504:
+		return event.Failure
+	case st.status < 400:
+		return event.Success
+	}
+	return event.Rejected
+}
+
+// say writes a line of flaky's own (listening, summary) as a log record
+// with --log-format, or as the plain line format makes.
+func (o *observing) say(w io.Writer, msg string, format string, args ...any) {
+	if o == nil || o.logger == nil {
+		fmt.Fprintf(w, format, args...)
+		return
+	}
+	o.logger.Info(msg, slog.String("text", strings.TrimSuffix(fmt.Sprintf(format, args...), "\n")))
+}
+
+// ErrorType names a command's failure for the error.type attribute of
+// yaoki exec's metrics and logs: "exit_N", or "not_started" when the
+// command could not be started.
+func (e *exitStatus) ErrorType() string {
+	if e.noStart != nil {
+		return "not_started"
+	}
+	return "exit_" + strconv.Itoa(e.code)
+}
