@@ -59,6 +59,9 @@
 // state-change events (give the Observer to breaker.Settings.Observer). The
 // budget level is what a budget registered with TrackBudget says: retries
 // still granted (share-of-traffic budget) or tokens (token bucket).
+// TrackTransport reads the guards an httpretry.Transport keeps per
+// destination host (its default share-of-traffic budget, and breakers if
+// it makes them), named by the host.
 //
 // A breaker that has the Observer reports its refusals itself
 // (retry.component "breaker"), and so does the retry loop that asked it

@@ -10,6 +10,7 @@ import (
 
 	"github.com/yaoki-go/yaoki/breaker"
 	"github.com/yaoki-go/yaoki/event"
+	"github.com/yaoki-go/yaoki/httpretry"
 )
 
 // Values of the yaoki.breaker.state gauge: ordered by severity, so that
@@ -44,10 +45,12 @@ type gauges struct {
 	state metric.Int64ObservableGauge
 	level metric.Float64ObservableGauge
 
-	mu       sync.Mutex
-	breakers map[string]*tracked[string]
-	budgets  map[string]*tracked[float64]
-	learned  map[string]learnedState
+	mu         sync.Mutex
+	breakers   map[string]*tracked[string]
+	budgets    map[string]*tracked[float64]
+	learned    map[string]learnedState
+	transports map[*httpretry.Transport]bool
+	hosts      map[string][]metric.ObserveOption // destinations seen in httpretry's events, with their name set
 }
 
 type tracked[T any] struct {
@@ -68,6 +71,8 @@ func (g *gauges) register(m metric.Meter) error {
 	g.breakers = make(map[string]*tracked[string])
 	g.budgets = make(map[string]*tracked[float64])
 	g.learned = make(map[string]learnedState)
+	g.transports = make(map[*httpretry.Transport]bool)
+	g.hosts = make(map[string][]metric.ObserveOption)
 	var err error
 	g.state, err = m.Int64ObservableGauge(MetricBreakerState, metric.WithUnit("{state}"),
 		metric.WithDescription("Circuit breaker state: 0 closed, 1 half-open, 2 open."))
@@ -100,6 +105,21 @@ func (g *gauges) learn(name, to string) {
 	g.learned[name] = learnedState{value: v, opt: nameSet(name)}
 }
 
+// sawHost records a destination of httpretry's events, for the transports
+// tracked with TrackTransport. It is called when an event's attribute set
+// is not cached yet, so not on the hot path.
+func (g *gauges) sawHost(host string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.hosts[host]; !ok && len(g.hosts) < maxHosts {
+		g.hosts[host] = nameSet(host)
+	}
+}
+
+// maxHosts bounds the destinations read from tracked transports, as
+// httpretry.MaxGuardedHosts bounds those a transport guards.
+const maxHosts = httpretry.MaxGuardedHosts
+
 // observe is the gauges' callback. It reads the tracked functions outside
 // the lock, so that they may take their own locks (or even track or
 // untrack) without deadlocking.
@@ -117,8 +137,43 @@ func (g *gauges) observe(_ context.Context, o metric.Observer) error {
 	for _, t := range g.budgets {
 		budgets = append(budgets, t)
 	}
+	type hostRead struct {
+		host string
+		opt  []metric.ObserveOption
+	}
+	var hosts []hostRead
+	var transports []*httpretry.Transport
+	if len(g.transports) > 0 {
+		for t := range g.transports {
+			transports = append(transports, t)
+		}
+		for h, opt := range g.hosts {
+			if _, tracked := g.breakers[h]; !tracked {
+				hosts = append(hosts, hostRead{h, opt})
+			}
+		}
+	}
+	readByTransport := map[string]bool{}
+	g.mu.Unlock()
+	// The guards of tracked transports, per destination: their budget's
+	// level and their breaker's state.
+	for _, t := range transports {
+		for _, h := range hosts {
+			budget, brk, _ := t.GuardsFor(h.host)
+			if l, ok := budget.(interface{ Level() float64 }); ok {
+				o.ObserveFloat64(g.level, l.Level(), h.opt...)
+			}
+			if s, ok := brk.(interface{ State() breaker.State }); ok {
+				if v, ok := StateValue(s.State().String()); ok {
+					o.ObserveInt64(g.state, v, h.opt...)
+					readByTransport[h.host] = true
+				}
+			}
+		}
+	}
+	g.mu.Lock()
 	for name, l := range g.learned {
-		if _, tracked := g.breakers[name]; !tracked {
+		if _, tracked := g.breakers[name]; !tracked && !readByTransport[name] {
 			o.ObserveInt64(g.state, l.value, l.opt...)
 		}
 	}
@@ -169,6 +224,26 @@ func (o *Observer) TrackBreakerFunc(name string, state func() string) (untrack f
 		if g.breakers[name] == t {
 			delete(g.breakers, name)
 		}
+		g.mu.Unlock()
+	}
+}
+
+// TrackTransport reports the guards that t keeps per destination host (see
+// httpretry.Guards): the level of each host's retry budget on the
+// yaoki.budget.level gauge and the state of each host's breaker on the
+// yaoki.breaker.state gauge, under retry.name = the host (as in the URL,
+// with its port). The hosts are those of the events of component
+// "httpretry" that this Observer has recorded, so give the Observer to t
+// (Transport.Observer). With several transports tracked, each reports the
+// hosts of all. The returned function stops tracking.
+func (o *Observer) TrackTransport(t *httpretry.Transport) (untrack func()) {
+	g := &o.gauges
+	g.mu.Lock()
+	g.transports[t] = true
+	g.mu.Unlock()
+	return func() {
+		g.mu.Lock()
+		delete(g.transports, t)
 		g.mu.Unlock()
 	}
 }

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/yaoki-go/yaoki/breaker"
+	"github.com/yaoki-go/yaoki/budget"
 	"github.com/yaoki-go/yaoki/httpretry"
 	yotel "github.com/yaoki-go/yaoki/otel"
 	"github.com/yaoki-go/yaoki/retry"
@@ -47,8 +50,9 @@ func TestHTTPRetry(t *testing.T) {
 		t.Fatalf("waits %s", w)
 	}
 
-	const get = "http.request.method=GET,retry.component=httpretry,server.address=127.0.0.1"
-	const post = "http.request.method=POST,retry.component=httpretry,server.address=127.0.0.1"
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	dest := ",retry.component=httpretry,server.address=127.0.0.1,server.port=" + port
+	get, post := "http.request.method=GET"+dest, "http.request.method=POST"+dest
 	s := collect()
 	s.expect(t, yotel.MetricAttempts, map[string]float64{
 		get + ",error.type=503,http.response.status_code=503,retry.status_class=5xx,retry.outcome=throttled": 1,
@@ -86,4 +90,41 @@ func TestHTTPRetry(t *testing.T) {
 	if attempts != 8 || len(srv.Attempts()) != 8 {
 		t.Errorf("%d attempt durations recorded, server saw %d attempts; want 8 and 8", attempts, len(srv.Attempts()))
 	}
+}
+
+// TestTrackTransport reads the per-host guards of an httpretry.Transport:
+// each destination's budget level and breaker state, named by its host.
+func TestTrackTransport(t *testing.T) {
+	o, collect := newObserver(t)
+	srv := retrytest.NewServer(t, "503,503,503")
+	p, _ := retrytest.NoWait(retry.Policy{})
+	tr := &httpretry.Transport{Base: srv.Client().Transport, Policy: p, Observer: o, Guards: httpretry.Guards{
+		Budget: func(string) retry.Budget { b, _ := budget.NewBucket(budget.BucketConfig{}); return b },
+		Breaker: func(host string) retry.Breaker {
+			b, _ := breaker.New(breaker.Settings{Name: host, ConsecutiveFailures: 3, Observer: o})
+			return b
+		},
+	}}
+	untrack := o.TrackTransport(tr)
+	client := tr.Client()
+	defer client.CloseIdleConnections()
+	resp, err := client.Get(srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	s := collect()
+	// Two retries took 5 tokens each; three failures tripped the breaker.
+	s.expect(t, yotel.MetricBudgetLevel, map[string]float64{"retry.name=" + host: 490})
+	s.expect(t, yotel.MetricBreakerState, map[string]float64{"retry.name=" + host: 2})
+	s.expect(t, yotel.MetricBreakerTransitions, map[string]float64{
+		"retry.component=breaker,retry.name=" + host + ",retry.state.from=closed,retry.state.to=open": 1,
+	})
+	// Untracked: the budget is gone, the breaker is still known from its
+	// transition.
+	untrack()
+	s = collect()
+	s.expect(t, yotel.MetricBudgetLevel, map[string]float64{})
+	s.expect(t, yotel.MetricBreakerState, map[string]float64{"retry.name=" + host: 2})
 }

@@ -209,6 +209,9 @@ func (o *Observer) measure(e event.Event) *measure {
 	if ok {
 		return m
 	}
+	if k.component == "httpretry" && k.host != "" {
+		o.gauges.sawHost(k.host)
+	}
 	set := attributesOf(k)
 	opt := metric.WithAttributeSet(set)
 	m = &measure{add: []metric.AddOption{opt}, record: []metric.RecordOption{opt}}

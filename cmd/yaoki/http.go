@@ -173,6 +173,7 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	defer ob.stop()
 	obs := &httpObserver{w: stderr, verbose: o.verbose}
 	t := &httpretry.Transport{Policy: cp.retry, Observer: event.Multi(obs, ob.observer)}
+	ob.track(t)
 	if cp.doc != nil {
 		t.Statuses = statusesFor(cp.doc)
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/yaoki-go/yaoki/event"
 	"github.com/yaoki-go/yaoki/event/eventlog"
+	"github.com/yaoki-go/yaoki/httpretry"
 	yotel "github.com/yaoki-go/yaoki/otel"
 )
 
@@ -150,6 +151,14 @@ func (o *observing) stop() {
 	_ = o.srv.Shutdown(ctx)
 	<-o.served
 	_ = o.provider.Shutdown(ctx)
+}
+
+// track puts the per-host guards of t (each destination's retry budget,
+// and breaker if any) on the metrics' gauges.
+func (o *observing) track(t *httpretry.Transport) {
+	if o != nil && o.metrics != nil {
+		o.metrics.TrackTransport(t)
+	}
 }
 
 // flakyAnswer is one answer of yaoki flaky, as it logs it.
