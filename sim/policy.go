@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"errors"
 	"time"
 
 	"github.com/yaoki-go/yaoki/backoff"
@@ -43,6 +42,15 @@ type Policy struct {
 	// otherwise each client has its own, as each process has in
 	// production.
 	Shared bool
+	// Classify, as in retry.Policy, says whether a failed attempt's error
+	// (ErrFailed, ErrOverloaded, ErrTimeout, ErrConflict) is retried; a
+	// Final class ends the request (retry.PermanentError). Nil: every
+	// failure is retried, overload answers classed Throttled.
+	Classify func(err error) retry.Class
+	// Stepper, as in retry.Policy, makes for each request, at its first
+	// retryable failure, the Stepper that decides its waits instead of
+	// Backoff (package policy's documents use it). Nil: Backoff decides.
+	Stepper func() retry.Stepper
 }
 
 // Guards are the objects a loop asks for permission; any may be nil. They
@@ -59,11 +67,12 @@ type Guards struct {
 // breaker's DoneAt gets them).
 var (
 	// ErrFailed is a server error: the attempt failed and may be retried.
-	ErrFailed = errors.New("sim: the server failed the attempt")
-	// ErrOverloaded is a server's overload answer (think 503 or 429):
-	// throttles count it and the wait before the next retry starts from
-	// Policy.ThrottleBase.
-	ErrOverloaded = errors.New("sim: the server answered that it is overloaded")
+	// It reports StatusCode 500.
+	ErrFailed error = &statusError{500, "sim: the server failed the attempt (500)"}
+	// ErrOverloaded is a server's overload answer: throttles count it and
+	// the wait before the next retry starts from Policy.ThrottleBase. It
+	// reports StatusCode 503.
+	ErrOverloaded error = &statusError{503, "sim: the server answered that it is overloaded (503)"}
 	// ErrTimeout is an attempt that got no answer in time; it matches
 	// retry.ErrAttemptTimeout.
 	ErrTimeout error = timeoutError{}
@@ -71,13 +80,18 @@ var (
 	// health: the herd's write whose version no longer matches (think 409
 	// or 412). It reports StatusCode 409, so breakers do not count it as
 	// the dependency's failure; the loop retries it.
-	ErrConflict error = conflictError{}
+	ErrConflict error = &statusError{409, "sim: the write conflicted with another one (409)"}
 )
 
-type conflictError struct{}
+// statusError is a simulated answer with an HTTP status, so that breakers
+// and policy documents classify it as they would the real one.
+type statusError struct {
+	code int
+	msg  string
+}
 
-func (conflictError) Error() string   { return "sim: the write conflicted with another one" }
-func (conflictError) StatusCode() int { return 409 }
+func (e *statusError) Error() string   { return e.msg }
+func (e *statusError) StatusCode() int { return e.code }
 
 type timeoutError struct{}
 
@@ -127,6 +141,8 @@ type compiled struct {
 	sched     backoff.Schedule
 	throttled backoff.Schedule // sched with ThrottleBase
 	immediate bool
+	classify  func(error) retry.Class
+	stepper   func() retry.Stepper
 	guards    func() Guards
 	shared    bool
 }
@@ -135,6 +151,8 @@ func compile(p Policy) compiled {
 	c := compiled{
 		sched:     p.Backoff.WithDefaults(),
 		immediate: p.Immediate,
+		classify:  p.Classify,
+		stepper:   p.Stepper,
 		guards:    p.Guards,
 		shared:    p.Shared,
 	}
@@ -208,6 +226,7 @@ type loop struct {
 	prev     time.Duration // the previous backoff delay (decorrelated jitter)
 	ticket   uint64        // the breaker's ticket for the attempt in flight
 	sent     time.Duration // when the attempt in flight was sent
+	st       retry.Stepper // made at the first retryable failure when Policy.Stepper is set
 }
 
 // begin asks the guards, at now, whether the next attempt may be sent. It
@@ -255,16 +274,39 @@ func (c *compiled) end(l *loop, g *Guards, now time.Duration, o Outcome, u float
 	if o == Succeeded {
 		return 0, 0
 	}
+	err := o.err()
+	class := retry.Transient
+	if o == Overloaded {
+		class = retry.Throttled
+	}
+	if c.classify != nil {
+		if class = c.classify(err); class == retry.Final {
+			return 0, retry.PermanentError
+		}
+	}
 	if c.limit > 0 && int(l.attempts) >= c.limit {
 		return 0, retry.Exhausted
 	}
-	if !c.immediate {
+	switch {
+	case c.stepper != nil:
+		if l.st == nil {
+			l.st = c.stepper()
+		}
+		w, ok := l.st.Step(int(l.attempts), err, class, u)
+		if !ok {
+			return 0, retry.Exhausted
+		}
+		wait = w
+	case !c.immediate:
 		s := &c.sched
-		if o == Overloaded {
+		if class == retry.Throttled {
 			s = &c.throttled
 		}
 		wait = s.Delay(int(l.attempts), l.prev, u)
 		l.prev = wait
+	}
+	if c.immediate {
+		wait = 0
 	}
 	if b := g.Budget; b != nil && !b.AllowRetryAt(Instant(now), o == TimedOut) {
 		return 0, retry.BudgetExhausted

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/yaoki-go/yaoki/backoff"
+	"github.com/yaoki-go/yaoki/policy"
 	"github.com/yaoki-go/yaoki/retry"
 	"github.com/yaoki-go/yaoki/sim"
 )
@@ -31,6 +33,7 @@ type simOptions struct {
 	only     []string
 
 	// The policy to try ("yours").
+	file        string
 	name        string
 	base        time.Duration
 	cap         time.Duration
@@ -67,7 +70,9 @@ JSON) to --out.
 
 Each scenario compares its published policies with yaoki's defaults ("yaoki").
 Set any policy flag (--base, --cap, --jitter, --max-attempts, --budget, ...)
-to add your own ("yours", or --name).`
+to add your own ("yours", or --name), or load it from a policy document with
+--policy FILE (the simulated errors are HTTP.500, HTTP.503 with --overload,
+HTTP.409 for the herd's conflicts and States.Timeout).`
 
 func newSimCmd() *cobra.Command {
 	o := &simOptions{}
@@ -99,7 +104,8 @@ func (o *simOptions) register(fs *pflag.FlagSet) {
 	fs.IntVar(&o.workers, "workers", runtime.GOMAXPROCS(0), "goroutines running simulations (results do not depend on it)")
 	fs.StringSliceVar(&o.only, "policies", nil, "only these policies, by name (default: all of the scenario's)")
 
-	fs.StringVar(&o.name, "name", "yours", "name of your policy in tables and plots")
+	fs.StringVar(&o.file, "policy", "", "your policy: a policy document in JSON or YAML (Step Functions Retry form; see Policy documents)")
+	fs.StringVar(&o.name, "name", "yours", "name of your policy in tables and plots (with --policy: the file's name)")
 	fs.DurationVar(&o.base, "base", 0, "your policy: wait before the first retry, before jitter (default 50ms)")
 	fs.DurationVar(&o.cap, "cap", 0, "your policy: largest single wait (default 20s)")
 	fs.Float64Var(&o.multiplier, "multiplier", 0, "your policy: growth of the wait per retry, > 1 (default 2)")
@@ -113,7 +119,7 @@ func (o *simOptions) register(fs *pflag.FlagSet) {
 }
 
 // policyFlags lists the flags that define "yours".
-var simPolicyFlags = []string{"name", "base", "cap", "multiplier", "jitter", "max-attempts", "immediate", "budget", "breaker", "throttle", "shared"}
+var simPolicyFlags = []string{"policy", "name", "base", "cap", "multiplier", "jitter", "max-attempts", "immediate", "budget", "breaker", "throttle", "shared"}
 
 // simJob says which scenarios to run, with which parameters; a nil
 // parameter set skips its scenario.
@@ -257,6 +263,9 @@ func (o *simOptions) yours(cmd *cobra.Command) (*yourPolicy, error) {
 	if !set {
 		return nil, nil
 	}
+	if o.file != "" {
+		return o.document(cmd)
+	}
 	p := sim.Policy{Name: o.name, MaxAttempts: o.maxAttempts, Immediate: o.immediate, Shared: o.shared,
 		Backoff: backoff.Schedule{Base: o.base, Cap: o.cap, Multiplier: o.multiplier}}
 	if o.jitter != "" {
@@ -279,6 +288,54 @@ func (o *simOptions) yours(cmd *cobra.Command) (*yourPolicy, error) {
 	p.Guards = guards
 	p.Description = describePolicy(p, desc)
 	return &yourPolicy{Policy: p, guards: desc}, nil
+}
+
+// document builds "yours" from the --policy file.
+func (o *simOptions) document(cmd *cobra.Command) (*yourPolicy, error) {
+	for _, f := range []string{"base", "cap", "multiplier", "jitter", "immediate", "budget", "breaker", "throttle"} {
+		if cmd.Flags().Changed(f) {
+			return nil, exit(ExitUsage, fmt.Sprintf("--%s cannot be combined with --policy: set it in the file, or drop --policy", f))
+		}
+	}
+	doc, err := loadDocument(o.file)
+	if err != nil {
+		return nil, exit(ExitUsage, err.Error())
+	}
+	if cmd.Flags().Changed("max-attempts") {
+		if o.maxAttempts < 1 {
+			return nil, exit(ExitUsage, fmt.Sprintf("--max-attempts %d with --policy: want ≥ 1 (attempts, counting the first)", o.maxAttempts))
+		}
+		doc.MaxTotalAttempts = o.maxAttempts
+		if err := doc.Validate(); err != nil {
+			return nil, exit(ExitUsage, err.Error())
+		}
+	}
+	name := o.name
+	if !cmd.Flags().Changed("name") {
+		name = filepath.Base(o.file)
+	}
+	p := sim.PolicyOf(name, doc)
+	p.Shared = o.shared
+	var guards []string
+	if doc.Budget != nil {
+		guards = append(guards, "its share budget")
+	}
+	if doc.Breaker != nil {
+		guards = append(guards, "its breaker")
+	}
+	if doc.Mode == policy.Adaptive {
+		guards = append(guards, "adaptive throttling")
+	}
+	p.Description = fmt.Sprintf("the policy document %s: %d attempts, %d retriers", o.file, doc.Attempts(), len(doc.Retry))
+	if len(guards) > 0 {
+		p.Description += ", " + strings.Join(guards, ", ")
+		if p.Shared {
+			p.Description += " (shared by all clients)"
+		} else {
+			p.Description += " (one per client)"
+		}
+	}
+	return &yourPolicy{Policy: p, guards: strings.Join(guards, ", ")}, nil
 }
 
 // describePolicy says in words what p does, for tables and the report.

@@ -219,3 +219,31 @@ func TestSimBadInput(t *testing.T) {
 		}
 	}
 }
+
+func TestSimPolicyDocument(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "mine.yaml")
+	doc := "Retry:\n  - ErrorEquals: [\"HTTP.5XX\"]\n    IntervalSeconds: 0.1\n    MaxAttempts: 1\n"
+	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, nil, "sim", "outage", "--policy", file, "--p", "1", "--runs", "1", "--out", "", "--format", "csv", "--policies", "mine.yaml")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	recs, err := csv.NewReader(strings.NewReader(r.stdout)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range recs[1:] {
+		if rec[1] != "mine.yaml" {
+			t.Fatalf("row %v: want only the document's policy, named after its file", rec)
+		}
+		if rec[5] == "amplification" && rec[6] != "2" {
+			t.Errorf("one retry of every 500: %s attempts per call, want 2", rec[6])
+		}
+	}
+	r = run(t, nil, "sim", "outage", "--policy", file, "--base", "1s")
+	if r.code != 2 || !strings.Contains(r.stderr, "--base cannot be combined with --policy") {
+		t.Errorf("--policy with --base: exit %d, %q; want exit 2 and why", r.code, r.stderr)
+	}
+}

@@ -1,0 +1,38 @@
+package sim_test
+
+import (
+	"testing"
+
+	"github.com/yaoki-go/yaoki/policy"
+	"github.com/yaoki-go/yaoki/retry"
+	"github.com/yaoki-go/yaoki/sim"
+)
+
+func TestPolicyOfDocument(t *testing.T) {
+	doc, err := policy.Parse([]byte(`{"Retry": [
+		{"ErrorEquals": ["HTTP.503"], "IntervalSeconds": 1, "MaxAttempts": 1},
+		{"ErrorEquals": ["HTTP.5XX"], "IntervalSeconds": 0.05, "MaxAttempts": 3, "BackoffRate": 2}
+	]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := sim.PolicyOf("doc", doc)
+	// A dead server's 500s: the second retrier, 3 retries.
+	r, err := sim.Outage{Clients: 5, FailureRate: 1}.Run(p, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Attempts != 4*r.FirstTries || r.GaveUp[retry.Exhausted] != r.FirstTries {
+		t.Fatalf("500s: %d attempts for %d calls, gave up %v; want 4 attempts each, exhausted", r.Attempts, r.FirstTries, r.GaveUp)
+	}
+	// 503s: the first retrier, 1 retry.
+	r, _ = sim.Outage{Clients: 5, FailureRate: 1, Overload: true}.Run(p, 1)
+	if r.Attempts != 2*r.FirstTries {
+		t.Fatalf("503s: %d attempts for %d calls, want 2 each", r.Attempts, r.FirstTries)
+	}
+	// The herd's conflicts (409) match no retrier: one attempt each.
+	h := sim.Herd{Clients: 20}.Run(p, 1)
+	if h.Calls != 20 || h.GaveUp[retry.PermanentError] != 19 {
+		t.Fatalf("herd: %d calls, gave up %v; want 20 calls, 19 not retried", h.Calls, h.GaveUp)
+	}
+}
