@@ -125,3 +125,23 @@ func TestFail(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseAttempt: any header value parses to 0 (not a retrying caller)
+// or to an attempt number in 1..1000 that is the value's decimal number.
+func FuzzParseAttempt(f *testing.F) {
+	for _, s := range []string{"", "1", "3", " 2 ", "1000", "1001", "0", "-1", "+3", "x", "1e3", "0x10", "\t7\n", "٣"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		n := parseAttempt(v)
+		if n == 0 {
+			return
+		}
+		if n < 1 || n > 1000 {
+			t.Fatalf("parseAttempt(%q) = %d, outside 1..1000", v, n)
+		}
+		if got := strings.TrimLeft(strings.TrimSpace(v), "+0"); got != fmt.Sprint(n) {
+			t.Fatalf("parseAttempt(%q) = %d, not the value's number", v, n)
+		}
+	})
+}
