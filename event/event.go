@@ -7,6 +7,14 @@
 // a call stays free of allocations). Observers must be safe for concurrent
 // use and must not block: they are called inline, outside any lock of the
 // reporting package.
+//
+// Observers that turn events into logs or metrics name what they write with
+// the Attr constants (OpenTelemetry's semantic conventions where they
+// exist: http.request.method, server.address, error.type; "retry.*"
+// otherwise), and derive low-cardinality values with Event.ErrorType,
+// Event.StatusClass and Event.Server, none of which allocates. Two come with
+// the toolkit: package eventlog (log/slog) and module yaoki/otel
+// (OpenTelemetry metrics).
 package event
 
 import (

@@ -138,8 +138,9 @@ func (g *gauges) observe(_ context.Context, o metric.Observer) error {
 		budgets = append(budgets, t)
 	}
 	type hostRead struct {
-		host string
-		opt  []metric.ObserveOption
+		host           string
+		opt            []metric.ObserveOption
+		breakerTracked bool // by TrackBreaker, which wins
 	}
 	var hosts []hostRead
 	var transports []*httpretry.Transport
@@ -148,9 +149,8 @@ func (g *gauges) observe(_ context.Context, o metric.Observer) error {
 			transports = append(transports, t)
 		}
 		for h, opt := range g.hosts {
-			if _, tracked := g.breakers[h]; !tracked {
-				hosts = append(hosts, hostRead{h, opt})
-			}
+			_, tracked := g.breakers[h]
+			hosts = append(hosts, hostRead{h, opt, tracked})
 		}
 	}
 	readByTransport := map[string]bool{}
@@ -163,7 +163,7 @@ func (g *gauges) observe(_ context.Context, o metric.Observer) error {
 			if l, ok := budget.(interface{ Level() float64 }); ok {
 				o.ObserveFloat64(g.level, l.Level(), h.opt...)
 			}
-			if s, ok := brk.(interface{ State() breaker.State }); ok {
+			if s, ok := brk.(interface{ State() breaker.State }); ok && !h.breakerTracked {
 				if v, ok := StateValue(s.State().String()); ok {
 					o.ObserveInt64(g.state, v, h.opt...)
 					readByTransport[h.host] = true
