@@ -6,15 +6,23 @@ GO ?= go
 MODULES := $(shell $(GO) list -m -f '{{.Dir}}')
 TESTFLAGS ?= -race -count=1 -timeout 15m
 
-.PHONY: test demo vet bench
+# bench/peers is a module of its own (the peer libraries are its
+# dependencies, not the workspace's): its smoke and behaviour checks run in
+# the test target, its benchmarks with ./bench/peers/run.sh.
+.PHONY: test demo vet bench peers
 test:
 	@set -e; for d in $(MODULES); do \
 		echo "== go test $(TESTFLAGS) ./... in $${d#$(CURDIR)/}"; \
 		(cd $$d && $(GO) test $(TESTFLAGS) ./...); \
 	done
+	@echo "== go test $(TESTFLAGS) -run 'TestSmoke|TestBehaviour' in bench/peers (outside the workspace)"
+	@cd bench/peers && GOWORK=off $(GO) test $(TESTFLAGS) -run 'TestSmoke|TestBehaviour' .
 
 demo:
-	$(GO) run ./examples/quickstart
+	$(GO) run ./cmd/yaoki sim
+
+peers:
+	cd bench/peers && GOWORK=off ./run.sh
 
 vet:
 	@set -e; for d in $(MODULES); do (cd $$d && $(GO) vet ./...); done

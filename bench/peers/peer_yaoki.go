@@ -3,10 +3,12 @@ package peersbench
 import (
 	"context"
 	"math/rand/v2"
+	"net/http"
 	"time"
 
 	"github.com/yaoki-go/yaoki/backoff"
 	"github.com/yaoki-go/yaoki/breaker"
+	"github.com/yaoki-go/yaoki/httpretry"
 	"github.com/yaoki-go/yaoki/retry"
 )
 
@@ -39,6 +41,25 @@ func init() {
 		New: func(base, max time.Duration, attempt int) func() time.Duration {
 			s := backoff.Schedule{Base: base, Cap: max} // exponential ×2, full jitter
 			return func() time.Duration { return s.Delay(attempt, 0, rand.Float64()) }
+		},
+	})
+
+	// The HTTP client is httpretry.Transport over the shared transport, with
+	// library defaults apart from the attempts and the delays. Zero delays
+	// (the benchmarks) are a full-jitter schedule whose draws are all 0;
+	// the per-host share-of-traffic budget stays on, as by default.
+	RegisterHTTPClient(HTTPClient{
+		Lib: "yaoki",
+		New: func(rt http.RoundTripper, p HTTPPolicy) func(*http.Request) (*http.Response, error) {
+			pol := retry.Policy{MaxAttempts: p.MaxAttempts}
+			if p.MinDelay == 0 && p.MaxDelay == 0 {
+				pol.Rand = func() float64 { return 0 }
+			} else {
+				pol.Backoff = backoff.Schedule{Base: p.MinDelay, Cap: p.MaxDelay}
+				pol.ThrottleBase = p.MinDelay
+			}
+			c := &http.Client{Transport: &httpretry.Transport{Base: rt, Policy: pol}}
+			return c.Do
 		},
 	})
 
