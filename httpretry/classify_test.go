@@ -136,3 +136,37 @@ func TestTLSCertificateErrorNotRetried(t *testing.T) {
 		t.Fatalf("trusting client: got %v, %v; want 200", resp, err)
 	}
 }
+
+// rtFunc adapts a function to an http.RoundTripper.
+type rtFunc func(*http.Request) (*http.Response, error)
+
+func (f rtFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func TestDNSFailures(t *testing.T) {
+	cases := []struct {
+		name     string
+		err      *net.DNSError
+		attempts int
+	}{
+		{"temporary", &net.DNSError{Err: "server misbehaving", Name: "api.test", IsTemporary: true}, 2},
+		{"timeout", &net.DNSError{Err: "i/o timeout", Name: "api.test", IsTimeout: true}, 2},
+		{"no such host", &net.DNSError{Err: "no such host", Name: "api.test", IsNotFound: true}, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			n := 0
+			base := rtFunc(func(r *http.Request) (*http.Response, error) {
+				n++
+				if n == 1 {
+					return nil, &net.OpError{Op: "dial", Net: "tcp", Err: c.err}
+				}
+				return &http.Response{StatusCode: 200, Body: http.NoBody, Request: r}, nil
+			})
+			tr := &httpretry.Transport{Base: base, Policy: fast(retry.Policy{})}
+			_, _, err := do(t, tr, "GET", "http://api.test/", nil)
+			if n != c.attempts || (c.attempts == 2) != (err == nil) {
+				t.Fatalf("got %d attempts, %v; want %d", n, err, c.attempts)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package httpretry
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -82,6 +83,18 @@ func (e *Error) Error() string {
 		b.WriteString(e.Err.Error())
 	}
 	return b.String()
+}
+
+// Timeout reports whether the request ended for lack of time: its last
+// attempt timed out, or a deadline passed. http.Client's *url.Error asks
+// it, so that (*url.Error).Timeout and os.IsTimeout keep working through a
+// Transport.
+func (e *Error) Timeout() bool {
+	if errors.Is(e.Err, context.DeadlineExceeded) || errors.Is(e.Err, retry.ErrDeadline) || errors.Is(e.Err, retry.ErrAttemptTimeout) {
+		return true
+	}
+	var t interface{ Timeout() bool }
+	return errors.As(e.Err, &t) && t.Timeout()
 }
 
 // Unwrap returns the wrapped error and NotRetried, those that are set.

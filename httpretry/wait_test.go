@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -241,4 +242,19 @@ func mustRequest(t *testing.T, method, url string) *http.Request {
 		t.Fatal(err)
 	}
 	return req
+}
+
+func TestTimeoutSeenThroughClient(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := retrytest.NewRoundTripper(t, "hang,hang,hang")
+		client := (&httpretry.Transport{Base: rt, Policy: retry.Policy{AttemptTimeout: time.Second}}).Client()
+		_, err := client.Get("http://api.test/")
+		var ue *url.Error
+		if !errors.As(err, &ue) || !ue.Timeout() || !errors.Is(err, retry.ErrExhausted) {
+			t.Fatalf("got %v, want a *url.Error whose Timeout() is true", err)
+		}
+		if n := len(rt.Attempts()); n != 3 {
+			t.Errorf("got %d attempts, want 3", n)
+		}
+	})
 }
