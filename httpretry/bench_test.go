@@ -139,6 +139,9 @@ func BenchmarkTransportOverhead(b *testing.B) {
 		{"base", okRoundTripper{}},
 		{"httpretry", &httpretry.Transport{Base: okRoundTripper{}}},
 		{"httpretry-no-attempt-header", &httpretry.Transport{Base: okRoundTripper{}, AttemptHeader: httpretry.NoHeader}},
+		{"httpretry-no-budget", &httpretry.Transport{Base: okRoundTripper{}, Guards: httpretry.Guards{Budget: httpretry.NoBudget}}},
+		{"httpretry-no-budget-no-attempt-header", &httpretry.Transport{Base: okRoundTripper{}, AttemptHeader: httpretry.NoHeader,
+			Guards: httpretry.Guards{Budget: httpretry.NoBudget}}},
 		{"httpretry-observer", &httpretry.Transport{Base: okRoundTripper{}, Observer: nopObserver{}}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
