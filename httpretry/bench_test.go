@@ -107,7 +107,10 @@ func ratio(b *testing.B, url string, plain, yaoki *http.Client) {
 func BenchmarkTransportRetry503(b *testing.B) {
 	srv := benchServer(b, true)
 	noWait := func(ctx context.Context, d time.Duration) error { return ctx.Err() }
-	client := &http.Client{Transport: &httpretry.Transport{Base: newBase(b), Policy: retry.Policy{Sleep: noWait}}}
+	// Without a retry budget: every request retries once, which the
+	// default per-host budget (retries ≤ 20 % of requests) would refuse.
+	client := &http.Client{Transport: &httpretry.Transport{Base: newBase(b), Policy: retry.Policy{Sleep: noWait},
+		Guards: httpretry.Guards{Budget: httpretry.NoBudget}}}
 	b.ReportAllocs()
 	for b.Loop() {
 		benchGet(b, client, srv.URL)
