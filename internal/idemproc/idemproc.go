@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/yaoki-go/yaoki/idempotency"
+	"github.com/yaoki-go/yaoki/internal/childproc"
 )
 
 // Environment of a child.
@@ -144,6 +145,7 @@ func Start(t *testing.T, o Options) *Child {
 	if err != nil {
 		t.Fatal(err)
 	}
+	childproc.DieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/yaoki-go/yaoki/internal/childproc"
 )
 
 // Server is a running PostgreSQL server.
@@ -142,6 +144,7 @@ func (s *Server) start() error {
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Setpgid: true}
 	s.cmd.Dir = s.dir
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
+	childproc.DieWithParent(s.cmd)
 	if err := s.cmd.Start(); err != nil {
 		return fmt.Errorf("start postgres: %w", err)
 	}

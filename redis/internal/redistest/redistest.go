@@ -16,6 +16,8 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/yaoki-go/yaoki/internal/childproc"
 )
 
 // Server is a running redis-server.
@@ -68,6 +70,7 @@ func start(tb testing.TB, bin string) (*Server, error) {
 	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", dir, "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning")
 	cmd.Stdout, cmd.Stderr = out, out
+	childproc.DieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
