@@ -162,7 +162,11 @@ func run[T any](caller context.Context, p *Policy, fn func(context.Context) (T, 
 			pending = false
 			class = p.classify(err)
 		} else {
-			nv, nerr, nclass, r := attempt(caller, ctx, p, fn, attempts+1)
+			var at time.Time // the first attempt reuses the loop's start; later ones read the clock
+			if attempts == 0 {
+				at = start
+			}
+			nv, nerr, nclass, r := attempt(caller, ctx, p, fn, attempts+1, at)
 			if r != nil { // refused before it was sent: the last error stays the previous attempt's
 				if r.reason == Cancelled || r.reason == Deadline {
 					return giveUp(stopped(caller, ctx, p, err))
@@ -254,10 +258,15 @@ func stopped(caller, ctx context.Context, p *Policy, last error) *Error {
 // attempt's value and error and the error's class (Transient for an attempt
 // that hit AttemptTimeout, whatever the classifier would say), or a refusal
 // when a guard said no before the attempt was sent.
-func attempt[T any](caller, ctx context.Context, p *Policy, fn func(context.Context) (T, error), n int) (v T, err error, class Class, r *refusal) {
+//
+// now is the attempt's start when the caller just read the clock (zero
+// otherwise). The clock is read only when something needs it: a guard's
+// decision at the start, and the end only for what needs a duration (the
+// breaker's slow calls, the observer's attempt durations); budgets and
+// throttles record the outcome at the attempt's start instant.
+func attempt[T any](caller, ctx context.Context, p *Policy, fn func(context.Context) (T, error), n int, now time.Time) (v T, err error, class Class, r *refusal) {
 	guarded := p.Bulkhead != nil || p.Throttle != nil || p.Breaker != nil || p.Budget != nil || p.Observer != nil
-	var now time.Time
-	if guarded {
+	if guarded && now.IsZero() {
 		now = time.Now()
 	}
 	if b := p.Bulkhead; b != nil {
@@ -328,7 +337,10 @@ func attempt[T any](caller, ctx context.Context, p *Policy, fn func(context.Cont
 	if !guarded {
 		return v, err, class, nil
 	}
-	end := time.Now()
+	end := now
+	if p.Breaker != nil || p.Observer != nil {
+		end = time.Now()
+	}
 	if b := p.Breaker; b != nil {
 		b.DoneAt(end, ticket, end.Sub(now), err)
 	}
