@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/yaoki-go/yaoki/retry"
+	"github.com/yaoki-go/yaoki/throttle"
 )
 
 func outagePoint(t *testing.T, s OutageSweep, p Policy) OutagePoint {
@@ -137,5 +138,49 @@ func TestOutageValidate(t *testing.T) {
 	_, err := Outage{}.Run(Policy{MaxAttempts: -2}, 1)
 	if !errors.Is(err, retry.ErrInvalidPolicy) {
 		t.Errorf("MaxAttempts -2: got %v, want retry.ErrInvalidPolicy", err)
+	}
+}
+
+// reservingThrottle makes each of its first 1000 answers a wait of 100 ms
+// (a rate limiter that reserves a token for each question, so that a loop
+// asking again after every wait never sends), then admits at once; it
+// counts the questions.
+type reservingThrottle struct{ asked, waited *int }
+
+func (th reservingThrottle) AdmitAt(time.Time) (time.Duration, error) {
+	*th.asked++
+	if *th.asked <= 1000 {
+		*th.waited++
+		return 100 * time.Millisecond, nil
+	}
+	return 0, nil
+}
+func (th reservingThrottle) RecordAt(time.Time, bool) {}
+
+// The loop asks the throttle once per attempt and sends after the wait it
+// gets, as package retry does: asking again after the wait would reserve a
+// second token (with throttle.Cubic, forever: the run never ended).
+func TestOutageThrottleAskedOncePerAttempt(t *testing.T) {
+	var asked, waited int
+	p := Policy{Guards: func() Guards { return Guards{Throttle: reservingThrottle{&asked, &waited}} }}
+	r, err := Outage{Clients: 2, Duration: time.Second, FailureRate: 0.5}.Run(p, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if asked != r.Attempts || waited != r.Attempts {
+		t.Fatalf("throttle asked %d times, waited %d, for %d attempts: want one question (and one wait) per attempt", asked, waited, r.Attempts)
+	}
+	// The real rate limiter reserves a token on every question: the run ends
+	// and every call is accounted for.
+	p = Policy{Guards: func() Guards {
+		c, _ := throttle.NewCubic(throttle.CubicConfig{})
+		return Guards{Throttle: c}
+	}}
+	r, err = Outage{Clients: 2, Rate: 5, Duration: 5 * time.Second, FailureRate: 0.5, Overload: true}.Run(p, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Succeeded+r.GaveUp.Total() != r.FirstTries {
+		t.Fatalf("cubic: %d succeeded + %d gave up, want all %d calls", r.Succeeded, r.GaveUp.Total(), r.FirstTries)
 	}
 }

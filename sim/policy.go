@@ -222,7 +222,10 @@ func (s *guardSet) of(i int32) *Guards {
 
 // Loop is the state of one logical request in a simulated retry loop.
 type loop struct {
-	attempts int32         // attempts made so far
+	attempts int32 // attempts made so far
+	// admitted: the throttle already admitted the next attempt and asked
+	// it to wait; after the wait it is not asked again.
+	admitted bool
 	prev     time.Duration // the previous backoff delay (decorrelated jitter)
 	ticket   uint64        // the breaker's ticket for the attempt in flight
 	sent     time.Duration // when the attempt in flight was sent
@@ -231,18 +234,22 @@ type loop struct {
 
 // begin asks the guards, at now, whether the next attempt may be sent. It
 // returns a wait when a throttle asks to delay it (call begin again after
-// it), or a reason when a guard refuses (the request gives up). On yes the
-// attempt counts as sent at now.
+// it: the throttle, which may have reserved a token for the attempt, is
+// not asked twice, as package retry sleeps and then sends), or a reason
+// when a guard refuses (the request gives up). On yes the attempt counts
+// as sent at now.
 func (c *compiled) begin(l *loop, g *Guards, now time.Duration) (wait time.Duration, refused retry.Reason) {
-	if th := g.Throttle; th != nil {
+	if th := g.Throttle; th != nil && !l.admitted {
 		w, err := th.AdmitAt(Instant(now))
 		if err != nil {
 			return 0, retry.RejectedLocally
 		}
 		if w > 0 {
+			l.admitted = true
 			return w, 0
 		}
 	}
+	l.admitted = false
 	if b := g.Breaker; b != nil {
 		ticket, err := b.AllowAt(Instant(now), l.attempts > 0)
 		if err != nil {
