@@ -55,7 +55,11 @@ func do(ctx context.Context, p *Policy, fn func(context.Context) error) error {
 		return afterFirst(ctx, p, fn, err)
 	}
 	if !p.valid() {
-		return p.Validate() // nil only if valid() is stricter than Validate
+		// valid is a quick filter, stricter than Validate at the edges
+		// (a huge finite Multiplier): only Validate's verdict stops the call.
+		if err := p.Validate(); err != nil {
+			return err
+		}
 	}
 	if p.plain() {
 		err := fn(ctx)

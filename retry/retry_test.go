@@ -707,3 +707,17 @@ func TestObserverEvents(t *testing.T) {
 		}
 	})
 }
+
+// A policy that Validate accepts is run, even where the loop's quick
+// checks are stricter than Validate (a huge but finite Multiplier).
+func TestValidEdgePolicyIsRun(t *testing.T) {
+	p := retry.Policy{MaxAttempts: 2, Backoff: backoff.Schedule{Multiplier: 1e301}}
+	if err := p.Validate(); err != nil {
+		t.Fatalf("Validate = %v, want nil", err)
+	}
+	p, _ = retrytest.NoWait(p)
+	fn, calls := failing(5, errFlaky)
+	if err := retry.Do(context.Background(), p, fn); !errors.Is(err, retry.ErrExhausted) || calls.Load() != 2 {
+		t.Fatalf("Do = %v after %d calls, want exhausted after 2", err, calls.Load())
+	}
+}
