@@ -13,8 +13,10 @@ type Reason uint8
 const (
 	// Exhausted: the last allowed attempt failed.
 	Exhausted Reason = iota + 1
-	// Deadline: the next wait would have ended after the context's
-	// deadline or Policy.MaxElapsed, so it was not started.
+	// Deadline: the next wait (a backoff, a server hint or a throttle's
+	// wait) would have ended after the context's deadline or
+	// Policy.MaxElapsed, so it was not started; or MaxElapsed ran out
+	// during an attempt or a wait.
 	Deadline
 	// Permanent: the error was classified Final.
 	PermanentError
@@ -65,7 +67,7 @@ var (
 	// ErrGaveUp matches every *Error.
 	ErrGaveUp          = errors.New("retry: gave up")
 	ErrExhausted       = errors.New("retry: attempts exhausted")
-	ErrDeadline        = errors.New("retry: deadline would pass before the next attempt")
+	ErrDeadline        = errors.New("retry: deadline reached or would pass before the next attempt")
 	ErrPermanent       = errors.New("retry: permanent error")
 	ErrHintTooLong     = errors.New("retry: server hint longer than MaxRetryAfter")
 	ErrCancelled       = errors.New("retry: cancelled")
@@ -95,18 +97,24 @@ var reasonSentinels = [...]error{
 // error), so errors.Is and errors.As see through it to both; errors.Is also
 // matches ErrGaveUp and the sentinel of its Reason.
 type Error struct {
-	Attempts int           // attempts made
-	Elapsed  time.Duration // time spent, from the first attempt's start
-	Reason   Reason        // why it stopped
+	Attempts int // attempts made
+	// Elapsed is the time spent, from the first attempt's start; for a
+	// policy with no guard, observer, MaxElapsed or AttemptTimeout (whose
+	// first attempt does not read the clock), from that attempt's end.
+	Elapsed time.Duration
+	Reason  Reason // why it stopped
 	// Wait is the wait that was refused, for Deadline and HintTooLong
 	// (the server's hint), and the time until the next probe for
 	// BreakerOpen when the breaker says.
 	Wait time.Duration
 	// Limit is what Wait was compared with: the time left before the
-	// deadline, or MaxRetryAfter.
+	// deadline, or MaxRetryAfter. For Deadline with a Cause (MaxElapsed
+	// ran out during an attempt or a wait), it is MaxElapsed.
 	Limit time.Duration
 	Last  error // the last attempt's error (nil if no attempt was made)
-	Cause error // the context's error for Cancelled; the refusal for BudgetExhausted, BreakerOpen, RejectedLocally
+	// Cause is the context's error for Cancelled, and for Deadline when
+	// MaxElapsed ran out; the refusal for BreakerOpen and RejectedLocally.
+	Cause error
 }
 
 // Error says what was tried, how often, for how long and why it stopped.
@@ -120,7 +128,11 @@ func (e *Error) Error() string {
 	fmt.Fprintf(&b, " in %v: ", e.Elapsed.Round(time.Microsecond))
 	switch e.Reason {
 	case Deadline:
-		fmt.Fprintf(&b, "deadline: waiting %v would end after the deadline (%v left)", e.Wait, e.Limit)
+		if e.Cause != nil {
+			fmt.Fprintf(&b, "deadline: MaxElapsed %v passed", e.Limit)
+		} else {
+			fmt.Fprintf(&b, "deadline: waiting %v would end after the deadline (%v left)", e.Wait, e.Limit)
+		}
 	case HintTooLong:
 		fmt.Fprintf(&b, "server asked to wait %v, more than MaxRetryAfter %v", e.Wait, e.Limit)
 	case BreakerOpen:

@@ -122,6 +122,7 @@ type refusal struct {
 	reason Reason
 	cause  error
 	wait   time.Duration
+	limit  time.Duration // for Deadline: the time that was left
 }
 
 // run is the loop. caller is the caller's context; ctx may be bounded by
@@ -172,10 +173,10 @@ func run[T any](caller context.Context, p *Policy, fn func(context.Context) (T, 
 			}
 			nv, nerr, nclass, r := attempt(caller, ctx, p, fn, attempts+1, at)
 			if r != nil { // refused before it was sent: the last error stays the previous attempt's
-				if r.reason == Cancelled || r.reason == Deadline {
+				if r.reason == Cancelled {
 					return giveUp(stopped(caller, ctx, p, err))
 				}
-				return giveUp(&Error{Reason: r.reason, Cause: r.cause, Wait: r.wait, Last: err})
+				return giveUp(&Error{Reason: r.reason, Cause: r.cause, Wait: r.wait, Limit: r.limit, Last: err})
 			}
 			attempts++
 			v, err, class = nv, nerr, nclass
@@ -291,7 +292,7 @@ func attempt[T any](caller, ctx context.Context, p *Policy, fn func(context.Cont
 		}
 		if w > 0 {
 			if dl, ok := ctx.Deadline(); ok && now.Add(w).After(dl) {
-				return v, nil, 0, &refusal{reason: Deadline}
+				return v, nil, 0, &refusal{reason: Deadline, wait: w, limit: dl.Sub(now)}
 			}
 			if p.sleep(ctx, w) != nil {
 				return v, nil, 0, &refusal{reason: Cancelled}

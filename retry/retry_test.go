@@ -503,18 +503,23 @@ func TestNoAllocationOnSuccess(t *testing.T) {
 }
 
 func TestNoWait(t *testing.T) {
-	fn, calls := failing(2, errFlaky)
-	p, waits := retrytest.NoWait(retry.Policy{Rand: half})
-	start := time.Now()
-	if err := retry.Do(context.Background(), p, fn); err != nil || calls.Load() != 3 {
-		t.Fatalf("Do = %v after %d calls", err, calls.Load())
-	}
-	if got := waits.All(); fmt.Sprint(got) != "[25ms 50ms]" {
-		t.Errorf("waits = %v, want [25ms 50ms]", got)
-	}
-	if time.Since(start) > 20*time.Millisecond { // it asked for 75ms of waits and took none of them
-		t.Errorf("NoWait still waited %v", time.Since(start))
-	}
+	synctest.Test(t, func(t *testing.T) {
+		fn, calls := failing(2, errFlaky)
+		p, waits := retrytest.NoWait(retry.Policy{Rand: half})
+		start := time.Now()
+		if err := retry.Do(context.Background(), p, fn); err != nil || calls.Load() != 3 {
+			t.Fatalf("Do = %v after %d calls", err, calls.Load())
+		}
+		if got := waits.All(); fmt.Sprint(got) != "[25ms 50ms]" {
+			t.Errorf("waits = %v, want [25ms 50ms]", got)
+		}
+		// It asked for 75ms of waits and took none of them: on the
+		// bubble's clock, which moves only when every goroutine waits,
+		// no time passed.
+		if d := time.Since(start); d != 0 {
+			t.Errorf("NoWait still waited %v", d)
+		}
+	})
 }
 
 // guards ---------------------------------------------------------------
@@ -720,4 +725,38 @@ func TestValidEdgePolicyIsRun(t *testing.T) {
 	if err := retry.Do(context.Background(), p, fn); !errors.Is(err, retry.ErrExhausted) || calls.Load() != 2 {
 		t.Fatalf("Do = %v after %d calls, want exhausted after 2", err, calls.Load())
 	}
+}
+
+// A Deadline give-up says which deadline and what it stopped: MaxElapsed
+// running out during an attempt, or a throttle's wait that would pass the
+// context's deadline.
+func TestDeadlineGiveUpSaysWhy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		err := retry.Do(context.Background(), retry.Policy{MaxElapsed: 2 * time.Second}, func(ctx context.Context) error {
+			<-ctx.Done()
+			return ctx.Err()
+		})
+		e := asError(t, err)
+		if e.Reason != retry.Deadline || e.Limit != 2*time.Second || e.Wait != 0 {
+			t.Fatalf("got %+v, want Deadline with Limit = MaxElapsed (2s) and no wait", e)
+		}
+		want := "retry: gave up after 1 attempt in 2s: deadline: MaxElapsed 2s passed (context deadline exceeded): last error: context deadline exceeded"
+		if err.Error() != want {
+			t.Errorf("message\n got %q\nwant %q", err.Error(), want)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		th := &fakeThrottle{wait: 2 * time.Second}
+		fn, calls := failing(0, nil)
+		err := retry.Do(ctx, retry.Policy{Throttle: th}, fn)
+		e := asError(t, err)
+		if e.Reason != retry.Deadline || e.Wait != 2*time.Second || e.Limit != time.Second || calls.Load() != 0 {
+			t.Fatalf("got %+v after %d calls, want Deadline, Wait 2s (the throttle's), Limit 1s, no call", e, calls.Load())
+		}
+		if !strings.Contains(err.Error(), "deadline: waiting 2s would end after the deadline (1s left)") {
+			t.Errorf("message %q does not say why", err)
+		}
+	})
 }
