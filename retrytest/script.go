@@ -223,7 +223,9 @@ func (s Step) retryAfter(now time.Time) string {
 	case "date":
 		return t.Format(http.TimeFormat)
 	case "rfc850":
-		return t.Format(time.RFC850)
+		// time.RFC850 would write the zone as "UTC"; an HTTP-date is
+		// always in GMT (RFC 9110 §5.6.7).
+		return t.Format("Monday, 02-Jan-06 15:04:05 GMT")
 	case "asctime":
 		return t.Format(time.ANSIC)
 	}
