@@ -54,10 +54,21 @@ func NewRing(n int) Ring {
 // Len returns the number of buckets.
 func (r *Ring) Len() int { return len(r.slots) }
 
+// slot returns the bucket of epoch e: e modulo Len, taken as a floor
+// modulo so that consecutive epochs take consecutive buckets across 0
+// (uint64(e) % Len would not, unless Len divides 2^64).
+func (r *Ring) slot(e int64) *atomic.Uint64 {
+	i := e % int64(len(r.slots))
+	if i < 0 {
+		i += int64(len(r.slots))
+	}
+	return &r.slots[i]
+}
+
 // Add adds n to the bucket of epoch e. An event older than the window (its
 // bucket already holds a later epoch) is dropped.
 func (r *Ring) Add(e int64, n uint64) {
-	s := &r.slots[uint64(e)%uint64(len(r.slots))]
+	s := r.slot(e)
 	tag := uint64(e) & tagMask
 	for {
 		w := s.Load()

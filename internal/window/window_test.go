@@ -122,3 +122,22 @@ func BenchmarkCounterSum(b *testing.B) {
 		c.Sum(t0)
 	}
 }
+
+// Epochs before 0 (instants before 1970, or any negative bucket number)
+// map onto the ring like the others: consecutive epochs take consecutive
+// buckets, so two epochs of one window never share a bucket.
+func TestRingNegativeEpochs(t *testing.T) {
+	r := NewRing(10)
+	for e := int64(-7); e <= 2; e++ { // ten consecutive epochs across 0
+		r.Add(e, 1)
+	}
+	if got := r.Sum(2); got != 10 {
+		t.Fatalf("Sum(2) over epochs -7…2 = %d, want 10", got)
+	}
+	c := NewCounter(10*time.Second, 10)
+	c.Add(time.Unix(-1, 0), 1)
+	c.Add(time.Unix(5, 0), 1)
+	if got := c.Sum(time.Unix(5, 0)); got != 2 {
+		t.Fatalf("events at -1 s and +5 s, sum at +5 s = %d, want 2", got)
+	}
+}
