@@ -51,7 +51,8 @@
 // ErrorEquals lists names; an error matches a retrier if any of its names
 // matches (see Name and Matches):
 //
-//	States.ALL          every error; must be alone in its ErrorEquals, in the last retrier
+//	States.ALL          every error but the terminal States.DataLimitExceeded and States.Runtime
+//	                    (as in Step Functions); must be alone in its ErrorEquals, in the last retrier
 //	States.TaskFailed   every error except timeouts (as in Step Functions)
 //	States.Timeout      an attempt that ran past TimeoutSeconds, and network timeouts
 //	States.Permissions  HTTP.401 and HTTP.403

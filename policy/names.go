@@ -30,13 +30,19 @@ const (
 // statesNames are the error names Step Functions defines. The ones not
 // given a meaning here match only an error whose ErrorName returns them.
 var statesNames = []string{
-	All, "States.BranchFailed", "States.DataLimitExceeded", "States.ExceedToleratedFailureThreshold",
+	All, "States.BranchFailed", dataLimitExceeded, "States.ExceedToleratedFailureThreshold",
 	"States.HeartbeatTimeout", HTTPSocket, "States.IntrinsicFailure", "States.ItemReaderFailed",
 	"States.NoChoiceMatched", "States.ParameterPathFailure", Permissions, "States.QueryEvaluationError",
-	"States.ResultPathMatchFailure", "States.ResultWriterFailed", "States.Runtime", TaskFailed, Timeout,
+	"States.ResultPathMatchFailure", "States.ResultWriterFailed", runtimeError, TaskFailed, Timeout,
 }
 
 var netNames = []string{NetDNS, NetRefused, NetReset, NetTimeout}
+
+// The terminal error names that States.ALL does not match.
+const (
+	dataLimitExceeded = "States.DataLimitExceeded"
+	runtimeError      = "States.Runtime"
+)
 
 // Named is implemented by errors that carry their own name, such as
 // "Lambda.ServiceException" or an application's "Orders.Conflict": a
@@ -139,7 +145,9 @@ func (in info) matches(name string) bool {
 	}
 	switch name {
 	case All:
-		return true
+		// As in Step Functions, the wildcard does not catch the terminal
+		// errors States.DataLimitExceeded and States.Runtime.
+		return own != dataLimitExceeded && own != runtimeError
 	case TaskFailed:
 		return !isTimeout(own)
 	case Timeout, NetTimeout:

@@ -45,6 +45,10 @@ func TestNameAndMatches(t *testing.T) {
 		{named("Lambda.ServiceException"), "Lambda.ServiceException", []string{"Lambda.ServiceException", "States.ALL", "States.TaskFailed"}, []string{"Lambda.Other"}},
 		{named("States.HeartbeatTimeout"), "States.HeartbeatTimeout", []string{"States.HeartbeatTimeout"}, []string{"States.Timeout"}},
 		{errors.New("boom"), "States.TaskFailed", []string{"States.TaskFailed", "States.ALL"}, []string{"States.Timeout", "Net.Reset", "States.Runtime"}},
+		// Step Functions: States.ALL does not catch these terminal errors;
+		// only their own name does.
+		{named("States.DataLimitExceeded"), "States.DataLimitExceeded", []string{"States.DataLimitExceeded"}, []string{"States.ALL"}},
+		{named("States.Runtime"), "States.Runtime", []string{"States.Runtime"}, []string{"States.ALL"}},
 	} {
 		if got := policy.Name(tc.err); got != tc.name {
 			t.Errorf("Name(%v) = %q, want %q", tc.err, got, tc.name)
