@@ -101,26 +101,6 @@ func (r *Ring) Sum(e int64) uint64 {
 	return sum
 }
 
-// SumSince is Sum restricted to epochs ≥ from: buckets of epochs before
-// from (for instance, before a breaker last closed) are left out.
-func (r *Ring) SumSince(e, from int64) uint64 {
-	tag := uint64(e) & tagMask
-	n := uint64(len(r.slots))
-	if d := e - from; d < 0 {
-		return 0
-	} else if uint64(d) < n {
-		n = uint64(d) + 1
-	}
-	var sum uint64
-	for i := range r.slots {
-		w := r.slots[i].Load()
-		if (tag-w>>countBits)&tagMask < n {
-			sum += w & countMask
-		}
-	}
-	return sum
-}
-
 // Reset empties every bucket. Adds that run concurrently with Reset may
 // survive it.
 func (r *Ring) Reset() {
@@ -148,9 +128,6 @@ func NewClock(d time.Duration) Clock {
 	}
 	return Clock{width: int64(d)}
 }
-
-// Width returns the bucket width.
-func (c *Clock) Width() time.Duration { return time.Duration(c.width) }
 
 // Epoch returns the number of the bucket that holds now.
 func (c *Clock) Epoch(now time.Time) int64 {
@@ -206,6 +183,3 @@ func (c *Counter) AddEpoch(e int64, n uint64) { c.ring.Add(e, n) }
 
 // SumEpoch is Sum with the epoch already computed by Epoch.
 func (c *Counter) SumEpoch(e int64) uint64 { return c.ring.Sum(e) }
-
-// Reset empties the counter.
-func (c *Counter) Reset() { c.ring.Reset() }
