@@ -122,11 +122,20 @@ func TestAdaptiveConcurrent(t *testing.T) {
 				if _, err := a.AdmitAt(now); err == nil {
 					a.RecordAt(now, i%3 == 0)
 				}
-				a.ProbabilityAt(now)
+				if p := a.ProbabilityAt(now); !(p >= 0 && p < 1) {
+					t.Errorf("probability %v outside [0, 1)", p)
+					return
+				}
 			}
 		}()
 	}
 	wg.Wait()
+	// Every question counted once as a request, admitted (through
+	// RecordAt) or rejected: no update was lost.
+	end := at(time.Second)
+	if req, acc := a.requests.Sum(end), a.accepts.Sum(end); req != 16*1000 || acc > req {
+		t.Fatalf("requests %d, accepts %d; want 16000 requests and at most as many accepts", req, acc)
+	}
 }
 
 func TestNilThrottlesAdmit(t *testing.T) {

@@ -129,11 +129,19 @@ func TestCubicConcurrent(t *testing.T) {
 				now := at(time.Duration(i) * 10 * time.Millisecond)
 				c.AdmitAt(now)
 				c.RecordAt(now, i%50 == 0)
-				c.RateAt(now)
+				if r, _ := c.RateAt(now); !(r >= DefaultMinRate) || math.IsInf(r, 0) {
+					t.Errorf("rate %v, want a finite rate ≥ MinRate", r)
+					return
+				}
 			}
 		}()
 	}
 	wg.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.enabled || c.tokens > c.capacity || c.capacity < 1 {
+		t.Fatalf("enabled %v, tokens %v, capacity %v: want limiting, tokens ≤ capacity, capacity ≥ 1", c.enabled, c.tokens, c.capacity)
+	}
 }
 
 func absDur(d time.Duration) time.Duration {
