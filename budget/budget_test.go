@@ -302,6 +302,14 @@ func TestConcurrent(t *testing.T) {
 	if limit := requests/5 + goroutines; granted > limit {
 		t.Fatalf("granted %d retries for %d requests, want at most %d", granted, requests, limit)
 	}
+	// No count was lost: the window holds every request and every grant.
+	end := at(n * time.Millisecond)
+	if got := s.requests.Sum(end); got != uint64(requests) {
+		t.Fatalf("share counted %d requests, want %d", got, requests)
+	}
+	if got := s.retries.Sum(end); got != uint64(granted) {
+		t.Fatalf("share counted %d retries, granted %d", got, granted)
+	}
 	if lv := b.Level(); lv < 0 || lv > 500 {
 		t.Fatalf("bucket level %v outside [0, 500]", lv)
 	}
