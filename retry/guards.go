@@ -51,6 +51,16 @@ type Throttle interface {
 	RecordAt(now time.Time, throttled bool)
 }
 
+// ThrottleCanceller is implemented by a Throttle whose AdmitAt takes
+// something for the attempt it admits (a rate limiter's token, reserved
+// even when it asks to wait). When the loop does not send an admitted
+// attempt after all (its wait would end after the deadline, the context
+// ended during the wait, or the breaker refused it), it calls CancelAt, so
+// that the turn goes to the next caller instead of being lost.
+type ThrottleCanceller interface {
+	CancelAt(now time.Time)
+}
+
 // Bulkhead limits how many attempts run at once against one dependency.
 // Acquire waits, bounded by the bulkhead's own limit and by ctx, for a slot;
 // every successful Acquire is followed by one Release.

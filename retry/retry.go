@@ -292,9 +292,11 @@ func attempt[T any](caller, ctx context.Context, p *Policy, fn func(context.Cont
 		}
 		if w > 0 {
 			if dl, ok := ctx.Deadline(); ok && now.Add(w).After(dl) {
+				cancelAdmit(t, now)
 				return v, nil, 0, &refusal{reason: Deadline, wait: w, limit: dl.Sub(now)}
 			}
 			if p.sleep(ctx, w) != nil {
+				cancelAdmit(t, time.Now())
 				return v, nil, 0, &refusal{reason: Cancelled}
 			}
 			now = time.Now()
@@ -305,6 +307,9 @@ func attempt[T any](caller, ctx context.Context, p *Policy, fn func(context.Cont
 		var berr error
 		ticket, berr = b.AllowAt(now, n > 1)
 		if berr != nil {
+			if t := p.Throttle; t != nil {
+				cancelAdmit(t, now)
+			}
 			wait, _ := HintOf(berr)
 			if o := p.Observer; o != nil {
 				o.Observe(caller, event.Event{Kind: event.BreakerRejected, Time: now, Component: "retry",
@@ -360,6 +365,14 @@ func attempt[T any](caller, ctx context.Context, p *Policy, fn func(context.Cont
 			Outcome: outcome(caller, err, class), Err: err, Duration: end.Sub(now)})
 	}
 	return v, err, class, nil
+}
+
+// cancelAdmit hands back the turn of an attempt that t admitted but the
+// loop did not send, if t keeps turns (see ThrottleCanceller).
+func cancelAdmit(t Throttle, now time.Time) {
+	if c, ok := t.(ThrottleCanceller); ok {
+		c.CancelAt(now)
+	}
 }
 
 func (p *Policy) emitRejected(ctx context.Context, now time.Time, n int, err error) {

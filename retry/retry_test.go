@@ -760,3 +760,46 @@ func TestDeadlineGiveUpSaysWhy(t *testing.T) {
 		}
 	})
 }
+
+// cancellingThrottle admits every attempt after wait and records the turns
+// handed back with CancelAt.
+type cancellingThrottle struct {
+	fakeThrottle
+	cancelled int
+}
+
+func (t *cancellingThrottle) CancelAt(time.Time) { t.cancelled++ }
+
+// An attempt the throttle admitted but the loop did not send hands its
+// turn back: a rate limiter that reserved it must not lose it.
+func TestThrottleTurnHandedBackWhenNotSent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// The wait would pass the deadline.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		th := &cancellingThrottle{fakeThrottle: fakeThrottle{wait: 2 * time.Second}}
+		fn, _ := failing(0, nil)
+		if err := retry.Do(ctx, retry.Policy{Throttle: th}, fn); !errors.Is(err, retry.ErrDeadline) || th.cancelled != 1 {
+			t.Errorf("deadline: err %v, %d turns handed back; want ErrDeadline, 1", err, th.cancelled)
+		}
+		// The context ends during the wait.
+		ctx, cancel = context.WithCancel(context.Background())
+		time.AfterFunc(time.Second, cancel)
+		th = &cancellingThrottle{fakeThrottle: fakeThrottle{wait: 2 * time.Second}}
+		if err := retry.Do(ctx, retry.Policy{Throttle: th}, fn); !errors.Is(err, retry.ErrCancelled) || th.cancelled != 1 {
+			t.Errorf("cancelled: err %v, %d turns handed back; want ErrCancelled, 1", err, th.cancelled)
+		}
+		// The breaker refuses the admitted attempt.
+		th = &cancellingThrottle{}
+		err := retry.Do(context.Background(), retry.Policy{Throttle: th, Breaker: &fakeBreaker{refuseFrom: 1}}, fn)
+		if !errors.Is(err, retry.ErrBreakerOpen) || th.cancelled != 1 {
+			t.Errorf("breaker: err %v, %d turns handed back; want ErrBreakerOpen, 1", err, th.cancelled)
+		}
+		// Sent attempts keep their turn.
+		th = &cancellingThrottle{fakeThrottle: fakeThrottle{wait: time.Millisecond}}
+		fn, _ = failing(1, errFlaky)
+		if err := retry.Do(context.Background(), retry.Policy{Throttle: th}, fn); err != nil || th.cancelled != 0 {
+			t.Errorf("sent: err %v, %d turns handed back; want nil, 0", err, th.cancelled)
+		}
+	})
+}

@@ -184,3 +184,32 @@ func TestOutageThrottleAskedOncePerAttempt(t *testing.T) {
 		t.Fatalf("cubic: %d succeeded + %d gave up, want all %d calls", r.Succeeded, r.GaveUp.Total(), r.FirstTries)
 	}
 }
+
+// turnThrottle admits at once and counts the turns handed back.
+type turnThrottle struct{ cancelled *int }
+
+func (turnThrottle) AdmitAt(time.Time) (time.Duration, error) { return 0, nil }
+func (turnThrottle) RecordAt(time.Time, bool)                 {}
+func (th turnThrottle) CancelAt(time.Time)                    { *th.cancelled++ }
+
+// refusingBreaker refuses every attempt.
+type refusingBreaker struct{}
+
+func (refusingBreaker) AllowAt(time.Time, bool) (uint64, error)        { return 0, errors.New("open") }
+func (refusingBreaker) DoneAt(time.Time, uint64, time.Duration, error) {}
+
+// An attempt the throttle admitted and the breaker refused hands its turn
+// back to the throttle, as in package retry.
+func TestOutageBreakerRefusalHandsThrottleTurnBack(t *testing.T) {
+	var cancelled int
+	p := Policy{Guards: func() Guards {
+		return Guards{Throttle: turnThrottle{&cancelled}, Breaker: refusingBreaker{}}
+	}}
+	r, err := Outage{Clients: 2, Duration: time.Second}.Run(p, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Attempts != 0 || r.GaveUp[retry.BreakerOpen] != r.FirstTries || cancelled != r.FirstTries {
+		t.Fatalf("%+v, %d turns handed back; want every call refused by the breaker and its turn handed back", r, cancelled)
+	}
+}

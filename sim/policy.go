@@ -253,6 +253,9 @@ func (c *compiled) begin(l *loop, g *Guards, now time.Duration) (wait time.Durat
 	if b := g.Breaker; b != nil {
 		ticket, err := b.AllowAt(Instant(now), l.attempts > 0)
 		if err != nil {
+			if c, ok := g.Throttle.(retry.ThrottleCanceller); ok {
+				c.CancelAt(Instant(now)) // the throttle's turn is not used, as in retry
+			}
 			return 0, retry.BreakerOpen
 		}
 		l.ticket = ticket

@@ -141,6 +141,24 @@ func (c *Cubic) AdmitAt(now time.Time) (time.Duration, error) {
 	return wait, nil
 }
 
+// CancelAt hands back the token of a request that AdmitAt admitted but that
+// was not sent (retry calls it when the wait would pass the deadline, the
+// context ended during it, or the breaker refused the request), so that the
+// next request does not wait for it. The bucket never holds more than its
+// capacity; before the first throttling answer CancelAt does nothing.
+func (c *Cubic) CancelAt(now time.Time) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.enabled {
+		return
+	}
+	c.refill(now)
+	c.tokens = min(c.capacity, c.tokens+1)
+}
+
 // RecordAt adapts the rate to a response received at now: throttled is
 // true for an overload answer (429, 503, an error classed as throttling).
 func (c *Cubic) RecordAt(now time.Time, throttled bool) {

@@ -150,3 +150,36 @@ func absDur(d time.Duration) time.Duration {
 	}
 	return d
 }
+
+// A turn handed back with CancelAt goes to the next caller: its wait is the
+// one the cancelled request had.
+func TestCubicCancelAtHandsTheTurnBack(t *testing.T) {
+	c, _ := NewCubic(CubicConfig{})
+	c.RecordAt(t0, true) // the 0.5/s floor: one request every 2 s
+	w1, err := c.AdmitAt(t0)
+	if err != nil || w1 != 2*time.Second {
+		t.Fatalf("first: %v, %v; want 2s", w1, err)
+	}
+	c.CancelAt(t0)
+	if w, err := c.AdmitAt(t0); err != nil || w != w1 {
+		t.Fatalf("after CancelAt: %v, %v; want the cancelled turn's %v", w, err, w1)
+	}
+	// Handing back never fills the bucket beyond its capacity, and a
+	// limiter that is not limiting ignores it.
+	for range 10 {
+		c.CancelAt(t0)
+	}
+	c.mu.Lock()
+	tokens, capacity := c.tokens, c.capacity
+	c.mu.Unlock()
+	if tokens > capacity {
+		t.Fatalf("tokens %v above capacity %v", tokens, capacity)
+	}
+	idle, _ := NewCubic(CubicConfig{})
+	idle.CancelAt(t0)
+	if idle.tokens != 0 {
+		t.Fatalf("idle limiter: tokens %v after CancelAt, want 0", idle.tokens)
+	}
+	var none *Cubic
+	none.CancelAt(t0)
+}

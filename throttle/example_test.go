@@ -14,6 +14,9 @@ import (
 var (
 	_ retry.Throttle = (*throttle.Adaptive)(nil)
 	_ retry.Throttle = (*throttle.Cubic)(nil)
+	// Cubic reserves a token per admitted request: it takes back the
+	// tokens of requests that were not sent.
+	_ retry.ThrottleCanceller = (*throttle.Cubic)(nil)
 	_ retry.Bulkhead = (*throttle.Bulkhead)(nil)
 )
 

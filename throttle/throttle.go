@@ -15,7 +15,9 @@
 //
 // Adaptive and Cubic implement retry.Throttle (AdmitAt before each attempt,
 // RecordAt after it, with throttled true for an overload answer: 429, 503
-// or an error classed as throttling); Bulkhead implements retry.Bulkhead.
+// or an error classed as throttling), and Cubic retry.ThrottleCanceller
+// (CancelAt gives back the token of a request that was not sent); Bulkhead
+// implements retry.Bulkhead.
 // The package does not import retry. Decisions take now, so the simulator
 // drives them on virtual time; Bulkhead, which waits, uses timers and is
 // tested under testing/synctest.
