@@ -17,6 +17,7 @@
 package backoff
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -33,6 +34,29 @@ const (
 	// DefaultCap bounds any single delay (AWS SDK standard mode: 20 s).
 	DefaultCap = 20 * time.Second
 )
+
+// ErrInvalid matches every error of Schedule.Validate, ParseKind and
+// ParseJitter.
+var ErrInvalid = errors.New("backoff: invalid schedule")
+
+// Error is a Schedule field out of range, or a name that is neither a Kind
+// nor a Jitter: it names the field, gives the value and says what is
+// accepted. errors.Is(err, ErrInvalid) is true.
+type Error struct {
+	Field string // "Kind", "Jitter", "Base", "Cap" or "Multiplier"; "kind" or "jitter" for a name
+	Value any    // the value given (a string for a name)
+	Want  string // what is accepted
+}
+
+func (e *Error) Error() string {
+	if name, ok := e.Value.(string); ok {
+		return fmt.Sprintf("backoff: unknown %s %q: want %s", e.Field, name, e.Want)
+	}
+	return fmt.Sprintf("backoff: %s %v out of range: want %s", e.Field, e.Value, e.Want)
+}
+
+// Is matches ErrInvalid.
+func (e *Error) Is(target error) bool { return target == ErrInvalid }
 
 // Kind is the shape of a schedule's growth. The zero value is Exponential.
 type Kind uint8
@@ -99,7 +123,7 @@ func ParseJitter(s string) (Jitter, error) {
 			return j, nil
 		}
 	}
-	return 0, fmt.Errorf("backoff: unknown jitter %q: want full, none, equal or decorrelated", s)
+	return 0, &Error{Field: "jitter", Value: s, Want: "full, none, equal or decorrelated"}
 }
 
 // ParseKind returns the Kind named s ("exponential", "constant" or
@@ -110,7 +134,7 @@ func ParseKind(s string) (Kind, error) {
 			return k, nil
 		}
 	}
-	return 0, fmt.Errorf("backoff: unknown kind %q: want exponential, constant or linear", s)
+	return 0, &Error{Field: "kind", Value: s, Want: "exponential, constant or linear"}
 }
 
 func equalFold(a, b string) bool {
@@ -150,23 +174,24 @@ type Schedule struct {
 	Jitter Jitter
 }
 
-// Validate reports whether the schedule's fields are in range. It names the
-// first field that is not, its value and what is accepted.
+// Validate reports whether the schedule's fields are in range. It returns
+// an *Error (matching ErrInvalid) that names the first field that is not,
+// its value and what is accepted.
 func (s Schedule) Validate() error {
 	if s.Kind > Linear {
-		return fmt.Errorf("backoff: Kind %d out of range: want Exponential, Constant or Linear", s.Kind)
+		return &Error{Field: "Kind", Value: uint8(s.Kind), Want: "Exponential, Constant or Linear"}
 	}
 	if s.Jitter > Decorrelated {
-		return fmt.Errorf("backoff: Jitter %d out of range: want Full, None, Equal or Decorrelated", s.Jitter)
+		return &Error{Field: "Jitter", Value: uint8(s.Jitter), Want: "Full, None, Equal or Decorrelated"}
 	}
 	if s.Base < 0 {
-		return fmt.Errorf("backoff: Base %v out of range: want ≥ 0 (0 means %v)", s.Base, DefaultBase)
+		return &Error{Field: "Base", Value: s.Base, Want: fmt.Sprintf("≥ 0 (0 means %v)", DefaultBase)}
 	}
 	if s.Cap < 0 {
-		return fmt.Errorf("backoff: Cap %v out of range: want ≥ 0 (0 means %v)", s.Cap, DefaultCap)
+		return &Error{Field: "Cap", Value: s.Cap, Want: fmt.Sprintf("≥ 0 (0 means %v)", DefaultCap)}
 	}
 	if s.Multiplier != 0 && !(s.Multiplier > 1) || math.IsInf(s.Multiplier, 0) {
-		return fmt.Errorf("backoff: Multiplier %v out of range: want a finite value > 1 (0 means %v)", s.Multiplier, DefaultMultiplier)
+		return &Error{Field: "Multiplier", Value: s.Multiplier, Want: fmt.Sprintf("a finite value > 1 (0 means %v)", DefaultMultiplier)}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package backoff
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -73,6 +74,11 @@ func TestValidate(t *testing.T) {
 			t.Errorf("%+v: unexpected error %v", tt.s, err)
 		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
 			t.Errorf("%+v: got error %v, want one containing %q", tt.s, err, tt.want)
+		case tt.want != "":
+			var e *Error
+			if !errors.Is(err, ErrInvalid) || !errors.As(err, &e) || !strings.HasPrefix(tt.want, e.Field+" ") {
+				t.Errorf("%+v: error %v (%T) is not a *backoff.Error matching ErrInvalid for its field", tt.s, err, err)
+			}
 		}
 	}
 }
@@ -152,6 +158,12 @@ func TestParse(t *testing.T) {
 	if _, err := ParseKind("cubic"); err == nil {
 		t.Error("ParseKind(cubic) succeeded")
 	}
+	for _, err := range []error{second(ParseKind("cubic")), second(ParseJitter("fuzzy"))} {
+		var e *Error
+		if !errors.Is(err, ErrInvalid) || !errors.As(err, &e) || e.Want == "" {
+			t.Errorf("error %v (%T) is not a *backoff.Error matching ErrInvalid", err, err)
+		}
+	}
 	if Kind(7).String() != "Kind(7)" || Jitter(7).String() != "Jitter(7)" {
 		t.Error("unknown values should print their number")
 	}
@@ -204,3 +216,5 @@ func TestDecorrelatedBounds(t *testing.T) {
 		}
 	}
 }
+
+func second[T any](_ T, err error) error { return err }
