@@ -1,6 +1,7 @@
 package retrytest
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -58,6 +59,28 @@ func (f Failure) String() string {
 	return fmt.Sprintf("Failure(%d)", uint8(f))
 }
 
+// ErrScript matches every error of ParseScript.
+var ErrScript = errors.New("retrytest: invalid script")
+
+// ScriptError is a script that ParseScript cannot read: which step (from 1;
+// 0 for the script as a whole), its text, and what is wrong with it and
+// what is accepted. errors.Is(err, ErrScript) is true.
+type ScriptError struct {
+	Step int    // the step, from 1; 0 for the whole script
+	Text string // the step as written
+	Msg  string // what is wrong and what is accepted
+}
+
+func (e *ScriptError) Error() string {
+	if e.Step == 0 {
+		return "retrytest: " + e.Msg
+	}
+	return fmt.Sprintf("retrytest: step %d %q: %s", e.Step, e.Text, e.Msg)
+}
+
+// Is matches ErrScript.
+func (e *ScriptError) Is(target error) bool { return target == ErrScript }
+
 // ParseScript parses a script: steps separated by commas, each a status
 // code or a failure, options after colons, and an optional repeat count:
 //
@@ -75,11 +98,12 @@ func (f Failure) String() string {
 // the last step, every request is answered 200 with an empty body. For example
 // "503,429:retry-after=1,200" answers 503, then 429 with Retry-After: 1,
 // then 200; "reset*2,200:body=ok" resets two connections, then answers
-// 200 "ok". The error of a bad script says where and what is accepted.
+// 200 "ok". The error of a bad script, a *ScriptError, says where and what
+// is accepted.
 func ParseScript(script string) ([]Step, error) {
 	var steps []Step
 	if strings.TrimSpace(script) == "" {
-		return nil, fmt.Errorf("retrytest: empty script: want steps like \"503,429:retry-after=1,200\"")
+		return nil, &ScriptError{Msg: `empty script: want steps like "503,429:retry-after=1,200"`}
 	}
 	for i, item := range strings.Split(script, ",") {
 		item = strings.TrimSpace(item)
@@ -88,13 +112,13 @@ func ParseScript(script string) ([]Step, error) {
 			base, n = strings.TrimSpace(base), strings.TrimSpace(n)
 			c, err := strconv.Atoi(n)
 			if err != nil || c < 1 || c > 10000 {
-				return nil, fmt.Errorf("retrytest: step %d %q: repeat count %q: want an integer in 1..10000", i+1, item, n)
+				return nil, &ScriptError{Step: i + 1, Text: item, Msg: fmt.Sprintf("repeat count %q: want an integer in 1..10000", n)}
 			}
 			item, count = base, c
 		}
 		s, err := parseStep(item)
 		if err != nil {
-			return nil, fmt.Errorf("retrytest: step %d %q: %v", i+1, item, err)
+			return nil, &ScriptError{Step: i + 1, Text: item, Msg: err.Error()}
 		}
 		for range count {
 			steps = append(steps, s)
@@ -128,7 +152,7 @@ func parseStep(item string) (Step, error) {
 		switch {
 		case name == "retry-after" && hasValue:
 			if value == "" || strings.ContainsAny(value, "\r\n") {
-				return s, fmt.Errorf("retry-after needs a value")
+				return s, errors.New("retry-after needs a value: want retry-after=SECONDS or retry-after=date+DURATION")
 			}
 			s.RetryAfter = value
 		case name == "delay" && hasValue:

@@ -1,6 +1,7 @@
 package retrytest_test
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -53,6 +54,10 @@ func TestParseScriptErrors(t *testing.T) {
 		_, err := retrytest.ParseScript(script)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParseScript(%q): got %v, want an error containing %q", script, err, want)
+		}
+		var se *retrytest.ScriptError
+		if !errors.Is(err, retrytest.ErrScript) || !errors.As(err, &se) || se.Msg == "" {
+			t.Errorf("ParseScript(%q): error %v (%T) is not a *ScriptError matching ErrScript", script, err, err)
 		}
 	}
 }

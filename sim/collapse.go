@@ -134,7 +134,7 @@ func (c Collapse) withDefaults() Collapse {
 // Validate reports the first field out of range.
 func (c Collapse) Validate() error {
 	bad := func(field string, v any, want string) error {
-		return fmt.Errorf("sim: collapse %s %v out of range: want %s", field, v, want)
+		return &ConfigError{Scenario: "collapse", Field: field, Value: v, Want: want}
 	}
 	rate := func(v float64) bool { return v >= 0 && v <= 1e6 }
 	switch {

@@ -123,8 +123,10 @@ func TestCollapseValidate(t *testing.T) {
 		{ServiceBase: -1}, {Duration: -1}, {Threshold: -1}, {Clients: -1},
 	}
 	for _, c := range bad {
-		if _, err := c.Run(NoBackoff(), 1); err == nil || !strings.HasPrefix(err.Error(), "sim: collapse ") {
-			t.Errorf("%+v: got %v, want a sim: collapse error", c, err)
+		_, err := c.Run(NoBackoff(), 1)
+		var ce *ConfigError
+		if err == nil || !strings.HasPrefix(err.Error(), "sim: collapse ") || !errors.Is(err, ErrInvalid) || !errors.As(err, &ce) || ce.Scenario != "collapse" {
+			t.Errorf("%+v: got %v, want a sim: collapse *ConfigError matching ErrInvalid", c, err)
 		}
 	}
 	if s := (Trigger{Kind: Slowdown}).Kind.String(); s != "slowdown" {

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"fmt"
 	"math"
 	"time"
 )
@@ -55,17 +54,20 @@ func (o Outage) withDefaults() Outage {
 
 // Validate reports the first field out of range.
 func (o Outage) Validate() error {
+	bad := func(field string, v any, want string) error {
+		return &ConfigError{Scenario: "outage", Field: field, Value: v, Want: want}
+	}
 	switch {
 	case o.Clients < 0:
-		return fmt.Errorf("sim: outage Clients %d out of range: want ≥ 1 (0 means 100)", o.Clients)
+		return bad("Clients", o.Clients, "≥ 1 (0 means 100)")
 	case o.Rate < 0 || math.IsNaN(o.Rate) || math.IsInf(o.Rate, 0):
-		return fmt.Errorf("sim: outage Rate %v out of range: want a finite rate > 0 per second (0 means 10)", o.Rate)
+		return bad("Rate", o.Rate, "a finite rate > 0 per second (0 means 10)")
 	case o.Duration < 0:
-		return fmt.Errorf("sim: outage Duration %v out of range: want > 0 (0 means 10s)", o.Duration)
+		return bad("Duration", o.Duration, "> 0 (0 means 10s)")
 	case o.HopMean < 0:
-		return fmt.Errorf("sim: outage HopMean %v out of range: want ≥ 0 (0 means 10ms)", o.HopMean)
+		return bad("HopMean", o.HopMean, "≥ 0 (0 means 10ms)")
 	case !(o.FailureRate >= 0 && o.FailureRate <= 1):
-		return fmt.Errorf("sim: outage FailureRate %v out of range: want a probability in [0, 1]", o.FailureRate)
+		return bad("FailureRate", o.FailureRate, "a probability in [0, 1]")
 	}
 	return nil
 }

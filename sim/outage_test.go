@@ -131,8 +131,10 @@ func TestOutageValidate(t *testing.T) {
 		{HopMean: -1}, {FailureRate: 1.5}, {FailureRate: math.NaN()},
 	}
 	for _, o := range bad {
-		if _, err := o.Run(NoRetries(), 1); err == nil || !strings.HasPrefix(err.Error(), "sim: outage ") {
-			t.Errorf("%+v: got error %v, want a sim: outage error", o, err)
+		_, err := o.Run(NoRetries(), 1)
+		var ce *ConfigError
+		if err == nil || !strings.HasPrefix(err.Error(), "sim: outage ") || !errors.Is(err, ErrInvalid) || !errors.As(err, &ce) || ce.Scenario != "outage" {
+			t.Errorf("%+v: got error %v, want a sim: outage *ConfigError matching ErrInvalid", o, err)
 		}
 	}
 	_, err := Outage{}.Run(Policy{MaxAttempts: -2}, 1)
