@@ -31,7 +31,10 @@ func TestPolicyOfDocument(t *testing.T) {
 		t.Fatalf("503s: %d attempts for %d calls, want 2 each", r.Attempts, r.FirstTries)
 	}
 	// The herd's conflicts (409) match no retrier: one attempt each.
-	h := sim.Herd{Clients: 20}.Run(p, 1)
+	h, err := sim.Herd{Clients: 20}.Run(p, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if h.Calls != 20 || h.GaveUp[retry.PermanentError] != 19 {
 		t.Fatalf("herd: %d calls, gave up %v; want 20 calls, 19 not retried", h.Calls, h.GaveUp)
 	}

@@ -107,11 +107,33 @@ type herdRun struct {
 	guards guardSet
 }
 
+// Validate reports the first field out of range.
+func (h Herd) Validate() error {
+	bad := func(field string, v any, want string) error {
+		return &ConfigError{Scenario: "herd", Field: field, Value: v, Want: want}
+	}
+	switch {
+	case h.Clients < 0 || h.Clients > 1e6:
+		return bad("Clients", h.Clients, "1 to 1e6 (0 means 100)")
+	case h.HopMean < 0:
+		return bad("HopMean", h.HopMean, "≥ 0 (0 means 10ms)")
+	case h.HopStdDev < 0:
+		return bad("HopStdDev", h.HopStdDev, "≥ 0 (0 means 2ms)")
+	}
+	return nil
+}
+
 // Run simulates the scenario once under policy p with the given seed.
-func (h Herd) Run(p Policy, seed uint64) HerdResult {
+func (h Herd) Run(p Policy, seed uint64) (HerdResult, error) {
+	if err := h.Validate(); err != nil {
+		return HerdResult{}, err
+	}
+	if err := p.Validate(); err != nil {
+		return HerdResult{}, err
+	}
 	var w herdRun
 	c := compile(p)
-	return w.run(h.withDefaults(), &c, seed)
+	return w.run(h.withDefaults(), &c, seed), nil
 }
 
 func (w *herdRun) run(h Herd, c *compiled, seed uint64) HerdResult {
@@ -253,6 +275,13 @@ func (s HerdSweep) Run(policies []Policy) ([]HerdPoint, error) {
 	clients := s.Clients
 	if clients == nil {
 		clients = DefaultHerdClients()
+	}
+	for _, n := range clients {
+		h := s.Herd
+		h.Clients = n
+		if err := h.Validate(); err != nil {
+			return nil, err
+		}
 	}
 	runs := s.Runs
 	if runs <= 0 {

@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,7 +97,7 @@ func TestHerdParity(t *testing.T) {
 func TestHerdIsRepeatable(t *testing.T) {
 	h := Herd{Clients: 50}
 	for _, p := range HerdStrategies(5*time.Millisecond, 2*time.Second) {
-		a, b := h.Run(p, 42), h.Run(p, 42)
+		a, b := mustHerd(t, h, p, 42), mustHerd(t, h, p, 42)
 		if a != b {
 			t.Fatalf("%s: two runs with seed 42 differ: %+v and %+v", p.Name, a, b)
 		}
@@ -132,7 +134,7 @@ func TestHerdSweepDoesNotDependOnWorkers(t *testing.T) {
 // With an attempt limit, clients give up: the completion time is when the
 // last one stopped, and they are counted by reason.
 func TestHerdWithAttemptLimit(t *testing.T) {
-	r := Herd{Clients: 100}.Run(Policy{Name: "yaoki", Backoff: HerdStrategies(5*time.Millisecond, 2*time.Second)[2].Backoff}, 3)
+	r := mustHerd(t, Herd{Clients: 100}, Policy{Name: "yaoki", Backoff: HerdStrategies(5*time.Millisecond, 2*time.Second)[2].Backoff}, 3)
 	if r.Succeeded+r.GaveUp.Total() != 100 {
 		t.Fatalf("%d succeeded + %d gave up, want 100 clients accounted for", r.Succeeded, r.GaveUp.Total())
 	}
@@ -149,8 +151,35 @@ func TestHerdWithAttemptLimit(t *testing.T) {
 func TestHerdSharedGuards(t *testing.T) {
 	p := TokenBucket()
 	p.Shared = true
-	r := Herd{Clients: 20}.Run(p, 1)
+	r := mustHerd(t, Herd{Clients: 20}, p, 1)
 	if r.Succeeded+r.GaveUp.Total() != 20 || r.GaveUp[retry.BudgetExhausted] == 0 {
 		t.Fatalf("shared bucket: %d succeeded, gave up %v; want 20 accounted for, some refused by the budget", r.Succeeded, r.GaveUp)
 	}
+}
+
+// A herd out of range is an error, as for the other scenarios, not a
+// panic.
+func TestHerdValidate(t *testing.T) {
+	for _, h := range []Herd{{Clients: -1}, {HopMean: -1}, {HopStdDev: -time.Millisecond}} {
+		_, err := h.Run(NoRetries(), 1)
+		var ce *ConfigError
+		if !errors.Is(err, ErrInvalid) || !errors.As(err, &ce) || ce.Scenario != "herd" || !strings.HasPrefix(err.Error(), "sim: herd ") {
+			t.Errorf("%+v: got %v, want a sim: herd *ConfigError matching ErrInvalid", h, err)
+		}
+	}
+	if _, err := (HerdSweep{Clients: []int{10, -5}, Runs: 1}).Run(HerdStrategies(time.Millisecond, time.Second)); !errors.Is(err, ErrInvalid) {
+		t.Errorf("sweep with -5 clients: got %v, want ErrInvalid", err)
+	}
+	if _, err := (Herd{}).Run(Policy{MaxAttempts: -2}, 1); !errors.Is(err, retry.ErrInvalidPolicy) {
+		t.Errorf("MaxAttempts -2: got %v, want retry.ErrInvalidPolicy", err)
+	}
+}
+
+func mustHerd(t *testing.T, h Herd, p Policy, seed uint64) HerdResult {
+	t.Helper()
+	r, err := h.Run(p, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
