@@ -17,7 +17,7 @@ var (
 	// Cubic reserves a token per admitted request: it takes back the
 	// tokens of requests that were not sent.
 	_ retry.ThrottleCanceller = (*throttle.Cubic)(nil)
-	_ retry.Bulkhead = (*throttle.Bulkhead)(nil)
+	_ retry.Bulkhead          = (*throttle.Bulkhead)(nil)
 )
 
 // Adaptive throttling: after a backend accepted 3 of 10 requests, the
