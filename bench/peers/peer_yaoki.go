@@ -45,9 +45,11 @@ func init() {
 	})
 
 	// The HTTP client is httpretry.Transport over the shared transport, with
-	// library defaults apart from the attempts and the delays. Zero delays
-	// (the benchmarks) are a full-jitter schedule whose draws are all 0;
-	// the per-host share-of-traffic budget stays on, as by default.
+	// library defaults apart from the attempts, the delays and the retry
+	// budget. Zero delays (the benchmarks) are a full-jitter schedule whose
+	// draws are all 0. The default per-host budget (retries ≤ 20 % of
+	// requests + 10/s) is off: HTTPRetry503 retries every request, which a
+	// budget refuses by design after its share, and no peer has one.
 	RegisterHTTPClient(HTTPClient{
 		Lib: "yaoki",
 		New: func(rt http.RoundTripper, p HTTPPolicy) func(*http.Request) (*http.Response, error) {
@@ -58,7 +60,8 @@ func init() {
 				pol.Backoff = backoff.Schedule{Base: p.MinDelay, Cap: p.MaxDelay}
 				pol.ThrottleBase = p.MinDelay
 			}
-			c := &http.Client{Transport: &httpretry.Transport{Base: rt, Policy: pol}}
+			tr := &httpretry.Transport{Base: rt, Policy: pol, Guards: httpretry.Guards{Budget: httpretry.NoBudget}}
+			c := &http.Client{Transport: tr}
 			return c.Do
 		},
 	})
