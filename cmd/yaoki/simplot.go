@@ -260,8 +260,8 @@ func (r *simReport) figures() []*figure {
 		zoom.caption = "The same, for p up to 0.1, where retries are meant to hide failures."
 		zoom.xMin, zoom.xMax, zoom.yMax = 0, 0.1, 100.2
 		amp := newFigure("outage-amplification", "Outage: load on the server", "server failure rate p", "attempts per call")
-		amp.caption = "Attempts the server receives per call the clients meant to make."
-		amp.xMin, amp.xMax, amp.yMin = 0, 1, 0.9
+		amp.caption = "Attempts the server receives per call the clients meant to make (below 1: calls refused locally, by an open breaker, before any attempt)."
+		amp.xMin, amp.xMax, amp.yMin = 0, 1, 0 // from 0, so that a policy that refuses calls locally stays on the plot
 		for ci, n := range o.Clients {
 			for _, pi := range o.Policies {
 				var xs, ss, as, zx, zs []float64
