@@ -2,9 +2,10 @@ package postgres_test
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
+
+	"github.com/yaoki-go/yaoki/internal/leakcheck"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -24,7 +25,7 @@ func TestMain(m *testing.M) {
 		}
 		return postgres.NewIdempotencyStore(pool), nil
 	})
-	os.Exit(m.Run())
+	leakcheck.Main(m) // fails the binary if the tests leave goroutines running
 }
 
 // start starts a server, migrates it and returns it with a pool.

@@ -1,9 +1,10 @@
 package redis_test
 
 import (
-	"os"
 	"testing"
 	"time"
+
+	"github.com/yaoki-go/yaoki/internal/leakcheck"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -19,7 +20,7 @@ func TestMain(m *testing.M) {
 	idemproc.Main(func(addr string) (idempotency.Store, error) {
 		return redis.NewIdempotencyStore(goredis.NewClient(&goredis.Options{Addr: addr}), redis.IdempotencyOptions{}), nil
 	})
-	os.Exit(m.Run())
+	leakcheck.Main(m) // fails the binary if the tests leave goroutines running
 }
 
 func TestIdempotencyStoreContract(t *testing.T) {
