@@ -65,7 +65,7 @@ or 127 if the command could not be run; 2 for bad usage.
 Standard input is handed to every attempt as it is: a command that reads it
 gets, on a retry, only what the earlier attempts left.
 ` + policyFlagsHelp + "\n" + observeFlagsHelp,
-		Example: `  # retry a flaky download up to 5 times, 1s, 2s, 4s... apart, 1 minute in all
+		Example: `  # a flaky download: up to 5 attempts, waits of up to 1s, 2s, 4s, 8s (full jitter), 1 minute in all
   yaoki exec --max-attempts 5 --base 1s --max-time 1m -- curl -fsS -o page.html http://127.0.0.1:8080/
 
   # retry only exit code 75 (EX_TEMPFAIL), each attempt at most 30s
