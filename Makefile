@@ -12,7 +12,8 @@ TESTFLAGS ?= -race -count=1 -timeout 15m
 .PHONY: test demo vet bench peers
 test:
 	@set -e; for d in $(MODULES); do \
-		echo "== go test $(TESTFLAGS) ./... in $${d#$(CURDIR)/}"; \
+		rel=$${d#$(CURDIR)}; rel=$${rel#/}; \
+		echo "== go test $(TESTFLAGS) ./... in $${rel:-.}"; \
 		(cd $$d && $(GO) test $(TESTFLAGS) ./...); \
 	done
 	@echo "== go test $(TESTFLAGS) -run 'TestSmoke|TestBehaviour' in bench/peers (outside the workspace)"
