@@ -49,6 +49,11 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// A flag value that does not parse (--max-attempts x) is bad usage:
+	// say which flag, what was given, and where the accepted values are.
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return exit(ExitUsage, fmt.Sprintf("%v\nsee 'yaoki %s --help' for the flags and the values they accept", err, c.Name()))
+	})
 	for _, sub := range subcommands {
 		root.AddCommand(sub())
 	}
