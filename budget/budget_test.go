@@ -381,3 +381,47 @@ func TestNoAllocations(t *testing.T) {
 		}
 	}
 }
+
+// RecordRequest counts first attempts without reading the clock for each:
+// they reach the window in batches of 8, or at the next AllowRetryAt,
+// RecordAt or LevelAt, so that none is lost.
+func TestShareRecordRequest(t *testing.T) {
+	s, err := NewShare(ShareConfig{MinPerSecond: NoFloor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now() // RecordRequest reads the real clock at its 8th request
+	for i := 0; i < 13; i++ {
+		s.RecordRequest()
+	}
+	// 8 went into the window at the clock read, 5 wait for the next read.
+	if got := s.pending.Load(); got != 5 {
+		t.Fatalf("pending after 13 requests: %d, want 5", got)
+	}
+	if got := s.LevelAt(now); math.Abs(got-13*0.2) > 1e-9 {
+		t.Fatalf("level after 13 requests: %v, want 2.6", got)
+	}
+	if got := s.pending.Load(); got != 0 {
+		t.Fatalf("pending after LevelAt: %d, want 0", got)
+	}
+	s.RecordRequest()
+	s.RecordRequest()
+	if !s.AllowRetryAt(now, false) || !s.AllowRetryAt(now, false) || !s.AllowRetryAt(now, false) || s.AllowRetryAt(now, false) {
+		t.Fatalf("15 requests (2 not folded yet) should allow exactly 3 retries")
+	}
+	var nilShare *Share
+	nilShare.RecordRequest() // no panic
+	if n := testing.AllocsPerRun(1000, s.RecordRequest); n != 0 {
+		t.Errorf("RecordRequest: %v allocations, want 0", n)
+	}
+}
+
+// BenchmarkShareRecordRequest is httpretry's success path: a first attempt
+// counted without a clock read (one in 8 reads it).
+func BenchmarkShareRecordRequest(b *testing.B) {
+	s, _ := NewShare(ShareConfig{})
+	b.ReportAllocs()
+	for b.Loop() {
+		s.RecordRequest()
+	}
+}

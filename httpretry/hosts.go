@@ -70,6 +70,11 @@ type hostGuards struct {
 	budget   retry.Budget
 	breaker  retry.Breaker
 	throttle retry.Throttle
+	// share is the budget when it is a *budget.Share and the only thing
+	// that makes the retrier guarded: then the first attempt is made
+	// outside the loop and, when it succeeds, counted without a clock read
+	// (see call.run). Nil otherwise.
+	share *budget.Share
 }
 
 // newHosts returns the per-host guards of a transport whose policy is
@@ -94,6 +99,15 @@ func (h *hosts) retrierFor(req *http.Request, def *retry.Retrier) *retry.Retrier
 		return def
 	}
 	return h.get(hostKey(req.URL.Host)).r
+}
+
+// guardsFor returns the guards of req's host; nil when there are no
+// per-host guards.
+func (h *hosts) guardsFor(req *http.Request) *hostGuards {
+	if h == nil {
+		return nil
+	}
+	return h.get(hostKey(req.URL.Host))
 }
 
 func (h *hosts) get(key string) *hostGuards {
@@ -138,7 +152,12 @@ func (h *hosts) build(host string) *hostGuards {
 	if err != nil {
 		panic("httpretry: a validated policy became invalid: " + err.Error()) // unreachable: only guards changed
 	}
-	return &hostGuards{r: r, budget: p.Budget, breaker: p.Breaker, throttle: p.Throttle}
+	g := &hostGuards{r: r, budget: p.Budget, breaker: p.Breaker, throttle: p.Throttle}
+	if sh, ok := p.Budget.(*budget.Share); ok && sh != nil && p.Breaker == nil && p.Throttle == nil &&
+		p.Bulkhead == nil && p.Observer == nil && p.MaxElapsed == 0 && p.AttemptTimeout == 0 {
+		g.share = sh
+	}
+	return g
 }
 
 // hostKey lower-cases a host only when it has to, so that the common case

@@ -181,3 +181,25 @@ func BenchmarkTransportGetGuarded(b *testing.B) {
 		})
 	}
 }
+
+// A success at the first attempt, made outside the retry loop when the
+// default budget is the only guard, still counts for the host's budget.
+func TestSuccessCountsForTheBudget(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer up.Close()
+	tr := &httpretry.Transport{Guards: httpretry.Guards{Budget: func(string) retry.Budget {
+		s, _ := budget.NewShare(budget.ShareConfig{MinPerSecond: budget.NoFloor})
+		return s
+	}}}
+	defer tr.CloseIdleConnections()
+	c := tr.Client()
+	for i := 0; i < 10; i++ {
+		if code, err := guardedGet(t, c, up.URL); err != nil || code != 200 {
+			t.Fatalf("call %d: %v %v", i, code, err)
+		}
+	}
+	b, _, _ := tr.GuardsFor(guardedHost(up))
+	if got := b.(*budget.Share).Level(); got < 1.99 || got > 2.01 {
+		t.Fatalf("budget level after 10 successes: %v, want 2 (20 %% of 10 requests)", got)
+	}
+}
