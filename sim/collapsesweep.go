@@ -93,12 +93,9 @@ func (s CollapseSweep) Run(policies []Policy) ([]CollapsePoint, error) {
 			return nil, err
 		}
 	}
-	compiled := make([]compiled, len(policies))
-	for i, p := range policies {
-		if err := p.Validate(); err != nil {
-			return nil, err
-		}
-		compiled[i] = compile(p)
+	compiled, err := compileAll(policies)
+	if err != nil {
+		return nil, err
 	}
 	runs := s.Runs
 	if runs <= 0 {

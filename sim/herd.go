@@ -287,9 +287,9 @@ func (s HerdSweep) Run(policies []Policy) ([]HerdPoint, error) {
 	if runs <= 0 {
 		runs = 100
 	}
-	compiled := make([]compiled, len(policies))
-	for i, p := range policies {
-		compiled[i] = compile(p)
+	compiled, err := compileAll(policies)
+	if err != nil {
+		return nil, err
 	}
 	points := make([]HerdPoint, len(policies)*len(clients))
 	workers := max(s.Workers, 1)

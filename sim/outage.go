@@ -276,12 +276,9 @@ func (s OutageSweep) Run(policies []Policy) ([]OutagePoint, error) {
 			return nil, err
 		}
 	}
-	compiled := make([]compiled, len(policies))
-	for i, p := range policies {
-		if err := p.Validate(); err != nil {
-			return nil, err
-		}
-		compiled[i] = compile(p)
+	compiled, err := compileAll(policies)
+	if err != nil {
+		return nil, err
 	}
 	runs := s.Runs
 	if runs <= 0 {

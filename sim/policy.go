@@ -147,6 +147,19 @@ type compiled struct {
 	shared    bool
 }
 
+// compileAll validates every policy of a sweep and compiles it, so that a
+// bad policy is reported before any run starts.
+func compileAll(policies []Policy) ([]compiled, error) {
+	out := make([]compiled, len(policies))
+	for i, p := range policies {
+		if err := p.Validate(); err != nil {
+			return nil, err
+		}
+		out[i] = compile(p)
+	}
+	return out, nil
+}
+
 func compile(p Policy) compiled {
 	c := compiled{
 		sched:     p.Backoff.WithDefaults(),

@@ -87,6 +87,23 @@ func startFlaky(t *testing.T, args ...string) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := start(t, c)
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		c.Process.Kill()
+		c.Wait()
+		t.Fatalf("flaky printed no URL: %v", err)
+	}
+	go io.Copy(io.Discard, stdout)
+	s.url = strings.TrimSpace(line)
+	t.Cleanup(func() { s.stop() })
+	return s
+}
+
+// start starts c, collecting its stderr lines into the returned server's
+// log until it exits.
+func start(t *testing.T, c *exec.Cmd) *server {
+	t.Helper()
 	stderr, err := c.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -104,15 +121,6 @@ func startFlaky(t *testing.T, args ...string) *server {
 		}
 		close(s.done)
 	}()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		c.Process.Kill()
-		c.Wait()
-		t.Fatalf("flaky printed no URL: %v", err)
-	}
-	go io.Copy(io.Discard, stdout)
-	s.url = strings.TrimSpace(line)
-	t.Cleanup(func() { s.stop() })
 	return s
 }
 

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -265,23 +264,7 @@ func startYaoki(t *testing.T, args ...string) *server {
 	t.Helper()
 	c := exec.Command(yaoki, args...)
 	c.Stdout = io.Discard
-	stderr, err := c.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &server{cmd: c, done: make(chan struct{})}
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			s.mu.Lock()
-			s.log = append(s.log, sc.Text())
-			s.mu.Unlock()
-		}
-		close(s.done)
-	}()
+	s := start(t, c)
 	t.Cleanup(func() { s.stop() })
 	return s
 }
