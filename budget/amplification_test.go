@@ -82,10 +82,13 @@ func TestStorm(t *testing.T) {
 		max  float64
 	}{
 		{"no budget", nil, 3.0},
-		// The default share grants at most 20 % of 5000 first tries plus
-		// the floor (10/s over the 10 s window, 100 in this 5 s test).
-		{"share default (20%, 10s, 10/s)", share(budget.ShareConfig{}), 1 + 0.2 + 100.0/5000},
-		{"share 10% no floor", share(budget.ShareConfig{Ratio: 0.1, MinPerSecond: budget.NoFloor}), 1.10},
+		// The figure: ≤ 1.10 with the default budget. Nothing
+		// succeeds, so the share earns nothing and grants the floor alone
+		// (10/s over the 10 s window: 100 retries in this 5 s test): the
+		// ceiling is 1 + floor/first tries = 1 + 100/5000 = 1.02.
+		{"share default (20%, 10s, 10/s)", share(budget.ShareConfig{}), 1.10},
+		// Without a floor nothing is retried at all: ceiling 1.
+		{"share 10% no floor", share(budget.ShareConfig{Ratio: 0.1, MinPerSecond: budget.NoFloor}), 1.0},
 		{"bucket default (AWS 500/5)", func() retry.Budget { b, _ := budget.NewBucket(budget.BucketConfig{}); return b }, 1 + 100.0/5000},
 		{"grpc default (10, 0.1)", func() retry.Budget { b, _ := budget.NewGRPC(budget.GRPCConfig{}); return b }, 1.01},
 	}
@@ -104,21 +107,26 @@ func TestStorm(t *testing.T) {
 	}
 }
 
-// TestStormPerClientBudgets shows why the floor is per budget: 100 clients
-// with a budget each and 10 requests/s each retry everything, because the
-// floor (10 retries/s) covers all their retries.
+// TestStormPerClientBudgets shows what the floor costs when it is per
+// client: 100 clients with a budget each and 10 requests/s each retry
+// everything against a dependency that answers nothing, because the floor
+// (10 retries/s, granted whether or not anything succeeds) covers all of a
+// light client's retries. A shared budget, or a breaker, is what bounds
+// many light clients.
 func TestStormPerClientBudgets(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b, _ := budget.NewShare(budget.ShareConfig{})
 		now := time.Now()
 		granted := 0
-		// One client's 50 requests over 5 s, each wanting 2 retries.
+		// One client's 50 requests over 5 s, each failing and wanting 2
+		// retries (that fail too).
 		for i := 0; i < 50; i++ {
 			at := now.Add(time.Duration(i) * 100 * time.Millisecond)
 			b.RecordAt(at, true, false)
 			for r := 0; r < 2; r++ {
 				if b.AllowRetryAt(at, false) {
 					granted++
+					b.RecordAt(at, false, false)
 				}
 			}
 		}

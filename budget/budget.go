@@ -6,9 +6,12 @@
 // this package does not import it):
 //
 //   - Share, the default of yaoki's HTTP transport: retries may be at most a
-//     share of the requests seen over a sliding window, plus a small floor
-//     per second so that a client with little traffic can still retry
-//     (20 % over 10 s, floor 10 retries/s: Finagle, Linkerd, Envoy).
+//     share of the requests that succeeded over a sliding window, plus a
+//     small floor per second so that a client with little traffic can still
+//     retry (20 % over 10 s, floor 10 retries/s: the figures of Finagle,
+//     Linkerd, Envoy). Since a request succeeds at most once, retries stay
+//     within 20 % of requests (plus the floor); since only successes earn
+//     retries, a dependency that answers nothing gets the floor alone.
 //   - Bucket, the AWS SDKs' standard-mode retry quota: a bucket of 500
 //     tokens, a retry costs 5 (10 after a timeout), a successful retry
 //     gives its cost back, a success at the first attempt adds 1.

@@ -53,36 +53,141 @@ func TestShareRatio(t *testing.T) {
 			t.Fatalf("%s: AllowRetryAt = %v, want %v (level %v)", step, got, want, s.LevelAt(now))
 		}
 	}
-	record := func(n int, first bool) {
+	record := func(n int, first, success bool) {
 		for i := 0; i < n; i++ {
-			s.RecordAt(now, first, false)
+			s.RecordAt(now, first, success)
 		}
 	}
 	check("no traffic, no floor", false)
-	record(4, true)
+	record(20, true, false)
+	check("failed requests earn nothing", false)
+	record(4, true, true)
 	if got := s.LevelAt(now); math.Abs(got-0.8) > 1e-9 {
-		t.Fatalf("4 requests: level %v, want 0.8", got)
+		t.Fatalf("4 successes: level %v, want 0.8", got)
 	}
-	check("4 requests allow 0.8 retries", false)
-	record(5, false)
-	check("retries recorded are not requests", false)
-	record(1, true)
-	check("5 requests allow 1 retry", true)
+	check("4 successes allow 0.8 retries", false)
+	record(5, false, false)
+	check("failed retries earn nothing", false)
+	record(1, false, true)
+	check("a successful retry is a success: 5 allow 1 retry", true)
 	check("the 1 retry is spent", false)
 	now = at(time.Second)
-	record(5, true)
-	check("10 requests allow 2 retries, 1 spent", true)
+	record(5, true, true)
+	check("10 successes allow 2 retries, 1 spent", true)
 	check("both spent", false)
 	now = at(10 * time.Second)
-	// The bucket of +0s left: 5 requests (from +1s) allow 1 retry, and the
+	// The bucket of +0s left: 5 successes (from +1s) allow 1 retry, and the
 	// retry granted at +1s is still counted.
-	check("+10s: 5 requests, 1 retry in window", false)
+	check("+10s: 5 successes, 1 retry in window", false)
 	now = at(11 * time.Second)
 	check("+11s: empty window", false)
-	record(10, true)
-	check("+11s: 10 fresh requests, first retry", true)
+	record(10, true, true)
+	check("+11s: 10 fresh successes, first retry", true)
 	check("+11s: second retry", true)
 	check("+11s: third retry", false)
+}
+
+// TestShareEarnsFromSuccesses drives a Share through traffic stepped every
+// 100 ms: per step, perStep first attempts, of which every failEvery-th
+// fails (0: none, 1: all); a failed request asks for up to retries retries,
+// each while the one before failed, and a granted retry succeeds when
+// retryOK. Each phase checks how many retries were asked for and granted.
+func TestShareEarnsFromSuccesses(t *testing.T) {
+	type phase struct {
+		d         time.Duration
+		perStep   int
+		failEvery int
+		retries   int
+		retryOK   bool
+		// want
+		asked, granted int
+	}
+	const step = 100 * time.Millisecond
+	cases := []struct {
+		name   string
+		cfg    ShareConfig
+		phases []phase
+	}{
+		// 5 % of 1000 requests fail once; 19 successes come before the
+		// first failure (3.8 retries earned): every retry is granted even
+		// without a floor.
+		{"blip, no floor", ShareConfig{MinPerSecond: NoFloor}, []phase{
+			{10 * time.Second, 10, 20, 2, true, 50, 50},
+		}},
+		{"blip, defaults", ShareConfig{}, []phase{
+			{10 * time.Second, 10, 20, 2, true, 50, 50},
+		}},
+		// Half of 500 requests fail, and so do their retries: the 250
+		// successes earn 50 retries and the floor 100 (10/s × 10 s), 150
+		// granted of the 500 that 3 attempts would make (a share of all
+		// requests would grant 200). Failure i comes after i successes:
+		// failures 1-55 get both retries (2i ≤ 100 + 0.2i), failure 56
+		// one, then one failure in five gets one and asks in vain for a
+		// second (39 of them), the other 155 are refused at once:
+		// 110 + 2 + 78 + 155 = 345 asked.
+		{"partial outage, defaults", ShareConfig{}, []phase{
+			{5 * time.Second, 10, 2, 2, false, 345, 150},
+		}},
+		// Nothing succeeds: the floor alone, 100 retries of the 1000 that
+		// 3 attempts would make. The first 50 failures get both retries,
+		// the other 450 are refused their first.
+		{"full outage, defaults", ShareConfig{}, []phase{
+			{5 * time.Second, 10, 1, 2, false, 550, 100},
+		}},
+		// Successes before an outage keep their retries for the window
+		// (500 successes: 100 retries); once the window slid past them,
+		// nothing is granted; when the dependency is back, its successes
+		// earn retries again and a blip is retried in full.
+		{"recovery, no floor", ShareConfig{MinPerSecond: NoFloor}, []phase{
+			{5 * time.Second, 10, 0, 2, false, 0, 0},
+			{5 * time.Second, 10, 1, 2, false, 550, 100},
+			{5 * time.Second, 10, 1, 2, false, 500, 0},
+			{5 * time.Second, 10, 20, 2, true, 25, 25},
+		}},
+		// Every other first attempt fails and its retry succeeds: the
+		// successful retries earn retries too, so 62 of the 250 failures
+		// are retried (g ≤ 0.2 × (250 + g)), not the 50 that first
+		// attempts alone would earn.
+		{"successful retries count, no floor", ShareConfig{MinPerSecond: NoFloor}, []phase{
+			{5 * time.Second, 10, 2, 1, true, 250, 62},
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := NewShare(c.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := at(0)
+			for i, p := range c.phases {
+				asked, granted := 0, 0
+				k := 0 // first attempts in this phase
+				for end := now.Add(p.d); now.Before(end); now = now.Add(step) {
+					for j := 0; j < p.perStep; j, k = j+1, k+1 {
+						if p.failEvery == 0 || k%p.failEvery != p.failEvery-1 {
+							s.RecordAt(now, true, true)
+							continue
+						}
+						s.RecordAt(now, true, false)
+						for r := 0; r < p.retries; r++ {
+							asked++
+							if !s.AllowRetryAt(now, false) {
+								break
+							}
+							granted++
+							s.RecordAt(now, false, p.retryOK)
+							if p.retryOK {
+								break
+							}
+						}
+					}
+				}
+				if asked != p.asked || granted != p.granted {
+					t.Errorf("phase %d: %d retries asked for, %d granted; want %d, %d", i+1, asked, granted, p.asked, p.granted)
+				}
+			}
+		})
+	}
 }
 
 func TestShareWindowAndRatioConfig(t *testing.T) {
@@ -281,7 +386,7 @@ func TestConcurrent(t *testing.T) {
 			mine := 0
 			for j := 0; j < n; j++ {
 				now := at(time.Duration(j) * time.Millisecond)
-				s.RecordAt(now, true, false)
+				s.RecordAt(now, true, true)
 				if s.AllowRetryAt(now, false) {
 					mine++
 				}
@@ -297,15 +402,15 @@ func TestConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	requests := goroutines * n
-	// Every request is inside the 10 s window: at most 20 % were retried,
-	// give or take one per concurrent caller.
+	// Every request succeeded and is inside the 10 s window: at most 20 %
+	// were retried, give or take one per concurrent caller.
 	if limit := requests/5 + goroutines; granted > limit {
 		t.Fatalf("granted %d retries for %d requests, want at most %d", granted, requests, limit)
 	}
 	// No count was lost: the window holds every request and every grant.
 	end := at(n * time.Millisecond)
-	if got := s.requests.Sum(end); got != uint64(requests) {
-		t.Fatalf("share counted %d requests, want %d", got, requests)
+	if got := s.successes.Sum(end); got != uint64(requests) {
+		t.Fatalf("share counted %d successes, want %d", got, requests)
 	}
 	if got := s.retries.Sum(end); got != uint64(granted) {
 		t.Fatalf("share counted %d retries, granted %d", got, granted)

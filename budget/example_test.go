@@ -10,7 +10,8 @@ import (
 	"github.com/yaoki-go/yaoki/retry"
 )
 
-// A share-of-traffic budget without a floor: 10 requests allow 2 retries.
+// A share-of-traffic budget without a floor: 10 requests that succeeded
+// allow 2 retries; failed requests earn none.
 func ExampleShare() {
 	b, err := budget.NewShare(budget.ShareConfig{MinPerSecond: budget.NoFloor})
 	if err != nil {
@@ -18,7 +19,8 @@ func ExampleShare() {
 	}
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	for i := 0; i < 10; i++ {
-		b.RecordAt(now, true, false) // ten first attempts, all failed
+		b.RecordAt(now, true, true)  // ten first attempts that succeeded
+		b.RecordAt(now, true, false) // and ten that failed
 	}
 	for i := 0; i < 3; i++ {
 		fmt.Println(b.AllowRetryAt(now, false), b.LevelAt(now))
@@ -58,22 +60,28 @@ func ExampleGRPC() {
 }
 
 // A budget shared by every call to one dependency, through retry.Policy:
-// once it is spent, a failed call ends at once with the reason "budget
-// exhausted" and its last error.
+// the calls that succeed earn retries for the others; once those are spent,
+// a failed call ends at once with the reason "budget exhausted" and its
+// last error.
 func ExampleShare_retry() {
 	b, _ := budget.NewShare(budget.ShareConfig{MinPerSecond: budget.NoFloor, Ratio: 0.5})
 	p := retry.Policy{Budget: b, Sleep: func(context.Context, time.Duration) error { return nil }}
 	down := errors.New("connection refused")
-	for call := 1; call <= 3; call++ {
+	for call := 1; call <= 5; call++ {
 		attempts := 0
 		err := retry.Do(context.Background(), p, func(context.Context) error {
 			attempts++
+			if call <= 2 {
+				return nil // the dependency is up: 2 successes earn 1 retry
+			}
 			return down
 		})
 		fmt.Printf("call %d: %d attempts, budget exhausted: %v\n", call, attempts, errors.Is(err, retry.ErrBudgetExhausted))
 	}
 	// Output:
-	// call 1: 1 attempts, budget exhausted: true
-	// call 2: 2 attempts, budget exhausted: true
-	// call 3: 1 attempts, budget exhausted: true
+	// call 1: 1 attempts, budget exhausted: false
+	// call 2: 1 attempts, budget exhausted: false
+	// call 3: 2 attempts, budget exhausted: true
+	// call 4: 1 attempts, budget exhausted: true
+	// call 5: 1 attempts, budget exhausted: true
 }
