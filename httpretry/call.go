@@ -108,7 +108,8 @@ func (cl *call) run() (*http.Response, error) {
 		// is not asked before a first attempt: make it here, so that a
 		// success counts for the budget without a clock read (the loop
 		// would read the clock for it; the read costs ~2 % of a loopback
-		// GET). A failure goes on in the loop.
+		// GET). A failure, which earns the budget nothing, goes on in the
+		// loop.
 		resp, err := cl.attempt(cl.req.Context())
 		if err == nil {
 			g.share.RecordRequest()

@@ -26,9 +26,10 @@ const MaxGuardedHosts = 1024
 // every host and replaces the factory of its kind.
 type Guards struct {
 	// Budget makes a host's retry budget. Nil: a budget.Share with its
-	// defaults (retries ≤ 20 % of the host's requests over 10 s, plus 10
-	// retries/s), so that retries cannot multiply the load on a host that
-	// is down. NoBudget: none.
+	// defaults (retries ≤ 20 % of the host's requests that succeeded over
+	// 10 s, plus 10 retries/s), so that retries cannot multiply the load
+	// on a host that is down: it earns no retries, and gets the floor
+	// alone. NoBudget: none.
 	Budget func(host string) retry.Budget
 	// Breaker makes a host's circuit breaker. Nil: none. For example
 	//

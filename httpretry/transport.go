@@ -177,8 +177,9 @@ type Transport struct {
 	// Guards gives each destination host its own retry budget, circuit
 	// breaker and throttle (see Guards, in hosts.go). The zero value gives
 	// each host a share-of-traffic budget (budget.Share's defaults: retries
-	// ≤ 20 % of requests over 10 s, plus 10 retries/s) and no breaker or
-	// throttle. Guards set in Policy are shared by all hosts instead.
+	// ≤ 20 % of the requests that succeeded over 10 s, plus 10 retries/s)
+	// and no breaker or throttle. Guards set in Policy are shared by all
+	// hosts instead.
 	Guards Guards
 
 	once sync.Once
