@@ -21,9 +21,9 @@ type simGuard struct {
 
 var simBudgets = []simGuard{
 	{"none", "", func(*sim.Guards) {}},
-	{"share", "the default share budget (retries ≤ 20 % of requests over 10 s, + 10/s)",
+	{"share", "the default share budget (retries ≤ 20 % of successful requests over 10 s, + 10/s)",
 		func(g *sim.Guards) { g.Budget = must(budget.NewShare(budget.ShareConfig{})) }},
-	{"share-nofloor", "a share budget without floor (retries ≤ 20 % of requests over 10 s)",
+	{"share-nofloor", "a share budget without floor (retries ≤ 20 % of successful requests over 10 s)",
 		func(g *sim.Guards) {
 			g.Budget = must(budget.NewShare(budget.ShareConfig{MinPerSecond: budget.NoFloor}))
 		}},
