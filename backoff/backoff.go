@@ -160,6 +160,8 @@ func equalFold(a, b string) bool {
 type Schedule struct {
 	// Kind is the growth shape. Zero: Exponential.
 	Kind Kind
+	// Jitter spreads each delay. Zero: Full.
+	Jitter Jitter
 	// Base is the delay of the first retry before jitter, and the lower
 	// bound of decorrelated jitter. Zero: DefaultBase (50 ms). Must be ≥ 0
 	// after defaulting; a negative value is rejected by Validate.
@@ -170,8 +172,6 @@ type Schedule struct {
 	Multiplier float64
 	// Cap is the largest delay ever returned. Zero: DefaultCap (20 s).
 	Cap time.Duration
-	// Jitter spreads each delay. Zero: Full.
-	Jitter Jitter
 }
 
 // Validate reports whether the schedule's fields are in range. It returns

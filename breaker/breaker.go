@@ -18,7 +18,7 @@
 //	p, err := b.Allow()
 //	if err == nil { p.Done(call(ctx)) }
 //	// 3. through retry, which calls AllowAt and DoneAt around each attempt
-//	err = retry.Do(ctx, retry.Policy{Breaker: b}, call)
+//	err = retry.Do(ctx, retry.Policy{Env: &retry.Env{Breaker: b}}, call)
 //
 // Decisions are functions of the instant they are given (AllowAt, DoneAt,
 // StateAt take now), so the simulator drives breakers on virtual time, and

@@ -73,7 +73,7 @@ func ExampleBreaker_Execute() {
 // "breaker open" and the time until the next probe.
 func ExampleBreaker_retry() {
 	b, _ := breaker.New(breaker.Settings{ConsecutiveFailures: 2, OpenTimeout: time.Minute, OpenJitter: breaker.Disabled})
-	p := retry.Policy{Breaker: b, MaxAttempts: 5, Sleep: func(context.Context, time.Duration) error { return nil }}
+	p := retry.Policy{MaxAttempts: 5, Env: &retry.Env{Breaker: b, Sleep: func(context.Context, time.Duration) error { return nil }}}
 	attempts := 0
 	err := retry.Do(context.Background(), p, func(context.Context) error {
 		attempts++

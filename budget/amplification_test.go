@@ -35,7 +35,7 @@ func storm(t *testing.T, clients, perSecond int, d time.Duration, mk func() retr
 		}
 		src := rand.New(rand.NewPCG(1, 2))
 		var mu sync.Mutex
-		p := retry.Policy{Budget: b, Rand: func() float64 { mu.Lock(); defer mu.Unlock(); return src.Float64() }}
+		p := retry.Policy{Env: &retry.Env{Budget: b, Rand: func() float64 { mu.Lock(); defer mu.Unlock(); return src.Float64() }}}
 		var nFirst, nAttempts atomic.Int64
 		fail := errors.New("503 service unavailable")
 		var wg sync.WaitGroup

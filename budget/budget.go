@@ -25,7 +25,7 @@
 // are not provided because the retry loop is the only caller.
 //
 // A nil *Share, *Bucket or *GRPC allows every retry and records nothing, as
-// the retry loop does for a nil Policy.Budget: a struct field of one of these
+// the retry loop does for a nil retry.Env.Budget: a struct field of one of these
 // types left nil disables the budget.
 //
 // Each budget reports its level for observability gauges through Level: the

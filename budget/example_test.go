@@ -65,7 +65,7 @@ func ExampleGRPC() {
 // last error.
 func ExampleShare_retry() {
 	b, _ := budget.NewShare(budget.ShareConfig{MinPerSecond: budget.NoFloor, Ratio: 0.5})
-	p := retry.Policy{Budget: b, Sleep: func(context.Context, time.Duration) error { return nil }}
+	p := retry.Policy{Env: &retry.Env{Budget: b, Sleep: func(context.Context, time.Duration) error { return nil }}}
 	down := errors.New("connection refused")
 	for call := 1; call <= 5; call++ {
 		attempts := 0

@@ -24,7 +24,7 @@ func Example() {
 			fmt.Printf("gave up after %d attempts: %s\n", e.Attempt, e.Reason)
 		}
 	})
-	p, _ := retrytest.NoWait(retry.Policy{Observer: print})
+	p, _ := retrytest.NoWait(retry.Policy{Env: &retry.Env{Observer: print}})
 	unavailable := errors.New("partner unavailable")
 	call := retrytest.Script(unavailable, context.DeadlineExceeded, unavailable)
 	_ = retry.Do(context.Background(), p, call.Func())

@@ -101,7 +101,7 @@ func ratio(b *testing.B, url string, plain, yaoki *http.Client) {
 }
 
 // BenchmarkTransportRetry503 measures a logical GET whose first attempt is
-// answered 503 and its second 200, with the wait removed (Policy.Sleep), so
+// answered 503 and its second 200, with the wait removed (Env.Sleep), so
 // that what is measured is the cost of a retry: two round trips, the
 // classification, the drain of the 503 and the loop.
 func BenchmarkTransportRetry503(b *testing.B) {
@@ -109,7 +109,7 @@ func BenchmarkTransportRetry503(b *testing.B) {
 	noWait := func(ctx context.Context, d time.Duration) error { return ctx.Err() }
 	// Without a retry budget: every request retries once, which the
 	// default per-host budget (retries ≤ 20 % of requests) would refuse.
-	client := &http.Client{Transport: &httpretry.Transport{Base: newBase(b), Policy: retry.Policy{Sleep: noWait},
+	client := &http.Client{Transport: &httpretry.Transport{Base: newBase(b), Policy: retry.Policy{Env: &retry.Env{Sleep: noWait}},
 		Guards: httpretry.Guards{Budget: httpretry.NoBudget}}}
 	b.ReportAllocs()
 	for b.Loop() {

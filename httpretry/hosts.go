@@ -82,7 +82,7 @@ type hostGuards struct {
 // base's, or nil when the policy sets every guard itself.
 func newHosts(g Guards, base *retry.Retrier) *hosts {
 	p := base.Policy()
-	if p.Budget != nil && p.Breaker != nil && p.Throttle != nil {
+	if e := envOf(&p); e.Budget != nil && e.Breaker != nil && e.Throttle != nil {
 		return nil
 	}
 	if g.Budget == nil {
@@ -140,25 +140,35 @@ func (h *hosts) get(key string) *hostGuards {
 // build makes host's guards and the retrier that applies them.
 func (h *hosts) build(host string) *hostGuards {
 	p := h.base
-	if p.Budget == nil {
-		p.Budget = h.g.Budget(host)
+	e := envOf(&p) // a copy: the base policy's Env is shared by every host
+	if e.Budget == nil {
+		e.Budget = h.g.Budget(host)
 	}
-	if p.Breaker == nil && h.g.Breaker != nil {
-		p.Breaker = h.g.Breaker(host)
+	if e.Breaker == nil && h.g.Breaker != nil {
+		e.Breaker = h.g.Breaker(host)
 	}
-	if p.Throttle == nil && h.g.Throttle != nil {
-		p.Throttle = h.g.Throttle(host)
+	if e.Throttle == nil && h.g.Throttle != nil {
+		e.Throttle = h.g.Throttle(host)
 	}
+	p.Env = &e
 	r, err := retry.New(p)
 	if err != nil {
 		panic("httpretry: a validated policy became invalid: " + err.Error()) // unreachable: only guards changed
 	}
-	g := &hostGuards{r: r, budget: p.Budget, breaker: p.Breaker, throttle: p.Throttle}
-	if sh, ok := p.Budget.(*budget.Share); ok && sh != nil && p.Breaker == nil && p.Throttle == nil &&
-		p.Bulkhead == nil && p.Observer == nil && p.MaxElapsed == 0 && p.AttemptTimeout == 0 {
+	g := &hostGuards{r: r, budget: e.Budget, breaker: e.Breaker, throttle: e.Throttle}
+	if sh, ok := e.Budget.(*budget.Share); ok && sh != nil && e.Breaker == nil && e.Throttle == nil &&
+		e.Bulkhead == nil && e.Observer == nil && p.MaxElapsed == 0 && p.AttemptTimeout == 0 {
 		g.share = sh
 	}
 	return g
+}
+
+// envOf returns a copy of p's Env, the zero Env when it has none.
+func envOf(p *retry.Policy) retry.Env {
+	if p.Env == nil {
+		return retry.Env{}
+	}
+	return *p.Env
 }
 
 // hostKey lower-cases a host only when it has to, so that the common case
@@ -184,7 +194,8 @@ func (t *Transport) GuardsFor(host string) (retry.Budget, retry.Breaker, retry.T
 	}
 	if c.hosts == nil {
 		p := c.retrier.Policy()
-		return p.Budget, p.Breaker, p.Throttle
+		e := envOf(&p)
+		return e.Budget, e.Breaker, e.Throttle
 	}
 	g := c.hosts.get(hostKey(host))
 	return g.budget, g.breaker, g.throttle

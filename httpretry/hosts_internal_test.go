@@ -34,7 +34,7 @@ func TestHostsOverflowShareOneSet(t *testing.T) {
 		t.Fatalf("%d hosts kept, want %d", len(*h.m.Load()), MaxGuardedHosts)
 	}
 	// A transport whose policy sets every guard keeps no per-host state.
-	p := retry.Policy{Budget: defaultBudget(""), Breaker: noBreaker{}, Throttle: noThrottle{}}
+	p := retry.Policy{Env: &retry.Env{Budget: defaultBudget(""), Breaker: noBreaker{}, Throttle: noThrottle{}}}
 	r, _ = retry.New(p)
 	if newHosts(Guards{}, r) != nil {
 		t.Fatal("per-host guards built although the policy sets them all")

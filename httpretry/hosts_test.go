@@ -139,7 +139,7 @@ func TestPolicyGuardsAreShared(t *testing.T) {
 	a, _ := guardedServer(t, 503)
 	b, _ := guardedServer(t, 503)
 	shared, _ := budget.NewShare(budget.ShareConfig{MinPerSecond: budget.NoFloor})
-	p, _ := retrytest.NoWait(retry.Policy{Budget: shared})
+	p, _ := retrytest.NoWait(retry.Policy{Env: &retry.Env{Budget: shared}})
 	tr := &httpretry.Transport{Policy: p}
 	defer tr.CloseIdleConnections()
 	for i := 0; i < 10; i++ {

@@ -171,7 +171,7 @@ type Transport struct {
 	// with Component "httpretry" and the request's Method, Host (the URL's
 	// host, with its port when the URL has one: event.Event.Server splits
 	// it into server.address and server.port) and the response's Status
-	// added. Nil (and a nil Policy.Observer): no events, no cost.
+	// added. Nil (and a nil Policy.Env.Observer): no events, no cost.
 	Observer event.Observer
 
 	// Guards gives each destination host its own retry budget, circuit
@@ -298,8 +298,14 @@ func (t *Transport) build() (*config, error) {
 
 	p := t.Policy
 	c.attemptTimeout, p.AttemptTimeout = p.AttemptTimeout, 0
-	c.observer = event.Multi(t.Observer, p.Observer)
-	p.Observer = nil // added back per request, wrapped, when set
+	if p.Env != nil {
+		e := *p.Env // a copy: the caller's Env is not changed
+		c.observer = event.Multi(t.Observer, e.Observer)
+		e.Observer = nil // added back per request, wrapped, when set
+		p.Env = &e
+	} else {
+		c.observer = t.Observer
+	}
 	userClassify := p.Classify
 	p.Classify = func(err error) retry.Class {
 		class := Classify(err)

@@ -567,7 +567,7 @@ func (refuseAll) AllowAt(time.Time, bool) (uint64, error)        { return 0, err
 func (refuseAll) DoneAt(time.Time, uint64, time.Duration, error) {}
 
 func TestBodyClosedWhenNoAttemptIsMade(t *testing.T) {
-	tr := &httpretry.Transport{Base: retrytest.NewRoundTripper(t, "200"), Policy: retry.Policy{Breaker: refuseAll{}}}
+	tr := &httpretry.Transport{Base: retrytest.NewRoundTripper(t, "200"), Policy: retry.Policy{Env: &retry.Env{Breaker: refuseAll{}}}}
 	body := &closeCounter{Reader: strings.NewReader("x")}
 	req, _ := http.NewRequest("PUT", "http://127.0.0.1:1/", body)
 	resp, err := tr.RoundTrip(req)

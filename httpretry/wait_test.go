@@ -76,7 +76,7 @@ func TestRetryAfterJitterSpreads(t *testing.T) {
 	for _, u := range []float64{0, 0.999} {
 		synctest.Test(t, func(t *testing.T) {
 			rt := retrytest.NewRoundTripper(t, "503:retry-after=10,200")
-			tr := &httpretry.Transport{Base: rt, Policy: retry.Policy{Rand: func() float64 { return u }}}
+			tr := &httpretry.Transport{Base: rt, Policy: retry.Policy{Env: &retry.Env{Rand: func() float64 { return u }}}}
 			if _, _, err := do(t, tr, "GET", "http://api.test/", nil); err != nil {
 				t.Fatal(err)
 			}

@@ -81,7 +81,7 @@ func TestFail(t *testing.T) {
 	down := errors.New("dial tcp: connection refused")
 	ctx := context.Background()
 	fail := func(context.Context) error { return down }
-	p := retry.Policy{Sleep: nowait}
+	p := retry.Policy{Env: &retry.Env{Sleep: nowait}}
 	open, _ := breaker.New(breaker.Settings{ConsecutiveFailures: 1, OpenJitter: breaker.Disabled})
 	open.Execute(ctx, fail)
 	cancelled, cancel := context.WithCancel(ctx)
@@ -99,7 +99,7 @@ func TestFail(t *testing.T) {
 		{"single attempt with a server hint", retry.Do(retry.SingleAttempt(ctx), p, hinted), 503, false, "3"},
 		{"own retries exhausted", retry.Do(ctx, p, fail), 503, true, ""},
 		{"wrapped, as httpretry does", fmt.Errorf("httpretry: GET /x: %w", retry.Do(ctx, p, fail)), 503, true, ""},
-		{"breaker open", retry.Do(ctx, retry.Policy{Breaker: open, Sleep: nowait}, fail), 503, true, "30"},
+		{"breaker open", retry.Do(ctx, retry.Policy{Env: &retry.Env{Breaker: open, Sleep: nowait}}, fail), 503, true, "30"},
 		{"permanent", retry.Do(ctx, p, func(context.Context) error { return retry.Permanent(down) }), 502, true, ""},
 		{"caller cancelled", retry.Do(cancelled, p, fail), 503, false, ""},
 		{"not a retry error", down, 502, false, ""},

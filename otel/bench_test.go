@@ -32,7 +32,7 @@ func BenchmarkCall(b *testing.B) {
 		observer event.Observer
 	}{{"observer=none", nil}, {"observer=otel", o}} {
 		b.Run("success/"+bc.name, func(b *testing.B) {
-			r, err := retry.New(retry.Policy{Observer: bc.observer})
+			r, err := retry.New(retry.Policy{Env: &retry.Env{Observer: bc.observer}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -42,8 +42,8 @@ func BenchmarkCall(b *testing.B) {
 			}
 		})
 		b.Run("one_retry/"+bc.name, func(b *testing.B) {
-			p, _ := retrytest.NoWait(retry.Policy{Observer: bc.observer})
-			p.Sleep = func(context.Context, time.Duration) error { return nil } // NoWait records; this does not
+			p, _ := retrytest.NoWait(retry.Policy{Env: &retry.Env{Observer: bc.observer}})
+			p.Env.Sleep = func(context.Context, time.Duration) error { return nil } // NoWait records; this does not
 			r, err := retry.New(p)
 			if err != nil {
 				b.Fatal(err)
@@ -88,7 +88,7 @@ func TestAllocations(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		p    retry.Policy
-	}{{"no observer", retry.Policy{}}, {"otel observer", retry.Policy{Observer: o}}} {
+	}{{"no observer", retry.Policy{}}, {"otel observer", retry.Policy{Env: &retry.Env{Observer: o}}}} {
 		r, err := retry.New(tc.p)
 		if err != nil {
 			t.Fatal(err)

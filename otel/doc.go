@@ -11,7 +11,7 @@
 //	obs, err := otel.New(provider)                        // this package
 //	if err != nil { ... }
 //	client := &http.Client{Transport: &httpretry.Transport{Observer: obs}}
-//	p := retry.Policy{Observer: obs}                      // or on a policy
+//	p := retry.Policy{Env: &retry.Env{Observer: obs}}                      // or on a policy
 //
 // # Metrics
 //

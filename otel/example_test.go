@@ -26,7 +26,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	p, _ := retrytest.NoWait(retry.Policy{Observer: obs})
+	p, _ := retrytest.NoWait(retry.Policy{Env: &retry.Env{Observer: obs}})
 	unavailable := errors.New("partner unavailable")
 	_ = retry.Do(context.Background(), p, retrytest.Script(unavailable, unavailable, unavailable).Func())
 

@@ -38,7 +38,7 @@ func TestBreakerAndBudget(t *testing.T) {
 	o.TrackBreaker(inventory)
 
 	down := errors.New("connection refused")
-	p, _ := retrytest.NoWait(retry.Policy{MaxAttempts: 4, Breaker: inventory, Budget: quota, Observer: o})
+	p, _ := retrytest.NoWait(retry.Policy{MaxAttempts: 4, Env: &retry.Env{Breaker: inventory, Budget: quota, Observer: o}})
 	// Attempts 1 and 2 fail and trip the breaker; attempt 3 is refused.
 	err = retry.Do(context.Background(), p, retrytest.Script(down, down, down, down).Func())
 	if !errors.Is(err, retry.ErrBreakerOpen) {

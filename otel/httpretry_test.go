@@ -26,7 +26,7 @@ func TestHTTPRetry(t *testing.T) {
 	// GET /a: 503, 429 (Retry-After: 1), 200. GET /b: 500 three times.
 	// GET /c: 404. POST /d (no Idempotency-Key): 503, not retried.
 	srv := retrytest.NewServer(t, "503,429:retry-after=1,200,500,500,500,404,503")
-	p, waits := retrytest.NoWait(retry.Policy{Rand: func() float64 { return 0.5 }})
+	p, waits := retrytest.NoWait(retry.Policy{Env: &retry.Env{Rand: func() float64 { return 0.5 }}})
 	tr := &httpretry.Transport{Base: srv.Client().Transport, Policy: p, Observer: o}
 	client := tr.Client()
 	defer client.CloseIdleConnections()

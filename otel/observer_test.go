@@ -25,7 +25,7 @@ func (throttled) Throttled() bool { return true }
 
 func TestRetryLoopCounts(t *testing.T) {
 	o, collect := newObserver(t)
-	p, _ := retrytest.NoWait(retry.Policy{Observer: o, Rand: func() float64 { return 0.5 }})
+	p, _ := retrytest.NoWait(retry.Policy{Env: &retry.Env{Observer: o, Rand: func() float64 { return 0.5 }}})
 	ctx := context.Background()
 	boom := errors.New("boom")
 
@@ -257,7 +257,7 @@ func TestConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p, _ := retrytest.NoWait(retry.Policy{Observer: o})
+			p, _ := retrytest.NoWait(retry.Policy{Env: &retry.Env{Observer: o}})
 			for range calls {
 				_ = retry.Do(context.Background(), p, retrytest.Script(errors.New("x")).Func())
 				o.Observe(context.Background(), event.Event{Kind: event.BreakerStateChange, Name: fmt.Sprint(g), From: "closed", To: "open"})

@@ -27,7 +27,7 @@ func Example_prometheus() {
 		log.Fatal(err)
 	}
 	logs := eventlog.New(slog.Default()) // github.com/yaoki-go/yaoki/event/eventlog
-	policy := retry.Policy{Observer: event.Multi(obs, logs)}
+	policy := retry.Policy{Env: &retry.Env{Observer: event.Multi(obs, logs)}}
 	http.Handle("/metrics", promhttp.Handler()) // github.com/prometheus/client_golang/prometheus/promhttp
 	go http.ListenAndServe("127.0.0.1:9464", nil)
 

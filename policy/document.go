@@ -324,9 +324,9 @@ type Options struct {
 	// throttle the attempts go through. Nil: a new throttle.Adaptive with
 	// its defaults (the SRE book's K = 2 over 2 minutes).
 	Throttle retry.Throttle
-	// Base is the policy the document's fields are applied to: its
-	// Budget, Breaker, Bulkhead, Observer, OnRetry, Rand and Sleep are
-	// kept. Its MaxAttempts, MaxElapsed, AttemptTimeout, MaxRetryAfter,
+	// Base is the policy the document's fields are applied to: its Env
+	// (Budget, Breaker, Bulkhead, Observer, Rand, Sleep) and OnRetry are
+	// kept, the document's budget, breaker and throttle replacing Env's. Its MaxAttempts, MaxElapsed, AttemptTimeout, MaxRetryAfter,
 	// Backoff and Classify are replaced.
 	Base retry.Policy
 }
@@ -355,22 +355,29 @@ func (d *Document) Policy(o Options) retry.Policy {
 		sched[i] = retriers[i].Schedule()
 	}
 	p.Stepper = func() retry.Stepper { return newStepper(retriers, sched) }
+	var e retry.Env
+	if p.Env != nil {
+		e = *p.Env
+	}
 	if d.Mode == Adaptive {
 		if o.Throttle != nil {
-			p.Throttle = o.Throttle
+			e.Throttle = o.Throttle
 		} else if a, err := throttle.NewAdaptive(throttle.AdaptiveConfig{}); err == nil {
-			p.Throttle = a
+			e.Throttle = a
 		}
 	}
 	if d.Budget != nil {
 		if b, err := budget.NewShare(*d.Budget); err == nil {
-			p.Budget = b
+			e.Budget = b
 		}
 	}
 	if d.Breaker != nil {
 		if b, err := breaker.New(*d.Breaker); err == nil {
-			p.Breaker = b
+			e.Breaker = b
 		}
+	}
+	if e.Throttle != nil || e.Budget != nil || e.Breaker != nil {
+		p.Env = &e // a copy: Base's Env is not changed
 	}
 	return p
 }

@@ -31,7 +31,7 @@ func (s status) StatusCode() int { return int(s) }
 // for and the final error.
 func run(t *testing.T, doc *policy.Document, errs ...error) (int, []time.Duration, error) {
 	t.Helper()
-	p, waits := retrytest.NoWait(doc.Policy(policy.Options{Base: retry.Policy{Rand: func() float64 { return 0.5 }}}))
+	p, waits := retrytest.NoWait(doc.Policy(policy.Options{Base: retry.Policy{Env: &retry.Env{Rand: func() float64 { return 0.5 }}}}))
 	script := retrytest.Script(errs...)
 	err := retry.Do(context.Background(), p, script.Func())
 	return script.Calls(), waits.All(), err

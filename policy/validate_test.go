@@ -202,8 +202,8 @@ func TestGuards(t *testing.T) {
 	doc := mustParse(t, `{"Retry": [{"ErrorEquals": ["States.ALL"]}], "RetryMode": "adaptive",
 		"Budget": {}, "Breaker": {"ConsecutiveFailures": 2, "OpenSeconds": 60}}`)
 	p := doc.Policy(policy.Options{})
-	if p.Budget == nil || p.Breaker == nil || p.Throttle == nil {
-		t.Fatalf("policy guards: budget %v, breaker %v, throttle %v; want all three", p.Budget, p.Breaker, p.Throttle)
+	if e := p.Env; e == nil || e.Budget == nil || e.Breaker == nil || e.Throttle == nil {
+		t.Fatalf("policy guards: env %+v; want a budget, a breaker and a throttle", e)
 	}
 	// Two failures in a row open the breaker: the third call is refused
 	// before any attempt.
@@ -217,7 +217,7 @@ func TestGuards(t *testing.T) {
 	if err := retry.Do(context.Background(), p, fail); !errors.Is(err, retry.ErrBreakerOpen) {
 		t.Fatalf("third call: %v, want the breaker open", err)
 	}
-	if p2 := mustParse(t, `[]`).Policy(policy.Options{}); p2.Budget != nil || p2.Breaker != nil || p2.Throttle != nil {
+	if p2 := mustParse(t, `[]`).Policy(policy.Options{}); p2.Env != nil {
 		t.Fatal("a document without guards got some")
 	}
 }

@@ -46,7 +46,7 @@ func BenchmarkDoSuccess(b *testing.B) {
 func BenchmarkDoOneRetry(b *testing.B) {
 	ctx := context.Background()
 	e := errors.New("transient")
-	p := retry.Policy{Rand: func() float64 { return 0 }}
+	p := retry.Policy{Env: &retry.Env{Rand: func() float64 { return 0 }}}
 	n := 0
 	fn := func(context.Context) error {
 		n++

@@ -19,9 +19,11 @@ func ExampleDo() {
 		return nil
 	}
 	p := retry.Policy{
-		Rand: func() float64 { return 0.5 }, // a fixed draw, for a repeatable example
 		OnRetry: func(w retry.Wait) {
 			fmt.Printf("attempt %d failed (%v); waiting %v (%s)\n", w.Attempt, w.Err, w.Delay, w.Source)
+		},
+		Env: &retry.Env{
+			Rand: func() float64 { return 0.5 }, // a fixed draw, for a repeatable example
 		},
 	}
 	err := retry.Do(context.Background(), p, callPartner)
@@ -49,7 +51,7 @@ func ExampleDo_gaveUp() {
 
 func ExampleDoValue() {
 	n := 0
-	v, err := retry.DoValue(context.Background(), retry.Policy{Rand: func() float64 { return 0 }},
+	v, err := retry.DoValue(context.Background(), retry.Policy{Env: &retry.Env{Rand: func() float64 { return 0 }}},
 		func(ctx context.Context) (string, error) {
 			n++
 			if n == 1 {

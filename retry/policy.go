@@ -2,6 +2,7 @@ package retry
 
 import (
 	"context"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -39,8 +40,8 @@ const (
 // A Policy is a plain value: copy it, keep it in a config struct, share it
 // between goroutines (the budget, breaker, throttle and bulkhead it points to
 // are shared, which is the point of them). Invalid fields are reported by
-// Validate, by New and by Do before the first attempt, naming the field and
-// its accepted range.
+// Validate and New, and by Do before the first attempt that depends on
+// them (see Do), naming the field and its accepted range.
 type Policy struct {
 	// MaxAttempts is the most attempts made, counting the first. Zero:
 	// DefaultMaxAttempts (3). Unlimited (-1): no limit. Other negative
@@ -72,16 +73,34 @@ type Policy struct {
 	// OnRetry, if set, is called before each wait with what is about to
 	// happen. It runs on the caller's goroutine, inline, and must not block.
 	OnRetry func(w Wait)
-	// Rand returns draws in [0, 1) for jitter. Nil: math/rand/v2's
-	// Float64, which is safe for concurrent use. A seeded source gives a
-	// repeatable schedule; it must be safe for concurrent use if the policy
-	// is shared.
-	Rand func() float64
-	// Sleep, if set, replaces the loop's timer: it must wait d or until
-	// ctx ends, whichever is first, and return ctx.Err() in the second
-	// case. Nil: a timer. Tests use it (see retrytest.NoWait) to run a
-	// policy without waiting; production code leaves it nil.
-	Sleep func(ctx context.Context, d time.Duration) error
+	// Env, if set, is what the policy runs with: the guards shared by the
+	// calls to one dependency (budget, breaker, throttle, bulkhead), the
+	// observer, and the sources of randomness and time. Nil: none of them,
+	// math/rand/v2 and a real timer. It is a pointer so that a Policy stays
+	// small to pass by value (the success path of Do copies it); the Env it
+	// points to is shared by every copy and must not be changed while calls
+	// use it.
+	Env *Env
+	// Stepper, if set, is called once per call, after the call's first
+	// failed attempt that may be retried (never on the success path), and
+	// the Stepper it returns decides that call's waits instead of Backoff
+	// and ThrottleBase, and may end the call (Reason Exhausted). A server
+	// hint still wins over its wait, and MaxAttempts still bounds the call.
+	// Package policy uses it to give each Step Functions retrier its own
+	// schedule and its own count. Nil: Backoff decides. It must be safe for
+	// concurrent use if the policy is shared; each Stepper it returns is
+	// used by one call only.
+	Stepper func() Stepper
+}
+
+// Env is what a Policy runs with rather than what it says: the objects
+// shared by every call to one dependency that guard it (a retry budget, a
+// circuit breaker, a throttle, a bulkhead) and watch it (an observer), and
+// the loop's sources of randomness and time. Its zero value, like a nil
+// Policy.Env, has none of them. An Env is read, never written, by the
+// loop, so one Env may serve many policies and goroutines; the guards it
+// holds are safe for concurrent use (that is the point of sharing them).
+type Env struct {
 	// Budget, if set, must grant every retry (not first attempts). Nil:
 	// retries are not limited by share of traffic.
 	Budget Budget
@@ -95,16 +114,36 @@ type Policy struct {
 	// Observer, if set, receives an event for each attempt, retry and
 	// give-up. Nil: no events and no cost.
 	Observer event.Observer
-	// Stepper, if set, is called once per call, after the call's first
-	// failed attempt that may be retried (never on the success path), and
-	// the Stepper it returns decides that call's waits instead of Backoff
-	// and ThrottleBase, and may end the call (Reason Exhausted). A server
-	// hint still wins over its wait, and MaxAttempts still bounds the call.
-	// Package policy uses it to give each Step Functions retrier its own
-	// schedule and its own count. Nil: Backoff decides. It must be safe for
-	// concurrent use if the policy is shared; each Stepper it returns is
-	// used by one call only.
-	Stepper func() Stepper
+	// Rand returns draws in [0, 1) for jitter. Nil: math/rand/v2's
+	// Float64, which is safe for concurrent use. A seeded source gives a
+	// repeatable schedule; it must be safe for concurrent use if the Env
+	// is shared.
+	Rand func() float64
+	// Sleep, if set, replaces the loop's timer: it must wait d or until
+	// ctx ends, whichever is first, and return ctx.Err() in the second
+	// case. Nil: a timer. Tests use it (see retrytest.NoWait) to run a
+	// policy without waiting; production code leaves it nil.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// guarded reports whether an attempt must go through a guard or be
+// observed, which needs the clock.
+func (e *Env) guarded() bool {
+	return e.Bulkhead != nil || e.Throttle != nil || e.Breaker != nil || e.Budget != nil || e.Observer != nil
+}
+
+func (e *Env) sleep(ctx context.Context, d time.Duration) error {
+	if e.Sleep != nil {
+		return e.Sleep(ctx, d)
+	}
+	return sleep(ctx, d)
+}
+
+func (e *Env) draw() float64 {
+	if e.Rand != nil {
+		return e.Rand()
+	}
+	return rand.Float64()
 }
 
 // Stepper decides the waits of one call; see Policy.Stepper. It is used by
@@ -114,7 +153,7 @@ type Stepper interface {
 	// Step is asked after failed attempt number attempt (from 1), whose
 	// error err the classifier put in class (never Final), for the wait
 	// before the next attempt; u is a random draw in [0, 1) from
-	// Policy.Rand. ok false ends the call with Reason Exhausted. Step is
+	// Env.Rand. ok false ends the call with Reason Exhausted. Step is
 	// asked even when err carries a server hint, which then replaces the
 	// returned wait, so that a Stepper counts every retry.
 	Step(attempt int, err error, class Class, u float64) (wait time.Duration, ok bool)
@@ -160,30 +199,37 @@ func (p *Policy) valid() bool {
 		(p.Backoff.Multiplier == 0 || p.Backoff.Multiplier > 1 && p.Backoff.Multiplier <= 1e300)
 }
 
-// quick reports, in as few instructions as possible, that p is valid and
-// plain: the common case of a policy with no guards, no observer, no
-// deadline and no per-attempt timeout. False means "look closer", not
-// "invalid".
+// quick reports, in as few instructions as possible, that the first
+// attempt of a call under p needs nothing from p: no Env, no MaxElapsed, no
+// AttemptTimeout. Such a call checks the rest of p only if the first
+// attempt fails (see Do).
 func (p *Policy) quick() bool {
-	b := &p.Backoff
-	return p.MaxElapsed|p.AttemptTimeout == 0 && p.MaxAttempts >= Unlimited &&
-		p.ThrottleBase|p.MaxRetryAfter|b.Base|b.Cap >= 0 && b.Multiplier == 0 &&
-		b.Kind|backoff.Kind(b.Jitter) <= backoff.Linear && b.Jitter <= backoff.Decorrelated &&
-		p.Budget == nil && p.Breaker == nil && p.Throttle == nil && p.Bulkhead == nil && p.Observer == nil
+	return p.MaxElapsed|p.AttemptTimeout == 0 && p.Env == nil
+}
+
+// check returns Validate's error, after a quicker filter that passes the
+// valid policies that are common.
+func (p *Policy) check() error {
+	if p.valid() {
+		return nil
+	}
+	// valid is stricter than Validate at the edges (a huge finite
+	// Multiplier): only Validate's verdict stops the call.
+	return p.Validate()
 }
 
 // plain reports whether the first attempt needs no set-up at all: no clock,
 // no context, no guard. Then a successful first attempt costs one call.
 func (p *Policy) plain() bool {
-	return p.MaxElapsed == 0 && p.AttemptTimeout == 0 && p.Budget == nil && p.Breaker == nil &&
-		p.Throttle == nil && p.Bulkhead == nil && p.Observer == nil
+	return p.MaxElapsed == 0 && p.AttemptTimeout == 0 && (p.Env == nil || !p.Env.guarded())
 }
 
-func (p *Policy) sleep(ctx context.Context, d time.Duration) error {
-	if p.Sleep != nil {
-		return p.Sleep(ctx, d)
+// env returns p's Env, or the zero Env when p has none.
+func (p *Policy) env() Env {
+	if p.Env == nil {
+		return Env{}
 	}
-	return sleep(ctx, d)
+	return *p.Env
 }
 
 // Attempts returns the effective attempt limit (0 for Unlimited).

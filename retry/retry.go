@@ -32,7 +32,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/yaoki-go/yaoki/event"
@@ -40,8 +39,16 @@ import (
 
 // Do calls fn until it succeeds or p says to stop, and returns nil or the
 // give-up *Error. fn gets the context for one attempt (ctx itself, or a
-// child bounded by Policy.AttemptTimeout and Policy.MaxElapsed). An invalid
-// p is reported before any attempt, as an error matching ErrInvalidPolicy.
+// child bounded by Policy.AttemptTimeout and Policy.MaxElapsed).
+//
+// An invalid p is reported, as an error matching ErrInvalidPolicy, before
+// the first attempt that depends on it: before the first attempt when p has
+// an Env, a MaxElapsed or an AttemptTimeout; otherwise the first attempt is
+// made exactly as any policy would make it, and p is checked only if that
+// attempt fails, before any retry (the error then also wraps the attempt's
+// error). That keeps the success path of the zero Policy to a few
+// instructions. To refuse an invalid policy at start-up, call Validate or
+// New, as package policy and the yaoki command do.
 func Do(ctx context.Context, p Policy, fn func(context.Context) error) error {
 	return do(ctx, &p, fn)
 }
@@ -54,12 +61,8 @@ func do(ctx context.Context, p *Policy, fn func(context.Context) error) error {
 		}
 		return afterFirst(ctx, p, fn, err)
 	}
-	if !p.valid() {
-		// valid is a quick filter, stricter than Validate at the edges
-		// (a huge finite Multiplier): only Validate's verdict stops the call.
-		if err := p.Validate(); err != nil {
-			return err
-		}
+	if err := p.check(); err != nil {
+		return err
 	}
 	if p.plain() {
 		err := fn(ctx)
@@ -82,6 +85,9 @@ func doGuarded(ctx context.Context, p *Policy, fn func(context.Context) error) e
 //
 //go:noinline
 func afterFirst(ctx context.Context, p *Policy, fn func(context.Context) error, err error) error {
+	if perr := p.check(); perr != nil {
+		return withAttempt(perr, err)
+	}
 	_, err = run(ctx, p, unit(fn), &first[struct{}]{err: err})
 	return err
 }
@@ -91,8 +97,8 @@ func afterFirst(ctx context.Context, p *Policy, fn func(context.Context) error, 
 // the last attempt made (the zero T if none was) with the *Error, so that a
 // caller such as an HTTP transport can still hand over the last response.
 func DoValue[T any](ctx context.Context, p Policy, fn func(context.Context) (T, error)) (T, error) {
-	if !p.valid() {
-		if err := p.Validate(); err != nil {
+	if !p.quick() {
+		if err := p.check(); err != nil {
 			var zero T
 			return zero, err
 		}
@@ -101,6 +107,9 @@ func DoValue[T any](ctx context.Context, p Policy, fn func(context.Context) (T, 
 		v, err := fn(ctx)
 		if err == nil {
 			return v, nil
+		}
+		if perr := p.check(); perr != nil {
+			return v, withAttempt(perr, err)
 		}
 		return run(ctx, &p, fn, &first[T]{v: v, err: err})
 	}
@@ -138,6 +147,7 @@ func run[T any](caller context.Context, p *Policy, fn func(context.Context) (T, 
 		limit    = p.Attempts()
 		ctx      = caller
 		st       Stepper // made on the first retry when p.Stepper is set
+		e        = p.env()
 	)
 	start = time.Now()
 	pending := f != nil // the first attempt was made by the caller and failed
@@ -149,17 +159,17 @@ func run[T any](caller context.Context, p *Policy, fn func(context.Context) (T, 
 		ctx, cancel = context.WithDeadline(caller, start.Add(p.MaxElapsed))
 		defer cancel()
 	}
-	giveUp := func(e *Error) (T, error) {
-		e.Attempts = attempts
-		e.Elapsed = time.Since(start)
-		if e.Last == nil && e.Reason != Cancelled {
-			e.Last = err
+	giveUp := func(ge *Error) (T, error) {
+		ge.Attempts = attempts
+		ge.Elapsed = time.Since(start)
+		if ge.Last == nil && ge.Reason != Cancelled {
+			ge.Last = err
 		}
-		if o := p.Observer; o != nil {
+		if o := e.Observer; o != nil {
 			o.Observe(caller, event.Event{Kind: event.GaveUp, Time: time.Now(), Component: "retry",
-				Attempt: e.Attempts, Err: e, Duration: e.Elapsed, Reason: e.Reason.Key()})
+				Attempt: ge.Attempts, Err: ge, Duration: ge.Elapsed, Reason: ge.Reason.Key()})
 		}
-		return v, e
+		return v, ge
 	}
 	for {
 		var class Class
@@ -171,7 +181,7 @@ func run[T any](caller context.Context, p *Policy, fn func(context.Context) (T, 
 			if attempts == 0 {
 				at = start
 			}
-			nv, nerr, nclass, r := attempt(caller, ctx, p, fn, attempts+1, at)
+			nv, nerr, nclass, r := attempt(caller, ctx, p, &e, fn, attempts+1, at)
 			if r != nil { // refused before it was sent: the last error stays the previous attempt's
 				if r.reason == Cancelled {
 					return giveUp(stopped(caller, ctx, p, err))
@@ -205,7 +215,7 @@ func run[T any](caller context.Context, p *Policy, fn func(context.Context) (T, 
 			if st == nil {
 				st = p.Stepper()
 			}
-			w, ok := st.Step(attempts, err, class, p.draw())
+			w, ok := st.Step(attempts, err, class, e.draw())
 			if !ok {
 				return giveUp(&Error{Reason: Exhausted})
 			}
@@ -216,22 +226,22 @@ func run[T any](caller context.Context, p *Policy, fn func(context.Context) (T, 
 			if max := p.maxRetryAfter(); h > max {
 				return giveUp(&Error{Reason: HintTooLong, Wait: h, Limit: max})
 			}
-			wait = h + time.Duration(float64(h)*HintJitter*p.draw())
+			wait = h + time.Duration(float64(h)*HintJitter*e.draw())
 			src = event.ServerHint
 		} else if !stepped {
 			s := p.Backoff
 			if class == Throttled {
 				s.Base = p.throttleBase()
 			}
-			wait = s.Delay(attempts, prev, p.draw())
+			wait = s.Delay(attempts, prev, e.draw())
 			prev = wait
 		}
 		now := time.Now()
 		if dl, ok := ctx.Deadline(); ok && now.Add(wait).After(dl) {
 			return giveUp(&Error{Reason: Deadline, Wait: wait, Limit: dl.Sub(now)})
 		}
-		if b := p.Budget; b != nil && !b.AllowRetryAt(now, errors.Is(err, ErrAttemptTimeout)) {
-			if o := p.Observer; o != nil {
+		if b := e.Budget; b != nil && !b.AllowRetryAt(now, errors.Is(err, ErrAttemptTimeout)) {
+			if o := e.Observer; o != nil {
 				o.Observe(caller, event.Event{Kind: event.BudgetRefused, Time: now, Component: "retry",
 					Attempt: attempts, Err: err, Reason: BudgetExhausted.Key()})
 			}
@@ -240,11 +250,11 @@ func run[T any](caller context.Context, p *Policy, fn func(context.Context) (T, 
 		if p.OnRetry != nil {
 			p.OnRetry(Wait{Attempt: attempts, Err: err, Class: class, Delay: wait, Source: src})
 		}
-		if o := p.Observer; o != nil {
+		if o := e.Observer; o != nil {
 			o.Observe(caller, event.Event{Kind: event.RetryScheduled, Time: now, Component: "retry",
 				Attempt: attempts, Err: err, Wait: wait, Source: src})
 		}
-		if p.sleep(ctx, wait) != nil {
+		if e.sleep(ctx, wait) != nil {
 			return giveUp(stopped(caller, ctx, p, err))
 		}
 	}
@@ -269,25 +279,25 @@ func stopped(caller, ctx context.Context, p *Policy, last error) *Error {
 // decision at the start, and the end only for what needs a duration (the
 // breaker's slow calls, the observer's attempt durations); budgets and
 // throttles record the outcome at the attempt's start instant.
-func attempt[T any](caller, ctx context.Context, p *Policy, fn func(context.Context) (T, error), n int, now time.Time) (v T, err error, class Class, r *refusal) {
-	guarded := p.Bulkhead != nil || p.Throttle != nil || p.Breaker != nil || p.Budget != nil || p.Observer != nil
+func attempt[T any](caller, ctx context.Context, p *Policy, e *Env, fn func(context.Context) (T, error), n int, now time.Time) (v T, err error, class Class, r *refusal) {
+	guarded := e.guarded()
 	if guarded && now.IsZero() {
 		now = time.Now()
 	}
-	if b := p.Bulkhead; b != nil {
+	if b := e.Bulkhead; b != nil {
 		if berr := b.Acquire(ctx); berr != nil {
 			if ctx.Err() != nil {
 				return v, nil, 0, &refusal{reason: Cancelled}
 			}
-			p.emitRejected(caller, now, n, berr)
+			e.emitRejected(caller, now, n, berr)
 			return v, nil, 0, &refusal{reason: RejectedLocally, cause: berr}
 		}
 		defer b.Release()
 	}
-	if t := p.Throttle; t != nil {
+	if t := e.Throttle; t != nil {
 		w, terr := t.AdmitAt(now)
 		if terr != nil {
-			p.emitRejected(caller, now, n, terr)
+			e.emitRejected(caller, now, n, terr)
 			return v, nil, 0, &refusal{reason: RejectedLocally, cause: terr}
 		}
 		if w > 0 {
@@ -295,7 +305,7 @@ func attempt[T any](caller, ctx context.Context, p *Policy, fn func(context.Cont
 				cancelAdmit(t, now)
 				return v, nil, 0, &refusal{reason: Deadline, wait: w, limit: dl.Sub(now)}
 			}
-			if p.sleep(ctx, w) != nil {
+			if e.sleep(ctx, w) != nil {
 				cancelAdmit(t, time.Now())
 				return v, nil, 0, &refusal{reason: Cancelled}
 			}
@@ -303,15 +313,15 @@ func attempt[T any](caller, ctx context.Context, p *Policy, fn func(context.Cont
 		}
 	}
 	var ticket uint64
-	if b := p.Breaker; b != nil {
+	if b := e.Breaker; b != nil {
 		var berr error
 		ticket, berr = b.AllowAt(now, n > 1)
 		if berr != nil {
-			if t := p.Throttle; t != nil {
+			if t := e.Throttle; t != nil {
 				cancelAdmit(t, now)
 			}
 			wait, _ := HintOf(berr)
-			if o := p.Observer; o != nil {
+			if o := e.Observer; o != nil {
 				o.Observe(caller, event.Event{Kind: event.BreakerRejected, Time: now, Component: "retry",
 					Attempt: n, Err: berr, Wait: wait})
 			}
@@ -324,7 +334,7 @@ func attempt[T any](caller, ctx context.Context, p *Policy, fn func(context.Cont
 			}
 		}()
 	}
-	if o := p.Observer; o != nil {
+	if o := e.Observer; o != nil {
 		o.Observe(caller, event.Event{Kind: event.AttemptStart, Time: now, Component: "retry", Attempt: n})
 	}
 	actx := ctx
@@ -348,19 +358,19 @@ func attempt[T any](caller, ctx context.Context, p *Policy, fn func(context.Cont
 		return v, err, class, nil
 	}
 	end := now
-	if p.Breaker != nil || p.Observer != nil {
+	if e.Breaker != nil || e.Observer != nil {
 		end = time.Now()
 	}
-	if b := p.Breaker; b != nil {
+	if b := e.Breaker; b != nil {
 		b.DoneAt(end, ticket, end.Sub(now), err)
 	}
-	if t := p.Throttle; t != nil {
+	if t := e.Throttle; t != nil {
 		t.RecordAt(end, err != nil && class == Throttled)
 	}
-	if b := p.Budget; b != nil {
+	if b := e.Budget; b != nil {
 		b.RecordAt(end, n == 1, err == nil)
 	}
-	if o := p.Observer; o != nil {
+	if o := e.Observer; o != nil {
 		o.Observe(caller, event.Event{Kind: event.AttemptEnd, Time: end, Component: "retry", Attempt: n,
 			Outcome: outcome(caller, err, class), Err: err, Duration: end.Sub(now)})
 	}
@@ -375,8 +385,8 @@ func cancelAdmit(t Throttle, now time.Time) {
 	}
 }
 
-func (p *Policy) emitRejected(ctx context.Context, now time.Time, n int, err error) {
-	if o := p.Observer; o != nil {
+func (e *Env) emitRejected(ctx context.Context, now time.Time, n int, err error) {
+	if o := e.Observer; o != nil {
 		o.Observe(ctx, event.Event{Kind: event.ThrottleRejected, Time: now, Component: "retry", Attempt: n, Err: err})
 	}
 }
@@ -404,13 +414,6 @@ func (p *Policy) classify(err error) Class {
 		return p.Classify(err)
 	}
 	return DefaultClassify(err)
-}
-
-func (p *Policy) draw() float64 {
-	if p.Rand != nil {
-		return p.Rand()
-	}
-	return rand.Float64()
 }
 
 // unmark removes the Permanent mark so that the caller sees its own error.

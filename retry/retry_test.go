@@ -58,7 +58,7 @@ func TestDefaultSchedule(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fn, calls := failing(2, errFlaky)
 		var waits []time.Duration
-		p := retry.Policy{Rand: half, OnRetry: func(w retry.Wait) { waits = append(waits, w.Delay) }}
+		p := retry.Policy{OnRetry: func(w retry.Wait) { waits = append(waits, w.Delay) }, Env: &retry.Env{Rand: half}}
 		start := time.Now()
 		if err := retry.Do(context.Background(), p, fn); err != nil {
 			t.Fatalf("Do = %v, want nil", err)
@@ -80,7 +80,7 @@ func TestDefaultSchedule(t *testing.T) {
 func TestExhausted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fn, calls := failing(10, io.ErrUnexpectedEOF)
-		err := retry.Do(context.Background(), retry.Policy{Rand: half}, fn)
+		err := retry.Do(context.Background(), retry.Policy{Env: &retry.Env{Rand: half}}, fn)
 		e := asError(t, err)
 		if e.Attempts != 3 || e.Reason != retry.Exhausted || calls.Load() != 3 {
 			t.Errorf("got %d attempts (%d calls), reason %v; want 3, attempts exhausted", e.Attempts, calls.Load(), e.Reason)
@@ -121,7 +121,10 @@ func TestMaxAttempts(t *testing.T) {
 func TestUnlimitedAttemptsBoundedByMaxElapsed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fn, calls := failing(1000, errFlaky)
-		p := retry.Policy{MaxAttempts: retry.Unlimited, MaxElapsed: 10 * time.Second,
+		// The bound is not on an attempt's instant: at 10 s exactly, the
+		// loop's own deadline timer and the end of a wait would fire at the
+		// same virtual instant, in either order.
+		p := retry.Policy{MaxAttempts: retry.Unlimited, MaxElapsed: 10*time.Second + 500*time.Millisecond,
 			Backoff: backoff.Schedule{Kind: backoff.Constant, Base: time.Second, Jitter: backoff.None}}
 		err := retry.Do(context.Background(), p, fn)
 		e := asError(t, err)
@@ -179,11 +182,11 @@ func TestClassifier(t *testing.T) {
 		wantCalls int
 		wantWait  time.Duration
 	}{
-		{"throttled waits from the 1 s base", errThrottle, retry.Policy{Classify: classify, Rand: half}, 2, 500 * time.Millisecond},
-		{"throttled base configurable", errThrottle, retry.Policy{Classify: classify, Rand: half, ThrottleBase: 4 * time.Second}, 2, 2 * time.Second},
-		{"final is not retried", errBad, retry.Policy{Classify: classify, Rand: half}, 1, 0},
-		{"transient waits from 50 ms", errFlaky, retry.Policy{Classify: classify, Rand: half}, 2, 25 * time.Millisecond},
-		{"default classifier: Throttling mark", retry.Throttling(errFlaky), retry.Policy{Rand: half}, 2, 500 * time.Millisecond},
+		{"throttled waits from the 1 s base", errThrottle, retry.Policy{Classify: classify, Env: &retry.Env{Rand: half}}, 2, 500 * time.Millisecond},
+		{"throttled base configurable", errThrottle, retry.Policy{Classify: classify, ThrottleBase: 4 * time.Second, Env: &retry.Env{Rand: half}}, 2, 2 * time.Second},
+		{"final is not retried", errBad, retry.Policy{Classify: classify, Env: &retry.Env{Rand: half}}, 1, 0},
+		{"transient waits from 50 ms", errFlaky, retry.Policy{Classify: classify, Env: &retry.Env{Rand: half}}, 2, 25 * time.Millisecond},
+		{"default classifier: Throttling mark", retry.Throttling(errFlaky), retry.Policy{Env: &retry.Env{Rand: half}}, 2, 500 * time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -223,7 +226,7 @@ func TestServerHint(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				fn, calls := failing(1, retry.After(errFlaky, tt.hint))
 				var got retry.Wait
-				tt.p.Rand = func() float64 { return tt.draw }
+				tt.p.Env = &retry.Env{Rand: func() float64 { return tt.draw }}
 				tt.p.OnRetry = func(w retry.Wait) { got = w }
 				start := time.Now()
 				err := retry.Do(context.Background(), tt.p, fn)
@@ -260,7 +263,7 @@ func TestContextDeadlineNotWaitedFor(t *testing.T) {
 		defer cancel()
 		fn, calls := failing(5, retry.After(errFlaky, 2*time.Second))
 		start := time.Now()
-		err := retry.Do(ctx, retry.Policy{Rand: func() float64 { return 0 }}, fn)
+		err := retry.Do(ctx, retry.Policy{Env: &retry.Env{Rand: func() float64 { return 0 }}}, fn)
 		e := asError(t, err)
 		if e.Reason != retry.Deadline || calls.Load() != 1 || time.Since(start) != 0 {
 			t.Fatalf("got %v after %d calls in %v; want an immediate deadline give-up", err, calls.Load(), time.Since(start))
@@ -338,8 +341,12 @@ func TestAttemptTimeoutIsRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var calls int
 		classified := false
-		p := retry.Policy{AttemptTimeout: 100 * time.Millisecond, Rand: func() float64 { return 0 },
-			Classify: func(error) retry.Class { classified = true; return retry.Final }}
+		p := retry.Policy{AttemptTimeout: 100 * time.Millisecond,
+			Classify: func(error) retry.Class { classified = true; return retry.Final },
+			Env: &retry.Env{
+				Rand: func() float64 { return 0 },
+			},
+		}
 		start := time.Now()
 		err := retry.Do(context.Background(), p, func(ctx context.Context) error {
 			calls++
@@ -360,7 +367,7 @@ func TestAttemptTimeoutIsRetried(t *testing.T) {
 		}
 	})
 	synctest.Test(t, func(t *testing.T) {
-		err := retry.Do(context.Background(), retry.Policy{AttemptTimeout: time.Second, Rand: half}, func(ctx context.Context) error {
+		err := retry.Do(context.Background(), retry.Policy{AttemptTimeout: time.Second, Env: &retry.Env{Rand: half}}, func(ctx context.Context) error {
 			<-ctx.Done()
 			return ctx.Err()
 		})
@@ -371,33 +378,66 @@ func TestAttemptTimeoutIsRetried(t *testing.T) {
 	})
 }
 
+// TestInvalidPolicy: an invalid policy is refused before the first attempt
+// that depends on it. A policy whose first attempt needs nothing from it
+// (no Env, MaxElapsed or AttemptTimeout) makes that attempt; if it
+// succeeds, that is the answer; if it fails, the policy is refused before
+// any retry, with both errors. New and Validate refuse it at once.
 func TestInvalidPolicy(t *testing.T) {
 	tests := []struct {
-		p    retry.Policy
-		want string
+		p     retry.Policy
+		want  string
+		eager bool // refused before the first attempt
 	}{
-		{retry.Policy{MaxAttempts: -2}, "MaxAttempts -2 out of range"},
-		{retry.Policy{MaxElapsed: -1}, "MaxElapsed -1ns out of range"},
-		{retry.Policy{AttemptTimeout: -time.Second}, "AttemptTimeout -1s out of range"},
-		{retry.Policy{ThrottleBase: -1}, "ThrottleBase"},
-		{retry.Policy{MaxRetryAfter: -1}, "MaxRetryAfter"},
-		{retry.Policy{Backoff: backoff.Schedule{Multiplier: 0.9}}, "Backoff.Multiplier 0.9 out of range"},
-		{retry.Policy{Backoff: backoff.Schedule{Base: -1}}, "Backoff.Base"},
+		{retry.Policy{MaxAttempts: -2}, "MaxAttempts -2 out of range", false},
+		{retry.Policy{MaxElapsed: -1}, "MaxElapsed -1ns out of range", true},
+		{retry.Policy{AttemptTimeout: -time.Second}, "AttemptTimeout -1s out of range", true},
+		{retry.Policy{ThrottleBase: -1}, "ThrottleBase", false},
+		{retry.Policy{MaxRetryAfter: -1}, "MaxRetryAfter", false},
+		{retry.Policy{Backoff: backoff.Schedule{Multiplier: 0.9}}, "Backoff.Multiplier 0.9 out of range", false},
+		{retry.Policy{Backoff: backoff.Schedule{Base: -1}}, "Backoff.Base", false},
+		{retry.Policy{Backoff: backoff.Schedule{Base: -1}, Env: &retry.Env{}}, "Backoff.Base", true},
+		{retry.Policy{MaxAttempts: -2, MaxElapsed: time.Second}, "MaxAttempts -2 out of range", true},
 	}
+	boom := errors.New("boom")
 	for _, tt := range tests {
-		called := false
-		err := retry.Do(context.Background(), tt.p, func(context.Context) error { called = true; return nil })
-		if err == nil || !errors.Is(err, retry.ErrInvalidPolicy) || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("Do(%+v) = %v, want an invalid-policy error containing %q", tt.p, err, tt.want)
-		}
-		if called {
-			t.Errorf("Do(%+v) called fn despite the invalid policy", tt.p)
-		}
 		if _, err := retry.New(tt.p); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("New(%+v) = %v, want an error containing %q", tt.p, err, tt.want)
 		}
-		if _, err := retry.DoValue(context.Background(), tt.p, func(context.Context) (int, error) { return 1, nil }); !errors.Is(err, retry.ErrInvalidPolicy) {
-			t.Errorf("DoValue(%+v) = %v, want an invalid-policy error", tt.p, err)
+		if err := tt.p.Validate(); !errors.Is(err, retry.ErrInvalidPolicy) {
+			t.Errorf("Validate(%+v) = %v, want an invalid-policy error", tt.p, err)
+		}
+		// A first attempt that succeeds.
+		calls := 0
+		err := retry.Do(context.Background(), tt.p, func(context.Context) error { calls++; return nil })
+		if tt.eager {
+			if calls != 0 || !errors.Is(err, retry.ErrInvalidPolicy) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Do(%+v) = %v after %d calls, want an invalid-policy error containing %q and no call", tt.p, err, calls, tt.want)
+			}
+		} else if calls != 1 || err != nil {
+			t.Errorf("Do(%+v) = %v after %d calls, want the successful first attempt", tt.p, err, calls)
+		}
+		// A first attempt that fails: never retried under an invalid policy,
+		// and its error is kept.
+		calls = 0
+		err = retry.Do(context.Background(), tt.p, func(context.Context) error { calls++; return boom })
+		wantCalls := 1
+		if tt.eager {
+			wantCalls = 0
+		}
+		if calls != wantCalls || !errors.Is(err, retry.ErrInvalidPolicy) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Do(%+v) failing = %v after %d calls, want an invalid-policy error containing %q after %d", tt.p, err, calls, tt.want, wantCalls)
+		}
+		if !tt.eager && (!errors.Is(err, boom) || !strings.Contains(err.Error(), "the first attempt failed: boom")) {
+			t.Errorf("Do(%+v) failing = %v, want the first attempt's error kept", tt.p, err)
+		}
+		calls = 0
+		v, err := retry.DoValue(context.Background(), tt.p, func(context.Context) (int, error) { calls++; return 7, boom })
+		if calls != wantCalls || !errors.Is(err, retry.ErrInvalidPolicy) {
+			t.Errorf("DoValue(%+v) = %v after %d calls, want an invalid-policy error after %d", tt.p, err, calls, wantCalls)
+		}
+		if !tt.eager && (v != 7 || !errors.Is(err, boom)) {
+			t.Errorf("DoValue(%+v) = %d, %v; want the first attempt's value and error kept", tt.p, v, err)
 		}
 	}
 }
@@ -463,11 +503,14 @@ func TestSeededRandIsRepeatable(t *testing.T) {
 		var waits []time.Duration
 		seed := uint64(42)
 		p := retry.Policy{MaxAttempts: 6, Backoff: backoff.Schedule{Jitter: backoff.Decorrelated},
-			Rand: func() float64 {
-				seed = seed*6364136223846793005 + 1442695040888963407
-				return float64(seed>>11) / (1 << 53)
+			OnRetry: func(w retry.Wait) { waits = append(waits, w.Delay) },
+			Env: &retry.Env{
+				Rand: func() float64 {
+					seed = seed*6364136223846793005 + 1442695040888963407
+					return float64(seed>>11) / (1 << 53)
+				},
 			},
-			OnRetry: func(w retry.Wait) { waits = append(waits, w.Delay) }}
+		}
 		synctest.Test(t, func(t *testing.T) {
 			fn, _ := failing(10, errFlaky)
 			_ = retry.Do(context.Background(), p, fn)
@@ -505,7 +548,7 @@ func TestNoAllocationOnSuccess(t *testing.T) {
 func TestNoWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fn, calls := failing(2, errFlaky)
-		p, waits := retrytest.NoWait(retry.Policy{Rand: half})
+		p, waits := retrytest.NoWait(retry.Policy{Env: &retry.Env{Rand: half}})
 		start := time.Now()
 		if err := retry.Do(context.Background(), p, fn); err != nil || calls.Load() != 3 {
 			t.Fatalf("Do = %v after %d calls", err, calls.Load())
@@ -594,7 +637,7 @@ func TestBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &fakeBudget{allow: false}
 		fn, calls := failing(5, errFlaky)
-		err := retry.Do(context.Background(), retry.Policy{Budget: b}, fn)
+		err := retry.Do(context.Background(), retry.Policy{Env: &retry.Env{Budget: b}}, fn)
 		e := asError(t, err)
 		if e.Reason != retry.BudgetExhausted || calls.Load() != 1 || !errors.Is(err, errFlaky) || !errors.Is(err, retry.ErrBudgetExhausted) {
 			t.Errorf("got %v after %d calls; want budget exhausted with the last error after 1", err, calls.Load())
@@ -604,7 +647,7 @@ func TestBudget(t *testing.T) {
 		}
 		b = &fakeBudget{allow: true}
 		fn, _ = failing(1, errFlaky)
-		if err := retry.Do(context.Background(), retry.Policy{Budget: b}, fn); err != nil {
+		if err := retry.Do(context.Background(), retry.Policy{Env: &retry.Env{Budget: b}}, fn); err != nil {
 			t.Fatal(err)
 		}
 		if fmt.Sprint(b.records) != "[first=true success=false first=false success=true]" {
@@ -617,7 +660,7 @@ func TestBreaker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &fakeBreaker{refuseFrom: 2}
 		fn, calls := failing(5, errFlaky)
-		err := retry.Do(context.Background(), retry.Policy{Breaker: b}, fn)
+		err := retry.Do(context.Background(), retry.Policy{Env: &retry.Env{Breaker: b}}, fn)
 		e := asError(t, err)
 		if e.Reason != retry.BreakerOpen || e.Attempts != 1 || calls.Load() != 1 || e.Wait != 7*time.Second {
 			t.Errorf("got %+v after %d calls; want breaker open after 1 attempt, next probe in 7s", e, calls.Load())
@@ -641,7 +684,7 @@ func TestBreakerSeesPanic(t *testing.T) {
 			t.Errorf("breaker saw %v, want the panic as a failure", b.done)
 		}
 	}()
-	_ = retry.Do(context.Background(), retry.Policy{Breaker: b}, func(context.Context) error { panic("boom") })
+	_ = retry.Do(context.Background(), retry.Policy{Env: &retry.Env{Breaker: b}}, func(context.Context) error { panic("boom") })
 }
 
 func TestThrottle(t *testing.T) {
@@ -649,7 +692,7 @@ func TestThrottle(t *testing.T) {
 		th := &fakeThrottle{wait: 300 * time.Millisecond}
 		fn, _ := failing(1, retry.Throttling(errFlaky))
 		start := time.Now()
-		if err := retry.Do(context.Background(), retry.Policy{Throttle: th, Rand: func() float64 { return 0 }}, fn); err != nil {
+		if err := retry.Do(context.Background(), retry.Policy{Env: &retry.Env{Throttle: th, Rand: func() float64 { return 0 }}}, fn); err != nil {
 			t.Fatal(err)
 		}
 		if got := time.Since(start); got != 600*time.Millisecond {
@@ -660,7 +703,7 @@ func TestThrottle(t *testing.T) {
 		}
 		th = &fakeThrottle{reject: errors.New("throttle: rejected locally (p=0.8)")}
 		fn, calls := failing(0, nil)
-		err := retry.Do(context.Background(), retry.Policy{Throttle: th}, fn)
+		err := retry.Do(context.Background(), retry.Policy{Env: &retry.Env{Throttle: th}}, fn)
 		e := asError(t, err)
 		if e.Reason != retry.RejectedLocally || calls.Load() != 0 || e.Attempts != 0 || !errors.Is(err, th.reject) {
 			t.Errorf("got %v after %d calls; want rejected locally before any attempt", err, calls.Load())
@@ -671,7 +714,7 @@ func TestThrottle(t *testing.T) {
 func TestBulkhead(t *testing.T) {
 	bh := &fakeBulkhead{max: 1}
 	fn, _ := failing(1, errFlaky)
-	p, _ := retrytest.NoWait(retry.Policy{Bulkhead: bh})
+	p, _ := retrytest.NoWait(retry.Policy{Env: &retry.Env{Bulkhead: bh}})
 	if err := retry.Do(context.Background(), p, fn); err != nil {
 		t.Fatal(err)
 	}
@@ -689,7 +732,7 @@ func TestObserverEvents(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &retrytest.Recorder{}
 		fn, _ := failing(5, retry.After(errFlaky, time.Second))
-		_ = retry.Do(context.Background(), retry.Policy{Observer: rec, Rand: func() float64 { return 0 }}, fn)
+		_ = retry.Do(context.Background(), retry.Policy{Env: &retry.Env{Observer: rec, Rand: func() float64 { return 0 }}}, fn)
 		var kinds []string
 		for _, e := range rec.Events() {
 			kinds = append(kinds, e.Kind.String())
@@ -750,7 +793,7 @@ func TestDeadlineGiveUpSaysWhy(t *testing.T) {
 		defer cancel()
 		th := &fakeThrottle{wait: 2 * time.Second}
 		fn, calls := failing(0, nil)
-		err := retry.Do(ctx, retry.Policy{Throttle: th}, fn)
+		err := retry.Do(ctx, retry.Policy{Env: &retry.Env{Throttle: th}}, fn)
 		e := asError(t, err)
 		if e.Reason != retry.Deadline || e.Wait != 2*time.Second || e.Limit != time.Second || calls.Load() != 0 {
 			t.Fatalf("got %+v after %d calls, want Deadline, Wait 2s (the throttle's), Limit 1s, no call", e, calls.Load())
@@ -779,26 +822,26 @@ func TestThrottleTurnHandedBackWhenNotSent(t *testing.T) {
 		defer cancel()
 		th := &cancellingThrottle{fakeThrottle: fakeThrottle{wait: 2 * time.Second}}
 		fn, _ := failing(0, nil)
-		if err := retry.Do(ctx, retry.Policy{Throttle: th}, fn); !errors.Is(err, retry.ErrDeadline) || th.cancelled != 1 {
+		if err := retry.Do(ctx, retry.Policy{Env: &retry.Env{Throttle: th}}, fn); !errors.Is(err, retry.ErrDeadline) || th.cancelled != 1 {
 			t.Errorf("deadline: err %v, %d turns handed back; want ErrDeadline, 1", err, th.cancelled)
 		}
 		// The context ends during the wait.
 		ctx, cancel = context.WithCancel(context.Background())
 		time.AfterFunc(time.Second, cancel)
 		th = &cancellingThrottle{fakeThrottle: fakeThrottle{wait: 2 * time.Second}}
-		if err := retry.Do(ctx, retry.Policy{Throttle: th}, fn); !errors.Is(err, retry.ErrCancelled) || th.cancelled != 1 {
+		if err := retry.Do(ctx, retry.Policy{Env: &retry.Env{Throttle: th}}, fn); !errors.Is(err, retry.ErrCancelled) || th.cancelled != 1 {
 			t.Errorf("cancelled: err %v, %d turns handed back; want ErrCancelled, 1", err, th.cancelled)
 		}
 		// The breaker refuses the admitted attempt.
 		th = &cancellingThrottle{}
-		err := retry.Do(context.Background(), retry.Policy{Throttle: th, Breaker: &fakeBreaker{refuseFrom: 1}}, fn)
+		err := retry.Do(context.Background(), retry.Policy{Env: &retry.Env{Throttle: th, Breaker: &fakeBreaker{refuseFrom: 1}}}, fn)
 		if !errors.Is(err, retry.ErrBreakerOpen) || th.cancelled != 1 {
 			t.Errorf("breaker: err %v, %d turns handed back; want ErrBreakerOpen, 1", err, th.cancelled)
 		}
 		// Sent attempts keep their turn.
 		th = &cancellingThrottle{fakeThrottle: fakeThrottle{wait: time.Millisecond}}
 		fn, _ = failing(1, errFlaky)
-		if err := retry.Do(context.Background(), retry.Policy{Throttle: th}, fn); err != nil || th.cancelled != 0 {
+		if err := retry.Do(context.Background(), retry.Policy{Env: &retry.Env{Throttle: th}}, fn); err != nil || th.cancelled != 0 {
 			t.Errorf("sent: err %v, %d turns handed back; want nil, 0", err, th.cancelled)
 		}
 	})

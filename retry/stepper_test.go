@@ -47,7 +47,7 @@ func TestStepperDecidesWaitsPerCall(t *testing.T) {
 	// A server hint replaces the stepper's wait, and the stepper still counts.
 	script := retrytest.Script(retry.After(boom, time.Second), boom, boom)
 	p, waits = retrytest.NoWait(p)
-	p.Rand = func() float64 { return 0 }
+	p.Env.Rand = func() float64 { return 0 } // NoWait gave p an Env of its own
 	err := retry.Do(context.Background(), p, script.Func())
 	if got := waits.All(); !errors.Is(err, retry.ErrExhausted) || !slices.Equal(got, []time.Duration{time.Second, 20 * time.Millisecond}) {
 		t.Fatalf("hint: waits %v, err %v; want [1s 20ms], exhausted", got, err)

@@ -26,9 +26,15 @@ import (
 // context is already done), and a Waits that records each wait the policy
 // asked for. Everything else (attempt limits, classification, hints,
 // budgets) behaves as in production, so a test sees the same decisions.
+// p's Env, if any, is copied, not changed: the copy shares its guards.
 func NoWait(p retry.Policy) (retry.Policy, *Waits) {
 	w := &Waits{}
-	p.Sleep = func(ctx context.Context, d time.Duration) error {
+	var env retry.Env
+	if p.Env != nil {
+		env = *p.Env
+	}
+	p.Env = &env
+	env.Sleep = func(ctx context.Context, d time.Duration) error {
 		w.mu.Lock()
 		w.d = append(w.d, d)
 		w.mu.Unlock()
@@ -86,7 +92,7 @@ func (s *Scripted) Calls() int {
 }
 
 // Recorder is an event.Observer that keeps every event it is given, for
-// assertions. Attach it as Policy.Observer. It is safe for concurrent use;
+// assertions. Attach it as Policy.Env.Observer. It is safe for concurrent use;
 // the zero value is ready.
 type Recorder struct {
 	mu     sync.Mutex

@@ -55,7 +55,7 @@ func TestNoWaitKeepsDecisions(t *testing.T) {
 
 func TestRecorder(t *testing.T) {
 	rec := &retrytest.Recorder{}
-	p, _ := retrytest.NoWait(retry.Policy{Observer: rec})
+	p, _ := retrytest.NoWait(retry.Policy{Env: &retry.Env{Observer: rec}})
 	_ = retry.Do(context.Background(), p, retrytest.Script(errors.New("a")).Func())
 	if n := len(rec.Attempts()); n != 2 {
 		t.Errorf("%d attempts recorded, want 2", n)
@@ -76,7 +76,7 @@ func Example() {
 	// Test code that retries, without waiting: NoWait skips the waits and
 	// records them; Script fails as told; Recorder keeps every event.
 	rec := &retrytest.Recorder{}
-	p, waits := retrytest.NoWait(retry.Policy{Observer: rec, Rand: func() float64 { return 0.5 }})
+	p, waits := retrytest.NoWait(retry.Policy{Env: &retry.Env{Observer: rec, Rand: func() float64 { return 0.5 }}})
 	call := retrytest.Script(errors.New("503"), errors.New("503"))
 	err := retry.Do(context.Background(), p, call.Func())
 	fmt.Println("err:", err, "calls:", call.Calls(), "waits:", waits.All(), "attempts recorded:", len(rec.Attempts()))

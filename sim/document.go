@@ -21,7 +21,10 @@ func PolicyOf(name string, d *policy.Document) Policy {
 		Stepper:     rp.Stepper,
 		Guards: func() Guards {
 			p := d.Policy(policy.Options{})
-			return Guards{Budget: p.Budget, Breaker: p.Breaker, Throttle: p.Throttle}
+			if p.Env == nil {
+				return Guards{}
+			}
+			return Guards{Budget: p.Env.Budget, Breaker: p.Env.Breaker, Throttle: p.Env.Throttle}
 		},
 		Description: "the policy document " + name,
 	}

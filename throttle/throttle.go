@@ -23,7 +23,7 @@
 // tested under testing/synctest.
 //
 // A nil *Adaptive, *Cubic or *Bulkhead admits everything, as the retry
-// loop does for a nil Policy.Throttle or Policy.Bulkhead.
+// loop does for a nil Env.Throttle or Env.Bulkhead (retry.Env).
 package throttle
 
 import (

@@ -48,14 +48,14 @@ func init() {
 	// library defaults apart from the attempts, the delays and the retry
 	// budget. Zero delays (the benchmarks) are a full-jitter schedule whose
 	// draws are all 0. The default per-host budget (retries ≤ 20 % of
-	// requests + 10/s) is off: HTTPRetry503 retries every request, which a
+	// successful requests + 10/s) is off: HTTPRetry503 retries every request, which a
 	// budget refuses by design after its share, and no peer has one.
 	RegisterHTTPClient(HTTPClient{
 		Lib: "yaoki",
 		New: func(rt http.RoundTripper, p HTTPPolicy) func(*http.Request) (*http.Response, error) {
 			pol := retry.Policy{MaxAttempts: p.MaxAttempts}
 			if p.MinDelay == 0 && p.MaxDelay == 0 {
-				pol.Rand = func() float64 { return 0 }
+				pol.Env = &retry.Env{Rand: func() float64 { return 0 }}
 			} else {
 				pol.Backoff = backoff.Schedule{Base: p.MinDelay, Cap: p.MaxDelay}
 				pol.ThrottleBase = p.MinDelay

@@ -166,7 +166,12 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 	}
 	defer ob.stop()
 	p := cp.retry
-	p.Observer = event.Multi(p.Observer, ob.observer)
+	var env retry.Env
+	if p.Env != nil {
+		env = *p.Env
+	}
+	env.Observer = event.Multi(env.Observer, ob.observer)
+	p.Env = &env
 	docClassify := p.Classify
 	p.Classify = func(err error) retry.Class {
 		var es *exitStatus

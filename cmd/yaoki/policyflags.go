@@ -154,7 +154,7 @@ func (f *policyFlags) build(cmd *cobra.Command) (*cliPolicy, error) {
 		if err != nil {
 			return nil, usagef("%v", err)
 		}
-		p.Throttle = a
+		p.Env = &retry.Env{Throttle: a}
 	}
 	if p.Backoff.Multiplier != 0 && !(p.Backoff.Multiplier > 1) {
 		return nil, usagef("--multiplier %v: want a number > 1 (2 doubles each wait)", p.Backoff.Multiplier)

@@ -1,7 +1,7 @@
 // Package eventlog writes the toolkit's events to a log/slog logger, so
 // that what retries do shows in the logs an application already has:
 //
-//	p := retry.Policy{Observer: eventlog.New(slog.Default())}
+//	p := retry.Policy{Env: &retry.Env{Observer: eventlog.New(slog.Default())}}
 //
 // Levels: each retry is logged at Debug, each give-up at Warn, each breaker
 // transition at Info. Refusals by a budget, a breaker or a throttle are

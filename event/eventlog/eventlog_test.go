@@ -45,7 +45,7 @@ func jsonLines(t *testing.T, level slog.Level) (*slog.Logger, func() []map[strin
 
 func TestRetryLoopLogs(t *testing.T) {
 	l, lines := jsonLines(t, slog.LevelDebug)
-	p, _ := retrytest.NoWait(retry.Policy{Observer: eventlog.New(l), Rand: func() float64 { return 0.5 }})
+	p, _ := retrytest.NoWait(retry.Policy{Env: &retry.Env{Observer: eventlog.New(l), Rand: func() float64 { return 0.5 }}})
 	boom := errors.New("boom")
 	err := retry.Do(context.Background(), p, retrytest.Script(boom, retry.After(boom, 2*time.Second), boom).Func())
 	if !errors.Is(err, retry.ErrExhausted) {

@@ -25,8 +25,10 @@ func Example() {
 	}))
 	p, _ := retrytest.NoWait(retry.Policy{
 		MaxAttempts: 2,
-		Observer:    eventlog.New(logger),
-		Rand:        func() float64 { return 0.5 }, // a repeatable jitter draw
+		Env: &retry.Env{
+			Observer: eventlog.New(logger),
+			Rand:     func() float64 { return 0.5 }, // a repeatable jitter draw
+		},
 	})
 	reset := errors.New("connection reset")
 	_ = retry.Do(context.Background(), p, retrytest.Script(reset, reset).Func())
