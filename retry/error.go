@@ -175,34 +175,11 @@ func (e *Error) Is(target error) bool {
 }
 
 // policyError is a Validate error: it names the field, its value and what
-// is accepted, and matches ErrInvalidPolicy. When Do found it after a
-// first attempt that failed, attempt is that attempt's error, which Unwrap
-// returns so that nothing is lost.
-type policyError struct {
-	msg     string
-	attempt error
-}
+// is accepted, and matches ErrInvalidPolicy.
+type policyError struct{ msg string }
 
-func (e *policyError) Error() string {
-	if e.attempt != nil {
-		return "retry: invalid policy: " + e.msg + " (checked before the first retry, so not retried; the first attempt failed: " + e.attempt.Error() + ")"
-	}
-	return "retry: invalid policy: " + e.msg
-}
-
+func (e *policyError) Error() string        { return "retry: invalid policy: " + e.msg }
 func (e *policyError) Is(target error) bool { return target == ErrInvalidPolicy }
-
-// Unwrap returns the error of the failed first attempt, if any.
-func (e *policyError) Unwrap() error { return e.attempt }
-
-// withAttempt attaches the failed first attempt's error to perr, a Validate
-// error.
-func withAttempt(perr, attempt error) error {
-	if pe, ok := perr.(*policyError); ok {
-		return &policyError{msg: pe.msg, attempt: attempt}
-	}
-	return perr
-}
 
 func invalidf(format string, args ...any) error {
 	return &policyError{msg: fmt.Sprintf(format, args...)}

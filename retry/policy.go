@@ -2,6 +2,7 @@ package retry
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -40,8 +41,8 @@ const (
 // A Policy is a plain value: copy it, keep it in a config struct, share it
 // between goroutines (the budget, breaker, throttle and bulkhead it points to
 // are shared, which is the point of them). Invalid fields are reported by
-// Validate and New, and by Do before the first attempt that depends on
-// them (see Do), naming the field and its accepted range.
+// Validate, by New and by Do before the first attempt, naming the field and
+// its accepted range.
 type Policy struct {
 	// MaxAttempts is the most attempts made, counting the first. Zero:
 	// DefaultMaxAttempts (3). Unlimited (-1): no limit. Other negative
@@ -199,12 +200,20 @@ func (p *Policy) valid() bool {
 		(p.Backoff.Multiplier == 0 || p.Backoff.Multiplier > 1 && p.Backoff.Multiplier <= 1e300)
 }
 
-// quick reports, in as few instructions as possible, that the first
-// attempt of a call under p needs nothing from p: no Env, no MaxElapsed, no
-// AttemptTimeout. Such a call checks the rest of p only if the first
-// attempt fails (see Do).
+// quick reports, in as few instructions as possible, that p is valid and
+// plain: the common case of a policy with no Env, no deadline and no
+// per-attempt timeout. False means "look closer", not "invalid". The range
+// checks are folded into two words so that the zero Policy costs two
+// branches: any negative field makes the second word negative; any
+// non-zero Multiplier (which needs a float check), MaxElapsed or
+// AttemptTimeout, or a Kind or Jitter that might be out of range, makes the
+// first word non-zero.
 func (p *Policy) quick() bool {
-	return p.MaxElapsed|p.AttemptTimeout == 0 && p.Env == nil
+	b := &p.Backoff
+	notPlain := int64(p.MaxElapsed|p.AttemptTimeout) | int64(math.Float64bits(b.Multiplier)) |
+		int64(uint8(b.Kind)>>1|uint8(b.Jitter)>>2)
+	signs := int64(p.MaxAttempts-Unlimited) | int64(p.ThrottleBase|p.MaxRetryAfter|b.Base|b.Cap)
+	return notPlain|signs>>63 == 0 && p.Env == nil
 }
 
 // check returns Validate's error, after a quicker filter that passes the

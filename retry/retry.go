@@ -39,16 +39,11 @@ import (
 
 // Do calls fn until it succeeds or p says to stop, and returns nil or the
 // give-up *Error. fn gets the context for one attempt (ctx itself, or a
-// child bounded by Policy.AttemptTimeout and Policy.MaxElapsed).
-//
-// An invalid p is reported, as an error matching ErrInvalidPolicy, before
-// the first attempt that depends on it: before the first attempt when p has
-// an Env, a MaxElapsed or an AttemptTimeout; otherwise the first attempt is
-// made exactly as any policy would make it, and p is checked only if that
-// attempt fails, before any retry (the error then also wraps the attempt's
-// error). That keeps the success path of the zero Policy to a few
-// instructions. To refuse an invalid policy at start-up, call Validate or
-// New, as package policy and the yaoki command do.
+// child bounded by Policy.AttemptTimeout and Policy.MaxElapsed). An invalid
+// p is reported before any attempt, as an error matching ErrInvalidPolicy:
+// a policy is checked on every call, so that a bad one is refused on its
+// first call rather than at the first failure (a few instructions for the
+// zero Policy; New checks once).
 func Do(ctx context.Context, p Policy, fn func(context.Context) error) error {
 	return do(ctx, &p, fn)
 }
@@ -85,9 +80,6 @@ func doGuarded(ctx context.Context, p *Policy, fn func(context.Context) error) e
 //
 //go:noinline
 func afterFirst(ctx context.Context, p *Policy, fn func(context.Context) error, err error) error {
-	if perr := p.check(); perr != nil {
-		return withAttempt(perr, err)
-	}
 	_, err = run(ctx, p, unit(fn), &first[struct{}]{err: err})
 	return err
 }
@@ -97,19 +89,14 @@ func afterFirst(ctx context.Context, p *Policy, fn func(context.Context) error, 
 // the last attempt made (the zero T if none was) with the *Error, so that a
 // caller such as an HTTP transport can still hand over the last response.
 func DoValue[T any](ctx context.Context, p Policy, fn func(context.Context) (T, error)) (T, error) {
-	if !p.quick() {
-		if err := p.check(); err != nil {
-			var zero T
-			return zero, err
-		}
+	if err := p.check(); err != nil {
+		var zero T
+		return zero, err
 	}
 	if p.plain() {
 		v, err := fn(ctx)
 		if err == nil {
 			return v, nil
-		}
-		if perr := p.check(); perr != nil {
-			return v, withAttempt(perr, err)
 		}
 		return run(ctx, &p, fn, &first[T]{v: v, err: err})
 	}
