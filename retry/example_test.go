@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/yaoki-go/yaoki/budget"
 	"github.com/yaoki-go/yaoki/retry"
 )
 
@@ -73,4 +74,33 @@ func ExamplePermanent() {
 	errors.As(err, &e)
 	fmt.Printf("%d call; %v: %v\n", calls, e.Reason, e.Last)
 	// Output: 1 call; permanent error: 404 not found
+}
+
+// One Env per dependency, shared by every policy that calls it: here a
+// retry budget that earns 20 % of the successes, without a floor, so that
+// the counts are easy to follow. Sleep skips the waits, as a test would.
+func ExampleEnv() {
+	share, _ := budget.NewShare(budget.ShareConfig{MinPerSecond: budget.NoFloor})
+	inventory := &retry.Env{
+		Budget: share,
+		Sleep:  func(ctx context.Context, d time.Duration) error { return ctx.Err() },
+	}
+	reads := retry.Policy{Env: inventory}
+	writes := retry.Policy{MaxAttempts: 2, Env: inventory}
+	ctx := context.Background()
+
+	for range 10 { // 10 successes earn 2 retries
+		_ = retry.Do(ctx, reads, func(context.Context) error { return nil })
+	}
+	down := func(context.Context) error { return errors.New("503 service unavailable") }
+	var e *retry.Error
+	errors.As(retry.Do(ctx, writes, down), &e) // takes 1 retry
+	fmt.Printf("writes: %d attempts, %v\n", e.Attempts, e.Reason)
+	errors.As(retry.Do(ctx, reads, down), &e) // takes the last, then is refused
+	fmt.Printf("reads: %d attempts, %v\n", e.Attempts, e.Reason)
+	fmt.Printf("retries left: %.0f\n", share.Level())
+	// Output:
+	// writes: 2 attempts, attempts exhausted
+	// reads: 2 attempts, budget exhausted
+	// retries left: 0
 }
