@@ -36,6 +36,26 @@ func init() {
 		},
 	})
 
+	// "yaoki-do" is the package function with the policy passed by value on
+	// every call (retry.Do(ctx, policy, fn)), the form of yaoki's quick
+	// start; "yaoki" is the prepared Retrier its documentation recommends
+	// for hot paths.
+	RegisterRetrier(Retrier{
+		Lib: "yaoki-do",
+		New: func(p RetryPolicy, op func() error) func() error {
+			pol := retry.Policy{
+				MaxAttempts: p.MaxAttempts,
+				Backoff:     backoff.Schedule{Base: p.BaseDelay, Cap: p.MaxDelay},
+			}
+			if err := pol.Validate(); err != nil {
+				panic(err)
+			}
+			ctx := context.Background()
+			fn := func(context.Context) error { return op() }
+			return func() error { return retry.Do(ctx, pol, fn) }
+		},
+	})
+
 	RegisterBackoff(Backoff{
 		Lib: "yaoki",
 		New: func(base, max time.Duration, attempt int) func() time.Duration {
