@@ -28,7 +28,7 @@ func (d *decoder) budgetConfig(n *node, path string) *budget.ShareConfig {
 		v, fp := n.vals[i], path+"."+k
 		switch k {
 		case "Ratio":
-			c.Ratio, ok = d.number(v, fp, "want a share of requests, such as 0.2")
+			c.Ratio, ok = d.number(v, fp, "want a share of the successful requests, such as 0.2")
 		case "WindowSeconds":
 			var f float64
 			f, ok = d.number(v, fp, "want seconds, such as 10")
