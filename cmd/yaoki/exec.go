@@ -140,6 +140,7 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 	var (
 		mu       sync.Mutex
 		current  *os.Process
+		pending  os.Signal   // a signal that came while no command was running, guarded by mu
 		stopped  atomic.Bool // the user sent a signal: forward it, start nothing more
 		sigs     = make(chan os.Signal, 4)
 		attempts int
@@ -154,6 +155,8 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 			mu.Lock()
 			if current != nil {
 				_ = current.Signal(s)
+			} else {
+				pending = s // the command is starting: it gets the signal once it runs
 			}
 			mu.Unlock()
 			cancel()
@@ -217,6 +220,10 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 		}
 		mu.Lock()
 		current = c.Process
+		if pending != nil { // the signal came between the check above and now
+			_ = c.Process.Signal(pending)
+			pending = nil
+		}
 		mu.Unlock()
 		werr := c.Wait()
 		mu.Lock()
