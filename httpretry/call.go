@@ -144,9 +144,8 @@ func (cl *call) resume(r *retry.Retrier, resp *http.Response, err error) (*http.
 // HTTP knows.
 func (cl *call) observed(o event.Observer) (*http.Response, error) {
 	p := cl.c.retrierFor(cl.req).Policy()
-	e := envOf(&p)
-	e.Observer = &observer{next: o, cl: cl, method: methodOf(cl.req), host: cl.req.URL.Host}
-	p.Env = &e
+	p.Env = p.Env.Clone()
+	p.Env.Observer = &observer{next: o, cl: cl, method: methodOf(cl.req), host: cl.req.URL.Host}
 	resp, err := retry.DoValue(cl.req.Context(), p, cl.attempt)
 	return cl.finish(resp, err)
 }

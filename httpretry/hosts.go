@@ -82,7 +82,7 @@ type hostGuards struct {
 // base's, or nil when the policy sets every guard itself.
 func newHosts(g Guards, base *retry.Retrier) *hosts {
 	p := base.Policy()
-	if e := envOf(&p); e.Budget != nil && e.Breaker != nil && e.Throttle != nil {
+	if e := p.Env; e != nil && e.Budget != nil && e.Breaker != nil && e.Throttle != nil {
 		return nil
 	}
 	if g.Budget == nil {
@@ -140,7 +140,7 @@ func (h *hosts) get(key string) *hostGuards {
 // build makes host's guards and the retrier that applies them.
 func (h *hosts) build(host string) *hostGuards {
 	p := h.base
-	e := envOf(&p) // a copy: the base policy's Env is shared by every host
+	e := p.Env.Clone() // the base policy's Env is shared by every host
 	if e.Budget == nil {
 		e.Budget = h.g.Budget(host)
 	}
@@ -150,7 +150,7 @@ func (h *hosts) build(host string) *hostGuards {
 	if e.Throttle == nil && h.g.Throttle != nil {
 		e.Throttle = h.g.Throttle(host)
 	}
-	p.Env = &e
+	p.Env = e
 	r, err := retry.New(p)
 	if err != nil {
 		panic("httpretry: a validated policy became invalid: " + err.Error()) // unreachable: only guards changed
@@ -161,14 +161,6 @@ func (h *hosts) build(host string) *hostGuards {
 		g.share = sh
 	}
 	return g
-}
-
-// envOf returns a copy of p's Env, the zero Env when it has none.
-func envOf(p *retry.Policy) retry.Env {
-	if p.Env == nil {
-		return retry.Env{}
-	}
-	return *p.Env
 }
 
 // hostKey lower-cases a host only when it has to, so that the common case
@@ -194,8 +186,10 @@ func (t *Transport) GuardsFor(host string) (retry.Budget, retry.Breaker, retry.T
 	}
 	if c.hosts == nil {
 		p := c.retrier.Policy()
-		e := envOf(&p)
-		return e.Budget, e.Breaker, e.Throttle
+		if e := p.Env; e != nil {
+			return e.Budget, e.Breaker, e.Throttle
+		}
+		return nil, nil, nil
 	}
 	g := c.hosts.get(hostKey(host))
 	return g.budget, g.breaker, g.throttle

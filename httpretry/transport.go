@@ -299,10 +299,9 @@ func (t *Transport) build() (*config, error) {
 	p := t.Policy
 	c.attemptTimeout, p.AttemptTimeout = p.AttemptTimeout, 0
 	if p.Env != nil {
-		e := *p.Env // a copy: the caller's Env is not changed
-		c.observer = event.Multi(t.Observer, e.Observer)
-		e.Observer = nil // added back per request, wrapped, when set
-		p.Env = &e
+		p.Env = p.Env.Clone() // the caller's Env is not changed
+		c.observer = event.Multi(t.Observer, p.Env.Observer)
+		p.Env.Observer = nil // added back per request, wrapped, when set
 	} else {
 		c.observer = t.Observer
 	}

@@ -355,10 +355,10 @@ func (d *Document) Policy(o Options) retry.Policy {
 		sched[i] = retriers[i].Schedule()
 	}
 	p.Stepper = func() retry.Stepper { return newStepper(retriers, sched) }
-	var e retry.Env
-	if p.Env != nil {
-		e = *p.Env
+	if d.Mode != Adaptive && d.Budget == nil && d.Breaker == nil {
+		return p
 	}
+	e := p.Env.Clone() // Base's Env is not changed
 	if d.Mode == Adaptive {
 		if o.Throttle != nil {
 			e.Throttle = o.Throttle
@@ -376,9 +376,7 @@ func (d *Document) Policy(o Options) retry.Policy {
 			e.Breaker = b
 		}
 	}
-	if e.Throttle != nil || e.Budget != nil || e.Breaker != nil {
-		p.Env = &e // a copy: Base's Env is not changed
-	}
+	p.Env = e
 	return p
 }
 

@@ -127,6 +127,17 @@ type Env struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
+// Clone returns a new Env with e's fields, or a zero Env when e is nil: the
+// way to change a field for one policy without changing an Env that others
+// share. The guards it points to stay shared.
+func (e *Env) Clone() *Env {
+	c := new(Env)
+	if e != nil {
+		*c = *e
+	}
+	return c
+}
+
 // guarded reports whether an attempt must go through a guard or be
 // observed, which needs the clock.
 func (e *Env) guarded() bool {
@@ -206,8 +217,8 @@ func (p *Policy) valid() bool {
 // checks are folded into two words so that the zero Policy costs two
 // branches: any negative field makes the second word negative; any
 // non-zero Multiplier (which needs a float check), MaxElapsed or
-// AttemptTimeout, or a Kind or Jitter that might be out of range, makes the
-// first word non-zero.
+// AttemptTimeout, a Kind other than Exponential or Constant, or a Jitter
+// above Decorrelated makes the first word non-zero.
 func (p *Policy) quick() bool {
 	b := &p.Backoff
 	notPlain := int64(p.MaxElapsed|p.AttemptTimeout) | int64(math.Float64bits(b.Multiplier)) |

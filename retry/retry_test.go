@@ -378,6 +378,21 @@ func TestAttemptTimeoutIsRetried(t *testing.T) {
 	})
 }
 
+// Clone copies an Env (a nil one as the zero Env) without aliasing it.
+func TestEnvClone(t *testing.T) {
+	var nilEnv *retry.Env
+	if c := nilEnv.Clone(); c == nil || c.Budget != nil || c.Observer != nil {
+		t.Fatalf("nil Clone = %+v, want a zero Env", c)
+	}
+	half := func() float64 { return 0.5 }
+	e := &retry.Env{Rand: half}
+	c := e.Clone()
+	c.Rand = nil
+	if c == e || e.Rand == nil || e.Rand() != 0.5 {
+		t.Fatal("Clone aliased its Env: changing the copy changed the original")
+	}
+}
+
 // TestInvalidPolicy: an invalid policy is refused before the first
 // attempt, whatever else it sets, by Do, DoValue, New and Validate.
 func TestInvalidPolicy(t *testing.T) {

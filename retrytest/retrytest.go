@@ -29,12 +29,8 @@ import (
 // p's Env, if any, is copied, not changed: the copy shares its guards.
 func NoWait(p retry.Policy) (retry.Policy, *Waits) {
 	w := &Waits{}
-	var env retry.Env
-	if p.Env != nil {
-		env = *p.Env
-	}
-	p.Env = &env
-	env.Sleep = func(ctx context.Context, d time.Duration) error {
+	p.Env = p.Env.Clone()
+	p.Env.Sleep = func(ctx context.Context, d time.Duration) error {
 		w.mu.Lock()
 		w.d = append(w.d, d)
 		w.mu.Unlock()

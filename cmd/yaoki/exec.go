@@ -169,12 +169,8 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 	}
 	defer ob.stop()
 	p := cp.retry
-	var env retry.Env
-	if p.Env != nil {
-		env = *p.Env
-	}
-	env.Observer = event.Multi(env.Observer, ob.observer)
-	p.Env = &env
+	p.Env = p.Env.Clone()
+	p.Env.Observer = event.Multi(p.Env.Observer, ob.observer)
 	docClassify := p.Classify
 	p.Classify = func(err error) retry.Class {
 		var es *exitStatus
