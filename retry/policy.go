@@ -299,19 +299,7 @@ func (r *Retrier) Policy() Policy { return r.p }
 // Do calls fn until it succeeds or the policy says to stop; see the package
 // function Do.
 func (r *Retrier) Do(ctx context.Context, fn func(context.Context) error) error {
-	if r.plain {
-		if err := fn(ctx); err != nil {
-			return afterFirst(ctx, &r.p, fn, err)
-		}
-		return nil
-	}
-	return r.do(ctx, fn)
-}
-
-//go:noinline
-func (r *Retrier) do(ctx context.Context, fn func(context.Context) error) error {
-	_, err := run(ctx, &r.p, unit(fn), nil)
-	return err
+	return retrierFirst(ctx, r, fn, (*Retrier).rest)
 }
 
 // DoValueWith is DoValue for a prepared Retrier.

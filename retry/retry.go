@@ -42,46 +42,13 @@ import (
 // child bounded by Policy.AttemptTimeout and Policy.MaxElapsed). An invalid
 // p is reported before any attempt, as an error matching ErrInvalidPolicy:
 // a policy is checked on every call, so that a bad one is refused on its
-// first call rather than at the first failure (a few instructions for the
-// zero Policy; New checks once).
-func Do(ctx context.Context, p Policy, fn func(context.Context) error) error {
-	return do(ctx, &p, fn)
-}
-
-func do(ctx context.Context, p *Policy, fn func(context.Context) error) error {
-	if p.quick() {
-		err := fn(ctx)
-		if err == nil {
-			return nil
-		}
-		return afterFirst(ctx, p, fn, err)
-	}
-	if err := p.check(); err != nil {
-		return err
-	}
-	if p.plain() {
-		err := fn(ctx)
-		if err == nil {
-			return nil
-		}
-		return afterFirst(ctx, p, fn, err)
-	}
-	return doGuarded(ctx, p, fn)
-}
-
-//go:noinline
-func doGuarded(ctx context.Context, p *Policy, fn func(context.Context) error) error {
-	_, err := run(ctx, p, unit(fn), nil)
-	return err
-}
-
-// afterFirst continues the loop after a first attempt that failed. It is
-// kept out of line so that the success path's frame stays small.
+// first call rather than at the first failure; New checks once.
 //
-//go:noinline
-func afterFirst(ctx context.Context, p *Policy, fn func(context.Context) error, err error) error {
-	_, err = run(ctx, p, unit(fn), &first[struct{}]{err: err})
-	return err
+// The first attempt and the check are inlined at the call site, so a call
+// that succeeds at once costs fn's call and a few instructions (one
+// comparison for a zero Policy literal), and allocates nothing.
+func Do(ctx context.Context, p Policy, fn func(context.Context) error) error {
+	return firstAttempt(ctx, &p, fn, (*Policy).quick, (*Policy).rest)
 }
 
 // DoValue is Do for a call that returns a value. On success it returns the
