@@ -15,6 +15,12 @@ var sink error
 // the compiler cannot inline it into the direct baseline either.
 var call = func(context.Context) error { return nil }
 
+// callValue is call for DoValue; sinkN keeps its result.
+var (
+	callValue = func(context.Context) (int, error) { return 1, nil }
+	sinkN     int
+)
+
 // BenchmarkDoSuccess measures a call whose first attempt succeeds: direct is
 // the function called by hand, Do the package function with a zero Policy,
 // Retrier a prepared *Retrier.
@@ -39,6 +45,13 @@ func BenchmarkDoSuccess(b *testing.B) {
 			sink = r.Do(ctx, call)
 		}
 	})
+	b.Run("DoValue", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			n, err := retry.DoValue(ctx, retry.Policy{}, callValue)
+			sink, sinkN = err, n
+		}
+	})
 	b.Run("ratio", doSuccessRatio)
 }
 
@@ -55,18 +68,19 @@ func wrapper(ctx context.Context, fn func(context.Context) error) error {
 	return nil
 }
 
-// doSuccessRatio runs the three forms of BenchmarkDoSuccess in alternation,
-// a block of calls of each per op, in a rotating order, so that all three
+// doSuccessRatio runs the forms of BenchmarkDoSuccess in alternation, a
+// block of calls of each per op, in a rotating order, so that all of them
 // see the same machine: on a shared VM whose speed drifts by tens of
 // percent within seconds, ratios taken from separate runs are mostly noise.
-// It reports Do/direct and Retrier/direct, and each form's time per call.
-// A fourth form, wrapper, is the floor of any retry library that is not
-// inlined: a function that calls fn and does more only if it fails.
+// It reports each form's time over the direct call's, and the time per
+// call of the first three. The fourth form, wrapper, is the floor of any
+// retry function that is not inlined: a function that calls fn and does
+// more only if it fails. The fifth is DoValue, whose fn returns an int too.
 func doSuccessRatio(b *testing.B) {
 	const block = 1024
 	ctx := context.Background()
 	r, _ := retry.New(retry.Policy{})
-	forms := [4]func(){
+	forms := [5]func(){
 		func() {
 			for range block {
 				sink = call(ctx)
@@ -87,13 +101,18 @@ func doSuccessRatio(b *testing.B) {
 				sink = wrapper(ctx, call)
 			}
 		},
+		func() {
+			for range block {
+				sinkN, sink = retry.DoValue(ctx, retry.Policy{}, callValue)
+			}
+		},
 	}
-	var spent [4]time.Duration
+	var spent [len(forms)]time.Duration
 	blocks := 0
 	b.ReportAllocs()
 	for b.Loop() {
-		for k := range 4 {
-			i := (blocks + k) % 4
+		for k := range len(forms) {
+			i := (blocks + k) % len(forms)
 			t0 := time.Now()
 			forms[i]()
 			spent[i] += time.Since(t0)
@@ -104,6 +123,7 @@ func doSuccessRatio(b *testing.B) {
 	b.ReportMetric(float64(spent[1])/float64(spent[0]), "Do/direct")
 	b.ReportMetric(float64(spent[2])/float64(spent[0]), "Retrier/direct")
 	b.ReportMetric(float64(spent[3])/float64(spent[0]), "wrapper/direct")
+	b.ReportMetric(float64(spent[4])/float64(spent[0]), "DoValue/direct")
 	b.ReportMetric(float64(spent[0].Nanoseconds())/calls, "direct-ns/call")
 	b.ReportMetric(float64(spent[1].Nanoseconds())/calls, "Do-ns/call")
 	b.ReportMetric(float64(spent[2].Nanoseconds())/calls, "Retrier-ns/call")

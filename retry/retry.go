@@ -56,18 +56,20 @@ func Do(ctx context.Context, p Policy, fn func(context.Context) error) error {
 // the last attempt made (the zero T if none was) with the *Error, so that a
 // caller such as an HTTP transport can still hand over the last response.
 func DoValue[T any](ctx context.Context, p Policy, fn func(context.Context) (T, error)) (T, error) {
-	if err := p.check(); err != nil {
-		var zero T
-		return zero, err
-	}
-	if p.plain() {
-		v, err := fn(ctx)
-		if err == nil {
-			return v, nil
+	if !p.quick() {
+		if err := p.check(); err != nil {
+			var zero T
+			return zero, err
 		}
-		return run(ctx, &p, fn, &first[T]{v: v, err: err})
+		if !p.plain() {
+			return run(ctx, &p, fn, nil)
+		}
 	}
-	return run(ctx, &p, fn, nil)
+	v, err := fn(ctx)
+	if err == nil {
+		return v, nil
+	}
+	return run(ctx, &p, fn, &first[T]{v: v, err: err})
 }
 
 func unit(fn func(context.Context) error) func(context.Context) (struct{}, error) {
