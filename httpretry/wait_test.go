@@ -173,7 +173,7 @@ func TestAttemptTimeout(t *testing.T) {
 		// The body is read after RoundTrip returned, and after the
 		// attempt's own timeout would have passed: it must still be
 		// readable (the attempt's bound covers the wait for headers).
-		time.Sleep(2 * time.Second)
+		time.Sleep(2 * time.Second) // virtual time: this runs in a synctest bubble
 		b, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if err != nil || string(b) != "in time" {

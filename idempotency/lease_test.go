@@ -71,7 +71,7 @@ func TestLeaseRenewed(t *testing.T) {
 		done := make(chan int)
 		go func() { done <- post(m.Handler(h), "POST", "/x", "k", "{}").Code }()
 		for i := 0; i < 20; i++ {
-			time.Sleep(2 * time.Second)
+			time.Sleep(2 * time.Second) // virtual time: this runs in a synctest bubble
 			if w := post(m.Handler(h), "POST", "/x", "k", "{}"); w.Code != http.StatusConflict {
 				t.Fatalf("at %v into a 1 min handler with a 3 s lease: %d, want 409", time.Duration(i+1)*2*time.Second, w.Code)
 			}

@@ -39,7 +39,7 @@ func TestBulkheadBoundedWait(t *testing.T) {
 		}
 		// A slot released after 400 ms goes to the waiter then.
 		go func() {
-			time.Sleep(400 * time.Millisecond)
+			time.Sleep(400 * time.Millisecond) // virtual time: this runs in a synctest bubble
 			b.Release()
 		}()
 		start := time.Now()
