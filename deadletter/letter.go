@@ -1,0 +1,148 @@
+package deadletter
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Limits of a letter, checked by Letter.Validate (and so by every Store's
+// Put) so that a store never holds what another store would refuse.
+const (
+	// MaxIDBytes is the longest ID and the longest Queue.
+	MaxIDBytes = 200
+	// MaxKeyBytes is the longest Key (the IETF draft bounds none; 255 is
+	// what Stripe accepts).
+	MaxKeyBytes = 255
+	// MaxPayloadBytes is the largest Payload: 1 MiB. Larger work belongs in
+	// a blob store, with its address in the payload.
+	MaxPayloadBytes = 1 << 20
+	// MaxErrorBytes is the longest Error kept; Capture truncates longer
+	// messages to it (on a rune boundary) rather than refusing the letter.
+	MaxErrorBytes = 4 << 10
+)
+
+// Letter is one piece of work that a retry loop gave up on.
+type Letter struct {
+	// ID identifies the letter in its store. Required; NewID makes one
+	// (Capture does when it is empty).
+	ID string
+	// Queue is the kind of work, which says how to redrive it: each
+	// Redriver serves one queue. Required.
+	Queue string
+	// Key is the work's idempotency key, if it has one; a handler sends it
+	// unchanged on every redrive, so that the receiver executes the work
+	// once however often it is redriven.
+	Key string
+	// Payload is the work itself, in whatever form the queue's handler
+	// reads (JSON, an encoded request). At most MaxPayloadBytes.
+	Payload []byte
+	// Reason says why the work was last given up: a retry.Reason in words
+	// ("attempts exhausted", "deadline", ...) or the redriver's own
+	// ("redrives exhausted").
+	Reason string
+	// Error is the last error's message, at most MaxErrorBytes.
+	Error string
+	// Attempts counts the attempts made: by the first run, then one per
+	// redrive (or, when the handler's error is a *retry.Error, its count).
+	Attempts int
+	// Redrives counts the redrives that failed.
+	Redrives int
+	// Created is when the letter was first put.
+	Created time.Time
+	// Due is the earliest time of the next redrive.
+	Due time.Time
+	// Parked letters are never claimed: they wait for an operator to
+	// Requeue or Delete them.
+	Parked bool
+
+	// Token identifies the claim that holds the letter; Done and Fail must
+	// present it. Set by Store.Claim, empty otherwise. Stores ignore it in
+	// Put.
+	Token string
+	// LeaseEnd is when the claim that holds the letter ends. Set by
+	// Store.Claim, zero otherwise.
+	LeaseEnd time.Time
+}
+
+// Validate reports the first field out of range, with its value and what is
+// accepted. Every store's Put checks it.
+func (l *Letter) Validate() error {
+	switch {
+	case l.ID == "" || len(l.ID) > MaxIDBytes:
+		return invalidf("ID %q: want 1 to %d bytes (NewID makes one)", clip(l.ID), MaxIDBytes)
+	case l.Queue == "" || len(l.Queue) > MaxIDBytes:
+		return invalidf("Queue %q: want 1 to %d bytes", clip(l.Queue), MaxIDBytes)
+	case len(l.Key) > MaxKeyBytes:
+		return invalidf("Key of %d bytes: want at most %d", len(l.Key), MaxKeyBytes)
+	case len(l.Payload) > MaxPayloadBytes:
+		return invalidf("Payload of %d bytes: want at most %d (1 MiB); keep larger work elsewhere and put its address in the payload", len(l.Payload), MaxPayloadBytes)
+	case l.Created.IsZero():
+		return invalidf("Created is the zero time: want when the work was given up")
+	}
+	return l.ValidateOutcome()
+}
+
+// ValidateOutcome checks the fields that Store.Fail stores: Error, Attempts
+// and Redrives. Every store's Fail checks it.
+func (l *Letter) ValidateOutcome() error {
+	switch {
+	case len(l.Error) > MaxErrorBytes:
+		return invalidf("Error of %d bytes: want at most %d", len(l.Error), MaxErrorBytes)
+	case l.Attempts < 0:
+		return invalidf("Attempts %d: want ≥ 0", l.Attempts)
+	case l.Redrives < 0:
+		return invalidf("Redrives %d: want ≥ 0", l.Redrives)
+	}
+	return nil
+}
+
+// same reports whether l and o are the same work: Put of a letter whose ID
+// is stored succeeds only then (a producer that retried its Put), and is
+// refused with ErrConflict otherwise.
+func (l *Letter) same(o *Letter) bool {
+	return l.Queue == o.Queue && l.Key == o.Key && string(l.Payload) == string(o.Payload)
+}
+
+// NewID returns a new random letter ID: 128 bits in hexadecimal.
+func NewID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
+}
+
+// Errors of stores and redrivers. Stores return them wrapped with the
+// letter's ID; errors.Is sees through.
+var (
+	// ErrInvalid: a letter, or a Redriver's setting, is out of range.
+	ErrInvalid = errors.New("deadletter: invalid")
+	// ErrConflict: Put of an ID that is stored with other work (another
+	// queue, key or payload).
+	ErrConflict = errors.New("deadletter: conflict: the ID is stored with other work")
+	// ErrNotFound: no letter has the ID.
+	ErrNotFound = errors.New("deadletter: not found")
+	// ErrLeaseLost: the token no longer holds the letter (its lease ended
+	// and another claim took it, or an operator requeued or deleted it).
+	ErrLeaseLost = errors.New("deadletter: lease lost: the letter is no longer held by this claim")
+	// ErrFull: a bounded store has no room for another letter.
+	ErrFull = errors.New("deadletter: store full")
+)
+
+type invalidError struct{ msg string }
+
+func (e *invalidError) Error() string        { return "deadletter: invalid letter: " + e.msg }
+func (e *invalidError) Is(target error) bool { return target == ErrInvalid }
+
+func invalidf(format string, args ...any) error {
+	return &invalidError{msg: fmt.Sprintf(format, args...)}
+}
+
+// clip shortens s for an error message.
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}
