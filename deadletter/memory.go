@@ -16,14 +16,15 @@ const DefaultMaxLetters = 10000
 // Memory is a Store in the process's memory, for tests and for a single
 // process that may lose its letters when it stops. It holds at most its max
 // letters; Put beyond that returns ErrFull (nothing is evicted: a dead
-// letter is never dropped silently). Claim scans the queue's letters, so it
-// costs time in proportion to them. Safe for concurrent use.
+// letter is never dropped silently). Claim scans the queue's letters, and
+// List and Count every letter, so they cost time in proportion to them. Safe for concurrent use.
 type Memory struct {
 	max int
 
 	mu      sync.Mutex
-	letters map[string]*Letter
-	claims  uint64 // numbers the tokens
+	letters map[string]*Letter            // by ID
+	queues  map[string]map[string]*Letter // by queue, then ID
+	claims  uint64                        // numbers the tokens
 }
 
 // NewMemory returns an empty Memory that holds at most max letters (0:
@@ -35,7 +36,7 @@ func NewMemory(max int) (*Memory, error) {
 	if max == 0 {
 		max = DefaultMaxLetters
 	}
-	return &Memory{max: max, letters: make(map[string]*Letter)}, nil
+	return &Memory{max: max, letters: make(map[string]*Letter), queues: make(map[string]map[string]*Letter)}, nil
 }
 
 // Len returns the number of letters held.
@@ -71,6 +72,12 @@ func (m *Memory) Put(_ context.Context, l Letter) error {
 	c := copyOf(&l)
 	c.Token, c.LeaseEnd = "", time.Time{}
 	m.letters[l.ID] = &c
+	q := m.queues[l.Queue]
+	if q == nil {
+		q = make(map[string]*Letter)
+		m.queues[l.Queue] = q
+	}
+	q[l.ID] = &c
 	return nil
 }
 
@@ -82,8 +89,8 @@ func (m *Memory) Claim(_ context.Context, queue string, now time.Time, max int, 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var due []*Letter
-	for _, l := range m.letters {
-		if l.Queue == queue && claimable(l, now) {
+	for _, l := range m.queues[queue] {
+		if claimable(l, now) {
 			due = append(due, l)
 		}
 	}
@@ -130,10 +137,11 @@ func (m *Memory) held(id, token string) (*Letter, error) {
 func (m *Memory) Done(_ context.Context, id, token string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, err := m.held(id, token); err != nil {
+	l, err := m.held(id, token)
+	if err != nil {
 		return err
 	}
-	delete(m.letters, id)
+	m.remove(l)
 	return nil
 }
 
@@ -204,11 +212,22 @@ func (m *Memory) Requeue(_ context.Context, id string, at time.Time) error {
 func (m *Memory) Delete(_ context.Context, id string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.letters[id]; !ok {
+	l, ok := m.letters[id]
+	if !ok {
 		return fmt.Errorf("%w: delete %q", ErrNotFound, id)
 	}
-	delete(m.letters, id)
+	m.remove(l)
 	return nil
+}
+
+// remove deletes l from both maps.
+func (m *Memory) remove(l *Letter) {
+	delete(m.letters, l.ID)
+	q := m.queues[l.Queue]
+	delete(q, l.ID)
+	if len(q) == 0 {
+		delete(m.queues, l.Queue)
+	}
 }
 
 // Count implements Store.

@@ -1,0 +1,265 @@
+package deadletter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/yaoki-go/yaoki/backoff"
+	"github.com/yaoki-go/yaoki/retry"
+)
+
+// Defaults of a Redriver's Config.
+const (
+	// DefaultBatch is the most letters claimed per pass.
+	DefaultBatch = 10
+	// DefaultLease is how long a claimed letter is held: its handler's
+	// time, after which another redriver may claim it.
+	DefaultLease = time.Minute
+	// DefaultMaxRedrives is how many failed redrives park a letter. With
+	// DefaultBackoff, the fifth comes 38 to 75 minutes after the first.
+	DefaultMaxRedrives = 5
+	// DefaultInterval is how long Run waits between passes that found less
+	// than a full batch.
+	DefaultInterval = 30 * time.Second
+)
+
+// DefaultBackoff returns the wait after the n-th failed redrive when
+// Config.Backoff is zero: exponential ×2 from 5 minutes, capped at 6 hours,
+// with equal jitter (so that a redrive never comes back right away, and a
+// fleet's redrivers spread out): after the first failure 2.5–5 min, then
+// 5–10, 10–20, 20–40.
+func DefaultBackoff() backoff.Schedule {
+	return backoff.Schedule{
+		Kind: backoff.Exponential, Jitter: backoff.Equal,
+		Base: 5 * time.Minute, Multiplier: 2, Cap: 6 * time.Hour,
+	}
+}
+
+// Reasons a Redriver writes in Letter.Reason.
+const (
+	// ReasonRedriveFailed: a redrive failed and another is due.
+	ReasonRedriveFailed = "redrive failed"
+	// ReasonRedrivesExhausted: MaxRedrives redrives failed; parked.
+	ReasonRedrivesExhausted = "redrives exhausted"
+	// ReasonPermanent: the handler's error was permanent (retry.Permanent,
+	// or a *retry.Error with reason PermanentError); parked.
+	ReasonPermanent = "permanent error"
+)
+
+// Handler does a letter's work again, once. Its context says that it must
+// not retry (retry.SingleAttempt: the redriver is the retrying layer, so
+// an httpretry transport or retry.Do inside makes one attempt) and ends
+// with the claim's lease. It returns nil when the work is done; an error
+// made with retry.Permanent parks the letter at once, and one that carries
+// a server hint (retry.After) delays the next redrive to at least the hint.
+type Handler func(ctx context.Context, l Letter) error
+
+// Config configures a Redriver. Store, Queue and Handler are required;
+// every other zero field means its default.
+type Config struct {
+	// Store holds the letters.
+	Store Store
+	// Queue is the queue served.
+	Queue string
+	// Handler redrives one letter.
+	Handler Handler
+	// Batch is the most letters claimed per pass. Zero: DefaultBatch.
+	Batch int
+	// Lease is how long a claimed letter is held, and the handler's
+	// timeout. Zero: DefaultLease.
+	Lease time.Duration
+	// Backoff gives the wait after the n-th failed redrive (n from 1).
+	// Zero: DefaultBackoff.
+	Backoff backoff.Schedule
+	// MaxRedrives is how many failed redrives park a letter. Zero:
+	// DefaultMaxRedrives; retry.Unlimited (-1): never.
+	MaxRedrives int
+	// Interval is Run's wait between passes that found less than a full
+	// batch. Zero: DefaultInterval.
+	Interval time.Duration
+	// OnPass, if set, is called by Run after each pass, with its report
+	// and error (a store that could not be reached, say): Run itself goes
+	// on. It runs on Run's goroutine and must not block.
+	OnPass func(Report, error)
+	// Rand returns draws in [0, 1) for the backoff's jitter. Nil:
+	// math/rand/v2's Float64.
+	Rand func() float64
+}
+
+// Redriver redrives the letters of one queue. Build it with NewRedriver.
+// RedriveAt and Run are safe for concurrent use, and several redrivers may
+// serve one queue of a shared store: claims keep them from handling the same
+// letter at once.
+type Redriver struct {
+	c Config
+}
+
+// NewRedriver checks c and returns a Redriver that applies it. Every
+// refusal names the field, its value and what is accepted.
+func NewRedriver(c Config) (*Redriver, error) {
+	switch {
+	case c.Store == nil:
+		return nil, configf("Store is nil: want the store that holds the letters")
+	case c.Handler == nil:
+		return nil, configf("Handler is nil: want the function that redrives one letter")
+	case c.Queue == "" || len(c.Queue) > MaxIDBytes:
+		return nil, configf("Queue %q: want 1 to %d bytes", clip(c.Queue), MaxIDBytes)
+	case c.Batch < 0:
+		return nil, configf("Batch %d: want ≥ 1, or 0 for %d", c.Batch, DefaultBatch)
+	case c.Lease < 0:
+		return nil, configf("Lease %v: want > 0, or 0 for %v", c.Lease, DefaultLease)
+	case c.MaxRedrives < retry.Unlimited:
+		return nil, configf("MaxRedrives %d: want ≥ 1, 0 for %d, or retry.Unlimited (-1)", c.MaxRedrives, DefaultMaxRedrives)
+	case c.Interval < 0:
+		return nil, configf("Interval %v: want > 0, or 0 for %v", c.Interval, DefaultInterval)
+	}
+	if err := c.Backoff.Validate(); err != nil {
+		return nil, configf("Backoff: %v", err)
+	}
+	if c.Batch == 0 {
+		c.Batch = DefaultBatch
+	}
+	if c.Lease == 0 {
+		c.Lease = DefaultLease
+	}
+	if c.MaxRedrives == 0 {
+		c.MaxRedrives = DefaultMaxRedrives
+	}
+	if c.Interval == 0 {
+		c.Interval = DefaultInterval
+	}
+	if c.Backoff == (backoff.Schedule{}) {
+		c.Backoff = DefaultBackoff()
+	}
+	if c.Rand == nil {
+		c.Rand = rand.Float64
+	}
+	return &Redriver{c: c}, nil
+}
+
+func configf(format string, args ...any) error {
+	return fmt.Errorf("%w: redriver: "+format, append([]any{ErrInvalid}, args...)...)
+}
+
+// Report says what one pass did.
+type Report struct {
+	Claimed int // letters claimed
+	Done    int // redriven and deleted
+	Failed  int // failed, due again later
+	Parked  int // failed and parked (permanent, or MaxRedrives reached)
+	// LeaseLost counts letters whose outcome could not be stored because
+	// the claim had ended (the handler outlived its lease and another
+	// claim took the letter, or an operator requeued or deleted it).
+	LeaseLost int
+}
+
+// RedriveAt makes one pass at now: it claims up to Batch due letters and
+// hands each to the handler, one after the other; a letter whose handler
+// succeeded is deleted, one whose handler failed is stored with its outcome
+// and a later Due (or parked). It stops early, leaving the claims it holds
+// to end with their lease, when ctx ends; the error is then ctx's. A store
+// error ends the pass too, with what was done so far.
+func (r *Redriver) RedriveAt(ctx context.Context, now time.Time) (Report, error) {
+	var rep Report
+	letters, err := r.c.Store.Claim(ctx, r.c.Queue, now, r.c.Batch, r.c.Lease)
+	if err != nil {
+		return rep, fmt.Errorf("deadletter: redrive %q: claim: %w", r.c.Queue, err)
+	}
+	rep.Claimed = len(letters)
+	for _, l := range letters {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		herr := r.handle(ctx, l)
+		if herr != nil && ctx.Err() != nil {
+			// The handler stopped because the caller did: its outcome says
+			// nothing about the work. The claim ends with its lease.
+			return rep, ctx.Err()
+		}
+		if herr == nil {
+			err = r.c.Store.Done(ctx, l.ID, l.Token)
+		} else {
+			l = r.outcome(l, herr, now)
+			err = r.c.Store.Fail(ctx, l)
+		}
+		switch {
+		case errors.Is(err, ErrLeaseLost):
+			rep.LeaseLost++
+		case err != nil:
+			return rep, fmt.Errorf("deadletter: redrive %q: store the outcome of %q: %w", r.c.Queue, l.ID, err)
+		case herr == nil:
+			rep.Done++
+		case l.Parked:
+			rep.Parked++
+		default:
+			rep.Failed++
+		}
+	}
+	return rep, nil
+}
+
+// handle runs the handler on l, bounded by the lease and told not to retry.
+func (r *Redriver) handle(ctx context.Context, l Letter) error {
+	hctx, cancel := context.WithTimeout(retry.SingleAttempt(ctx), r.c.Lease)
+	defer cancel()
+	return r.c.Handler(hctx, l)
+}
+
+// outcome returns l after a redrive at now that failed with err.
+func (r *Redriver) outcome(l Letter, err error, now time.Time) Letter {
+	var ge *retry.Error
+	attempts := 1
+	permanent := retry.IsPermanent(err)
+	if errors.As(err, &ge) {
+		attempts = max(ge.Attempts, 1)
+		permanent = permanent || ge.Reason == retry.PermanentError
+	}
+	l.Attempts += attempts
+	l.Error = cut(err.Error(), MaxErrorBytes)
+	l.Redrives++
+	switch {
+	case permanent:
+		l.Reason, l.Parked = ReasonPermanent, true
+	case r.c.MaxRedrives > 0 && l.Redrives >= r.c.MaxRedrives:
+		l.Reason, l.Parked = ReasonRedrivesExhausted, true
+	default:
+		wait := r.c.Backoff.Delay(l.Redrives, 0, r.c.Rand())
+		if hint, ok := retry.HintOf(err); ok && hint > wait {
+			wait = hint
+		}
+		l.Reason, l.Due = ReasonRedriveFailed, now.Add(wait)
+	}
+	return l
+}
+
+// Run makes a pass (RedriveAt with the clock's time) after another until
+// ctx ends, and returns ctx's error. After a pass that claimed a full
+// batch it goes on at once (a backlog); otherwise it waits Interval. A
+// failed pass (the store unreachable) is reported to OnPass and tried again
+// after Interval.
+func (r *Redriver) Run(ctx context.Context) error {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		rep, err := r.RedriveAt(ctx, time.Now())
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if r.c.OnPass != nil {
+			r.c.OnPass(rep, err)
+		}
+		next := r.c.Interval
+		if err == nil && rep.Claimed == r.c.Batch {
+			next = 0
+		}
+		t.Reset(next)
+	}
+}

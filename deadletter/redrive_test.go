@@ -1,0 +1,354 @@
+package deadletter_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/yaoki-go/yaoki/backoff"
+	"github.com/yaoki-go/yaoki/deadletter"
+	"github.com/yaoki-go/yaoki/retry"
+)
+
+var t0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func newMemory(t *testing.T) *deadletter.Memory {
+	t.Helper()
+	m, err := deadletter.NewMemory(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func put(t *testing.T, s deadletter.Store, id string, due time.Time) {
+	t.Helper()
+	l := deadletter.Letter{ID: id, Queue: "payments", Key: "key-" + id, Payload: []byte(id), Reason: "attempts exhausted", Attempts: 3, Created: t0.Add(-time.Hour), Due: due}
+	if err := s.Put(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func get(t *testing.T, s deadletter.Store, id string) deadletter.Letter {
+	t.Helper()
+	l, err := s.Get(context.Background(), id)
+	if err != nil {
+		t.Fatalf("Get(%q): %v", id, err)
+	}
+	return l
+}
+
+func newRedriver(t *testing.T, c deadletter.Config) *deadletter.Redriver {
+	t.Helper()
+	if c.Queue == "" {
+		c.Queue = "payments"
+	}
+	if c.Rand == nil {
+		c.Rand = func() float64 { return 0.5 }
+	}
+	r, err := deadletter.NewRedriver(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestNewRedriverRefuses(t *testing.T) {
+	m := newMemory(t)
+	h := func(context.Context, deadletter.Letter) error { return nil }
+	for _, tc := range []struct {
+		name string
+		c    deadletter.Config
+		want string
+	}{
+		{"no store", deadletter.Config{Queue: "q", Handler: h}, "Store is nil"},
+		{"no handler", deadletter.Config{Store: m, Queue: "q"}, "Handler is nil"},
+		{"no queue", deadletter.Config{Store: m, Handler: h}, `Queue ""`},
+		{"negative batch", deadletter.Config{Store: m, Queue: "q", Handler: h, Batch: -1}, "Batch -1"},
+		{"negative lease", deadletter.Config{Store: m, Queue: "q", Handler: h, Lease: -time.Second}, "Lease -1s"},
+		{"max redrives -2", deadletter.Config{Store: m, Queue: "q", Handler: h, MaxRedrives: -2}, "MaxRedrives -2"},
+		{"negative interval", deadletter.Config{Store: m, Queue: "q", Handler: h, Interval: -1}, "Interval -1ns"},
+		{"bad backoff", deadletter.Config{Store: m, Queue: "q", Handler: h, Backoff: backoff.Schedule{Multiplier: 0.5}}, "Multiplier"},
+	} {
+		_, err := deadletter.NewRedriver(tc.c)
+		if !errors.Is(err, deadletter.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want ErrInvalid naming %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestRedriveOutcomes(t *testing.T) {
+	ctx := context.Background()
+	m := newMemory(t)
+	for _, id := range []string{"ok", "flaky", "perm", "hinted", "inner"} {
+		put(t, m, id, t0)
+	}
+	innerCalls := 0
+	transient := errors.New("partner: 503")
+	r := newRedriver(t, deadletter.Config{Store: m, Handler: func(ctx context.Context, l deadletter.Letter) error {
+		switch l.ID {
+		case "ok":
+			return nil
+		case "perm":
+			return retry.Permanent(errors.New("partner: 404 no such order"))
+		case "hinted":
+			return retry.After(transient, 3*time.Hour)
+		case "inner":
+			// A retry loop inside the handler makes one attempt: the
+			// redriver is the retrying layer.
+			return retry.Do(ctx, retry.Policy{MaxAttempts: 5}, func(context.Context) error {
+				innerCalls++
+				return transient
+			})
+		}
+		return transient
+	}})
+	rep, err := r.RedriveAt(ctx, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (deadletter.Report{Claimed: 5, Done: 1, Failed: 3, Parked: 1}); rep != want {
+		t.Fatalf("report %+v, want %+v", rep, want)
+	}
+	if _, err := m.Get(ctx, "ok"); !errors.Is(err, deadletter.ErrNotFound) {
+		t.Fatalf("the redriven letter: %v, want deleted", err)
+	}
+	// Equal jitter at a draw of 0.5 after the first failure: 5 min · 3/4.
+	flaky := get(t, m, "flaky")
+	if !flaky.Due.Equal(t0.Add(3*time.Minute+45*time.Second)) || flaky.Redrives != 1 || flaky.Attempts != 4 ||
+		flaky.Reason != deadletter.ReasonRedriveFailed || flaky.Error != "partner: 503" || flaky.Parked || flaky.Token != "" {
+		t.Fatalf("after a failed redrive: %+v", flaky)
+	}
+	if h := get(t, m, "hinted"); !h.Due.Equal(t0.Add(3 * time.Hour)) {
+		t.Fatalf("a 3 h server hint: due %v, want %v", h.Due, t0.Add(3*time.Hour))
+	}
+	if p := get(t, m, "perm"); !p.Parked || p.Reason != deadletter.ReasonPermanent {
+		t.Fatalf("a permanent error: %+v, want parked with reason %q", p, deadletter.ReasonPermanent)
+	}
+	if in := get(t, m, "inner"); innerCalls != 1 || in.Attempts != 4 {
+		t.Fatalf("inner retry loop: %d calls and Attempts %d, want 1 call (one retrying layer) and 3+1", innerCalls, in.Attempts)
+	}
+	if rep, _ := r.RedriveAt(ctx, t0.Add(3*time.Minute)); rep.Claimed != 0 {
+		t.Fatalf("a pass before any letter is due again claimed %d", rep.Claimed)
+	}
+}
+
+func TestRedriveParksAfterMaxRedrives(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		max    int
+		passes int
+		parked bool
+	}{{3, 3, true}, {retry.Unlimited, 12, false}} {
+		m := newMemory(t)
+		put(t, m, "x", t0)
+		r := newRedriver(t, deadletter.Config{Store: m, MaxRedrives: tc.max, Handler: func(context.Context, deadletter.Letter) error {
+			return errors.New("still down")
+		}})
+		now := t0
+		for pass := 1; pass <= tc.passes; pass++ {
+			if rep, err := r.RedriveAt(ctx, now); err != nil || rep.Claimed != 1 {
+				t.Fatalf("MaxRedrives %d, pass %d at %v: %+v %v, want the letter claimed", tc.max, pass, now, rep, err)
+			}
+			now = get(t, m, "x").Due
+		}
+		l := get(t, m, "x")
+		if l.Parked != tc.parked || l.Redrives != tc.passes {
+			t.Fatalf("MaxRedrives %d after %d failed passes: parked %v, redrives %d", tc.max, tc.passes, l.Parked, l.Redrives)
+		}
+		if tc.parked && l.Reason != deadletter.ReasonRedrivesExhausted {
+			t.Fatalf("reason %q, want %q", l.Reason, deadletter.ReasonRedrivesExhausted)
+		}
+		// The cap holds whatever the count: 6 h at most between redrives.
+		if !tc.parked && l.Due.Sub(t0) > 12*6*time.Hour {
+			t.Fatalf("due %v after %d redrives", l.Due.Sub(t0), tc.passes)
+		}
+	}
+}
+
+func TestRedriveBatches(t *testing.T) {
+	ctx := context.Background()
+	m := newMemory(t)
+	for i := range 25 {
+		put(t, m, string(rune('a'+i)), t0)
+	}
+	r := newRedriver(t, deadletter.Config{Store: m, Handler: func(context.Context, deadletter.Letter) error { return nil }})
+	var got []int
+	for range 4 {
+		rep, err := r.RedriveAt(ctx, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, rep.Done)
+	}
+	if want := []int{10, 10, 5, 0}; !equalInts(got, want) {
+		t.Fatalf("done per pass: %v, want %v", got, want)
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestRedriveLeaseLost(t *testing.T) {
+	ctx := context.Background()
+	m := newMemory(t)
+	put(t, m, "x", t0)
+	r := newRedriver(t, deadletter.Config{Store: m, Handler: func(ctx context.Context, l deadletter.Letter) error {
+		// An operator requeues the letter while its redrive runs.
+		if err := m.Requeue(ctx, l.ID, t0); err != nil {
+			t.Error(err)
+		}
+		return errors.New("down")
+	}})
+	rep, err := r.RedriveAt(ctx, t0)
+	if err != nil || rep != (deadletter.Report{Claimed: 1, LeaseLost: 1}) {
+		t.Fatalf("%+v %v, want one letter whose outcome was not stored (lease lost)", rep, err)
+	}
+	if l := get(t, m, "x"); l.Redrives != 0 || !l.Due.Equal(t0) {
+		t.Fatalf("the operator's requeue was overwritten: %+v", l)
+	}
+}
+
+func TestRedriveCallerCancels(t *testing.T) {
+	m := newMemory(t)
+	put(t, m, "a", t0)
+	put(t, m, "b", t0)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	calls := 0
+	r := newRedriver(t, deadletter.Config{Store: m, Handler: func(ctx context.Context, l deadletter.Letter) error {
+		calls++
+		cancel()
+		return ctx.Err()
+	}})
+	rep, err := r.RedriveAt(ctx, t0)
+	if !errors.Is(err, context.Canceled) || calls != 1 || rep.Failed+rep.Done+rep.Parked != 0 {
+		t.Fatalf("%+v, %v, %d calls: want context.Canceled after one call, no outcome stored", rep, err, calls)
+	}
+	// The outcome is unknown: both letters stay as they were, held until
+	// the lease ends, then due again.
+	for _, id := range []string{"a", "b"} {
+		if l := get(t, m, id); l.Redrives != 0 || l.Token == "" {
+			t.Fatalf("%s after the caller cancelled: %+v, want unchanged and still held", id, l)
+		}
+	}
+	r2 := newRedriver(t, deadletter.Config{Store: m, Handler: func(context.Context, deadletter.Letter) error { return nil }})
+	if rep, _ := r2.RedriveAt(context.Background(), t0.Add(deadletter.DefaultLease)); rep.Done != 2 {
+		t.Fatalf("when the lease ended: %+v, want both redriven", rep)
+	}
+}
+
+func TestHandlerBoundByLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemory(t)
+		put(t, m, "x", t0)
+		r := newRedriver(t, deadletter.Config{Store: m, Lease: 10 * time.Second, Handler: func(ctx context.Context, l deadletter.Letter) error {
+			<-ctx.Done() // a partner that never answers
+			return ctx.Err()
+		}})
+		start := time.Now()
+		rep, err := r.RedriveAt(context.Background(), t0)
+		if err != nil || rep.Failed != 1 {
+			t.Fatalf("%+v %v, want one failed redrive", rep, err)
+		}
+		if d := time.Since(start); d != 10*time.Second {
+			t.Fatalf("the handler ran %v, want the lease, 10s", d)
+		}
+		if l := get(t, m, "x"); l.Error != context.DeadlineExceeded.Error() {
+			t.Fatalf("error %q, want %q", l.Error, context.DeadlineExceeded)
+		}
+	})
+}
+
+// flakyStore fails its first Claims, as an unreachable database would.
+type flakyStore struct {
+	deadletter.Store
+	mu    sync.Mutex
+	fails int
+}
+
+func (s *flakyStore) Claim(ctx context.Context, q string, now time.Time, n int, lease time.Duration) ([]deadletter.Letter, error) {
+	s.mu.Lock()
+	fail := s.fails > 0
+	s.fails--
+	s.mu.Unlock()
+	if fail {
+		return nil, errors.New("connection refused")
+	}
+	return s.Store.Claim(ctx, q, now, n, lease)
+}
+
+func TestRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		m := newMemory(t)
+		for i := range 25 {
+			put(t, m, string(rune('a'+i)), start)
+		}
+		s := &flakyStore{Store: m, fails: 1}
+		var (
+			mu      sync.Mutex
+			handled = map[string]time.Duration{}
+			passes  []deadletter.Report
+			errs    int
+		)
+		r := newRedriver(t, deadletter.Config{Store: s, Interval: 30 * time.Second,
+			Handler: func(ctx context.Context, l deadletter.Letter) error {
+				mu.Lock()
+				defer mu.Unlock()
+				handled[l.ID] = time.Since(start)
+				return nil
+			},
+			OnPass: func(rep deadletter.Report, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs++
+				}
+				passes = append(passes, rep)
+			}})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- r.Run(ctx) }()
+		synctest.Wait()
+		mu.Lock()
+		if errs != 1 || len(handled) != 0 {
+			t.Fatalf("at 0s: %d errors, %d handled; want the failed claim reported and nothing handled", errs, len(handled))
+		}
+		mu.Unlock()
+		put(t, m, "late", start.Add(45*time.Second))
+		time.Sleep(30 * time.Second) // virtual time: this runs in a synctest bubble
+		synctest.Wait()
+		mu.Lock()
+		// At 30 s: three passes back to back (10, 10, then 5: not a full
+		// batch, so Run waits).
+		if len(handled) != 25 || len(passes) != 4 || passes[1].Done != 10 || passes[2].Done != 10 || passes[3].Done != 5 {
+			t.Fatalf("at 30s: %d handled, passes %+v", len(handled), passes)
+		}
+		mu.Unlock()
+		time.Sleep(30 * time.Second) // virtual time
+		synctest.Wait()
+		mu.Lock()
+		if d, ok := handled["late"]; !ok || d != 60*time.Second {
+			t.Fatalf("the letter due at 45 s was handled at %v (%v), want 60s: the pass after it was due", d, ok)
+		}
+		mu.Unlock()
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run returned %v, want context.Canceled", err)
+		}
+	})
+}
