@@ -1,0 +1,46 @@
+package httpletter_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"time"
+
+	"github.com/yaoki-go/yaoki/deadletter"
+	"github.com/yaoki-go/yaoki/deadletter/httpletter"
+)
+
+// A POST that ran out of retries is kept as a letter, without its
+// credentials, and sent again by a redriver with the same Idempotency-Key.
+func Example() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Println("server:", r.Method, r.URL.Path, "key", r.Header.Get("Idempotency-Key"), "auth", r.Header.Get("Authorization") != "")
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	store, _ := deadletter.NewMemory(0)
+
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/charges", strings.NewReader(`{"amount":1000}`))
+	req.Header.Set("Idempotency-Key", "order-42")
+	req.Header.Set("Authorization", "Bearer short-lived")
+	l, _ := httpletter.Letter("payments", req)
+	fmt.Println("kept credentials:", strings.Contains(string(l.Payload), "short-lived"))
+	l, _ = deadletter.Capture(ctx, store, l, errors.New("partner: 503"), time.Now())
+
+	r, _ := deadletter.NewRedriver(deadletter.Config{Store: store, Queue: "payments",
+		Handler: httpletter.Handler(srv.Client(), func(req *http.Request) error {
+			req.Header.Set("Authorization", "Bearer fresh")
+			return nil
+		})})
+	rep, _ := r.RedriveAt(ctx, time.Now())
+	fmt.Println("redriven:", rep.Done)
+	srv.Client().CloseIdleConnections()
+	// Output:
+	// kept credentials: false
+	// server: POST /charges key order-42 auth true
+	// redriven: 1
+}

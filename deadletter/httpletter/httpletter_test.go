@@ -1,0 +1,263 @@
+package httpletter_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/yaoki-go/yaoki/deadletter"
+	"github.com/yaoki-go/yaoki/deadletter/httpletter"
+	"github.com/yaoki-go/yaoki/idempotency"
+)
+
+func newPost(t *testing.T, url, body string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", "order-42")
+	req.Header.Set("Authorization", "Bearer secret")
+	req.Header.Set("Cookie", "session=secret")
+	req.Header.Add("X-Trace", "a")
+	req.Header.Add("X-Trace", "b")
+	return req
+}
+
+func TestEncodeDecode(t *testing.T) {
+	req := newPost(t, "https://partner.example/v1/charges?x=1", `{"amount":1000}`)
+	p, err := httpletter.Encode(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(p, []byte("secret")) {
+		t.Fatalf("the payload keeps credentials: %s", p)
+	}
+	if b, _ := io.ReadAll(req.Body); string(b) != `{"amount":1000}` {
+		t.Fatalf("Encode read the request's own body: %q left", b)
+	}
+	r, err := httpletter.Decode(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := httpletter.Request{Method: "POST", URL: "https://partner.example/v1/charges?x=1",
+		Header: http.Header{"Content-Type": {"application/json"}, "Idempotency-Key": {"order-42"}, "X-Trace": {"a", "b"}},
+		Body:   []byte(`{"amount":1000}`)}
+	if !reflect.DeepEqual(r, want) {
+		t.Fatalf("Decode(Encode):\n got %+v\nwant %+v", r, want)
+	}
+	out, err := r.New(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.GetBody == nil || out.ContentLength != int64(len(want.Body)) || out.Header.Get("X-Trace") != "a" {
+		t.Fatalf("New: %+v", out)
+	}
+	l, err := httpletter.Letter("payments", req)
+	if err != nil || l.Key != "order-42" || l.Queue != "payments" || !bytes.Equal(l.Payload, p) {
+		t.Fatalf("Letter: %+v %v", l, err)
+	}
+}
+
+func TestEncodeRefuses(t *testing.T) {
+	rel := &http.Request{Method: "GET", URL: mustURL(t, "/x"), Header: http.Header{}}
+	if _, err := httpletter.Encode(rel); err == nil || !strings.Contains(err.Error(), "not absolute") {
+		t.Errorf("relative URL: %v", err)
+	}
+	noGet := newPost(t, "http://h/x", "body")
+	noGet.GetBody = nil
+	if _, err := httpletter.Encode(noGet); err == nil || !strings.Contains(err.Error(), "GetBody") {
+		t.Errorf("body without GetBody: %v", err)
+	}
+	big := newPost(t, "http://h/x", strings.Repeat("x", deadletter.MaxPayloadBytes))
+	if _, err := httpletter.Encode(big); err == nil || !strings.Contains(err.Error(), "too large") {
+		t.Errorf("1 MiB body: %v", err)
+	}
+}
+
+func mustURL(t *testing.T, s string) *url.URL {
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func TestDecodeRefuses(t *testing.T) {
+	for name, p := range map[string]string{
+		"not JSON":      `POST /x HTTP/1.1`,
+		"unknown field": `{"method":"GET","url":"http://h/","extra":1}`,
+		"bad method":    `{"method":"GE T","url":"http://h/"}`,
+		"no method":     `{"url":"http://h/"}`,
+		"ftp URL":       `{"method":"GET","url":"ftp://h/"}`,
+		"relative URL":  `{"method":"GET","url":"/x"}`,
+		"header CRLF":   `{"method":"GET","url":"http://h/","header":{"X":["a\r\nB: c"]}}`,
+		"header name":   `{"method":"GET","url":"http://h/","header":{"X Y":["a"]}}`,
+		"trailing data": `{"method":"GET","url":"http://h/"} {}`,
+		"bad base64":    `{"method":"GET","url":"http://h/","body":"!!"}`,
+	} {
+		if _, err := httpletter.Decode([]byte(p)); err == nil || !strings.HasPrefix(err.Error(), "httpletter: decode: ") {
+			t.Errorf("%s: %v, want an httpletter: decode: error", name, err)
+		}
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte(`{"method":"POST","url":"https://h/x?y=1","header":{"Idempotency-Key":["k"]},"body":"e30="}`))
+	f.Add([]byte(`{"method":"GET","url":"http://h/"}`))
+	f.Add([]byte(`{"method":"GET","url":"http://h/","header":{"X":["a\nb"]}}`))
+	f.Fuzz(func(t *testing.T, p []byte) {
+		r, err := httpletter.Decode(p)
+		if err != nil {
+			return
+		}
+		// Whatever Decode accepts can be sent, and encodes back to itself.
+		req, err := r.New(context.Background())
+		if err != nil {
+			t.Fatalf("Decode accepted %q, New refused it: %v", p, err)
+		}
+		p2, err := httpletter.Encode(req)
+		if err != nil {
+			t.Fatalf("Encode of a decoded request: %v", err)
+		}
+		r2, err := httpletter.Decode(p2)
+		if err != nil {
+			t.Fatalf("Decode of Encode's payload %q: %v", p2, err)
+		}
+		if r2.Method != r.Method || !bytes.Equal(r2.Body, r.Body) {
+			t.Fatalf("round trip changed the request: %+v → %+v", r, r2)
+		}
+	})
+}
+
+// partner is a real server on loopback behind the idempotency middleware:
+// it answers 503 with Retry-After while down, and executes each charge once.
+type partner struct {
+	mu         sync.Mutex
+	down       bool
+	executions int
+	sawAuth    string
+	srv        *httptest.Server
+}
+
+func newPartner(t *testing.T) *partner {
+	p := &partner{down: true}
+	mw, err := idempotency.New(idempotency.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.srv = httptest.NewServer(mw.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.sawAuth = r.Header.Get("Authorization")
+		if r.URL.Path == "/missing" {
+			http.NotFound(w, r)
+			return
+		}
+		if p.down {
+			w.Header().Set("Retry-After", "600")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		p.executions++
+		w.WriteHeader(http.StatusCreated)
+		io.WriteString(w, `{"id":"ch_1"}`)
+	})))
+	t.Cleanup(func() {
+		p.srv.Client().CloseIdleConnections()
+		p.srv.Close()
+	})
+	return p
+}
+
+func TestRedriveAgainstIdempotentServer(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Now().Truncate(time.Second)
+	p := newPartner(t)
+	store, _ := deadletter.NewMemory(0)
+
+	// The charge ran out of retries while the partner was down.
+	req := newPost(t, p.srv.URL+"/charges", `{"amount":1000}`)
+	l, err := httpletter.Letter("payments", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.ID = "order-42"
+	if _, err := deadletter.Capture(ctx, store, l, errors.New("partner: 503"), t0); err != nil {
+		t.Fatal(err)
+	}
+	r, err := deadletter.NewRedriver(deadletter.Config{Store: store, Queue: "payments", Rand: func() float64 { return 0 },
+		Handler: httpletter.Handler(p.srv.Client(), func(req *http.Request) error {
+			req.Header.Set("Authorization", "Bearer fresh")
+			return nil
+		})})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Still down: the server's 10 min beat the backoff's 2.5 min.
+	if rep, err := r.RedriveAt(ctx, t0); err != nil || rep.Failed != 1 {
+		t.Fatalf("redrive while down: %+v %v", rep, err)
+	}
+	got, _ := store.Get(ctx, "order-42")
+	if !got.Due.Equal(t0.Add(10*time.Minute)) || !strings.Contains(got.Error, "503") {
+		t.Fatalf("after a 503 with Retry-After 600: due in %v, error %q", got.Due.Sub(t0), got.Error)
+	}
+	if p.sawAuth != "Bearer fresh" {
+		t.Fatalf("the redrive sent Authorization %q, want the fresh one from prepare", p.sawAuth)
+	}
+
+	// Back up: the charge is executed, the letter deleted.
+	p.mu.Lock()
+	p.down = false
+	p.mu.Unlock()
+	if rep, err := r.RedriveAt(ctx, t0.Add(10*time.Minute)); err != nil || rep.Done != 1 {
+		t.Fatalf("redrive when up: %+v %v", rep, err)
+	}
+	// The same letter redriven again (a duplicate capture): the server
+	// replays the stored response, and the charge is not made twice.
+	if _, err := deadletter.Capture(ctx, store, l, errors.New("partner: timeout"), t0); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := r.RedriveAt(ctx, t0.Add(11*time.Minute)); err != nil || rep.Done != 1 {
+		t.Fatalf("second redrive: %+v %v", rep, err)
+	}
+	if p.executions != 1 {
+		t.Fatalf("the charge was executed %d times, want once", p.executions)
+	}
+}
+
+func TestRedriveParksClientErrors(t *testing.T) {
+	ctx := context.Background()
+	p := newPartner(t)
+	store, _ := deadletter.NewMemory(0)
+	l, _ := httpletter.Letter("q", newPost(t, p.srv.URL+"/missing", "{}"))
+	l, _ = deadletter.Capture(ctx, store, l, errors.New("x"), time.Now())
+	bad := deadletter.Letter{ID: "garbled", Queue: "q", Payload: []byte("not a request"), Created: time.Now(), Due: time.Now()}
+	if err := store.Put(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := deadletter.NewRedriver(deadletter.Config{Store: store, Queue: "q", Handler: httpletter.Handler(p.srv.Client(), nil)})
+	rep, err := r.RedriveAt(ctx, time.Now())
+	if err != nil || rep.Parked != 2 {
+		t.Fatalf("%+v %v, want both parked (404, and a payload that is not a request)", rep, err)
+	}
+	got, _ := store.Get(ctx, l.ID)
+	if got.Reason != deadletter.ReasonPermanent || !strings.Contains(got.Error, "404") {
+		t.Fatalf("after a 404: %+v", got)
+	}
+	g, _ := store.Get(ctx, "garbled")
+	if !strings.Contains(g.Error, "not a request document") {
+		t.Fatalf("garbled payload: error %q", g.Error)
+	}
+}
