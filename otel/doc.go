@@ -31,6 +31,7 @@
 //	yaoki.budget.level           yaoki_budget_level                     gauge                    N
 //	yaoki.idempotency.replays    yaoki_idempotency_replays_total        counter    {request}     C N M S
 //	yaoki.idempotency.conflicts  yaoki_idempotency_conflicts_total      counter    {request}     C N M S R
+//	yaoki.deadletter.letters     yaoki_deadletter_letters               gauge      {letter}      N D
 //
 // Attributes (the letters above; Prometheus label names replace the dots
 // with underscores). An attribute is present only when the event has it:
@@ -53,6 +54,7 @@
 //	                              timeout, cancelled, connection_refused, connection_reset, eof, the
 //	                              error's Go type, or _OTHER (see event.Event.ErrorType)
 //	F  retry.state.from, retry.state.to   closed, half_open, open
+//	D  retry.deadletter.state     waiting, due, held, parked (N is the queue)
 //
 // The breaker state gauge is 0 closed, 1 half-open, 2 open; breakers are
 // read when registered with TrackBreaker, and otherwise learned from their
@@ -61,7 +63,8 @@
 // still granted (share-of-traffic budget) or tokens (token bucket).
 // TrackTransport reads the guards an httpretry.Transport keeps per
 // destination host (its default share-of-traffic budget, and breakers if
-// it makes them), named by the host.
+// it makes them), named by the host. TrackDeadLetters counts a dead-letter
+// queue's letters by state at each collection (deadletter.Store.Count).
 //
 // A breaker that has the Observer reports its refusals itself
 // (retry.component "breaker"), and so does the retry loop that asked it

@@ -68,7 +68,8 @@ type Observer struct {
 	waits       metric.Float64Histogram
 	durations   metric.Float64Histogram
 
-	gauges gauges
+	gauges      gauges
+	deadLetters deadLetters
 
 	mu   sync.RWMutex
 	sets map[setKey]*measure
@@ -104,7 +105,7 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	o.transitions = counter(MetricBreakerTransitions, "{transition}", "Circuit breaker state changes, by breaker and states.")
 	o.waits = histogram(MetricRetryWait, "Waits before retries, by source: the backoff schedule or the server's hint.", waitBuckets)
 	o.durations = histogram(MetricAttemptDuration, "Durations of attempts, by outcome, status and destination.", durationBuckets)
-	errs = append(errs, o.gauges.register(m))
+	errs = append(errs, o.gauges.register(m), o.deadLetters.register(m))
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("otel: New: creating instruments: %w", err)
 	}

@@ -18,6 +18,7 @@ import (
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
+	"github.com/yaoki-go/yaoki/deadletter"
 	"github.com/yaoki-go/yaoki/event"
 	yotel "github.com/yaoki-go/yaoki/otel"
 )
@@ -62,6 +63,9 @@ func everyEvent(o *yotel.Observer) {
 		o.Observe(ctx, e)
 	}
 	o.TrackBudget("127.0.0.1:8080", func() float64 { return 0.5 })
+	dl, _ := deadletter.NewMemory(0)
+	_ = dl.Put(ctx, deadletter.Letter{ID: "1", Queue: "payments", Created: time.Now(), Parked: true})
+	o.TrackDeadLetters("payments", dl)
 }
 
 // scrape serves reg over HTTP on loopback, as an application would with
@@ -148,6 +152,7 @@ func TestPrometheusNames(t *testing.T) {
 		yotel.MetricBudgetLevel:        "yaoki_budget_level",
 		yotel.MetricReplays:            "yaoki_idempotency_replays_total",
 		yotel.MetricConflicts:          "yaoki_idempotency_conflicts_total",
+		yotel.MetricDeadLetters:        "yaoki_deadletter_letters",
 	}
 	for otelName, promName := range doc {
 		if !x[promName]["retry_component"] && !x[promName]["retry_name"] && !x[promName+"_count"]["retry_component"] {

@@ -1,0 +1,107 @@
+package otel
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/yaoki-go/yaoki/deadletter"
+	"github.com/yaoki-go/yaoki/event"
+)
+
+// MetricDeadLetters is the gauge of dead letters per queue and state.
+const MetricDeadLetters = "yaoki.deadletter.letters"
+
+// AttrDeadLetterState is the state attribute of MetricDeadLetters:
+// "waiting", "due", "held" or "parked" (deadletter.Counts).
+const AttrDeadLetterState = "retry.deadletter.state"
+
+// CountTimeout bounds each store's Count at a collection, so that a slow
+// or unreachable store delays a scrape by no more than this.
+const CountTimeout = 2 * time.Second
+
+// deadLetters is the dead-letter gauge and the queues it reads.
+type deadLetters struct {
+	gauge metric.Int64ObservableGauge
+
+	mu     sync.Mutex
+	queues map[string]*trackedQueue
+}
+
+type trackedQueue struct {
+	store deadletter.Store
+	opts  [4][]metric.ObserveOption // waiting, due, held, parked
+}
+
+func (d *deadLetters) register(m metric.Meter) error {
+	d.queues = make(map[string]*trackedQueue)
+	var err error
+	d.gauge, err = m.Int64ObservableGauge(MetricDeadLetters, metric.WithUnit("{letter}"),
+		metric.WithDescription("Dead letters, by queue and state: waiting (not due yet), due, held by a redrive, parked (waiting for an operator)."))
+	if err != nil {
+		return err
+	}
+	_, err = m.RegisterCallback(d.observe, d.gauge)
+	return err
+}
+
+// observe counts every tracked queue, each bounded by CountTimeout, outside
+// the lock. A store that fails leaves its queue out of this collection and
+// its error in the SDK's error handler.
+func (d *deadLetters) observe(ctx context.Context, o metric.Observer) error {
+	d.mu.Lock()
+	type read struct {
+		queue string
+		t     *trackedQueue
+	}
+	reads := make([]read, 0, len(d.queues))
+	for q, t := range d.queues {
+		reads = append(reads, read{q, t})
+	}
+	d.mu.Unlock()
+	var errs []error
+	now := time.Now()
+	for _, r := range reads {
+		cctx, cancel := context.WithTimeout(ctx, CountTimeout)
+		c, err := r.t.store.Count(cctx, r.queue, now)
+		cancel()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for i, n := range [4]int{c.Waiting, c.Due, c.Held, c.Parked} {
+			o.ObserveInt64(d.gauge, int64(n), r.t.opts[i]...)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// TrackDeadLetters reports the letters of queue in s on the
+// yaoki.deadletter.letters gauge, one series per state (retry.name = the
+// queue, retry.deadletter.state = waiting, due, held or parked): at each
+// collection it calls s.Count (one query for a database store), bounded by
+// CountTimeout. Alert on parked > 0: that work waits for an operator.
+// Tracking a queue again replaces the earlier store. The returned function
+// stops tracking.
+func (o *Observer) TrackDeadLetters(queue string, s deadletter.Store) (untrack func()) {
+	t := &trackedQueue{store: s}
+	for i, state := range [4]string{"waiting", "due", "held", "parked"} {
+		t.opts[i] = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(
+			attribute.String(event.AttrName, queue), attribute.String(AttrDeadLetterState, state)))}
+	}
+	d := &o.deadLetters
+	d.mu.Lock()
+	d.queues[queue] = t
+	d.mu.Unlock()
+	return func() {
+		d.mu.Lock()
+		if d.queues[queue] == t {
+			delete(d.queues, queue)
+		}
+		d.mu.Unlock()
+	}
+}
