@@ -234,13 +234,17 @@ func Handler(client *http.Client, prepare func(*http.Request) error) deadletter.
 	}
 }
 
-// StatusError is a redrive's response that did not complete the work.
+// StatusError is a redrive's response that did not complete the work
+// (status 400 or above). Handler returns it marked with retry.Permanent, or
+// with the server's hint (retry.After), as the status asks.
 type StatusError struct {
-	Method, URL string
-	Code        int
-	Status      string
+	Method, URL string // the request, its URL without a password
+	Code        int    // the status code
+	Status      string // the status line, e.g. "503 Service Unavailable"
 }
 
+// Error says which request got which status, e.g. "httpletter: POST
+// https://partner.example/charges: 503 Service Unavailable".
 func (e *StatusError) Error() string {
 	return fmt.Sprintf("httpletter: %s %s: %s", e.Method, e.URL, e.Status)
 }
