@@ -13,6 +13,7 @@ import (
 // single *pgx.Conn is not.
 type DB interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 	Begin(ctx context.Context) (pgx.Tx, error)
 }
@@ -42,6 +43,28 @@ CREATE TABLE yaoki_idempotency (
 );
 CREATE INDEX yaoki_idempotency_expires_at ON yaoki_idempotency (expires_at);
 `},
+	// IDs compare bytewise (COLLATE "C"), as Go compares strings: List's
+	// pages come in the order deadletter.Memory's do. The partial index
+	// serves Claim: a queue's unparked letters, earliest due first.
+	{"0002_dead_letters", `
+CREATE TABLE yaoki_dead_letters (
+	id         text COLLATE "C" PRIMARY KEY,
+	queue      text COLLATE "C" NOT NULL,
+	key        text        NOT NULL,
+	payload    bytea,                 -- NULL for a nil payload, so that Get gives back nil
+	reason     text        NOT NULL,
+	error      text        NOT NULL,
+	attempts   integer     NOT NULL CHECK (attempts >= 0),
+	redrives   integer     NOT NULL CHECK (redrives >= 0),
+	created_at timestamptz NOT NULL,
+	due_at     timestamptz NOT NULL,
+	parked     boolean     NOT NULL,
+	token      text,                  -- the claim that holds the letter, if any
+	lease_end  timestamptz,           -- when that claim ends
+	CHECK ((token IS NULL) = (lease_end IS NULL))
+);
+CREATE INDEX yaoki_dead_letters_claim ON yaoki_dead_letters (queue, due_at, id) WHERE NOT parked;
+`},
 }
 
 // migrationLock is the advisory lock that serialises concurrent Migrate
@@ -53,7 +76,12 @@ const migrationLock = 0x79616f6b69 // "yaoki"
 // recorded. It is safe to call at every start, from several processes at
 // once (an advisory lock serialises them). The tables go to the first
 // schema of the connection's search_path.
-func Migrate(ctx context.Context, db DB) (err error) {
+func Migrate(ctx context.Context, db DB) error {
+	return migrate(ctx, db, migrations[:])
+}
+
+// migrate applies the migrations of ms not yet applied.
+func migrate(ctx context.Context, db DB, ms []migration) (err error) {
 	tx, err := db.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("postgres: migrate: begin: %w", err)
@@ -72,7 +100,7 @@ func Migrate(ctx context.Context, db DB) (err error) {
 )`); err != nil {
 		return fmt.Errorf("postgres: migrate: create %s: %w", MigrationsTable, err)
 	}
-	for _, m := range migrations {
+	for _, m := range ms {
 		var done bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+MigrationsTable+` WHERE name = $1)`, m.name).Scan(&done); err != nil {
 			return fmt.Errorf("postgres: migrate: %s: %w", m.name, err)

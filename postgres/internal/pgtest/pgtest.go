@@ -74,47 +74,77 @@ func version(binDir string) int {
 // ends.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
+	if BinDir() == "" {
+		tb.Skip(NotInstalled)
+	}
+	s, err := Open()
+	if err != nil {
+		tb.Fatalf("pgtest: %v", err)
+	}
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// NotInstalled is the message of a test skipped because PostgreSQL is not
+// installed.
+const NotInstalled = "pgtest: PostgreSQL is not installed (apt-get install postgresql); skipping the PostgreSQL integration test"
+
+// Open creates a cluster and starts its server, for code that has no
+// testing.TB (an Example, through TestMain). The caller must Close it. It
+// fails when PostgreSQL is not installed (BinDir returns "").
+func Open() (*Server, error) {
 	bin := BinDir()
 	if bin == "" {
-		tb.Skip("pgtest: PostgreSQL is not installed (apt-get install postgresql); skipping the PostgreSQL integration test")
+		return nil, fmt.Errorf("PostgreSQL is not installed (apt-get install postgresql)")
 	}
 	s := &Server{bin: bin}
 	var err error
 	if s.cred, err = credential(); err != nil {
-		tb.Fatalf("pgtest: %v", err)
+		return nil, err
 	}
-	s.dir, err = os.MkdirTemp("", "yaoki-pgtest-")
-	if err != nil {
-		tb.Fatal(err)
+	if s.dir, err = os.MkdirTemp("", "yaoki-pgtest-"); err != nil {
+		return nil, err
 	}
-	tb.Cleanup(func() { _ = os.RemoveAll(s.dir) })
+	if err := s.open(); err != nil {
+		_ = os.RemoveAll(s.dir)
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) open() error {
 	if s.cred != nil {
 		if err := os.Chown(s.dir, int(s.cred.Uid), int(s.cred.Gid)); err != nil {
-			tb.Fatal(err)
+			return err
 		}
 	}
-	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", filepath.Join(s.dir, "data"), "-U", "postgres",
+	initdb := exec.Command(filepath.Join(s.bin, "initdb"), "-D", filepath.Join(s.dir, "data"), "-U", "postgres",
 		"--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync")
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
 	initdb.Dir = s.dir
 	if out, err := initdb.CombinedOutput(); err != nil {
-		tb.Fatalf("pgtest: initdb: %v\n%s", err, out)
+		return fmt.Errorf("initdb: %v\n%s", err, out)
 	}
-	var lastErr error
+	var err error
 	for range 5 { // a free port may be taken between choosing and binding it
 		if s.Port, err = freePort(); err != nil {
-			tb.Fatal(err)
+			return err
 		}
-		if lastErr = s.start(); lastErr == nil {
+		if err = s.start(); err == nil {
 			break
 		}
 	}
-	if lastErr != nil {
-		tb.Fatalf("pgtest: %v", lastErr)
+	if err != nil {
+		return err
 	}
 	s.DSN = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.Port)
-	tb.Cleanup(s.stop)
-	return s
+	return nil
+}
+
+// Close stops the server (fast shutdown) and removes its directory.
+func (s *Server) Close() {
+	s.stop()
+	_ = os.RemoveAll(s.dir)
 }
 
 // credential returns whom to run the server as: nil when the test does not

@@ -1,0 +1,352 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/yaoki-go/yaoki/deadletter"
+)
+
+// DeadLettersTable is the table of DeadLetters' letters, created by Migrate.
+const DeadLettersTable = "yaoki_dead_letters"
+
+// DeadLetters is a deadletter.Store in PostgreSQL: letters survive restarts,
+// and every process of a fleet that uses the same database shares them, each
+// claim held by one redriver at a time.
+//
+// Each letter is a row. Every method is one statement, atomic in the
+// database. Claim is an UPDATE of the rows picked by a
+// SELECT ... FOR UPDATE SKIP LOCKED: concurrent claimers, in one process or
+// many, skip the rows another is taking instead of waiting for it, and never
+// take the same letter while its lease runs. Each claimed letter gets a new
+// token, 32 hexadecimal digits from the server's gen_random_uuid (122
+// random bits); Done and Fail change the row only while it carries their
+// token. Decisions compare the times stored with the now the caller passes
+// (so the fleet's clocks should agree to well within a lease).
+//
+// It behaves as deadletter.Memory does (without a bound: ErrFull never
+// happens), with three differences that the column types impose:
+//   - Times are stored to the microsecond: Created, Due and LeaseEnd come
+//     back truncated to it, in UTC, and the now passed to Claim and Count is
+//     truncated too.
+//   - ID, Queue and Key must be valid UTF-8 without NUL bytes (text
+//     columns): Put refuses others with deadletter.ErrInvalid, and List
+//     refuses such an after. Looking up such an ID finds nothing.
+//   - Reason and Error are stored with invalid UTF-8 and NUL bytes replaced
+//     by U+FFFD (then cut to deadletter.MaxErrorBytes): they are messages,
+//     and a letter is never refused for its message.
+//
+// Claim reads a partial index on (queue, due_at, id) of the unparked rows;
+// List reads the primary key in ID order. PostgreSQL 13 or later is needed
+// (gen_random_uuid). It is safe for concurrent use when db is (a
+// *pgxpool.Pool is).
+type DeadLetters struct {
+	db DB
+}
+
+// NewDeadLetters returns a store over db. The table must exist: call
+// Migrate first.
+func NewDeadLetters(db DB) *DeadLetters {
+	return &DeadLetters{db: db}
+}
+
+// letterColumns are the columns scanned into a Letter by scanLetter, in its
+// order.
+const letterColumns = `id, queue, key, payload, reason, error, attempts, redrives, created_at, due_at, parked, token, lease_end`
+
+const putSQL = `INSERT INTO yaoki_dead_letters (` + letterColumns + `)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, NULL, NULL)
+ON CONFLICT (id) DO NOTHING`
+
+// Put implements deadletter.Store. A new letter costs one statement; an ID
+// already stored, a second one that compares the stored work with l's.
+func (s *DeadLetters) Put(ctx context.Context, l deadletter.Letter) error {
+	if err := l.Validate(); err != nil {
+		return err
+	}
+	if err := storable(&l); err != nil {
+		return err
+	}
+	for range 10 {
+		tag, err := s.db.Exec(ctx, putSQL, l.ID, l.Queue, l.Key, l.Payload, message(l.Reason), message(l.Error),
+			l.Attempts, l.Redrives, l.Created, l.Due, l.Parked)
+		if err != nil {
+			return fmt.Errorf("postgres: dead letter put %q: %w", l.ID, err)
+		}
+		if tag.RowsAffected() == 1 {
+			return nil
+		}
+		// The ID is taken: a producer that retried its Put, or other work.
+		var same bool
+		// A nil and an empty payload are the same work, as in Memory.
+		payload := l.Payload
+		if payload == nil {
+			payload = []byte{}
+		}
+		err = s.db.QueryRow(ctx, `SELECT queue = $2 AND key = $3 AND coalesce(payload, '') = $4 FROM yaoki_dead_letters WHERE id = $1`,
+			l.ID, l.Queue, l.Key, payload).Scan(&same)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			continue // deleted meanwhile: insert again
+		case err != nil:
+			return fmt.Errorf("postgres: dead letter put %q: %w", l.ID, err)
+		case !same:
+			return fmt.Errorf("%w: put %q", deadletter.ErrConflict, l.ID)
+		}
+		return nil
+	}
+	return fmt.Errorf("postgres: dead letter put %q: the letter was deleted and put again under 10 tries in a row", l.ID)
+}
+
+// claimSQL takes up to $3 claimable letters of queue $1 at $2 and holds
+// them until $4. FOR UPDATE SKIP LOCKED passes over the rows that another
+// transaction is claiming (or otherwise changing) instead of waiting: two
+// claimers never take one row, and neither blocks the other.
+const claimSQL = `UPDATE yaoki_dead_letters
+SET token = replace(gen_random_uuid()::text, '-', ''), lease_end = $4
+WHERE id IN (
+	SELECT id FROM yaoki_dead_letters
+	WHERE queue = $1 AND NOT parked AND due_at <= $2 AND (token IS NULL OR lease_end <= $2)
+	ORDER BY due_at, id
+	LIMIT $3
+	FOR UPDATE SKIP LOCKED)
+RETURNING ` + letterColumns
+
+// Claim implements deadletter.Store.
+func (s *DeadLetters) Claim(ctx context.Context, queue string, now time.Time, max int, lease time.Duration) ([]deadletter.Letter, error) {
+	if max < 1 {
+		return nil, fmt.Errorf("%w: claim of %d letters: want ≥ 1", deadletter.ErrInvalid, max)
+	}
+	if lease <= 0 {
+		return nil, fmt.Errorf("%w: claim with lease %v: want > 0", deadletter.ErrInvalid, lease)
+	}
+	if !storableText(queue) {
+		return nil, nil // no letter has such a queue
+	}
+	out, err := s.query(ctx, claimSQL, queue, now, max, now.Add(lease))
+	if err != nil {
+		return nil, fmt.Errorf("postgres: dead letter claim in queue %q: %w", queue, err)
+	}
+	// RETURNING follows no ORDER BY.
+	slices.SortFunc(out, func(a, b deadletter.Letter) int {
+		return cmp.Or(a.Due.Compare(b.Due), cmp.Compare(a.ID, b.ID))
+	})
+	return out, nil
+}
+
+// Done implements deadletter.Store.
+func (s *DeadLetters) Done(ctx context.Context, id, token string) error {
+	if !storableText(id) || !storableText(token) {
+		return fmt.Errorf("%w: %q", deadletter.ErrLeaseLost, id)
+	}
+	tag, err := s.db.Exec(ctx, `DELETE FROM yaoki_dead_letters WHERE id = $1 AND token = $2`, id, token)
+	switch {
+	case err != nil:
+		return fmt.Errorf("postgres: dead letter done %q: %w", id, err)
+	case tag.RowsAffected() == 0:
+		return fmt.Errorf("%w: %q", deadletter.ErrLeaseLost, id)
+	}
+	return nil
+}
+
+// Fail implements deadletter.Store.
+func (s *DeadLetters) Fail(ctx context.Context, l deadletter.Letter) error {
+	if err := l.ValidateOutcome(); err != nil {
+		return err
+	}
+	if !storableText(l.ID) || !storableText(l.Token) {
+		return fmt.Errorf("%w: %q", deadletter.ErrLeaseLost, l.ID)
+	}
+	tag, err := s.db.Exec(ctx, `UPDATE yaoki_dead_letters
+SET reason = $3, error = $4, attempts = $5, redrives = $6, due_at = $7, parked = $8, token = NULL, lease_end = NULL
+WHERE id = $1 AND token = $2`, l.ID, l.Token, message(l.Reason), message(l.Error), l.Attempts, l.Redrives, l.Due, l.Parked)
+	switch {
+	case err != nil:
+		return fmt.Errorf("postgres: dead letter fail %q: %w", l.ID, err)
+	case tag.RowsAffected() == 0:
+		return fmt.Errorf("%w: %q", deadletter.ErrLeaseLost, l.ID)
+	}
+	return nil
+}
+
+// Get implements deadletter.Store.
+func (s *DeadLetters) Get(ctx context.Context, id string) (deadletter.Letter, error) {
+	if !storableText(id) {
+		return deadletter.Letter{}, fmt.Errorf("%w: %q", deadletter.ErrNotFound, id)
+	}
+	var l deadletter.Letter
+	err := scanLetter(s.db.QueryRow(ctx, `SELECT `+letterColumns+` FROM yaoki_dead_letters WHERE id = $1`, id), &l)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return deadletter.Letter{}, fmt.Errorf("%w: %q", deadletter.ErrNotFound, id)
+	case err != nil:
+		return deadletter.Letter{}, fmt.Errorf("postgres: dead letter get %q: %w", id, err)
+	}
+	return l, nil
+}
+
+// List implements deadletter.Store. It refuses with deadletter.ErrInvalid
+// an after that is not valid UTF-8 without NUL bytes (no ID is; pass the
+// last ID of the previous page).
+func (s *DeadLetters) List(ctx context.Context, queue, after string, max int) ([]deadletter.Letter, error) {
+	if max < 1 {
+		return nil, fmt.Errorf("%w: list of %d letters: want ≥ 1", deadletter.ErrInvalid, max)
+	}
+	if !storableText(after) {
+		return nil, fmt.Errorf("%w: list after %q: want valid UTF-8 without NUL bytes, as every stored ID is (the last ID of the previous page)", deadletter.ErrInvalid, after)
+	}
+	var (
+		out []deadletter.Letter
+		err error
+	)
+	switch {
+	case queue == "":
+		out, err = s.query(ctx, `SELECT `+letterColumns+` FROM yaoki_dead_letters
+WHERE id > $1 ORDER BY id LIMIT $2`, after, max)
+	case !storableText(queue):
+		return nil, nil // no letter has such a queue
+	default:
+		out, err = s.query(ctx, `SELECT `+letterColumns+` FROM yaoki_dead_letters
+WHERE id > $1 AND queue = $3 ORDER BY id LIMIT $2`, after, max, queue)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: dead letter list of queue %q after %q: %w", queue, after, err)
+	}
+	return out, nil
+}
+
+// Requeue implements deadletter.Store.
+func (s *DeadLetters) Requeue(ctx context.Context, id string, at time.Time) error {
+	if !storableText(id) {
+		return fmt.Errorf("%w: requeue %q", deadletter.ErrNotFound, id)
+	}
+	tag, err := s.db.Exec(ctx, `UPDATE yaoki_dead_letters
+SET due_at = $2, parked = false, redrives = 0, token = NULL, lease_end = NULL WHERE id = $1`, id, at)
+	switch {
+	case err != nil:
+		return fmt.Errorf("postgres: dead letter requeue %q: %w", id, err)
+	case tag.RowsAffected() == 0:
+		return fmt.Errorf("%w: requeue %q", deadletter.ErrNotFound, id)
+	}
+	return nil
+}
+
+// Delete implements deadletter.Store.
+func (s *DeadLetters) Delete(ctx context.Context, id string) error {
+	if !storableText(id) {
+		return fmt.Errorf("%w: delete %q", deadletter.ErrNotFound, id)
+	}
+	tag, err := s.db.Exec(ctx, `DELETE FROM yaoki_dead_letters WHERE id = $1`, id)
+	switch {
+	case err != nil:
+		return fmt.Errorf("postgres: dead letter delete %q: %w", id, err)
+	case tag.RowsAffected() == 0:
+		return fmt.Errorf("%w: delete %q", deadletter.ErrNotFound, id)
+	}
+	return nil
+}
+
+// countSQL puts each letter in the one class deadletter.Counts gives it at
+// $1: parked, else held (a lease runs past now), else waiting (not due),
+// else due. It reads every row of the queue (or of the table).
+const countSQL = `SELECT
+	count(*) FILTER (WHERE c = 0), count(*) FILTER (WHERE c = 1),
+	count(*) FILTER (WHERE c = 2), count(*) FILTER (WHERE c = 3)
+FROM (SELECT CASE
+		WHEN parked THEN 3
+		WHEN token IS NOT NULL AND lease_end > $1 THEN 2
+		WHEN due_at > $1 THEN 0
+		ELSE 1
+	END AS c
+	FROM yaoki_dead_letters WHERE $2 = '' OR queue = $2) AS classes`
+
+// Count implements deadletter.Store.
+func (s *DeadLetters) Count(ctx context.Context, queue string, now time.Time) (deadletter.Counts, error) {
+	var c deadletter.Counts
+	if !storableText(queue) {
+		return c, nil // no letter has such a queue
+	}
+	if err := s.db.QueryRow(ctx, countSQL, now, queue).Scan(&c.Waiting, &c.Due, &c.Held, &c.Parked); err != nil {
+		return deadletter.Counts{}, fmt.Errorf("postgres: dead letter count of queue %q: %w", queue, err)
+	}
+	return c, nil
+}
+
+// query runs a statement that returns letters.
+func (s *DeadLetters) query(ctx context.Context, sql string, args ...any) ([]deadletter.Letter, error) {
+	rows, err := s.db.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []deadletter.Letter
+	for rows.Next() {
+		var l deadletter.Letter
+		if err := scanLetter(rows, &l); err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}
+
+// scanLetter reads the letterColumns of one row into l, its times in UTC.
+func scanLetter(row pgx.Row, l *deadletter.Letter) error {
+	var (
+		token    *string
+		leaseEnd *time.Time
+	)
+	if err := row.Scan(&l.ID, &l.Queue, &l.Key, &l.Payload, &l.Reason, &l.Error, &l.Attempts, &l.Redrives,
+		&l.Created, &l.Due, &l.Parked, &token, &leaseEnd); err != nil {
+		return err
+	}
+	l.Created, l.Due = l.Created.UTC(), l.Due.UTC()
+	if token != nil && leaseEnd != nil {
+		l.Token, l.LeaseEnd = *token, leaseEnd.UTC()
+	}
+	return nil
+}
+
+// storable reports, as deadletter.ErrInvalid, a field of l that a text
+// column cannot hold.
+func storable(l *deadletter.Letter) error {
+	for _, f := range [...]struct{ name, v string }{{"ID", l.ID}, {"Queue", l.Queue}, {"Key", l.Key}} {
+		if !storableText(f.v) {
+			return fmt.Errorf("%w: put %q: %s %q is not valid UTF-8 without NUL bytes, which this store's text columns need", deadletter.ErrInvalid, l.ID, f.name, f.v)
+		}
+	}
+	return nil
+}
+
+// storableText reports whether a PostgreSQL text column can hold s.
+func storableText(s string) bool {
+	return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0
+}
+
+// message returns s as a text column can hold it: invalid UTF-8 and NUL
+// bytes replaced by U+FFFD, which may lengthen it; a message that was within
+// deadletter.MaxErrorBytes is then cut to it on a rune boundary, so that it
+// passes Letter.ValidateOutcome again.
+func message(s string) string {
+	if storableText(s) {
+		return s
+	}
+	fits := len(s) <= deadletter.MaxErrorBytes
+	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+	if fits && len(s) > deadletter.MaxErrorBytes {
+		n := deadletter.MaxErrorBytes
+		for !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n]
+	}
+	return s
+}
