@@ -21,7 +21,8 @@ func BenchmarkMiddlewarePostgres(b *testing.B) {
 
 // BenchmarkDeadLetters: one letter's life over a real PostgreSQL on
 // loopback, per op: Put, Claim (of that one letter) and Done, three
-// statements. "parallel" runs it from GOMAXPROCS×4 goroutines, each with a
+// statements. "backlog": the same with 10 000 letters waiting in the
+// queue. "parallel" runs it from GOMAXPROCS×4 goroutines, each with a
 // queue of its own, over a pool of 16 connections.
 func BenchmarkDeadLetters(b *testing.B) {
 	_, pool := start(b)
@@ -46,6 +47,25 @@ func BenchmarkDeadLetters(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
 			if err := life("bench", p+strconv.Itoa(i), now); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("backlog", func(b *testing.B) {
+		// The queue holds 10 000 letters due tomorrow: the claim's index
+		// range stops before them.
+		q := "backlog-" + deadletter.NewID()
+		if _, err := pool.Exec(ctx, `INSERT INTO `+postgres.DeadLettersTable+`
+SELECT $1::text || '-' || i, $1::text, '', '\x00', '', '', 0, 0, $2::timestamptz, $2::timestamptz + interval '1 day', false, NULL, NULL
+FROM generate_series(1, 10000) AS i`, q, now); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, `VACUUM ANALYZE `+postgres.DeadLettersTable); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			if err := life(q, q+"/"+strconv.Itoa(i), now); err != nil {
 				b.Fatal(err)
 			}
 		}

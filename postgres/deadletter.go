@@ -23,7 +23,8 @@ const DeadLettersTable = "yaoki_dead_letters"
 // claim held by one redriver at a time.
 //
 // Each letter is a row. Every method is one statement, atomic in the
-// database. Claim is an UPDATE of the rows picked by a
+// database (Put of an ID already stored takes a second one, to compare the
+// work). Claim is an UPDATE of the rows picked by a
 // SELECT ... FOR UPDATE SKIP LOCKED: concurrent claimers, in one process or
 // many, skip the rows another is taking instead of waiting for it, and never
 // take the same letter while its lease runs. Each claimed letter gets a new
@@ -44,8 +45,10 @@ const DeadLettersTable = "yaoki_dead_letters"
 //     by U+FFFD (then cut to deadletter.MaxErrorBytes): they are messages,
 //     and a letter is never refused for its message.
 //
-// Claim reads a partial index on (queue, due_at, id) of the unparked rows;
-// List reads the primary key in ID order. PostgreSQL 13 or later is needed
+// Claim reads a partial index on (queue, due_at, id) of the unparked rows,
+// so its cost does not grow with the letters waiting or parked; List reads
+// the primary key in ID order; Count reads every row of the queue (of the
+// table for ""). PostgreSQL 13 or later is needed
 // (gen_random_uuid). It is safe for concurrent use when db is (a
 // *pgxpool.Pool is).
 type DeadLetters struct {
@@ -109,15 +112,18 @@ func (s *DeadLetters) Put(ctx context.Context, l deadletter.Letter) error {
 // claimSQL takes up to $3 claimable letters of queue $1 at $2 and holds
 // them until $4. FOR UPDATE SKIP LOCKED passes over the rows that another
 // transaction is claiming (or otherwise changing) instead of waiting: two
-// claimers never take one row, and neither blocks the other.
+// claimers never take one row, and neither blocks the other. The picked IDs
+// go through an array (= ANY (ARRAY(...)), an InitPlan) rather than IN
+// (...): with IN, the generic plan of the prepared statement joins them
+// with a scan of the whole table.
 const claimSQL = `UPDATE yaoki_dead_letters
 SET token = replace(gen_random_uuid()::text, '-', ''), lease_end = $4
-WHERE id IN (
+WHERE id = ANY (ARRAY(
 	SELECT id FROM yaoki_dead_letters
 	WHERE queue = $1 AND NOT parked AND due_at <= $2 AND (token IS NULL OR lease_end <= $2)
 	ORDER BY due_at, id
 	LIMIT $3
-	FOR UPDATE SKIP LOCKED)
+	FOR UPDATE SKIP LOCKED))
 RETURNING ` + letterColumns
 
 // Claim implements deadletter.Store.

@@ -17,8 +17,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/yaoki-go/yaoki/deadletter"
+	"github.com/yaoki-go/yaoki/deadletter/deadlettertest"
 	"github.com/yaoki-go/yaoki/postgres"
 	"github.com/yaoki-go/yaoki/postgres/internal/pgtest"
+	"github.com/yaoki-go/yaoki/retry"
 )
 
 var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -81,6 +83,14 @@ func when(t time.Time) string {
 		return "-"
 	}
 	return t.Sub(t0).String()
+}
+
+// TestDeadLettersContract runs the store contract's suite, on one server
+// shared by its subtests.
+func TestDeadLettersContract(t *testing.T) {
+	_, pool := start(t)
+	store := postgres.NewDeadLetters(pool)
+	deadlettertest.TestStore(t, func(t *testing.T) deadletter.Store { return store })
 }
 
 // TestDeadLettersLikeMemory runs the same random operations on a
@@ -561,5 +571,99 @@ func TestDeadLettersTimes(t *testing.T) {
 	}
 	if got, err := store.Get(ctx, "e"); err != nil || got.Payload == nil || len(got.Payload) != 0 {
 		t.Fatalf("empty payload came back as %#v, %v", got.Payload, err)
+	}
+}
+
+// TestDeadLettersRedrivers: two redrivers, each over its own pool (two
+// processes), three passes at a time each, redrive 120 letters: a letter is
+// never in two handlers at once; the ones that work are handled once and
+// deleted, the ones that fail once are handled again after their backoff,
+// the permanent failures are parked.
+func TestDeadLettersRedrivers(t *testing.T) {
+	srv, pool := start(t)
+	ctx := context.Background()
+	const n = 120
+	for i := range n {
+		if err := postgres.NewDeadLetters(pool).Put(ctx, letter(fmt.Sprintf("l%03d", i), "q", t0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var (
+		mu       sync.Mutex
+		inFlight = map[string]bool{}
+		calls    = map[string]int{}
+		overlaps []string
+	)
+	handler := func(ctx context.Context, l deadletter.Letter) error {
+		mu.Lock()
+		if inFlight[l.ID] {
+			overlaps = append(overlaps, l.ID)
+		}
+		inFlight[l.ID] = true
+		calls[l.ID]++
+		k := calls[l.ID]
+		mu.Unlock()
+		defer func() { mu.Lock(); delete(inFlight, l.ID); mu.Unlock() }()
+		i, _ := strconv.Atoi(l.ID[1:])
+		switch {
+		case i%10 == 9:
+			return retry.Permanent(errors.New("partner: 422 unprocessable"))
+		case i%2 == 1 && k == 1:
+			return errors.New("partner: 503")
+		}
+		return nil
+	}
+	var redrivers []*deadletter.Redriver
+	for range 2 {
+		r, err := deadletter.NewRedriver(deadletter.Config{Store: postgres.NewDeadLetters(newPool(t, srv.DSN, 4)),
+			Queue: "q", Handler: handler, Batch: 7})
+		if err != nil {
+			t.Fatal(err)
+		}
+		redrivers = append(redrivers, r)
+	}
+	drain := func(now time.Time) {
+		var wg sync.WaitGroup
+		errs := make(chan error, 6)
+		for _, r := range redrivers {
+			for range 3 {
+				wg.Go(func() {
+					for {
+						rep, err := r.RedriveAt(ctx, now)
+						if err != nil {
+							errs <- err
+							return
+						}
+						if rep.Claimed == 0 {
+							return
+						}
+					}
+				})
+			}
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+	}
+	drain(t0)
+	drain(t0.Add(time.Hour)) // past every first backoff (at most 5 min)
+	if len(overlaps) > 0 {
+		t.Fatalf("letters in two handlers at once: %v", overlaps)
+	}
+	for i := range n {
+		id := fmt.Sprintf("l%03d", i)
+		want := 1
+		if i%2 == 1 && i%10 != 9 {
+			want = 2
+		}
+		if calls[id] != want {
+			t.Errorf("%s handled %d times, want %d", id, calls[id], want)
+		}
+	}
+	c, err := postgres.NewDeadLetters(pool).Count(ctx, "", t0.Add(time.Hour))
+	if err != nil || c != (deadletter.Counts{Parked: n / 10}) {
+		t.Fatalf("left: %+v %v, want %d parked", c, err, n/10)
 	}
 }

@@ -2,7 +2,10 @@
 // IdempotencyStore holds the records of the idempotency middleware in a
 // table that Migrate creates, with every transition done atomically by the
 // database (INSERT ... ON CONFLICT, conditional UPDATE and DELETE), so that
-// a fleet of processes shares them and they survive restarts.
+// a fleet of processes shares them and they survive restarts. DeadLetters
+// is a deadletter.Store in another table of the same migration history:
+// work that ran out of retries, claimed by redrivers across processes with
+// FOR UPDATE SKIP LOCKED.
 //
 // The package is a module of its own (github.com/yaoki-go/yaoki/postgres),
 // so that users of the root module never download a database driver. It
