@@ -41,11 +41,12 @@ func Capture(ctx context.Context, s Store, l Letter, err error, now time.Time) (
 	if l.Reason == "" {
 		l.Reason = reason
 	}
+	l.Reason = Message(l.Reason)
 	if l.Attempts == 0 {
 		l.Attempts = attempts
 	}
 	if l.Error == "" {
-		l.Error = cut(err.Error(), MaxErrorBytes)
+		l.Error = cut(Message(err.Error()), MaxErrorBytes)
 	}
 	return l, s.Put(ctx, l)
 }

@@ -67,3 +67,13 @@ func TestCaptureCutsLongErrors(t *testing.T) {
 		t.Fatalf("error of %d bytes (valid UTF-8: %v), want at most %d, cut on a rune boundary", len(l.Error), utf8.ValidString(l.Error), deadletter.MaxErrorBytes)
 	}
 }
+
+func TestCaptureMakesErrorsText(t *testing.T) {
+	l, err := deadletter.Capture(context.Background(), newMemory(t), deadletter.Letter{Queue: "q"}, errors.New("bad \xff byte and \x00 NUL"), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Error != "bad \uFFFD byte and \uFFFD NUL" {
+		t.Fatalf("error %q, want the bad byte and the NUL replaced by U+FFFD", l.Error)
+	}
+}

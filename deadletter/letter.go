@@ -5,7 +5,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Limits of a letter, checked by Letter.Validate (and so by every Store's
@@ -73,10 +75,16 @@ func (l *Letter) Validate() error {
 	switch {
 	case l.ID == "" || len(l.ID) > MaxIDBytes:
 		return invalidf("ID %q: want 1 to %d bytes (NewID makes one)", clip(l.ID), MaxIDBytes)
+	case !text(l.ID):
+		return invalidf("ID %q: want UTF-8 text without NUL", clip(l.ID))
 	case l.Queue == "" || len(l.Queue) > MaxIDBytes:
 		return invalidf("Queue %q: want 1 to %d bytes", clip(l.Queue), MaxIDBytes)
+	case !text(l.Queue):
+		return invalidf("Queue %q: want UTF-8 text without NUL", clip(l.Queue))
 	case len(l.Key) > MaxKeyBytes:
 		return invalidf("Key of %d bytes: want at most %d", len(l.Key), MaxKeyBytes)
+	case !text(l.Key):
+		return invalidf("Key %q: want UTF-8 text without NUL", clip(l.Key))
 	case len(l.Payload) > MaxPayloadBytes:
 		return invalidf("Payload of %d bytes: want at most %d (1 MiB); keep larger work elsewhere and put its address in the payload", len(l.Payload), MaxPayloadBytes)
 	case l.Created.IsZero():
@@ -97,6 +105,29 @@ func (l *Letter) ValidateOutcome() error {
 		return invalidf("Redrives %d: want ≥ 0", l.Redrives)
 	}
 	return nil
+}
+
+// text reports whether s is UTF-8 without NUL, which every store can keep
+// as text (PostgreSQL's text type holds no NUL and no invalid UTF-8).
+func text(s string) bool {
+	return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0
+}
+
+// Message returns s as every store keeps a letter's Reason and Error: as is
+// when it is UTF-8 text without NUL, and otherwise with invalid bytes and
+// NULs replaced by U+FFFD, cut back to MaxErrorBytes (on a rune boundary)
+// if it was within it before. Stores call it in Put and Fail, so that a
+// letter is never refused, nor stored differently, because of its message.
+func Message(s string) string {
+	if text(s) {
+		return s
+	}
+	fits := len(s) <= MaxErrorBytes
+	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+	if fits {
+		s = cut(s, MaxErrorBytes)
+	}
+	return s
 }
 
 // same reports whether l and o are the same work: Put of a letter whose ID

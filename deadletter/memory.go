@@ -71,6 +71,7 @@ func (m *Memory) Put(_ context.Context, l Letter) error {
 	}
 	c := copyOf(&l)
 	c.Token, c.LeaseEnd = "", time.Time{}
+	c.Reason, c.Error = Message(c.Reason), Message(c.Error)
 	m.letters[l.ID] = &c
 	q := m.queues[l.Queue]
 	if q == nil {
@@ -156,7 +157,8 @@ func (m *Memory) Fail(_ context.Context, l Letter) error {
 	if err != nil {
 		return err
 	}
-	s.Reason, s.Error, s.Attempts, s.Redrives = l.Reason, l.Error, l.Attempts, l.Redrives
+	s.Reason, s.Error = Message(l.Reason), Message(l.Error)
+	s.Attempts, s.Redrives = l.Attempts, l.Redrives
 	s.Due, s.Parked = l.Due, l.Parked
 	s.Token, s.LeaseEnd = "", time.Time{}
 	return nil

@@ -218,7 +218,7 @@ func (r *Redriver) outcome(l Letter, err error, now time.Time) Letter {
 		permanent = permanent || ge.Reason == retry.PermanentError
 	}
 	l.Attempts += attempts
-	l.Error = cut(err.Error(), MaxErrorBytes)
+	l.Error = cut(Message(err.Error()), MaxErrorBytes)
 	l.Redrives++
 	switch {
 	case permanent:

@@ -79,7 +79,7 @@ func (s *DeadLetters) Put(ctx context.Context, l deadletter.Letter) error {
 		return err
 	}
 	for range 10 {
-		tag, err := s.db.Exec(ctx, putSQL, l.ID, l.Queue, l.Key, l.Payload, message(l.Reason), message(l.Error),
+		tag, err := s.db.Exec(ctx, putSQL, l.ID, l.Queue, l.Key, l.Payload, deadletter.Message(l.Reason), deadletter.Message(l.Error),
 			l.Attempts, l.Redrives, l.Created, l.Due, l.Parked)
 		if err != nil {
 			return fmt.Errorf("postgres: dead letter put %q: %w", l.ID, err)
@@ -173,7 +173,7 @@ func (s *DeadLetters) Fail(ctx context.Context, l deadletter.Letter) error {
 	}
 	tag, err := s.db.Exec(ctx, `UPDATE yaoki_dead_letters
 SET reason = $3, error = $4, attempts = $5, redrives = $6, due_at = $7, parked = $8, token = NULL, lease_end = NULL
-WHERE id = $1 AND token = $2`, l.ID, l.Token, message(l.Reason), message(l.Error), l.Attempts, l.Redrives, l.Due, l.Parked)
+WHERE id = $1 AND token = $2`, l.ID, l.Token, deadletter.Message(l.Reason), deadletter.Message(l.Error), l.Attempts, l.Redrives, l.Due, l.Parked)
 	switch {
 	case err != nil:
 		return fmt.Errorf("postgres: dead letter fail %q: %w", l.ID, err)
@@ -335,24 +335,4 @@ func storable(l *deadletter.Letter) error {
 // storableText reports whether a PostgreSQL text column can hold s.
 func storableText(s string) bool {
 	return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0
-}
-
-// message returns s as a text column can hold it: invalid UTF-8 and NUL
-// bytes replaced by U+FFFD, which may lengthen it; a message that was within
-// deadletter.MaxErrorBytes is then cut to it on a rune boundary, so that it
-// passes Letter.ValidateOutcome again.
-func message(s string) string {
-	if storableText(s) {
-		return s
-	}
-	fits := len(s) <= deadletter.MaxErrorBytes
-	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
-	if fits && len(s) > deadletter.MaxErrorBytes {
-		n := deadletter.MaxErrorBytes
-		for !utf8.RuneStart(s[n]) {
-			n--
-		}
-		s = s[:n]
-	}
-	return s
 }

@@ -105,6 +105,8 @@ func TestStore(t *testing.T, newStore func(t *testing.T) deadletter.Store) {
 			"zero Created":     func(l *deadletter.Letter) { l.Created = time.Time{} },
 			"payload too big":  func(l *deadletter.Letter) { l.Payload = make([]byte, deadletter.MaxPayloadBytes+1) },
 			"negative attempt": func(l *deadletter.Letter) { l.Attempts = -1 },
+			"ID not UTF-8":     func(l *deadletter.Letter) { l.ID += "\xff" },
+			"key with NUL":     func(l *deadletter.Letter) { l.Key = "k\x00" },
 		} {
 			l := letter(q, p+name, t0)
 			mod(&l)
@@ -117,6 +119,29 @@ func TestStore(t *testing.T, newStore func(t *testing.T) deadletter.Store) {
 		}
 		if err := s.Put(ctx, letter(q, "", t0)); !errors.Is(err, deadletter.ErrInvalid) {
 			t.Errorf("Put with no ID: %v, want ErrInvalid", err)
+		}
+	})
+
+	t.Run("messages are kept as text", func(t *testing.T) {
+		s := newStore(t)
+		q, p := names(t)
+		l := letter(q, p+"1", t0)
+		l.Reason, l.Error = "bad \xff byte", "a \x00 NUL"
+		put(t, s, l)
+		got, err := s.Get(ctx, l.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Reason != "bad \uFFFD byte" || got.Error != "a \uFFFD NUL" {
+			t.Fatalf("stored reason %q and error %q: want invalid bytes and NUL replaced by U+FFFD", got.Reason, got.Error)
+		}
+		c := claim(t, s, q, t0, 1)[0]
+		c.Error = "fail \xfe"
+		if err := s.Fail(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := s.Get(ctx, l.ID); got.Error != "fail \uFFFD" {
+			t.Fatalf("error stored by Fail %q, want %q", got.Error, "fail \uFFFD")
 		}
 	})
 
