@@ -24,6 +24,9 @@ const (
 	// DefaultInterval is how long Run waits between passes that found less
 	// than a full batch.
 	DefaultInterval = 30 * time.Second
+	// StoreTimeout bounds the storing of one redrive's outcome (Done or
+	// Fail), which goes on when the pass's context ends.
+	StoreTimeout = 5 * time.Second
 )
 
 // DefaultBackoff returns the wait after the n-th failed redrive when
@@ -159,8 +162,10 @@ type Report struct {
 // RedriveAt makes one pass at now: it claims up to Batch due letters and
 // hands each to the handler, one after the other; a letter whose handler
 // succeeded is deleted, one whose handler failed is stored with its outcome
-// and a later Due (or parked). It stops early, leaving the claims it holds
-// to end with their lease, when ctx ends; the error is then ctx's. A store
+// and a later Due (or parked). When ctx ends it stores the outcome of the
+// redrive in hand if the handler finished it (a success is not lost to a
+// shutdown), then stops, leaving the claims it still holds to end with
+// their lease; the error is then ctx's. A store
 // error ends the pass too, with what was done so far.
 func (r *Redriver) RedriveAt(ctx context.Context, now time.Time) (Report, error) {
 	var rep Report
@@ -179,12 +184,17 @@ func (r *Redriver) RedriveAt(ctx context.Context, now time.Time) (Report, error)
 			// nothing about the work. The claim ends with its lease.
 			return rep, ctx.Err()
 		}
+		// The outcome is stored even if the caller is stopping (a shutdown
+		// during a redrive that worked must not make it run again), within
+		// StoreTimeout.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), StoreTimeout)
 		if herr == nil {
-			err = r.c.Store.Done(ctx, l.ID, l.Token)
+			err = r.c.Store.Done(sctx, l.ID, l.Token)
 		} else {
 			l = r.outcome(l, herr, now)
-			err = r.c.Store.Fail(ctx, l)
+			err = r.c.Store.Fail(sctx, l)
 		}
+		cancel()
 		switch {
 		case errors.Is(err, ErrLeaseLost):
 			rep.LeaseLost++

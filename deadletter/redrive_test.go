@@ -251,6 +251,39 @@ func TestRedriveCallerCancels(t *testing.T) {
 	}
 }
 
+func TestRedriveStoresASuccessDuringShutdown(t *testing.T) {
+	m := newMemory(t)
+	put(t, m, "a", t0)
+	put(t, m, "b", t0)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := newRedriver(t, deadletter.Config{Store: ctxStore{m}, Handler: func(context.Context, deadletter.Letter) error {
+		cancel() // the process is told to stop while the work completes
+		return nil
+	}})
+	rep, err := r.RedriveAt(ctx, t0)
+	if !errors.Is(err, context.Canceled) || rep.Done != 1 {
+		t.Fatalf("%+v %v: want the finished redrive stored (Done 1), then context.Canceled", rep, err)
+	}
+	if _, err := m.Get(context.Background(), "a"); !errors.Is(err, deadletter.ErrNotFound) {
+		t.Fatalf("the letter whose redrive worked: %v, want deleted", err)
+	}
+	if l := get(t, m, "b"); l.Token == "" {
+		t.Fatalf("the letter not yet redriven: %+v, want still held until its lease ends", l)
+	}
+}
+
+// ctxStore refuses a call whose context has ended, as a database client
+// does.
+type ctxStore struct{ deadletter.Store }
+
+func (s ctxStore) Done(ctx context.Context, id, token string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.Store.Done(ctx, id, token)
+}
+
 func TestHandlerBoundByLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newMemory(t)
