@@ -19,7 +19,7 @@ import (
 	"github.com/yaoki-go/yaoki/deadletter"
 	"github.com/yaoki-go/yaoki/deadletter/deadlettertest"
 	"github.com/yaoki-go/yaoki/postgres"
-	"github.com/yaoki-go/yaoki/postgres/internal/pgtest"
+	"github.com/yaoki-go/yaoki/postgres/pgtest"
 	"github.com/yaoki-go/yaoki/retry"
 )
 

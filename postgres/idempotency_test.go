@@ -13,7 +13,7 @@ import (
 	"github.com/yaoki-go/yaoki/idempotency/idempotencytest"
 	"github.com/yaoki-go/yaoki/internal/idemproc"
 	"github.com/yaoki-go/yaoki/postgres"
-	"github.com/yaoki-go/yaoki/postgres/internal/pgtest"
+	"github.com/yaoki-go/yaoki/postgres/pgtest"
 )
 
 func TestMain(m *testing.M) {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/yaoki-go/yaoki/postgres/internal/pgtest"
+	"github.com/yaoki-go/yaoki/postgres/pgtest"
 )
 
 // examplesNeedingServer are the examples that run against a real server.

@@ -1,9 +1,14 @@
-// Package pgtest starts a real PostgreSQL server for tests: Debian's
-// binaries (initdb and postgres under /usr/lib/postgresql/*/bin), a new
-// cluster in a temporary directory, listening on a free loopback port (and a
-// unix socket in that directory), stopped and removed when the test ends.
-// Tests skip with a message when the binaries are not installed (.ci/run
-// installs them).
+// Package pgtest starts a real PostgreSQL server for tests, from the
+// machine's Debian binaries (initdb and postgres under
+// /usr/lib/postgresql/*/bin): a new cluster in a temporary directory,
+// listening on a free loopback port (and a unix socket in that directory),
+// stopped and removed when the test ends. Start skips the test with a
+// message (NotInstalled) when the binaries are not installed (apt-get
+// install postgresql; .ci/run installs them).
+//
+// It is for tests only: the postgres module's own, and those of other
+// modules of the repository (the yaoki command's end-to-end tests) that need
+// a database.
 //
 // PostgreSQL refuses to run as root: when the test runs as root, the server
 // runs as the "postgres" user (or "nobody") and its directory belongs to
@@ -30,11 +35,14 @@ import (
 	"github.com/yaoki-go/yaoki/internal/childproc"
 )
 
-// Server is a running PostgreSQL server.
+// Server is a running PostgreSQL server. Its fields are read-only; Close
+// and Restart must not run concurrently with each other (a test's cleanup
+// does Close). Any number of clients may use the server at once.
 type Server struct {
 	// DSN connects to its "postgres" database as the "postgres" superuser
 	// over TCP on loopback, without a password.
-	DSN  string
+	DSN string
+	// Port is the loopback TCP port it listens on.
 	Port int
 
 	bin  string // directory of the binaries
