@@ -9,6 +9,8 @@ func TestBadFlagValueIsUsageError(t *testing.T) {
 		{"plan", "--max-attempts", "x"},
 		{"exec", "--max-attempts", "x", "--", "true"},
 		{"http", "--max-attempts", "x", "http://127.0.0.1:1/"},
+		{"deadletter", "list", "--limit", "x", "--postgres", "postgres://127.0.0.1:1/x"},
+		{"deadletter", "redrive", "--queue", "q", "--lease", "soon", "--postgres", "postgres://127.0.0.1:1/x"},
 	} {
 		if code := run(args); code != ExitUsage {
 			t.Errorf("yaoki %v exited %d, want %d (bad usage)", args, code, ExitUsage)

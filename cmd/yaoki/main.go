@@ -1,7 +1,8 @@
 // Command yaoki runs retry policies where Go code cannot: it simulates them
 // on virtual time (sim), prints their schedules (plan), sends HTTP requests
-// through them (http), re-runs commands (exec) and serves faults to test
-// other clients against (flaky).
+// through them (http), re-runs commands (exec), serves faults to test
+// other clients against (flaky), and shows and redrives the dead letters
+// kept in PostgreSQL (deadletter).
 //
 // Each subcommand lives in its own file; main only wires them together.
 package main
@@ -52,7 +53,7 @@ func newRoot() *cobra.Command {
 	// A flag value that does not parse (--max-attempts x) is bad usage:
 	// say which flag, what was given, and where the accepted values are.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return exit(ExitUsage, fmt.Sprintf("%v\nsee 'yaoki %s --help' for the flags and the values they accept", err, c.Name()))
+		return exit(ExitUsage, fmt.Sprintf("%v\nsee '%s --help' for the flags and the values they accept", err, c.CommandPath()))
 	})
 	for _, sub := range subcommands {
 		root.AddCommand(sub())

@@ -1,0 +1,294 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/yaoki-go/yaoki/postgres"
+)
+
+func init() { subcommands = append(subcommands, newDeadLetterCmd) }
+
+// dlFailed is the exit code of a deadletter command that the store failed
+// (the database unreachable, the table missing) or that was given an ID no
+// letter has.
+const dlFailed = 1
+
+// dsnEnv is the environment variable that gives --postgres its default.
+const dsnEnv = "YAOKI_POSTGRES"
+
+const deadLetterHelp = `
+Connection: --postgres DSN, or the environment variable YAOKI_POSTGRES: a
+PostgreSQL URL (postgres://user:password@host:5432/db?sslmode=disable) or a
+keyword/value string (host=127.0.0.1 dbname=app); the PG* environment
+variables and ~/.pgpass fill in what it leaves out, as for psql. The tables
+live in the first schema of the connection's search_path.
+
+States: at the time the command runs, each letter is in exactly one of
+  waiting  not due yet: its next redrive comes at DUE
+  due      due and not held: a redriver may claim it now
+  held     claimed by a redriver whose lease has not ended
+  parked   out of redrives, or failed permanently: it waits for an operator
+           to requeue or delete it
+
+Exit codes:
+  0  done
+  1  a store or network error (the database unreachable, the table missing),
+     or an ID that no letter has (the other IDs are still processed)
+  2  bad usage`
+
+func newDeadLetterCmd() *cobra.Command {
+	f := &dlFlags{}
+	cmd := &cobra.Command{
+		Use:   "deadletter",
+		Short: "Inspect, requeue, delete and redrive dead letters kept in PostgreSQL",
+		Long: `deadletter is the operator's view of the dead letters that yaoki programs keep
+in PostgreSQL (package deadletter, store postgres.DeadLetters, table
+yaoki_dead_letters): work that ran out of retries, kept so that it is not
+lost, and redriven later by a deadletter.Redriver.
+
+  migrate  create or update the tables
+  list     the letters, a page at a time, with their state
+  show     one letter, every field and its payload
+  count    letters per state
+  requeue  make letters due again (parked ones too), with a fresh redrive count
+  delete   remove letters
+  redrive  redrive a queue of HTTP letters (package deadletter/httpletter)
+` + deadLetterHelp,
+		Example: `  export YAOKI_POSTGRES='postgres://app@127.0.0.1:5432/app?sslmode=disable'
+  yaoki deadletter migrate
+  yaoki deadletter count --queue payments
+  yaoki deadletter list --queue payments --state parked
+  yaoki deadletter show 0f9c2e1a7b3d4c5e8f6a7b8c9d0e1f2a
+  yaoki deadletter requeue 0f9c2e1a7b3d4c5e8f6a7b8c9d0e1f2a
+  yaoki deadletter redrive --queue payments --once`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				names := make([]string, 0, len(cmd.Commands()))
+				for _, c := range cmd.Commands() {
+					names = append(names, c.Name())
+				}
+				return usagef("deadletter has no subcommand %q: want one of %s", args[0], strings.Join(names, ", "))
+			}
+			return cmd.Help()
+		},
+	}
+	cmd.PersistentFlags().StringVar(&f.dsn, "postgres", "", "the database: a PostgreSQL URL or keyword/value string (default: $"+dsnEnv+")")
+	for _, sub := range []func(*dlFlags) *cobra.Command{
+		newDLMigrateCmd, newDLListCmd, newDLShowCmd, newDLCountCmd,
+		newDLRequeueCmd, newDLDeleteCmd, newDLRedriveCmd,
+	} {
+		cmd.AddCommand(sub(f))
+	}
+	return cmd
+}
+
+// dlFlags are the flags every deadletter subcommand shares.
+type dlFlags struct {
+	dsn string
+}
+
+// dlConn is an open connection pool and the store over it.
+type dlConn struct {
+	pool  *pgxpool.Pool
+	store *postgres.DeadLetters
+}
+
+// open connects to the database of --postgres or $YAOKI_POSTGRES. The pool
+// connects on first use: a database that cannot be reached shows in the
+// first store call's error.
+func (f *dlFlags) open(ctx context.Context) (*dlConn, error) {
+	dsn := f.dsn
+	if dsn == "" {
+		dsn = os.Getenv(dsnEnv)
+	}
+	if strings.TrimSpace(dsn) == "" {
+		return nil, usagef("deadletter: no database: give --postgres DSN or set %s, e.g. --postgres 'postgres://app@127.0.0.1:5432/app?sslmode=disable'", dsnEnv)
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// pgx's message shows the DSN with its password masked.
+		return nil, usagef("deadletter: --postgres: %v\nwant a PostgreSQL URL (postgres://user:password@host:5432/db) or keyword/value string (host=127.0.0.1 dbname=app)", err)
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
+	}
+	cfg.MaxConns = 2 // one command's statements run one after the other
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, exit(dlFailed, fmt.Sprintf("deadletter: %v", err))
+	}
+	return &dlConn{pool: pool, store: postgres.NewDeadLetters(pool)}, nil
+}
+
+func (c *dlConn) close() { c.pool.Close() }
+
+// failed turns a store error of the command what into exit code 1 with a
+// message that says what to do where it can: run migrate for a missing
+// table, check the DSN for a database that cannot be reached.
+func failed(what string, err error) error {
+	var pe *pgconn.PgError
+	var ce *pgconn.ConnectError
+	switch {
+	case errors.As(err, &pe) && pe.Code == "42P01": // undefined_table
+		return exit(dlFailed, fmt.Sprintf("deadletter %s: the database has no table %s: run 'yaoki deadletter migrate' to create it (%v)", what, postgres.DeadLettersTable, pe.Message))
+	case errors.As(err, &ce):
+		return exit(dlFailed, fmt.Sprintf("deadletter %s: cannot connect to PostgreSQL (check --postgres or $%s): %v", what, dsnEnv, ce))
+	}
+	return exit(dlFailed, fmt.Sprintf("deadletter %s: %v", what, err))
+}
+
+// withStore opens the connection, runs fn with it and closes it.
+func (f *dlFlags) withStore(cmd *cobra.Command, fn func(ctx context.Context, c *dlConn) error) error {
+	ctx := cmd.Context()
+	c, err := f.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	return fn(ctx, c)
+}
+
+func newDLMigrateCmd(f *dlFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "migrate",
+		Short: "Create or update yaoki's tables (idempotently)",
+		Long: `migrate applies the postgres module's migrations that the database lacks
+(postgres.Migrate: the idempotency table, then the dead-letter table), in one
+transaction, and says which it applied. Running it again applies nothing;
+several processes may run it at once (an advisory lock serialises them).
+` + deadLetterHelp,
+		Example: `  yaoki deadletter migrate --postgres 'postgres://app@127.0.0.1:5432/app?sslmode=disable'`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return f.withStore(cmd, func(ctx context.Context, c *dlConn) error {
+				before, err := appliedMigrations(ctx, c.pool)
+				if err != nil {
+					return failed("migrate", err)
+				}
+				if err := postgres.Migrate(ctx, c.pool); err != nil {
+					return failed("migrate", err)
+				}
+				after, err := appliedMigrations(ctx, c.pool)
+				if err != nil {
+					return failed("migrate", err)
+				}
+				var db, schema string
+				if err := c.pool.QueryRow(ctx, `SELECT current_database(), coalesce(current_schema(), '')`).Scan(&db, &schema); err != nil {
+					return failed("migrate", err)
+				}
+				out := cmd.OutOrStdout()
+				was := make(map[string]bool, len(before))
+				for _, m := range before {
+					was[m] = true
+				}
+				n := 0
+				for _, m := range after {
+					if !was[m] {
+						fmt.Fprintf(out, "applied %s\n", m)
+						n++
+					}
+				}
+				if n == 0 {
+					fmt.Fprint(out, "nothing to apply: ")
+				}
+				fmt.Fprintf(out, "database %s, schema %s: up to date (%s)\n", db, schema, strings.Join(after, ", "))
+				return nil
+			})
+		},
+	}
+}
+
+// appliedMigrations returns the names recorded in postgres.MigrationsTable,
+// none when it does not exist yet.
+func appliedMigrations(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
+	names, err := queryNames(ctx, pool)
+	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "42P01" { // undefined_table
+		return nil, nil
+	}
+	return names, err
+}
+
+func queryNames(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
+	rows, err := pool.Query(ctx, `SELECT name FROM `+postgres.MigrationsTable+` ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		names = append(names, n)
+	}
+	return names, rows.Err()
+}
+
+// dlCount is count's output, and its JSON form.
+type dlCount struct {
+	Queue   string    `json:"queue"` // "" for every queue
+	At      time.Time `json:"at"`
+	Waiting int       `json:"waiting"`
+	Due     int       `json:"due"`
+	Held    int       `json:"held"`
+	Parked  int       `json:"parked"`
+	Total   int       `json:"total"`
+}
+
+func newDLCountCmd(f *dlFlags) *cobra.Command {
+	var (
+		queue  string
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "count [--queue Q] [--json]",
+		Short: "Count the letters in each state",
+		Long: `count prints how many letters are waiting, due, held and parked, and their
+total, in one queue (--queue) or in all, as the store counts them at the time
+the command runs (deadletter.Store.Count). --json prints one JSON object.
+` + deadLetterHelp,
+		Example: `  yaoki deadletter count
+  yaoki deadletter count --queue payments --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return f.withStore(cmd, func(ctx context.Context, c *dlConn) error {
+				now := storeNow()
+				n, err := c.store.Count(ctx, queue, now)
+				if err != nil {
+					return failed("count", err)
+				}
+				out := dlCount{Queue: queue, At: now, Waiting: n.Waiting, Due: n.Due, Held: n.Held, Parked: n.Parked, Total: n.Total()}
+				return out.print(cmd.OutOrStdout(), asJSON)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&queue, "queue", "", "count only this queue (default: every queue)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	return cmd
+}
+
+func (n dlCount) print(w io.Writer, asJSON bool) error {
+	if asJSON {
+		return json.NewEncoder(w).Encode(n)
+	}
+	for _, r := range []struct {
+		name string
+		n    int
+	}{{"waiting", n.Waiting}, {"due", n.Due}, {"held", n.Held}, {"parked", n.Parked}, {"total", n.Total}} {
+		fmt.Fprintf(w, "%-8s %d\n", r.name, r.n)
+	}
+	return nil
+}

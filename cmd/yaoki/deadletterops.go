@@ -1,0 +1,301 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/yaoki-go/yaoki/deadletter"
+	"github.com/yaoki-go/yaoki/deadletter/httpletter"
+	"github.com/yaoki-go/yaoki/retry"
+)
+
+// parseWhen returns the due time that requeue's --at or --in asks for:
+// --at an RFC 3339 time with its zone, --in a duration from now (a Go
+// duration or plain seconds, ≥ 0), neither: now. Both is refused.
+func parseWhen(at, in string, now time.Time) (time.Time, error) {
+	switch {
+	case at != "" && in != "":
+		return time.Time{}, errors.New("--at and --in cannot be combined: give the time (--at) or the wait from now (--in)")
+	case at != "":
+		t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(at))
+		if err != nil {
+			return time.Time{}, fmt.Errorf("--at %q: want an RFC 3339 time with its zone, e.g. 2025-06-01T12:00:00Z or 2025-06-01T14:00:00+02:00", at)
+		}
+		return t.UTC(), nil
+	case in != "":
+		d, err := parseSeconds(in)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("--in: %v", err)
+		}
+		return now.Add(d), nil
+	}
+	return now, nil
+}
+
+func newDLRequeueCmd(f *dlFlags) *cobra.Command {
+	var at, in string
+	cmd := &cobra.Command{
+		Use:   "requeue ID... [--at RFC3339 | --in DURATION]",
+		Short: "Make letters due again (parked ones too), with a fresh redrive count",
+		Long: `requeue makes each letter ID due at --at (an RFC 3339 time), or --in a
+duration from now, or now: unparked, its count of failed redrives reset to 0
+(an operator's fresh start: it gets every redrive again), and free of any
+claim (the redriver that held it can no longer store its outcome). It prints
+each ID requeued. An ID that no letter has is reported on stderr and makes the
+exit code 1, once the other IDs are requeued.
+
+Durations are Go durations (90s, 5m, 1h30m) or plain seconds.
+` + deadLetterHelp,
+		Example: `  # redrive a parked letter at the next pass
+  yaoki deadletter requeue 0f9c2e1a7b3d4c5e8f6a7b8c9d0e1f2a
+
+  # every parked letter of a queue, in an hour (the partner's maintenance window)
+  yaoki deadletter list --queue payments --state parked --limit 1000 --json | jq -r .id |
+      xargs yaoki deadletter requeue --in 1h`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("requeue needs the IDs of the letters: yaoki deadletter requeue ID... (yaoki deadletter list shows them)")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, ids []string) error {
+			due, err := parseWhen(at, in, storeNow())
+			if err != nil {
+				return usagef("%v", err)
+			}
+			return f.withStore(cmd, func(ctx context.Context, c *dlConn) error {
+				return eachID(ctx, cmd, "requeue", ids, func(id string) (string, error) {
+					return "requeued " + oneLine(id) + ", due " + due.Format(time.RFC3339Nano), c.store.Requeue(ctx, id, due)
+				})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&at, "at", "", "due at this RFC 3339 time, e.g. 2025-06-01T12:00:00Z (default: now)")
+	cmd.Flags().StringVar(&in, "in", "", "due after this duration from now, e.g. 30m (default: now)")
+	return cmd
+}
+
+func newDLDeleteCmd(f *dlFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete ID...",
+		Short: "Remove letters for good",
+		Long: `delete removes each letter ID, claimed or not, without asking: the work it held
+is dropped. It prints each ID deleted. An ID that no letter has is reported on
+stderr and makes the exit code 1, once the other IDs are deleted.
+` + deadLetterHelp,
+		Example: `  yaoki deadletter delete 0f9c2e1a7b3d4c5e8f6a7b8c9d0e1f2a 5d41402abc4b2a76b9719d911017c592`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("delete needs the IDs of the letters: yaoki deadletter delete ID... (yaoki deadletter list shows them)")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, ids []string) error {
+			return f.withStore(cmd, func(ctx context.Context, c *dlConn) error {
+				return eachID(ctx, cmd, "delete", ids, func(id string) (string, error) {
+					return "deleted " + oneLine(id), c.store.Delete(ctx, id)
+				})
+			})
+		},
+	}
+}
+
+// eachID applies fn to each ID, printing its message on success. An ID not
+// found is reported on stderr and the others are still processed; the exit
+// code is then 1. Any other error stops at once (the store is failing),
+// naming the IDs left undone.
+func eachID(ctx context.Context, cmd *cobra.Command, what string, ids []string, fn func(id string) (string, error)) error {
+	out, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	missing := 0
+	for i, id := range ids {
+		msg, err := fn(id)
+		switch {
+		case err == nil:
+			fmt.Fprintln(out, msg)
+		case errors.Is(err, deadletter.ErrNotFound):
+			fmt.Fprintf(stderr, "yaoki deadletter %s: no letter has the ID %s\n", what, shellQuote(id))
+			missing++
+		default:
+			left := ""
+			if rest := ids[i:]; len(rest) > 0 {
+				left = fmt.Sprintf(" (not done: %d IDs from %s)", len(rest), shellQuote(rest[0]))
+			}
+			if ctx.Err() != nil {
+				return exit(dlFailed, fmt.Sprintf("deadletter %s: interrupted%s", what, left))
+			}
+			return failed(what, fmt.Errorf("%w%s", err, left))
+		}
+	}
+	if missing > 0 {
+		return exit(dlFailed, fmt.Sprintf("deadletter %s: %d of %d IDs not found", what, missing, len(ids)))
+	}
+	return nil
+}
+
+type redriveOptions struct {
+	queue           string
+	once, verbose   bool
+	batch, redrives int
+	lease, interval seconds
+}
+
+func newDLRedriveCmd(f *dlFlags) *cobra.Command {
+	o := &redriveOptions{batch: deadletter.DefaultBatch, redrives: deadletter.DefaultMaxRedrives,
+		lease: seconds{deadletter.DefaultLease}, interval: seconds{deadletter.DefaultInterval}}
+	cmd := &cobra.Command{
+		Use:   "redrive --queue Q [--once] [--batch N] [--lease D] [--max-redrives N] [--interval D] [-v]",
+		Short: "Redrive a queue of HTTP letters (package deadletter/httpletter)",
+		Long: `redrive runs a deadletter.Redriver over the queue --queue, whose letters must be
+HTTP requests that package deadletter/httpletter encoded: each due letter is
+claimed for --lease, its request sent once (with the letter's key as
+Idempotency-Key, and no credentials: httpletter keeps none, and this command
+adds none), and, by the answer:
+  2xx, 3xx                    done: the letter is deleted (redirects are not
+                              followed)
+  408, 409, 429, 500, 502,    failed: redriven after a backoff of minutes
+  503, 504, no answer         (2.5-5 min, then 5-10, 10-20...; not before the
+                              server's Retry-After), parked after
+                              --max-redrives failed redrives
+  any other status (400, 404, permanent: the letter is parked at once
+  422, 501...)
+A letter whose payload is not an HTTP letter is permanent too: the handler
+cannot send it, so it is parked at once (show prints why in its error). Serve
+other queues with a redriver in the program that owns their work.
+
+--once makes one pass (up to --batch letters) and prints its report:
+letters claimed, done, failed, parked, and lease lost (the claim ended before
+the outcome was stored: an operator requeued or deleted the letter meanwhile,
+or the request outlived --lease). Without --once it makes a pass every
+--interval (at once again after a full batch) until SIGINT or SIGTERM,
+printing each pass's report on stderr. Several redrivers, in this command or
+in programs, may serve one queue: claims keep them from sending a letter
+twice at once. -v prints each letter's outcome on stderr.
+
+Each request is bounded by --lease (the HTTP client's timeout).
+` + deadLetterHelp,
+		Example: `  # one pass, with each letter's outcome
+  yaoki deadletter redrive --queue webhooks --once -v
+
+  # keep redriving until stopped; park after 10 failed redrives
+  yaoki deadletter redrive --queue webhooks --max-redrives 10 --interval 1m`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case o.queue == "":
+				return usagef("redrive needs --queue: the queue of HTTP letters to redrive (yaoki deadletter count shows the letters; list --json their queues)")
+			case o.batch < 1 || o.batch > listMax:
+				return usagef("--batch %d: want 1 to %d letters per pass", o.batch, listMax)
+			case o.lease.d <= 0:
+				return usagef("--lease %v: want a duration > 0, e.g. 1m (each request's time)", o.lease.d)
+			case o.redrives < 1 && o.redrives != retry.Unlimited:
+				return usagef("--max-redrives %d: want ≥ 1 (failed redrives that park a letter), or -1 never to park for failures", o.redrives)
+			case o.interval.d <= 0:
+				return usagef("--interval %v: want a duration > 0, e.g. 30s", o.interval.d)
+			}
+			return f.withStore(cmd, func(ctx context.Context, c *dlConn) error { return o.run(ctx, cmd, c) })
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.queue, "queue", "", "the queue of HTTP letters to redrive (required)")
+	fs.BoolVar(&o.once, "once", false, "make one pass, print its report and exit")
+	fs.IntVar(&o.batch, "batch", o.batch, "most letters claimed per pass")
+	fs.Var(&o.lease, "lease", "how long a claimed letter is held: each request's timeout (default 1m)")
+	fs.IntVar(&o.redrives, "max-redrives", o.redrives, "failed redrives that park a letter (-1: never)")
+	fs.Var(&o.interval, "interval", "wait between passes that found less than a full batch (default 30s)")
+	fs.BoolVarP(&o.verbose, "verbose", "v", false, "print each letter's outcome on stderr")
+	return cmd
+}
+
+func (o *redriveOptions) run(ctx context.Context, cmd *cobra.Command, c *dlConn) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	defer transport.CloseIdleConnections()
+	client := &http.Client{Transport: transport, Timeout: o.lease.d,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	h := httpletter.Handler(client, nil)
+	if o.verbose {
+		h = o.tell(ctx, stderr, h)
+	}
+	r, err := deadletter.NewRedriver(deadletter.Config{
+		Store: c.store, Queue: o.queue, Handler: h, Batch: o.batch, Lease: o.lease.d,
+		MaxRedrives: o.redrives, Interval: o.interval.d,
+		OnPass: func(rep deadletter.Report, err error) {
+			at := time.Now().UTC().Format(time.RFC3339)
+			if err != nil {
+				fmt.Fprintf(stderr, "yaoki deadletter redrive: %s pass failed after %s: %v (next pass in %v)\n", at, report(rep), err, o.interval.d)
+				return
+			}
+			fmt.Fprintf(stderr, "yaoki deadletter redrive: %s pass: %s\n", at, report(rep))
+		},
+	})
+	if err != nil {
+		return usagef("deadletter redrive: %v", err)
+	}
+	if o.once {
+		rep, err := r.RedriveAt(ctx, time.Now())
+		fmt.Fprintln(stdout, report(rep))
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return exit(dlFailed, "deadletter redrive: interrupted; letters claimed and not handled are claimed again when their lease ends")
+		case err != nil:
+			return failed("redrive", err)
+		}
+		return nil
+	}
+	// Check the database and the table before the first pass, so that a
+	// wrong DSN fails now rather than at every pass.
+	n, err := c.store.Count(ctx, o.queue, storeNow())
+	if err != nil {
+		return failed("redrive", err)
+	}
+	most := fmt.Sprint(o.redrives)
+	if o.redrives == retry.Unlimited {
+		most = "unlimited"
+	}
+	fmt.Fprintf(stderr, "yaoki deadletter redrive: queue %s: %d due, %d waiting, %d held, %d parked; a pass every %v (batch %d, lease %v, max redrives %s); SIGINT or SIGTERM stops\n",
+		oneLine(o.queue), n.Due, n.Waiting, n.Held, n.Parked, o.interval.d, o.batch, o.lease.d, most)
+	_ = r.Run(ctx) // returns when ctx ends: a signal
+	fmt.Fprintln(stderr, "yaoki deadletter redrive: stopped")
+	return nil
+}
+
+// report is a pass's report in words.
+func report(r deadletter.Report) string {
+	return fmt.Sprintf("claimed %d, done %d, failed %d, parked %d, lease lost %d", r.Claimed, r.Done, r.Failed, r.Parked, r.LeaseLost)
+}
+
+// tell wraps h to print each letter's outcome on w, as the redriver will
+// decide it from h's error.
+func (o *redriveOptions) tell(ctx context.Context, w io.Writer, h deadletter.Handler) deadletter.Handler {
+	return func(hctx context.Context, l deadletter.Letter) error {
+		err := h(hctx, l)
+		var ge *retry.Error
+		what := ""
+		switch {
+		case err == nil:
+			what = "done: deleted"
+		case ctx.Err() != nil:
+			what = fmt.Sprintf("interrupted: %v", err)
+		case retry.IsPermanent(err) || errors.As(err, &ge) && ge.Reason == retry.PermanentError:
+			what = fmt.Sprintf("%v: permanent, parked", err)
+		case o.redrives != retry.Unlimited && l.Redrives+1 >= o.redrives:
+			what = fmt.Sprintf("%v: failed %d times, parked", err, l.Redrives+1)
+		default:
+			what = fmt.Sprintf("%v: failed, redriven later", err)
+		}
+		fmt.Fprintf(w, "yaoki deadletter redrive: letter %s: %s\n", oneLine(l.ID), oneLine(what))
+		return err
+	}
+}
