@@ -362,7 +362,7 @@ func printLetter(w io.Writer, j *letterJSON, now time.Time) {
 				fmt.Fprintf(w, "%s: %s\n", oneLine(name), oneLine(v))
 			}
 		}
-		if j.Key != "" && http.Header(h.Header).Get(httpletter.KeyHeader) != j.Key {
+		if j.Key != "" && h.Header.Get(httpletter.KeyHeader) != j.Key {
 			fmt.Fprintf(w, "%s: %s   (the letter's key, sent on every redrive)\n", httpletter.KeyHeader, oneLine(j.Key))
 		}
 		if h.Body != "" {

@@ -209,9 +209,9 @@ Each request is bounded by --lease (the HTTP client's timeout).
 	fs.StringVar(&o.queue, "queue", "", "the queue of HTTP letters to redrive (required)")
 	fs.BoolVar(&o.once, "once", false, "make one pass, print its report and exit")
 	fs.IntVar(&o.batch, "batch", o.batch, "most letters claimed per pass")
-	fs.Var(&o.lease, "lease", "how long a claimed letter is held: each request's timeout (default 1m)")
+	fs.Var(&o.lease, "lease", "how long a claimed letter is held: each request's timeout")
 	fs.IntVar(&o.redrives, "max-redrives", o.redrives, "failed redrives that park a letter (-1: never)")
-	fs.Var(&o.interval, "interval", "wait between passes that found less than a full batch (default 30s)")
+	fs.Var(&o.interval, "interval", "wait between passes that found less than a full batch")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "print each letter's outcome on stderr")
 	return cmd
 }
@@ -282,18 +282,23 @@ func (o *redriveOptions) tell(ctx context.Context, w io.Writer, h deadletter.Han
 	return func(hctx context.Context, l deadletter.Letter) error {
 		err := h(hctx, l)
 		var ge *retry.Error
+		msg := ""
+		if err != nil {
+			// The handler's errors may name the letter already.
+			msg = strings.TrimPrefix(err.Error(), "letter "+l.ID+": ")
+		}
 		what := ""
 		switch {
 		case err == nil:
 			what = "done: deleted"
 		case ctx.Err() != nil:
-			what = fmt.Sprintf("interrupted: %v", err)
+			what = "interrupted: " + msg
 		case retry.IsPermanent(err) || errors.As(err, &ge) && ge.Reason == retry.PermanentError:
-			what = fmt.Sprintf("%v: permanent, parked", err)
+			what = msg + ": permanent, parked"
 		case o.redrives != retry.Unlimited && l.Redrives+1 >= o.redrives:
-			what = fmt.Sprintf("%v: failed %d times, parked", err, l.Redrives+1)
+			what = fmt.Sprintf("%s: failed %d times, parked", msg, l.Redrives+1)
 		default:
-			what = fmt.Sprintf("%v: failed, redriven later", err)
+			what = msg + ": failed, redriven later"
 		}
 		fmt.Fprintf(w, "yaoki deadletter redrive: letter %s: %s\n", oneLine(l.ID), oneLine(what))
 		return err
