@@ -5,6 +5,7 @@
 package childproc
 
 import (
+	"net"
 	"os/exec"
 	"syscall"
 )
@@ -17,4 +18,16 @@ func DieWithParent(cmd *exec.Cmd) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	dieWithParent(cmd.SysProcAttr)
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago, for
+// a server the test starts next (which may still lose it to another
+// process; the helpers retry on a new port then).
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -19,7 +19,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -135,7 +134,7 @@ func (s *Server) open() error {
 	}
 	var err error
 	for range 5 { // a free port may be taken between choosing and binding it
-		if s.Port, err = freePort(); err != nil {
+		if s.Port, err = childproc.FreePort(); err != nil {
 			return err
 		}
 		if err = s.start(); err == nil {
@@ -243,13 +242,4 @@ func (s *Server) Restart(tb testing.TB) {
 	if err := s.start(); err != nil {
 		tb.Fatalf("pgtest: restart: %v", err)
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -61,7 +61,7 @@ func Start(tb testing.TB) *Server {
 }
 
 func start(tb testing.TB, bin string) (*Server, error) {
-	port, err := freePort()
+	port, err := childproc.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -112,13 +112,4 @@ func (s *Server) Client(tb testing.TB) *goredis.Client {
 	c := goredis.NewClient(&goredis.Options{Addr: s.Addr, PoolSize: 64})
 	tb.Cleanup(func() { _ = c.Close() })
 	return c
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
