@@ -473,6 +473,22 @@ func (b *Breaker) StateAt(now time.Time) State {
 	return s
 }
 
+// OpenUntil returns the end of the open period when the breaker is open at
+// now (it will refuse calls until then), and false otherwise: closed,
+// half-open, or open with its period over. It is one atomic load when the
+// breaker is not open, and takes no lock: a fleet-wide store (module
+// yaoki/redis) polls it to learn when this breaker tripped.
+func (b *Breaker) OpenUntil(now time.Time) (time.Time, bool) {
+	if State(b.word.Load()&stateMask) != Open {
+		return time.Time{}, false
+	}
+	until := b.open.Load().until
+	if now.UnixNano() >= until {
+		return time.Time{}, false
+	}
+	return time.Unix(0, until), true
+}
+
 // State is shorthand for StateAt(time.Now()).
 func (b *Breaker) State() State { return b.StateAt(time.Now()) }
 

@@ -681,3 +681,32 @@ func TestTripDelay(t *testing.T) {
 		}
 	}
 }
+
+// OpenUntil says when the open period ends, only while it runs; a failed
+// probe starts a longer one.
+func TestOpenUntil(t *testing.T) {
+	b := newB(t, Settings{ConsecutiveFailures: 1, OpenTimeout: 30 * time.Second})
+	if u, ok := b.OpenUntil(at(0)); ok {
+		t.Fatalf("closed: OpenUntil %v, true; want false", u)
+	}
+	call(t, b, at(time.Second), boom)
+	for _, now := range []time.Time{at(time.Second), at(30 * time.Second), at(31*time.Second - 1)} {
+		if u, ok := b.OpenUntil(now); !ok || !u.Equal(at(31*time.Second)) {
+			t.Fatalf("at +%v: OpenUntil %v, %v; want +31s, true", now.Sub(t0), u.Sub(t0), ok)
+		}
+	}
+	if _, ok := b.OpenUntil(at(31 * time.Second)); ok {
+		t.Fatal("at the end of the open period: OpenUntil true, want false")
+	}
+	tk, err := b.AllowAt(at(31*time.Second), false) // the probe: half-open
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := b.OpenUntil(at(31 * time.Second)); ok {
+		t.Fatal("half-open: OpenUntil true, want false")
+	}
+	b.DoneAt(at(32*time.Second), tk, 0, boom)
+	if u, ok := b.OpenUntil(at(32 * time.Second)); !ok || !u.Equal(at(92*time.Second)) {
+		t.Fatalf("after a failed probe: OpenUntil %v, %v; want +92s (60 s), true", u.Sub(t0), ok)
+	}
+}
