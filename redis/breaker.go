@@ -1,0 +1,281 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/yaoki-go/yaoki/breaker"
+	"github.com/yaoki-go/yaoki/event"
+)
+
+// Defaults of BreakerConfig.
+const (
+	// DefaultBreakerPrefix starts the Redis key of a fleet breaker; the
+	// rest is the local breaker's name.
+	DefaultBreakerPrefix = "yaoki:breaker:"
+	// DefaultSyncInterval is how often Run syncs with the fleet.
+	DefaultSyncInterval = time.Second
+)
+
+// ErrFleetOpen is the Cause of the *breaker.OpenError with which a Breaker
+// refuses a call because another process sharing its name tripped: errors.Is
+// matches it as well as breaker.ErrOpen.
+var ErrFleetOpen = errors.New("redis: open for the fleet: a process sharing this breaker tripped")
+
+// BreakerConfig configures a Breaker.
+type BreakerConfig struct {
+	// Client reaches the Redis the fleet shares (a *goredis.Client,
+	// *goredis.ClusterClient or *goredis.Ring). Required.
+	Client goredis.UniversalClient
+	// Local is this process's breaker, which goes on deciding from this
+	// process's own calls; processes share the open state of the local
+	// breakers that have the same Name (which must not be empty). Required.
+	Local *breaker.Breaker
+	// Prefix starts the Redis key: the key is Prefix + Local.Name(). Zero:
+	// DefaultBreakerPrefix.
+	Prefix string
+	// SyncInterval is how often Run calls SyncAt: a trip reaches the
+	// other processes within about twice this. Zero: DefaultSyncInterval
+	// (1 s). Accepted: 1 ms to 1 h.
+	SyncInterval time.Duration
+	// OnError, if set, receives the errors of the syncs that Run makes
+	// (Redis unreachable, a timeout), on Run's goroutine; it must not
+	// block. Nil: they are dropped, and the local breaker goes on alone
+	// until a sync succeeds.
+	OnError func(error)
+	// Observer, if set, receives an event.BreakerRejected (Component
+	// "redis", Name the breaker's) for each call refused because the fleet
+	// is open. The local breaker reports its own transitions and refusals
+	// to its Settings.Observer. Nil: no events.
+	Observer event.Observer
+}
+
+// Breaker shares a circuit breaker's open state across a fleet through
+// Redis. It implements retry.Breaker around a local *breaker.Breaker: calls
+// are decided by the local breaker from this process's own outcomes, as
+// without Redis, except that while another process sharing the name has
+// its breaker open, calls are refused here too, without waiting for this
+// process to see the failures itself.
+//
+// SyncAt (called every SyncInterval by Run) is the only network I/O: in one
+// round trip (a Lua script on one key) it publishes the end of the local
+// breaker's open period, if it is open, keeping the latest end that any
+// process published (the key expires at that end), and reads the fleet's.
+// AllowAt and DoneAt only read what the last sync learned: the closed path
+// adds one atomic load to the local breaker's and allocates nothing.
+//
+// While the fleet's open period runs, AllowAt refuses with a
+// *breaker.OpenError (errors.Is matches breaker.ErrOpen and ErrFleetOpen;
+// RetryAfter is the time left) without asking the local breaker. When it
+// ends, calls go to the local breaker again, whose own half-open probing is
+// unchanged: a process whose breaker tripped probes when its own period
+// ends, the others call as usual (and trip on their own if the dependency
+// is still down, unless a new trip reaches them first). When Redis cannot
+// be reached, each process goes on with its local breaker alone; the local
+// breaker's open period is published at the next sync that succeeds, if
+// it has not ended by then.
+//
+// The fleet's clocks should agree to well within the open period: the end
+// is published as an instant (Unix milliseconds) and compared with each
+// process's now. It is safe for concurrent use.
+type Breaker struct {
+	fleet   atomic.Pointer[fleetOpen] // what the last sync read; nil before the first
+	local   *breaker.Breaker
+	c       goredis.UniversalClient
+	key     string
+	every   time.Duration
+	onError func(error)
+	obs     event.Observer
+}
+
+// fleetOpen is the fleet's open period as a sync read it.
+type fleetOpen struct {
+	until int64 // UnixNano; 0: the fleet is not open
+	trips int   // the trips of the process that published until
+	// last is the refusal handed out most recently: refusals within the
+	// same millisecond share it, so that refusing allocates nothing.
+	last atomic.Pointer[breaker.OpenError]
+}
+
+// NewBreaker returns a Breaker that shares cfg.Local's open state through
+// cfg.Client, or a *ConfigError naming the first field of cfg that is
+// missing or out of range. It does no I/O: the fleet's state is learned
+// at the first SyncAt.
+func NewBreaker(cfg BreakerConfig) (*Breaker, error) {
+	if cfg.Client == nil {
+		return nil, &ConfigError{Field: "BreakerConfig.Client", Value: nil, Want: "a go-redis client (*goredis.Client, *goredis.ClusterClient, *goredis.Ring)"}
+	}
+	if cfg.Local == nil {
+		return nil, &ConfigError{Field: "BreakerConfig.Local", Value: nil, Want: "a *breaker.Breaker (breaker.New)"}
+	}
+	if cfg.Local.Name() == "" {
+		return nil, &ConfigError{Field: "BreakerConfig.Local.Name()", Value: `""`, Want: "a non-empty name (breaker.Settings.Name): it names the fleet's key"}
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = DefaultBreakerPrefix
+	}
+	if cfg.SyncInterval == 0 {
+		cfg.SyncInterval = DefaultSyncInterval
+	}
+	if cfg.SyncInterval < time.Millisecond || cfg.SyncInterval > time.Hour {
+		return nil, &ConfigError{Field: "BreakerConfig.SyncInterval", Value: cfg.SyncInterval, Want: "1ms ≤ SyncInterval ≤ 1h (0 means the default 1s)"}
+	}
+	return &Breaker{local: cfg.Local, c: cfg.Client, key: cfg.Prefix + cfg.Local.Name(),
+		every: cfg.SyncInterval, onError: cfg.OnError, obs: cfg.Observer}, nil
+}
+
+// Name returns the local breaker's name, which the fleet shares.
+func (b *Breaker) Name() string { return b.local.Name() }
+
+// Key returns the Redis key that holds the fleet's open period.
+func (b *Breaker) Key() string { return b.key }
+
+// AllowAt implements retry.Breaker: it refuses while the fleet's open
+// period (as of the last sync) runs at now, and asks the local breaker
+// otherwise. It does no I/O; allowed or refused, it allocates nothing
+// (refusals within one millisecond share their error).
+func (b *Breaker) AllowAt(now time.Time, retry bool) (ticket uint64, err error) {
+	if f := b.fleet.Load(); f != nil {
+		if ns := now.UnixNano(); ns < f.until {
+			return 0, b.refuse(now, f, ns)
+		}
+	}
+	return b.local.AllowAt(now, retry)
+}
+
+// DoneAt implements retry.Breaker: it passes the outcome to the local
+// breaker.
+func (b *Breaker) DoneAt(now time.Time, ticket uint64, elapsed time.Duration, err error) {
+	b.local.DoneAt(now, ticket, elapsed, err)
+}
+
+// refuse returns the refusal for a call at ns (UnixNano) during f, its Wait
+// rounded up to the millisecond, and reports it to the observer.
+func (b *Breaker) refuse(now time.Time, f *fleetOpen, ns int64) error {
+	ms := (f.until - ns + int64(time.Millisecond) - 1) / int64(time.Millisecond)
+	wait := time.Duration(ms) * time.Millisecond
+	e := f.last.Load()
+	if e == nil || e.Wait != wait {
+		e = &breaker.OpenError{Name: b.local.Name(), State: breaker.Open, Wait: wait, Trips: f.trips, Cause: ErrFleetOpen}
+		f.last.Store(e)
+	}
+	if o := b.obs; o != nil {
+		o.Observe(context.Background(), event.Event{Kind: event.BreakerRejected, Time: now, Component: "redis",
+			Name: e.Name, Err: e, Wait: wait})
+	}
+	return e
+}
+
+// OpenUntil returns the end of the fleet's open period as of the last
+// sync, and whether it runs at now. The local breaker's own open period
+// is not included until a sync has published it.
+func (b *Breaker) OpenUntil(now time.Time) (time.Time, bool) {
+	f := b.fleet.Load()
+	if f == nil || now.UnixNano() >= f.until {
+		return time.Time{}, false
+	}
+	return time.Unix(0, f.until), true
+}
+
+// StateAt returns Open while the fleet's open period runs at now, and the
+// local breaker's state otherwise.
+func (b *Breaker) StateAt(now time.Time) breaker.State {
+	if _, open := b.OpenUntil(now); open {
+		return breaker.Open
+	}
+	return b.local.StateAt(now)
+}
+
+// State is shorthand for StateAt(time.Now()); with Name, it lets
+// yaoki/otel's TrackBreaker report the state a caller sees.
+func (b *Breaker) State() breaker.State { return b.StateAt(time.Now()) }
+
+// syncScript: KEYS[1] the fleet's key, a hash of u (the end of the open
+// period, Unix ms) and n (the trips of the process that published it).
+// ARGV until_ms (0: nothing to publish), trips, ttl_ms. A later end
+// replaces the stored one and sets the key to expire when it passes;
+// an earlier one changes nothing. Returns {u, n} after the update, {0, 0}
+// when no process is open.
+var syncScript = goredis.NewScript(`
+local v = redis.call('HMGET', KEYS[1], 'u', 'n')
+local u = tonumber(v[1]) or 0
+local want = tonumber(ARGV[1])
+if want > u then
+  redis.call('HSET', KEYS[1], 'u', ARGV[1], 'n', ARGV[2])
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  return {want, tonumber(ARGV[2])}
+end
+return {u, tonumber(v[2]) or 0}
+`)
+
+// SyncAt exchanges state with the fleet in one round trip: it publishes the
+// end of the local breaker's open period if the breaker is open at now,
+// keeping the latest end any process published, and learns the fleet's.
+// An open period is published at every sync while it runs (an earlier or
+// equal end changes nothing), so that a key lost with a Redis restart is
+// put back, and a trip made while Redis was unreachable reaches the fleet
+// at the first sync that succeeds. On error the fleet's state known from
+// the last successful sync is kept, and the error (wrapped, naming the
+// breaker) is returned.
+//
+// The key expires when the open period ends, measured from now: a stepped
+// now in tests sets a real expiry of the same length.
+func (b *Breaker) SyncAt(ctx context.Context, now time.Time) error {
+	var untilMs, trips, ttlMs int64
+	if u, open := b.local.OpenUntil(now); open {
+		untilMs = ceilMillis(u.UnixNano())
+		trips = int64(max(1, b.local.Trips()))
+		ttlMs = max(1, untilMs-now.UnixMilli())
+	}
+	res, err := syncScript.Run(ctx, b.c, []string{b.key}, untilMs, trips, ttlMs).Int64Slice()
+	if err != nil {
+		return fmt.Errorf("redis: breaker %q sync with the fleet (key %s): %w", b.local.Name(), b.key, err)
+	}
+	if len(res) != 2 {
+		return fmt.Errorf("redis: breaker %q sync with the fleet (key %s): unexpected reply of %d values", b.local.Name(), b.key, len(res))
+	}
+	until, n := res[0]*int64(time.Millisecond), int(res[1])
+	if f := b.fleet.Load(); f == nil || f.until != until || f.trips != n {
+		b.fleet.Store(&fleetOpen{until: until, trips: n})
+	}
+	return nil
+}
+
+// Sync is shorthand for SyncAt(ctx, time.Now()).
+func (b *Breaker) Sync(ctx context.Context) error { return b.SyncAt(ctx, time.Now()) }
+
+// Run syncs with the fleet at once and then every SyncInterval, each sync
+// bounded by SyncInterval, until ctx ends; errors go to OnError. Run it on
+// a goroutine of its own, one per Breaker.
+func (b *Breaker) Run(ctx context.Context) {
+	t := time.NewTicker(b.every)
+	defer t.Stop()
+	for {
+		sctx, cancel := context.WithTimeout(ctx, b.every)
+		err := b.SyncAt(sctx, time.Now())
+		cancel()
+		if err != nil && ctx.Err() == nil && b.onError != nil {
+			b.onError(err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// ceilMillis is ns (UnixNano) in Unix milliseconds, rounded up, so that the
+// published end is never before the local one.
+func ceilMillis(ns int64) int64 {
+	ms := ns / int64(time.Millisecond)
+	if ns%int64(time.Millisecond) > 0 {
+		ms++
+	}
+	return ms
+}

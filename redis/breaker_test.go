@@ -1,0 +1,481 @@
+package redis_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/yaoki-go/yaoki/breaker"
+	"github.com/yaoki-go/yaoki/event"
+	"github.com/yaoki-go/yaoki/redis"
+	"github.com/yaoki-go/yaoki/redis/internal/redistest"
+	"github.com/yaoki-go/yaoki/retry"
+)
+
+var _ retry.Breaker = (*redis.Breaker)(nil)
+
+var (
+	t0   = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	down = errors.New("connection refused")
+)
+
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+// newLocal is a process's own breaker: the defaults (trip at ≥ 50 %
+// failures once 20 calls were made, open 30 s) without jitter, so that
+// open periods end at known instants.
+func newLocal(t testing.TB, name string) *breaker.Breaker {
+	t.Helper()
+	l, err := breaker.New(breaker.Settings{Name: name, OpenJitter: breaker.Disabled})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// newProc is one process of a fleet: its own client of srv, its own local
+// breaker named name.
+func newProc(t testing.TB, c goredis.UniversalClient, name string, obs event.Observer) *redis.Breaker {
+	t.Helper()
+	b, err := redis.NewBreaker(redis.BreakerConfig{Client: c, Local: newLocal(t, name), Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// fail makes n calls at now that fail, all allowed.
+func fail(t *testing.T, b *redis.Breaker, now time.Time, n int) {
+	t.Helper()
+	for i := range n {
+		tk, err := b.AllowAt(now, false)
+		if err != nil {
+			t.Fatalf("call %d at +%v refused: %v", i+1, now.Sub(t0), err)
+		}
+		b.DoneAt(now, tk, time.Millisecond, down)
+	}
+}
+
+func mustSync(t *testing.T, b *redis.Breaker, now time.Time) {
+	t.Helper()
+	if err := b.SyncAt(t.Context(), now); err != nil {
+		t.Fatalf("sync at +%v: %v", now.Sub(t0), err)
+	}
+}
+
+func mustAllow(t *testing.T, who string, b *redis.Breaker, now time.Time) uint64 {
+	t.Helper()
+	tk, err := b.AllowAt(now, false)
+	if err != nil {
+		t.Fatalf("%s at +%v: refused (%v), want allowed", who, now.Sub(t0), err)
+	}
+	return tk
+}
+
+// mustRefuseFleet checks that b refuses at now because the fleet is open,
+// with a hint of wait.
+func mustRefuseFleet(t *testing.T, who string, b *redis.Breaker, now time.Time, wait time.Duration) {
+	t.Helper()
+	_, err := b.AllowAt(now, false)
+	if err == nil {
+		t.Fatalf("%s at +%v: allowed, want refused because the fleet is open", who, now.Sub(t0))
+	}
+	if !errors.Is(err, breaker.ErrOpen) || !errors.Is(err, redis.ErrFleetOpen) {
+		t.Fatalf("%s at +%v: %v, want an error matching breaker.ErrOpen and redis.ErrFleetOpen", who, now.Sub(t0), err)
+	}
+	if h, ok := retry.HintOf(err); !ok || h != wait {
+		t.Fatalf("%s at +%v: hint %v (%v), want %v", who, now.Sub(t0), h, ok, wait)
+	}
+}
+
+// TestBreakerFleetTrip: A sees the failures and trips; once A and then B
+// have synced, B refuses at once without having seen a failure, until A's
+// open period ends; then B's own (closed) breaker decides again, and A's
+// probes as before. A breaker of another name is not affected.
+func TestBreakerFleetTrip(t *testing.T) {
+	srv := redistest.Start(t)
+	var rejected []event.Event
+	var mu sync.Mutex
+	obs := event.Func(func(_ context.Context, e event.Event) {
+		mu.Lock()
+		rejected = append(rejected, e)
+		mu.Unlock()
+	})
+	a := newProc(t, srv.Client(t), "payments", nil)
+	b := newProc(t, srv.Client(t), "payments", obs)
+	c := newProc(t, srv.Client(t), "payments", nil)
+	other := newProc(t, srv.Client(t), "search", nil)
+
+	fail(t, a, at(0), 20) // A trips: open until +30s
+	if u, ok := a.OpenUntil(at(0)); ok {
+		t.Fatalf("A's fleet state open until %v before any sync", u)
+	}
+	mustSync(t, a, at(100*time.Millisecond))
+	mustSync(t, b, at(200*time.Millisecond))
+	mustSync(t, other, at(300*time.Millisecond))
+
+	mustRefuseFleet(t, "B", b, at(time.Second), 29*time.Second)
+	mustRefuseFleet(t, "B", b, at(30*time.Second-500*time.Microsecond), time.Millisecond) // rounded up
+	if s := b.StateAt(at(time.Second)); s != breaker.Open {
+		t.Fatalf("B's state %v, want open", s)
+	}
+	mustAllow(t, "C (not synced yet)", c, at(time.Second))
+	mustAllow(t, "the breaker named search", other, at(time.Second))
+	mustSync(t, c, at(2*time.Second))
+	mustRefuseFleet(t, "C", c, at(2*time.Second), 28*time.Second)
+	mustRefuseFleet(t, "A", a, at(2*time.Second), 28*time.Second)
+
+	_, err := b.AllowAt(at(10*time.Second), false)
+	want := `breaker: "payments" open after 1 trip: call refused, next probe in 20s (tripped by: redis: open for the fleet: a process sharing this breaker tripped)`
+	if err == nil || err.Error() != want {
+		t.Fatalf("B's refusal: %v\nwant %s", err, want)
+	}
+	mu.Lock()
+	n := len(rejected)
+	e := rejected[n-1]
+	mu.Unlock()
+	if n != 3 || e.Kind != event.BreakerRejected || e.Component != "redis" || e.Name != "payments" || e.Wait != 20*time.Second || e.Err != err {
+		t.Fatalf("%d events, last %+v; want 3 BreakerRejected from redis, payments, 20s", n, e)
+	}
+
+	// At +30s the fleet's period is over: B's local breaker, which saw no
+	// failure, is closed and allows; A's is half-open and lets its probe
+	// through, which fails: A opens again, for 60 s.
+	tk := mustAllow(t, "B", b, at(30*time.Second))
+	b.DoneAt(at(30*time.Second), tk, time.Millisecond, nil)
+	if s := b.StateAt(at(30 * time.Second)); s != breaker.Closed {
+		t.Fatalf("B after the fleet's period: %v, want closed", s)
+	}
+	tk = mustAllow(t, "A's probe", a, at(30*time.Second))
+	if _, err := a.AllowAt(at(30*time.Second), false); err == nil || errors.Is(err, redis.ErrFleetOpen) {
+		t.Fatalf("A's second call while its probe is in flight: %v, want its local half-open refusal", err)
+	}
+	a.DoneAt(at(31*time.Second), tk, time.Millisecond, down)
+	mustSync(t, a, at(31*time.Second))
+	mustSync(t, b, at(32*time.Second))
+	mustRefuseFleet(t, "B", b, at(32*time.Second), 59*time.Second)
+	var oe *breaker.OpenError
+	if _, err := b.AllowAt(at(32*time.Second), false); !errors.As(err, &oe) || oe.Trips != 2 || oe.Name != "payments" {
+		t.Fatalf("B's refusal after A's second trip: %#v, want an OpenError of payments after 2 trips", err)
+	}
+	mustAllow(t, "B", b, at(91*time.Second))
+	mustAllow(t, "the breaker named search", other, at(32*time.Second))
+	if u, ok := other.OpenUntil(at(32 * time.Second)); ok {
+		t.Fatalf("the breaker named search: fleet open until %v", u)
+	}
+}
+
+// TestBreakerLatestEndWins: of two trips, the fleet keeps the later end,
+// whatever the order of the syncs, and Redis expires the key when it
+// passes.
+func TestBreakerLatestEndWins(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	a := newProc(t, srv.Client(t), "payments", nil)
+	b := newProc(t, srv.Client(t), "payments", nil)
+	c := newProc(t, srv.Client(t), "payments", nil)
+	fail(t, a, at(0), 20)              // open until +30s
+	fail(t, b, at(10*time.Second), 20) // open until +40s
+	mustSync(t, b, at(10*time.Second))
+	mustSync(t, a, at(11*time.Second)) // publishes +30s: earlier, changes nothing
+	mustSync(t, c, at(12*time.Second))
+	for _, p := range []struct {
+		who string
+		b   *redis.Breaker
+	}{{"A", a}, {"B", b}, {"C", c}} {
+		if u, ok := p.b.OpenUntil(at(12 * time.Second)); !ok || !u.Equal(at(40*time.Second)) {
+			t.Fatalf("%s: fleet open until %v (%v), want +40s", p.who, u.Sub(t0), ok)
+		}
+	}
+	mustRefuseFleet(t, "A", a, at(35*time.Second), 5*time.Second)
+	if got := rdb.HGet(t.Context(), "yaoki:breaker:payments", "u").Val(); got != "1772366440000" {
+		t.Fatalf("stored end %s, want 1772366440000 (+40s in Unix ms)", got)
+	}
+	// B published at +10s an end 30 s later: the key lives 30 s (real
+	// time), whatever the stepped clock says.
+	if ttl := rdb.PTTL(t.Context(), "yaoki:breaker:payments").Val(); ttl <= 25*time.Second || ttl > 30*time.Second {
+		t.Fatalf("PTTL %v, want about 30s", ttl)
+	}
+	// Nothing is open any more at +40s: a sync then reads the same end,
+	// which no longer refuses.
+	mustSync(t, c, at(40*time.Second))
+	mustAllow(t, "C", c, at(40*time.Second))
+}
+
+// TestBreakerPrefixAndDefaults: the key is Prefix + the local breaker's name.
+func TestBreakerPrefix(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	local := newLocal(t, "inventory")
+	b, err := redis.NewBreaker(redis.BreakerConfig{Client: srv.Client(t), Local: local, Prefix: "shop:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Key() != "shop:inventory" || b.Name() != "inventory" {
+		t.Fatalf("key %q name %q, want shop:inventory, inventory", b.Key(), b.Name())
+	}
+	fail(t, b, at(0), 20)
+	mustSync(t, b, at(0))
+	if n := rdb.Exists(t.Context(), "shop:inventory").Val(); n != 1 {
+		t.Fatal("key shop:inventory not written")
+	}
+	d := newProc(t, srv.Client(t), "inventory", nil) // default prefix: another fleet
+	if d.Key() != "yaoki:breaker:inventory" {
+		t.Fatalf("default key %q", d.Key())
+	}
+	mustSync(t, d, at(time.Second))
+	mustAllow(t, "a breaker with the default prefix", d, at(time.Second))
+}
+
+// cutter is a loopback TCP relay in front of a real redis-server that a
+// test can cut: while cut, it drops every connection and closes new ones at
+// once, which is what a Redis outage or a partition looks like to a client.
+type cutter struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	cut    bool
+	conns  map[net.Conn]struct{}
+	wg     sync.WaitGroup
+}
+
+func newCutter(t *testing.T, target string) *cutter {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cutter{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	c.wg.Add(1)
+	go c.accept()
+	t.Cleanup(func() {
+		ln.Close()
+		c.setCut(true)
+		c.wg.Wait()
+	})
+	return c
+}
+
+func (c *cutter) Addr() string { return c.ln.Addr().String() }
+
+func (c *cutter) accept() {
+	defer c.wg.Done()
+	for {
+		in, err := c.ln.Accept()
+		if err != nil {
+			return
+		}
+		c.mu.Lock()
+		cut := c.cut
+		c.mu.Unlock()
+		if cut {
+			in.Close()
+			continue
+		}
+		out, err := net.Dial("tcp", c.target)
+		if err != nil {
+			in.Close()
+			continue
+		}
+		c.mu.Lock()
+		c.conns[in], c.conns[out] = struct{}{}, struct{}{}
+		c.mu.Unlock()
+		c.wg.Add(2)
+		go c.pipe(in, out)
+		go c.pipe(out, in)
+	}
+}
+
+func (c *cutter) pipe(dst, src net.Conn) {
+	defer c.wg.Done()
+	_, _ = io.Copy(dst, src)
+	dst.Close()
+	src.Close()
+	c.mu.Lock()
+	delete(c.conns, dst)
+	delete(c.conns, src)
+	c.mu.Unlock()
+}
+
+// setCut cuts (true) or restores (false) the link.
+func (c *cutter) setCut(cut bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cut = cut
+	if cut {
+		for conn := range c.conns {
+			conn.Close()
+		}
+	}
+}
+
+// TestBreakerRedisUnreachable: while A cannot reach Redis its local breaker
+// goes on alone and SyncAt says why; its trip reaches the fleet at the first
+// sync that succeeds, unless its open period has ended by then. A client
+// pointed at a closed port fails the same way.
+func TestBreakerRedisUnreachable(t *testing.T) {
+	srv := redistest.Start(t)
+	link := newCutter(t, srv.Addr)
+	ca := goredis.NewClient(&goredis.Options{Addr: link.Addr(), MaxRetries: -1, DialTimeout: time.Second})
+	t.Cleanup(func() { _ = ca.Close() })
+	a := newProc(t, ca, "payments", nil)
+	b := newProc(t, srv.Client(t), "payments", nil)
+	mustSync(t, a, at(0))
+
+	link.setCut(true)
+	fail(t, a, at(time.Second), 20) // open until +31s
+	err := a.SyncAt(t.Context(), at(2*time.Second))
+	if err == nil || !strings.Contains(err.Error(), `redis: breaker "payments" sync with the fleet (key yaoki:breaker:payments)`) {
+		t.Fatalf("sync while Redis is cut off: %v, want an error naming the breaker and its key", err)
+	}
+	_, err = a.AllowAt(at(3*time.Second), false)
+	if !errors.Is(err, breaker.ErrOpen) || errors.Is(err, redis.ErrFleetOpen) || !errors.Is(err, down) {
+		t.Fatalf("A while cut off: %v, want its local breaker's refusal (tripped by %v)", err, down)
+	}
+	mustSync(t, b, at(3*time.Second))
+	mustAllow(t, "B (A's trip not published)", b, at(3*time.Second))
+
+	link.setCut(false)
+	mustSync(t, a, at(5*time.Second))
+	mustSync(t, b, at(6*time.Second))
+	mustRefuseFleet(t, "B", b, at(6*time.Second), 25*time.Second)
+
+	// A trip whose open period ends while Redis is out of reach is never
+	// published.
+	x := newProc(t, ca, "search", nil)
+	y := newProc(t, srv.Client(t), "search", nil)
+	link.setCut(true)
+	fail(t, x, at(0), 20) // open until +30s
+	if err := x.SyncAt(t.Context(), at(time.Second)); err == nil {
+		t.Fatal("sync through a cut link succeeded")
+	}
+	link.setCut(false)
+	mustSync(t, x, at(30*time.Second))
+	mustSync(t, y, at(30*time.Second))
+	mustAllow(t, "Y", y, at(30*time.Second))
+
+	// A client of a port where nothing listens.
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := closed.Addr().String()
+	closed.Close()
+	cz := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
+	t.Cleanup(func() { _ = cz.Close() })
+	z := newProc(t, cz, "payments", nil)
+	if err := z.SyncAt(t.Context(), at(7*time.Second)); err == nil {
+		t.Fatal("sync with a closed port succeeded")
+	}
+	mustAllow(t, "Z (never synced)", z, at(7*time.Second))
+}
+
+// TestBreakerThroughRetry: B, whose fleet is open, makes retry.Do give up
+// with reason BreakerOpen, before the first attempt, with the wait.
+func TestBreakerThroughRetry(t *testing.T) {
+	srv := redistest.Start(t)
+	a := newProc(t, srv.Client(t), "payments", nil)
+	b := newProc(t, srv.Client(t), "payments", nil)
+	now := time.Now()
+	fail(t, a, now, 20)
+	mustSync(t, a, now)
+	mustSync(t, b, now)
+	calls := 0
+	err := retry.Do(t.Context(), retry.Policy{Env: &retry.Env{Breaker: b}}, func(context.Context) error {
+		calls++
+		return nil
+	})
+	var re *retry.Error
+	if !errors.As(err, &re) || re.Reason != retry.BreakerOpen || calls != 0 {
+		t.Fatalf("retry.Do through B: %v after %d calls, want reason BreakerOpen and no call", err, calls)
+	}
+	if re.Wait <= 25*time.Second || re.Wait > 30*time.Second || !errors.Is(err, redis.ErrFleetOpen) || !errors.Is(err, retry.ErrBreakerOpen) {
+		t.Fatalf("give-up %v: wait %v, want about 30s, matching ErrFleetOpen and ErrBreakerOpen", err, re.Wait)
+	}
+}
+
+func TestBreakerConfig(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	named := newLocal(t, "payments")
+	unnamed := newLocal(t, "")
+	for _, tc := range []struct {
+		name string
+		cfg  redis.BreakerConfig
+		want string // "" for no error
+	}{
+		{"no client", redis.BreakerConfig{Local: named}, "redis: BreakerConfig.Client <nil> not accepted: want a go-redis client"},
+		{"no local breaker", redis.BreakerConfig{Client: c}, "redis: BreakerConfig.Local <nil> not accepted: want a *breaker.Breaker"},
+		{"a local breaker without a name", redis.BreakerConfig{Client: c, Local: unnamed}, `redis: BreakerConfig.Local.Name() "" not accepted: want a non-empty name`},
+		{"sync interval below 1ms", redis.BreakerConfig{Client: c, Local: named, SyncInterval: time.Microsecond}, "redis: BreakerConfig.SyncInterval 1µs not accepted: want 1ms ≤ SyncInterval ≤ 1h"},
+		{"negative sync interval", redis.BreakerConfig{Client: c, Local: named, SyncInterval: -time.Second}, "redis: BreakerConfig.SyncInterval -1s not accepted"},
+		{"sync interval above 1h", redis.BreakerConfig{Client: c, Local: named, SyncInterval: 2 * time.Hour}, "redis: BreakerConfig.SyncInterval 2h0m0s not accepted"},
+		{"defaults", redis.BreakerConfig{Client: c, Local: named}, ""},
+		{"bounds", redis.BreakerConfig{Client: c, Local: named, SyncInterval: time.Millisecond}, ""},
+		{"bounds", redis.BreakerConfig{Client: c, Local: named, SyncInterval: time.Hour}, ""},
+	} {
+		b, err := redis.NewBreaker(tc.cfg)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v, want no error", tc.name, err)
+		case tc.want == "" && b == nil:
+			t.Errorf("%s: nil breaker", tc.name)
+		case tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want) || !errors.Is(err, redis.ErrInvalidConfig)):
+			t.Errorf("%s: %v, want an ErrInvalidConfig starting %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestBreakerRunStops: Run syncs until its context ends, then returns.
+func TestBreakerRunStops(t *testing.T) {
+	srv := redistest.Start(t)
+	var errs atomic.Int32
+	b, err := redis.NewBreaker(redis.BreakerConfig{Client: srv.Client(t), Local: newLocal(t, "payments"),
+		SyncInterval: 10 * time.Millisecond, OnError: func(error) { errs.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		b.Run(ctx)
+		close(done)
+	}()
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run still running 5 s after its context was cancelled")
+	}
+	if n := errs.Load(); n != 0 {
+		t.Fatalf("%d errors reported for a cancelled context, want none", n)
+	}
+}
+
+// TestBreakerNoAllocations: the closed path and a refusal because the fleet
+// is open allocate nothing.
+func TestBreakerNoAllocations(t *testing.T) {
+	srv := redistest.Start(t)
+	a := newProc(t, srv.Client(t), "payments", nil)
+	b := newProc(t, srv.Client(t), "payments", nil)
+	mustSync(t, b, at(0))
+	if n := testing.AllocsPerRun(1000, func() {
+		tk, _ := b.AllowAt(at(0), false)
+		b.DoneAt(at(0), tk, time.Millisecond, nil)
+	}); n != 0 {
+		t.Errorf("closed AllowAt+DoneAt: %v allocations, want 0", n)
+	}
+	fail(t, a, at(0), 20)
+	mustSync(t, a, at(0))
+	mustSync(t, b, at(0))
+	if n := testing.AllocsPerRun(1000, func() { _, _ = b.AllowAt(at(time.Second), false) }); n != 0 {
+		t.Errorf("refusal because the fleet is open: %v allocations, want 0", n)
+	}
+}
