@@ -43,6 +43,17 @@ type BreakerConfig struct {
 	// other processes within about twice this. Zero: DefaultSyncInterval
 	// (1 s). Accepted: 1 ms to 1 h.
 	SyncInterval time.Duration
+	// Hold keeps a process whose local breaker is closed refusing for
+	// this long after the fleet's open period ends, so that the processes
+	// whose breakers tripped probe first: when a probe fails, its new open
+	// period reaches the others (within two syncs) before they call the
+	// dependency; when it succeeds, they resume at the end of Hold. A
+	// process whose own breaker tripped is not held: its local breaker
+	// decides (it probes); once its probes close it, it is held like the
+	// others until Hold ends. Zero: no hold, calls go to the local breaker as
+	// soon as the fleet's period ends. 2 × SyncInterval covers the two
+	// syncs. Accepted: 0 to 1 h.
+	Hold time.Duration
 	// OnError, if set, receives the errors of the syncs that Run makes
 	// (Redis unreachable, a timeout), on Run's goroutine; it must not
 	// block. Nil: they are dropped, and the local breaker goes on alone
@@ -89,6 +100,7 @@ type Breaker struct {
 	c       goredis.UniversalClient
 	key     string
 	every   time.Duration
+	hold    int64 // ns
 	onError func(error)
 	obs     event.Observer
 }
@@ -96,6 +108,7 @@ type Breaker struct {
 // fleetOpen is the fleet's open period as a sync read it.
 type fleetOpen struct {
 	until int64 // UnixNano; 0: the fleet is not open
+	held  int64 // until + Hold: processes whose breaker is closed wait until then
 	trips int   // the trips of the process that published until
 	// last is the refusal handed out most recently: refusals within the
 	// same millisecond share it, so that refusing allocates nothing.
@@ -125,8 +138,11 @@ func NewBreaker(cfg BreakerConfig) (*Breaker, error) {
 	if cfg.SyncInterval < time.Millisecond || cfg.SyncInterval > time.Hour {
 		return nil, &ConfigError{Field: "BreakerConfig.SyncInterval", Value: cfg.SyncInterval, Want: "1ms ≤ SyncInterval ≤ 1h (0 means the default 1s)"}
 	}
+	if cfg.Hold < 0 || cfg.Hold > time.Hour {
+		return nil, &ConfigError{Field: "BreakerConfig.Hold", Value: cfg.Hold, Want: "0 ≤ Hold ≤ 1h (0 means no hold)"}
+	}
 	return &Breaker{local: cfg.Local, c: cfg.Client, key: cfg.Prefix + cfg.Local.Name(),
-		every: cfg.SyncInterval, onError: cfg.OnError, obs: cfg.Observer}, nil
+		every: cfg.SyncInterval, hold: int64(cfg.Hold), onError: cfg.OnError, obs: cfg.Observer}, nil
 }
 
 // Name returns the local breaker's name, which the fleet shares.
@@ -141,7 +157,7 @@ func (b *Breaker) Key() string { return b.key }
 // (refusals within one millisecond share their error).
 func (b *Breaker) AllowAt(now time.Time, retry bool) (ticket uint64, err error) {
 	if f := b.fleet.Load(); f != nil {
-		if ns := now.UnixNano(); ns < f.until {
+		if ns := now.UnixNano(); ns < f.held && (ns < f.until || b.local.StateAt(now) == breaker.Closed) {
 			return 0, b.refuse(now, f, ns)
 		}
 	}
@@ -157,7 +173,11 @@ func (b *Breaker) DoneAt(now time.Time, ticket uint64, elapsed time.Duration, er
 // refuse returns the refusal for a call at ns (UnixNano) during f, its Wait
 // rounded up to the millisecond, and reports it to the observer.
 func (b *Breaker) refuse(now time.Time, f *fleetOpen, ns int64) error {
-	ms := (f.until - ns + int64(time.Millisecond) - 1) / int64(time.Millisecond)
+	end := f.until
+	if ns >= end {
+		end = f.held // held after the period
+	}
+	ms := (end - ns + int64(time.Millisecond) - 1) / int64(time.Millisecond)
 	wait := time.Duration(ms) * time.Millisecond
 	e := f.last.Load()
 	if e == nil || e.Wait != wait {
@@ -182,13 +202,17 @@ func (b *Breaker) OpenUntil(now time.Time) (time.Time, bool) {
 	return time.Unix(0, f.until), true
 }
 
-// StateAt returns Open while the fleet's open period runs at now, and the
-// local breaker's state otherwise.
+// StateAt returns Open while AllowAt refuses because of the fleet (its
+// open period runs at now, or Hold holds this process), and the local
+// breaker's state otherwise.
 func (b *Breaker) StateAt(now time.Time) breaker.State {
-	if _, open := b.OpenUntil(now); open {
-		return breaker.Open
+	s := b.local.StateAt(now)
+	if f := b.fleet.Load(); f != nil {
+		if ns := now.UnixNano(); ns < f.held && (ns < f.until || s == breaker.Closed) {
+			return breaker.Open
+		}
 	}
-	return b.local.StateAt(now)
+	return s
 }
 
 // State is shorthand for StateAt(time.Now()); with Name, it lets
@@ -241,7 +265,11 @@ func (b *Breaker) SyncAt(ctx context.Context, now time.Time) error {
 	}
 	until, n := res[0]*int64(time.Millisecond), int(res[1])
 	if f := b.fleet.Load(); f == nil || f.until != until || f.trips != n {
-		b.fleet.Store(&fleetOpen{until: until, trips: n})
+		held := until
+		if until > 0 {
+			held += b.hold
+		}
+		b.fleet.Store(&fleetOpen{until: until, held: held, trips: n})
 	}
 	return nil
 }

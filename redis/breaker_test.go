@@ -173,6 +173,48 @@ func TestBreakerFleetTrip(t *testing.T) {
 	}
 }
 
+// TestBreakerHold: with Hold, a process whose breaker did not trip keeps
+// refusing after the fleet's period, while the one that tripped probes:
+// a failed probe's new period reaches it before it calls; after a probe
+// that succeeded it resumes when Hold ends.
+func TestBreakerHold(t *testing.T) {
+	srv := redistest.Start(t)
+	proc := func(name string) *redis.Breaker {
+		b, err := redis.NewBreaker(redis.BreakerConfig{Client: srv.Client(t), Local: newLocal(t, name), Hold: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	a, b := proc("payments"), proc("payments")
+	fail(t, a, at(0), 20) // open until +30s
+	mustSync(t, a, at(0))
+	mustSync(t, b, at(0))
+	mustRefuseFleet(t, "B", b, at(30*time.Second), 2*time.Second) // held
+	if s := b.StateAt(at(31 * time.Second)); s != breaker.Open {
+		t.Fatalf("B while held: state %v, want open", s)
+	}
+	tk := mustAllow(t, "A's probe", a, at(30*time.Second)) // A tripped: not held
+	a.DoneAt(at(30*time.Second), tk, time.Millisecond, down)
+	mustSync(t, a, at(30500*time.Millisecond)) // open until +90s
+	mustSync(t, b, at(31*time.Second))
+	mustRefuseFleet(t, "B", b, at(31*time.Second), 59*time.Second)
+	mustRefuseFleet(t, "B", b, at(91*time.Second), time.Second) // held again
+
+	// This time A's probe succeeds: B resumes when Hold ends, and so does
+	// A, whose breaker is now closed like B's.
+	tk = mustAllow(t, "A's probe", a, at(90*time.Second))
+	a.DoneAt(at(90*time.Second), tk, time.Millisecond, nil)
+	mustRefuseFleet(t, "A, closed", a, at(90*time.Second), 2*time.Second)
+	mustSync(t, a, at(90*time.Second))
+	mustSync(t, b, at(91*time.Second))
+	mustRefuseFleet(t, "B", b, at(92*time.Second-time.Millisecond), time.Millisecond)
+	mustAllow(t, "B after Hold", b, at(92*time.Second))
+	if s := b.StateAt(at(92 * time.Second)); s != breaker.Closed {
+		t.Fatalf("B after Hold: state %v, want closed", s)
+	}
+}
+
 // TestBreakerLatestEndWins: of two trips, the fleet keeps the later end,
 // whatever the order of the syncs, and Redis expires the key when it
 // passes.
@@ -417,9 +459,11 @@ func TestBreakerConfig(t *testing.T) {
 		{"sync interval below 1ms", redis.BreakerConfig{Client: c, Local: named, SyncInterval: time.Microsecond}, "redis: BreakerConfig.SyncInterval 1µs not accepted: want 1ms ≤ SyncInterval ≤ 1h"},
 		{"negative sync interval", redis.BreakerConfig{Client: c, Local: named, SyncInterval: -time.Second}, "redis: BreakerConfig.SyncInterval -1s not accepted"},
 		{"sync interval above 1h", redis.BreakerConfig{Client: c, Local: named, SyncInterval: 2 * time.Hour}, "redis: BreakerConfig.SyncInterval 2h0m0s not accepted"},
+		{"negative hold", redis.BreakerConfig{Client: c, Local: named, Hold: -time.Second}, "redis: BreakerConfig.Hold -1s not accepted: want 0 ≤ Hold ≤ 1h"},
+		{"hold above 1h", redis.BreakerConfig{Client: c, Local: named, Hold: 61 * time.Minute}, "redis: BreakerConfig.Hold 1h1m0s not accepted"},
 		{"defaults", redis.BreakerConfig{Client: c, Local: named}, ""},
 		{"bounds", redis.BreakerConfig{Client: c, Local: named, SyncInterval: time.Millisecond}, ""},
-		{"bounds", redis.BreakerConfig{Client: c, Local: named, SyncInterval: time.Hour}, ""},
+		{"bounds", redis.BreakerConfig{Client: c, Local: named, SyncInterval: time.Hour, Hold: time.Hour}, ""},
 	} {
 		b, err := redis.NewBreaker(tc.cfg)
 		switch {
