@@ -3,6 +3,14 @@
 // idempotency middleware, with every transition done atomically by Redis
 // itself (Lua scripts on one key, so it works with Redis Cluster too).
 //
+// Breaker shares a circuit breaker's open state across the fleet: each
+// process keeps its own breaker.Breaker, deciding from its own calls, and
+// wraps it in a Breaker; when one process's breaker trips, SyncAt (run every
+// second by Run, one round trip) publishes the end of its open period, and
+// every process that syncs refuses calls until then, with an error matching
+// breaker.ErrOpen, without having seen a failure itself. Calls never wait
+// for Redis: when it cannot be reached, each process goes on alone.
+//
 // The package is a module of its own (github.com/yaoki-go/yaoki/redis), so
 // that users of the root module never download a Redis client. It uses
 // github.com/redis/go-redis/v9; import that one under another name, such as
