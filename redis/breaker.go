@@ -34,7 +34,9 @@ type BreakerConfig struct {
 	Client goredis.UniversalClient
 	// Local is this process's breaker, which goes on deciding from this
 	// process's own calls; processes share the open state of the local
-	// breakers that have the same Name (which must not be empty). Required.
+	// breakers that have the same Name (which must not be empty). The
+	// fleet's refusals apply to first attempts too, even when Local has
+	// RetriesOnly set. Required.
 	Local *breaker.Breaker
 	// Prefix starts the Redis key: the key is Prefix + Local.Name(). Zero:
 	// DefaultBreakerPrefix.
