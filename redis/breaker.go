@@ -52,9 +52,10 @@ type BreakerConfig struct {
 	// dependency; when it succeeds, they resume at the end of Hold. A
 	// process whose own breaker tripped is not held: its local breaker
 	// decides (it probes); once its probes close it, it is held like the
-	// others until Hold ends. Zero: no hold, calls go to the local breaker as
-	// soon as the fleet's period ends. 2 × SyncInterval covers the two
-	// syncs. Accepted: 0 to 1 h.
+	// others until Hold ends. Zero: 2 × SyncInterval, which covers the two
+	// syncs a new period takes to reach every process; NoHold: none, calls
+	// go to the local breaker as soon as the fleet's period ends. Accepted:
+	// NoHold, or 0 to 1 h.
 	Hold time.Duration
 	// OnError, if set, receives the errors of the syncs that Run makes
 	// (Redis unreachable, a timeout), on Run's goroutine; it must not
@@ -117,6 +118,9 @@ type fleetOpen struct {
 	last atomic.Pointer[breaker.OpenError]
 }
 
+// NoHold as BreakerConfig.Hold turns the hold off.
+const NoHold time.Duration = -1
+
 // NewBreaker returns a Breaker that shares cfg.Local's open state through
 // cfg.Client, or a *ConfigError naming the first field of cfg that is
 // missing or out of range. It does no I/O: the fleet's state is learned
@@ -140,8 +144,13 @@ func NewBreaker(cfg BreakerConfig) (*Breaker, error) {
 	if cfg.SyncInterval < time.Millisecond || cfg.SyncInterval > time.Hour {
 		return nil, &ConfigError{Field: "BreakerConfig.SyncInterval", Value: cfg.SyncInterval, Want: "1ms ≤ SyncInterval ≤ 1h (0 means the default 1s)"}
 	}
-	if cfg.Hold < 0 || cfg.Hold > time.Hour {
-		return nil, &ConfigError{Field: "BreakerConfig.Hold", Value: cfg.Hold, Want: "0 ≤ Hold ≤ 1h (0 means no hold)"}
+	switch {
+	case cfg.Hold == NoHold:
+		cfg.Hold = 0
+	case cfg.Hold < 0 || cfg.Hold > time.Hour:
+		return nil, &ConfigError{Field: "BreakerConfig.Hold", Value: cfg.Hold, Want: "0 ≤ Hold ≤ 1h (0 means 2 × SyncInterval), or NoHold"}
+	case cfg.Hold == 0:
+		cfg.Hold = 2 * cfg.SyncInterval
 	}
 	return &Breaker{local: cfg.Local, c: cfg.Client, key: cfg.Prefix + cfg.Local.Name(),
 		every: cfg.SyncInterval, hold: int64(cfg.Hold), onError: cfg.OnError, obs: cfg.Observer}, nil

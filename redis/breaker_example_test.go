@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log"
 	"net/http"
-	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -29,7 +28,6 @@ func ExampleNewBreaker() {
 	b, err := redis.NewBreaker(redis.BreakerConfig{
 		Client:  rdb,
 		Local:   local,
-		Hold:    2 * time.Second, // let the process that tripped probe first
 		OnError: func(err error) { log.Print(err) },
 	})
 	if err != nil {

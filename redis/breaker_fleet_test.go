@@ -125,9 +125,9 @@ func TestFleetFailures(t *testing.T) {
 		{name: "uneven-1s", procs: 10, tick: time.Second, outage: 10 * time.Minute, start: spread,
 			every: func(i int) int { return i + 1 }},
 	} {
-		local := runFleet(t, srv, sc, false, 0)
-		shared := runFleet(t, srv, sc, true, 0)
-		held := runFleet(t, srv, sc, true, 2*redis.DefaultSyncInterval)
+		local := runFleet(t, srv, sc, false, redis.NoHold)
+		shared := runFleet(t, srv, sc, true, redis.NoHold)
+		held := runFleet(t, srv, sc, true, 0) // the default hold, 2 × SyncInterval
 		t.Logf("%-20s local: %4d failures until the fleet stops (+%v), %5d over %v; shared: %4d (+%v), %5d; hold 2s: %4d (+%v), %5d",
 			sc.name, local.toStop, local.stopAt, local.total, sc.outage, shared.toStop, shared.stopAt, shared.total, held.toStop, held.stopAt, held.total)
 		// Sharing never costs the dependency more failures, and holding

@@ -45,7 +45,7 @@ func newLocal(t testing.TB, name string) *breaker.Breaker {
 // breaker named name.
 func newProc(t testing.TB, c goredis.UniversalClient, name string, obs event.Observer) *redis.Breaker {
 	t.Helper()
-	b, err := redis.NewBreaker(redis.BreakerConfig{Client: c, Local: newLocal(t, name), Observer: obs})
+	b, err := redis.NewBreaker(redis.BreakerConfig{Client: c, Local: newLocal(t, name), Observer: obs, Hold: redis.NoHold})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -459,11 +459,12 @@ func TestBreakerConfig(t *testing.T) {
 		{"sync interval below 1ms", redis.BreakerConfig{Client: c, Local: named, SyncInterval: time.Microsecond}, "redis: BreakerConfig.SyncInterval 1µs not accepted: want 1ms ≤ SyncInterval ≤ 1h"},
 		{"negative sync interval", redis.BreakerConfig{Client: c, Local: named, SyncInterval: -time.Second}, "redis: BreakerConfig.SyncInterval -1s not accepted"},
 		{"sync interval above 1h", redis.BreakerConfig{Client: c, Local: named, SyncInterval: 2 * time.Hour}, "redis: BreakerConfig.SyncInterval 2h0m0s not accepted"},
-		{"negative hold", redis.BreakerConfig{Client: c, Local: named, Hold: -time.Second}, "redis: BreakerConfig.Hold -1s not accepted: want 0 ≤ Hold ≤ 1h"},
+		{"negative hold", redis.BreakerConfig{Client: c, Local: named, Hold: -time.Second}, "redis: BreakerConfig.Hold -1s not accepted: want 0 ≤ Hold ≤ 1h (0 means 2 × SyncInterval), or NoHold"},
 		{"hold above 1h", redis.BreakerConfig{Client: c, Local: named, Hold: 61 * time.Minute}, "redis: BreakerConfig.Hold 1h1m0s not accepted"},
 		{"defaults", redis.BreakerConfig{Client: c, Local: named}, ""},
 		{"bounds", redis.BreakerConfig{Client: c, Local: named, SyncInterval: time.Millisecond}, ""},
 		{"bounds", redis.BreakerConfig{Client: c, Local: named, SyncInterval: time.Hour, Hold: time.Hour}, ""},
+		{"no hold", redis.BreakerConfig{Client: c, Local: named, Hold: redis.NoHold}, ""},
 	} {
 		b, err := redis.NewBreaker(tc.cfg)
 		switch {
