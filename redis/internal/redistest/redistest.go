@@ -50,7 +50,7 @@ func Start(tb testing.TB) *Server {
 	}
 	var lastErr error
 	for range 5 { // a free port may be taken between choosing and binding it
-		s, err := start(tb, bin)
+		s, err := start(tb, bin, nil)
 		if err == nil {
 			return s
 		}
@@ -60,7 +60,7 @@ func Start(tb testing.TB) *Server {
 	return nil
 }
 
-func start(tb testing.TB, bin string) (*Server, error) {
+func start(tb testing.TB, bin string, extra func(dir string) []string) (*Server, error) {
 	port, err := childproc.FreePort()
 	if err != nil {
 		return nil, err
@@ -69,6 +69,9 @@ func start(tb testing.TB, bin string) (*Server, error) {
 	out := &bytes.Buffer{}
 	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", dir, "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning")
+	if extra != nil {
+		cmd.Args = append(cmd.Args, extra(dir)...)
+	}
 	cmd.Stdout, cmd.Stderr = out, out
 	childproc.DieWithParent(cmd)
 	if err := cmd.Start(); err != nil {

@@ -1,0 +1,214 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// A budget's keys, all with the hash tag {name} so that they lie in one
+// Redis Cluster slot:
+//
+//	PREFIX{name}:SLOT   hash s, r, a: the fleet's successes, retries granted
+//	                    and retries asked for, counted by the syncs made
+//	                    during slot number SLOT (Unix time / Slot); expires
+//	                    Window + Slot + 1 s after its last write
+//	PREFIX{name}:p:ID   hash s, r, a: the cumulative counts of process ID
+//	                    already added to the slots; expires 1 h + Window
+//	                    after its last sync
+//	PREFIX{name}:procs  sorted set: the processes, scored by the instant of
+//	                    their last sync (Unix ms); a process silent for a
+//	                    Window is removed, and its reservation with it
+//	PREFIX{name}:held   hash: each process's reservation (ID → retries), and
+//	                    their total under "*"
+
+// procKeyTTL is how long Redis remembers what a silent process has sent.
+const procKeyTTL = time.Hour
+
+// budgetKeys builds and caches the KEYS of the sync script: the window's
+// slots, oldest first, then the process's key, the set of processes and
+// the reservations.
+type budgetKeys struct {
+	slotPrefix string
+	id         string // the process's ID, random
+	epoch      int64  // slot number of keys[n-1]; valid when keys[0] != ""
+	keys       []string
+}
+
+func (k *budgetKeys) init(prefix, name, id string, n int) {
+	k.slotPrefix = prefix + "{" + name + "}:"
+	k.id = id
+	k.keys = make([]string, n+3)
+	k.keys[n] = k.slotPrefix + "p:" + id
+	k.keys[n+1] = k.slotPrefix + "procs"
+	k.keys[n+2] = k.slotPrefix + "held"
+}
+
+// at returns the keys for a sync in slot number e.
+func (k *budgetKeys) at(e int64) []string {
+	n := len(k.keys) - 3
+	switch {
+	case k.keys[0] != "" && e == k.epoch:
+	case k.keys[0] != "" && e == k.epoch+1: // the usual case: one slot later
+		copy(k.keys[:n-1], k.keys[1:n])
+		k.keys[n-1] = k.slotPrefix + strconv.FormatInt(e, 10)
+	default:
+		for i := range n {
+			k.keys[i] = k.slotPrefix + strconv.FormatInt(e-int64(n-1-i), 10)
+		}
+	}
+	k.epoch = e
+	return k.keys
+}
+
+// budgetScript adds a process's new counts to the slot of now, reserves its
+// share of what the fleet has left, and returns the fleet's totals over
+// the window.
+//
+// KEYS: the n slots of the window (the last is now's), the process's key,
+// the set of processes, the reservations. ARGV: 1 process ID; 2-4 its
+// cumulative successes, retries and asks; 5-7 the same as it knows Redis
+// holds them (used only if its key is gone); 8 now (Unix ms); 9 the oldest
+// score kept in the set; 10 the TTL of the slot and of the shared keys
+// (ms); 11 the TTL of the process's key; 12 Ratio; 13 the floor per window;
+// 14 the process's asks over the window. Returns the fleet's successes,
+// retries and asks over the window, the number of processes, the
+// cumulative counts Redis now holds for this process, and its reservation.
+var budgetScript = goredis.NewScript(`
+local n = #KEYS - 3
+local cur, pk, zk, hk = KEYS[n], KEYS[n+1], KEYS[n+2], KEYS[n+3]
+local id = ARGV[1]
+local f = {'s', 'r', 'a'}
+local had = redis.call('HMGET', pk, 's', 'r', 'a')
+local held = {}
+for i = 1, 3 do
+  local sent = tonumber(ARGV[1+i])
+  local base = tonumber(had[i]) or tonumber(ARGV[4+i])
+  if sent > base then
+    redis.call('HINCRBY', cur, f[i], string.format('%d', sent - base))
+    base = sent
+  end
+  held[i] = base
+end
+redis.call('HSET', pk, 's', string.format('%d', held[1]), 'r', string.format('%d', held[2]), 'a', string.format('%d', held[3]))
+redis.call('PEXPIRE', pk, ARGV[11])
+if redis.call('EXISTS', cur) == 1 then redis.call('PEXPIRE', cur, ARGV[10]) end
+local total = tonumber(redis.call('HGET', hk, '*')) or 0
+for _, gone in ipairs(redis.call('ZRANGEBYSCORE', zk, '-inf', '(' .. ARGV[9])) do
+  total = total - (tonumber(redis.call('HGET', hk, gone)) or 0)
+  redis.call('HDEL', hk, gone)
+  redis.call('ZREM', zk, gone)
+end
+redis.call('ZADD', zk, ARGV[8], id)
+redis.call('PEXPIRE', zk, ARGV[10])
+local procs = redis.call('ZCARD', zk)
+local t = {0, 0, 0}
+for k = 1, n do
+  local v = redis.call('HMGET', KEYS[k], 's', 'r', 'a')
+  for i = 1, 3 do t[i] = t[i] + (tonumber(v[i]) or 0) end
+end
+local others = math.max(0, total - (tonumber(redis.call('HGET', hk, id)) or 0))
+local left = math.max(0, tonumber(ARGV[12]) * t[1] + tonumber(ARGV[13]) - t[2])
+local share = math.min(1, (tonumber(ARGV[14]) + 1) / (t[3] + procs))
+local q = math.floor(math.min(left * share, math.max(0, left - others)))
+redis.call('HSET', hk, id, string.format('%d', q), '*', string.format('%d', others + q))
+redis.call('PEXPIRE', hk, ARGV[10])
+return {t[1], t[2], t[3], procs, held[1], held[2], held[3], q}
+`)
+
+// SyncAt shares this process's counts with the fleet at now and reads the
+// fleet's totals over the window, in one round trip: it sends the counts
+// recorded and granted since the last successful sync (and any that an
+// earlier sync failed to send) into the Redis slot of now, and keeps the
+// totals for AllowRetryAt until the next sync. On error the budget decides
+// alone until a sync succeeds, and the counts are kept for the next sync.
+// Syncs are serialised; SyncAt is safe for concurrent use with everything
+// else.
+func (b *Budget) SyncAt(ctx context.Context, now time.Time) error {
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	sent := [3]int64{b.cumS.Load(), b.cumR.Load(), b.cumA.Load()}
+	nowNs := now.UnixNano()
+	e := nowNs / int64(b.slot)
+	if nowNs < 0 && nowNs%int64(b.slot) != 0 {
+		e--
+	}
+	nowMs := now.UnixMilli()
+	res, err := budgetScript.Run(ctx, b.c, b.keys.at(e), b.keys.id,
+		sent[0], sent[1], sent[2], b.acked[0], b.acked[1], b.acked[2],
+		nowMs, nowMs-b.window.Milliseconds(), millis(b.window+b.slot+time.Second), millis(procKeyTTL+b.window),
+		b.ratio, b.floor, b.asks.Sum(now),
+	).Int64Slice()
+	if err == nil && len(res) != 8 {
+		err = fmt.Errorf("unexpected reply of %d values", len(res))
+	}
+	if err != nil {
+		b.markFailed()
+		return fmt.Errorf("redis: budget %s sync: %w", b.name, err)
+	}
+	copy(b.acked[:], res[4:7])
+	s := &budgetSnapshot{
+		synced: true,
+		shared: true,
+		at:     nowNs,
+		base:   b.acked,
+		succ:   res[0],
+		retr:   res[1],
+		procs:  max(1, res[3]),
+		quota:  float64(res[7]),
+	}
+	s.local = b.floor / float64(s.procs)
+	b.snap.Store(s)
+	return nil
+}
+
+// markFailed makes the hot path decide alone, keeping what the last good
+// sync learnt (its instant, the fleet's size) for StateAt and the local
+// floor. Called with b.mu held.
+func (b *Budget) markFailed() {
+	f := &budgetSnapshot{local: b.floor}
+	if s := b.snap.Load(); s != nil {
+		c := *s
+		f = &c
+		f.shared = false
+	}
+	b.snap.Store(f)
+}
+
+// Sync is shorthand for SyncAt(ctx, time.Now()).
+func (b *Budget) Sync(ctx context.Context) error { return b.SyncAt(ctx, time.Now()) }
+
+// Run syncs the budget with the fleet at once and then every SyncInterval,
+// until ctx ends; each sync may take SyncInterval, at least 1 s. The errors
+// of failed syncs go to BudgetConfig.OnError (while Redis cannot be
+// reached the budget decides alone, see Budget). Run one Run per Budget,
+// typically in its own goroutine for the life of the process.
+func (b *Budget) Run(ctx context.Context) {
+	if b == nil {
+		return
+	}
+	t := time.NewTicker(b.every)
+	defer t.Stop()
+	for {
+		sctx, cancel := context.WithTimeout(ctx, max(b.every, time.Second))
+		err := b.SyncAt(sctx, time.Now())
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil && b.onError != nil {
+			b.onError(err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
