@@ -11,6 +11,14 @@
 // breaker.ErrOpen, without having seen a failure itself. Calls never wait
 // for Redis: when it cannot be reached, each process goes on alone.
 //
+// Budget is a retry budget (a retry.Budget) shared by every process that
+// uses the same Redis and name: budget.Share's rule (retries ≤ 20 % of the
+// successful requests over 10 s, plus 10 retries/s) counted over the whole
+// fleet, so that many light clients get one floor between them rather than
+// one each. Its hot path does no I/O; Run syncs it once a second in one
+// round trip, each process reserving its share of what is left, and a
+// process that cannot reach Redis decides alone meanwhile.
+//
 // The package is a module of its own (github.com/yaoki-go/yaoki/redis), so
 // that users of the root module never download a Redis client. It uses
 // github.com/redis/go-redis/v9; import that one under another name, such as
