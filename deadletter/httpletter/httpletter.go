@@ -19,6 +19,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -116,6 +117,57 @@ func Letter(queue string, req *http.Request) (deadletter.Letter, error) {
 		return deadletter.Letter{}, err
 	}
 	return deadletter.Letter{Queue: queue, Key: req.Header.Get(KeyHeader), Payload: p}, nil
+}
+
+// Capture keeps req as a letter of queue in s when the call that sent it
+// failed in a way a later redrive may fix: err is not nil (a transport
+// error, or an *httpretry.Error or *retry.Error that ended the retries), or
+// resp has a status that asks to try again (408, 409, 429, 500, 502, 503,
+// 504: an httpretry client hands over the last response of retries that
+// ended on one). It returns false, keeping nothing, for a response that
+// completed the call or refused it for good (any other status), and when
+// the caller's own context ended (the caller stopped, the work did not
+// fail). The letter's Reason and Attempts come from the error, or from the
+// status ("status 503"); its Key is the request's Idempotency-Key. resp's
+// body is left to the caller.
+func Capture(ctx context.Context, s deadletter.Store, queue string, req *http.Request, resp *http.Response, err error, now time.Time) (deadletter.Letter, bool, error) {
+	if err == nil && (resp == nil || !again(resp.StatusCode)) {
+		return deadletter.Letter{}, false, nil
+	}
+	if err != nil && req.Context().Err() != nil {
+		return deadletter.Letter{}, false, nil
+	}
+	l, lerr := Letter(queue, req)
+	if lerr != nil {
+		return l, false, lerr
+	}
+	var he *httpretry.Error
+	switch {
+	case err == nil:
+		// The attempts an httpretry client made are in the last attempt's
+		// Attempt-Count header.
+		se := &StatusError{Method: req.Method, URL: req.URL.Redacted(), Code: resp.StatusCode, Status: resp.Status}
+		l.Reason, err = "status "+strconv.Itoa(resp.StatusCode), se
+		if resp.Request != nil {
+			if n, cerr := strconv.Atoi(resp.Request.Header.Get(httpretry.DefaultAttemptHeader)); cerr == nil && n > 0 {
+				l.Attempts = n
+			}
+		}
+	case errors.As(err, &he):
+		l.Reason, l.Attempts = he.Reason.String(), he.Attempts
+	}
+	l, err = deadletter.Capture(ctx, s, l, err, now)
+	return l, err == nil, err
+}
+
+// again reports whether a status asks the client to try again later.
+func again(code int) bool {
+	switch code {
+	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooManyRequests,
+		http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
 }
 
 // Decode parses a payload that Encode made. It refuses, saying what is
@@ -255,9 +307,7 @@ func outcome(req *http.Request, resp *http.Response, now time.Time) error {
 		return nil
 	}
 	se := &StatusError{Method: req.Method, URL: req.URL.Redacted(), Code: resp.StatusCode, Status: resp.Status}
-	switch resp.StatusCode {
-	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooManyRequests,
-		http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+	if again(resp.StatusCode) {
 		if d, ok := httpretry.ParseRetryAfter(resp.Header.Get("Retry-After"), now); ok {
 			return retry.After(se, d)
 		}

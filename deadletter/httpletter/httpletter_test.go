@@ -16,7 +16,10 @@ import (
 
 	"github.com/yaoki-go/yaoki/deadletter"
 	"github.com/yaoki-go/yaoki/deadletter/httpletter"
+	"github.com/yaoki-go/yaoki/httpretry"
 	"github.com/yaoki-go/yaoki/idempotency"
+	"github.com/yaoki-go/yaoki/retry"
+	"github.com/yaoki-go/yaoki/retrytest"
 )
 
 func newPost(t *testing.T, url, body string) *http.Request {
@@ -259,5 +262,71 @@ func TestRedriveParksClientErrors(t *testing.T) {
 	g, _ := store.Get(ctx, "garbled")
 	if !strings.Contains(g.Error, "not a request document") {
 		t.Fatalf("garbled payload: error %q", g.Error)
+	}
+}
+
+func TestCapture(t *testing.T) {
+	ctx := context.Background()
+	status := http.StatusServiceUnavailable
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(status)
+	}))
+	defer srv.Close()
+	p, _ := retrytest.NoWait(retry.Policy{})
+	client := httpretry.NewClient(p)
+	defer client.CloseIdleConnections()
+	send := func() (*http.Request, *http.Response, error) {
+		req := newPost(t, srv.URL+"/charges", `{"amount":1000}`)
+		resp, err := client.Do(req)
+		if resp != nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		return req, resp, err
+	}
+	store, _ := deadletter.NewMemory(0)
+	now := time.Now()
+
+	// Retries that ended on a 503: the client hands over the last response.
+	req, resp, err := send()
+	l, ok, cerr := httpletter.Capture(ctx, store, "payments", req, resp, err, now)
+	if cerr != nil || !ok {
+		t.Fatalf("after 503s: captured %v, %v", ok, cerr)
+	}
+	if l.Reason != "status 503" || l.Attempts != 3 || l.Key != "order-42" || !strings.Contains(l.Error, "503") {
+		t.Fatalf("letter %+v: want reason status 503, the 3 attempts the client made, the key", l)
+	}
+
+	// Completed, or refused for good: nothing to redrive.
+	for _, code := range []int{http.StatusCreated, http.StatusNotFound, http.StatusUnprocessableEntity} {
+		status = code
+		req, resp, err := send()
+		if _, ok, cerr := httpletter.Capture(ctx, store, "payments", req, resp, err, now); ok || cerr != nil {
+			t.Fatalf("status %d: captured %v, %v; want nothing kept", code, ok, cerr)
+		}
+	}
+
+	// A transport error that ended the retries.
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close()
+	req = newPost(t, deadURL+"/charges", "{}")
+	resp, err = client.Do(req)
+	l, ok, cerr = httpletter.Capture(ctx, store, "payments", req, resp, err, now)
+	if cerr != nil || !ok || l.Attempts != 3 || l.Reason != "attempts exhausted" {
+		t.Fatalf("after a refused connection: %+v captured %v, %v", l, ok, cerr)
+	}
+
+	// The caller stopped: not a failure of the work.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	req = newPost(t, srv.URL+"/charges", "{}").WithContext(cctx)
+	resp, err = client.Do(req)
+	if _, ok, _ := httpletter.Capture(ctx, store, "payments", req, resp, err, now); ok {
+		t.Fatalf("a call the caller cancelled was captured (%v)", err)
+	}
+	if store.Len() != 2 {
+		t.Fatalf("%d letters kept, want 2", store.Len())
 	}
 }
