@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/yaoki-go/yaoki/backoff"
+	"github.com/yaoki-go/yaoki/event"
 	"github.com/yaoki-go/yaoki/retry"
 )
 
@@ -90,6 +92,11 @@ type Config struct {
 	// Rand returns draws in [0, 1) for the backoff's jitter. Nil:
 	// math/rand/v2's Float64.
 	Rand func() float64
+	// Observer, if set, receives an event.Redrive for each letter handled
+	// (component "deadletter", Name the queue): its outcome, reason and the
+	// handler's time. The otel module counts them; eventlog logs them. Nil:
+	// no events.
+	Observer event.Observer
 }
 
 // Redriver redrives the letters of one queue. Build it with NewRedriver.
@@ -178,6 +185,11 @@ func (r *Redriver) RedriveAt(ctx context.Context, now time.Time) (Report, error)
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
+		redrive := l.Redrives + 1 // this redrive's number
+		var start time.Time
+		if r.c.Observer != nil {
+			start = time.Now()
+		}
 		herr := r.handle(ctx, l)
 		if herr != nil && ctx.Err() != nil {
 			// The handler stopped because the caller did: its outcome says
@@ -195,17 +207,27 @@ func (r *Redriver) RedriveAt(ctx context.Context, now time.Time) (Report, error)
 			err = r.c.Store.Fail(sctx, l)
 		}
 		cancel()
+		e := event.Event{Kind: event.Redrive, Component: "deadletter", Name: r.c.Queue, Key: l.Key,
+			Attempt: redrive, Err: herr, Outcome: event.Failure, Reason: strings.ReplaceAll(l.Reason, " ", "_")}
 		switch {
 		case errors.Is(err, ErrLeaseLost):
 			rep.LeaseLost++
+			e.Reason = "lease_lost"
 		case err != nil:
 			return rep, fmt.Errorf("deadletter: redrive %q: store the outcome of %q: %w", r.c.Queue, l.ID, err)
 		case herr == nil:
 			rep.Done++
+			e.Outcome, e.Reason = event.Success, ""
 		case l.Parked:
 			rep.Parked++
+			e.Outcome = event.Rejected
 		default:
 			rep.Failed++
+		}
+		if r.c.Observer != nil {
+			e.Time = time.Now()
+			e.Duration = e.Time.Sub(start)
+			r.c.Observer.Observe(ctx, e)
 		}
 	}
 	return rep, nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/yaoki-go/yaoki/backoff"
 	"github.com/yaoki-go/yaoki/deadletter"
+	"github.com/yaoki-go/yaoki/event"
 	"github.com/yaoki-go/yaoki/retry"
 )
 
@@ -167,6 +168,55 @@ func TestRedriveParksAfterMaxRedrives(t *testing.T) {
 		if !tc.parked && l.Due.Sub(t0) > 12*6*time.Hour {
 			t.Fatalf("due %v after %d redrives", l.Due.Sub(t0), tc.passes)
 		}
+	}
+}
+
+func TestRedriveEvents(t *testing.T) {
+	ctx := context.Background()
+	m := newMemory(t)
+	put(t, m, "ok", t0)
+	put(t, m, "flaky", t0)
+	put(t, m, "perm", t0)
+	var got []event.Event
+	r := newRedriver(t, deadletter.Config{Store: m,
+		Observer: event.Func(func(_ context.Context, e event.Event) { got = append(got, e) }),
+		Handler: func(_ context.Context, l deadletter.Letter) error {
+			switch l.ID {
+			case "ok":
+				return nil
+			case "perm":
+				return retry.Permanent(errors.New("404"))
+			}
+			return errors.New("503")
+		}})
+	if _, err := r.RedriveAt(ctx, t0); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]struct {
+		outcome event.Outcome
+		reason  string
+	}{
+		"key-ok":    {event.Success, ""},
+		"key-flaky": {event.Failure, "redrive_failed"},
+		"key-perm":  {event.Rejected, "permanent_error"},
+	}
+	if len(got) != 3 {
+		t.Fatalf("%d events, want 3", len(got))
+	}
+	for _, e := range got {
+		w := want[e.Key]
+		if e.Kind != event.Redrive || e.Component != "deadletter" || e.Name != "payments" || e.Attempt != 1 ||
+			e.Outcome != w.outcome || e.Reason != w.reason || (e.Outcome == event.Success) != (e.Err == nil) {
+			t.Errorf("event %+v, want redrive 1 of queue payments with outcome %v and reason %q", e, w.outcome, w.reason)
+		}
+	}
+	// The second redrive of the flaky letter is number 2.
+	got = nil
+	if _, err := r.RedriveAt(ctx, get(t, m, "flaky").Due); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Attempt != 2 {
+		t.Fatalf("second redrive: events %+v, want one with Attempt 2", got)
 	}
 }
 

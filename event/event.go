@@ -52,6 +52,13 @@ const (
 	// Conflict: the idempotency middleware refused a request (Status 409,
 	// 422 or 400; Reason says why).
 	Conflict
+	// Redrive: a dead letter was redriven (Name is its queue, Key its
+	// idempotency key, Attempt the redrive's number from 1, Duration the
+	// handler's time). Outcome Success: done, deleted; Failure: due again
+	// later; Rejected: parked. Reason is the letter's reason after it
+	// (redrive_failed, redrives_exhausted, permanent_error), or lease_lost
+	// when the outcome could not be stored.
+	Redrive
 )
 
 var kindNames = [...]string{
@@ -65,6 +72,7 @@ var kindNames = [...]string{
 	ThrottleRejected:   "throttle_rejected",
 	Replay:             "replay",
 	Conflict:           "conflict",
+	Redrive:            "redrive",
 }
 
 // String returns the kind's snake_case name, as used in logs and metrics.

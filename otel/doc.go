@@ -32,6 +32,7 @@
 //	yaoki.idempotency.replays    yaoki_idempotency_replays_total        counter    {request}     C N M S
 //	yaoki.idempotency.conflicts  yaoki_idempotency_conflicts_total      counter    {request}     C N M S R
 //	yaoki.deadletter.letters     yaoki_deadletter_letters               gauge      {letter}      N D
+//	yaoki.deadletter.redrives    yaoki_deadletter_redrives_total        counter    {letter}      C N O R
 //
 // Attributes (the letters above; Prometheus label names replace the dots
 // with underscores). An attribute is present only when the event has it:
@@ -42,14 +43,16 @@
 //	M  http.request.method        semantic convention; methods outside RFC 9110 and PATCH, QUERY are _OTHER
 //	S  http.response.status_code  semantic convention (an int), with retry.status_class: 2xx, 4xx, 5xx
 //	H  server.address             semantic convention: the destination host; server.port when the host has a port
-//	O  retry.outcome              success, failure (retryable), throttled (429, 503), rejected (not retryable), cancelled
+//	O  retry.outcome              success, failure (retryable), throttled (429, 503), rejected (not retryable), cancelled;
+//	                              redrives: success (done), failure (due again), rejected (parked)
 //	W  retry.wait.source          backoff (the schedule), server (Retry-After or another hint), rate_limit
 //	R  retry.reason               give-ups: attempts_exhausted, deadline, permanent_error, hint_too_long,
 //	                              cancelled, budget_exhausted, breaker_open, rejected_locally,
 //	                              outer_layer_retries, and from httpretry not_idempotent,
 //	                              body_not_replayable, do_not_retry; rejections: budget_exhausted,
 //	                              breaker_open, rejected_locally; conflicts: the middleware's reason
-//	                              (key_missing, key_malformed, in_progress, key_reused, ...)
+//	                              (key_missing, key_malformed, in_progress, key_reused, ...);
+//	                              redrives: redrive_failed, redrives_exhausted, permanent_error, lease_lost
 //	E  error.type                 semantic convention: the status code ("503") for statuses ≥ 400, else
 //	                              timeout, cancelled, connection_refused, connection_reset, eof, the
 //	                              error's Go type, or _OTHER (see event.Event.ErrorType)

@@ -30,6 +30,7 @@ const (
 	MetricAttemptDuration    = "yaoki.attempt.duration"
 	MetricBreakerState       = "yaoki.breaker.state"
 	MetricBudgetLevel        = "yaoki.budget.level"
+	MetricRedrives           = "yaoki.deadletter.redrives"
 )
 
 // Bucket boundaries, in seconds, of the two histograms (an SDK View can
@@ -65,6 +66,7 @@ type Observer struct {
 	replays     metric.Int64Counter
 	conflicts   metric.Int64Counter
 	transitions metric.Int64Counter
+	redrives    metric.Int64Counter
 	waits       metric.Float64Histogram
 	durations   metric.Float64Histogram
 
@@ -103,6 +105,7 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	o.replays = counter(MetricReplays, "{request}", "Requests answered with a stored response by the idempotency middleware.")
 	o.conflicts = counter(MetricConflicts, "{request}", "Requests refused by the idempotency middleware (409, 422, 400), by reason.")
 	o.transitions = counter(MetricBreakerTransitions, "{transition}", "Circuit breaker state changes, by breaker and states.")
+	o.redrives = counter(MetricRedrives, "{letter}", "Dead letters redriven, by queue, outcome (success: done; failure: due again; rejected: parked) and reason.")
 	o.waits = histogram(MetricRetryWait, "Waits before retries, by source: the backoff schedule or the server's hint.", waitBuckets)
 	o.durations = histogram(MetricAttemptDuration, "Durations of attempts, by outcome, status and destination.", durationBuckets)
 	errs = append(errs, o.gauges.register(m), o.deadLetters.register(m))
@@ -135,6 +138,8 @@ func (o *Observer) Observe(ctx context.Context, e event.Event) {
 	case event.BreakerStateChange:
 		o.gauges.learn(e.Name, e.To)
 		o.transitions.Add(ctx, 1, o.measure(e).add...)
+	case event.Redrive:
+		o.redrives.Add(ctx, 1, o.measure(e).add...)
 	}
 }
 
@@ -182,6 +187,8 @@ func keyOf(e event.Event) setKey {
 	case event.BreakerStateChange:
 		k.from, k.to = e.From, e.To
 		k.status = 0
+	case event.Redrive:
+		k.outcome, k.reason = e.Outcome, e.Reason
 	}
 	return k
 }

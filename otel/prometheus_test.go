@@ -56,6 +56,7 @@ func everyEvent(o *yotel.Observer) {
 		{Kind: event.BreakerStateChange, Component: "breaker", Name: "127.0.0.1:8080", From: "closed", To: "open"},
 		{Kind: event.Replay, Component: "idempotency", Method: "POST", Status: 201},
 		{Kind: event.Conflict, Component: "idempotency", Method: "POST", Status: 409, Reason: "in_progress"},
+		{Kind: event.Redrive, Component: "deadletter", Name: "payments", Outcome: event.Rejected, Reason: "redrives_exhausted", Key: "k", Attempt: 5},
 	} {
 		if e.Component == "" {
 			e.Component, e.Method, e.Host = h.Component, h.Method, h.Host
@@ -153,6 +154,7 @@ func TestPrometheusNames(t *testing.T) {
 		yotel.MetricReplays:            "yaoki_idempotency_replays_total",
 		yotel.MetricConflicts:          "yaoki_idempotency_conflicts_total",
 		yotel.MetricDeadLetters:        "yaoki_deadletter_letters",
+		yotel.MetricRedrives:           "yaoki_deadletter_redrives_total",
 	}
 	for otelName, promName := range doc {
 		if !x[promName]["retry_component"] && !x[promName]["retry_name"] && !x[promName+"_count"]["retry_component"] {

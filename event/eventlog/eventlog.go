@@ -59,6 +59,16 @@ func Level(e event.Event) (slog.Level, bool) {
 		return slog.LevelDebug, true
 	case event.RetryScheduled, event.BudgetRefused, event.BreakerRejected, event.ThrottleRejected, event.Replay:
 		return slog.LevelDebug, true
+	case event.Redrive:
+		// Parked work waits for an operator; work redriven is news; a
+		// redrive that failed and is due again is routine.
+		switch e.Outcome {
+		case event.Rejected:
+			return slog.LevelWarn, true
+		case event.Success:
+			return slog.LevelInfo, true
+		}
+		return slog.LevelDebug, true
 	}
 	return 0, false
 }
@@ -72,6 +82,7 @@ var messages = [...]string{
 	event.ThrottleRejected:   "attempt rejected locally",
 	event.Replay:             "idempotent replay",
 	event.Conflict:           "idempotency conflict",
+	event.Redrive:            "dead letter redriven",
 }
 
 // Observe logs e at its Level.
@@ -114,7 +125,7 @@ func Attrs(dst []slog.Attr, e event.Event) []slog.Attr {
 	if e.Attempt != 0 {
 		dst = append(dst, slog.Int(event.AttrAttempt, e.Attempt))
 	}
-	if e.Kind == event.AttemptEnd && e.Outcome != 0 {
+	if (e.Kind == event.AttemptEnd || e.Kind == event.Redrive) && e.Outcome != 0 {
 		dst = append(dst, slog.String(event.AttrOutcome, e.Outcome.String()))
 	}
 	if e.Status != 0 {
@@ -132,7 +143,7 @@ func Attrs(dst []slog.Attr, e event.Event) []slog.Attr {
 	case event.BudgetRefused:
 		dst = append(dst, slog.Float64(event.AttrLevel, e.Level))
 	}
-	if e.Kind == event.GaveUp || e.Kind == event.AttemptEnd {
+	if e.Kind == event.GaveUp || e.Kind == event.AttemptEnd || e.Kind == event.Redrive {
 		dst = append(dst, slog.Duration(event.AttrDuration, e.Duration))
 	}
 	if e.Reason != "" {

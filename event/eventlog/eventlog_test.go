@@ -175,3 +175,11 @@ func BenchmarkObserve(b *testing.B) {
 		})
 	}
 }
+
+func TestRedriveLevels(t *testing.T) {
+	for outcome, want := range map[event.Outcome]slog.Level{event.Rejected: slog.LevelWarn, event.Success: slog.LevelInfo, event.Failure: slog.LevelDebug} {
+		if got, ok := eventlog.Level(event.Event{Kind: event.Redrive, Outcome: outcome}); !ok || got != want {
+			t.Errorf("redrive %v: level %v %v, want %v", outcome, got, ok, want)
+		}
+	}
+}
