@@ -147,6 +147,7 @@ type redriveOptions struct {
 	once, verbose   bool
 	batch, redrives int
 	lease, interval seconds
+	obs             observeFlags // --metrics-addr, --log-format
 }
 
 func newDLRedriveCmd(f *dlFlags) *cobra.Command {
@@ -182,6 +183,11 @@ in programs, may serve one queue: claims keep them from sending a letter
 twice at once. -v prints each letter's outcome on stderr.
 
 Each request is bounded by --lease (the HTTP client's timeout).
+` + observeFlagsHelp + `
+For redrive, each letter handled is an event: logged at INFO when it was
+redriven, WARN when it was parked, DEBUG when it is due again, and counted in
+yaoki_deadletter_redrives_total (by queue, outcome and reason); the queue's
+letters by state are the gauge yaoki_deadletter_letters.
 ` + deadLetterHelp,
 		Example: `  # one pass, with each letter's outcome
   yaoki deadletter redrive --queue webhooks --once -v
@@ -213,6 +219,7 @@ Each request is bounded by --lease (the HTTP client's timeout).
 	fs.IntVar(&o.redrives, "max-redrives", o.redrives, "failed redrives that park a letter (-1: never)")
 	fs.Var(&o.interval, "interval", "wait between passes that found less than a full batch")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "print each letter's outcome on stderr")
+	o.obs.register(fs)
 	return cmd
 }
 
@@ -228,9 +235,17 @@ func (o *redriveOptions) run(ctx context.Context, cmd *cobra.Command, c *dlConn)
 	if o.verbose {
 		h = o.tell(ctx, stderr, h)
 	}
+	ob, err := o.obs.start(cmd, "yaoki deadletter redrive")
+	if err != nil {
+		return err
+	}
+	defer ob.stop()
+	if ob.metrics != nil {
+		defer ob.metrics.TrackDeadLetters(o.queue, c.store)()
+	}
 	r, err := deadletter.NewRedriver(deadletter.Config{
 		Store: c.store, Queue: o.queue, Handler: h, Batch: o.batch, Lease: o.lease.d,
-		MaxRedrives: o.redrives, Interval: o.interval.d,
+		MaxRedrives: o.redrives, Interval: o.interval.d, Observer: ob.observer,
 		OnPass: func(rep deadletter.Report, err error) {
 			at := time.Now().UTC().Format(time.RFC3339)
 			if err != nil {

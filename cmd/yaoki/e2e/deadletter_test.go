@@ -458,6 +458,14 @@ func TestDeadLetter(t *testing.T) {
 		if l, _ := db.get(t, "gone1"); !strings.Contains(l.Error, "404 Not Found") || l.Attempts != 4 {
 			t.Errorf("gone1: error %q, attempts %d; want the 404 and one more attempt", l.Error, l.Attempts)
 		}
+
+		// --log-format json: each letter handled is a record.
+		letter("ok2", "hooks", ok.URL, "key-ok2")
+		r = run(t, db.env, "deadletter", "redrive", "--queue", "hooks", "--once", "--log-format", "json")
+		if r.code != 0 || !strings.Contains(r.stderr, `"msg":"dead letter redriven"`) || !strings.Contains(r.stderr, `"retry.outcome":"success"`) ||
+			!strings.Contains(r.stderr, `"retry.name":"hooks"`) || !strings.Contains(r.stderr, `"level":"INFO"`) {
+			t.Errorf("redrive --log-format json: exit %d, stderr %q; want an INFO record of the redrive", r.code, r.stderr)
+		}
 	})
 
 	t.Run("redrive-until-signal", func(t *testing.T) {
