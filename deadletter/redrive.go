@@ -207,30 +207,41 @@ func (r *Redriver) RedriveAt(ctx context.Context, now time.Time) (Report, error)
 			err = r.c.Store.Fail(sctx, l)
 		}
 		cancel()
-		e := event.Event{Kind: event.Redrive, Component: "deadletter", Name: r.c.Queue, Key: l.Key,
-			Attempt: redrive, Err: herr, Outcome: event.Failure, Reason: strings.ReplaceAll(l.Reason, " ", "_")}
 		switch {
 		case errors.Is(err, ErrLeaseLost):
 			rep.LeaseLost++
-			e.Reason = "lease_lost"
 		case err != nil:
 			return rep, fmt.Errorf("deadletter: redrive %q: store the outcome of %q: %w", r.c.Queue, l.ID, err)
 		case herr == nil:
 			rep.Done++
-			e.Outcome, e.Reason = event.Success, ""
 		case l.Parked:
 			rep.Parked++
-			e.Outcome = event.Rejected
 		default:
 			rep.Failed++
 		}
 		if r.c.Observer != nil {
-			e.Time = time.Now()
-			e.Duration = e.Time.Sub(start)
-			r.c.Observer.Observe(ctx, e)
+			r.observe(ctx, l, redrive, herr, errors.Is(err, ErrLeaseLost), start)
 		}
 	}
 	return rep, nil
+}
+
+// observe reports the redrive number n of l, whose handler returned herr
+// after start, as an event.Redrive; l is the letter as stored after it.
+func (r *Redriver) observe(ctx context.Context, l Letter, n int, herr error, leaseLost bool, start time.Time) {
+	e := event.Event{Kind: event.Redrive, Component: "deadletter", Name: r.c.Queue, Key: l.Key,
+		Attempt: n, Err: herr, Outcome: event.Failure, Reason: strings.ReplaceAll(l.Reason, " ", "_")}
+	switch {
+	case leaseLost:
+		e.Reason = "lease_lost"
+	case herr == nil:
+		e.Outcome, e.Reason = event.Success, ""
+	case l.Parked:
+		e.Outcome = event.Rejected
+	}
+	e.Time = time.Now()
+	e.Duration = e.Time.Sub(start)
+	r.c.Observer.Observe(ctx, e)
 }
 
 // handle runs the handler on l, bounded by the lease and told not to retry.

@@ -13,7 +13,8 @@ import "context"
 // fn and, after a failure, the rest of the loop, costs 57 + 17 and more:
 // too much. So Do and (*Retrier).Do pass their check and their slow path as
 // parameters of the two functions below; at Do's call site they are
-// constants again, quick is inlined and rest becomes a direct call.
+// constants again: quick is inlined, and rest is called only after a
+// failure (or when quick says no).
 // TestSuccessPathInlines keeps Do and (*Retrier).Do within the budget.
 
 // firstAttempt makes the first attempt of Do if quick(p) says that p is

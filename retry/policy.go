@@ -280,8 +280,7 @@ func (p *Policy) throttleBase() time.Duration {
 // Retrier is a validated Policy, ready to run calls. Build it once with New
 // and share it: it is safe for concurrent use. Its Do checks nothing per
 // call (New checked the policy once) and, like the package function Do, is
-// inlined where it is called; with a policy that is not a constant (one
-// read from configuration), it is the cheaper of the two.
+// inlined where it is called.
 type Retrier struct {
 	p     Policy
 	plain bool
