@@ -31,10 +31,12 @@ type call struct {
 	firstBody  io.ReadCloser // a body too long to buffer: its read prefix, then the rest
 	sent       bool          // the caller's body was handed over (to Base, or read and closed)
 
-	n      int          // attempts made
-	status int          // the last attempt's status, 0 if it had none
-	last   *StatusError // the last attempt's retryable (or final) status answer
-	final  string       // why a retryable status was made final: an event reason
+	n          int          // attempts made (sent, once the call has ended)
+	status     int          // the last attempt's status, 0 if it had none
+	lastStatus int          // the last status received by any attempt, 0 if none
+	unsent     bool         // the last attempt's request could not be built: it was not sent
+	last       *StatusError // the last attempt's retryable (or final) status answer
+	final      string       // why a retryable status was made final: an event reason
 }
 
 // prepare decides, before the first attempt, whether the request may be
@@ -183,9 +185,15 @@ func (cl *call) gaveUp(resp *http.Response, err error) (*http.Response, error) {
 
 // fail builds RoundTrip's error.
 func (cl *call) fail(err error) error {
-	e := &Error{Method: methodOf(cl.req), URL: cl.req.URL.Redacted(), Attempts: cl.n, LastStatus: cl.status, Err: err}
+	e := &Error{Method: methodOf(cl.req), URL: cl.req.URL.Redacted(), Attempts: cl.n, LastStatus: cl.lastStatus, Key: cl.idempotencyKey(), Err: err}
 	var re *retry.Error
 	if errors.As(err, &re) {
+		if cl.unsent {
+			// The loop counted the attempt whose request could not be
+			// built; it never left. re is this call's own: say what was
+			// sent in its message too.
+			re.Attempts = cl.n
+		}
 		e.Reason = re.Reason
 		if re.Reason == retry.PermanentError && cl.notRetried != nil && cl.n == 1 {
 			e.NotRetried = cl.notRetried
@@ -215,6 +223,8 @@ func (cl *call) attempt(actx context.Context) (*http.Response, error) {
 		if b != nil {
 			b.release(nil, err)
 		}
+		cl.n-- // not sent: the call ends here, so the count stays honest
+		cl.unsent = true
 		return nil, retry.Permanent(err)
 	}
 	resp, err := cl.c.base.RoundTrip(req)
@@ -231,6 +241,7 @@ func (cl *call) attempt(actx context.Context) (*http.Response, error) {
 		return nil, err
 	}
 	cl.status = resp.StatusCode
+	cl.lastStatus = resp.StatusCode
 	if !cl.c.statuses.has(resp.StatusCode) {
 		return resp, nil
 	}
@@ -246,6 +257,17 @@ func (cl *call) attempt(actx context.Context) (*http.Response, error) {
 	}
 	se.Hint = hint(resp, time.Now())
 	return resp, se
+}
+
+// idempotencyKey returns the Idempotency-Key the call's attempts carry.
+func (cl *call) idempotencyKey() string {
+	if cl.key != "" {
+		return cl.key
+	}
+	if k := cl.req.Header.Get(IdempotencyKeyHeader); k != "" {
+		return k
+	}
+	return cl.req.Header.Get("X-Idempotency-Key")
 }
 
 // hint returns the wait the server asked for in resp, or -1.

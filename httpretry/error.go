@@ -41,7 +41,9 @@ type Error struct {
 	Method string
 	// URL is the request's URL with its password redacted (url.Redacted).
 	URL string
-	// Attempts is the number of attempts made.
+	// Attempts is the number of attempts sent. An attempt whose request
+	// could not be built (its GetBody failed) ends the call and is not
+	// counted.
 	Attempts int
 	// Reason is why the retry loop stopped: retry.PermanentError for an
 	// error that is not retried and for a request that could be sent only
@@ -50,9 +52,17 @@ type Error struct {
 	// NotRetried is ErrNotIdempotent or ErrBodyNotReplayable when the
 	// request could be sent only once, nil otherwise.
 	NotRetried error
-	// LastStatus is the status of the last response received and thrown
-	// away (a retryable status), 0 if none was.
+	// LastStatus is the status of the last response the call received,
+	// whichever attempt it came to (a 503 followed by refused connections
+	// says 503), thrown away since; 0 if no attempt got a response.
 	LastStatus int
+	// Key is the Idempotency-Key the call's attempts carried: the one the
+	// Transport created (KeyAuto), else the caller's Idempotency-Key header,
+	// else its X-Idempotency-Key header; empty if they carried none. A
+	// caller that keeps the request to send it again later (a dead letter)
+	// must send it with this key, so that a server that executed an attempt
+	// replays its answer instead of executing the request a second time.
+	Key string
 	// Err is the retry loop's *retry.Error, or the error that kept the
 	// request from being sent.
 	Err error
