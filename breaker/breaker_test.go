@@ -638,7 +638,7 @@ func TestNoAllocations(t *testing.T) {
 
 // TestTripDelay measures how long the default breaker takes to trip when a
 // dependency that was healthy for a minute starts failing every call, at
-// several call rates: the figures quoted in the README.
+// several call rates: the figures quoted in docs/overload.md.
 func TestTripDelay(t *testing.T) {
 	for _, c := range []struct {
 		perSecond int

@@ -71,7 +71,7 @@ func storm(t *testing.T, clients, perSecond int, d time.Duration, mk func() retr
 
 // TestStorm measures the load a failing dependency receives from 100
 // clients sending 10 requests/s each for 5 s (virtual time), in attempts
-// per first try: the figures quoted in the README's "Overload protection".
+// per first try: the figures quoted in docs/overload.md.
 func TestStorm(t *testing.T) {
 	share := func(c budget.ShareConfig) func() retry.Budget {
 		return func() retry.Budget { b, _ := budget.NewShare(c); return b }

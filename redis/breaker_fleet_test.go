@@ -110,7 +110,7 @@ func runFleet(t *testing.T, srv *redistest.Server, sc fleetScenario, shared bool
 // fleet of 10 processes with the default breaker (trip at ≥ 50 % failures
 // over 30 s once 20 calls were made; open 30 s, doubling after each failed
 // probe, 0–10 % jitter), each process's own or sharing its open state
-// through Redis (syncing every second): the figures quoted in the README.
+// through Redis (syncing every second): the figures quoted in docs/overload.md.
 func TestFleetFailures(t *testing.T) {
 	srv := redistest.Start(t)
 	spread := func(i int) time.Duration { return time.Duration(i) * 100 * time.Millisecond } // within a second

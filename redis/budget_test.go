@@ -362,7 +362,7 @@ func TestBudgetFallbackWhileRedisDown(t *testing.T) {
 	}
 }
 
-// TestBudgetManyLightClients reproduces the README's "many light clients"
+// TestBudgetManyLightClients reproduces docs/overload.md's "many light clients"
 // figure: 100 clients with 10 calls/s each against a dead server make 2
 // attempts per call with a budget.Share each (each floor covers its own
 // client's retries), and about 1 with one fleet-wide Budget.
@@ -393,7 +393,7 @@ func TestBudgetManyLightClients(t *testing.T) {
 	t.Logf("  redis.Budget, a running fleet:    %d calls, %5d retries: %.3f", ft.calls, sum(ft.granted), perCall(ft))
 	t.Logf("  redis.Budget, started together:   %d calls, %5d retries: %.3f", ct.calls, sum(ct.granted), perCall(ct))
 	if r := perCall(lt); math.Abs(r-2) > 0.1 {
-		t.Errorf("a budget.Share per client: %.3f attempts per call, want about 2 (the README's 2.01 in the simulator)", r)
+		t.Errorf("a budget.Share per client: %.3f attempts per call, want about 2 (2.01 in the simulator, docs/simulator.md)", r)
 	}
 	if r := perCall(ft); r > 1.02 {
 		t.Errorf("one fleet-wide budget: %.3f attempts per call, want ≤ 1.02 (the floor: 1 + 100/10 000 = 1.01)", r)

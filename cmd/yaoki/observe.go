@@ -43,7 +43,7 @@ const observeFlagsHelp = `
 Observability: --metrics-addr ADDR serves Prometheus metrics on
 http://ADDR/metrics for as long as the command runs (attempts by status and
 outcome, retries and their waits by source, give-ups by reason; the names
-and labels are in the README, "Observability"); port 0 picks a free port,
+and labels are in docs/observability.md); port 0 picks a free port,
 and the URL is printed on stderr. --log-format text|json writes each retry
 (level DEBUG), give-up (WARN) and breaker change (INFO) on stderr as a
 structured log record, beside the command's own messages.`

@@ -42,7 +42,7 @@ Policy: without --policy, the flags make one schedule for every retried error:
 exponential backoff ×--multiplier from --base (from --throttle-base for 429
 and 503 answers), capped at --cap, with --jitter.
 --policy FILE loads a document in JSON or YAML whose Retry block reads like an
-AWS Step Functions task's (see the README, "Policy documents"); --max-attempts,
+AWS Step Functions task's (see docs/policy.md); --max-attempts,
 --max-time, --attempt-timeout and --max-retry-after then override the file.
 The environment overrides the file and is overridden by flags:
 YAOKI_MAX_ATTEMPTS (attempts, counting the first) and YAOKI_RETRY_MODE
