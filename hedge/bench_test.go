@@ -1,0 +1,74 @@
+package hedge_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/yaoki-go/yaoki/hedge"
+)
+
+// The estimator's cost: AddAt is on every call's path (one atomic add),
+// QuantileAt is read by a Hedger 64 times per window.
+func BenchmarkEstimatorAdd(b *testing.B) {
+	e := hedge.NewEstimator(10 * time.Second)
+	b.ReportAllocs()
+	var i int
+	for b.Loop() {
+		i++
+		e.AddAt(t0.Add(time.Duration(i)*time.Microsecond), time.Duration(i%4096)*time.Microsecond)
+	}
+}
+
+func BenchmarkEstimatorAddParallel(b *testing.B) {
+	e := hedge.NewEstimator(10 * time.Second)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		var i int
+		for pb.Next() {
+			i++
+			e.AddAt(t0.Add(time.Duration(i)*time.Microsecond), time.Duration(i%4096)*time.Microsecond)
+		}
+	})
+}
+
+func BenchmarkEstimatorQuantile(b *testing.B) {
+	e := hedge.NewEstimator(10 * time.Second)
+	for i := range 100000 {
+		e.AddAt(t0.Add(time.Duration(i)*10*time.Microsecond), time.Duration(1+i%4096)*time.Microsecond)
+	}
+	now := t0.Add(time.Second)
+	b.ReportAllocs()
+	for b.Loop() {
+		e.QuantileAt(now, 0.97)
+	}
+}
+
+// What a call that is not hedged pays: PlanAt at its start, ObserveAt at
+// its end, with the adaptive delay.
+func BenchmarkPlanObserve(b *testing.B) {
+	h, _ := hedge.New(hedge.Config{})
+	b.ReportAllocs()
+	var i int
+	for b.Loop() {
+		i++
+		now := t0.Add(time.Duration(i) * time.Microsecond)
+		d, _ := h.PlanAt(now)
+		lat := time.Duration(1+i%100) * 100 * time.Microsecond
+		h.ObserveAt(now.Add(lat), lat, d > 0 && lat > d)
+	}
+}
+
+func BenchmarkPlanObserveParallel(b *testing.B) {
+	h, _ := hedge.New(hedge.Config{})
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		var i int
+		for pb.Next() {
+			i++
+			now := t0.Add(time.Duration(i) * time.Microsecond)
+			d, _ := h.PlanAt(now)
+			lat := time.Duration(1+i%100) * 100 * time.Microsecond
+			h.ObserveAt(now.Add(lat), lat, d > 0 && lat > d)
+		}
+	})
+}
