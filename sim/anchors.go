@@ -116,14 +116,14 @@ func retriesName(n int) string {
 // code sets no other limit on retries).
 func TokenBucket() Policy {
 	return Policy{Name: "token bucket", MaxAttempts: retry.Unlimited, Immediate: true,
-		Guards:      func() Guards { return Guards{Budget: NewRetryBucket()} },
+		Guards:      func(func() float64) Guards { return Guards{Budget: NewRetryBucket()} },
 		Description: "retries at once while the client's bucket holds more than 1 token (capacity 5, starts full, +0.1 per call, 1 per retry)"}
 }
 
 // Breaker makes up to 3 retries while the client's RetryBreaker allows them.
 func Breaker() Policy {
 	return Policy{Name: "breaker", MaxAttempts: 4, Immediate: true,
-		Guards:      func() Guards { return Guards{Budget: NewRetryBreaker()} },
+		Guards:      func(func() float64) Guards { return Guards{Budget: NewRetryBreaker()} },
 		Description: "up to 3 retries at once while the client's failed attempts are at most 10 % of its calls since the start"}
 }
 

@@ -229,6 +229,7 @@ type colReq struct {
 type collapseRun struct {
 	eng    Engine
 	rnd    Rand
+	grnd   Rand // the guards' random source
 	reqs   []colReq
 	free   []int32
 	guards guardSet
@@ -255,7 +256,7 @@ func (w *collapseRun) run(c Collapse, cp *compiled, seed uint64) CollapseResult 
 	e.Reset()
 	r.Seed(seed, 0xc011a95e)
 	w.reqs, w.free, w.nextID = w.reqs[:0], w.free[:0], 0
-	w.guards.build(cp, c.Clients)
+	w.guards.build(cp, c.Clients, &w.grnd, seed)
 	inService := 0
 	lastAbove := time.Duration(-1)
 	tr := c.Trigger

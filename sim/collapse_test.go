@@ -88,7 +88,7 @@ func TestCollapseIsRepeatable(t *testing.T) {
 // the reason.
 func TestCollapseGuards(t *testing.T) {
 	var timeouts int
-	p := Policy{Name: "counted", MaxAttempts: 3, Immediate: true, Guards: func() Guards {
+	p := Policy{Name: "counted", MaxAttempts: 3, Immediate: true, Guards: func(func() float64) Guards {
 		return Guards{Budget: &timeoutBudget{n: &timeouts}}
 	}}
 	r, err := Collapse{Trigger: Trigger{Peak: 100, Width: 10 * time.Second}}.Run(p, 1)

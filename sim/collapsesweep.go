@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"time"
 
 	"github.com/yaoki-go/yaoki/backoff"
@@ -13,16 +14,20 @@ func NoBackoff() Policy {
 }
 
 // BackoffJitter is the collapse scenario's client with backoff and jitter:
-// 3 attempts, exponential backoff ×2 with full jitter from base, capped at
-// 60 s. Backoff pulls a server out of this collapse only when its waits are
-// as long as the server needs to drain (seconds here, as service takes 1 to
-// 3 s): from a 10 s base it recovers within seconds in nearly every run,
-// from yaoki's default 50 ms it changes almost nothing. It only delays
-// retries; a budget bounds them.
+// 3 attempts, retry n after a full-jitter wait drawn from
+// [0, min(60 s, base·2^n)), as the reference simulation writes it (it
+// doubles its base before drawing, so its first retry waits up to
+// 2·base). Package backoff computes Base·2^(n−1) for retry n, so this is
+// the Schedule with Base = 2·base, the mapping HerdStrategies applies to
+// the 2015 post. Backoff pulls a server out of this collapse only when its
+// waits are as long as the server needs to drain (seconds here, as service
+// takes 1 to 3 s): from a 10 s base it recovers within seconds in nearly
+// every run, from yaoki's default 50 ms it changes almost nothing. It only
+// delays retries; a budget bounds them.
 func BackoffJitter(base time.Duration) Policy {
 	return Policy{Name: "backoff + jitter", MaxAttempts: 3,
-		Backoff:     backoff.Schedule{Base: base, Multiplier: 2, Cap: time.Minute, Jitter: backoff.Full},
-		Description: "3 attempts, exponential ×2 with full jitter from " + base.String() + " after each timeout"}
+		Backoff:     backoff.Schedule{Base: 2 * base, Multiplier: 2, Cap: time.Minute, Jitter: backoff.Full},
+		Description: "3 attempts, retry n after U[0, min(1m, " + base.String() + "·2^n)) (full jitter) after each timeout"}
 }
 
 // CollapseAnchors returns the clients the collapse scenario is checked
@@ -112,8 +117,10 @@ func (s CollapseSweep) Run(policies []Policy) ([]CollapsePoint, error) {
 		var rec, amp stat
 		collapsed := 0
 		var good, busy []float64
+		tr := c.Trigger
+		key := pointKey(uint64(tr.Kind), uint64(tr.At), uint64(tr.Width), math.Float64bits(tr.Peak), math.Float64bits(tr.Factor))
 		for run := range runs {
-			r := state[w].run(c, &compiled[pi], seedOf(s.Seed, ti, run))
+			r := state[w].run(c, &compiled[pi], seedOf(s.Seed, key, run))
 			if r.Collapsed {
 				collapsed++
 			} else {

@@ -1,7 +1,10 @@
 package sim
 
 import (
+	"github.com/yaoki-go/yaoki/breaker"
+	"github.com/yaoki-go/yaoki/budget"
 	"github.com/yaoki-go/yaoki/policy"
+	"github.com/yaoki-go/yaoki/throttle"
 )
 
 // PolicyOf returns the policy a document describes, as simulated clients
@@ -19,12 +22,28 @@ func PolicyOf(name string, d *policy.Document) Policy {
 		MaxAttempts: d.Attempts(),
 		Classify:    rp.Classify,
 		Stepper:     rp.Stepper,
-		Guards: func() Guards {
-			p := d.Policy(policy.Options{})
-			if p.Env == nil {
-				return Guards{}
+		Guards: func(rnd func() float64) Guards {
+			// The document's guards, built as d.Policy builds them, with the
+			// run's random source where they draw.
+			var g Guards
+			if d.Mode == policy.Adaptive {
+				if a, err := throttle.NewAdaptive(throttle.AdaptiveConfig{Rand: rnd}); err == nil {
+					g.Throttle = a
+				}
 			}
-			return Guards{Budget: p.Env.Budget, Breaker: p.Env.Breaker, Throttle: p.Env.Throttle}
+			if d.Budget != nil {
+				if b, err := budget.NewShare(*d.Budget); err == nil {
+					g.Budget = b
+				}
+			}
+			if d.Breaker != nil {
+				s := *d.Breaker
+				s.Rand = rnd
+				if b, err := breaker.New(s); err == nil {
+					g.Breaker = b
+				}
+			}
+			return g
 		},
 		Description: "the policy document " + name,
 	}

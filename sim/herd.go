@@ -103,6 +103,7 @@ const (
 type herdRun struct {
 	eng    Engine
 	rnd    Rand
+	grnd   Rand // the guards' random source
 	loops  []loop
 	guards guardSet
 }
@@ -142,7 +143,7 @@ func (w *herdRun) run(h Herd, c *compiled, seed uint64) HerdResult {
 	e.Reset()
 	r.Seed(seed, uint64(h.Clients))
 	w.loops = append(w.loops[:0], make([]loop, h.Clients)...)
-	w.guards.build(c, h.Clients)
+	w.guards.build(c, h.Clients, &w.grnd, seed)
 	hop := func() time.Duration { return r.AbsNormal(h.HopMean, h.HopStdDev) }
 	res.Time = 0
 	for i := range h.Clients {
@@ -300,8 +301,9 @@ func (s HerdSweep) Run(policies []Policy) ([]HerdPoint, error) {
 		h.Clients = clients[ci]
 		h = h.withDefaults()
 		var calls, tm, gave stat
+		key := pointKey(uint64(h.Clients))
 		for run := range runs {
-			r := state[w].run(h, &compiled[pi], seedOf(s.Seed, ci, run))
+			r := state[w].run(h, &compiled[pi], seedOf(s.Seed, key, run))
 			calls.add(float64(r.Calls))
 			tm.add(r.Time.Seconds())
 			gave.add(float64(r.GaveUp.Total()))

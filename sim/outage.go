@@ -113,6 +113,7 @@ type outCall struct {
 type outageRun struct {
 	eng    Engine
 	rnd    Rand
+	grnd   Rand // the guards' random source
 	calls  []outCall
 	free   []int32
 	guards guardSet
@@ -137,7 +138,7 @@ func (w *outageRun) run(o Outage, c *compiled, seed uint64) OutageResult {
 	e.Reset()
 	r.Seed(seed, uint64(o.Clients))
 	w.calls, w.free = w.calls[:0], w.free[:0]
-	w.guards.build(c, o.Clients)
+	w.guards.build(c, o.Clients, &w.grnd, seed)
 	gap := time.Duration(float64(time.Second) / o.Rate)
 	fail := Failed
 	if o.Overload {
@@ -294,8 +295,9 @@ func (s OutageSweep) Run(policies []Policy) ([]OutagePoint, error) {
 		o = o.withDefaults()
 		var succ, amp stat
 		var gave GaveUp
+		key := pointKey(math.Float64bits(o.FailureRate))
 		for run := range runs {
-			r := state[w].run(o, &compiled[pi], seedOf(s.Seed, ri, run))
+			r := state[w].run(o, &compiled[pi], seedOf(s.Seed, key, run))
 			succ.add(r.Success())
 			amp.add(r.Amplification())
 			gave.add(&r.GaveUp)

@@ -35,8 +35,13 @@ type Policy struct {
 	// ThrottleBase replaces Backoff.Base after an overload answer, as in
 	// retry.Policy. Zero: retry.DefaultThrottleBase (1 s).
 	ThrottleBase time.Duration
-	// Guards builds the guards of one client. Nil: no guards.
-	Guards func() Guards
+	// Guards builds the guards of one client (or of all, when Shared).
+	// rnd is the run's random source for guards, draws in [0, 1): give it
+	// to every guard that draws (breaker.Settings.Rand,
+	// throttle.AdaptiveConfig.Rand), so that a run stays a pure function
+	// of its seed; it is not safe for concurrent use, which a run does not
+	// need. Nil: no guards.
+	Guards func(rnd func() float64) Guards
 	// Shared makes the clients of a run share one set of guards (built
 	// once per run), as if their state lived in a fleet-wide store;
 	// otherwise each client has its own, as each process has in
@@ -143,7 +148,7 @@ type compiled struct {
 	immediate bool
 	classify  func(error) retry.Class
 	stepper   func() retry.Stepper
-	guards    func() Guards
+	guards    func(rnd func() float64) Guards
 	shared    bool
 }
 
@@ -204,8 +209,14 @@ type guardSet struct {
 	before bool
 }
 
-// build makes the guards for n clients under policy c.
-func (s *guardSet) build(c *compiled, n int) {
+// guardStream is the stream of a run's random source for guards: its
+// draws are apart from the scenario's, so that a guard that draws does not
+// change the arrivals and hops the policies are compared on.
+const guardStream = 0x9a4d5
+
+// build makes the guards for n clients under policy c, seeding r, the
+// run's random source for guards, with the run's seed.
+func (s *guardSet) build(c *compiled, n int, r *Rand, seed uint64) {
 	s.shared = Guards{}
 	clear(s.per)
 	s.per = s.per[:0]
@@ -213,13 +224,15 @@ func (s *guardSet) build(c *compiled, n int) {
 	if c.guards == nil {
 		return
 	}
+	r.Seed(seed, guardStream)
+	rnd := r.Float64
 	if c.shared {
-		s.shared = c.guards()
+		s.shared = c.guards(rnd)
 		s.before = s.shared.Throttle != nil || s.shared.Breaker != nil
 		return
 	}
 	for range n {
-		g := c.guards()
+		g := c.guards(rnd)
 		s.before = s.before || g.Throttle != nil || g.Breaker != nil
 		s.per = append(s.per, g)
 	}

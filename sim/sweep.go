@@ -89,12 +89,29 @@ func forEach(n, workers int, progress Progress, job func(worker, i int)) {
 }
 
 // seedOf derives the seed of one run of a sweep from the sweep's seed, the
-// point and the run index, so that every policy sees the same seeds at the
-// same point (common random numbers make the comparison sharper) and a
-// point's result does not depend on how many workers ran the sweep.
-func seedOf(seed uint64, point, run int) uint64 {
-	x := seed ^ uint64(point)<<32 ^ uint64(run)
-	// splitmix64 finaliser: spreads nearby inputs over the whole range.
+// point's key and the run index. Each is mixed in by a hash (splitmix64's
+// finaliser, a bijection that spreads nearby inputs over the whole range),
+// so that nearby sweep seeds give unrelated runs, and the key is made from
+// the point's parameters (pointKey), not its position in a list: a point
+// gets the same runs whatever else the sweep holds. Every policy sees the
+// same seeds at the same point (common random numbers make the comparison
+// sharper) and a point's result does not depend on how many workers ran
+// the sweep.
+func seedOf(seed, key uint64, run int) uint64 {
+	return mix(mix(mix(seed)^key) ^ uint64(run))
+}
+
+// pointKey hashes a point's parameters into the key seedOf takes.
+func pointKey(params ...uint64) uint64 {
+	k := uint64(0x5eed)
+	for _, p := range params {
+		k = mix(k ^ p)
+	}
+	return k
+}
+
+// mix is splitmix64's finaliser.
+func mix(x uint64) uint64 {
 	x += 0x9e3779b97f4a7c15
 	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
 	x = (x ^ x>>27) * 0x94d049bb133111eb

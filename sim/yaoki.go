@@ -21,12 +21,12 @@ import (
 func Yaoki() Policy {
 	return Policy{
 		Name: "yaoki",
-		Guards: func() Guards {
+		Guards: func(rnd func() float64) Guards {
 			b, err := budget.NewShare(budget.ShareConfig{})
 			if err != nil {
 				panic(err) // the zero config is valid: a failure here is a bug
 			}
-			br, err := breaker.New(breaker.Settings{})
+			br, err := breaker.New(breaker.Settings{Rand: rnd})
 			if err != nil {
 				panic(err)
 			}
@@ -41,7 +41,7 @@ func Yaoki() Policy {
 func YaokiBudgetOnly() Policy {
 	return Policy{
 		Name: "yaoki budget only",
-		Guards: func() Guards {
+		Guards: func(func() float64) Guards {
 			b, err := budget.NewShare(budget.ShareConfig{})
 			if err != nil {
 				panic(err)

@@ -16,41 +16,45 @@ import (
 type simGuard struct {
 	name string
 	desc string
-	set  func(g *sim.Guards)
+	set  func(g *sim.Guards, rnd func() float64)
 }
 
 var simBudgets = []simGuard{
-	{"none", "", func(*sim.Guards) {}},
+	{"none", "", func(*sim.Guards, func() float64) {}},
 	{"share", "the default share budget (retries ≤ 20 % of successful requests over 10 s, + 10/s)",
-		func(g *sim.Guards) { g.Budget = must(budget.NewShare(budget.ShareConfig{})) }},
+		func(g *sim.Guards, _ func() float64) { g.Budget = must(budget.NewShare(budget.ShareConfig{})) }},
 	{"share-nofloor", "a share budget without floor (retries ≤ 20 % of successful requests over 10 s)",
-		func(g *sim.Guards) {
+		func(g *sim.Guards, _ func() float64) {
 			g.Budget = must(budget.NewShare(budget.ShareConfig{MinPerSecond: budget.NoFloor}))
 		}},
 	{"bucket", "the AWS SDKs' retry quota (500 tokens, 5 per retry, 10 after a timeout)",
-		func(g *sim.Guards) { g.Budget = must(budget.NewBucket(budget.BucketConfig{})) }},
+		func(g *sim.Guards, _ func() float64) { g.Budget = must(budget.NewBucket(budget.BucketConfig{})) }},
 	{"grpc", "gRPC's retry throttling (10 tokens, 0.1 back per success, retries stop at half)",
-		func(g *sim.Guards) { g.Budget = must(budget.NewGRPC(budget.GRPCConfig{})) }},
+		func(g *sim.Guards, _ func() float64) { g.Budget = must(budget.NewGRPC(budget.GRPCConfig{})) }},
 	{"post-bucket", "the 2022 post's token bucket (capacity 5, +0.1 per call, 1 per retry)",
-		func(g *sim.Guards) { g.Budget = sim.NewRetryBucket() }},
+		func(g *sim.Guards, _ func() float64) { g.Budget = sim.NewRetryBucket() }},
 	{"post-breaker", "the 2022 post's retry breaker (no retries while failures > 10 % of calls)",
-		func(g *sim.Guards) { g.Budget = sim.NewRetryBreaker() }},
+		func(g *sim.Guards, _ func() float64) { g.Budget = sim.NewRetryBreaker() }},
 }
 
 var simBreakers = []simGuard{
-	{"none", "", func(*sim.Guards) {}},
+	{"none", "", func(*sim.Guards, func() float64) {}},
 	{"default", "the default breaker (open at ≥ 50 % failures of ≥ 20 calls over 30 s, for 30 s and more)",
-		func(g *sim.Guards) { g.Breaker = must(breaker.New(breaker.Settings{})) }},
+		func(g *sim.Guards, rnd func() float64) { g.Breaker = must(breaker.New(breaker.Settings{Rand: rnd})) }},
 	{"retries-only", "the default breaker refusing retries only",
-		func(g *sim.Guards) { g.Breaker = must(breaker.New(breaker.Settings{RetriesOnly: true})) }},
+		func(g *sim.Guards, rnd func() float64) {
+			g.Breaker = must(breaker.New(breaker.Settings{RetriesOnly: true, Rand: rnd}))
+		}},
 }
 
 var simThrottles = []simGuard{
-	{"none", "", func(*sim.Guards) {}},
+	{"none", "", func(*sim.Guards, func() float64) {}},
 	{"adaptive", "SRE adaptive throttling (reject locally with p = (requests − 2·accepts)/(requests + 1))",
-		func(g *sim.Guards) { g.Throttle = must(throttle.NewAdaptive(throttle.AdaptiveConfig{})) }},
+		func(g *sim.Guards, rnd func() float64) {
+			g.Throttle = must(throttle.NewAdaptive(throttle.AdaptiveConfig{Rand: rnd}))
+		}},
 	{"cubic", "the AWS SDKs' adaptive mode (CUBIC rate limiter)",
-		func(g *sim.Guards) { g.Throttle = must(throttle.NewCubic(throttle.CubicConfig{})) }},
+		func(g *sim.Guards, _ func() float64) { g.Throttle = must(throttle.NewCubic(throttle.CubicConfig{})) }},
 }
 
 // must returns v; the guards above are built from zero or fixed
@@ -76,7 +80,7 @@ func simThrottleNames() []string { return guardNames(simThrottles) }
 
 // simGuardsOf returns the guard factory for the named budget, breaker and
 // throttle ("" or "none": no such guard), and the guards in words.
-func simGuardsOf(budget, breaker, throttle string) (func() sim.Guards, string, error) {
+func simGuardsOf(budget, breaker, throttle string) (func(rnd func() float64) sim.Guards, string, error) {
 	var chosen []simGuard
 	for _, c := range []struct {
 		flag, name string
@@ -98,10 +102,10 @@ func simGuardsOf(budget, breaker, throttle string) (func() sim.Guards, string, e
 	for _, g := range chosen {
 		desc = append(desc, g.desc)
 	}
-	return func() sim.Guards {
+	return func(rnd func() float64) sim.Guards {
 		var g sim.Guards
 		for _, c := range chosen {
-			c.set(&g)
+			c.set(&g, rnd)
 		}
 		return g
 	}, strings.Join(desc, ", "), nil
