@@ -17,8 +17,9 @@ import (
 const (
 	// DefaultBatch is the most letters claimed per pass.
 	DefaultBatch = 10
-	// DefaultLease is how long a claimed letter is held: its handler's
-	// time, after which another redriver may claim it.
+	// DefaultLease is how long a pass's claim holds its letters, after
+	// which another redriver may claim them: with DefaultBatch, 6 s per
+	// letter if every letter of a full batch is to be handled.
 	DefaultLease = time.Minute
 	// DefaultMaxRedrives is how many failed redrives park a letter. With
 	// DefaultBackoff, the fifth comes 38 to 75 minutes after the first.
@@ -56,8 +57,9 @@ const (
 
 // Handler does a letter's work again, once. Its context says that it must
 // not retry (retry.SingleAttempt: the redriver is the retrying layer, so
-// an httpretry transport or retry.Do inside makes one attempt) and ends
-// with the claim's lease. It returns nil when the work is done; an error
+// an httpretry transport or retry.Do inside makes one attempt) and has the
+// claim's lease end as its deadline: past it, another redriver may run the
+// same letter, so a handler must not outlive its context. It returns nil when the work is done; an error
 // made with retry.Permanent parks the letter at once, and one that carries
 // a server hint (retry.After) delays the next redrive to at least the hint.
 type Handler func(ctx context.Context, l Letter) error
@@ -73,8 +75,12 @@ type Config struct {
 	Handler Handler
 	// Batch is the most letters claimed per pass. Zero: DefaultBatch.
 	Batch int
-	// Lease is how long a claimed letter is held, and the handler's
-	// timeout. Zero: DefaultLease.
+	// Lease is how long a pass's claim holds its letters. They are handled
+	// one after another, each with the lease end as its deadline, and a
+	// letter whose turn comes after the lease ended is not started
+	// (Report.Expired): it is claimed again, by any redriver, once the
+	// lease has passed. So Lease should cover Batch handlers. Zero:
+	// DefaultLease.
 	Lease time.Duration
 	// Backoff gives the wait after the n-th failed redrive (n from 1).
 	// Zero: DefaultBackoff.
@@ -164,6 +170,11 @@ type Report struct {
 	// the claim had ended (the handler outlived its lease and another
 	// claim took the letter, or an operator requeued or deleted it).
 	LeaseLost int
+	// Expired counts letters claimed and not started because the claim's
+	// lease ended while the letters before them were handled (the lease is
+	// too short for the batch): another redriver may hold them already.
+	// Their claim ends by itself; they are claimed again after it.
+	Expired int
 }
 
 // RedriveAt makes one pass at now: it claims up to Batch due letters and
@@ -174,23 +185,39 @@ type Report struct {
 // shutdown), then stops, leaving the claims it still holds to end with
 // their lease; the error is then ctx's. A store
 // error ends the pass too, with what was done so far.
+//
+// Each handler's deadline is its claim's lease end, and a letter whose
+// lease has ended before its turn is not started (Report.Expired): past
+// it, another redriver may be running the letter. The lease ends are in
+// the frame of now (the store computes them from it); the pass measures
+// the time since its start on the process's monotonic clock, so that a now
+// other than the clock's (a test's fixed instant) still gives each
+// handler the time its claim has left.
 func (r *Redriver) RedriveAt(ctx context.Context, now time.Time) (Report, error) {
 	var rep Report
+	began := time.Now()
 	letters, err := r.c.Store.Claim(ctx, r.c.Queue, now, r.c.Batch, r.c.Lease)
 	if err != nil {
 		return rep, fmt.Errorf("deadletter: redrive %q: claim: %w", r.c.Queue, err)
 	}
 	rep.Claimed = len(letters)
-	for _, l := range letters {
+	for i, l := range letters {
 		if err := ctx.Err(); err != nil {
 			return rep, err
+		}
+		end := began.Add(r.leaseLeft(l, now))
+		if !time.Now().Before(end) {
+			// The letters were claimed together: the ones after this one
+			// have ended too.
+			rep.Expired += len(letters) - i
+			break
 		}
 		redrive := l.Redrives + 1 // this redrive's number
 		var start time.Time
 		if r.c.Observer != nil {
 			start = time.Now()
 		}
-		herr := r.handle(ctx, l)
+		herr := r.handle(ctx, l, end)
 		if herr != nil && ctx.Err() != nil {
 			// The handler stopped because the caller did: its outcome says
 			// nothing about the work. The claim ends with its lease.
@@ -244,9 +271,18 @@ func (r *Redriver) observe(ctx context.Context, l Letter, n int, herr error, lea
 	r.c.Observer.Observe(ctx, e)
 }
 
-// handle runs the handler on l, bounded by the lease and told not to retry.
-func (r *Redriver) handle(ctx context.Context, l Letter) error {
-	hctx, cancel := context.WithTimeout(retry.SingleAttempt(ctx), r.c.Lease)
+// leaseLeft returns how long after now the claim on l ends: Lease when the
+// store did not say.
+func (r *Redriver) leaseLeft(l Letter, now time.Time) time.Duration {
+	if l.LeaseEnd.IsZero() {
+		return r.c.Lease
+	}
+	return l.LeaseEnd.Sub(now)
+}
+
+// handle runs the handler on l until end, its lease end, told not to retry.
+func (r *Redriver) handle(ctx context.Context, l Letter, end time.Time) error {
+	hctx, cancel := context.WithDeadline(retry.SingleAttempt(ctx), end)
 	defer cancel()
 	return r.c.Handler(hctx, l)
 }

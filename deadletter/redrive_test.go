@@ -3,6 +3,7 @@ package deadletter_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -432,6 +433,123 @@ func TestRun(t *testing.T) {
 		cancel()
 		if err := <-done; !errors.Is(err, context.Canceled) {
 			t.Fatalf("Run returned %v, want context.Canceled", err)
+		}
+	})
+}
+
+// TestFaultRedriveLeaseExpiry: two redrivers (Batch 5 and 1, Lease 300
+// ms) serve ten letters whose handler takes 200 ms. A pass of five letters
+// outlives its lease: the redriver must not start a letter whose lease has
+// ended (another redriver may hold it by then), and a handler's deadline is
+// its claim's lease end. Each letter's work is done once, never in two
+// handlers at once (a handler cut at its lease end and one started by the
+// next claim at that instant meet, but do not overlap).
+func TestFaultRedriveLeaseExpiry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemory(t)
+		for i := range 10 {
+			put(t, m, fmt.Sprintf("l%d", i), time.Now())
+		}
+		type run struct{ start, end time.Time }
+		var (
+			mu        sync.Mutex
+			runs      = map[string][]run{}
+			completed = map[string]int{}
+			late      []string // started at or after its lease end
+			overrun   []string // ran past its lease end
+		)
+		handler := func(ctx context.Context, l deadletter.Letter) error {
+			start := time.Now()
+			if !start.Before(l.LeaseEnd) {
+				mu.Lock()
+				late = append(late, l.ID)
+				mu.Unlock()
+			}
+			defer func() {
+				end := time.Now()
+				mu.Lock()
+				runs[l.ID] = append(runs[l.ID], run{start, end})
+				if end.After(l.LeaseEnd) {
+					overrun = append(overrun, l.ID)
+				}
+				mu.Unlock()
+			}()
+			work := time.NewTimer(200 * time.Millisecond)
+			defer work.Stop()
+			select {
+			case <-work.C:
+				mu.Lock()
+				completed[l.ID]++
+				mu.Unlock()
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		for _, batch := range []int{5, 1} {
+			r := newRedriver(t, deadletter.Config{Store: m, Handler: handler, Batch: batch, Lease: 300 * time.Millisecond,
+				Interval: 100 * time.Millisecond, MaxRedrives: retry.Unlimited,
+				Backoff: backoff.Schedule{Base: time.Millisecond, Cap: time.Millisecond}})
+			wg.Go(func() { _ = r.Run(ctx) })
+		}
+		time.Sleep(10 * time.Second) // virtual time: this runs in a synctest bubble
+		synctest.Wait()
+		cancel()
+		wg.Wait()
+		var overlaps []string
+		for id, rs := range runs {
+			for i, a := range rs {
+				for _, b := range rs[i+1:] {
+					if a.start.Before(b.end) && b.start.Before(a.end) {
+						overlaps = append(overlaps, id)
+					}
+				}
+			}
+		}
+		if len(overlaps) > 0 || len(late) > 0 || len(overrun) > 0 {
+			t.Errorf("letters in two handlers at once: %v; started after their lease end: %v; run past it: %v", overlaps, late, overrun)
+		}
+		for i := range 10 {
+			if id := fmt.Sprintf("l%d", i); completed[id] != 1 {
+				t.Errorf("%s's work done %d times, want 1", id, completed[id])
+			}
+		}
+		if n := m.Len(); n != 0 {
+			t.Errorf("%d letters left, want every letter redriven and deleted", n)
+		}
+	})
+}
+
+// A pass whose lease ends before its last letters' turn leaves them
+// unstarted and says so; the first letter's handler gets the lease's end
+// as its deadline, whatever now the pass was given.
+func TestRedriveExpiredLettersNotStarted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemory(t)
+		for _, id := range []string{"a", "b", "c"} {
+			put(t, m, id, t0)
+		}
+		var started []string
+		var deadlines []time.Duration
+		begin := time.Now()
+		r := newRedriver(t, deadletter.Config{Store: m, Batch: 3, Lease: 10 * time.Second, Handler: func(ctx context.Context, l deadletter.Letter) error {
+			started = append(started, l.ID)
+			d, _ := ctx.Deadline()
+			deadlines = append(deadlines, d.Sub(begin))
+			time.Sleep(6 * time.Second) // virtual time: work that ignores its context
+			return nil
+		}})
+		rep, err := r.RedriveAt(context.Background(), t0)
+		if err != nil || rep != (deadletter.Report{Claimed: 3, Done: 2, Expired: 1}) {
+			t.Fatalf("%+v %v, want 3 claimed, 2 done, 1 expired", rep, err)
+		}
+		if strings.Join(started, ",") != "a,b" || deadlines[0] != 10*time.Second || deadlines[1] != 10*time.Second {
+			t.Fatalf("started %v with deadlines %v after the pass began, want a and b, both with the lease end, 10s", started, deadlines)
+		}
+		if l := get(t, m, "c"); l.Token == "" || l.Redrives != 0 {
+			t.Fatalf("the expired letter: %+v, want untouched, held until its claim ends", l)
 		}
 	})
 }

@@ -174,15 +174,18 @@ cannot send it, so it is parked at once (show prints why in its error). Serve
 other queues with a redriver in the program that owns their work.
 
 --once makes one pass (up to --batch letters) and prints its report:
-letters claimed, done, failed, parked, and lease lost (the claim ended before
-the outcome was stored: an operator requeued or deleted the letter meanwhile,
-or the request outlived --lease). Without --once it makes a pass every
+letters claimed, done, failed, parked, lease lost (the claim ended before the
+outcome was stored: an operator requeued or deleted the letter meanwhile) and,
+when there are any, expired (claimed but not sent: the lease ended while the
+letters before them were sent). Without --once it makes a pass every
 --interval (at once again after a full batch) until SIGINT or SIGTERM,
 printing each pass's report on stderr. Several redrivers, in this command or
 in programs, may serve one queue: claims keep them from sending a letter
 twice at once. -v prints each letter's outcome on stderr.
 
-Each request is bounded by --lease (the HTTP client's timeout).
+The letters of a pass share one claim: each request's deadline is the end of
+its --lease, and a letter whose turn comes after it is not sent (another
+redriver may hold it by then); choose --lease to cover --batch requests.
 ` + observeFlagsHelp + `
 For redrive, each letter handled is an event: logged at INFO when it was
 redriven, WARN when it was parked, DEBUG when it is due again, and counted in
@@ -288,7 +291,11 @@ func (o *redriveOptions) run(ctx context.Context, cmd *cobra.Command, c *dlConn)
 
 // report is a pass's report in words.
 func report(r deadletter.Report) string {
-	return fmt.Sprintf("claimed %d, done %d, failed %d, parked %d, lease lost %d", r.Claimed, r.Done, r.Failed, r.Parked, r.LeaseLost)
+	s := fmt.Sprintf("claimed %d, done %d, failed %d, parked %d, lease lost %d", r.Claimed, r.Done, r.Failed, r.Parked, r.LeaseLost)
+	if r.Expired > 0 {
+		s += fmt.Sprintf(", expired %d (not started: the lease ended first; --lease is short for the batch)", r.Expired)
+	}
+	return s
 }
 
 // tell wraps h to print each letter's outcome on w, as the redriver will
