@@ -78,7 +78,8 @@ func (s *MemoryStore) Begin(_ context.Context, id ID, fp Fingerprint, token stri
 	e := s.m[id]
 	if e != nil {
 		if now.Before(e.rec.Expires) {
-			return e.rec, false, nil
+			// The holder's own Begin sent again claims again.
+			return e.rec, e.rec.State == InProgress && e.rec.Token == token, nil
 		}
 		s.remove(e)
 	}
@@ -153,9 +154,12 @@ func (s *MemoryStore) Complete(_ context.Context, id ID, token string, resp Resp
 	defer s.mu.Unlock()
 	e := s.held(id, token)
 	if e == nil {
+		if e := s.m[id]; e != nil && e.rec.State == Completed && e.rec.Token == token {
+			return nil // completed by this token already
+		}
 		return ErrLeaseLost
 	}
-	e.rec = Record{State: Completed, Fingerprint: e.rec.Fingerprint, Expires: now.Add(ttl), Response: resp}
+	e.rec = Record{State: Completed, Fingerprint: e.rec.Fingerprint, Token: token, Expires: now.Add(ttl), Response: resp}
 	s.moveBack(e)
 	return nil
 }

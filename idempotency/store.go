@@ -56,8 +56,9 @@ func (s State) String() string {
 type Record struct {
 	State       State
 	Fingerprint Fingerprint
-	// Token identifies the request that holds an InProgress record; only
-	// that request may extend, complete or release it.
+	// Token identifies the request that holds an InProgress record (only
+	// that request may extend, complete or release it), or that completed
+	// a Completed one.
 	Token string
 	// Expires is when the record stops counting: the end of the lease for
 	// an InProgress record, the end of its retention for a Completed one.
@@ -98,7 +99,9 @@ type Store interface {
 	// has no live record of id it writes an InProgress record with fp,
 	// token and Expires now+lease, and returns claimed true. Otherwise it
 	// writes nothing and returns the live record (InProgress held by
-	// another request, or Completed), claimed false.
+	// another request, or Completed), claimed false. A Begin by the token
+	// that already holds id (the same call sent again after its reply was
+	// lost) returns claimed true.
 	Begin(ctx context.Context, id ID, fp Fingerprint, token string, now time.Time, lease time.Duration) (rec Record, claimed bool, err error)
 	// Extend moves the lease of the InProgress record held by token to
 	// now+lease. It returns ErrLeaseLost when token no longer holds id.
@@ -107,7 +110,9 @@ type Store interface {
 	// and keeps it until now+ttl. It returns ErrLeaseLost, storing
 	// nothing, when token no longer holds id (another request claimed it
 	// after the lease passed; a store may also lose a record whose lease
-	// has passed).
+	// has passed): the token fences a stale holder off. Completing a
+	// record that token completed already (the call sent again after its
+	// reply was lost) changes nothing and returns nil.
 	Complete(ctx context.Context, id ID, token string, resp Response, now time.Time, ttl time.Duration) error
 	// Release deletes the InProgress record held by token, so that the next
 	// request with the key runs its handler. Releasing a record that token

@@ -49,6 +49,8 @@ const (
 )
 
 // beginSQL claims the row or, when it is live, returns it: one round trip.
+// A row in progress held by the same token is claimed again (the statement
+// sent again after its reply was lost), with its lease moved to now+lease.
 // The claimed flag comes from the INSERT; the row from the statement's
 // snapshot, which misses a row committed by a concurrent claimer after the
 // statement started: Begin then reads again.
@@ -59,7 +61,7 @@ WITH claim AS (
 	ON CONFLICT (scope, key) DO UPDATE
 		SET state = 1, fingerprint = EXCLUDED.fingerprint, token = EXCLUDED.token,
 		    expires_at = EXCLUDED.expires_at, response = NULL, created_at = EXCLUDED.created_at
-		WHERE r.expires_at <= EXCLUDED.created_at
+		WHERE r.expires_at <= EXCLUDED.created_at OR r.state = 1 AND r.token = EXCLUDED.token
 	RETURNING 1
 )
 SELECT EXISTS (SELECT 1 FROM claim), r.state, r.fingerprint, r.token, r.expires_at, r.response
@@ -120,15 +122,26 @@ WHERE scope = $1 AND key = $2 AND state = 1 AND token = $3`, id.Scope, id.Key, t
 }
 
 // Complete implements idempotency.Store. A holder whose lease has passed
-// can still complete as long as no other request has claimed the row.
+// can still complete as long as no other request has claimed the row. The
+// completed row keeps the token, so that a Complete sent again after its
+// reply was lost finds its own work done.
 func (s *IdempotencyStore) Complete(ctx context.Context, id idempotency.ID, token string, resp idempotency.Response, now time.Time, ttl time.Duration) error {
 	b, _ := resp.MarshalBinary()
-	tag, err := s.db.Exec(ctx, `UPDATE yaoki_idempotency SET state = 2, token = NULL, response = $4, expires_at = $5
+	tag, err := s.db.Exec(ctx, `UPDATE yaoki_idempotency SET state = 2, response = $4, expires_at = $5
 WHERE scope = $1 AND key = $2 AND state = 1 AND token = $3`, id.Scope, id.Key, token, b, now.Add(ttl))
+	if err != nil {
+		return fmt.Errorf("postgres: idempotency complete %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	var done bool
+	err = s.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM yaoki_idempotency
+WHERE scope = $1 AND key = $2 AND state = 2 AND token = $3)`, id.Scope, id.Key, token).Scan(&done)
 	switch {
 	case err != nil:
-		return fmt.Errorf("postgres: idempotency complete %s: %w", id, err)
-	case tag.RowsAffected() == 0:
+		return fmt.Errorf("postgres: idempotency complete %s: see whether it was completed already: %w", id, err)
+	case !done:
 		return idempotency.ErrLeaseLost
 	}
 	return nil

@@ -56,14 +56,17 @@ func NewIdempotencyStore(c goredis.UniversalClient, o IdempotencyOptions) *Idemp
 }
 
 // Fields of a record's hash: s state ("p" in progress, "c" completed), f
-// fingerprint (32 bytes), t holder token (in progress), e expiry (Unix
-// milliseconds), r response (completed).
+// fingerprint (32 bytes), t token (of the holder, then of the request that
+// completed it), e expiry (Unix milliseconds), r response (completed).
 
 // beginScript: KEYS[1] record; ARGV now_ms, expires_ms, lease_ms, fp, token.
-// Returns {1} when claimed, else {0, s, f, t, e, r}.
+// Returns {1} when claimed, else {0, s, f, t, e, r}. A live record held by
+// token is claimed already: go-redis runs the script again when its reply
+// was lost, and that run must not find itself in the way.
 var beginScript = goredis.NewScript(`
 local v = redis.call('HMGET', KEYS[1], 's', 'f', 't', 'e', 'r')
 if v[1] and tonumber(v[4]) and tonumber(v[4]) > tonumber(ARGV[1]) then
+  if v[1] == 'p' and v[3] == ARGV[5] then return {1} end
   return {0, v[1], v[2] or '', v[3] or '', v[4], v[5] or ''}
 end
 redis.call('DEL', KEYS[1])
@@ -82,11 +85,14 @@ return 1
 `)
 
 // completeScript: KEYS[1] record; ARGV token, expires_ms, ttl_ms, response.
+// The completed record keeps the token, so that the script run again after
+// a lost reply finds its own work done (1) rather than a lost lease (0).
 var completeScript = goredis.NewScript(`
 local v = redis.call('HMGET', KEYS[1], 's', 't')
-if v[1] ~= 'p' or v[2] ~= ARGV[1] then return 0 end
+if v[2] ~= ARGV[1] then return 0 end
+if v[1] == 'c' then return 1 end
+if v[1] ~= 'p' then return 0 end
 redis.call('HSET', KEYS[1], 's', 'c', 'e', ARGV[2], 'r', ARGV[4])
-redis.call('HDEL', KEYS[1], 't')
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
 `)

@@ -155,6 +155,65 @@ func TestStore(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 		}
 	})
 
+	t.Run("a lost reply is sent again", func(t *testing.T) {
+		// A client whose reply was lost sends the same call again (go-redis
+		// re-runs a script after a network error; the middleware retries
+		// Complete): the store must recognise the token that made the change.
+		s := newStore(t)
+		id, _ := ids(t)
+		mustClaim(t, s, id, fp, "tok-a", t0)
+		mustClaim(t, s, id, fp, "tok-a", t0.Add(time.Second)) // Begin again by the holder
+		if _, claimed, _ := s.Begin(ctx, id, fp, "tok-b", t0.Add(time.Second), Lease); claimed {
+			t.Fatal("another token claimed the key after the holder's repeated Begin")
+		}
+		if err := s.Complete(ctx, id, "tok-a", resp, t0.Add(2*time.Second), TTL); err != nil {
+			t.Fatalf("Complete by the holder: %v", err)
+		}
+		if err := s.Complete(ctx, id, "tok-a", resp, t0.Add(3*time.Second), TTL); err != nil {
+			t.Fatalf("Complete again by the token that completed the record: got %v, want nil", err)
+		}
+		if _, claimed, _ := s.Begin(ctx, id, fp, "tok-a", t0.Add(4*time.Second), Lease); claimed {
+			t.Fatal("Begin by the token of a completed record claimed it again")
+		}
+		if err := s.Complete(ctx, id, "tok-b", idempotency.Response{Status: 500}, t0.Add(4*time.Second), TTL); !errors.Is(err, idempotency.ErrLeaseLost) {
+			t.Fatalf("Complete by another token of a completed record: got %v, want ErrLeaseLost", err)
+		}
+		rec, ok, err := s.Get(ctx, id, t0.Add(5*time.Second))
+		if err != nil || !ok || rec.State != idempotency.Completed {
+			t.Fatalf("Get: %+v ok %v err %v, want the completed record", rec, ok, err)
+		}
+		checkResponse(t, rec.Response, resp)
+	})
+
+	t.Run("a stale holder is fenced off", func(t *testing.T) {
+		// The holder's lease passed (it was cut off from the store), another
+		// request claimed the key and completed it: nothing the stale holder
+		// does changes the record.
+		s := newStore(t)
+		id, _ := ids(t)
+		mustClaim(t, s, id, fp, "stale", t0)
+		at := t0.Add(Lease)
+		mustClaim(t, s, id, fp, "fresh", at)
+		if err := s.Extend(ctx, id, "stale", at, Lease); !errors.Is(err, idempotency.ErrLeaseLost) {
+			t.Fatalf("Extend by the stale holder: got %v, want ErrLeaseLost", err)
+		}
+		if err := s.Complete(ctx, id, "fresh", resp, at, TTL); err != nil {
+			t.Fatalf("Complete by the new holder: %v", err)
+		}
+		stale := idempotency.Response{Status: http.StatusAccepted, Body: []byte("stale")}
+		if err := s.Complete(ctx, id, "stale", stale, at.Add(time.Second), TTL); !errors.Is(err, idempotency.ErrLeaseLost) {
+			t.Fatalf("Complete by the stale holder: got %v, want ErrLeaseLost", err)
+		}
+		if err := s.Release(ctx, id, "stale"); err != nil {
+			t.Fatalf("Release by the stale holder: %v", err)
+		}
+		rec, ok, _ := s.Get(ctx, id, at.Add(time.Second))
+		if !ok || rec.State != idempotency.Completed {
+			t.Fatalf("the stale holder changed the record: %+v ok %v", rec, ok)
+		}
+		checkResponse(t, rec.Response, resp)
+	})
+
 	t.Run("extend keeps the key held", func(t *testing.T) {
 		s := newStore(t)
 		id, _ := ids(t)
