@@ -16,7 +16,6 @@
 package idemproc
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -31,7 +30,6 @@ import (
 	"time"
 
 	"github.com/yaoki-go/yaoki/idempotency"
-	"github.com/yaoki-go/yaoki/internal/childproc"
 )
 
 // Environment of a child.
@@ -117,10 +115,11 @@ type Options struct {
 
 // Child is a child server.
 type Child struct {
-	URL  string
-	Pid  int
-	cmd  *exec.Cmd
-	done chan struct{}
+	URL   string
+	Pid   int
+	cmd   *exec.Cmd
+	done  chan struct{}
+	lines chan string // the lines printed after the first, for WaitLine
 }
 
 // Start runs the test binary again as a child server with o, waits until
@@ -130,48 +129,11 @@ func Start(t *testing.T, o Options) *Child {
 	if o.Lease == 0 {
 		o.Lease = idempotency.DefaultLease
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(),
+	return Spawn(t,
 		envChild+"="+o.Addr,
 		envLease+"="+o.Lease.String(),
 		envOffset+"="+o.ClockOffset.String(),
 		envHang+"="+map[bool]string{true: "1", false: "0"}[o.Hang])
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	childproc.DieWithParent(cmd)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &Child{Pid: cmd.Process.Pid, cmd: cmd, done: make(chan struct{})}
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		if sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-		_, _ = io.Copy(io.Discard, out)
-		_ = cmd.Wait()
-		close(c.done)
-	}()
-	t.Cleanup(c.Kill)
-	select {
-	case line, ok := <-lines:
-		if !ok || !strings.HasPrefix(line, "listening ") {
-			t.Fatalf("idemproc: child %d did not start (first line %q)", c.Pid, line)
-		}
-		c.URL = strings.TrimPrefix(line, "listening ")
-	case <-time.After(30 * time.Second):
-		t.Fatalf("idemproc: child %d did not listen within 30 s", c.Pid)
-	}
-	return c
 }
 
 // Kill kills the child at once (SIGKILL: no handler, defer or cleanup runs
