@@ -10,3 +10,8 @@ const Migrations = len(migrations)
 func MigrateFirst(ctx context.Context, db DB, n int) error {
 	return migrate(ctx, db, migrations[:n])
 }
+
+// SetAtomicStep makes a call step at the named steps of each keyed request
+// ("claimed", "recorded", "committed"), for the tests that stop or kill the
+// process there.
+func SetAtomicStep(a *Atomic, step func(name string)) { a.step = step }

@@ -17,6 +17,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	atomicChildMain() // the Atomic fault tests run this binary again as a server
 	// The restart and lease tests run this binary again as a server.
 	idemproc.Main(func(dsn string) (idempotency.Store, error) {
 		pool, err := pgxpool.New(context.Background(), dsn)

@@ -1,0 +1,268 @@
+package postgres_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/yaoki-go/yaoki/backoff"
+	"github.com/yaoki-go/yaoki/event"
+	"github.com/yaoki-go/yaoki/httpretry"
+	"github.com/yaoki-go/yaoki/idempotency"
+	"github.com/yaoki-go/yaoki/internal/idemproc"
+	"github.com/yaoki-go/yaoki/postgres"
+	"github.com/yaoki-go/yaoki/retry"
+)
+
+// Environment of an Atomic child process (the test binary run again).
+const (
+	envAtomicChild = "YAOKI_ATOMIC_CHILD" // the DSN (set: run as a child)
+	envAtomicPause = "YAOKI_ATOMIC_PAUSE" // the step to stop at, forever
+	envAtomicHold  = "YAOKI_ATOMIC_HOLD"  // "1": hold a run until the process refused 3 duplicates
+)
+
+// atomicChildMain serves POST /charges through postgres.Atomic when the
+// process was started as an Atomic child, and never returns then. The
+// handler inserts a charge (key, pid) in the request's transaction and
+// answers 201 {"charge":ID,"pid":PID}. At the step named by envAtomicPause
+// ("claimed", "before-write", "after-write", "recorded", "committed") the
+// request stops for good after printing "paused STEP", for the test to kill
+// the process there.
+func atomicChildMain() {
+	dsn, ok := os.LookupEnv(envAtomicChild)
+	if !ok {
+		return
+	}
+	if err := serveAtomic(dsn, os.Getenv(envAtomicPause), os.Getenv(envAtomicHold) == "1"); err != nil {
+		fmt.Fprintln(os.Stderr, "atomic child:", err)
+		os.Exit(2)
+	}
+	os.Exit(0)
+}
+
+func serveAtomic(dsn, pause string, hold bool) error {
+	pool, err := pgxpool.New(context.Background(), dsn)
+	if err != nil {
+		return err
+	}
+	var refused atomic.Int64
+	overlap := make(chan struct{})
+	var overlapOnce sync.Once
+	a, err := postgres.NewAtomic(pool, idempotency.Config{
+		RetryAfter: -1, // "Retry-After: 0": the clients retry at once
+		ErrorLog:   log.New(os.Stderr, "atomic child: ", 0),
+		Observer: event.Func(func(_ context.Context, e event.Event) {
+			if e.Kind == event.Conflict && e.Reason == idempotency.ReasonInProgress && refused.Add(1) >= 3 {
+				overlapOnce.Do(func() { close(overlap) })
+			}
+		}),
+	})
+	if err != nil {
+		return err
+	}
+	at := func(step string) {
+		if step == pause {
+			fmt.Printf("paused %s\n", step)
+			select {} // until the test kills the process
+		}
+	}
+	postgres.SetAtomicStep(a, at)
+	pid := os.Getpid()
+	charge := func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		_, _ = io.Copy(io.Discard, r.Body)
+		at("before-write")
+		var id int64
+		err := postgres.Tx(ctx).QueryRow(ctx, `INSERT INTO charges (key, pid) VALUES ($1, $2) RETURNING id`,
+			r.Header.Get(idempotency.HeaderKey), pid).Scan(&id)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		at("after-write")
+		if hold {
+			select {
+			case <-overlap:
+			case <-time.After(10 * time.Second):
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprintf(w, `{"charge":%d,"pid":%d}`, id, pid)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("POST /charges", a.Require(http.HandlerFunc(charge)))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("listening http://%s\n", l.Addr())
+	return http.Serve(l, mux)
+}
+
+// spawnAtomic starts an Atomic child whose connections carry the
+// application name app.
+func spawnAtomic(t *testing.T, dsn, app, pause string, hold bool) *idemproc.Child {
+	t.Helper()
+	h := "0"
+	if hold {
+		h = "1"
+	}
+	return idemproc.Spawn(t, envAtomicChild+"="+dsn+"&application_name="+app, envAtomicPause+"="+pause, envAtomicHold+"="+h)
+}
+
+// TestFaultAtomicKill kills the process (SIGKILL) that runs a request
+// through postgres.Atomic at each step of the request, then sends the
+// request again to a fresh process: exactly one charge is made in the
+// handler's own table, and the answer is a new run when the process died
+// before the commit, the replay of the killed process's response when it
+// died after.
+func TestFaultAtomicKill(t *testing.T) {
+	srv, pool := start(t)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, chargesTable); err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	for _, step := range []string{"claimed", "before-write", "after-write", "recorded", "committed"} {
+		t.Run("kill -9 at "+step, func(t *testing.T) {
+			committed := step == "committed"
+			key := step + "-" + rand.Text()
+			body := `{"amount":1000}`
+			app := "atomic-" + strings.ToLower(rand.Text())
+
+			first := spawnAtomic(t, srv.DSN, app, step, false)
+			lost := make(chan error, 1)
+			go func() {
+				_, _, _, err := first.Post(ctx, client, "/charges", key, body)
+				lost <- err
+			}()
+			first.WaitLine(t, "paused "+step)
+			// Before the commit, nothing of the request is visible to
+			// others; after it, the charge and its record are.
+			if got := charges(t, pool, key); got != map[bool]int{false: 0, true: 1}[committed] {
+				t.Fatalf("paused at %s: %d charges visible", step, got)
+			}
+			if _, ok := record(t, pool, key); ok != committed {
+				t.Fatalf("paused at %s: record visible %v, want %v", step, ok, committed)
+			}
+			first.Kill()
+			if err := <-lost; err == nil {
+				t.Fatal("the request to the killed process got an answer")
+			}
+			// PostgreSQL rolls back the open transaction when it sees the
+			// connection close: wait until the killed process's sessions
+			// are gone.
+			waitFor(t, "the killed process's sessions to end", func() bool {
+				var n int
+				err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n)
+				return err == nil && n == 0
+			})
+
+			second := spawnAtomic(t, srv.DSN, app+"-2", "", false)
+			status, b, replayed, err := second.Post(ctx, client, "/charges", key, body)
+			switch {
+			case err != nil || status != http.StatusCreated:
+				t.Fatalf("retry after the kill: %d %s %v, want 201", status, b, err)
+			case committed && (replayed != "true" || !strings.Contains(b, fmt.Sprintf(`"pid":%d}`, first.Pid))):
+				t.Fatalf("retry after a kill past the commit: %s replayed %q, want the replay of the killed process's (pid %d) response", b, replayed, first.Pid)
+			case !committed && (replayed != "" || !strings.Contains(b, fmt.Sprintf(`"pid":%d}`, second.Pid))):
+				t.Fatalf("retry after a kill before the commit: %s replayed %q, want a new run in pid %d", b, replayed, second.Pid)
+			}
+			status, b2, replayed, err := second.Post(ctx, client, "/charges", key, body)
+			if err != nil || status != http.StatusCreated || replayed != "true" || b2 != b {
+				t.Fatalf("second retry: %d %s replayed %q %v, want the replay of %s", status, b2, replayed, err, b)
+			}
+			var n, pid int
+			if err := pool.QueryRow(ctx, `SELECT count(*), max(pid) FROM charges WHERE key = $1`, key).Scan(&n, &pid); err != nil || n != 1 {
+				t.Fatalf("%d charges (%v), want exactly 1", n, err)
+			}
+			if want := map[bool]int{false: second.Pid, true: first.Pid}[committed]; pid != want {
+				t.Fatalf("the charge was made by pid %d, want %d", pid, want)
+			}
+		})
+	}
+}
+
+// TestAtomicConcurrentProcesses: 100 clients send one POST with one key at
+// once to two processes running postgres.Atomic on the same database, each
+// client through an httpretry client that retries 409 at once. The first
+// run is held until its process has refused three duplicates, so that the
+// requests overlap. One charge is made, every client ends with its
+// response, and only one response is not a replay.
+func TestAtomicConcurrentProcesses(t *testing.T) {
+	srv, pool := start(t)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, chargesTable); err != nil {
+		t.Fatal(err)
+	}
+	children := []*idemproc.Child{
+		spawnAtomic(t, srv.DSN, "concurrent-a", "", true),
+		spawnAtomic(t, srv.DSN, "concurrent-b", "", true),
+	}
+	const n = 100
+	key := "concurrent-" + rand.Text()
+	base := &http.Transport{MaxIdleConnsPerHost: n}
+	defer base.CloseIdleConnections()
+	type result struct {
+		status         int
+		body, replayed string
+		err            error
+	}
+	results := make([]result, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			client := (&httpretry.Transport{
+				Base:     base,
+				Statuses: append(httpretry.DefaultStatuses(), http.StatusConflict),
+				Policy: retry.Policy{MaxAttempts: retry.Unlimited, MaxElapsed: time.Minute,
+					Backoff: backoff.Schedule{Base: time.Millisecond, Cap: 10 * time.Millisecond}},
+			}).Client()
+			req, err := http.NewRequest(http.MethodPost, children[i%2].URL+"/charges", bytes.NewReader([]byte(`{"amount":1}`)))
+			if err != nil {
+				results[i].err = err
+				return
+			}
+			req.Header.Set(idempotency.HeaderKey, key)
+			<-start
+			resp, err := client.Do(req)
+			if err != nil {
+				results[i].err = err
+				return
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			results[i] = result{resp.StatusCode, string(b), resp.Header.Get(idempotency.HeaderReplayed), err}
+		})
+	}
+	close(start)
+	wg.Wait()
+	plain := 0
+	for i, r := range results {
+		switch {
+		case r.err != nil || r.status != http.StatusCreated || r.body != results[0].body:
+			t.Fatalf("client %d: %d %s %v; client 0: %s; want 201 and the same body for all", i, r.status, r.body, r.err, results[0].body)
+		case r.replayed == "":
+			plain++
+		}
+	}
+	if got := charges(t, pool, key); got != 1 || plain != 1 {
+		t.Fatalf("%d charges, %d responses not replayed; want 1 and 1", got, plain)
+	}
+}

@@ -1,0 +1,414 @@
+package postgres_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/yaoki-go/yaoki/idempotency"
+	"github.com/yaoki-go/yaoki/postgres"
+)
+
+// chargesTable is the handler's own table in the Atomic tests: one row per
+// charge, with the key it was made under.
+const chargesTable = `CREATE TABLE IF NOT EXISTS charges (
+	id  bigserial PRIMARY KEY,
+	key text NOT NULL,
+	pid integer NOT NULL
+)`
+
+// charge is the Atomic tests' handler: it inserts a charge through the
+// request's transaction and answers 201 with its id. Request headers steer
+// it: X-Status answers that status after the insert, X-Fail runs a failing
+// statement first (ignoring its error), X-Big writes that many bytes.
+func charge(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	tx := postgres.Tx(ctx)
+	_, _ = io.Copy(io.Discard, r.Body)
+	if r.Header.Get("X-Fail") != "" {
+		_, _ = tx.Exec(ctx, `SELECT 1/0`) // aborts the transaction; the handler does not look
+	}
+	var id int64
+	if err := tx.QueryRow(ctx, `INSERT INTO charges (key, pid) VALUES ($1, 0) RETURNING id`,
+		r.Header.Get(idempotency.HeaderKey)).Scan(&id); err != nil && r.Header.Get("X-Fail") == "" {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Charge", fmt.Sprint(id))
+	http.SetCookie(w, &http.Cookie{Name: "session", Value: "secret-of-the-first-client"})
+	status := http.StatusCreated
+	if s := r.Header.Get("X-Status"); s != "" {
+		fmt.Sscan(s, &status)
+	}
+	w.WriteHeader(status)
+	if n := r.Header.Get("X-Big"); n != "" {
+		var size int
+		fmt.Sscan(n, &size)
+		_, _ = w.Write([]byte(strings.Repeat("x", size)))
+		return
+	}
+	fmt.Fprintf(w, `{"charge":%d}`, id)
+}
+
+// requestID is an outer middleware: a header of its own on every response.
+func requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Request-Id", r.Header.Get("X-Request-Id"))
+		next.ServeHTTP(w, r)
+	})
+}
+
+type answer struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func (a answer) String() string { return fmt.Sprintf("%d %s", a.status, a.body) }
+
+func (a answer) reason() string {
+	var p idempotency.Problem
+	_ = json.Unmarshal([]byte(a.body), &p)
+	return p.Reason
+}
+
+// post sends a POST with key (none if "") and the header fields h to url.
+func post(t *testing.T, url, key, body string, h ...string) answer {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set(idempotency.HeaderKey, key)
+	}
+	for i := 0; i+1 < len(h); i += 2 {
+		req.Header.Set(h[i], h[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return answer{resp.StatusCode, resp.Header, string(b)}
+}
+
+// charges counts the charges made under key.
+func charges(t *testing.T, pool *pgxpool.Pool, key string) int {
+	t.Helper()
+	var n int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM charges WHERE key = $1`, key).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// record returns key's live record (global scope), if any.
+func record(t *testing.T, pool *pgxpool.Pool, key string) (idempotency.Record, bool) {
+	t.Helper()
+	rec, ok, err := postgres.NewIdempotencyStore(pool).Get(context.Background(), idempotency.ID{Key: key}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec, ok
+}
+
+func newAtomic(t *testing.T, pool *pgxpool.Pool, c idempotency.Config) *postgres.Atomic {
+	t.Helper()
+	if c.ErrorLog == nil {
+		c.ErrorLog = log.New(testLog{t}, "", 0)
+	}
+	a, err := postgres.NewAtomic(pool, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+type testLog struct{ t *testing.T }
+
+func (w testLog) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+func TestAtomic(t *testing.T) {
+	_, pool := start(t)
+	if _, err := pool.Exec(context.Background(), chargesTable); err != nil {
+		t.Fatal(err)
+	}
+	a := newAtomic(t, pool, idempotency.Config{MaxResponseBytes: 1000})
+	srv := httptest.NewServer(requestID(a.Handler(http.HandlerFunc(charge))))
+	defer srv.Close()
+	defer http.DefaultClient.CloseIdleConnections()
+	newKey := func() string { return "k-" + rand.Text() }
+
+	t.Run("once then replay", func(t *testing.T) {
+		key := newKey()
+		first := post(t, srv.URL, key, `{"amount":1}`, "X-Request-Id", "r1")
+		if first.status != 201 || first.header.Get(idempotency.HeaderReplayed) != "" || first.header.Get("Set-Cookie") == "" {
+			t.Fatalf("first: %v %v, want 201 with its cookie, not replayed", first, first.header)
+		}
+		if n := charges(t, pool, key); n != 1 {
+			t.Fatalf("%d charges after the first request, want 1", n)
+		}
+		rec, ok := record(t, pool, key)
+		if !ok || rec.State != idempotency.Completed || rec.Response.Status != 201 || string(rec.Response.Body) != first.body {
+			t.Fatalf("record: %v %+v, want completed with the first response", ok, rec)
+		}
+		if rec.Response.Header.Get("Set-Cookie") != "" || rec.Response.Header.Get("X-Request-Id") != "" {
+			t.Fatalf("the record keeps %v: want neither Set-Cookie nor the outer middleware's field", rec.Response.Header)
+		}
+		again := post(t, srv.URL, key, `{"amount":1}`, "X-Request-Id", "r2")
+		switch {
+		case again.status != 201 || again.body != first.body || again.header.Get(idempotency.HeaderReplayed) != "true":
+			t.Fatalf("retry: %v replayed %q, want the replay of %v", again, again.header.Get(idempotency.HeaderReplayed), first)
+		case again.header.Get("X-Charge") != first.header.Get("X-Charge") || again.header.Get("Set-Cookie") != "":
+			t.Fatalf("retry header %v: want the handler's X-Charge and no cookie", again.header)
+		case again.header.Get("X-Request-Id") != "r2":
+			t.Fatalf("retry X-Request-Id %q, want the current request's r2", again.header.Get("X-Request-Id"))
+		}
+		if n := charges(t, pool, key); n != 1 {
+			t.Fatalf("%d charges after the retry, want 1", n)
+		}
+		if reused := post(t, srv.URL, key, `{"amount":2}`); reused.status != 422 || reused.reason() != idempotency.ReasonKeyReused {
+			t.Fatalf("another payload with the key: %v, want 422 key_reused", reused)
+		}
+	})
+
+	t.Run("5xx rolls back", func(t *testing.T) {
+		key := newKey()
+		failed := post(t, srv.URL, key, `{}`, "X-Status", "503")
+		if failed.status != 503 || !strings.HasPrefix(failed.body, `{"charge":`) {
+			t.Fatalf("first: %v, want the handler's own 503", failed)
+		}
+		if _, ok := record(t, pool, key); ok || charges(t, pool, key) != 0 {
+			t.Fatalf("after a 503: record %v, %d charges; want neither", ok, charges(t, pool, key))
+		}
+		if ok := post(t, srv.URL, key, `{}`); ok.status != 201 || ok.header.Get(idempotency.HeaderReplayed) != "" {
+			t.Fatalf("retry after a 503: %v, want a new run (201)", ok)
+		}
+		if n := charges(t, pool, key); n != 1 {
+			t.Fatalf("%d charges, want 1", n)
+		}
+	})
+
+	t.Run("failed transaction is not a success", func(t *testing.T) {
+		// The handler's statement fails and it answers 201 anyway: the
+		// transaction cannot commit, so the client must not hear 201.
+		key := newKey()
+		got := post(t, srv.URL, key, `{}`, "X-Fail", "1")
+		if got.status != 503 || got.reason() != idempotency.ReasonStoreUnavailable || got.header.Get("X-Charge") != "" {
+			t.Fatalf("got %v %v, want 503 store_unavailable without the handler's fields", got, got.header)
+		}
+		if _, ok := record(t, pool, key); ok || charges(t, pool, key) != 0 {
+			t.Fatalf("record %v, %d charges; want neither", ok, charges(t, pool, key))
+		}
+	})
+
+	t.Run("panic rolls back", func(t *testing.T) {
+		key := newKey()
+		h := a.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if _, err := postgres.Tx(r.Context()).Exec(r.Context(), `INSERT INTO charges (key, pid) VALUES ($1, 0)`, key); err != nil {
+				t.Error(err)
+			}
+			panic("boom")
+		}))
+		r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(`{}`))
+		r.Header.Set(idempotency.HeaderKey, key)
+		func() {
+			defer func() {
+				if p := recover(); p != "boom" {
+					t.Errorf("recovered %v, want the handler's panic", p)
+				}
+			}()
+			h.ServeHTTP(httptest.NewRecorder(), r)
+		}()
+		if _, ok := record(t, pool, key); ok || charges(t, pool, key) != 0 {
+			t.Fatalf("after a panic: record %v, %d charges; want neither", ok, charges(t, pool, key))
+		}
+	})
+
+	t.Run("in progress", func(t *testing.T) {
+		key := newKey()
+		inside, release := make(chan struct{}), make(chan struct{})
+		slow := a.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			close(inside)
+			<-release
+			charge(w, r)
+		}))
+		slowSrv := httptest.NewServer(slow)
+		defer slowSrv.Close()
+		done := make(chan answer, 1)
+		go func() { done <- post(t, slowSrv.URL, key, `{}`) }()
+		<-inside
+		for _, body := range []string{`{}`, `{"other":1}`} {
+			if got := post(t, srv.URL, key, body); got.status != 409 || got.reason() != idempotency.ReasonInProgress || got.header.Get("Retry-After") == "" {
+				t.Fatalf("while the first runs, %s: %v, want 409 in_progress with Retry-After", body, got)
+			}
+		}
+		close(release)
+		first := <-done
+		if got := post(t, srv.URL, key, `{}`); first.status != 201 || got.body != first.body || got.header.Get(idempotency.HeaderReplayed) != "true" {
+			t.Fatalf("first %v, then %v: want 201 and its replay", first, got)
+		}
+		if n := charges(t, pool, key); n != 1 {
+			t.Fatalf("%d charges, want 1", n)
+		}
+	})
+
+	t.Run("response too large", func(t *testing.T) {
+		key := newKey()
+		first := post(t, srv.URL, key, `{}`, "X-Big", "5000")
+		if first.status != 201 || len(first.body) != 5000 {
+			t.Fatalf("first: %d with %d bytes, want 201 with all 5000", first.status, len(first.body))
+		}
+		got := post(t, srv.URL, key, `{}`)
+		if got.status != 410 || got.reason() != idempotency.ReasonResponseTooLarge || charges(t, pool, key) != 1 {
+			t.Fatalf("retry: %v, %d charges; want 410 response_too_large and 1 charge", got, charges(t, pool, key))
+		}
+	})
+
+	t.Run("without a key", func(t *testing.T) {
+		// No key, not required: the handler still runs in a transaction,
+		// committed or rolled back by its status.
+		if got := post(t, srv.URL, "", `{}`, "X-Status", "500"); got.status != 500 {
+			t.Fatalf("got %v, want the handler's 500", got)
+		}
+		if got := post(t, srv.URL, "", `{}`); got.status != 201 {
+			t.Fatalf("got %v, want 201", got)
+		}
+		var n int
+		if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM charges WHERE key = ''`).Scan(&n); err != nil || n != 1 {
+			t.Fatalf("%d charges without a key (%v), want 1 (the 500 rolled back)", n, err)
+		}
+		called, tx := false, pgx.Tx(nil)
+		get := a.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { called, tx = true, postgres.Tx(r.Context()) }))
+		get.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
+		if !called || tx != nil {
+			t.Fatalf("GET: handler called %v, Tx %v; want called, without a transaction (not a covered method)", called, tx)
+		}
+	})
+
+	t.Run("the handler cannot end the transaction", func(t *testing.T) {
+		var commit, rollback error
+		h := a.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			tx := postgres.Tx(r.Context())
+			commit, rollback = tx.Commit(r.Context()), tx.Rollback(r.Context())
+			w.WriteHeader(http.StatusNoContent)
+		}))
+		r := httptest.NewRequest(http.MethodPost, "/", nil)
+		r.Header.Set(idempotency.HeaderKey, newKey())
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if !errors.Is(commit, postgres.ErrTxManaged) || !errors.Is(rollback, postgres.ErrTxManaged) || w.Code != 204 {
+			t.Fatalf("Commit %v, Rollback %v, status %d; want ErrTxManaged twice and the handler's 204", commit, rollback, w.Code)
+		}
+	})
+
+	t.Run("cancelled before any answer", func(t *testing.T) {
+		key := newKey()
+		ctx, cancel := context.WithCancel(context.Background())
+		h := a.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if _, err := postgres.Tx(r.Context()).Exec(r.Context(), `INSERT INTO charges (key, pid) VALUES ($1, 0)`, key); err != nil {
+				t.Error(err)
+			}
+			cancel() // the client gives up
+			<-r.Context().Done()
+		}))
+		r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/", nil)
+		r.Header.Set(idempotency.HeaderKey, key)
+		h.ServeHTTP(httptest.NewRecorder(), r)
+		if _, ok := record(t, pool, key); ok || charges(t, pool, key) != 0 {
+			t.Fatalf("record %v, %d charges; want neither", ok, charges(t, pool, key))
+		}
+	})
+
+	t.Run("idle past the lease", func(t *testing.T) {
+		// A holder that stops talking to the database for longer than the
+		// lease loses its transaction (idle_in_transaction_session_timeout):
+		// the key is free again and the holder's answer is 503.
+		short := newAtomic(t, pool, idempotency.Config{Lease: 100 * time.Millisecond})
+		key := newKey()
+		h := short.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ctx := r.Context()
+			tx := postgres.Tx(ctx)
+			var pid int
+			if err := tx.QueryRow(ctx, `INSERT INTO charges (key, pid) VALUES ($1, pg_backend_pid()) RETURNING pid`, key).Scan(&pid); err != nil {
+				t.Error(err)
+			}
+			waitFor(t, "PostgreSQL to end the idle session", func() bool {
+				var n int
+				err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&n)
+				return err == nil && n == 0
+			})
+			w.WriteHeader(http.StatusCreated)
+		}))
+		r := httptest.NewRequest(http.MethodPost, "/", nil)
+		r.Header.Set(idempotency.HeaderKey, key)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != 503 || charges(t, pool, key) != 0 {
+			t.Fatalf("status %d, %d charges; want 503 and none", w.Code, charges(t, pool, key))
+		}
+		if got := post(t, srv.URL, key, ``); got.status != 201 || charges(t, pool, key) != 1 {
+			t.Fatalf("retry: %v, %d charges; want 201 and 1", got, charges(t, pool, key))
+		}
+	})
+
+	t.Run("scoped", func(t *testing.T) {
+		scoped := newAtomic(t, pool, idempotency.Config{Scope: func(r *http.Request) string { return r.Header.Get("X-Client") }})
+		ssrv := httptest.NewServer(scoped.Handler(http.HandlerFunc(charge)))
+		defer ssrv.Close()
+		key := newKey()
+		alice := post(t, ssrv.URL, key, `{}`, "X-Client", "alice")
+		bob := post(t, ssrv.URL, key, `{}`, "X-Client", "bob")
+		if alice.status != 201 || bob.status != 201 || alice.body == bob.body || bob.header.Get(idempotency.HeaderReplayed) != "" {
+			t.Fatalf("alice %v, bob %v: want two executions", alice, bob)
+		}
+		if n := charges(t, pool, key); n != 2 {
+			t.Fatalf("%d charges, want 2", n)
+		}
+	})
+}
+
+func TestNewAtomicConfig(t *testing.T) {
+	for _, c := range []idempotency.Config{
+		{Store: postgres.NewIdempotencyStore(nil)},
+		{ReleaseTooLarge: true},
+		{Lease: -time.Second},
+	} {
+		if _, err := postgres.NewAtomic(nil, c); !errors.Is(err, idempotency.ErrInvalidConfig) {
+			t.Errorf("NewAtomic(%+v): %v, want ErrInvalidConfig", c, err)
+		}
+	}
+}
+
+// waitFor polls cond every 10 ms for up to 30 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 30 s for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
