@@ -2,6 +2,7 @@ package idempotency
 
 import (
 	"net/http"
+	"slices"
 )
 
 // capture passes a handler's response through to the client and keeps a
@@ -9,6 +10,7 @@ import (
 type capture struct {
 	w      http.ResponseWriter
 	max    int
+	outer  http.Header // the header as it was before the handler ran: outer layers' fields
 	status int         // 0 until the final header is written
 	header http.Header // the header as sent with the final status
 	body   []byte
@@ -27,7 +29,7 @@ func (c *capture) WriteHeader(code int) {
 		return
 	}
 	c.status = code
-	c.header = keptHeader(c.w.Header())
+	c.header = keptHeader(c.w.Header(), c.outer)
 	c.w.WriteHeader(code)
 }
 
@@ -85,7 +87,7 @@ func (c *capture) Unwrap() http.ResponseWriter { return c.w }
 func (c *capture) response() Response {
 	if c.status == 0 {
 		c.status = http.StatusOK
-		c.header = keptHeader(c.w.Header())
+		c.header = keptHeader(c.w.Header(), c.outer)
 	}
 	r := Response{Status: c.status, Header: c.header, Size: c.size}
 	if c.size > int64(c.max) {
@@ -96,13 +98,25 @@ func (c *capture) response() Response {
 	return r
 }
 
-// keptHeader copies the fields of h worth replaying: not the hop-by-hop
-// ones, nor those the server computes for each response (Date,
-// Content-Length), nor trailer declarations.
-func keptHeader(h http.Header) http.Header {
+// snapshot copies h: the fields that layers outside the middleware set
+// before the handler ran (a request id, CORS), which belong to each request
+// and are not stored. Nil when h is empty, as it mostly is.
+func snapshot(h http.Header) http.Header {
+	if len(h) == 0 {
+		return nil
+	}
+	return h.Clone()
+}
+
+// keptHeader copies the fields of h worth replaying: those the handler set
+// (absent from outer, or changed since), except the hop-by-hop ones, those
+// the server computes for each response (Date, Content-Length), trailer
+// declarations, and Set-Cookie (a session given to the first request must
+// never go to whoever sends its key again).
+func keptHeader(h, outer http.Header) http.Header {
 	n, nv := 0, 0
 	for k, vs := range h {
-		if !skipField(k) {
+		if keep(k, vs, outer) {
 			n++
 			nv += len(vs)
 		}
@@ -113,7 +127,7 @@ func keptHeader(h http.Header) http.Header {
 	out := make(http.Header, n)
 	values := make([]string, 0, nv) // one backing array for every field
 	for k, vs := range h {
-		if !skipField(k) {
+		if keep(k, vs, outer) {
 			values = append(values, vs...)
 			out[k] = values[len(values)-len(vs) : len(values) : len(values)]
 		}
@@ -121,10 +135,20 @@ func keptHeader(h http.Header) http.Header {
 	return out
 }
 
+func keep(k string, vs []string, outer http.Header) bool {
+	if skipField(k) {
+		return false
+	}
+	if ovs, ok := outer[k]; ok && slices.Equal(vs, ovs) {
+		return false // an outer layer's, untouched by the handler
+	}
+	return true
+}
+
 func skipField(k string) bool {
 	switch k {
 	case "Connection", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding", "Te", "Trailer", "Upgrade",
-		"Date", "Content-Length", HeaderReplayed:
+		"Date", "Content-Length", "Set-Cookie", HeaderReplayed:
 		return true
 	}
 	return len(k) > len(http.TrailerPrefix) && k[:len(http.TrailerPrefix)] == http.TrailerPrefix

@@ -74,7 +74,11 @@ type Config struct {
 	// TTL is how long a completed record is kept. Zero: DefaultTTL (24 h).
 	TTL time.Duration
 	// Lease is how long a record in progress stays held without being
-	// renewed; see DefaultLease. At least MinLease (30 ms). Zero: 30 s.
+	// renewed; see DefaultLease. The middleware renews it every third of
+	// it, and sooner after a failed renewal; when the store refuses a
+	// renewal or the lease ends before one gets through, the handler's
+	// context is cancelled (its cause a *LeaseLostError). At least MinLease
+	// (30 ms). Zero: 30 s.
 	Lease time.Duration
 	// RetryAfter is the wait suggested to a request refused because the
 	// first request with its key is still running (409) or because the
@@ -106,7 +110,9 @@ type Config struct {
 	Keep func(status int) bool
 	// StoreTimeout bounds each store call made after the handler started
 	// (renewals, Complete, Release); they run even when the client has
-	// gone away. Zero: DefaultStoreTimeout (5 s).
+	// gone away. A failed Complete is tried again, with backoff (10 ms
+	// doubled per try, full jitter, at most 1 s), until StoreTimeout has
+	// passed since the first try. Zero: DefaultStoreTimeout (5 s).
 	StoreTimeout time.Duration
 	// Observer receives an event.Replay for each replay and an
 	// event.Conflict for each request the middleware refuses. Nil: none.

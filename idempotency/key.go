@@ -47,7 +47,9 @@ func keyErr(value, reason string) *KeyError {
 // Two forms are accepted and name the same key: the draft's Structured
 // Field string ("abc", with \" and \\ as the only escapes) and a bare
 // token (abc), which is what most clients send. Whitespace around the value
-// is ignored. The key must be 1 to MaxKeyLen bytes of printable ASCII
+// is ignored. A bare key may not hold a comma: "a, b" is what a proxy makes
+// of two Idempotency-Key fields, and is refused (a key with a comma is sent
+// quoted: "a,b"). The key must be 1 to MaxKeyLen bytes of printable ASCII
 // (0x20-0x7E); Structured Field parameters after the string ("abc";p=1) are
 // refused, since the draft defines none. Any other input returns a *KeyError
 // saying what was wrong.
@@ -61,8 +63,11 @@ func ParseKey(value string) (string, error) {
 			return "", keyErr(value, fmt.Sprintf("%d bytes long", len(v)))
 		}
 		for i := 0; i < len(v); i++ {
-			if c := v[i]; c < 0x20 || c > 0x7e {
+			switch c := v[i]; {
+			case c < 0x20 || c > 0x7e:
 				return "", keyErr(value, fmt.Sprintf("byte 0x%02x at offset %d is not printable ASCII", c, i))
+			case c == ',':
+				return "", keyErr(value, fmt.Sprintf("a comma at offset %d: two keys joined into one field (as a proxy joins repeated fields), or a bare key with a comma, which must be sent quoted", i))
 			}
 		}
 		return v, nil

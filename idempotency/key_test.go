@@ -39,6 +39,9 @@ func TestParseKey(t *testing.T) {
 		{in: `"a\bc"`, why: "invalid escape"},
 		{in: `"abc";p=1`, why: "parameters"},
 		{in: `"a", "b"`, why: "after the closing quote"},
+		{in: `a, b`, why: "two keys joined"},
+		{in: `a,b`, why: "comma"},
+		{in: `"a, b"`, want: "a, b"}, // one quoted key may hold a comma
 	} {
 		got, err := idempotency.ParseKey(tc.in)
 		if tc.why == "" {
@@ -79,9 +82,9 @@ func FuzzParseKey(f *testing.F) {
 		if again, err := idempotency.ParseKey(q); err != nil || again != key {
 			t.Fatalf("ParseKey(%q) = %q, %v; want %q back", q, again, err, key)
 		}
-		// A bare key that does not start with a quote and has no edge
-		// spaces parses to itself too.
-		if key[0] != '"' && key[0] != ' ' && key[len(key)-1] != ' ' {
+		// A bare key that does not start with a quote, has no edge
+		// spaces and no comma parses to itself too.
+		if key[0] != '"' && key[0] != ' ' && key[len(key)-1] != ' ' && !strings.Contains(key, ",") {
 			if again, err := idempotency.ParseKey(key); err != nil || again != key {
 				t.Fatalf("ParseKey(%q) = %q, %v; want it back", key, again, err)
 			}

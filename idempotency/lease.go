@@ -3,6 +3,8 @@ package idempotency
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 )
@@ -16,41 +18,164 @@ func (c *Config) storeContext(ctx context.Context) (context.Context, context.Can
 	return context.WithTimeout(ctx, c.StoreTimeout)
 }
 
-// renewer extends a lease every third of it while the handler runs.
-type renewer struct {
+// LeaseLostError is the cause (context.Cause) of a handler's context that
+// the middleware cancelled because the request no longer holds its key:
+// the store refused a renewal (another request claimed the key after the
+// lease passed), or the lease ended before a renewal got through (the
+// store could not be reached). Another request may run the same key from
+// then on. It matches ErrLeaseLost.
+type LeaseLostError struct {
+	Key string
+	// Err is the store's refusal (ErrLeaseLost) or the last failed
+	// renewal's error; nil when the lease ended before a renewal was even
+	// tried.
+	Err error
+}
+
+func (e *LeaseLostError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("idempotency: lease of key %q lost: it ended before it could be renewed", e.Key)
+	}
+	if errors.Is(e.Err, ErrLeaseLost) {
+		return fmt.Sprintf("idempotency: lease of key %q lost: the store refused its renewal: %v", e.Key, e.Err)
+	}
+	return fmt.Sprintf("idempotency: lease of key %q lost: it ended while the store could not be reached: %v", e.Key, e.Err)
+}
+
+// Is matches ErrLeaseLost.
+func (e *LeaseLostError) Is(target error) bool { return target == ErrLeaseLost }
+
+// Unwrap returns Err.
+func (e *LeaseLostError) Unwrap() error { return e.Err }
+
+// lease keeps a request's hold on its key while the handler runs and while
+// its response is being stored: it renews the lease every third of it and,
+// after a failed renewal, again sooner (with backoff), never later than the
+// lease's end. When the store refuses a renewal, or the lease ends before a
+// renewal got through, the hold is lost: lost is called once, with the
+// cause.
+type lease struct {
+	c     *Config
+	ctx   context.Context // the request's, without its cancellation
+	id    ID
+	token string
+	lost  func(error)
+
 	mu      sync.Mutex
 	t       *time.Timer
+	until   time.Time // the lease's end as last granted, by c.Now
+	fails   int       // renewals failed in a row
+	lastErr error     // the last one's error
 	stopped bool
 }
 
-func (c *Config) renew(ctx context.Context, id ID, token string) *renewer {
-	rn := &renewer{}
-	every := c.Lease / 3
-	rn.mu.Lock() // the timer may fire before rn.t is set
-	defer rn.mu.Unlock()
-	rn.t = time.AfterFunc(every, func() {
-		cctx, cancel := c.storeContext(ctx)
-		err := c.Store.Extend(cctx, id, token, c.Now(), c.Lease)
-		cancel()
-		rn.mu.Lock()
-		defer rn.mu.Unlock()
-		if rn.stopped {
-			return // the handler finished during the renewal: its outcome decides
-		}
-		if err != nil {
-			c.ErrorLog.Printf("idempotency: renew the lease of key %q: %v", id.Key, err)
-			if errors.Is(err, ErrLeaseLost) {
-				return // another request holds the key now; renewing is pointless
-			}
-		}
-		rn.t.Reset(every)
-	})
-	return rn
+func (c *Config) hold(ctx context.Context, id ID, token string, begun time.Time, lost func(error)) *lease {
+	l := &lease{c: c, ctx: ctx, id: id, token: token, lost: lost, until: begun.Add(c.Lease)}
+	l.mu.Lock() // the timer may fire before l.t is set
+	defer l.mu.Unlock()
+	l.t = time.AfterFunc(c.Lease/3, l.renew)
+	return l
 }
 
-func (rn *renewer) stop() {
-	rn.mu.Lock()
-	rn.stopped = true
-	rn.t.Stop()
-	rn.mu.Unlock()
+func (l *lease) renew() {
+	c := l.c
+	now := c.Now()
+	l.mu.Lock()
+	left := l.until.Sub(now)
+	stopped := l.stopped
+	l.mu.Unlock()
+	if stopped {
+		return
+	}
+	var err error
+	if left > 0 {
+		ctx, cancel := l.ctx, context.CancelFunc(nil)
+		if _, ok := c.Store.(*MemoryStore); !ok {
+			// A renewal that gets through after the lease's end is too
+			// late to count on: give up on it then.
+			ctx, cancel = context.WithTimeout(ctx, min(c.StoreTimeout, left))
+		}
+		err = c.Store.Extend(ctx, l.id, l.token, now, c.Lease)
+		if cancel != nil {
+			cancel()
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped {
+		return // the request is done: its outcome decides
+	}
+	switch {
+	case left > 0 && err == nil:
+		l.until = now.Add(c.Lease)
+		l.fails, l.lastErr = 0, nil
+		l.t.Reset(c.Lease / 3)
+		return
+	case left > 0 && !errors.Is(err, ErrLeaseLost):
+		c.ErrorLog.Printf("idempotency: renew the lease of key %q: %v", l.id.Key, err)
+		l.fails++
+		l.lastErr = err
+		// Try again sooner than the usual third, with backoff, but no later
+		// than the lease's end, when the hold is lost unless renewed.
+		if wait := min(retryDelay(l.fails, c.Lease/3), l.until.Sub(c.Now())); wait > 0 {
+			l.t.Reset(wait)
+			return
+		}
+	}
+	l.stopped = true
+	if err == nil {
+		err = l.lastErr
+	}
+	cause := &LeaseLostError{Key: l.id.Key, Err: err}
+	c.ErrorLog.Printf("%v", cause)
+	l.lost(cause)
+}
+
+// stop ends the renewals; a renewal under way is ignored.
+func (l *lease) stop() {
+	l.mu.Lock()
+	l.stopped = true
+	l.t.Stop()
+	l.mu.Unlock()
+}
+
+// retryDelay is the wait before the n-th retry (n ≥ 1) of a store call:
+// full jitter over 10 ms doubled per retry, at most ceiling.
+func retryDelay(n int, ceiling time.Duration) time.Duration {
+	d := ceiling
+	if n < 20 {
+		d = min(ceiling, 10*time.Millisecond<<(n-1))
+	}
+	return time.Duration(rand.Int64N(int64(d)) + 1)
+}
+
+// complete stores resp, trying again with backoff when the store fails,
+// for up to StoreTimeout: a Complete that does not get through leaves the
+// key in progress, and once the lease has passed a retry of the request
+// would run the handler again. It stops at ErrLeaseLost (another request
+// holds the key: the token fences this one off). The lease is renewed
+// meanwhile by the caller's lease.
+func (c *Config) complete(ctx context.Context, id ID, token string, resp Response) error {
+	if _, ok := c.Store.(*MemoryStore); ok {
+		return c.Store.Complete(ctx, id, token, resp, c.Now(), c.TTL) // never fails but for a lost lease
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.StoreTimeout)
+	defer cancel()
+	for n := 1; ; n++ {
+		err := c.Store.Complete(ctx, id, token, resp, c.Now(), c.TTL)
+		if err == nil || errors.Is(err, ErrLeaseLost) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("idempotency: %d tries in %v: %w", n, c.StoreTimeout, err)
+		}
+		c.ErrorLog.Printf("idempotency: store the response to key %q (try %d, will try again): %v", id.Key, n, err)
+		t := time.NewTimer(retryDelay(n, time.Second))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("idempotency: %d tries in %v: %w", n, c.StoreTimeout, err)
+		}
+	}
 }

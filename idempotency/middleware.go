@@ -31,12 +31,33 @@
 // 400. Every refusal is an RFC 9457 problem; see Problem for the list.
 //
 // What is stored: statuses that Config.Keep accepts (by default 2xx, 3xx and
-// 4xx except 408 and 429). Any other response releases the record, so that
-// a retry runs the handler again; so does a handler that panics (the
-// middleware releases the key and the panic goes on). A process that dies
-// while it holds a key stops renewing its lease, and the key is usable again
-// once the lease (Config.Lease, 30 s) has passed. A response larger than
-// Config.MaxResponseBytes is not kept; see there for what a retry gets.
+// 4xx except 408 and 429), with the header fields the handler set (not
+// those that layers outside the middleware set before it ran, and never
+// Set-Cookie); a replay keeps the current request's own outer fields (a
+// request id, CORS). Any other response releases the record, so that a
+// retry runs the handler again; so do a handler that panics (the middleware
+// releases the key and the panic goes on) and a handler that returns
+// without writing anything after the request's context ended (the client
+// gave up: nothing was done that a retry should see as done). A response
+// larger than Config.MaxResponseBytes is not kept; see there for what a
+// retry gets.
+//
+// Faults. A Complete that fails (the store cut off as the handler returns)
+// is tried again with backoff for up to Config.StoreTimeout, the lease being
+// renewed meanwhile. If the store stays away longer, the client has its
+// response but the record stays in progress: retries get 409 until the
+// lease passes, then run the handler again. A process that dies while it
+// holds a key stops renewing its lease, and the key is usable again once
+// the lease (Config.Lease, 30 s) has passed. A holder that cannot renew its
+// lease (the store refuses, or the lease ends before a renewal gets
+// through) has lost it: the handler's context is cancelled, with a
+// *LeaseLostError as its cause, at the lease's end by the process's clock,
+// and whatever it does afterwards cannot be stored (Complete refuses a token
+// that no longer holds the key). What remains is the time a handler takes
+// to notice its cancelled context, plus the difference between the clocks
+// of the processes: during it, the stale handler's effects may run beside
+// those of the request that claimed the key after it. Work that must never
+// run twice needs its effect and the record in one transaction.
 //
 // Keys are global unless Config.Scope says whose they are: set it on any
 // server with more than one client.
@@ -48,6 +69,9 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/yaoki-go/yaoki/event"
 )
@@ -119,6 +143,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := ID{Key: key}
 	if c.Scope != nil {
 		id.Scope = c.Scope(r)
+		if p := scopeProblem(id.Scope); p.Status != 0 {
+			c.refuse(w, r, key, p, -1)
+			return
+		}
 	}
 	fp := c.fingerprint(r, body)
 	token := rand.Text()
@@ -126,6 +154,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec, claimed, err := c.Store.Begin(r.Context(), id, fp, token, now, c.Lease)
 	if err != nil {
 		c.ErrorLog.Printf("idempotency: begin %s %s with key %q: %v", r.Method, r.URL.Path, key, err)
+		// The Begin may have claimed the key before its reply was lost:
+		// release it, or the client's retries would be refused with 409
+		// until the lease passed.
+		ctx, cancel := c.storeContext(context.WithoutCancel(r.Context()))
+		_ = c.Store.Release(ctx, id, token)
+		cancel()
 		c.refuse(w, r, key, Problem{Status: http.StatusServiceUnavailable, Reason: ReasonStoreUnavailable,
 			Detail: "idempotency: the request was not executed: its key could not be recorded, try again later"}, c.retryAfterSeconds())
 		return
@@ -134,13 +168,18 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.answer(w, r, key, fp, &rec)
 		return
 	}
-	r2 := new(http.Request) // a shallow copy, as WithContext makes
-	*r2 = *r
-	br := &bodyReader{}
-	br.Reset(body)
-	r2.Body = br
-	r2.ContentLength = int64(len(body))
-	h.run(w, r2, id, token)
+	h.run(w, r, body, id, token, now)
+}
+
+// scopeProblem refuses a scope that no store can keep: not UTF-8, or with
+// a NUL byte (PostgreSQL's text refuses both). Retrying cannot help, so it
+// is a 400, not a 503 from the store.
+func scopeProblem(scope string) Problem {
+	if utf8.ValidString(scope) && strings.IndexByte(scope, 0) < 0 {
+		return Problem{}
+	}
+	return Problem{Status: http.StatusBadRequest, Reason: ReasonScopeMalformed,
+		Detail: fmt.Sprintf("idempotency: the scope of the request (%q, from Config.Scope) is not valid UTF-8 or holds a NUL byte; the principal it names must be valid UTF-8 text", scope)}
 }
 
 func (c *Config) covers(method string) bool {
@@ -170,9 +209,14 @@ func (c *Config) answer(w http.ResponseWriter, r *http.Request, key string, fp F
 }
 
 func (c *Config) replay(w http.ResponseWriter, r *http.Request, key string, resp *Response) {
+	// The stored fields are the handler's; the fields outer layers set for
+	// this request (a request id, CORS) stay as they are. Set-Cookie is
+	// never replayed (records written before it was left out may hold one).
 	h := w.Header()
 	for k, vs := range resp.Header {
-		h[k] = vs
+		if k != "Set-Cookie" {
+			h[k] = vs
+		}
 	}
 	h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
 	h.Set(HeaderReplayed, "true")
@@ -193,40 +237,61 @@ func (c *Config) refuse(w http.ResponseWriter, r *http.Request, key string, p Pr
 }
 
 // run runs the handler for the request that holds id and stores or releases
-// the record afterwards.
-func (h *handler) run(w http.ResponseWriter, r *http.Request, id ID, token string) {
+// the record afterwards. The handler's context is cancelled, with a
+// *LeaseLostError as its cause, if the request loses its hold on the key
+// while the handler runs.
+func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, id ID, token string, begun time.Time) {
 	c := &h.m.c
 	bg := context.WithoutCancel(r.Context())
-	rn := c.renew(bg, id, token)
-	cw := &capture{w: w, max: c.MaxResponseBytes}
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	ls := c.hold(bg, id, token, begun, cancel)
+	defer ls.stop()
+	r2 := r.WithContext(ctx)
+	br := &bodyReader{}
+	br.Reset(body)
+	r2.Body = br
+	r2.ContentLength = int64(len(body))
+	cw := &capture{w: w, max: c.MaxResponseBytes, outer: snapshot(w.Header())}
 	finished := false
 	defer func() {
-		rn.stop()
 		if finished {
 			return
 		}
 		// The handler panicked (or called runtime.Goexit): release the key
 		// so that a retry runs it again; the panic goes on.
-		ctx, cancel := c.storeContext(bg)
-		defer cancel()
-		if err := c.Store.Release(ctx, id, token); err != nil {
-			c.ErrorLog.Printf("idempotency: release key %q after a panic: %v", id.Key, err)
-		}
+		ls.stop()
+		c.release(bg, id, token, "after a panic")
 	}()
-	h.next.ServeHTTP(cw, r)
+	h.next.ServeHTTP(cw, r2)
 	finished = true
-	rn.stop()
 
+	wrote := cw.status != 0
 	resp := cw.response()
-	ctx, cancel := c.storeContext(bg)
-	defer cancel()
-	if !c.Keep(resp.Status) || resp.Omitted && c.ReleaseTooLarge {
-		if err := c.Store.Release(ctx, id, token); err != nil {
-			c.ErrorLog.Printf("idempotency: release key %q after status %d: %v", id.Key, resp.Status, err)
+	switch {
+	case !wrote && ctx.Err() != nil:
+		// Nothing written and the request is over (the client went away,
+		// or the lease was lost): nothing happened that a retry should
+		// see as done.
+		ls.stop()
+		c.release(bg, id, token, "after the request was cancelled with nothing written")
+	case !c.Keep(resp.Status) || resp.Omitted && c.ReleaseTooLarge:
+		ls.stop()
+		c.release(bg, id, token, "after status "+strconv.Itoa(resp.Status))
+	default:
+		// The lease is renewed while Complete is tried again.
+		err := c.complete(bg, id, token, resp)
+		ls.stop()
+		if err != nil {
+			c.ErrorLog.Printf("idempotency: store the response to key %q (status %d): %v", id.Key, resp.Status, err)
 		}
-		return
 	}
-	if err := c.Store.Complete(ctx, id, token, resp, c.Now(), c.TTL); err != nil {
-		c.ErrorLog.Printf("idempotency: store the response to key %q (status %d): %v", id.Key, resp.Status, err)
+}
+
+func (c *Config) release(ctx context.Context, id ID, token, why string) {
+	ctx, cancel := c.storeContext(ctx)
+	defer cancel()
+	if err := c.Store.Release(ctx, id, token); err != nil {
+		c.ErrorLog.Printf("idempotency: release key %q %s: %v", id.Key, why, err)
 	}
 }

@@ -14,8 +14,9 @@ import (
 //
 //	status  reason               when
 //	400     key_missing          the route requires a key and none was sent
-//	400     key_malformed        the key is empty, too long, not printable ASCII, or sent twice
+//	400     key_malformed        the key is empty, too long, not printable ASCII, sent twice, or two keys in one field (a, b)
 //	400     body_unreadable      the request body could not be read
+//	400     scope_malformed      Config.Scope returned text that is not UTF-8 or holds a NUL byte
 //	409     in_progress          a request with this key is still running (Retry-After is set)
 //	410     response_too_large   the request was executed but its response was too large to keep
 //	413     body_too_large       the request body is over Config.MaxRequestBytes
@@ -37,6 +38,7 @@ const (
 	ReasonKeyMissing       = "key_missing"
 	ReasonKeyMalformed     = "key_malformed"
 	ReasonBodyUnreadable   = "body_unreadable"
+	ReasonScopeMalformed   = "scope_malformed"
 	ReasonInProgress       = "in_progress"
 	ReasonResponseTooLarge = "response_too_large"
 	ReasonBodyTooLarge     = "body_too_large"

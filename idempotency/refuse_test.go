@@ -33,6 +33,8 @@ func TestBadKeys(t *testing.T) {
 		{"unterminated quote", []string{`"abc`}, "unterminated"},
 		{"parameters", []string{`"abc";v=1`}, "parameters"},
 		{"two fields", []string{"a", "b"}, "2 fields"},
+		{"two fields joined by a proxy", []string{"a, b"}, "two keys joined"},
+		{"two quoted fields joined", []string{`"a", "b"`}, "after the closing quote"},
 	} {
 		r := httptest.NewRequest("POST", "/x", strings.NewReader("{}"))
 		r.Header[idempotency.HeaderKey] = tc.values
@@ -48,7 +50,7 @@ func TestBadKeys(t *testing.T) {
 	if h.runs.Load() != 0 {
 		t.Fatalf("handler ran %d times for malformed keys", h.runs.Load())
 	}
-	if ev := rec.Events(event.Conflict); len(ev) != 8 || ev[0].Status != 400 || ev[0].Reason != "key_malformed" {
+	if ev := rec.Events(event.Conflict); len(ev) != 10 || ev[0].Status != 400 || ev[0].Reason != "key_malformed" {
 		t.Fatalf("conflict events %+v", ev)
 	}
 }
@@ -186,5 +188,25 @@ func TestStoreUnavailable(t *testing.T) {
 	}
 	if p := problem(t, w); p.Reason != idempotency.ReasonStoreUnavailable || !strings.Contains(p.Detail, "not executed") {
 		t.Fatalf("problem %+v", p)
+	}
+}
+
+// TestScopeNotText: a scope that no store can keep (PostgreSQL's text
+// refuses invalid UTF-8 and NUL) is the request's fault, and retrying
+// cannot help: 400, not the store's 503; the store is not asked.
+func TestScopeNotText(t *testing.T) {
+	for _, scope := range []string{"caf\xe9", "a\x00b"} {
+		h := &charges{}
+		m := newMiddleware(t, idempotency.Config{Scope: func(*http.Request) string { return scope }})
+		w := post(m.Handler(h), "POST", "/x", "k", "{}")
+		if w.Code != http.StatusBadRequest || h.runs.Load() != 0 {
+			t.Fatalf("scope %q: %d, runs %d; want 400 and the handler not run", scope, w.Code, h.runs.Load())
+		}
+		if p := problem(t, w); p.Reason != idempotency.ReasonScopeMalformed || !strings.Contains(p.Detail, "UTF-8") {
+			t.Fatalf("scope %q: problem %+v, want reason scope_malformed saying what is accepted", scope, p)
+		}
+		if n := m.Store().(*idempotency.MemoryStore).Len(); n != 0 {
+			t.Fatalf("scope %q: %d records in the store, want none", scope, n)
+		}
 	}
 }

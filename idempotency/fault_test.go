@@ -1,0 +1,242 @@
+package idempotency_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/yaoki-go/yaoki/idempotency"
+)
+
+// The faults of this file hit the in-memory store through faultyStore, a
+// real MemoryStore behind a switch that makes calls fail as a cut link
+// would (the redis and postgres modules inject the same faults against
+// real servers), or come from the clock (a jump past the lease) and the
+// client (a request cancelled). Each test counts the handler's runs and
+// checks every answer. They run under testing/synctest: the waits are on
+// the bubble's clock.
+
+var errLinkCut = errors.New("link cut (injected)")
+
+// faultyStore fails the calls it is told to, without reaching the store.
+type faultyStore struct {
+	*idempotency.MemoryStore
+	down          atomic.Bool  // every call fails
+	failCompletes atomic.Int64 // so many Completes fail
+	completes     atomic.Int64 // Completes tried
+}
+
+func newFaultyStore() *faultyStore {
+	s, _ := idempotency.NewMemoryStore(idempotency.MemoryConfig{})
+	return &faultyStore{MemoryStore: s}
+}
+
+func (s *faultyStore) Begin(ctx context.Context, id idempotency.ID, fp idempotency.Fingerprint, token string, now time.Time, lease time.Duration) (idempotency.Record, bool, error) {
+	if s.down.Load() {
+		return idempotency.Record{}, false, errLinkCut
+	}
+	return s.MemoryStore.Begin(ctx, id, fp, token, now, lease)
+}
+
+func (s *faultyStore) Extend(ctx context.Context, id idempotency.ID, token string, now time.Time, lease time.Duration) error {
+	if s.down.Load() {
+		return errLinkCut
+	}
+	return s.MemoryStore.Extend(ctx, id, token, now, lease)
+}
+
+func (s *faultyStore) Complete(ctx context.Context, id idempotency.ID, token string, resp idempotency.Response, now time.Time, ttl time.Duration) error {
+	s.completes.Add(1)
+	if s.down.Load() || s.failCompletes.Add(-1) >= 0 {
+		return errLinkCut
+	}
+	return s.MemoryStore.Complete(ctx, id, token, resp, now, ttl)
+}
+
+func (s *faultyStore) Release(ctx context.Context, id idempotency.ID, token string) error {
+	if s.down.Load() {
+		return errLinkCut
+	}
+	return s.MemoryStore.Release(ctx, id, token)
+}
+
+// TestFaultCompleteFailsThenSucceeds: the first Completes fail (a link cut
+// as the handler returns); the middleware tries again with backoff, holding
+// the lease, and the response is stored: a retry replays it, even after the
+// lease would have passed.
+func TestFaultCompleteFailsThenSucceeds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newFaultyStore()
+		store.failCompletes.Store(3)
+		h := &charges{}
+		m := newMiddleware(t, idempotency.Config{Store: store, Lease: 3 * time.Second})
+		first := post(m.Handler(h), "POST", "/x", "k", "{}")
+		if first.Code != http.StatusCreated {
+			t.Fatalf("first: %d", first.Code)
+		}
+		time.Sleep(time.Minute) // far past the lease
+		again := post(m.Handler(h), "POST", "/x", "k", "{}")
+		if h.runs.Load() != 1 || again.Code != http.StatusCreated || again.Header().Get(idempotency.HeaderReplayed) != "true" || again.Body.String() != first.Body.String() {
+			t.Fatalf("retry: %d replayed %q %s, runs %d; want the replay of %s and 1 run",
+				again.Code, again.Header().Get(idempotency.HeaderReplayed), again.Body, h.runs.Load(), first.Body)
+		}
+		if n := store.completes.Load(); n != 4 {
+			t.Fatalf("%d Completes tried, want 4 (3 failed, 1 stored)", n)
+		}
+	})
+}
+
+// TestFaultStoreAwayLongerThanStoreTimeout: the store stays away longer
+// than StoreTimeout after the handler returned. The client got its 201; the
+// record stays in progress, and once the lease has passed a retry runs the
+// handler again: the documented limit of a store that does not come back.
+func TestFaultStoreAwayLongerThanStoreTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newFaultyStore()
+		h := &charges{}
+		cut := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h.ServeHTTP(w, r)
+			store.down.Store(true) // as the handler returns
+		})
+		m := newMiddleware(t, idempotency.Config{Store: store, Lease: 3 * time.Second, StoreTimeout: 5 * time.Second})
+		start := time.Now()
+		if w := post(m.Handler(cut), "POST", "/x", "k", "{}"); w.Code != http.StatusCreated {
+			t.Fatalf("first: %d", w.Code)
+		}
+		if d := time.Since(start); d != 5*time.Second {
+			t.Fatalf("Complete was tried for %v, want StoreTimeout (5 s)", d)
+		}
+		store.down.Store(false)
+		again := post(m.Handler(cut), "POST", "/x", "k", "{}")
+		if again.Code != http.StatusCreated || again.Header().Get(idempotency.HeaderReplayed) != "" || h.runs.Load() != 2 {
+			t.Fatalf("retry after the lease: %d replayed %q, runs %d; want a second run", again.Code, again.Header().Get(idempotency.HeaderReplayed), h.runs.Load())
+		}
+	})
+}
+
+// TestFaultLeaseEndsWhileStoreAway: the store cannot be reached while the
+// handler runs, for longer than the lease. The handler's context is
+// cancelled when the lease ends (not later: another instance may claim the
+// key from then on), with a cause that says why.
+func TestFaultLeaseEndsWhileStoreAway(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lease = 3 * time.Second
+		store := newFaultyStore()
+		var cancelledAfter time.Duration
+		var cause error
+		var runs atomic.Int64
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if runs.Add(1) > 1 {
+				w.WriteHeader(http.StatusCreated)
+				return
+			}
+			start := time.Now()
+			store.down.Store(true)
+			select {
+			case <-r.Context().Done():
+				cancelledAfter, cause = time.Since(start), context.Cause(r.Context())
+			case <-time.After(time.Hour):
+				w.WriteHeader(http.StatusCreated) // the duplicate may be running by now
+			}
+		})
+		m := newMiddleware(t, idempotency.Config{Store: store, Lease: lease})
+		post(m.Handler(h), "POST", "/x", "k", "{}")
+		if cancelledAfter != lease {
+			t.Fatalf("handler's context cancelled after %v (0: never), want at the lease's end (%v)", cancelledAfter, lease)
+		}
+		var lost *idempotency.LeaseLostError
+		if !errors.Is(cause, idempotency.ErrLeaseLost) || !errors.As(cause, &lost) || lost.Key != "k" || !errors.Is(cause, errLinkCut) {
+			t.Fatalf("cause %v, want a *LeaseLostError for key k matching ErrLeaseLost and the store's error", cause)
+		}
+		store.down.Store(false)
+		if w := post(m.Handler(h), "POST", "/x", "k", "{}"); w.Code != http.StatusCreated || runs.Load() != 2 {
+			t.Fatalf("next request: %d, runs %d; want it to run (the first wrote nothing)", w.Code, runs.Load())
+		}
+	})
+}
+
+// TestFaultClockJumpFencesStaleHolder: the clock jumps past the lease while
+// the first handler runs; a second request claims the key and completes.
+// The first handler's context is cancelled at its next renewal, and when it
+// finishes anyway its Complete is refused: the stored response stays the
+// second's.
+func TestFaultClockJumpFencesStaleHolder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lease = 3 * time.Second
+		var mu sync.Mutex
+		var offset time.Duration
+		now := func() time.Time { mu.Lock(); defer mu.Unlock(); return time.Now().Add(offset) }
+		var runs atomic.Int64
+		release := make(chan struct{})
+		var firstCause error
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if runs.Add(1) == 1 {
+				<-r.Context().Done() // a handler that notices, then writes anyway
+				firstCause = context.Cause(r.Context())
+				<-release
+				w.WriteHeader(http.StatusCreated)
+				io.WriteString(w, "first")
+				return
+			}
+			w.WriteHeader(http.StatusCreated)
+			io.WriteString(w, "second")
+		})
+		m := newMiddleware(t, idempotency.Config{Lease: lease, Now: now})
+		firstDone := make(chan *httptest.ResponseRecorder)
+		go func() { firstDone <- post(m.Handler(h), "POST", "/x", "k", "{}") }()
+		synctest.Wait()
+		mu.Lock()
+		offset = lease // the clock jumps
+		mu.Unlock()
+		if w := post(m.Handler(h), "POST", "/x", "k", "{}"); w.Body.String() != "second" || w.Header().Get(idempotency.HeaderReplayed) != "" {
+			t.Fatalf("second request after the jump: %d %s, want its own run", w.Code, w.Body)
+		}
+		time.Sleep(lease / 3) // the first holder's next renewal
+		synctest.Wait()
+		if !errors.Is(firstCause, idempotency.ErrLeaseLost) {
+			t.Fatalf("the stale holder's handler context: cause %v, want a lost lease", firstCause)
+		}
+		close(release)
+		if w := <-firstDone; w.Body.String() != "first" {
+			t.Fatalf("first: %s", w.Body)
+		}
+		w := post(m.Handler(h), "POST", "/x", "k", "{}")
+		if w.Body.String() != "second" || w.Header().Get(idempotency.HeaderReplayed) != "true" || runs.Load() != 2 {
+			t.Fatalf("third request: %s replayed %q, runs %d; want the second's response replayed (the stale holder fenced off)", w.Body, w.Header().Get(idempotency.HeaderReplayed), runs.Load())
+		}
+	})
+}
+
+// TestFaultClientGivesUp: the client cancels; the handler returns on its
+// context without writing anything. The key is released, so the client's
+// retry runs the handler (it is not answered "200, empty" as if done).
+func TestFaultClientGivesUp(t *testing.T) {
+	var runs atomic.Int64
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if runs.Add(1) == 1 {
+			<-r.Context().Done()
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+		io.WriteString(w, "done")
+	})
+	m := newMiddleware(t, idempotency.Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	r := httptest.NewRequestWithContext(ctx, "POST", "/x", strings.NewReader("{}"))
+	r.Header.Set(idempotency.HeaderKey, "k")
+	cancel()
+	m.Handler(h).ServeHTTP(httptest.NewRecorder(), r)
+	w := post(m.Handler(h), "POST", "/x", "k", "{}")
+	if w.Code != http.StatusCreated || w.Body.String() != "done" || w.Header().Get(idempotency.HeaderReplayed) != "" || runs.Load() != 2 {
+		t.Fatalf("retry after a cancelled request: %d %q replayed %q, runs %d; want the handler to run again",
+			w.Code, w.Body, w.Header().Get(idempotency.HeaderReplayed), runs.Load())
+	}
+}
