@@ -26,24 +26,26 @@ const (
 	// both slow once in 100 calls, which leaves the 99.9th percentile
 	// slow; with a second hedge, once in 10 000.
 	DefaultMaxHedges = 2
-	// DefaultBudget is the share of calls that may be hedged over the
-	// window: at most 5 % more requests.
+	// DefaultBudget is the share of calls that may be hedged: at most 5 %
+	// more requests.
 	DefaultBudget = 0.05
 	// DefaultMinPerSecond is the budget's floor, so that a client with
 	// little traffic can still hedge a slow call once in a while: 1 hedge
-	// per second (10 per default window).
+	// per second.
 	DefaultMinPerSecond = 1.0
 	// DefaultBrownout is the share of first attempts slower than the
 	// hedge delay above which hedging stops: when most calls are slow, a
 	// copy is most likely slow too, and hedging would only add load to a
 	// dependency that is already struggling.
 	DefaultBrownout = 0.5
-	// DefaultWindow is how far back latencies, calls and hedges are
-	// counted.
+	// DefaultWindow is how far back latencies are counted for the
+	// adaptive delay; the budget counts over a fifth of it, the brownout
+	// over a tenth.
 	DefaultWindow = 10 * time.Second
 	// MinSamples is how many first-attempt latencies an adaptive Hedger
-	// needs in its window before it hedges (and before it judges a
-	// brownout): below it, a 97th percentile is a guess.
+	// needs in its window before it hedges, and how many first attempts
+	// the brownout needs before it judges: below it, a 97th percentile or
+	// a share is a guess.
 	MinSamples = 50
 	// Off, as Config.Budget or Config.Brownout, turns that limit off (for
 	// comparison: naive hedging).
@@ -71,18 +73,20 @@ func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig 
 
 // Reasons why a hedge is not sent, matched with errors.Is.
 var (
-	// ErrBudget: the hedges of the window already reach the budget.
+	// ErrBudget: the hedges of the last fifth of the window already reach
+	// the budget.
 	ErrBudget = errors.New("hedge: budget exhausted")
-	// ErrBrownout: most first attempts of the window were slower than the
-	// hedge delay, so hedging stopped until they are not.
+	// ErrBrownout: most first attempts of the last tenth of the window were
+	// slower than the hedge delay, so hedging stopped until they are not.
 	ErrBrownout = errors.New("hedge: brownout, most calls are slow")
 )
 
 // Config says when to hedge a call and how much. The zero value is the
 // default: hedge after the 97th percentile of the first attempts' latencies
 // of the last 10 s (once 50 are known), at most 2 hedges per call, hedges
-// at most 5 % of calls (plus 1 per second), none while more than half of
-// the first attempts are slower than the hedge delay.
+// at most 5 % of the calls of the last 2 s (plus 1 per second), none while
+// more than half of the first attempts of the last second are slower than
+// the hedge delay.
 type Config struct {
 	// Delay, if set, is a fixed wait before the first hedge of a call and
 	// between its hedges. Zero: adaptive, a quantile of recent latencies.
@@ -95,8 +99,10 @@ type Config struct {
 	// MaxHedges is the most hedges of one call, beyond its first attempt.
 	// Zero: DefaultMaxHedges (2). Accepted: 1 to 10.
 	MaxHedges int
-	// Budget is the share of calls that may be hedged over Window (with
-	// 0.05, 100 calls allow 5 hedges), plus MinPerSecond. Zero:
+	// Budget is the share of calls that may be hedged over the last fifth
+	// of Window (with 0.05, 100 calls allow 5 hedges), plus MinPerSecond.
+	// The budget looks back less far than the delay, so that what calm
+	// times left unused cannot be spent in a burst when a brownout starts. Zero:
 	// DefaultBudget (0.05). Off (-1): no budget. Accepted: Off, or
 	// 0 < Budget ≤ 10.
 	Budget float64
@@ -105,11 +111,12 @@ type Config struct {
 	// (-1): no floor. Accepted: Off, or 0 < MinPerSecond ≤ 1e6.
 	MinPerSecond float64
 	// Brownout is the share of first attempts slower than the hedge delay,
-	// over Window, above which no hedge is sent. Zero: DefaultBrownout
+	// over the last tenth of Window, above which no hedge is sent. Zero: DefaultBrownout
 	// (0.5). Off (-1): hedge whatever the share. Accepted: Off, or
 	// 0 < Brownout ≤ 1.
 	Brownout float64
-	// Window is how far back latencies, calls and hedges are counted. Zero:
+	// Window is how far back latencies are counted for the adaptive delay;
+	// the budget looks back a fifth of it, the brownout a tenth. Zero:
 	// DefaultWindow (10 s). Accepted: 10 ms to 1 h.
 	Window time.Duration
 }
@@ -158,9 +165,13 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// hedgerBuckets is how many steps the counters of calls, slow calls and
-// hedges slide in: a tenth of the window.
-const hedgerBuckets = 10
+// The budget's and the brownout's horizons, as fractions of Config.Window,
+// and how many steps their counters slide in.
+const (
+	budgetPart    = 5
+	brownoutPart  = 10
+	hedgerBuckets = 10
+)
 
 // Hedger decides, for the calls to one dependency, when a call is hedged
 // and whether a hedge may be sent: the decisions of hedging, without the
@@ -178,9 +189,9 @@ const hedgerBuckets = 10
 // The delay is Config.Delay, or the Config.Quantile of the first attempts'
 // latencies of the window (an Estimator), refreshed 64 times per window.
 // Hedges stop by themselves in two ways: the budget (hedges at most
-// Config.Budget of the calls of the window, plus Config.MinPerSecond) and
-// the brownout (more than Config.Brownout of the window's first attempts
-// slower than the delay: hedging cannot help when most copies will be
+// Config.Budget of the calls of the last fifth of the window, plus
+// Config.MinPerSecond) and the brownout (more than Config.Brownout of the
+// first attempts of the last tenth of the window slower than the delay: hedging cannot help when most copies will be
 // slow, and would only add load to a dependency that is already
 // struggling). With an adaptive delay a brownout is short-lived: the
 // delay climbs with the latencies and only the slowest 3 % are hedged
@@ -192,13 +203,13 @@ const hedgerBuckets = 10
 // budget (the check and the count are two steps).
 type Hedger struct {
 	c     Config
-	floor float64 // hedges per window from MinPerSecond
+	floor float64 // hedges per budget horizon from MinPerSecond
 
-	lat   *Estimator // nil with a fixed Delay
-	calls window.Counter
-	seen  window.Counter // first attempts observed
+	lat   *Estimator     // nil with a fixed Delay
+	calls window.Counter // calls planned, over the budget's horizon
+	sent  window.Counter // hedges granted, over the budget's horizon
+	seen  window.Counter // first attempts observed, over the brownout's
 	slow  window.Counter // of which slower than the delay
-	sent  window.Counter // hedges granted
 
 	refresh atomic.Int64 // UnixNano after which the adaptive delay is read again
 	delay   atomic.Int64 // the adaptive delay, 0 until MinSamples are known
@@ -214,15 +225,18 @@ func New(c Config) (*Hedger, error) {
 	c = c.withDefaults()
 	h := &Hedger{c: c, every: int64(c.Window / 64)}
 	if c.MinPerSecond > 0 {
-		h.floor = c.MinPerSecond * c.Window.Seconds()
+		h.floor = c.MinPerSecond * (c.Window / budgetPart).Seconds()
 	}
 	if c.Delay == 0 {
 		h.lat = NewEstimator(c.Window)
 	}
-	h.calls.Init(c.Window, hedgerBuckets)
-	h.seen.Init(c.Window, hedgerBuckets)
-	h.slow.Init(c.Window, hedgerBuckets)
-	h.sent.Init(c.Window, hedgerBuckets)
+	h.calls.Init(c.Window/budgetPart, hedgerBuckets)
+	h.sent.Init(c.Window/budgetPart, hedgerBuckets)
+	// The brownout looks at a tenth of the window (1 s by default), so
+	// that hedging stops within half a second of most calls turning slow,
+	// and resumes as soon after they recover.
+	h.seen.Init(c.Window/brownoutPart, hedgerBuckets)
+	h.slow.Init(c.Window/brownoutPart, hedgerBuckets)
 	return h, nil
 }
 
@@ -255,7 +269,12 @@ func (h *Hedger) DelayAt(now time.Time) time.Duration {
 	if ns >= next && h.refresh.CompareAndSwap(next, ns+h.every) {
 		d, n := h.lat.QuantileAt(now, h.c.Quantile)
 		if n < MinSamples {
+			// Not enough latencies yet: read again at the next call rather
+			// than a refresh interval later, so that a new Hedger starts
+			// hedging as soon as it knows enough (a low-traffic client that
+			// never does pays a histogram scan per call, about 5 µs).
 			d = 0
+			h.refresh.CompareAndSwap(ns+h.every, next)
 		}
 		h.delay.Store(int64(d))
 		return d
@@ -282,8 +301,8 @@ func (h *Hedger) AllowAt(now time.Time) error {
 }
 
 // brownoutAt returns ErrBrownout when more than Config.Brownout of the
-// first attempts observed over the window (at least MinSamples of them)
-// were slower than the delay.
+// first attempts observed over the last tenth of the window (at least
+// MinSamples of them) were slower than the delay.
 func (h *Hedger) brownoutAt(now time.Time) error {
 	if h.c.Brownout == Off {
 		return nil
@@ -315,16 +334,16 @@ func (h *Hedger) ObserveAt(now time.Time, latency time.Duration, slow bool) {
 	}
 }
 
-// Stats are a Hedger's counts over the window that ends at an instant.
+// Stats are a Hedger's counts at an instant, each over its horizon.
 type Stats struct {
-	Calls  int           // calls planned
-	Hedges int           // hedges allowed
-	Seen   int           // first attempts observed
+	Calls  int           // calls planned (over the budget's fifth of the window)
+	Hedges int           // hedges allowed (idem)
+	Seen   int           // first attempts observed (over the brownout's tenth)
 	Slow   int           // of which slower than the delay
 	Delay  time.Duration // the hedge delay (0: not known yet)
 }
 
-// StatsAt returns h's counts over the window that ends at now.
+// StatsAt returns h's counts at now.
 func (h *Hedger) StatsAt(now time.Time) Stats {
 	return Stats{Calls: int(h.calls.Sum(now)), Hedges: int(h.sent.Sum(now)), Seen: int(h.seen.Sum(now)),
 		Slow: int(h.slow.Sum(now)), Delay: h.DelayAt(now)}

@@ -99,14 +99,15 @@ func TestPlanAdaptive(t *testing.T) {
 	}
 }
 
-// The budget grants Budget × calls + MinPerSecond × Window hedges over
-// the window, and grants again as calls keep coming.
+// The budget grants Budget × calls + MinPerSecond × its horizon (a fifth
+// of Window) hedges over its horizon, and grants again as calls keep
+// coming.
 func TestBudget(t *testing.T) {
-	h := mustNew(t, hedge.Config{Delay: time.Millisecond, Budget: 0.05, MinPerSecond: 0.2, Window: 10 * time.Second})
+	h := mustNew(t, hedge.Config{Delay: time.Millisecond, Budget: 0.05, MinPerSecond: 1, Window: 10 * time.Second})
 	for range 200 {
 		h.PlanAt(t0)
 	}
-	// 0.05 × 200 + 0.2 × 10 = 12 hedges.
+	// 0.05 × 200 + 1 × 2 = 12 hedges.
 	for i := range 12 {
 		if err := h.AllowAt(t0); err != nil {
 			t.Fatalf("hedge %d of 12: %v", i+1, err)
@@ -125,8 +126,8 @@ func TestBudget(t *testing.T) {
 	if err := h.AllowAt(t0.Add(time.Second)); !errors.Is(err, hedge.ErrBudget) {
 		t.Fatalf("the hedge after it: got %v, want ErrBudget", err)
 	}
-	// Once the window slid past them, the floor alone: 2.
-	late := t0.Add(21 * time.Second)
+	// Once the horizon (2 s) slid past them, the floor alone: 2.
+	late := t0.Add(4 * time.Second)
 	for i := range 2 {
 		if err := h.AllowAt(late); err != nil {
 			t.Fatalf("floor hedge %d: %v", i+1, err)
@@ -151,7 +152,7 @@ func TestBudget(t *testing.T) {
 // When most first attempts are slower than the delay, hedging stops, and
 // it resumes by itself once the slow ones have left the window.
 func TestBrownout(t *testing.T) {
-	h := mustNew(t, hedge.Config{Delay: 10 * time.Millisecond, Budget: hedge.Off, Window: time.Second})
+	h := mustNew(t, hedge.Config{Delay: 10 * time.Millisecond, Budget: hedge.Off, Window: 5 * time.Second})
 	now := t0
 	step := func(n int, slow bool) {
 		for range n {
@@ -179,7 +180,7 @@ func TestBrownout(t *testing.T) {
 	if err := h.AllowAt(now); !errors.Is(err, hedge.ErrBrownout) {
 		t.Errorf("110 slow of 212: AllowAt = %v, want ErrBrownout", err)
 	}
-	// A window later, healthy again.
+	// A brownout window (a fifth of Window) later, healthy again.
 	now = now.Add(time.Second)
 	step(100, false)
 	if err := h.AllowAt(now); err != nil {
