@@ -2,7 +2,7 @@
 //
 // It is a deterministic discrete-event simulator (Engine: a priority queue
 // of events and a clock that jumps from one to the next; Rand: a seeded
-// PCG source) and three scenarios built on it, each the model of a
+// PCG source) and the scenarios built on it, each the model of a
 // published result:
 //
 //   - Herd: the thundering herd of the AWS Architecture Blog's
@@ -18,6 +18,10 @@
 //   - Collapse: a metastable failure: a server that slows down with the
 //     work in flight, clients that time out and retry, and a short trigger
 //     after which the retries alone keep the server down.
+//   - Tail: Dean and Barroso's "The Tail at Scale" (2013): requests that
+//     fan out to 100 backends, 1 % of whose answers are slow, hedged by
+//     package hedge's Hedger (TailPolicies), then a brownout where every
+//     answer is slow: latency gained for load added.
 //
 // The policies under test are the toolkit's real objects: a Policy holds a
 // backoff.Schedule and builds, per client or once per run, the

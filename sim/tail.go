@@ -474,8 +474,9 @@ func (s TailSweep) Run(policies []TailPolicy) ([]TailPoint, error) {
 	results := make([]TailResult, len(policies)*runs)
 	workers := max(s.Workers, 1)
 	state := make([]tailRun, workers)
+	key := pointKey(uint64(t.Fanout), math.Float64bits(t.Rate), math.Float64bits(t.SlowShare), uint64(t.Fast), uint64(t.Slow))
 	forEach(len(results), workers, s.Progress, func(w, i int) {
-		results[i] = state[w].run(t, policies[i/runs], seedOf(s.Seed, 0, i%runs))
+		results[i] = state[w].run(t, policies[i/runs], seedOf(s.Seed, key, i%runs))
 	})
 	points := make([]TailPoint, len(policies))
 	for pi, p := range policies {
