@@ -9,7 +9,7 @@ import (
 )
 
 // examplesNeedingServer are the examples that run against a real server.
-const examplesNeedingServer = "^ExampleDeadLetters$"
+const examplesNeedingServer = "^(ExampleDeadLetters|ExampleAtomic)$"
 
 // skipExamplesWithoutServer skips the examples that need a PostgreSQL
 // server when none is installed, as pgtest.Start skips tests: an example
