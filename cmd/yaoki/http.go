@@ -3,14 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
-	"net/url"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,63 +26,74 @@ import (
 
 func init() { subcommands = append(subcommands, newHTTPCmd) }
 
-// Exit codes of yaoki http.
-const (
-	httpOK       = 0 // an answer (with -f: a status below 400)
-	httpFailed   = 1 // something local failed: the output file, the data file
-	httpError    = 3 // with -f: the final answer's status is 400 or more
-	httpGaveUp   = 4 // retries ended without success: attempts, budget, a Retry-After too long
-	httpDeadline = 5 // --max-time passed
-	httpNoAnswer = 6 // no answer and not retried: connection, TLS or DNS failure that is final, or a POST without key
-)
+// defaultMaxRedirs is curl's default for --max-redirs.
+const defaultMaxRedirs = 50
 
 type httpOptions struct {
-	pf         policyFlags
-	method     string
-	headers    []string
-	data       []string
-	dataBinary []string
-	output     string
-	include    bool
-	fail       bool
-	verbose    bool
-	key        string
-	obs        observeFlags
+	pf             policyFlags
+	obs            observeFlags
+	method         string
+	headers        []string
+	data           []dataPart // -d, --data-binary, --data-raw, --json in order
+	get            bool
+	head           bool
+	output         string
+	include        bool
+	fail           bool
+	failWithBody   bool
+	silent         bool
+	showError      bool
+	location       bool
+	maxRedirs      int
+	insecure       bool
+	user           string
+	connectTimeout seconds
+	writeOut       string
+	userAgent      string
+	referer        string
+	verbose        bool
+	key            string
+	retries        int
 }
 
 func newHTTPCmd() *cobra.Command {
 	o := &httpOptions{}
 	cmd := &cobra.Command{
 		Use:   "http [flags] URL",
-		Short: "Send an HTTP request that retries like yaoki's Go client (curl-like)",
+		Short: "Send an HTTP request that retries like yaoki's Go client (curl's flags and exit codes)",
 		Long: `http sends one request through yaoki's retrying HTTP client (package
-httpretry) and writes the answer's body to stdout. It retries 408, 429, 500,
-502, 503 and 504 answers and connection failures, honours Retry-After (up
-to --max-retry-after, 60s by default), and retries POST and PATCH only with
-an Idempotency-Key (--idempotency-key auto makes one, sent unchanged on every
-attempt). Redirects are not followed.
+httpretry) and writes the answer's body to stdout. It takes curl's flags with
+curl's meaning (-s, -S, -f, --fail-with-body, -L, -k, -u, -m, -w, -I, -i, -o,
+-A, -e, -d, --data-binary, --data-raw, --json, -G, -H, -X, -v, combined as
+-fsS or -sSL) and exits with curl's exit codes, so that it can stand in for
+curl --retry: --retry N is --max-attempts N+1.
 
--v reports each attempt on stderr: its status (or error) and time, and the
-wait before the next one, with where the wait came from: "backoff" (the
-policy's schedule) or "server" (Retry-After or a rate-limit reset).
+It retries 408, 429, 500, 502, 503 and 504 answers and connection failures,
+honours Retry-After (up to --max-retry-after, 60s by default), and retries
+POST and PATCH only with an Idempotency-Key (--idempotency-key auto makes
+one, sent unchanged on every attempt). A POST or PATCH without one that gets
+a retryable answer is not retried, and stderr says so. Redirects are followed
+with -L only.
 
-Exit codes:
-  0  an answer (with -f: a status below 400)
-  1  a local failure (writing -o, reading a --data file)
-  2  bad usage
-  3  with -f: the answer's status is 400 or more (not retried, or not retryable)
-  4  gave up after retries: attempts used up, or the server asked to wait
-     longer than --max-retry-after; the last answer, if any, is still written
-  5  --max-time passed (or the next wait would have ended after it)
-  6  no answer and not retried: a final connection, TLS or DNS error, or a
-     request that could be sent only once (POST without key)
-` + policyFlagsHelp + "\n" + observeFlagsHelp,
+-v writes, as curl -v does, each attempt's request headers ("> ") and the
+answer's headers ("< "), and yaoki's decisions ("* "): each attempt's
+outcome and time, and the wait before the next one with where it came from:
+"backoff" (the policy's schedule) or "server" (Retry-After or a rate-limit
+reset). -m/--max-time bounds the whole run, attempts and waits (curl's bounds
+each attempt).
+` + exitCodesHelp + "\n" + policyFlagsHelp + "\n" + observeFlagsHelp,
 		Example: `  # GET, retrying 429/5xx with the defaults (3 attempts), each attempt on stderr
   yaoki http -v http://127.0.0.1:8080/
 
-  # POST JSON with one Idempotency-Key for every attempt; fail on 4xx/5xx
-  yaoki http -f -X POST -H 'Content-Type: application/json' -d '{"sku":42}' \
-      --idempotency-key auto --max-attempts 5 --max-time 30s http://127.0.0.1:8080/orders
+  # where you typed curl --retry 3: fail on 4xx/5xx, quiet but for errors
+  yaoki http -fsS --retry 3 -m 30 http://127.0.0.1:8080/health
+
+  # POST JSON with one Idempotency-Key for every attempt
+  yaoki http -f --json '{"sku":42}' --idempotency-key auto --max-attempts 5 \
+      http://127.0.0.1:8080/orders
+
+  # the status and total time of a call, for scripts
+  yaoki http -s -o /dev/null -w '%{http_code} %{time_total} %{num_retries}\n' http://127.0.0.1:8080/
 
   # upload a file as is, with the response headers, body to a file
   yaoki http -i --data-binary @payload.bin -o answer.txt http://127.0.0.1:8080/upload`,
@@ -92,40 +106,156 @@ Exit codes:
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args[0]) },
 	}
 	f := cmd.Flags()
-	o.pf.register(f)
-	f.StringVarP(&o.method, "request", "X", "", "method (default GET, or POST with data)")
-	f.StringArrayVarP(&o.headers, "header", "H", nil, "request header 'Name: value' (repeatable)")
-	f.StringArrayVarP(&o.data, "data", "d", nil, "request body; @FILE reads a file without its newlines, @- stdin; several are joined with &")
-	f.StringArrayVar(&o.dataBinary, "data-binary", nil, "request body as is; @FILE reads a file, @- stdin")
+	o.pf.registerShort(f, "m")
+	f.IntVar(&o.retries, "retry", 0, "retries after the first attempt, as curl's --retry: --max-attempts N+1")
+	f.StringVarP(&o.method, "request", "X", "", "method (default GET, HEAD with -I, POST with data)")
+	f.StringArrayVarP(&o.headers, "header", "H", nil, "request header 'Name: value' (repeatable); 'Name:' removes a header yaoki would send")
+	f.VarP(dataFlag{dataAscii, &o.data}, "data", "d", "request body (POST, form-encoded); @FILE reads a file without its newlines, @- stdin; several are joined with &")
+	f.Var(dataFlag{dataBinary, &o.data}, "data-binary", "request body as is; @FILE reads a file, @- stdin")
+	f.Var(dataFlag{dataRaw, &o.data}, "data-raw", "request body; a leading @ is sent as it is")
+	f.Var(dataFlag{dataJSON, &o.data}, "json", "JSON request body (POST, Content-Type and Accept application/json); @FILE reads a file")
+	f.BoolVarP(&o.get, "get", "G", false, "send the data in the URL's query string with GET")
+	f.BoolVarP(&o.head, "head", "I", false, "send HEAD and write the answer's headers only")
 	f.StringVarP(&o.output, "output", "o", "", "write the body to FILE instead of stdout")
 	f.BoolVarP(&o.include, "include", "i", false, "write the status line and headers before the body")
-	f.BoolVarP(&o.fail, "fail", "f", false, "exit 3, writing no body, when the answer's status is 400 or more")
-	f.BoolVarP(&o.verbose, "verbose", "v", false, "report each attempt, and each wait with its source, on stderr")
-	f.StringVar(&o.key, "idempotency-key", "", "auto (a new key for POST and PATCH) or the KEY to send on every attempt")
+	f.BoolVarP(&o.fail, "fail", "f", false, "exit 22, writing no body, when the final status is 400 or more")
+	f.BoolVar(&o.failWithBody, "fail-with-body", false, "exit 22 when the final status is 400 or more, still writing the body")
+	f.BoolVarP(&o.silent, "silent", "s", false, "write no messages on stderr (errors too, unless -S)")
+	f.BoolVarP(&o.showError, "show-error", "S", false, "with -s, still write error messages")
+	f.BoolVarP(&o.location, "location", "L", false, "follow redirects (each hop retried on its own)")
+	f.IntVar(&o.maxRedirs, "max-redirs", defaultMaxRedirs, "with -L, most redirects followed (-1: no limit)")
+	f.BoolVarP(&o.insecure, "insecure", "k", false, "accept any TLS certificate")
+	f.StringVarP(&o.user, "user", "u", "", "USER:PASSWORD for basic authentication")
+	f.Var(&o.connectTimeout, "connect-timeout", "bound on each connection's setup, TCP and TLS (default: none)")
+	f.StringVarP(&o.writeOut, "write-out", "w", "", "write FORMAT on stdout at the end: %{http_code} %{time_total} %{num_retries} %{url_effective} %{exitcode} ... and \\n; @FILE reads it")
+	f.StringVarP(&o.userAgent, "user-agent", "A", "", "User-Agent header (default yaoki/VERSION)")
+	f.StringVarP(&o.referer, "referer", "e", "", "Referer header")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "write each attempt's headers and each retry decision on stderr")
+	f.StringVar(&o.key, "idempotency-key", "", "auto (a new key for POST and PATCH), off, or the KEY to send on every attempt")
 	o.obs.register(f)
 	return cmd
 }
 
+// say writes an informational line on stderr, unless -s.
+func (o *httpOptions) say(w io.Writer, format string, args ...any) {
+	if !o.silent {
+		fmt.Fprintf(w, "yaoki http: "+format+"\n", args...)
+	}
+}
+
+// fail returns the exit error for code, with msg printed unless -s
+// without -S.
+func (o *httpOptions) failWith(code int, msg string) error {
+	if o.silent && !o.showError {
+		return exit(code, "")
+	}
+	return exit(code, fmt.Sprintf("(%d) %s", code, msg))
+}
+
+// check refuses the flag values that cannot be used, before anything is
+// read or sent.
+func (o *httpOptions) check(cmd *cobra.Command) error {
+	changed := cmd.Flags().Changed
+	if changed("request") && strings.TrimSpace(o.method) == "" {
+		return usagef(`-X "": want a method such as GET, POST or PUT`)
+	}
+	if o.method != "" && !validToken(o.method) {
+		return usagef("-X %q: a method is one word of letters, digits and !#$%%&'*+-.^_`|~, such as GET or POST", o.method)
+	}
+	if changed("idempotency-key") && o.key == "" {
+		return usagef(`--idempotency-key "": want auto, off, or the key to send (e.g. a UUID)`)
+	}
+	if o.key != "" && !validHeaderValue(o.key) {
+		return usagef("--idempotency-key %q: a key cannot hold control characters", o.key)
+	}
+	if changed("retry") {
+		if changed("max-attempts") {
+			return usagef("--retry %d and --max-attempts %d say the same thing: use one (--retry N is --max-attempts N+1)", o.retries, o.pf.maxAttempts)
+		}
+		if o.retries < 0 {
+			return usagef("--retry %d: want retries ≥ 0 (--retry N makes at most N+1 attempts)", o.retries)
+		}
+		if err := cmd.Flags().Set("max-attempts", strconv.Itoa(o.retries+1)); err != nil {
+			return usagef("--retry %d: %v", o.retries, err)
+		}
+	}
+	if o.maxRedirs < -1 {
+		return usagef("--max-redirs %d: want ≥ 0, or -1 for no limit", o.maxRedirs)
+	}
+	if changed("connect-timeout") && o.connectTimeout.d == 0 {
+		return usagef("--connect-timeout 0: want a duration > 0, such as 5 or 2.5s (leave it out for no bound)")
+	}
+	if changed("user") && !strings.Contains(o.user, ":") {
+		return usagef("-u %q: want USER:PASSWORD (yaoki http does not prompt for a password)", o.user)
+	}
+	if o.head && len(o.data) > 0 && !o.get {
+		return usagef("-I cannot send a body: drop -I, or add -G to send the data in the query string")
+	}
+	for _, h := range o.headers {
+		name, value, ok := strings.Cut(h, ":")
+		if !ok {
+			return usagef("-H %q: want 'Name: value', e.g. -H 'Content-Type: application/json'", h)
+		}
+		if !validHeaderName(name) {
+			return usagef("-H %q: %q is not a header name: want letters, digits and !#$%%&'*+-.^_`|~ without spaces, e.g. -H 'Content-Type: application/json'", h, name)
+		}
+		if !validHeaderValue(strings.TrimSpace(value)) {
+			return usagef("-H %q: a header value cannot hold control characters", h)
+		}
+	}
+	return nil
+}
+
 func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
-	u, err := url.Parse(rawURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usagef("%q is not an http or https URL: want e.g. http://127.0.0.1:8080/path", rawURL)
+	if err := o.check(cmd); err != nil {
+		return err
+	}
+	stderr := cmd.ErrOrStderr()
+	u, err := checkURL(rawURL)
+	if err != nil {
+		if o.silent && !o.showError {
+			var ee *exitError
+			errors.As(err, &ee)
+			return exit(ee.code, "")
+		}
+		return err
+	}
+	format, err := readWriteOut(o.writeOut, cmd.InOrStdin())
+	if err != nil {
+		return err
+	}
+	for _, name := range checkWriteOut(format) {
+		fmt.Fprintf(stderr, "yaoki: unknown --write-out variable: '%s' (known: %s)\n", name, strings.Join(writeOutVars, ", "))
 	}
 	cp, err := o.pf.build(cmd)
 	if err != nil {
 		return err
 	}
-	body, hasBody, err := o.body(cmd.InOrStdin())
+	body, hasBody, isJSON, err := requestBody(o.data, cmd.InOrStdin())
 	if err != nil {
 		return err
 	}
-	method := strings.ToUpper(o.method)
-	if method == "" {
-		method = http.MethodGet
-		if hasBody {
-			method = http.MethodPost
+	if o.get && hasBody {
+		if u.RawQuery != "" {
+			u.RawQuery += "&"
 		}
+		u.RawQuery += string(body)
+		body, hasBody = nil, false
 	}
+	method := strings.ToUpper(o.method)
+	switch {
+	case method != "":
+	case o.head:
+		method = http.MethodHead
+	case hasBody:
+		method = http.MethodPost
+	default:
+		method = http.MethodGet
+	}
+	if err := checkOutput(o.output); err != nil {
+		return o.failWith(curlWriteError, err.Error())
+	}
+
 	ctx := cmd.Context()
 	if d := cp.retry.MaxElapsed; d > 0 {
 		var cancel context.CancelFunc
@@ -138,19 +268,9 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {
-		return usagef("cannot make a %s request to %s: %v", method, rawURL, err)
+		return exit(curlBadURL, fmt.Sprintf("(3) cannot make a %s request to %s: %v", method, rawURL, err))
 	}
-	if hasBody && len(o.data) > 0 {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	}
-	req.Header.Set("User-Agent", "yaoki-http")
-	for _, h := range o.headers {
-		name, value, ok := strings.Cut(h, ":")
-		if !ok || strings.TrimSpace(name) == "" {
-			return usagef("-H %q: want 'Name: value', e.g. -H 'Content-Type: application/json'", h)
-		}
-		req.Header.Set(strings.TrimSpace(name), strings.TrimSpace(value))
-	}
+	o.setHeaders(req, hasBody, isJSON)
 	keyMode := o.key
 	if keyMode == "" && cp.doc != nil {
 		keyMode = cp.doc.IdempotencyKey
@@ -165,26 +285,31 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 		req.Header.Set(httpretry.IdempotencyKeyHeader, keyMode)
 	}
 
-	stderr := cmd.ErrOrStderr()
 	ob, err := o.obs.start(cmd, "yaoki http")
 	if err != nil {
 		return err
 	}
 	defer ob.stop()
-	obs := &httpObserver{w: stderr, verbose: o.verbose}
-	t := &httpretry.Transport{Policy: cp.retry, Observer: event.Multi(obs, ob.observer)}
+	lw := &lockedWriter{w: stderr}
+	limit := "unlimited"
+	if n := cp.attempts(); n > 0 {
+		limit = fmt.Sprint(n)
+	}
+	obs := &httpObserver{w: lw, verbose: o.verbose, limit: limit}
+	base := o.baseTransport()
+	var rt http.RoundTripper = base
+	if o.verbose {
+		rt = &verboseTransport{base: base, w: lw}
+	}
+	t := &httpretry.Transport{Base: rt, Policy: cp.retry, Observer: event.Multi(obs, ob.observer)}
 	ob.track(t)
 	if cp.doc != nil {
 		t.Statuses = statusesFor(cp.doc)
 	}
 	defer t.CloseIdleConnections()
-	client := &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	client := &http.Client{Transport: t, CheckRedirect: o.checkRedirect}
 	if o.verbose {
-		attempts := "unlimited"
-		if n := cp.attempts(); n > 0 {
-			attempts = fmt.Sprint(n)
-		}
-		fmt.Fprintf(stderr, "yaoki http: %s %s (attempts: %s, policy: %s", method, u.Redacted(), attempts, cp.source)
+		fmt.Fprintf(stderr, "* yaoki http: %s %s (attempts: %s, policy: %s, mode: %s", method, u.Redacted(), limit, cp.source, cp.modeText())
 		if k := req.Header.Get(httpretry.IdempotencyKeyHeader); k != "" {
 			fmt.Fprintf(stderr, ", Idempotency-Key: %s", k)
 		}
@@ -192,146 +317,253 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	}
 	start := time.Now()
 	resp, err := client.Do(req)
+	info := transferInfo{url: u.String(), method: method}
 	if err != nil {
-		return o.noAnswer(stderr, ctx, err, time.Since(start))
+		code, msg := curlExit(ctx, err)
+		if code == curlTimeout && cp.retry.MaxElapsed > 0 && ctx.Err() != nil {
+			msg = fmt.Sprintf("operation timed out: --max-time %s passed without an answer", secondsText(cp.retry.MaxElapsed))
+		}
+		_, total, retries := obs.counts()
+		if total > 1 {
+			msg += fmt.Sprintf(" (after %d attempts in %s)", total, secondsText(time.Since(start)))
+		}
+		o.notRetried(stderr, method, err, 0, obs.gaveUp())
+		info.took, info.retries, info.exitCode, info.errMsg = time.Since(start), retries, code, msg
+		o.writeInfo(cmd.OutOrStdout(), format, &info)
+		return o.failWith(code, msg)
 	}
 	defer resp.Body.Close()
-	code := httpOK
-	switch obs.gaveUp() {
-	case "", retry.PermanentError.Key(), "do_not_retry", "not_idempotent", "body_not_replayable":
-	case retry.Deadline.Key():
-		code = httpDeadline
-	default:
-		code = httpGaveUp
+	info.status, info.url, info.contentType = resp.StatusCode, resp.Request.URL.String(), resp.Header.Get("Content-Type")
+	info.method = resp.Request.Method
+	for r := resp.Request; r.Response != nil; r = r.Response.Request {
+		info.redirects++
 	}
-	if code == httpOK && o.fail && resp.StatusCode >= 400 {
-		code = httpError
+	reason := obs.gaveUp()
+	code, msg := curlOK, ""
+	switch {
+	case reason == retry.Deadline.Key():
+		code, msg = curlTimeout, fmt.Sprintf("--max-time %s passed before the next attempt: last answer %s", secondsText(cp.retry.MaxElapsed), resp.Status)
+	case (o.fail || o.failWithBody) && resp.StatusCode >= 400:
+		code, msg = curlHTTPError, fmt.Sprintf("the requested URL returned error: %d", resp.StatusCode)
 	}
-	if err := o.write(cmd.OutOrStdout(), resp, o.fail && resp.StatusCode >= 400); err != nil {
+	noBody := code == curlHTTPError && !o.failWithBody
+	n, werr := o.write(cmd.OutOrStdout(), resp, noBody)
+	info.size = n
+	last, total, retries := obs.counts()
+	info.took, info.retries = time.Since(start), retries
+	if werr != nil {
+		code, msg = curlWriteError, werr.Error()
 		if ctx.Err() != nil {
-			fmt.Fprintf(stderr, "yaoki http: --max-time %v passed while reading the answer\n", cp.retry.MaxElapsed)
-			return exit(httpDeadline, "")
+			code, msg = curlTimeout, fmt.Sprintf("--max-time %s passed while reading the answer", secondsText(cp.retry.MaxElapsed))
+		} else if errors.Is(werr, errReadBody) {
+			code, msg = curlRecvError, werr.Error()
 		}
-		return exit(httpFailed, fmt.Sprintf("http: %v", err))
 	}
-	switch code {
-	case httpGaveUp, httpDeadline:
-		fmt.Fprintf(stderr, "yaoki http: gave up after %d attempt%s in %v (%s): last answer %s\n", obs.attempts(), plural(obs.attempts()),
-			time.Since(start).Round(time.Millisecond), strings.ReplaceAll(obs.gaveUp(), "_", " "), resp.Status)
-	case httpError:
-		fmt.Fprintf(stderr, "yaoki http: the answer is %s (exit 3 with -f)\n", resp.Status)
+	switch reason {
+	case "", retry.PermanentError.Key(), "do_not_retry":
+	case "not_idempotent", "body_not_replayable":
+		o.notRetried(stderr, method, nil, resp.StatusCode, reason)
+	default:
+		if code != curlTimeout {
+			o.say(stderr, "gave up after %d attempt%s in %s (%s): last answer %s", last, plural(last),
+				secondsText(time.Since(start)), strings.ReplaceAll(reason, "_", " "), resp.Status)
+		}
 	}
-	if code != httpOK {
-		return exit(code, "")
+	_ = total
+	info.exitCode, info.errMsg = code, msg
+	o.writeInfo(cmd.OutOrStdout(), format, &info)
+	if code != curlOK {
+		return o.failWith(code, msg)
 	}
 	return nil
 }
 
-// noAnswer reports a request that ended without a response.
-func (o *httpOptions) noAnswer(stderr io.Writer, ctx context.Context, err error, took time.Duration) error {
-	var he *httpretry.Error
-	code := httpNoAnswer
-	if errors.As(err, &he) {
-		switch {
-		case he.Reason == retry.Deadline || errors.Is(ctx.Err(), context.DeadlineExceeded):
-			code = httpDeadline
-		case he.Reason == retry.PermanentError || he.NotRetried != nil:
-			code = httpNoAnswer
-		case he.Reason == retry.Cancelled:
-			code = httpNoAnswer
-		default:
-			code = httpGaveUp
-		}
-	} else if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		code = httpDeadline
+// notRetried says, once, that a request was sent once only although its
+// outcome was retryable: a POST or PATCH without Idempotency-Key, or a
+// body that could not be replayed.
+func (o *httpOptions) notRetried(w io.Writer, method string, err error, status int, reason string) {
+	if o.silent && !o.showError {
+		return
 	}
-	msg := err.Error()
-	if ue := (*url.Error)(nil); errors.As(err, &ue) && ue.Err != nil {
-		msg = ue.Err.Error()
+	what := "its failure"
+	if status != 0 {
+		what = fmt.Sprintf("its %d answer", status)
+	} else if re := (*retry.Error)(nil); errors.As(err, &re) && re.Last != nil {
+		what = "its failure (" + lastMessage(re.Last) + ")"
 	}
-	fmt.Fprintf(stderr, "yaoki http: no answer after %v: %s\n", took.Round(time.Millisecond), msg)
-	return exit(code, "")
+	switch {
+	case reason == "not_idempotent" || err != nil && errors.Is(err, httpretry.ErrNotIdempotent):
+		fmt.Fprintf(w, "yaoki http: the %s was sent once, not retried: %s is retryable, but a %s without an Idempotency-Key may have been executed; --idempotency-key auto sends one key on every attempt so that the server can execute it once\n",
+			method, what, method)
+	case reason == "body_not_replayable" || err != nil && errors.Is(err, httpretry.ErrBodyNotReplayable):
+		fmt.Fprintf(w, "yaoki http: the %s was sent once, not retried: %s is retryable, but its body could not be sent again\n", method, what)
+	}
 }
 
-// body returns the request body from -d and --data-binary.
-func (o *httpOptions) body(stdin io.Reader) ([]byte, bool, error) {
-	if len(o.data) > 0 && len(o.dataBinary) > 0 {
-		return nil, false, usagef("-d and --data-binary cannot be combined: use one of them")
-	}
-	read := func(v string, strip bool) ([]byte, error) {
-		name, ok := strings.CutPrefix(v, "@")
-		if !ok {
-			return []byte(v), nil
-		}
-		var b []byte
-		var err error
-		if name == "-" {
-			b, err = io.ReadAll(stdin)
+// setHeaders sets the headers curl would send, then -H's.
+func (o *httpOptions) setHeaders(req *http.Request, hasBody, isJSON bool) {
+	h := req.Header
+	h.Set("User-Agent", "yaoki/"+buildVersion())
+	h.Set("Accept", "*/*")
+	if hasBody {
+		if isJSON {
+			h.Set("Content-Type", "application/json")
+			h.Set("Accept", "application/json")
 		} else {
-			b, err = os.ReadFile(name)
+			h.Set("Content-Type", "application/x-www-form-urlencoded")
 		}
-		if err != nil {
-			return nil, exit(httpFailed, fmt.Sprintf("http: cannot read the request body: %v", err))
+	}
+	if o.userAgent != "" {
+		h.Set("User-Agent", o.userAgent)
+	}
+	if o.referer != "" {
+		h.Set("Referer", o.referer)
+	}
+	if o.user != "" {
+		h.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(o.user)))
+	}
+	for _, hv := range o.headers {
+		name, value, _ := strings.Cut(hv, ":")
+		name, value = http.CanonicalHeaderKey(strings.TrimSpace(name)), strings.TrimSpace(value)
+		if value == "" {
+			// curl: "Name:" removes the header; an empty User-Agent is
+			// how net/http sends none.
+			h.Del(name)
+			if name == "User-Agent" {
+				h.Set(name, "")
+			}
+			continue
 		}
-		if strip {
-			b = bytes.ReplaceAll(bytes.ReplaceAll(b, []byte("\r"), nil), []byte("\n"), nil)
-		}
-		return b, nil
+		h.Set(name, value)
 	}
-	var parts [][]byte
-	for _, v := range o.data {
-		b, err := read(v, true)
-		if err != nil {
-			return nil, false, err
-		}
-		parts = append(parts, b)
-	}
-	for _, v := range o.dataBinary {
-		b, err := read(v, false)
-		if err != nil {
-			return nil, false, err
-		}
-		parts = append(parts, b)
-	}
-	if len(parts) == 0 {
-		return nil, false, nil
-	}
-	sep := []byte("&")
-	if len(o.dataBinary) > 0 {
-		sep = nil
-	}
-	return bytes.Join(parts, sep), true, nil
 }
 
-// write writes the answer: headers with -i, then the body (not with
-// noBody), to -o or stdout.
-func (o *httpOptions) write(stdout io.Writer, resp *http.Response, noBody bool) error {
+// baseTransport is the transport each attempt goes through: net/http's
+// defaults without compression (curl asks for none), with -k and
+// --connect-timeout applied.
+func (o *httpOptions) baseTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DisableCompression = true
+	if o.insecure {
+		t.TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
+	}
+	if d := o.connectTimeout.d; d > 0 {
+		dialer := &net.Dialer{Timeout: d, KeepAlive: 30 * time.Second}
+		t.DialContext = dialer.DialContext
+		t.TLSHandshakeTimeout = d
+	}
+	return t
+}
+
+// checkRedirect follows redirects with -L, up to --max-redirs.
+func (o *httpOptions) checkRedirect(_ *http.Request, via []*http.Request) error {
+	if !o.location {
+		return http.ErrUseLastResponse
+	}
+	if o.maxRedirs >= 0 && len(via) > o.maxRedirs {
+		return &errTooManyRedirects{n: o.maxRedirs}
+	}
+	return nil
+}
+
+// checkOutput makes sure -o can be created before the request is sent:
+// its folder exists and is a folder.
+func checkOutput(path string) error {
+	if path == "" || path == "-" {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("-o %s: cannot write there: %v", path, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("-o %s: %s is not a folder", path, dir)
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("-o %s: is a folder: want a file name", path)
+	}
+	return nil
+}
+
+// errReadBody marks a failure to read the answer's body (as opposed to
+// writing it).
+var errReadBody = errors.New("failure when receiving data from the peer")
+
+// write writes the answer: headers with -i or -I (with -f too, as curl
+// does), then the body (not with noBody, nor for -I), to -o or stdout. It
+// returns the body's size.
+func (o *httpOptions) write(stdout io.Writer, resp *http.Response, noBody bool) (int64, error) {
+	if noBody && !o.include && !o.head {
+		return 0, nil
+	}
 	out := stdout
-	if o.output != "" && !noBody {
+	if o.output != "" && o.output != "-" {
 		f, err := os.Create(o.output)
 		if err != nil {
-			return fmt.Errorf("cannot write the answer: %v", err)
+			return 0, fmt.Errorf("failure writing output to destination: %v", err)
 		}
 		defer f.Close()
 		out = f
 	}
-	if o.include {
-		fmt.Fprintf(out, "%s %s\r\n", resp.Proto, resp.Status)
-		if err := resp.Header.Write(out); err != nil {
-			return err
+	if o.include || o.head {
+		var b bytes.Buffer
+		fmt.Fprintf(&b, "%s %s\r\n", resp.Proto, resp.Status)
+		_ = resp.Header.Write(&b)
+		b.WriteString("\r\n")
+		if _, err := out.Write(b.Bytes()); err != nil {
+			return 0, fmt.Errorf("failure writing output to destination: %v", err)
 		}
-		fmt.Fprint(out, "\r\n")
 	}
-	if noBody {
-		return nil
+	if o.head || noBody {
+		return 0, closeOut(out, stdout)
 	}
-	if _, err := io.Copy(out, resp.Body); err != nil {
-		return fmt.Errorf("reading the answer: %v", err)
+	n, err := io.Copy(writerOnly{out}, readerErr{resp.Body})
+	if err != nil {
+		var re readError
+		if errors.As(err, &re) {
+			return n, fmt.Errorf("%w: %v", errReadBody, re.err)
+		}
+		return n, fmt.Errorf("failure writing output to destination: %v", err)
 	}
-	if f, ok := out.(*os.File); ok && f != os.Stdout {
-		return f.Close()
+	return n, closeOut(out, stdout)
+}
+
+func closeOut(out, stdout io.Writer) error {
+	if f, ok := out.(*os.File); ok && out != stdout {
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("failure writing output to destination: %v", err)
+		}
 	}
 	return nil
+}
+
+// readerErr marks the errors of the body it reads, so that write can tell
+// a broken connection (56) from a failed write (23).
+type readerErr struct{ r io.Reader }
+
+type readError struct{ err error }
+
+func (e readError) Error() string { return e.err.Error() }
+
+func (r readerErr) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && err != io.EOF {
+		return n, readError{err}
+	}
+	return n, err
+}
+
+// writerOnly hides ReadFrom so that io.Copy reads through readerErr.
+type writerOnly struct{ w io.Writer }
+
+func (w writerOnly) Write(p []byte) (int, error) { return w.w.Write(p) }
+
+// writeInfo writes -w's format, if any, on stdout.
+func (o *httpOptions) writeInfo(stdout io.Writer, format string, info *transferInfo) {
+	if format != "" {
+		_, _ = io.WriteString(stdout, info.writeOut(format))
+	}
 }
 
 // statusesFor returns the statuses a transport must treat as retryable for
@@ -366,60 +598,4 @@ func statusesFor(doc *policy.Document) []int {
 		out = append(out, s)
 	}
 	return out
-}
-
-// httpObserver reports attempts on stderr (with -v) and remembers why the
-// loop gave up.
-type httpObserver struct {
-	w       io.Writer
-	verbose bool
-
-	mu     sync.Mutex
-	n      int
-	reason string
-}
-
-func (h *httpObserver) Observe(_ context.Context, e event.Event) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	switch e.Kind {
-	case event.AttemptEnd:
-		h.n = e.Attempt
-		if !h.verbose {
-			return
-		}
-		what := ""
-		switch {
-		case e.Status > 0:
-			what = fmt.Sprintf("%d %s", e.Status, http.StatusText(e.Status))
-		case e.Err != nil:
-			what = "error: " + e.Err.Error()
-		}
-		fmt.Fprintf(h.w, "yaoki http: attempt %d: %s in %v\n", e.Attempt, what, e.Duration.Round(time.Millisecond))
-	case event.RetryScheduled:
-		if h.verbose {
-			src := "backoff"
-			if e.Source == event.ServerHint {
-				src = "server (Retry-After or rate-limit reset)"
-			}
-			fmt.Fprintf(h.w, "yaoki http: waiting %v before attempt %d, from %s\n", e.Wait.Round(time.Millisecond), e.Attempt+1, src)
-		}
-	case event.GaveUp:
-		h.reason = e.Reason
-		if h.verbose {
-			fmt.Fprintf(h.w, "yaoki http: stopped after %d attempt%s: %s\n", e.Attempt, plural(e.Attempt), strings.ReplaceAll(e.Reason, "_", " "))
-		}
-	}
-}
-
-func (h *httpObserver) gaveUp() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.reason
-}
-
-func (h *httpObserver) attempts() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.n
 }

@@ -49,7 +49,9 @@ func newRoot() *cobra.Command {
 		Short:         "Retry policies you can see, simulate and use from the command line",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       buildVersion(),
 	}
+	root.SetVersionTemplate(versionText())
 	// A flag value that does not parse (--max-attempts x) is bad usage:
 	// say which flag, what was given, and where the accepted values are.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {

@@ -49,10 +49,14 @@ YAOKI_MAX_ATTEMPTS (attempts, counting the first) and YAOKI_RETRY_MODE
 (standard, adaptive or off; off makes one attempt).
 Durations are Go durations (250ms, 1.5s, 2m) or plain seconds (0.25).`
 
-func (f *policyFlags) register(fs *pflag.FlagSet) {
+func (f *policyFlags) register(fs *pflag.FlagSet) { f.registerShort(fs, "") }
+
+// registerShort registers the flags, --max-time with the shorthand
+// maxTimeShort ("m" for yaoki http, as curl's -m).
+func (f *policyFlags) registerShort(fs *pflag.FlagSet, maxTimeShort string) {
 	fs.StringVar(&f.file, "policy", "", "load the policy from a JSON or YAML document (Step Functions Retry form)")
 	fs.IntVar(&f.maxAttempts, "max-attempts", 0, "attempts, counting the first (default 3; -1: unlimited, bound it with --max-time)")
-	fs.Var(&f.maxTime, "max-time", "bound on the whole run, attempts and waits (default: none)")
+	fs.VarP(&f.maxTime, "max-time", maxTimeShort, "bound on the whole run, attempts and waits (default: none)")
 	fs.Var(&f.base, "base", "wait before the first retry, before jitter (default 50ms)")
 	fs.Var(&f.throttleBase, "throttle-base", "wait before the first retry of a throttling answer (429, 503), before jitter (default 1s)")
 	fs.Var(&f.cap, "cap", "largest single wait (default 20s)")
@@ -68,6 +72,20 @@ type cliPolicy struct {
 	doc    *policy.Document // nil without --policy
 	retry  retry.Policy     // what runs the calls
 	source string           // "flags" or the file's name
+	mode   policy.Mode      // the retry mode that applies
+	// modeFrom says where the mode came from: "default", the file's name,
+	// "$YAOKI_RETRY_MODE" or "--retry-mode".
+	modeFrom string
+}
+
+// modeText says which retry mode applies and where it came from, e.g.
+// "adaptive, from $YAOKI_RETRY_MODE".
+func (c *cliPolicy) modeText() string {
+	from := c.modeFrom
+	if from == "" {
+		from = "default"
+	}
+	return fmt.Sprintf("%s, from %s", c.mode, from)
 }
 
 // attempts returns the attempt limit (0: unlimited).

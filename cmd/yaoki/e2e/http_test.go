@@ -81,12 +81,13 @@ func TestHTTPExitCodes(t *testing.T) {
 	}{
 		{"success", "200", nil, 0, ""},
 		{"404 without -f", "404", nil, 0, ""},
-		{"404 with -f", "404", []string{"-f"}, 3, "the answer is 404 Not Found"},
-		{"retries used up", "503", []string{"--max-attempts", "2"}, 4, "gave up after 2 attempts"},
-		{"Retry-After too long", "429:retry-after=120", nil, 4, "hint too long"},
-		{"deadline", "503:retry-after=1", []string{"--max-time", "500ms"}, 5, "deadline"},
-		{"slow answer past the deadline", "200:slow=2s", []string{"--max-time", "300ms"}, 5, ""},
-		{"a POST reset, sent once", "reset", []string{"-X", "POST"}, 6, "no answer"},
+		{"404 with -f", "404", []string{"-f"}, 22, "(22) the requested URL returned error: 404"},
+		{"retries used up: the last answer, exit 0 as curl", "503", []string{"--max-attempts", "2"}, 0, "gave up after 2 attempts"},
+		{"retries used up with -f", "503", []string{"--max-attempts", "2", "-f"}, 22, "gave up after 2 attempts"},
+		{"Retry-After too long", "429:retry-after=120", nil, 0, "hint too long"},
+		{"deadline", "503:retry-after=1", []string{"--max-time", "500ms"}, 28, "(28) --max-time 0.500s passed before the next attempt"},
+		{"slow answer past the deadline", "200:slow=2s", []string{"--max-time", "300ms"}, 28, "(28) operation timed out: --max-time 0.300s passed"},
+		{"a POST reset, sent once", "reset", []string{"-X", "POST"}, 56, "(56) recv failure: connection reset by peer"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := startFlaky(t, "--script", tc.script)
@@ -97,8 +98,8 @@ func TestHTTPExitCodes(t *testing.T) {
 		})
 	}
 	r := run(t, nil, "http", "ftp://127.0.0.1/")
-	if r.code != 2 || !strings.Contains(r.stderr, "is not an http or https URL") {
-		t.Fatalf("bad URL: exit %d, %q; want 2", r.code, r.stderr)
+	if r.code != 1 || !strings.Contains(r.stderr, `protocol "ftp" is not supported`) {
+		t.Fatalf("ftp URL: exit %d, %q; want 1 (curl's unsupported protocol)", r.code, r.stderr)
 	}
 	r = run(t, nil, "http", "-H", "NoColon", "http://127.0.0.1:1/")
 	if r.code != 2 || !strings.Contains(r.stderr, "want 'Name: value'") {
@@ -140,7 +141,7 @@ func TestHTTPPolicyFile(t *testing.T) {
 	}
 	s = startFlaky(t, "--script", "500,200")
 	r = run(t, nil, "http", "-f", "--policy", file, s.url)
-	if r.code != 3 || len(s.waitRequests(t, 1)) != 1 {
-		t.Fatalf("500 (no retrier): exit %d after %d requests; want 3 after 1", r.code, len(s.requests()))
+	if r.code != 22 || len(s.waitRequests(t, 1)) != 1 {
+		t.Fatalf("500 (no retrier): exit %d after %d requests; want 22 after 1", r.code, len(s.requests()))
 	}
 }

@@ -52,9 +52,15 @@ type result struct {
 // for it, at most 60 s.
 func run(t *testing.T, env []string, args ...string) result {
 	t.Helper()
+	return runProgram(t, yaoki, env, args...)
+}
+
+// runProgram runs the program at path as run runs yaoki.
+func runProgram(t *testing.T, path string, env []string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c := exec.CommandContext(ctx, yaoki, args...)
+	c := exec.CommandContext(ctx, path, args...)
 	c.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
@@ -64,7 +70,7 @@ func run(t *testing.T, env []string, args ...string) result {
 	if errors.As(err, &ee) {
 		code = ee.ExitCode()
 	} else if err != nil {
-		t.Fatalf("running yaoki %v: %v", args, err)
+		t.Fatalf("running %s %v: %v", path, args, err)
 	}
 	return result{code: code, stdout: out.String(), stderr: errb.String()}
 }

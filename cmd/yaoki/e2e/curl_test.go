@@ -1,0 +1,348 @@
+package e2e
+
+import (
+	"bytes"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// curlPath is the curl the outputs are compared with.
+const curlPath = "/usr/bin/curl"
+
+// runCurl runs curl with args, as run runs yaoki.
+func runCurl(t *testing.T, args ...string) result {
+	t.Helper()
+	if _, err := os.Stat(curlPath); err != nil {
+		t.Skipf("no curl at %s to compare with", curlPath)
+	}
+	return runProgram(t, curlPath, nil, args...)
+}
+
+// fastRetries make yaoki's retries quick; curl's own retry waits are at
+// least a second, so comparisons that retry use --retry 1.
+var fastRetries = []string{"--base", "1ms", "--throttle-base", "1ms"}
+
+func ok(body string) answer {
+	return answer{status: 200, headers: map[string]string{"Content-Type": "text/plain"}, body: body}
+}
+
+func status(code int, body string) answer {
+	return answer{status: code, headers: map[string]string{"Content-Type": "text/plain"}, body: body}
+}
+
+// TestHTTPLikeCurl runs yaoki http and curl with the same flags against
+// the same scripted server (restarted between the two) and compares their
+// stdout, exit code and whether they wrote anything on stderr.
+func TestHTTPLikeCurl(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name   string
+		script []answer
+		tls    bool
+		args   []string // both
+		yaoki  []string // yaoki only (before args)
+		curl   []string // curl only (before args)
+		path   string
+		stderr bool // whether both write messages on stderr
+		code   int
+		// lastOnly is yaoki's stdout where curl writes the body of every
+		// attempt and yaoki only the last answer's.
+		lastOnly string
+	}{
+		{name: "GET", script: []answer{ok("hello\n")}, code: 0},
+		{name: "-i", script: []answer{ok("hello\n")}, args: []string{"-i"}},
+		{name: "-I", script: []answer{ok("hello\n")}, args: []string{"-I"}},
+		{name: "-I -f 404", script: []answer{status(404, "no\n")}, args: []string{"-I", "-f"}, stderr: true, code: 22},
+		{name: "-i -f 404", script: []answer{status(404, "no\n")}, args: []string{"-i", "-f"}, stderr: true, code: 22},
+		{name: "404 without -f", script: []answer{status(404, "no\n")}},
+		{name: "-f 404", script: []answer{status(404, "no\n")}, args: []string{"-f"}, stderr: true, code: 22},
+		{name: "-fs 404", script: []answer{status(404, "no\n")}, args: []string{"-fs"}, code: 22},
+		{name: "-fsS 404", script: []answer{status(404, "no\n")}, args: []string{"-fsS"}, stderr: true, code: 22},
+		{name: "--fail-with-body 404", script: []answer{status(404, "no\n")}, args: []string{"--fail-with-body"}, stderr: true, code: 22},
+		{name: "final 503 without -f exits 0", script: []answer{status(503, "busy\n")}, args: []string{"-s", "--retry", "1"}, yaoki: fastRetries, curl: []string{"--retry-delay", "1"}, lastOnly: "busy\n"},
+		{name: "final 503 -fsS", script: []answer{status(503, "busy\n")}, args: []string{"-fsS", "--retry", "1"}, yaoki: fastRetries, curl: []string{"--retry-delay", "1"}, stderr: true, code: 22},
+		{name: "503 then 200", script: []answer{status(503, "busy\n"), ok("done\n")}, args: []string{"-sS", "--retry", "2"}, yaoki: fastRetries, curl: []string{"--retry-delay", "1"}, lastOnly: "done\n"},
+		{name: "-w", script: []answer{status(201, "made\n")}, args: []string{"-s", "-o", "/dev/null", "-w", `%{http_code} %{exitcode} %{url_effective}\n`}},
+		{name: "-w with -f", script: []answer{status(500, "x")}, args: []string{"-s", "-f", "-w", `[%{http_code}:%{exitcode}]\n`, "--retry", "0"}, code: 22},
+		{name: "-w without answer", script: nil, args: []string{"-s", "-w", `%{http_code} %{exitcode}\n`, "--retry", "0"}, code: 7, path: "refused"},
+		{name: "302 without -L", script: []answer{{status: 302, headers: map[string]string{"Location": "/next"}, body: "moved\n"}, ok("there\n")}},
+		{name: "-sSL", script: []answer{{status: 302, headers: map[string]string{"Location": "/next"}, body: "moved\n"}, ok("there\n")},
+			args: []string{"-sSL", "-w", `%{url_effective} %{num_redirects}\n`}},
+		{name: "-L --max-redirs", script: []answer{{status: 302, headers: map[string]string{"Location": "/again"}, body: "moved\n"}},
+			args: []string{"-sSL", "--max-redirs", "2"}, stderr: true, code: 47},
+		{name: "TLS untrusted", script: []answer{ok("secret\n")}, tls: true, args: []string{"-sS", "--retry", "0"}, stderr: true, code: 60},
+		{name: "-k", script: []answer{ok("secret\n")}, tls: true, args: []string{"-k"}},
+		{name: "refused", args: []string{"-sS", "--retry", "0"}, path: "refused", stderr: true, code: 7},
+		{name: "bad port", args: []string{"-sS"}, path: "http://127.0.0.1:99999/", stderr: true, code: 3},
+		{name: "unsupported protocol", args: []string{"-sS"}, path: "foo://127.0.0.1/", stderr: true, code: 1},
+		{name: "empty reply", script: []answer{{close: true}}, args: []string{"-sS", "--retry", "0"}, stderr: true, code: 52},
+		{name: "reset", script: []answer{{reset: true}}, args: []string{"-sS", "--retry", "0"}, stderr: true, code: 56},
+		{name: "-m", script: []answer{{status: 200, body: "late\n", delay: 3 * time.Second}}, args: []string{"-sS", "-m", "0.5", "--retry", "0"}, stderr: true, code: 28},
+		{name: "--connect-timeout on a TLS handshake", script: []answer{ok("x")}, args: []string{"-sS", "--connect-timeout", "0.3", "--retry", "0"}, path: "tls-on-plain", stderr: true, code: 28},
+		{name: "-o", script: []answer{ok("to a file\n")}, args: []string{"-s", "-o", "OUT"}},
+		{name: "-o in a missing folder", script: []answer{ok("x\n")}, args: []string{"-sS", "-o", filepath.Join(dir, "missing", "out")}, stderr: true, code: 23},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startScripted(t, tc.tls, append(tc.script, ok("unused"))[:max(1, len(tc.script))]...)
+			url := s.url + "path?q=1"
+			switch tc.path {
+			case "":
+			case "refused":
+				url = "http://127.0.0.1:1/"
+			case "tls-on-plain":
+				url = "https://" + silentListener(t) + "/"
+			default:
+				url = tc.path
+			}
+			outY, outC := filepath.Join(dir, tc.name+".yaoki"), filepath.Join(dir, tc.name+".curl")
+			args := func(out string) []string {
+				a := append([]string(nil), tc.args...)
+				for i := range a {
+					if a[i] == "OUT" {
+						a[i] = out
+					}
+				}
+				return append(a, url)
+			}
+			y := run(t, nil, append(append([]string{"http"}, tc.yaoki...), args(outY)...)...)
+			s.restart()
+			c := runCurl(t, append(append([]string(nil), tc.curl...), args(outC)...)...)
+			if y.code != c.code || y.code != tc.code {
+				t.Errorf("exit %d; curl %d; want %d\nyaoki stderr: %s\ncurl stderr: %s", y.code, c.code, tc.code, y.stderr, c.stderr)
+			}
+			if tc.lastOnly != "" {
+				if y.stdout != tc.lastOnly || !strings.HasSuffix(c.stdout, tc.lastOnly) {
+					t.Errorf("stdout: yaoki %q, curl %q; want yaoki to write the last answer only, %q", y.stdout, c.stdout, tc.lastOnly)
+				}
+			} else if y.stdout != c.stdout {
+				t.Errorf("stdout differs:\nyaoki: %q\ncurl:  %q", y.stdout, c.stdout)
+			}
+			if ym, cm := messages(y.stderr, "yaoki"), messages(c.stderr, "curl"); (ym != "") != tc.stderr || (cm != "") != tc.stderr {
+				t.Errorf("stderr messages: yaoki %q, curl %q; want them empty: %v", ym, cm, !tc.stderr)
+			}
+			if slicesContain(tc.args, "OUT") {
+				a, _ := os.ReadFile(outY)
+				b, _ := os.ReadFile(outC)
+				if !bytes.Equal(a, b) || len(a) == 0 {
+					t.Errorf("-o: yaoki wrote %q, curl %q", a, b)
+				}
+			}
+		})
+	}
+}
+
+// silentListener accepts connections on a loopback port and never says a
+// word on them (a TLS handshake that never ends), until the test ends.
+func silentListener(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); <-done })
+	return ln.Addr().String()
+}
+
+// messages returns the lines of stderr that start with "NAME" (curl's
+// progress meter, which yaoki http does not draw, is left out).
+func messages(stderr, name string) string {
+	var out []string
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(l, name) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func slicesContain(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// TestHTTPSendsLikeCurl compares what the server receives from yaoki http
+// and from curl for the flags that shape the request.
+func TestHTTPSendsLikeCurl(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "payload")
+	os.WriteFile(file, []byte("line1\r\nline2\n"), 0o600)
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		headers []string // headers both must send alike
+	}{
+		{"-d", []string{"-d", "a=1", "-d", "b=2"}, []string{"Content-Type"}},
+		{"-d @file", []string{"-d", "@" + file}, []string{"Content-Type"}},
+		{"--data-binary @file", []string{"--data-binary", "@" + file}, []string{"Content-Type"}},
+		{"--data-raw", []string{"--data-raw", "@literal"}, []string{"Content-Type"}},
+		{"mixed data in order", []string{"--data-raw", "x=1", "-d", "y=2", "--data-binary", "@" + file}, nil},
+		{"--json", []string{"--json", `{"sku":42}`}, []string{"Content-Type", "Accept"}},
+		{"--json @file", []string{"--json", "@" + file}, []string{"Content-Type", "Accept"}},
+		{"-G", []string{"-G", "-d", "a=1", "-d", "b=2"}, nil},
+		{"-X PUT", []string{"-X", "PUT", "-d", "v"}, nil},
+		{"-u", []string{"-u", "ann:s3cret"}, []string{"Authorization"}},
+		{"-A -e", []string{"-A", "agent/1", "-e", "http://from.example/"}, []string{"User-Agent", "Referer"}},
+		{"-H", []string{"-H", "X-Trace: abc", "-H", "Accept: text/plain"}, []string{"X-Trace", "Accept"}},
+		{"-H removes", []string{"-H", "User-Agent:", "-H", "Accept:"}, []string{"User-Agent", "Accept"}},
+		{"-I", []string{"-I"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startScripted(t, false, ok("ok\n"))
+			url := s.url + "p?z=0"
+			y := run(t, nil, append(append([]string{"http", "-s"}, tc.args...), url)...)
+			ys := s.requests()
+			s.restart()
+			c := runCurl(t, append(append([]string{"-s"}, tc.args...), url)...)
+			cs := s.requests()
+			if y.code != 0 || c.code != 0 || len(ys) != 1 || len(cs) != 1 {
+				t.Fatalf("yaoki exit %d (%d requests), curl exit %d (%d requests)\n%s", y.code, len(ys), c.code, len(cs), y.stderr)
+			}
+			a, b := ys[0], cs[0]
+			if a.method != b.method || a.uri != b.uri || a.body != b.body {
+				t.Errorf("yaoki sent %s %s %q; curl %s %s %q", a.method, a.uri, a.body, b.method, b.uri, b.body)
+			}
+			for _, h := range tc.headers {
+				if got, want := a.header.Values(h), b.header.Values(h); strings.Join(got, ",") != strings.Join(want, ",") {
+					t.Errorf("%s: yaoki sent %q, curl %q", h, got, want)
+				}
+			}
+		})
+	}
+}
+
+// -v writes each attempt's request and answer headers as curl does, with
+// the retry decisions between them.
+func TestHTTPVerboseEveryAttempt(t *testing.T) {
+	s := startScripted(t, false, answer{status: 503, headers: map[string]string{"Retry-After": "0"}, body: "busy\n"}, ok("done\n"))
+	y := run(t, nil, append(append([]string{"http", "-v", "--retry", "2"}, fastRetries...), s.url)...)
+	s.restart()
+	c := runCurl(t, "-v", s.url)
+	if y.code != 0 || y.stdout != "busy\ndone\n"[5:] {
+		t.Fatalf("exit %d, stdout %q: want 0 and the 200's body\n%s", y.code, y.stdout, y.stderr)
+	}
+	for line, want := range map[string]int{"> GET / HTTP/1.1": 2, "< HTTP/1.1 503 Service Unavailable": 1, "< Retry-After: 0": 1, "< HTTP/1.1 200 OK": 1} {
+		if n := strings.Count(y.stderr, line+"\n"); n != want {
+			t.Errorf("yaoki -v writes %q %d times, want %d:\n%s", line, n, want, y.stderr)
+		}
+	}
+	for _, line := range []string{"> GET / HTTP/1.1", "> Host: " + strings.TrimSuffix(strings.TrimPrefix(s.url, "http://"), "/"), "> Accept: */*", "< HTTP/1.1 503 Service Unavailable", "< Content-Length: 5"} {
+		if !strings.Contains(c.stderr, line) {
+			t.Errorf("curl -v lacks %q: the comparison is off:\n%s", line, c.stderr)
+		}
+		if !strings.Contains(y.stderr, line) {
+			t.Errorf("yaoki -v lacks %q, which curl -v writes:\n%s", line, y.stderr)
+		}
+	}
+	for _, want := range []string{"> Attempt-Count: 1", "> Attempt-Count: 2", "< HTTP/1.1 200 OK", "* attempt 1: 503 Service Unavailable", "* retrying: waiting", "from server", "mode: "} {
+		if !strings.Contains(y.stderr, want) {
+			t.Errorf("yaoki -v lacks %q:\n%s", want, y.stderr)
+		}
+	}
+}
+
+// %{num_retries} (newer curls have it; 7.88 does not) and %{time_total}.
+func TestHTTPWriteOutRetries(t *testing.T) {
+	s := startScripted(t, false, status(500, "x"), status(502, "y"), ok("z"))
+	y := run(t, nil, append(append([]string{"http", "-s", "-o", "/dev/null", "-w", `%{num_retries} %{http_code} %{time_total}\n`}, fastRetries...), s.url)...)
+	if y.code != 0 || !regexp.MustCompile(`^2 200 \d+\.\d{6}\n$`).MatchString(y.stdout) {
+		t.Fatalf("exit %d, -w wrote %q; want 0 and \"2 200 SECONDS.MICROS\\n\"", y.code, y.stdout)
+	}
+	y = run(t, nil, "http", "-s", "-w", `%{nosuch}|\n`, s.url)
+	if !strings.Contains(y.stderr, "unknown --write-out variable: 'nosuch'") || !strings.HasSuffix(y.stdout, "|\n") {
+		t.Fatalf("unknown variable: stdout %q, stderr %q", y.stdout, y.stderr)
+	}
+}
+
+// A POST without Idempotency-Key that gets a retryable answer is sent
+// once; stderr says why, once; the exit code is the one a GET that gave up
+// on the same answer gets.
+func TestHTTPPostWithoutKeyNotice(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		script answer
+		args   []string
+		code   int
+	}{
+		{"503", status(503, "busy\n"), nil, 0},
+		{"503 -f", status(503, "busy\n"), []string{"-f"}, 22},
+		{"reset", answer{reset: true}, nil, 56},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startScripted(t, false, tc.script)
+			get := run(t, nil, append(append(append([]string{"http", "--retry", "1"}, fastRetries...), tc.args...), s.url)...)
+			s.restart()
+			post := run(t, nil, append(append(append([]string{"http", "-d", "x=1", "--retry", "1"}, fastRetries...), tc.args...), s.url)...)
+			if n := len(s.requests()); n != 1 {
+				t.Fatalf("the POST was sent %d times, want once", n)
+			}
+			if post.code != tc.code || get.code != tc.code {
+				t.Errorf("POST exit %d, GET exit %d; want both %d", post.code, get.code, tc.code)
+			}
+			if n := strings.Count(post.stderr, "not retried"); n != 1 || !strings.Contains(post.stderr, "--idempotency-key auto") {
+				t.Errorf("stderr says \"not retried\" %d times, want once with the way out (--idempotency-key auto):\n%s", n, post.stderr)
+			}
+		})
+	}
+}
+
+// Bad input is refused before anything is sent, with exit 2 and a message
+// naming the flag.
+func TestHTTPBadInput(t *testing.T) {
+	s := startScripted(t, false, ok("x"))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-X", ""}, `-X ""`},
+		{[]string{"-X", "GE T"}, "-X"},
+		{[]string{"--idempotency-key", ""}, "--idempotency-key"},
+		{[]string{"-H", "Bad Name: v"}, "is not a header name"},
+		{[]string{"-H", "NoColon"}, "want 'Name: value'"},
+		{[]string{"--retry", "-1"}, "--retry -1"},
+		{[]string{"--retry", "2", "--max-attempts", "3"}, "say the same thing"},
+		{[]string{"--max-redirs", "-2"}, "--max-redirs"},
+		{[]string{"--connect-timeout", "0"}, "--connect-timeout"},
+		{[]string{"--connect-timeout", "soon"}, "connect-timeout"},
+		{[]string{"-m", "-1"}, "max-time"},
+		{[]string{"-u", "nopassword"}, "USER:PASSWORD"},
+		{[]string{"--json", "{}", "-d", "x"}, "--json cannot be combined"},
+		{[]string{"--bogus"}, "unknown flag"},
+	} {
+		r := run(t, nil, append(append([]string{"http"}, tc.args...), s.url)...)
+		if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("yaoki http %q: exit %d, stderr %q; want 2 and %q", tc.args, r.code, r.stderr, tc.want)
+		}
+	}
+	if n := len(s.requests()); n != 0 {
+		t.Errorf("bad input sent %d requests, want none", n)
+	}
+	r := run(t, nil, "http", "-d", "@/nonexistent/file", s.url)
+	if r.code != 26 || !strings.Contains(r.stderr, "/nonexistent/file") {
+		t.Errorf("-d @missing: exit %d, %q; want 26 (curl's read error)", r.code, r.stderr)
+	}
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// writeOutVars are the -w variables yaoki http knows, as curl names them.
+var writeOutVars = []string{"content_type", "errormsg", "exitcode", "http_code", "method", "num_redirects",
+	"num_retries", "response_code", "size_download", "time_total", "url_effective"}
+
+// transferInfo is what -w can write about a finished request.
+type transferInfo struct {
+	status      int // 0: no answer
+	took        time.Duration
+	retries     int
+	redirects   int
+	url         string
+	method      string
+	exitCode    int
+	errMsg      string
+	contentType string
+	size        int64
+}
+
+// readWriteOut returns the -w format: the value itself, or the contents of
+// a file for @FILE (@- for stdin), as curl reads it.
+func readWriteOut(v string, stdin io.Reader) (string, error) {
+	name, ok := strings.CutPrefix(v, "@")
+	if !ok {
+		return v, nil
+	}
+	var b []byte
+	var err error
+	if name == "-" {
+		b, err = io.ReadAll(stdin)
+	} else {
+		b, err = os.ReadFile(name)
+	}
+	if err != nil {
+		return "", exit(curlReadError, fmt.Sprintf("(26) -w %s: cannot read the format: %v", v, err))
+	}
+	return string(b), nil
+}
+
+// checkWriteOut returns the names of the variables in format that -w does
+// not know, so that they can be reported before the request is sent.
+func checkWriteOut(format string) []string {
+	var unknown []string
+	expandWriteOut(format, func(name string) (string, bool) {
+		for _, k := range writeOutVars {
+			if k == name {
+				return "", true
+			}
+		}
+		unknown = append(unknown, name)
+		return "", false
+	})
+	return unknown
+}
+
+// writeOut expands format as curl's -w does: %{name} variables, %% for %,
+// and the escapes \n, \r, \t and \\. An unknown variable writes nothing.
+func (ti *transferInfo) writeOut(format string) string {
+	return expandWriteOut(format, ti.value)
+}
+
+func (ti *transferInfo) value(name string) (string, bool) {
+	switch name {
+	case "http_code", "response_code":
+		return fmt.Sprintf("%03d", ti.status), true
+	case "time_total":
+		return fmt.Sprintf("%.6f", ti.took.Seconds()), true
+	case "num_retries":
+		return fmt.Sprint(ti.retries), true
+	case "num_redirects":
+		return fmt.Sprint(ti.redirects), true
+	case "url_effective":
+		return ti.url, true
+	case "method":
+		return ti.method, true
+	case "exitcode":
+		return fmt.Sprint(ti.exitCode), true
+	case "errormsg":
+		return ti.errMsg, true
+	case "content_type":
+		return ti.contentType, true
+	case "size_download":
+		return fmt.Sprint(ti.size), true
+	}
+	return "", false
+}
+
+func expandWriteOut(format string, value func(string) (string, bool)) string {
+	var b strings.Builder
+	for i := 0; i < len(format); i++ {
+		c := format[i]
+		switch {
+		case c == '%' && i+1 < len(format) && format[i+1] == '%':
+			b.WriteByte('%')
+			i++
+		case c == '%' && i+1 < len(format) && format[i+1] == '{':
+			end := strings.IndexByte(format[i+2:], '}')
+			if end < 0 {
+				b.WriteString(format[i:])
+				return b.String()
+			}
+			v, _ := value(format[i+2 : i+2+end])
+			b.WriteString(v)
+			i += 2 + end
+		case c == '\\' && i+1 < len(format):
+			switch format[i+1] {
+			case 'n':
+				b.WriteByte('\n')
+			case 'r':
+				b.WriteByte('\r')
+			case 't':
+				b.WriteByte('\t')
+			case '\\':
+				b.WriteByte('\\')
+			default:
+				b.WriteByte('\\')
+				b.WriteByte(format[i+1])
+			}
+			i++
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
