@@ -22,7 +22,9 @@ const MaxHint = 365 * 24 * time.Hour
 // must accept (RFC 9110 §5.6.7: IMF-fixdate "Sun, 06 Nov 1994 08:49:37 GMT",
 // the obsolete RFC 850 form "Sunday, 06-Nov-94 08:49:37 GMT" and ANSI C's
 // asctime form "Sun Nov  6 08:49:37 1994"), with optional surrounding
-// whitespace. A date in the past means "now" (0, true). It reports false for
+// whitespace. An RFC 850 date's two-digit year is read as RFC 9110 says:
+// the latest year with those digits that is not more than 50 years after
+// now. A date in the past means "now" (0, true). It reports false for
 // an empty, negative or malformed value (fractions of a second included:
 // the grammar has none) and for an absurd one: more than MaxHint (one year)
 // ahead, or too large to represent.
@@ -38,7 +40,28 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 	if err != nil {
 		return 0, false
 	}
+	if _, err := time.Parse(time.RFC850, v); err == nil {
+		t = rfc850Year(t, now)
+	}
 	return until(t, now)
+}
+
+// rfc850Year puts a date read from the two-digit-year RFC 850 form in the
+// century RFC 9110 §5.6.7 says: a timestamp that appears to be more than 50
+// years in the future is in the most recent past year with the same last
+// two digits. So the year is the latest one with those two digits that is
+// at most 50 years after now. (Go's time.Parse puts 69-99 in the 1900s
+// and 00-68 in the 2000s whatever the date, which is the rule of POSIX
+// strptime, not HTTP's.)
+func rfc850Year(t, now time.Time) time.Time {
+	limit := now.AddDate(50, 0, 0)
+	yy := t.Year() % 100
+	year := limit.Year() - (limit.Year()%100+100-yy)%100 // ≤ limit's year, same last two digits
+	c := time.Date(year, t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), t.Location())
+	if c.After(limit) {
+		c = c.AddDate(-100, 0, 0)
+	}
+	return c
 }
 
 // seconds parses delta-seconds that are all digits.

@@ -37,6 +37,8 @@ func TestParseRetryAfter(t *testing.T) {
 		{"Sun, 01 Mar 2026 12:00:30 GMT", 30 * time.Second, true},  // IMF-fixdate
 		{"Sunday, 01-Mar-26 12:00:30 GMT", 30 * time.Second, true}, // RFC 850
 		{"Sun Mar  1 12:00:30 2026", 30 * time.Second, true},       // asctime
+		{"Thursday, 01-Jan-70 00:00:00 GMT", 0, false},             // RFC 850 two-digit year: 2070, not 1970, so absurd
+		{"Saturday, 01-Jan-77 00:00:00 GMT", 0, true},              // 2077 is 51 years ahead: 1977, the past
 		{"Sun, 01 Mar 2026 11:00:00 GMT", 0, true},                 // past: now
 		{"Mon, 01 Mar 2027 12:00:01 GMT", 0, false},                // more than a year ahead
 		{"Sun, 01 Mar 2026 12:00:30 PST", 0, false},                // not GMT
@@ -99,7 +101,7 @@ func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
 
 func FuzzParseRetryAfter(f *testing.F) {
 	for _, s := range []string{"0", "120", "-1", "1.5", "Sun, 01 Mar 2026 12:00:30 GMT",
-		"Sunday, 01-Mar-26 12:00:30 GMT", "Sun Mar  1 12:00:30 2026", "99999999999999999999", " 7 ", ""} {
+		"Sunday, 01-Mar-26 12:00:30 GMT", "Thursday, 01-Jan-70 00:00:00 GMT", "Sun Mar  1 12:00:30 2026", "99999999999999999999", " 7 ", ""} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
