@@ -16,9 +16,11 @@
 // ends, so that several redrivers (one per process of a fleet, over a
 // shared store such as the PostgreSQL one of the postgres module) never
 // hand the same letter to two handlers at once, and a redriver that died
-// holding a letter loses it when the lease ends. A handler that outlives
-// its lease may still run alongside another; the letter's Key is there so
-// that the receiver executes the work once.
+// holding a letter loses it when the lease ends. A handler's deadline is
+// its claim's lease end, and a letter whose lease ended before its turn is
+// not started; a handler that ignores its context may still run alongside
+// another, and the letter's Key is there so that the receiver executes the
+// work once.
 //
 // Decisions take now: Store methods and Redriver.RedriveAt decide by the
 // time they are given; only Redriver.Run reads the clock and waits.

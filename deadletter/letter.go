@@ -159,6 +159,12 @@ var (
 	ErrLeaseLost = errors.New("deadletter: lease lost: the letter is no longer held by this claim")
 	// ErrFull: a bounded store has no room for another letter.
 	ErrFull = errors.New("deadletter: store full")
+	// ErrNotAttempted marks a handler's error that says the work was not
+	// tried (its letter could not be read, or the request not built): the
+	// Redriver counts no attempt for it. Wrap it with the cause, e.g.
+	// fmt.Errorf("%w: %w", deadletter.ErrNotAttempted, err), and with
+	// retry.Permanent when no redrive can do better.
+	ErrNotAttempted = errors.New("deadletter: not attempted")
 )
 
 type invalidError struct{ msg string }

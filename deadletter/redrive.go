@@ -62,6 +62,8 @@ const (
 // same letter, so a handler must not outlive its context. It returns nil when the work is done; an error
 // made with retry.Permanent parks the letter at once, and one that carries
 // a server hint (retry.After) delays the next redrive to at least the hint.
+// An error that matches ErrNotAttempted adds no attempt to the letter's
+// count.
 type Handler func(ctx context.Context, l Letter) error
 
 // Config configures a Redriver. Store, Queue and Handler are required;
@@ -295,6 +297,9 @@ func (r *Redriver) outcome(l Letter, err error, now time.Time) Letter {
 	if errors.As(err, &ge) {
 		attempts = max(ge.Attempts, 1)
 		permanent = permanent || ge.Reason == retry.PermanentError
+	}
+	if errors.Is(err, ErrNotAttempted) {
+		attempts = 0
 	}
 	l.Attempts += attempts
 	l.Error = cut(Message(err.Error()), MaxErrorBytes)

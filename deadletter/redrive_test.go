@@ -553,3 +553,19 @@ func TestRedriveExpiredLettersNotStarted(t *testing.T) {
 		}
 	})
 }
+
+// A handler that could not even try (ErrNotAttempted) counts a failed
+// redrive, not an attempt.
+func TestRedriveNotAttempted(t *testing.T) {
+	m := newMemory(t)
+	put(t, m, "x", t0)
+	r := newRedriver(t, deadletter.Config{Store: m, Handler: func(context.Context, deadletter.Letter) error {
+		return fmt.Errorf("prepare: %w: %w", deadletter.ErrNotAttempted, errors.New("no fresh token"))
+	}})
+	if rep, err := r.RedriveAt(context.Background(), t0); err != nil || rep.Failed != 1 {
+		t.Fatalf("%+v %v, want one failed redrive", rep, err)
+	}
+	if l := get(t, m, "x"); l.Attempts != 3 || l.Redrives != 1 || !strings.Contains(l.Error, "no fresh token") {
+		t.Fatalf("%+v, want Attempts still 3, one redrive, the cause in Error", l)
+	}
+}
