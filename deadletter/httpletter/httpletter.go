@@ -4,10 +4,16 @@
 // redrive, with the same Idempotency-Key, so that a server behind the
 // idempotency middleware executes it once however often it is redriven.
 //
-// Credentials are not kept: Encode drops Authorization, Proxy-Authorization
-// and Cookie, so that a dead-letter table never holds a token that outlives
-// its use; the redrive's client (or Handler's prepare function) adds fresh
-// ones.
+// Credentials are not kept, so that a dead-letter table never holds a
+// token that outlives its use; the redrive's client (or Handler's prepare
+// function) adds fresh ones. Encode leaves out the URL's userinfo
+// (user:password@), the headers Authorization, Proxy-Authorization, Cookie,
+// Api-Key, X-Api-Key, X-Auth-Token, X-Access-Token and X-Amz-Security-Token,
+// and the query parameters api_key, apikey, api-key, access_token,
+// client_secret, password, X-Amz-Security-Token, X-Amz-Signature and
+// X-Amz-Credential (names compared case-insensitively); an Encoder adds
+// the caller's own. Capture also takes them out of the error message it
+// keeps.
 package httpletter
 
 import (
@@ -31,18 +37,6 @@ import (
 // KeyHeader is the header that carries a letter's Key on every redrive.
 const KeyHeader = "Idempotency-Key"
 
-// kept reports whether Encode keeps the header name (canonical): not
-// credentials, nor what the transport sets on every request itself.
-func kept(name string) bool {
-	switch name {
-	case "Authorization", "Proxy-Authorization", "Cookie",
-		"Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
-		"Proxy-Connection", "Content-Length", "Attempt-Count":
-		return false
-	}
-	return true
-}
-
 // Request is a request as a letter keeps it.
 type Request struct {
 	Method string      `json:"method"`
@@ -51,129 +45,12 @@ type Request struct {
 	Body   []byte      `json:"body,omitempty"` // base64 in the JSON
 }
 
-// Encode returns req as a letter's payload. It reads the body through
-// req.GetBody, so that req itself stays unread; a request with a body but no
-// GetBody (its body may have been sent already) is refused, as is a body
-// that would make the payload larger than deadletter.MaxPayloadBytes.
-func Encode(req *http.Request) ([]byte, error) {
-	if req.URL == nil || !req.URL.IsAbs() {
-		return nil, fmt.Errorf("httpletter: encode: the request's URL %q is not absolute: want scheme and host", urlString(req.URL))
-	}
-	r := Request{Method: req.Method, URL: req.URL.String()}
-	if r.Method == "" {
-		r.Method = http.MethodGet
-	}
-	for name, vs := range req.Header {
-		if kept(http.CanonicalHeaderKey(name)) {
-			if r.Header == nil {
-				r.Header = http.Header{}
-			}
-			r.Header[http.CanonicalHeaderKey(name)] = append([]string(nil), vs...)
-		}
-	}
-	if req.Body != nil && req.Body != http.NoBody {
-		if req.GetBody == nil {
-			return nil, errors.New("httpletter: encode: the request has a body but no GetBody, so it cannot be read again (it may have been sent): build it with http.NewRequest and a bytes or strings reader")
-		}
-		body, err := req.GetBody()
-		if err != nil {
-			return nil, fmt.Errorf("httpletter: encode: GetBody: %w", err)
-		}
-		defer body.Close()
-		// base64 grows the body by 4/3: refuse before reading it all.
-		limit := int64(deadletter.MaxPayloadBytes) * 3 / 4
-		b, err := io.ReadAll(io.LimitReader(body, limit+1))
-		if err != nil {
-			return nil, fmt.Errorf("httpletter: encode: read the body: %w", err)
-		}
-		if int64(len(b)) > limit {
-			return nil, fmt.Errorf("httpletter: encode: the body is over %d bytes, too large for a letter (at most %d bytes of payload): keep it elsewhere", limit, deadletter.MaxPayloadBytes)
-		}
-		r.Body = b
-	}
-	p, err := json.Marshal(r)
-	if err != nil {
-		return nil, fmt.Errorf("httpletter: encode: %w", err)
-	}
-	if len(p) > deadletter.MaxPayloadBytes {
-		return nil, fmt.Errorf("httpletter: encode: the request takes %d bytes, more than a letter holds (%d)", len(p), deadletter.MaxPayloadBytes)
-	}
-	return p, nil
-}
-
-func urlString(u *url.URL) string {
-	if u == nil {
-		return ""
-	}
-	return u.Redacted()
-}
-
-// Letter returns a letter for req in queue: its payload is Encode's, its
-// Key the request's Idempotency-Key (empty if it has none). The caller
-// passes it to deadletter.Capture with the error that ended the retries.
-func Letter(queue string, req *http.Request) (deadletter.Letter, error) {
-	p, err := Encode(req)
-	if err != nil {
-		return deadletter.Letter{}, err
-	}
-	return deadletter.Letter{Queue: queue, Key: req.Header.Get(KeyHeader), Payload: p}, nil
-}
-
-// Capture keeps req as a letter of queue in s when the call that sent it
-// failed in a way a later redrive may fix: err is not nil (a transport
-// error, or an *httpretry.Error or *retry.Error that ended the retries), or
-// resp has a status that asks to try again (408, 409, 429, 500, 502, 503,
-// 504: an httpretry client hands over the last response of retries that
-// ended on one). It returns false, keeping nothing, for a response that
-// completed the call or refused it for good (any other status), and when
-// the caller's own context ended (the caller stopped, the work did not
-// fail). The letter's Reason and Attempts come from the error, or from the
-// status ("status 503"); its Key is the request's Idempotency-Key. resp's
-// body is left to the caller.
-func Capture(ctx context.Context, s deadletter.Store, queue string, req *http.Request, resp *http.Response, err error, now time.Time) (deadletter.Letter, bool, error) {
-	if err == nil && (resp == nil || !again(resp.StatusCode)) {
-		return deadletter.Letter{}, false, nil
-	}
-	if err != nil && req.Context().Err() != nil {
-		return deadletter.Letter{}, false, nil
-	}
-	l, lerr := Letter(queue, req)
-	if lerr != nil {
-		return l, false, lerr
-	}
-	var he *httpretry.Error
-	switch {
-	case err == nil:
-		// The attempts an httpretry client made are in the last attempt's
-		// Attempt-Count header.
-		se := &StatusError{Method: req.Method, URL: req.URL.Redacted(), Code: resp.StatusCode, Status: resp.Status}
-		l.Reason, err = "status "+strconv.Itoa(resp.StatusCode), se
-		if resp.Request != nil {
-			if n, cerr := strconv.Atoi(resp.Request.Header.Get(httpretry.DefaultAttemptHeader)); cerr == nil && n > 0 {
-				l.Attempts = n
-			}
-		}
-	case errors.As(err, &he):
-		l.Reason, l.Attempts = he.Reason.String(), he.Attempts
-	}
-	l, err = deadletter.Capture(ctx, s, l, err, now)
-	return l, err == nil, err
-}
-
-// again reports whether a status asks the client to try again later.
-func again(code int) bool {
-	switch code {
-	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooManyRequests,
-		http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return true
-	}
-	return false
-}
-
 // Decode parses a payload that Encode made. It refuses, saying what is
 // wrong, a payload that is not such a document, a method that is not an
-// HTTP token, a URL that is not absolute http or https, and a header name
-// or value that net/http would not send.
+// HTTP token, a URL that is not absolute http or https (or whose port is
+// not in 1..65535), and a header name
+// or value that net/http would not send (a value with a control byte other
+// than a tab): Handler parks such a letter, since no redrive can send it.
 func Decode(payload []byte) (Request, error) {
 	var r Request
 	dec := json.NewDecoder(bytes.NewReader(payload))
@@ -191,17 +68,28 @@ func Decode(payload []byte) (Request, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return Request{}, fmt.Errorf("httpletter: decode: URL %q: want an absolute http or https URL", clip(r.URL))
 	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return Request{}, fmt.Errorf("httpletter: decode: URL %q: port %s out of range: want 1 to 65535", clip(r.URL), clip(p))
+		}
+	}
 	for name, vs := range r.Header {
 		if !token(name) {
 			return Request{}, fmt.Errorf("httpletter: decode: header name %q is not an HTTP token", clip(name))
 		}
 		for _, v := range vs {
-			if strings.ContainsAny(v, "\r\n\x00") {
-				return Request{}, fmt.Errorf("httpletter: decode: header %s has a value with CR, LF or NUL", name)
+			if i := strings.IndexFunc(v, control); i >= 0 {
+				return Request{}, fmt.Errorf("httpletter: decode: header %s has a value with the control byte %#02x at %d: want visible text, spaces and tabs", name, v[i], i)
 			}
 		}
 	}
 	return r, nil
+}
+
+// control reports whether r is a control character that a header value
+// cannot hold (RFC 9110 §5.5: anything but a tab below 0x20, and DEL).
+func control(r rune) bool {
+	return (r < ' ' && r != '\t') || r == 0x7f
 }
 
 // token reports whether s is an RFC 9110 token.
@@ -253,7 +141,9 @@ func (r Request) New(ctx context.Context) (*http.Request, error) {
 //   - any other status (400, 404, 422, 501...): permanent, the letter is
 //     parked for an operator.
 //
-// A payload that Decode refuses is permanent too. Every response body is
+// A payload that Decode refuses is permanent too, and is not counted as an
+// attempt (deadletter.ErrNotAttempted): nothing was sent. So is a request
+// that prepare refused, which is tried again later. Every response body is
 // drained (up to 64 KiB) and closed.
 func Handler(client *http.Client, prepare func(*http.Request) error) deadletter.Handler {
 	if client == nil {
@@ -262,18 +152,18 @@ func Handler(client *http.Client, prepare func(*http.Request) error) deadletter.
 	return func(ctx context.Context, l deadletter.Letter) error {
 		r, err := Decode(l.Payload)
 		if err != nil {
-			return retry.Permanent(fmt.Errorf("letter %s: %w", l.ID, err))
+			return retry.Permanent(fmt.Errorf("letter %s: %w: %w", l.ID, deadletter.ErrNotAttempted, err))
 		}
 		req, err := r.New(ctx)
 		if err != nil {
-			return retry.Permanent(err)
+			return retry.Permanent(fmt.Errorf("%w: %w", deadletter.ErrNotAttempted, err))
 		}
 		if l.Key != "" {
 			req.Header.Set(KeyHeader, l.Key)
 		}
 		if prepare != nil {
 			if err := prepare(req); err != nil {
-				return fmt.Errorf("httpletter: prepare %s %s: %w", req.Method, req.URL.Redacted(), err)
+				return fmt.Errorf("httpletter: prepare %s %s: %w: %w", req.Method, req.URL.Redacted(), deadletter.ErrNotAttempted, err)
 			}
 		}
 		resp, err := client.Do(req)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/yaoki-go/yaoki/deadletter"
+	"github.com/yaoki-go/yaoki/deadletter/deadlettertest"
 	"github.com/yaoki-go/yaoki/deadletter/httpletter"
 	"github.com/yaoki-go/yaoki/httpretry"
 	"github.com/yaoki-go/yaoki/idempotency"
@@ -104,7 +106,12 @@ func TestDecodeRefuses(t *testing.T) {
 		"no method":     `{"url":"http://h/"}`,
 		"ftp URL":       `{"method":"GET","url":"ftp://h/"}`,
 		"relative URL":  `{"method":"GET","url":"/x"}`,
+		"port 99999":    `{"method":"GET","url":"http://h:99999/"}`,
+		"port 0":        `{"method":"GET","url":"http://h:0/"}`,
 		"header CRLF":   `{"method":"GET","url":"http://h/","header":{"X":["a\r\nB: c"]}}`,
+		"header ESC":    `{"method":"GET","url":"http://h/","header":{"X":["a\u001b[31mb"]}}`,
+		"header DEL":    `{"method":"GET","url":"http://h/","header":{"X":["a\u007f"]}}`,
+		"header BEL":    `{"method":"GET","url":"http://h/","header":{"X":["\u0007"]}}`,
 		"header name":   `{"method":"GET","url":"http://h/","header":{"X Y":["a"]}}`,
 		"trailing data": `{"method":"GET","url":"http://h/"} {}`,
 		"bad base64":    `{"method":"GET","url":"http://h/","body":"!!"}`,
@@ -115,10 +122,49 @@ func TestDecodeRefuses(t *testing.T) {
 	}
 }
 
+// errDialed is what sendable's transport answers once net/http has checked
+// a request and wants a connection for it.
+var errDialed = errors.New("dialed")
+
+// sendable reports why net/http's client would refuse to send req, "" if
+// it would not: a real http.Transport checks it up to the dial, which
+// fails, and the request is written to nowhere (which checks its Host).
+func sendable(req *http.Request) string {
+	tr := &http.Transport{DialContext: func(context.Context, string, string) (net.Conn, error) { return nil, errDialed }}
+	defer tr.CloseIdleConnections()
+	resp, err := tr.RoundTrip(req.Clone(req.Context()))
+	if resp != nil {
+		resp.Body.Close()
+	}
+	if err != nil && !errors.Is(err, errDialed) {
+		return err.Error()
+	}
+	if err := req.Clone(req.Context()).Write(io.Discard); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+func TestDecodeAcceptsTabs(t *testing.T) {
+	r, err := httpletter.Decode([]byte(`{"method":"GET","url":"http://h/","header":{"X":["a\tb"]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := r.New(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why := sendable(req); why != "" {
+		t.Fatalf("net/http refuses a tab: %s", why)
+	}
+}
+
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"method":"POST","url":"https://h/x?y=1","header":{"Idempotency-Key":["k"]},"body":"e30="}`))
 	f.Add([]byte(`{"method":"GET","url":"http://h/"}`))
 	f.Add([]byte(`{"method":"GET","url":"http://h/","header":{"X":["a\nb"]}}`))
+	f.Add([]byte(`{"method":"GET","url":"http://h/","header":{"X":["a\u001bb\tc"]}}`))
+	f.Add([]byte(`{"method":"GET","url":"http://h:99999/%zz"}`))
 	f.Fuzz(func(t *testing.T, p []byte) {
 		r, err := httpletter.Decode(p)
 		if err != nil {
@@ -128,6 +174,9 @@ func FuzzDecode(f *testing.F) {
 		req, err := r.New(context.Background())
 		if err != nil {
 			t.Fatalf("Decode accepted %q, New refused it: %v", p, err)
+		}
+		if why := sendable(req); why != "" {
+			t.Fatalf("Decode accepted %q, net/http refuses to send it: %s", p, why)
 		}
 		p2, err := httpletter.Encode(req)
 		if err != nil {
@@ -246,22 +295,32 @@ func TestRedriveParksClientErrors(t *testing.T) {
 	store, _ := deadletter.NewMemory(0)
 	l, _ := httpletter.Letter("q", newPost(t, p.srv.URL+"/missing", "{}"))
 	l, _ = deadletter.Capture(ctx, store, l, errors.New("x"), time.Now())
-	bad := deadletter.Letter{ID: "garbled", Queue: "q", Payload: []byte("not a request"), Created: time.Now(), Due: time.Now()}
-	if err := store.Put(ctx, bad); err != nil {
-		t.Fatal(err)
+	// Two letters that no redrive can send: a payload that is not a
+	// request, and a header value with an ESC that net/http refuses.
+	for id, payload := range map[string]string{
+		"garbled": "not a request",
+		"escaped": `{"method":"POST","url":"` + p.srv.URL + `/charges","header":{"X-Note":["a\u001b[31mb"]}}`,
+	} {
+		bad := deadletter.Letter{ID: id, Queue: "q", Payload: []byte(payload), Attempts: 3, Created: time.Now(), Due: time.Now()}
+		if err := store.Put(ctx, bad); err != nil {
+			t.Fatal(err)
+		}
 	}
 	r, _ := deadletter.NewRedriver(deadletter.Config{Store: store, Queue: "q", Handler: httpletter.Handler(p.srv.Client(), nil)})
 	rep, err := r.RedriveAt(ctx, time.Now())
-	if err != nil || rep.Parked != 2 {
-		t.Fatalf("%+v %v, want both parked (404, and a payload that is not a request)", rep, err)
+	if err != nil || rep.Parked != 3 {
+		t.Fatalf("%+v %v, want all three parked (404, a payload that is not a request, a control byte)", rep, err)
 	}
 	got, _ := store.Get(ctx, l.ID)
-	if got.Reason != deadletter.ReasonPermanent || !strings.Contains(got.Error, "404") {
-		t.Fatalf("after a 404: %+v", got)
+	if got.Reason != deadletter.ReasonPermanent || !strings.Contains(got.Error, "404") || got.Attempts != 2 {
+		t.Fatalf("after a 404: %+v, want parked with one more attempt (2)", got)
 	}
-	g, _ := store.Get(ctx, "garbled")
-	if !strings.Contains(g.Error, "not a request document") {
-		t.Fatalf("garbled payload: error %q", g.Error)
+	// Nothing was sent for the undecodable ones: no attempt is counted.
+	for id, want := range map[string]string{"garbled": "not a request document", "escaped": "control byte 0x1b"} {
+		g, _ := store.Get(ctx, id)
+		if !g.Parked || g.Reason != deadletter.ReasonPermanent || !strings.Contains(g.Error, want) || g.Attempts != 3 || g.Redrives != 1 {
+			t.Fatalf("%s: %+v, want parked, error naming %q, Attempts still 3", id, g, want)
+		}
 	}
 }
 
@@ -329,4 +388,9 @@ func TestCapture(t *testing.T) {
 	if store.Len() != 2 {
 		t.Fatalf("%d letters kept, want 2", store.Len())
 	}
+}
+
+func TestNoCredentialInLetters(t *testing.T) {
+	store, _ := deadletter.NewMemory(0)
+	deadlettertest.TestHTTPSecrets(t, store, nil)
 }

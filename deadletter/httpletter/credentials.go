@@ -1,0 +1,146 @@
+package httpletter
+
+import (
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// credentialHeader reports whether the header name (canonical) is one of
+// the listed credentials.
+func credentialHeader(name string) bool {
+	switch name {
+	case "Authorization", "Proxy-Authorization", "Cookie",
+		"Api-Key", "X-Api-Key", "X-Auth-Token", "X-Access-Token", "X-Amz-Security-Token":
+		return true
+	}
+	return false
+}
+
+// kept reports whether Encode keeps the header name (canonical), as far as
+// the package decides: not the listed credentials, nor what the transport
+// sets on every request itself.
+func kept(name string) bool {
+	switch name {
+	case "Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+		"Proxy-Connection", "Content-Length", "Attempt-Count":
+		return false
+	}
+	return !credentialHeader(name)
+}
+
+// credentialQuery reports whether the query parameter name is one of the
+// listed credentials (compared case-insensitively).
+func credentialQuery(name string) bool {
+	switch strings.ToLower(name) {
+	case "api_key", "apikey", "api-key", "access_token", "client_secret", "password",
+		"x-amz-security-token", "x-amz-signature", "x-amz-credential":
+		return true
+	}
+	return false
+}
+
+// dropHeader reports whether the header name (canonical) is one of e's own
+// credentials.
+func (e Encoder) dropHeader(name string) bool {
+	return slices.ContainsFunc(e.DropHeaders, func(d string) bool { return strings.EqualFold(d, name) })
+}
+
+// dropQuery reports whether Encode leaves the query parameter name out.
+func (e Encoder) dropQuery(name string) bool {
+	return credentialQuery(name) || slices.ContainsFunc(e.DropQuery, func(d string) bool { return strings.EqualFold(d, name) })
+}
+
+// cleanURL returns u without its userinfo and its credential query
+// parameters. The other parameters keep their order and their encoding.
+func (e Encoder) cleanURL(u *url.URL) *url.URL {
+	c := *u
+	c.User = nil
+	if c.RawQuery == "" {
+		return &c
+	}
+	kept := make([]string, 0, strings.Count(c.RawQuery, "&")+1)
+	for part := range strings.SplitSeq(c.RawQuery, "&") {
+		if !e.dropQuery(queryName(part)) {
+			kept = append(kept, part)
+		}
+	}
+	c.RawQuery = strings.Join(kept, "&")
+	return &c
+}
+
+// queryName returns the decoded name of a query's name=value part (the
+// part as written if it does not decode).
+func queryName(part string) string {
+	name, _, _ := strings.Cut(part, "=")
+	if n, err := url.QueryUnescape(name); err == nil {
+		return n
+	}
+	return name
+}
+
+// redacted replaces a credential in a message.
+const redacted = "xxxxx"
+
+// minSecret is the length from which a credential's value is looked for
+// in a message: a shorter one would match ordinary words. (The URL, where
+// short userinfo appears, is replaced whole.)
+const minSecret = 6
+
+// redact returns msg, an error's message about req, without req's
+// credentials: every way net/http and httpretry write req's URL (in full,
+// with its password redacted, with "***" for it) is replaced by the URL as
+// the letter keeps it, and then every remaining credential value of at
+// least minSecret bytes (the user name and password, the values of the
+// dropped headers and query parameters, and their words) by "xxxxx".
+func (e Encoder) redact(req *http.Request, msg string) string {
+	u := req.URL
+	clean := e.cleanURL(u).String()
+	forms := []string{u.String(), u.Redacted()}
+	if _, ok := u.User.Password(); ok {
+		// As http.Client writes it in a *url.Error.
+		forms = append(forms, strings.Replace(u.String(), u.User.String()+"@", u.User.Username()+":***@", 1))
+	}
+	for _, f := range forms {
+		if f != clean {
+			msg = strings.ReplaceAll(msg, f, clean)
+		}
+	}
+	var secrets []string
+	add := func(v string) {
+		secrets = append(secrets, v)
+		secrets = append(secrets, strings.FieldsFunc(v, func(r rune) bool {
+			return r == ' ' || r == '\t' || r == ',' || r == ';' || r == '='
+		})...)
+	}
+	if u.User != nil {
+		add(u.User.Username())
+		if p, ok := u.User.Password(); ok {
+			add(p)
+		}
+	}
+	for name, vs := range req.Header {
+		if c := http.CanonicalHeaderKey(name); credentialHeader(c) || e.dropHeader(c) {
+			for _, v := range vs {
+				add(v)
+			}
+		}
+	}
+	for part := range strings.SplitSeq(u.RawQuery, "&") {
+		if _, v, _ := strings.Cut(part, "="); e.dropQuery(queryName(part)) {
+			add(v)
+			if d, err := url.QueryUnescape(v); err == nil {
+				add(d)
+			}
+		}
+	}
+	// Longest first, so that a value is replaced before its words.
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	for _, s := range secrets {
+		if len(s) >= minSecret {
+			msg = strings.ReplaceAll(msg, s, redacted)
+		}
+	}
+	return msg
+}
