@@ -1,17 +1,14 @@
 package postgres_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"strconv"
 	"testing"
-	"time"
 
 	"github.com/yaoki-go/yaoki/idempotency"
+	"github.com/yaoki-go/yaoki/idempotency/idempotencytest"
 	"github.com/yaoki-go/yaoki/postgres"
 )
 
@@ -61,53 +58,15 @@ func BenchmarkAtomic(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	body := []byte(`{"amount":1000,"currency":"eur","source":"tok_visa"}`)
-	run := func(b *testing.B, h http.Handler, key func(i int) string) {
-		u, _ := url.Parse("/v1/charges")
-		rd := bytes.NewReader(body)
-		r := &http.Request{Method: "POST", URL: u, Header: http.Header{"Content-Type": {"application/json"}},
-			Body: io.NopCloser(rd), ContentLength: int64(len(body)), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}
-		r = r.WithContext(ctx)
-		w := &benchWriter{h: make(http.Header)}
-		b.ReportAllocs()
-		for i := 0; b.Loop(); i++ {
-			rd.Reset(body)
-			r.Header[idempotency.HeaderKey] = []string{key(i)}
-			clear(w.h)
-			w.code = 0
-			h.ServeHTTP(w, r)
-			if w.code != http.StatusCreated {
-				b.Fatalf("status %d", w.code)
-			}
-		}
-	}
-	unique := func(p string) func(int) string { // keys unique per run (-count runs it again)
-		p += strconv.FormatInt(time.Now().UnixNano(), 36) + "-"
-		return func(i int) string { return p + strconv.Itoa(i) }
-	}
-	b.Run("first", func(b *testing.B) { run(b, atomic.Handler(plain), unique("first-")) })
+	b.Run("first", func(b *testing.B) { idempotencytest.Serve(b, atomic.Handler(plain), idempotencytest.NewKeys("first-")) })
 	b.Run("replay", func(b *testing.B) {
-		k := unique("replay-")(0)
-		run(b, atomic.Handler(plain), func(int) string { return k })
+		k := idempotencytest.NewKeys("replay-")(0)
+		idempotencytest.Serve(b, atomic.Handler(plain), func(int) string { return k })
 	})
-	b.Run("insert/atomic", func(b *testing.B) { run(b, atomic.Handler(inserting(pool)), unique("ia-")) })
-	b.Run("insert/middleware", func(b *testing.B) { run(b, idem.Handler(inserting(pool)), unique("im-")) })
-}
-
-type benchWriter struct {
-	h    http.Header
-	code int
-}
-
-func (w *benchWriter) Header() http.Header { return w.h }
-func (w *benchWriter) WriteHeader(code int) {
-	if w.code == 0 {
-		w.code = code
-	}
-}
-func (w *benchWriter) Write(p []byte) (int, error) {
-	if w.code == 0 {
-		w.code = http.StatusOK
-	}
-	return len(p), nil
+	b.Run("insert/atomic", func(b *testing.B) {
+		idempotencytest.Serve(b, atomic.Handler(inserting(pool)), idempotencytest.NewKeys("ia-"))
+	})
+	b.Run("insert/middleware", func(b *testing.B) {
+		idempotencytest.Serve(b, idem.Handler(inserting(pool)), idempotencytest.NewKeys("im-"))
+	})
 }

@@ -167,7 +167,7 @@ func TestFaultAtomicKill(t *testing.T) {
 			// PostgreSQL rolls back the open transaction when it sees the
 			// connection close: wait until the killed process's sessions
 			// are gone.
-			waitFor(t, "the killed process's sessions to end", func() bool {
+			idemproc.WaitFor(t, "the killed process's sessions to end", func() bool {
 				var n int
 				err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n)
 				return err == nil && n == 0

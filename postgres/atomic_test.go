@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/yaoki-go/yaoki/idempotency"
+	"github.com/yaoki-go/yaoki/internal/idemproc"
 	"github.com/yaoki-go/yaoki/postgres"
 )
 
@@ -354,7 +355,7 @@ func TestAtomic(t *testing.T) {
 			if err := tx.QueryRow(ctx, `INSERT INTO charges (key, pid) VALUES ($1, pg_backend_pid()) RETURNING pid`, key).Scan(&pid); err != nil {
 				t.Error(err)
 			}
-			waitFor(t, "PostgreSQL to end the idle session", func() bool {
+			idemproc.WaitFor(t, "PostgreSQL to end the idle session", func() bool {
 				var n int
 				err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&n)
 				return err == nil && n == 0
@@ -398,17 +399,5 @@ func TestNewAtomicConfig(t *testing.T) {
 		if _, err := postgres.NewAtomic(nil, c); !errors.Is(err, idempotency.ErrInvalidConfig) {
 			t.Errorf("NewAtomic(%+v): %v, want ErrInvalidConfig", c, err)
 		}
-	}
-}
-
-// waitFor polls cond every 10 ms for up to 30 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 30 s for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

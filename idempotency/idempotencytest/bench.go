@@ -19,7 +19,6 @@ import (
 // difference between bare and the others is the middleware's overhead,
 // store round trips included.
 func Benchmark(b *testing.B, store idempotency.Store) {
-	body := []byte(`{"amount":1000,"currency":"eur","source":"tok_visa"}`)
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
@@ -31,38 +30,47 @@ func Benchmark(b *testing.B, store idempotency.Store) {
 		b.Fatal(err)
 	}
 	wrapped := m.Handler(handler)
-	run := func(b *testing.B, h http.Handler, key func(i int) string) {
-		u, _ := url.Parse("/v1/charges")
-		rd := bytes.NewReader(body)
-		r := &http.Request{Method: "POST", URL: u, Header: http.Header{"Content-Type": {"application/json"}},
-			Body: io.NopCloser(rd), ContentLength: int64(len(body)), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}
-		w := &discardWriter{h: make(http.Header)}
-		b.ReportAllocs()
-		for i := 0; b.Loop(); i++ {
-			rd.Reset(body)
-			if key != nil {
-				r.Header[idempotency.HeaderKey] = []string{key(i)}
-			}
-			clear(w.h)
-			w.code = 0
-			h.ServeHTTP(w, r)
-			if w.code != http.StatusCreated {
-				b.Fatalf("status %d", w.code)
-			}
+	b.Run("bare", func(b *testing.B) { Serve(b, handler, nil) })
+	b.Run("first", func(b *testing.B) { Serve(b, wrapped, NewKeys("first-")) })
+	b.Run("replay", func(b *testing.B) {
+		k := NewKeys("replay-")(0)
+		Serve(b, wrapped, func(int) string { return k })
+	})
+}
+
+// Serve runs b's loop over h: each iteration sends Benchmark's request
+// (POST /v1/charges with a small JSON body, no network) with the key key(i)
+// (none when key is nil) and fails b unless h answers 201. Allocations are
+// reported. Benchmarks of other wrappers (postgres.Atomic) use it, so that
+// their figures compare with Benchmark's.
+func Serve(b *testing.B, h http.Handler, key func(i int) string) {
+	body := []byte(`{"amount":1000,"currency":"eur","source":"tok_visa"}`)
+	u, _ := url.Parse("/v1/charges")
+	rd := bytes.NewReader(body)
+	r := &http.Request{Method: "POST", URL: u, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(rd), ContentLength: int64(len(body)), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}
+	w := &discardWriter{h: make(http.Header)}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		rd.Reset(body)
+		if key != nil {
+			r.Header[idempotency.HeaderKey] = []string{key(i)}
+		}
+		clear(w.h)
+		w.code = 0
+		h.ServeHTTP(w, r)
+		if w.code != http.StatusCreated {
+			b.Fatalf("status %d", w.code)
 		}
 	}
-	// Keys unique per run (b.Run's function runs again for -count), so that
-	// shared stores see new keys.
-	unique := func() string { return strconv.FormatInt(time.Now().UnixNano(), 36) }
-	b.Run("bare", func(b *testing.B) { run(b, handler, nil) })
-	b.Run("first", func(b *testing.B) {
-		p := "first-" + unique() + "-"
-		run(b, wrapped, func(i int) string { return p + strconv.Itoa(i) })
-	})
-	b.Run("replay", func(b *testing.B) {
-		k := "replay-" + unique()
-		run(b, wrapped, func(int) string { return k })
-	})
+}
+
+// NewKeys returns keys prefix-T-0, prefix-T-1, ... where T is the time of
+// the call, so that each run of a benchmark (-count runs it again) sends a
+// shared store keys it has not seen.
+func NewKeys(prefix string) func(i int) string {
+	p := prefix + strconv.FormatInt(time.Now().UnixNano(), 36) + "-"
+	return func(i int) string { return p + strconv.Itoa(i) }
 }
 
 type discardWriter struct {

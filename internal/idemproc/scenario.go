@@ -33,7 +33,7 @@ func LeaseAfterKill(t *testing.T, store idempotency.Store, addr string) {
 		_, _, _, err := holder.Post(ctx, client, "/hang", key, body)
 		hung <- err
 	}()
-	waitFor(t, "the first child to hold the key", func() bool {
+	WaitFor(t, "the first child to hold the key", func() bool {
 		rec, ok, err := store.Get(ctx, idempotency.ID{Key: key}, time.Now())
 		return err == nil && ok && rec.State == idempotency.InProgress
 	})
@@ -83,17 +83,5 @@ func SurvivesRestart(t *testing.T, addr string, restart func(t *testing.T)) {
 	status, b2, replayed, err := second.Post(ctx, client, "/charges", key, body)
 	if err != nil || status != http.StatusCreated || replayed != "true" || b2 != b || !strings.Contains(b2, fmt.Sprintf(`"pid":%d`, first.Pid)) {
 		t.Fatalf("after the restart: %d %s replayed %q %v; want the replay of %s written by pid %d", status, b2, replayed, err, b, first.Pid)
-	}
-}
-
-// waitFor polls cond every 10 ms for up to 30 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("idemproc: waited 30 s for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

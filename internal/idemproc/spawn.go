@@ -90,3 +90,17 @@ func (c *Child) WaitLine(t *testing.T, line string) {
 		}
 	}
 }
+
+// WaitFor polls cond every 10 ms until it holds, for up to 30 s (then it
+// fails t, naming what it waited for): for conditions that a child process
+// or a server brings about in its own time.
+func WaitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("idemproc: waited 30 s for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
