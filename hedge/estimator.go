@@ -92,11 +92,23 @@ func (e *Estimator) AddAt(now time.Time, d time.Duration) {
 // many latencies the window holds. With none it returns 0, 0. A quantile
 // that falls among latencies of 275 s or more is reported as 275 s.
 func (e *Estimator) QuantileAt(now time.Time, q float64) (time.Duration, int) {
+	return e.quantile(now, q, estimatorSlots)
+}
+
+// RecentQuantileAt is QuantileAt over the newest half of the window only
+// (the latencies of the last quarter to half of it): fewer latencies, but
+// no older than that, for a caller that must follow a change sooner.
+func (e *Estimator) RecentQuantileAt(now time.Time, q float64) (time.Duration, int) {
+	return e.quantile(now, q, estimatorSlots/2)
+}
+
+// quantile is QuantileAt over the newest k steps of the window.
+func (e *Estimator) quantile(now time.Time, q float64, k int) (time.Duration, int) {
 	ep := e.clock.Epoch(now)
 	var counts [nBuckets]uint64
 	var n uint64
 	for i := range e.buckets {
-		c := e.buckets[i].Sum(ep)
+		c := e.buckets[i].SumLast(ep, k)
 		counts[i] = c
 		n += c
 	}

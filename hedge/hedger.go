@@ -187,7 +187,9 @@ const (
 // delay needs).
 //
 // The delay is Config.Delay, or the Config.Quantile of the first attempts'
-// latencies of the window (an Estimator), refreshed 64 times per window.
+// latencies of the window (an Estimator), refreshed 64 times per window:
+// the lower of the whole window's and its newest half's, so that the delay
+// comes down within half a window when latencies fall.
 // Hedges stop by themselves in two ways: the budget (hedges at most
 // Config.Budget of the calls of the last fifth of the window, plus
 // Config.MinPerSecond) and the brownout (more than Config.Brownout of the
@@ -268,6 +270,14 @@ func (h *Hedger) DelayAt(now time.Time) time.Duration {
 	next := h.refresh.Load()
 	if ns >= next && h.refresh.CompareAndSwap(next, ns+h.every) {
 		d, n := h.lat.QuantileAt(now, h.c.Quantile)
+		// The lower of the window's quantile and its newest half's: the
+		// delay follows a fall in latency within half a window (after a
+		// brownout, hedging resumes at the healthy delay), and a rise
+		// within the whole window (the brownout stop and the budget cover
+		// the time in between).
+		if r, nr := h.lat.RecentQuantileAt(now, h.c.Quantile); nr >= MinSamples && r < d {
+			d = r
+		}
 		if n < MinSamples {
 			// Not enough latencies yet: read again at the next call rather
 			// than a refresh interval later, so that a new Hedger starts

@@ -63,6 +63,9 @@ Scenarios:
             bought and load added, for p from 0 to 1
   collapse  a server that slows down with the work in flight, clients that
             time out and retry, and a short spike: does the server come back?
+  tail      requests that fan out to 100 backends, 1 % of whose answers are
+            slow (Dean and Barroso, "The Tail at Scale", 2013), then a
+            brownout: hedged requests, latency gained for load added
 
 Without a scenario, yaoki sim compares the strategies on herd and outage and
 writes the report (plots in SVG and PNG, an index.html, the numbers in CSV and
@@ -77,21 +80,22 @@ HTTP.409 for the herd's conflicts and States.Timeout).`
 func newSimCmd() *cobra.Command {
 	o := &simOptions{}
 	cmd := &cobra.Command{
-		Use:   "sim [herd|outage|collapse|all]",
-		Short: "Simulate retry policies on virtual time: herd, outage, collapse",
+		Use:   "sim [herd|outage|collapse|tail|all]",
+		Short: "Simulate retry policies on virtual time: herd, outage, collapse, tail",
 		Long:  simLong,
 		Example: `  yaoki sim                                  # herd + outage, report in yaoki-report/
   yaoki sim herd --clients 50,100 --runs 20
   yaoki sim outage --p 0.01,0.1,0.5 --budget share --format csv
   yaoki sim outage --clients 10,100,1000 --total-rate 100
-  yaoki sim collapse --peak 60,80,100 --width 5s,10s --base 1s`,
+  yaoki sim collapse --peak 60,80,100 --width 5s,10s --base 1s
+  yaoki sim tail --runs 5`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd, &simJob{herd: defaultHerdParams(), outage: defaultOutageParams()})
 		},
 	}
 	o.register(cmd.PersistentFlags())
-	cmd.AddCommand(newSimHerdCmd(o), newSimOutageCmd(o), newSimCollapseCmd(o), newSimAllCmd(o))
+	cmd.AddCommand(newSimHerdCmd(o), newSimOutageCmd(o), newSimCollapseCmd(o), newSimTailCmd(o), newSimAllCmd(o))
 	return cmd
 }
 
@@ -127,6 +131,7 @@ type simJob struct {
 	herd     *herdParams
 	outage   *outageParams
 	collapse *collapseParams
+	tail     *tailParams
 }
 
 // run runs job and writes what --format and --out ask for.
@@ -196,6 +201,11 @@ func (o *simOptions) run(cmd *cobra.Command, job *simJob) error {
 			return exit(ExitUsage, err.Error())
 		}
 		rep.Collapse = &collapseReport{Runs: s.Runs, Policies: describe(pols), Base: p.base, Points: pts}
+	}
+	if p := job.tail; p != nil {
+		if rep.Tail, err = o.runTail(p, yours, bar); err != nil {
+			return err
+		}
 	}
 	rep.Elapsed = time.Since(started)
 

@@ -61,6 +61,7 @@ type htmlSection struct {
 var sectionAbout = map[string]string{
 	"herd":     `Clients contend for one row under optimistic concurrency, all starting at once (AWS Architecture Blog, "Exponential Backoff And Jitter", 2015). Each reads the version and writes with it; the write succeeds if no one wrote in between. Fewer calls is less work for the server; less time is sooner done.`,
 	"outage":   `A server fails each attempt with probability p and has no capacity limit (Marc Brooker, "Fixing retries with token buckets and circuit breakers", 2022). A policy buys success with load: the ideal is high success at low p and little extra load at high p.`,
+	"tail":     `Requests fan out to many backends and wait for the slowest; a small share of slow answers makes most requests slow (Dean and Barroso, "The Tail at Scale", CACM 2013). A hedged call sends a copy when its first attempt has not answered after a delay and takes the first answer. During the brownout every answer is slow: no copy helps, and naive hedging only adds load. The model gives naive hedging its best case (copies are independent, the backends have no queue); on a real struggling dependency the added load would slow every call.`,
 	"collapse": `A server slows down with the work in flight and never cancels it; clients time out and retry. A short trigger pushes it over: once answers take longer than the timeout, the retries alone can keep it down (a metastable failure).`,
 }
 
@@ -106,6 +107,9 @@ func (r *simReport) writeHTML(w io.Writer, figs []*figure) error {
 	}
 	if r.Collapse != nil {
 		add("collapse", "Collapse", r.Collapse.Policies)
+	}
+	if r.Tail != nil {
+		add("tail", "Tail", r.Tail.Policies)
 	}
 	return simPage.Execute(w, struct {
 		*simReport

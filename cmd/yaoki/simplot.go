@@ -53,6 +53,7 @@ type figure struct {
 	yMin, yMax        float64
 	lines             []series
 	band              [2]float64 // an x range to shade (the trigger), if band[1] > band[0]
+	bandName          string     // its legend; "": "trigger"
 	hline             float64    // a level to mark with a dashed grey line, if > 0
 	hlineName         string
 }
@@ -96,7 +97,11 @@ func (f *figure) render(dir string) error {
 		poly.Color = color.RGBA{0xff, 0xe0, 0xb0, 0xff}
 		poly.LineStyle.Width = 0
 		p.Add(poly)
-		legend.Add("trigger", poly)
+		name := f.bandName
+		if name == "" {
+			name = "trigger"
+		}
+		legend.Add(name, poly)
 	}
 	if f.hline > 0 && len(f.lines) > 0 && len(f.lines[0].xs) > 0 {
 		xs := f.lines[0].xs
@@ -291,6 +296,9 @@ func (r *simReport) figures() []*figure {
 	}
 	if c := r.Collapse; c != nil {
 		out = append(out, r.collapseFigures()...)
+	}
+	if t := r.Tail; t != nil {
+		out = append(out, t.figures()...)
 	}
 	return out
 }

@@ -24,6 +24,7 @@ type simReport struct {
 	Herd     *herdReport
 	Outage   *outageReport
 	Collapse *collapseReport
+	Tail     *tailReport
 }
 
 type herdReport struct {
@@ -151,6 +152,9 @@ func (r *simReport) tables() []*pivot {
 		}
 		out = append(out, coll, rec, amp)
 	}
+	if t := r.Tail; t != nil {
+		out = append(out, t.tables()...)
+	}
 	return out
 }
 
@@ -163,7 +167,7 @@ func (r *simReport) writeTables(w io.Writer) error {
 	}
 	seen := map[string]bool{}
 	fmt.Fprintln(w, "policies:")
-	for _, ps := range [][]policyInfo{r.herdPolicies(), r.outagePolicies(), r.collapsePolicies()} {
+	for _, ps := range [][]policyInfo{r.herdPolicies(), r.outagePolicies(), r.collapsePolicies(), r.tailPolicies()} {
 		for _, p := range ps {
 			key := p.Name + "\x00" + p.Description
 			if seen[key] {
@@ -189,6 +193,13 @@ func (r *simReport) outagePolicies() []policyInfo {
 		return nil
 	}
 	return r.Outage.Policies
+}
+
+func (r *simReport) tailPolicies() []policyInfo {
+	if r.Tail == nil {
+		return nil
+	}
+	return r.Tail.Policies
 }
 
 func (r *simReport) collapsePolicies() []policyInfo {
@@ -239,6 +250,9 @@ func (r *simReport) writeCSV(w io.Writer) error {
 			row("collapse", p.Policy, n, "", t, "recovery_s", p.Recovery, p.Runs)
 			row("collapse", p.Policy, n, "", t, "amplification", p.Amplification, p.Runs)
 		}
+	}
+	if t := r.Tail; t != nil {
+		t.csvRows(row)
 	}
 	cw.Flush()
 	return cw.Error()
@@ -321,7 +335,11 @@ func (r *simReport) writeJSON(w io.Writer) error {
 		Herd     *section[herdPt]     `json:"herd,omitempty"`
 		Outage   *section[outagePt]   `json:"outage,omitempty"`
 		Collapse *section[collapsePt] `json:"collapse,omitempty"`
+		Tail     *tailJSON            `json:"tail,omitempty"`
 	}{Seed: r.Seed, Command: r.Command}
+	if t := r.Tail; t != nil {
+		doc.Tail = t.json()
+	}
 	if h := r.Herd; h != nil {
 		doc.Herd = &section[herdPt]{Runs: h.Runs, Policies: h.Policies}
 		for _, p := range h.Points {

@@ -242,10 +242,10 @@ func newSimAllCmd(o *simOptions) *cobra.Command {
 	cp := defaultCollapseParams()
 	cmd := &cobra.Command{
 		Use:   "all",
-		Short: "All three scenarios with their default parameters, in one report",
+		Short: "All the scenarios with their default parameters, in one report",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd, &simJob{herd: defaultHerdParams(), outage: defaultOutageParams(), collapse: cp})
+			return o.run(cmd, &simJob{herd: defaultHerdParams(), outage: defaultOutageParams(), collapse: cp, tail: defaultTailParams()})
 		},
 	}
 	return cmd

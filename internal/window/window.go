@@ -88,9 +88,13 @@ func (r *Ring) Add(e int64, n uint64) {
 }
 
 // Sum returns the total of the buckets of epochs e−Len()+1 … e.
-func (r *Ring) Sum(e int64) uint64 {
+func (r *Ring) Sum(e int64) uint64 { return r.SumLast(e, len(r.slots)) }
+
+// SumLast returns the total of the buckets of the last k epochs,
+// e−k+1 … e (k at most Len: more counts the whole ring).
+func (r *Ring) SumLast(e int64, k int) uint64 {
 	tag := uint64(e) & tagMask
-	n := uint64(len(r.slots))
+	n := uint64(min(max(k, 0), len(r.slots)))
 	var sum uint64
 	for i := range r.slots {
 		w := r.slots[i].Load()

@@ -80,6 +80,28 @@ func TestRingReset(t *testing.T) {
 	}
 }
 
+// SumLast counts the newest k epochs only, and the whole ring for k ≥ Len.
+func TestRingSumLast(t *testing.T) {
+	r := NewRing(4)
+	for e := int64(10); e < 14; e++ {
+		r.Add(e, uint64(e-9)) // epochs 10…13 hold 1…4
+	}
+	for _, c := range []struct {
+		e    int64
+		k    int
+		want uint64
+	}{
+		{13, 1, 4}, {13, 2, 7}, {13, 4, 10}, {13, 9, 10}, {13, 0, 0},
+		{14, 2, 4}, // epoch 14 is empty, 13 holds 4
+		{16, 4, 4}, // only 13 is still within 13…16
+		{17, 2, 0}, // 16 and 17 are empty
+	} {
+		if got := r.SumLast(c.e, c.k); got != c.want {
+			t.Errorf("SumLast(%d, %d) = %d, want %d", c.e, c.k, got, c.want)
+		}
+	}
+}
+
 func TestCounterConcurrent(t *testing.T) {
 	c := NewCounter(time.Minute, 6)
 	const g, n = 16, 1000
