@@ -1,0 +1,244 @@
+package deadlettertest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/yaoki-go/yaoki/deadletter"
+)
+
+// The behaviours of Put, Get, List, Count and Delete.
+
+func testPutGet(t *testing.T, c *contract) {
+	s := c.newStore(t)
+	q, p := c.names(t)
+	l := c.letter(q, p+"1", c.t0)
+	l.Token, l.LeaseEnd = "ignored", c.t0.Add(time.Hour)
+	put(t, s, l)
+	got, err := s.Get(t.Context(), l.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := l
+	want.Token, want.LeaseEnd = "", time.Time{}
+	if !Equal(got, want) {
+		t.Fatalf("Get after Put:\n got %+v\nwant %+v", got, want)
+	}
+	if _, err := s.Get(t.Context(), p+"absent"); !errors.Is(err, deadletter.ErrNotFound) {
+		t.Fatalf("Get of an absent ID: %v, want ErrNotFound", err)
+	}
+}
+
+func testPutSameWork(t *testing.T, c *contract) {
+	s := c.newStore(t)
+	q, p := c.names(t)
+	l := c.letter(q, p+"1", c.t0)
+	put(t, s, l)
+	again := l
+	again.Reason, again.Attempts = "deadline", 7 // the outcome may differ: same work
+	if err := s.Put(t.Context(), again); err != nil {
+		t.Fatalf("Put of the same work again: %v, want nil", err)
+	}
+	if got, _ := s.Get(t.Context(), l.ID); !Equal(got, l) {
+		t.Fatalf("after the second Put the letter changed:\n got %+v\nwant %+v", got, l)
+	}
+}
+
+func testPutConflict(t *testing.T, c *contract) {
+	s := c.newStore(t)
+	q, p := c.names(t)
+	l := c.letter(q, p+"1", c.t0)
+	put(t, s, l)
+	other := l
+	other.Payload = []byte(`{"charge":"other"}`)
+	if err := s.Put(t.Context(), other); !errors.Is(err, deadletter.ErrConflict) {
+		t.Fatalf("Put of other work under a stored ID: %v, want ErrConflict", err)
+	}
+	if got, _ := s.Get(t.Context(), l.ID); !Equal(got, l) {
+		t.Fatalf("after the refused Put the letter changed:\n got %+v\nwant %+v", got, l)
+	}
+}
+
+func testPutInvalid(t *testing.T, c *contract) {
+	s := c.newStore(t)
+	q, p := c.names(t)
+	for name, mod := range map[string]func(*deadletter.Letter){
+		"no queue":         func(l *deadletter.Letter) { l.Queue = "" },
+		"zero Created":     func(l *deadletter.Letter) { l.Created = time.Time{} },
+		"payload too big":  func(l *deadletter.Letter) { l.Payload = make([]byte, deadletter.MaxPayloadBytes+1) },
+		"negative attempt": func(l *deadletter.Letter) { l.Attempts = -1 },
+		"ID not UTF-8":     func(l *deadletter.Letter) { l.ID += "\xff" },
+		"key with NUL":     func(l *deadletter.Letter) { l.Key = "k\x00" },
+	} {
+		l := c.letter(q, p+name, c.t0)
+		mod(&l)
+		if err := s.Put(t.Context(), l); !errors.Is(err, deadletter.ErrInvalid) {
+			t.Errorf("Put with %s: %v, want ErrInvalid", name, err)
+		}
+		if _, err := s.Get(t.Context(), l.ID); !errors.Is(err, deadletter.ErrNotFound) {
+			t.Errorf("after the refused Put with %s, Get: %v, want ErrNotFound", name, err)
+		}
+	}
+	if err := s.Put(t.Context(), c.letter(q, "", c.t0)); !errors.Is(err, deadletter.ErrInvalid) {
+		t.Errorf("Put with no ID: %v, want ErrInvalid", err)
+	}
+}
+
+func testMessages(t *testing.T, c *contract) {
+	s := c.newStore(t)
+	q, p := c.names(t)
+	l := c.letter(q, p+"1", c.t0)
+	l.Reason, l.Error = "bad \xff byte", "a \x00 NUL"
+	put(t, s, l)
+	got, err := s.Get(t.Context(), l.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Reason != "bad \uFFFD byte" || got.Error != "a \uFFFD NUL" {
+		t.Fatalf("stored reason %q and error %q: want invalid bytes and NUL replaced by U+FFFD", got.Reason, got.Error)
+	}
+	h := claim(t, s, q, c.t0, 1)[0]
+	h.Error = "fail \xfe"
+	if err := s.Fail(t.Context(), h); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Get(t.Context(), l.ID); got.Error != "fail \uFFFD" {
+		t.Fatalf("error stored by Fail %q, want %q", got.Error, "fail \uFFFD")
+	}
+}
+
+func testNoSharing(t *testing.T, c *contract) {
+	s := c.newStore(t)
+	q, p := c.names(t)
+	l := c.letter(q, p+"1", c.t0)
+	put(t, s, l)
+	l.Payload[0] = 'X'
+	got, _ := s.Get(t.Context(), p+"1")
+	if got.Payload[0] != '{' {
+		t.Fatalf("the caller's Payload changed the stored letter: %q", got.Payload)
+	}
+	got.Payload[0] = 'Y'
+	again, _ := s.Get(t.Context(), p+"1")
+	if !bytes.HasPrefix(again.Payload, []byte(`{"charge"`)) {
+		t.Fatalf("a returned Payload changed the stored letter: %q", again.Payload)
+	}
+}
+
+func testDelete(t *testing.T, c *contract) {
+	s := c.newStore(t)
+	q, p := c.names(t)
+	put(t, s, c.letter(q, p+"1", c.t0))
+	claim(t, s, q, c.t0, 1)
+	if err := s.Delete(t.Context(), p+"1"); err != nil {
+		t.Fatalf("Delete of a held letter: %v", err)
+	}
+	if err := s.Delete(t.Context(), p+"1"); !errors.Is(err, deadletter.ErrNotFound) {
+		t.Fatalf("Delete twice: %v, want ErrNotFound", err)
+	}
+}
+
+// putSeven puts seven letters of q, out of ID order, and returns their IDs
+// in order.
+func (c *contract) putSeven(t *testing.T, s deadletter.Store, q, p string) []string {
+	var want []string
+	for i := range 7 {
+		id := fmt.Sprintf("%s%02d", p, (i*5)%7) // put out of order
+		put(t, s, c.letter(q, id, c.t0))
+		want = append(want, id)
+	}
+	slices.Sort(want)
+	return want
+}
+
+func testListPages(t *testing.T, c *contract) {
+	s := c.newStore(t)
+	q, p := c.names(t)
+	want := c.putSeven(t, s, q, p)
+	var got []string
+	after := ""
+	for pages := 0; ; pages++ {
+		page, err := s.List(t.Context(), q, after, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) > 3 || pages > 3 {
+			t.Fatalf("page %d of %d letters (max 3)", pages, len(page))
+		}
+		if len(page) == 0 {
+			break
+		}
+		got = append(got, ids(page)...)
+		after = page[len(page)-1].ID
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("List pages: %q, want %q", got, want)
+	}
+}
+
+func testListEveryQueue(t *testing.T, c *contract) {
+	s := c.newStore(t)
+	q, p := c.names(t)
+	want := c.putSeven(t, s, q, p)
+	all, err := s.List(t.Context(), "", p, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, l := range all {
+		if l.Queue == q {
+			n++
+		}
+	}
+	if n != len(want) {
+		t.Fatalf("List of every queue from %q: %d of this queue's letters, want %d", p, n, len(want))
+	}
+}
+
+func testCount(t *testing.T, c *contract) {
+	s := c.newStore(t)
+	q, p := c.names(t)
+	t0 := c.t0
+	put(t, s, c.letter(q, p+"waiting", t0.Add(time.Hour)))
+	put(t, s, c.letter(q, p+"due1", t0))
+	put(t, s, c.letter(q, p+"due2", t0.Add(-time.Hour)))
+	put(t, s, c.letter(q, p+"held", t0.Add(-2*time.Hour)))
+	parked := c.letter(q, p+"parked", t0)
+	parked.Parked = true
+	put(t, s, parked)
+	if h := claim(t, s, q, t0, 1); len(h) != 1 || h[0].ID != p+"held" {
+		t.Fatalf("Claim: %q, want %q", ids(h), p+"held")
+	}
+	got, err := s.Count(t.Context(), q, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (deadletter.Counts{Waiting: 1, Due: 2, Held: 1, Parked: 1}); got != want {
+		t.Fatalf("Count at t0: %+v, want %+v", got, want)
+	}
+	got, _ = s.Count(t.Context(), q, t0.Add(Lease))
+	if want := (deadletter.Counts{Waiting: 1, Due: 3, Parked: 1}); got != want {
+		t.Fatalf("Count when the lease ended: %+v, want %+v", got, want)
+	}
+	all, _ := s.Count(t.Context(), "", t0)
+	if all.Total() < 5 {
+		t.Fatalf("Count of every queue: %+v, want at least this queue's 5", all)
+	}
+}
+
+func testBadArguments(t *testing.T, c *contract) {
+	s := c.newStore(t)
+	q, _ := c.names(t)
+	if _, err := s.Claim(t.Context(), q, c.t0, 0, Lease); !errors.Is(err, deadletter.ErrInvalid) {
+		t.Errorf("Claim of 0 letters: %v, want ErrInvalid", err)
+	}
+	if _, err := s.Claim(t.Context(), q, c.t0, 1, 0); !errors.Is(err, deadletter.ErrInvalid) {
+		t.Errorf("Claim with a zero lease: %v, want ErrInvalid", err)
+	}
+	if _, err := s.List(t.Context(), q, "", 0); !errors.Is(err, deadletter.ErrInvalid) {
+		t.Errorf("List of 0 letters: %v, want ErrInvalid", err)
+	}
+}
