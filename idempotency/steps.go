@@ -3,7 +3,6 @@ package idempotency
 import (
 	"fmt"
 	"net/http"
-	"slices"
 )
 
 // The middleware's steps, for wrappers that run a keyed request their own
@@ -46,7 +45,8 @@ type Admission struct {
 // store: it checks the method, parses the Idempotency-Key (refusing a
 // malformed one, or a missing one when require is true, with 400), reads the
 // body within Config.MaxRequestBytes (413 beyond) and computes the scope and
-// the fingerprint. A refusal is written to w, with its event.
+// the fingerprint (refusing a scope that is not UTF-8 with 400). A refusal
+// is written to w, with its event.
 func (m *Middleware) Admit(w http.ResponseWriter, r *http.Request, require bool) Admission {
 	c := &m.c
 	if !c.covers(r.Method) {
@@ -72,6 +72,10 @@ func (m *Middleware) Admit(w http.ResponseWriter, r *http.Request, require bool)
 	a := Admission{Verdict: Keyed, ID: ID{Key: key}, Fingerprint: c.fingerprint(r, body)}
 	if c.Scope != nil {
 		a.ID.Scope = c.Scope(r)
+		if p := scopeProblem(a.ID.Scope); p.Status != 0 {
+			c.refuse(w, r, key, p, -1)
+			return Admission{Verdict: Refused}
+		}
 	}
 	r2 := new(http.Request) // a shallow copy, as WithContext makes
 	*r2 = *r
@@ -109,22 +113,10 @@ func (m *Middleware) Config() Config { return m.c }
 
 // RecordHeader returns the header fields a record keeps of a response whose
 // header was before when the handler started (fields set by outer
-// handlers) and after when it answered: the fields the handler set or
-// changed, except Set-Cookie (a cookie belongs to the client that got the
-// first response, never to whoever replays its key), the hop-by-hop fields,
-// those the server computes for each response (Date, Content-Length),
-// trailer declarations and Idempotent-Replayed. It returns nil when no
-// field is kept.
-func RecordHeader(before, after http.Header) http.Header {
-	var out http.Header
-	for k, vs := range after {
-		if skipField(k) || k == "Set-Cookie" || slices.Equal(before[k], vs) {
-			continue
-		}
-		if out == nil {
-			out = make(http.Header, len(after))
-		}
-		out[k] = slices.Clone(vs)
-	}
-	return out
-}
+// handlers) and after when it answered, by the middleware's rule: the
+// fields the handler set or changed, except Set-Cookie (a cookie belongs to
+// the client that got the first response, never to whoever replays its
+// key), the hop-by-hop fields, those the server computes for each response
+// (Date, Content-Length), trailer declarations and Idempotent-Replayed. It
+// returns nil when no field is kept.
+func RecordHeader(before, after http.Header) http.Header { return keptHeader(after, before) }

@@ -38,6 +38,7 @@ func TestAdmit(t *testing.T) {
 	})
 	for _, tc := range []struct {
 		name, method, key, body string
+		client                  string // "": acme
 		require                 bool
 		want                    idempotency.Verdict
 		status                  int // of the refusal
@@ -47,11 +48,15 @@ func TestAdmit(t *testing.T) {
 		{name: "no key, required", method: "POST", require: true, want: idempotency.Refused, status: 400},
 		{name: "malformed key", method: "POST", key: "\x01", want: idempotency.Refused, status: 400},
 		{name: "body too large", method: "POST", key: "k", body: "12345678901", want: idempotency.Refused, status: 413},
+		{name: "scope not UTF-8", method: "POST", key: "k", client: "\xff", want: idempotency.Refused, status: 400},
 		{name: "keyed", method: "POST", key: "k", body: "1234567890", want: idempotency.Keyed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := httptest.NewRequest(tc.method, "/charges", strings.NewReader(tc.body))
 			r.Header.Set("X-Client", "acme")
+			if tc.client != "" {
+				r.Header.Set("X-Client", tc.client)
+			}
 			if tc.key != "" {
 				r.Header.Set(idempotency.HeaderKey, tc.key)
 			}
