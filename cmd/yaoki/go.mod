@@ -7,6 +7,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.74.0
+	github.com/redis/go-redis/v9 v9.23.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
 	github.com/yaoki-go/yaoki v0.0.0-00010101000000-000000000000
@@ -36,6 +37,7 @@ require (
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
@@ -50,6 +52,7 @@ require (
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/yaoki-go/yaoki/otel v0.0.0-00010101000000-000000000000
+	github.com/yaoki-go/yaoki/redis v0.0.0-00010101000000-000000000000
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 )
@@ -59,3 +62,5 @@ replace github.com/yaoki-go/yaoki => ../..
 replace github.com/yaoki-go/yaoki/otel => ../../otel
 
 replace github.com/yaoki-go/yaoki/postgres => ../../postgres
+
+replace github.com/yaoki-go/yaoki/redis => ../../redis

@@ -79,6 +79,13 @@ type observing struct {
 // endpoint whose URL it announces on stderr as "PREFIX: metrics on URL".
 // The caller must call stop.
 func (f *observeFlags) start(cmd *cobra.Command, prefix string) (*observing, error) {
+	return f.startWith(cmd, prefix, nil)
+}
+
+// startWith is start with more handlers on the metrics endpoint's server:
+// mount, if not nil, adds them to its mux (yaoki proxy's /healthz and
+// /readyz).
+func (f *observeFlags) startWith(cmd *cobra.Command, prefix string, mount func(*http.ServeMux)) (*observing, error) {
 	o := &observing{}
 	stderr := cmd.ErrOrStderr()
 	switch f.logFormat {
@@ -95,7 +102,7 @@ func (f *observeFlags) start(cmd *cobra.Command, prefix string) (*observing, err
 		observers = append(observers, eventlog.New(o.logger))
 	}
 	if f.metricsAddr != "" {
-		if err := o.serveMetrics(f.metricsAddr, cmd.Name()); err != nil {
+		if err := o.serveMetrics(f.metricsAddr, cmd.Name(), mount); err != nil {
 			return nil, err
 		}
 		observers = append(observers, o.metrics)
@@ -108,7 +115,7 @@ func (f *observeFlags) start(cmd *cobra.Command, prefix string) (*observing, err
 // serveMetrics starts the meter provider, the Prometheus exporter on a
 // registry of its own (with the Go runtime and process collectors) and the
 // HTTP server of the endpoint.
-func (o *observing) serveMetrics(addr, command string) error {
+func (o *observing) serveMetrics(addr, command string, mount func(*http.ServeMux)) error {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return usagef("--metrics-addr %q: want HOST:PORT such as 127.0.0.1:9464 (port 0: any free port)", addr)
 	}
@@ -130,6 +137,9 @@ func (o *observing) serveMetrics(addr, command string) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	if mount != nil {
+		mount(mux)
+	}
 	o.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	o.url = "http://" + ln.Addr().String() + "/metrics"
 	o.served = make(chan struct{})

@@ -24,6 +24,9 @@ import (
 var yaoki string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(upstreamEnv) != "" {
+		os.Exit(serveUpstream())
+	}
 	dir, err := os.MkdirTemp("", "yaoki-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

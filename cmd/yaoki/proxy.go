@@ -1,0 +1,327 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/yaoki-go/yaoki/httpretry"
+	"github.com/yaoki-go/yaoki/layer"
+)
+
+func init() { subcommands = append(subcommands, newProxyCmd) }
+
+type proxyOptions struct {
+	listen   string
+	upstream string
+	config   string
+	redisURL string
+	grace    seconds
+	key      string
+	maxBody  string
+	pf       policyFlags
+	obs      observeFlags
+}
+
+func newProxyCmd() *cobra.Command {
+	o := &proxyOptions{grace: seconds{30 * time.Second}}
+	cmd := &cobra.Command{
+		Use:   "proxy (--upstream URL | --config FILE) [flags]",
+		Short: "A reverse proxy that applies yaoki's retry policy to every call through it",
+		Long: `proxy is a reverse proxy (a sidecar) in front of one or more upstream APIs: each
+request that passes through it is sent with yaoki's retrying HTTP client
+(package httpretry), so that a service in any language gets the toolkit's
+retries, Retry-After handling, retry budget and breaker.
+
+--upstream URL serves one upstream, with the policy of the policy flags;
+--config FILE serves the routes of a YAML file (see docs/proxy.md): each
+route takes a path prefix or a host to an upstream URL, with its own policy
+(a Step Functions Retry document), idempotency_key and max_buffered_body.
+
+What it does with a request: GET, HEAD, OPTIONS, TRACE, PUT and DELETE are
+retried on 408, 429, 500, 502, 503, 504 and connection failures; POST and
+PATCH only with an Idempotency-Key (--idempotency-key auto adds one to those
+that have none). Bodies up to --max-buffered-body are kept for the retries;
+larger ones are streamed once and not retried. Answers stream back as they
+come (server-sent events are flushed event by event). Hop-by-hop headers are
+dropped as RFC 9110 says; an Upgrade (WebSocket) is passed through once,
+without retries. A client that goes away cancels the upstream attempt.
+
+Each attempt carries Attempt-Count; a client that sends Attempt-Count itself
+retries, and then the proxy makes one attempt per request. When the proxy's
+own retries end on a retryable status, it relays the last answer with
+Do-Not-Retry: true. When there is no answer to relay, the proxy answers
+itself with application/problem+json: 502 (upstream unreachable), 503
+(budget exhausted, breaker open: with Retry-After when it knows when), 504
+(a deadline passed), with the reason as a word.
+
+--redis URL shares the retry budgets and breakers with every proxy using
+the same Redis. --admin-addr serves /metrics (Prometheus), /healthz and
+/readyz. SIGTERM (or SIGINT) stops accepting and lets the calls in flight,
+and their retries, finish within --grace; SIGHUP reloads --config, keeping
+the loaded routes if the new file is invalid.
+` + policyFlagsHelp,
+		Example: `  # one upstream, the default policy, metrics on 127.0.0.1:9464
+  yaoki proxy --listen 127.0.0.1:8080 --upstream https://api.partner.example --admin-addr 127.0.0.1:9464
+
+  # the routes of a file; a budget and breaker shared through Redis
+  yaoki proxy --config proxy.yaml --redis redis://127.0.0.1:6379/0`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to serve the proxy on (port 0: any free port; the URL is printed on stdout)")
+	f.StringVar(&o.upstream, "upstream", "", "the one upstream URL, e.g. https://api.partner.example")
+	f.StringVar(&o.config, "config", "", "a YAML file of routes (reloaded on SIGHUP)")
+	f.StringVar(&o.redisURL, "redis", "", "share retry budgets and breakers through this Redis, e.g. redis://127.0.0.1:6379/0")
+	f.Var(&o.grace, "grace", "on SIGTERM, how long the calls in flight may take to finish")
+	f.StringVar(&o.key, "idempotency-key", "", "with --upstream: auto adds an Idempotency-Key to each POST and PATCH that has none (default off)")
+	f.StringVar(&o.maxBody, "max-buffered-body", "", "with --upstream: largest request body kept for retries, e.g. 64KiB (default 1MiB; -1: never)")
+	f.StringVar(&o.obs.metricsAddr, "admin-addr", "", "serve /metrics, /healthz and /readyz on this address (port 0: any free port)")
+	f.StringVar(&o.obs.logFormat, "log-format", "", "log retries, give-ups and breaker changes on stderr as structured records: text or json")
+	o.pf.register(f)
+	return cmd
+}
+
+// config returns the routes the flags ask for.
+func (o *proxyOptions) routes(cmd *cobra.Command) (*proxyConfig, error) {
+	changed := cmd.Flags().Changed
+	switch {
+	case o.config != "" && o.upstream != "":
+		return nil, usagef("--config and --upstream cannot be combined: give the upstream as a route of the file, or drop --config")
+	case o.config == "" && o.upstream == "":
+		return nil, usagef("proxy needs --upstream URL or --config FILE")
+	case o.config != "":
+		for _, name := range []string{"idempotency-key", "max-buffered-body", "policy", "max-attempts", "max-time", "base",
+			"throttle-base", "cap", "multiplier", "jitter", "attempt-timeout", "max-retry-after"} {
+			if changed(name) {
+				return nil, usagef("--%s cannot be combined with --config: set it per route in the file (policy, idempotency_key, max_buffered_body)", name)
+			}
+		}
+		cfg, err := loadProxyConfig(o.config)
+		if err != nil {
+			return nil, usagef("%v", err)
+		}
+		return cfg, nil
+	}
+	u, err := parseUpstream(o.upstream)
+	if err != nil {
+		return nil, usagef("--upstream %v", err)
+	}
+	cp, err := o.pf.build(cmd)
+	if err != nil {
+		return nil, err
+	}
+	rc := &routeConfig{name: "--upstream", at: "--upstream", upstream: u, policy: cp.retry, doc: cp.doc, policySource: cp.source}
+	switch o.key {
+	case "auto":
+		rc.keyMode = httpretry.KeyAuto
+	case "", "off":
+		if o.key == "" && cp.doc != nil && cp.doc.IdempotencyKey == "auto" {
+			rc.keyMode = httpretry.KeyAuto
+		}
+	default:
+		return nil, usagef("--idempotency-key %q: want auto or off", o.key)
+	}
+	if o.maxBody != "" {
+		if rc.maxBody, err = parseByteSize(o.maxBody); err != nil {
+			return nil, usagef("--max-buffered-body %v", err)
+		}
+	}
+	return &proxyConfig{routes: []*routeConfig{rc}, source: "--upstream"}, nil
+}
+
+func (o *proxyOptions) run(cmd *cobra.Command) error {
+	cfg, err := o.routes(cmd)
+	if err != nil {
+		return err
+	}
+	if _, _, err := net.SplitHostPort(o.listen); err != nil {
+		return usagef("--listen %q: want HOST:PORT such as 127.0.0.1:8080 (port 0: any free port)", o.listen)
+	}
+	stderr := cmd.ErrOrStderr()
+	s := &proxyServer{base: newUpstreamTransport(), stderr: stderr, buffers: &bufferPool{}}
+	if o.redisURL != "" {
+		if s.fleet, err = newProxyFleet(o.redisURL, stderr); err != nil {
+			return err
+		}
+		defer s.fleet.close()
+	}
+	obs, err := o.obs.startWith(cmd, "yaoki proxy", s.mountAdmin)
+	if err != nil {
+		return err
+	}
+	defer obs.stop()
+	s.obs = obs
+	rs, err := s.build(cfg)
+	if err != nil {
+		return exit(1, fmt.Sprintf("proxy: %v", err))
+	}
+	s.routes.Store(rs)
+	defer func() { s.routes.Load().close() }()
+
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return exit(1, fmt.Sprintf("proxy: cannot listen on %s: %v (is the port taken? use port 0 for a free one)", o.listen, err))
+	}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	s.ready.Store(true)
+	fmt.Fprintf(cmd.OutOrStdout(), "http://%s/\n", ln.Addr())
+	fmt.Fprintf(stderr, "yaoki proxy: listening on http://%s/, %d route%s from %s\n", ln.Addr(), len(rs.list), plural(len(rs.list)), cfg.source)
+	if obs.url != "" {
+		fmt.Fprintf(stderr, "yaoki proxy: admin on http://%s (/metrics, /healthz, /readyz)\n", strings.TrimSuffix(strings.TrimPrefix(obs.url, "http://"), "/metrics"))
+	}
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	for {
+		select {
+		case err := <-served:
+			return exit(1, fmt.Sprintf("proxy: serving stopped: %v", err))
+		case <-ctx.Done():
+			return s.shutdown(srv, o.grace.d)
+		case sig := <-sigs:
+			if sig != syscall.SIGHUP {
+				return s.shutdown(srv, o.grace.d)
+			}
+			if o.config == "" {
+				fmt.Fprintln(stderr, "yaoki proxy: SIGHUP: nothing to reload (no --config)")
+				continue
+			}
+			s.reload(o.config)
+		}
+	}
+}
+
+// proxyServer routes each request to its route's reverse proxy.
+type proxyServer struct {
+	routes   atomic.Pointer[proxyRoutes]
+	base     *http.Transport // shared by every route: one connection pool
+	obs      *observing
+	fleet    *proxyFleet // nil without --redis
+	stderr   io.Writer
+	buffers  *bufferPool
+	ready    atomic.Bool
+	inFlight atomic.Int64
+}
+
+// newUpstreamTransport is the connection pool to the upstreams: the
+// defaults of http.DefaultTransport, with room for as many idle
+// connections per upstream as a busy proxy keeps open, and no transparent
+// compression (the client's Accept-Encoding and the upstream's encoding
+// pass through unchanged).
+func newUpstreamTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 0
+	t.MaxIdleConnsPerHost = 512
+	t.DisableCompression = true
+	return t
+}
+
+func (s *proxyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
+	pr := s.routes.Load().match(r)
+	if pr == nil {
+		writeProxyProblem(w, proxyProblem{Status: http.StatusNotFound, Reason: "no_route",
+			Detail: fmt.Sprintf("proxy: no route takes %s %s (host %s)", r.Method, r.URL.Path, requestHost(r))}, -1)
+		return
+	}
+	if _, ok := r.Header[layer.DefaultAttemptHeader]; ok {
+		// The client retries: the route's loop makes one attempt.
+		layer.Middleware(pr.proxy).ServeHTTP(w, r)
+		return
+	}
+	pr.proxy.ServeHTTP(w, r)
+}
+
+// build makes the routes of cfg.
+func (s *proxyServer) build(cfg *proxyConfig) (*proxyRoutes, error) {
+	ctx, stop := context.WithCancel(context.Background())
+	rs := &proxyRoutes{source: cfg.source, stop: stop}
+	for _, rc := range cfg.routes {
+		pr, err := newProxyRoute(rc, s.base, s, ctx)
+		if err != nil {
+			rs.close()
+			return nil, fmt.Errorf("%s (%s): %w", rc.name, rc.at, err)
+		}
+		rs.list = append(rs.list, pr)
+		if s.obs != nil && s.obs.metrics != nil {
+			rs.retire = append(rs.retire, s.obs.metrics.TrackTransport(pr.rt))
+		}
+	}
+	return rs, nil
+}
+
+// reload loads the config file again and serves its routes from the next
+// request on; the requests in flight finish on the routes they started
+// with. A file that does not load leaves the routes as they are.
+func (s *proxyServer) reload(file string) {
+	cfg, err := loadProxyConfig(file)
+	var rs *proxyRoutes
+	if err == nil {
+		rs, err = s.build(cfg)
+	}
+	if err != nil {
+		fmt.Fprintf(s.stderr, "yaoki proxy: SIGHUP: %s not loaded, the routes loaded before stay:\n%v\n", file, err)
+		return
+	}
+	old := s.routes.Swap(rs)
+	old.close()
+	fmt.Fprintf(s.stderr, "yaoki proxy: SIGHUP: reloaded %s: %d route%s\n", file, len(rs.list), plural(len(rs.list)))
+}
+
+// shutdown stops accepting, waits for the calls in flight (with their
+// retries) up to grace, then cuts those left.
+func (s *proxyServer) shutdown(srv *http.Server, grace time.Duration) error {
+	s.ready.Store(false)
+	n := s.inFlight.Load()
+	fmt.Fprintf(s.stderr, "yaoki proxy: stopping: %d call%s in flight, %v to finish\n", n, plural(int(n)), grace)
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	err := srv.Shutdown(ctx)
+	defer s.base.CloseIdleConnections()
+	if errors.Is(err, context.DeadlineExceeded) {
+		left := s.inFlight.Load()
+		_ = srv.Close()
+		return exit(1, fmt.Sprintf("proxy: --grace %v passed with %d call%s in flight: cut", grace, left, plural(int(left))))
+	}
+	fmt.Fprintln(s.stderr, "yaoki proxy: stopped: every call finished")
+	return nil
+}
+
+// mountAdmin adds /healthz and /readyz to the admin listener.
+func (s *proxyServer) mountAdmin(mux *http.ServeMux) {
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if !s.ready.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, "not ready: starting or stopping")
+			return
+		}
+		rs := s.routes.Load()
+		fmt.Fprintf(w, "ready: %d route%s from %s\n", len(rs.list), plural(len(rs.list)), rs.source)
+	})
+}

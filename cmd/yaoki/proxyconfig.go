@@ -1,0 +1,439 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/yaoki-go/yaoki/httpretry"
+	"github.com/yaoki-go/yaoki/policy"
+	"github.com/yaoki-go/yaoki/retry"
+)
+
+// proxyConfig is what yaoki proxy serves: its routes, in the order they
+// are tried.
+type proxyConfig struct {
+	routes []*routeConfig
+	source string // the config file, or "--upstream"
+}
+
+// routeConfig is one route: which requests it takes (a path prefix, a
+// host, or both) and how it sends them on.
+type routeConfig struct {
+	name     string // "routes[N]" in a file, "--upstream" otherwise
+	at       string // "FILE:LINE" of the route, for messages
+	path     string // a path prefix; "" or "/" takes every path
+	host     string // a host name in lower case without port; "" takes every host
+	upstream *url.URL
+
+	policy       retry.Policy
+	doc          *policy.Document // nil when the route has no policy document
+	policySource string           // "defaults", "flags", "inline" or the document's file
+	keyMode      httpretry.KeyMode
+	maxBody      int64 // httpretry.Transport.MaxBufferedBody: 0 default, -1 never
+
+	// hedge is where the route's hedging settings go (issue 17): the key
+	// is read, and refused until hedging exists, so that a file written
+	// for a later version does not silently run without it.
+}
+
+// routeFields are the keys a route may have.
+var routeFields = []string{"path", "host", "upstream", "policy", "idempotency_key", "max_buffered_body", "hedge"}
+
+// proxyConfigError is one thing wrong with a proxy config file, where it is and
+// what is accepted.
+type proxyConfigError struct {
+	file      string
+	line, col int
+	path, msg string
+}
+
+func (e *proxyConfigError) Error() string {
+	var b strings.Builder
+	b.WriteString("proxy: ")
+	if e.file != "" {
+		b.WriteString(e.file)
+		b.WriteByte(':')
+	}
+	if e.line > 0 {
+		fmt.Fprintf(&b, "%d:%d:", e.line, e.col)
+	}
+	if e.file != "" || e.line > 0 {
+		b.WriteByte(' ')
+	}
+	if e.path != "" {
+		b.WriteString(e.path)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.msg)
+	return b.String()
+}
+
+// configReader collects the errors of one file.
+type configReader struct {
+	file string
+	dir  string // the file's directory: policy files are relative to it
+	errs []error
+}
+
+func (c *configReader) fail(n *yaml.Node, path, format string, args ...any) {
+	e := &proxyConfigError{file: c.file, path: path, msg: fmt.Sprintf(format, args...)}
+	if n != nil {
+		e.line, e.col = n.Line, n.Column
+	}
+	c.errs = append(c.errs, e)
+}
+
+// loadProxyConfig reads the config file at path; see parseProxyConfig.
+func loadProxyConfig(path string) (*proxyConfig, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: cannot read the config file: %w", err)
+	}
+	return parseProxyConfig(path, data)
+}
+
+// parseProxyConfig reads a proxy config: a YAML mapping whose one key,
+// routes, lists the routes. It checks every field and returns every error
+// it finds, each with its file, line and column, joined with errors.Join.
+func parseProxyConfig(file string, data []byte) (*proxyConfig, error) {
+	c := &configReader{file: file, dir: filepath.Dir(file)}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, &proxyConfigError{file: file, msg: "invalid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	if root.Kind == 0 || len(root.Content) == 0 {
+		return nil, &proxyConfigError{file: file, msg: "the file is empty: want a mapping with routes, e.g.\nroutes:\n  - path: /\n    upstream: http://127.0.0.1:9000"}
+	}
+	doc := root.Content[0]
+	if doc.Kind != yaml.MappingNode {
+		c.fail(doc, "", "the file is %s: want a mapping with one key, routes", yamlKindName(doc))
+		return nil, errors.Join(c.errs...)
+	}
+	cfg := &proxyConfig{source: file}
+	var routes *yaml.Node
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		k, v := doc.Content[i], doc.Content[i+1]
+		switch k.Value {
+		case "routes":
+			routes = v
+		default:
+			c.fail(k, k.Value, "unknown key: want routes")
+		}
+	}
+	switch {
+	case routes == nil:
+		c.fail(doc, "routes", "missing: want a list of routes, each with an upstream")
+	case routes.Kind != yaml.SequenceNode:
+		c.fail(routes, "routes", "%s: want a list of routes, each with an upstream", yamlKindName(routes))
+	case len(routes.Content) == 0:
+		c.fail(routes, "routes", "empty: want at least one route")
+	default:
+		for i, n := range routes.Content {
+			if r := c.route(n, fmt.Sprintf("routes[%d]", i)); r != nil {
+				cfg.routes = append(cfg.routes, r)
+			}
+		}
+	}
+	if len(c.errs) == 0 {
+		c.shadowed(cfg.routes, routes)
+	}
+	if len(c.errs) > 0 {
+		return nil, errors.Join(c.errs...)
+	}
+	return cfg, nil
+}
+
+// route reads one route; nil when it has errors (recorded in c).
+func (c *configReader) route(n *yaml.Node, name string) *routeConfig {
+	n = yamlResolve(n)
+	if n.Kind != yaml.MappingNode {
+		c.fail(n, name, "%s: want a mapping with upstream and path or host", yamlKindName(n))
+		return nil
+	}
+	before := len(c.errs)
+	r := &routeConfig{name: name, at: fmt.Sprintf("%s:%d", c.file, n.Line), policySource: "defaults"}
+	var upstream, pol, key *yaml.Node
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], yamlResolve(n.Content[i+1])
+		path := name + "." + k.Value
+		if seen[k.Value] {
+			c.fail(k, path, "given twice")
+			continue
+		}
+		seen[k.Value] = true
+		switch k.Value {
+		case "path":
+			if s, ok := c.scalar(v, path, "a path prefix such as /payments/"); ok {
+				if !strings.HasPrefix(s, "/") || strings.ContainsAny(s, "?# \t") {
+					c.fail(v, path, "%q: want a path prefix starting with / (no query, fragment or spaces), e.g. /payments/", s)
+				}
+				r.path = s
+			}
+		case "host":
+			if s, ok := c.scalar(v, path, "a host name such as api.local"); ok {
+				h := strings.ToLower(s)
+				if h == "" || strings.ContainsAny(h, "/:?#@ \t") || net.ParseIP(strings.Trim(h, "[]")) == nil && !validHostName(h) {
+					c.fail(v, path, "%q: want a host name or IP address without port or scheme, e.g. api.local", s)
+				}
+				r.host = h
+			}
+		case "upstream":
+			upstream = v
+			if s, ok := c.scalar(v, path, "an http or https URL"); ok {
+				u, err := parseUpstream(s)
+				if err != nil {
+					c.fail(v, path, "%v", err)
+				}
+				r.upstream = u
+			}
+		case "policy":
+			pol = v
+		case "idempotency_key":
+			key = v
+			if s, ok := c.scalar(v, path, "auto or off"); ok {
+				switch s {
+				case "auto":
+					r.keyMode = httpretry.KeyAuto
+				case "off":
+				default:
+					c.fail(v, path, "%q: want auto (a key for each POST and PATCH that has none) or off", s)
+				}
+			}
+		case "max_buffered_body":
+			if s, ok := c.scalar(v, path, "a size in bytes"); ok {
+				m, err := parseByteSize(s)
+				if err != nil {
+					c.fail(v, path, "%v", err)
+				}
+				r.maxBody = m
+			}
+		case "hedge":
+			c.fail(k, path, "hedging is not available in this version of yaoki proxy: remove the key")
+		default:
+			c.fail(k, path, "unknown key: want one of %s", strings.Join(routeFields, ", "))
+		}
+	}
+	if upstream == nil {
+		c.fail(n, name+".upstream", "missing: every route needs an upstream URL, e.g. upstream: http://127.0.0.1:9000")
+	}
+	if pol != nil {
+		c.policy(r, pol, name+".policy")
+	}
+	if key == nil && r.doc != nil && r.doc.IdempotencyKey == "auto" {
+		r.keyMode = httpretry.KeyAuto
+	}
+	if len(c.errs) > before {
+		return nil
+	}
+	return r
+}
+
+// policy reads a route's policy: a file name (relative to the config
+// file), or a document written in place, in the Step Functions form.
+func (c *configReader) policy(r *routeConfig, n *yaml.Node, path string) {
+	var doc *policy.Document
+	var err error
+	switch n.Kind {
+	case yaml.ScalarNode:
+		file := n.Value
+		if file == "" {
+			c.fail(n, path, "empty: want a policy document (Retry, TimeoutSeconds, ...) or the name of a policy file")
+			return
+		}
+		if !filepath.IsAbs(file) {
+			file = filepath.Join(c.dir, file)
+		}
+		doc, err = loadDocument(file)
+		r.policySource = file
+	case yaml.MappingNode, yaml.SequenceNode:
+		var js []byte
+		js, err = yamlNodeToJSON(n)
+		if err == nil {
+			doc, err = policy.ParseFile(c.file, js)
+		}
+		r.policySource = "inline"
+	default:
+		c.fail(n, path, "%s: want a policy document (Retry, TimeoutSeconds, ...) or the name of a policy file", yamlKindName(n))
+		return
+	}
+	if err == nil {
+		err = doc.ApplyEnv(os.LookupEnv)
+	}
+	if err != nil {
+		c.policyErrors(n, path, err)
+		return
+	}
+	r.doc = doc
+}
+
+// policyErrors records the errors of a route's policy document, each with
+// its place in the file and its path from the config's root.
+func (c *configReader) policyErrors(n *yaml.Node, path string, err error) {
+	var list []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		list = j.Unwrap()
+	} else {
+		list = []error{err}
+	}
+	for _, e := range list {
+		var pe *policy.Error
+		if errors.As(e, &pe) && (pe.File == c.file || pe.Line > 0) {
+			p := path
+			if pe.Path != "" {
+				p += "." + pe.Path
+			}
+			c.errs = append(c.errs, &proxyConfigError{file: pe.File, line: pe.Line, col: pe.Column, path: p, msg: pe.Msg})
+			continue
+		}
+		c.fail(n, path, "%s", strings.TrimPrefix(e.Error(), "proxy: "))
+	}
+}
+
+// shadowed reports a route that an earlier one takes every request of:
+// routes are tried in order, so it would never be used.
+func (c *configReader) shadowed(routes []*routeConfig, list *yaml.Node) {
+	for j, b := range routes {
+		for i, a := range routes[:j] {
+			if (a.host == "" || a.host == b.host) && pathCovers(a.path, b.path) {
+				c.fail(list.Content[j], b.name, "never used: %s (line %d) comes first and takes every request this route would take; put the more specific route first",
+					a.name, list.Content[i].Line)
+				break
+			}
+		}
+	}
+}
+
+// scalar returns n's value when it is a scalar.
+func (c *configReader) scalar(n *yaml.Node, path, want string) (string, bool) {
+	if n.Kind != yaml.ScalarNode {
+		c.fail(n, path, "%s: want %s", yamlKindName(n), want)
+		return "", false
+	}
+	return n.Value, true
+}
+
+// resolve follows aliases.
+func yamlResolve(n *yaml.Node) *yaml.Node {
+	for i := 0; n.Kind == yaml.AliasNode && n.Alias != nil && i < 64; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+func yamlKindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("the value %q", n.Value)
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	return "empty"
+}
+
+// parseUpstream checks an upstream URL: http or https, a host, no query,
+// fragment or user info.
+func parseUpstream(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return nil, fmt.Errorf("%q is not an http or https URL: want e.g. http://127.0.0.1:9000 or https://api.partner.example/v1", s)
+	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+		return nil, fmt.Errorf("%q: want a URL without query, fragment or user info (the request's path and query are added to it)", s)
+	}
+	return u, nil
+}
+
+// parseSize reads max_buffered_body: bytes, with an optional KiB or MiB
+// suffix; -1 never buffers.
+func parseByteSize(s string) (int64, error) {
+	mult := int64(1)
+	num := strings.TrimSpace(s)
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}} {
+		if v, ok := strings.CutSuffix(num, u.suffix); ok {
+			num, mult = strings.TrimSpace(v), u.m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("%q is not a size: want bytes (65536), KiB or MiB (64KiB, 1MiB), or -1 to never buffer", s)
+	case n == -1 && mult == 1:
+		return -1, nil
+	case n < 1 || n > math.MaxInt32/mult:
+		return 0, fmt.Errorf("%q out of range: want 1 byte to 2 GiB, or -1 to never buffer", s)
+	}
+	return n * mult, nil
+}
+
+// validHostName reports whether h is made of DNS labels.
+func validHostName(h string) bool {
+	if len(h) > 253 {
+		return false
+	}
+	for _, l := range strings.Split(h, ".") {
+		if l == "" || len(l) > 63 {
+			return false
+		}
+		for i := 0; i < len(l); i++ {
+			ch := l[i]
+			if !('a' <= ch && ch <= 'z' || '0' <= ch && ch <= '9' || ch == '-' || ch == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// pathCovers reports whether every path that prefix b takes is taken by
+// prefix a too.
+func pathCovers(a, b string) bool {
+	if a == "" || a == "/" {
+		return true
+	}
+	if b == "" || b == "/" {
+		return false
+	}
+	return pathMatches(a, b)
+}
+
+// pathMatches reports whether the route prefix takes the request path p:
+// p is the prefix, or continues it after a slash ("/api" takes /api and
+// /api/x, not /apix; "/api/" takes /api/x).
+func pathMatches(prefix, p string) bool {
+	if prefix == "" || prefix == "/" {
+		return true
+	}
+	if !strings.HasPrefix(p, prefix) {
+		return false
+	}
+	return len(p) == len(prefix) || prefix[len(prefix)-1] == '/' || p[len(prefix)] == '/'
+}
+
+// yamlNodeToJSON writes a YAML subtree as JSON with each value on its line
+// (and, where it can, column) of the YAML file, so that the positions in
+// package policy's errors point into the YAML file.
+func yamlNodeToJSON(n *yaml.Node) ([]byte, error) {
+	w := &jsonWriter{line: 1, col: 1}
+	if err := w.node(n, 0); err != nil {
+		return nil, err
+	}
+	return w.buf.Bytes(), nil
+}

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/yaoki-go/yaoki/httpretry"
+)
+
+func TestProxyConfigRoutes(t *testing.T) {
+	cfg, err := parseProxyConfig("p.yaml", []byte(`
+routes:
+  - host: API.local
+    upstream: http://127.0.0.1:9001
+  - path: /payments/
+    upstream: https://api.partner.example/v1
+    idempotency_key: auto
+    max_buffered_body: 64KiB
+    policy:
+      Retry:
+        - ErrorEquals: [HTTP.429, HTTP.503]
+          IntervalSeconds: 1
+          MaxAttempts: 4
+      IdempotencyKey: "off"
+  - path: /
+    upstream: http://127.0.0.1:9002
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.routes) != 3 {
+		t.Fatalf("%d routes, want 3", len(cfg.routes))
+	}
+	r0, r1, r2 := cfg.routes[0], cfg.routes[1], cfg.routes[2]
+	if r0.host != "api.local" || r0.path != "" || r0.doc != nil || r0.at != "p.yaml:3" {
+		t.Errorf("route 0: host %q path %q doc %v at %s; want api.local, every path, the defaults, p.yaml:3", r0.host, r0.path, r0.doc, r0.at)
+	}
+	if r1.keyMode != httpretry.KeyAuto || r1.maxBody != 64<<10 || r1.doc == nil || r1.doc.Attempts() != 5 || r1.upstream.String() != "https://api.partner.example/v1" {
+		t.Errorf("route 1: key %v, max body %d, attempts %d, upstream %v", r1.keyMode, r1.maxBody, r1.doc.Attempts(), r1.upstream)
+	}
+	if r2.path != "/" {
+		t.Errorf("route 2: path %q", r2.path)
+	}
+	// Routes are tried in order: host first, then the prefixes.
+	rs := &proxyRoutes{}
+	for _, rc := range cfg.routes {
+		rs.list = append(rs.list, &proxyRoute{cfg: rc})
+	}
+	for _, c := range []struct {
+		host, path string
+		want       int
+	}{
+		{"api.local:8080", "/payments/x", 0},
+		{"other", "/payments/x", 1},
+		{"other", "/payments", 2}, // "/payments/" takes what is under it
+		{"other", "/", 2},
+	} {
+		r := httptest.NewRequest("GET", "http://"+c.host+c.path, nil)
+		got := rs.match(r)
+		if got != rs.list[c.want] {
+			t.Errorf("host %s path %s: matched %s, want routes[%d]", c.host, c.path, got.cfg.name, c.want)
+		}
+	}
+}
+
+// Every error of a file, each at its place, with what is accepted.
+func TestProxyConfigErrors(t *testing.T) {
+	for _, c := range []struct {
+		name, text string
+		want       []string
+	}{
+		{"empty", "", []string{"proxy: f.yaml: the file is empty"}},
+		{"not a mapping", "- a\n", []string{"f.yaml:1:1: the file is a list: want a mapping with one key, routes"}},
+		{"no routes", "listen: x\n", []string{"f.yaml:1:1: listen: unknown key: want routes", "routes: missing"}},
+		{"bad fields", `routes:
+  - path: payments
+    upstream: ftp://x
+    idempotency_key: yes
+    max_buffered_body: 1GB
+    retries: 3
+`, []string{
+			`f.yaml:2:11: routes[0].path: "payments": want a path prefix starting with /`,
+			`f.yaml:3:15: routes[0].upstream: "ftp://x" is not an http or https URL`,
+			`f.yaml:4:22: routes[0].idempotency_key: "yes": want auto`,
+			`f.yaml:5:24: routes[0].max_buffered_body: "1GB" is not a size`,
+			`f.yaml:6:5: routes[0].retries: unknown key: want one of path, host, upstream, policy`,
+		}},
+		{"no upstream", "routes:\n  - path: /\n", []string{"f.yaml:2:5: routes[0].upstream: missing"}},
+		{"hedge reserved", "routes:\n  - upstream: http://a\n    hedge: {after: 50ms}\n", []string{"f.yaml:3:5: routes[0].hedge: hedging is not available"}},
+		{"policy positions", `routes:
+  - upstream: http://a
+    policy:
+      Retry:
+        - ErrorEquals: [HTTP.5XX]
+          BackoffRate: 0.5
+        - ErrorEquals: [Net.Refused]
+          JitterStrategy: SOME
+`, []string{"f.yaml:6:24: routes[0].policy.Retry[0].BackoffRate:", "f.yaml:8:27: routes[0].policy.Retry[1].JitterStrategy:"}},
+		{"shadowed", `routes:
+  - path: /api
+    upstream: http://a
+  - path: /api/v2
+    upstream: http://b
+`, []string{"f.yaml:4:5: routes[1]: never used: routes[0] (line 2) comes first"}},
+		{"bad yaml", "routes: [\n", []string{"proxy: f.yaml: invalid YAML"}},
+	} {
+		_, err := parseProxyConfig("f.yaml", []byte(c.text))
+		if err == nil {
+			t.Errorf("%s: no error", c.name)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error lacks %q:\n%v", c.name, w, err)
+			}
+		}
+	}
+}
+
+// A policy given as a file name is read relative to the config file.
+func TestProxyConfigPolicyFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "partner.json"), []byte(`{"Retry": [{"ErrorEquals": ["States.ALL"], "MaxAttempts": 1}], "IdempotencyKey": "auto"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "proxy.yaml")
+	if err := os.WriteFile(path, []byte("routes:\n  - upstream: http://a\n    policy: partner.json\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadProxyConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := cfg.routes[0]
+	if r.doc == nil || r.doc.Attempts() != 2 || r.keyMode != httpretry.KeyAuto || r.policySource != filepath.Join(dir, "partner.json") {
+		t.Fatalf("route: doc %v, key %v, source %s; want the file's 2 attempts and its IdempotencyKey auto", r.doc, r.keyMode, r.policySource)
+	}
+	if err := os.WriteFile(path, []byte("routes:\n  - upstream: http://a\n    policy: missing.json\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadProxyConfig(path); err == nil || !strings.Contains(err.Error(), "proxy.yaml:3:13: routes[0].policy: cannot read the policy file") {
+		t.Fatalf("a missing policy file: %v", err)
+	}
+}
+
+// FuzzProxyConfig: any input gives a config or errors that start with the
+// package's name; never a panic.
+func FuzzProxyConfig(f *testing.F) {
+	for _, s := range []string{
+		"routes:\n  - path: /\n    upstream: http://a\n",
+		"routes:\n  - upstream: http://a\n    policy: {Retry: [{ErrorEquals: [States.ALL]}]}\n",
+		"routes: &a [*a]\n",
+		"routes:\n  - {host: x, path: /a, upstream: 'https://b', max_buffered_body: -1, idempotency_key: auto}\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := parseProxyConfig("f.yaml", data)
+		if err != nil {
+			var list []error
+			if j, ok := err.(interface{ Unwrap() []error }); ok {
+				list = j.Unwrap()
+			} else {
+				list = []error{err}
+			}
+			for _, e := range list {
+				if !strings.HasPrefix(e.Error(), "proxy: ") {
+					t.Fatalf("error %q does not start with proxy:", e)
+				}
+			}
+			return
+		}
+		for _, r := range cfg.routes {
+			if r.upstream == nil {
+				t.Fatalf("route %s without upstream", r.name)
+			}
+		}
+	})
+}

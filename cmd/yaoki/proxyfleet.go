@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/yaoki-go/yaoki/breaker"
+	"github.com/yaoki-go/yaoki/httpretry"
+	"github.com/yaoki-go/yaoki/redis"
+	"github.com/yaoki-go/yaoki/retry"
+)
+
+// proxyFleet makes the guards of yaoki proxy fleet-wide (--redis): every
+// proxy that uses the same Redis shares, per upstream host, one retry
+// budget (redis.Budget) and, where there is a breaker, its open state
+// (redis.Breaker). Calls never wait for Redis: the guards sync in the
+// background, and decide alone while Redis cannot be reached.
+type proxyFleet struct {
+	client *goredis.Client
+	stderr io.Writer
+
+	mu      sync.Mutex
+	lastErr time.Time // when a sync error was last reported
+}
+
+func newProxyFleet(rawURL string, stderr io.Writer) (*proxyFleet, error) {
+	opt, err := goredis.ParseURL(rawURL)
+	if err != nil {
+		return nil, usagef("--redis %q: %v: want e.g. redis://127.0.0.1:6379/0 or rediss://user:password@host:6380/1", rawURL, err)
+	}
+	return &proxyFleet{client: goredis.NewClient(opt), stderr: stderr}, nil
+}
+
+func (f *proxyFleet) close() { _ = f.client.Close() }
+
+// onError reports a failed sync, at most once a minute: the guards go on
+// alone meanwhile.
+func (f *proxyFleet) onError(err error) {
+	f.mu.Lock()
+	now := time.Now()
+	report := now.Sub(f.lastErr) >= time.Minute
+	if report {
+		f.lastErr = now
+	}
+	f.mu.Unlock()
+	if report {
+		fmt.Fprintf(f.stderr, "yaoki proxy: redis: %v (each proxy decides alone until a sync succeeds)\n", err)
+	}
+}
+
+// share replaces t's guards with fleet-wide ones, synced until ctx ends:
+// the route's own budget and breaker (from its policy document) under the
+// route's upstream host; otherwise the per-host guards httpretry makes by
+// default, each under its host: a budget is shared as a redis.Budget with
+// budget.Share's defaults, a breaker by its name.
+func (f *proxyFleet) share(ctx context.Context, t *httpretry.Transport, rc *routeConfig) error {
+	name := "proxy:" + rc.upstream.Host
+	if d := rc.doc; d != nil && (d.Budget != nil || d.Breaker != nil) {
+		e := t.Policy.Env.Clone()
+		if d.Budget != nil {
+			b, err := f.budget(ctx, redis.BudgetConfig{Name: name, Ratio: d.Budget.Ratio, Window: d.Budget.Window, MinPerSecond: d.Budget.MinPerSecond})
+			if err != nil {
+				return err
+			}
+			e.Budget = b
+		}
+		if d.Breaker != nil {
+			s := *d.Breaker
+			s.Name = name
+			local, err := breaker.New(s)
+			if err != nil {
+				return err
+			}
+			b, err := f.breaker(ctx, local)
+			if err != nil {
+				return err
+			}
+			e.Breaker = b
+		}
+		t.Policy.Env = e
+	}
+	defaults := &httpretry.Transport{} // asked for the guards httpretry gives a host by default
+	t.Guards.Budget = func(host string) retry.Budget {
+		b, err := f.budget(ctx, redis.BudgetConfig{Name: "proxy:" + host})
+		if err != nil {
+			panic("yaoki proxy: the default fleet budget is invalid: " + err.Error()) // unreachable: the defaults are valid
+		}
+		return b
+	}
+	t.Guards.Breaker = func(host string) retry.Breaker {
+		_, br, _ := defaults.GuardsFor(host)
+		local, ok := br.(*breaker.Breaker)
+		if !ok || local == nil || local.Name() == "" {
+			return br // none by default, or one that cannot be named for the fleet
+		}
+		b, err := f.breaker(ctx, local)
+		if err != nil {
+			return br
+		}
+		return b
+	}
+	return nil
+}
+
+func (f *proxyFleet) budget(ctx context.Context, c redis.BudgetConfig) (*redis.Budget, error) {
+	c.Client, c.OnError = f.client, f.onError
+	b, err := redis.NewBudget(c)
+	if err != nil {
+		return nil, err
+	}
+	go b.Run(ctx)
+	return b, nil
+}
+
+func (f *proxyFleet) breaker(ctx context.Context, local *breaker.Breaker) (*redis.Breaker, error) {
+	b, err := redis.NewBreaker(redis.BreakerConfig{Client: f.client, Local: local, OnError: f.onError})
+	if err != nil {
+		return nil, err
+	}
+	go b.Run(ctx)
+	return b, nil
+}

@@ -1,0 +1,299 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/yaoki-go/yaoki/httpretry"
+	"github.com/yaoki-go/yaoki/layer"
+	"github.com/yaoki-go/yaoki/policy"
+	"github.com/yaoki-go/yaoki/retry"
+)
+
+// proxyRoute is a route ready to serve: its retrying transport and the
+// reverse proxy that sends through it.
+type proxyRoute struct {
+	cfg      *routeConfig
+	rt       *httpretry.Transport
+	proxy    *httputil.ReverseProxy
+	statuses [600]bool // the statuses its transport retries
+}
+
+// proxyRoutes is one loaded configuration: its routes in order, and what
+// retiring it must undo.
+type proxyRoutes struct {
+	list   []*proxyRoute
+	source string
+	stop   context.CancelFunc // ends the fleet syncs of its guards
+	retire []func()           // untracks its guards from the metrics
+}
+
+// match returns the first route that takes r, or nil.
+func (rs *proxyRoutes) match(r *http.Request) *proxyRoute {
+	host := ""
+	for _, pr := range rs.list {
+		if pr.cfg.host != "" {
+			if host == "" {
+				host = requestHost(r)
+			}
+			if pr.cfg.host != host {
+				continue
+			}
+		}
+		if pathMatches(pr.cfg.path, r.URL.Path) {
+			return pr
+		}
+	}
+	return nil
+}
+
+// close retires a configuration that no new request will use.
+func (rs *proxyRoutes) close() {
+	if rs == nil {
+		return
+	}
+	for _, f := range rs.retire {
+		f()
+	}
+	if rs.stop != nil {
+		rs.stop()
+	}
+}
+
+// requestHost is r's Host without port, in lower case.
+func requestHost(r *http.Request) string {
+	h := r.Host
+	if host, _, err := net.SplitHostPort(h); err == nil {
+		h = host
+	}
+	return strings.ToLower(strings.Trim(h, "[]"))
+}
+
+// newProxyRoute builds the transport and reverse proxy of rc over base;
+// with --redis (s.fleet), its guards are shared by the fleet, synced until
+// ctx ends.
+func newProxyRoute(rc *routeConfig, base http.RoundTripper, s *proxyServer, ctx context.Context) (*proxyRoute, error) {
+	p := rc.policy
+	if rc.doc != nil {
+		p = rc.doc.Policy(policy.Options{})
+	}
+	t := &httpretry.Transport{Base: base, Policy: p, IdempotencyKey: rc.keyMode, MaxBufferedBody: rc.maxBody}
+	if o := s.obs; o != nil && o.observer != nil {
+		t.Observer = o.observer
+	}
+	statuses := httpretry.DefaultStatuses()
+	if rc.doc != nil {
+		statuses = statusesFor(rc.doc)
+		t.Statuses = statuses
+	}
+	if s.fleet != nil {
+		if err := s.fleet.share(ctx, t, rc); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	pr := &proxyRoute{cfg: rc, rt: t}
+	for _, c := range statuses {
+		pr.statuses[c] = true
+	}
+	up := rc.upstream
+	pr.proxy = &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(up)
+			r.Out.Header["X-Forwarded-For"] = r.In.Header["X-Forwarded-For"] // keep the chain; SetXForwarded appends the client
+			r.SetXForwarded()
+			r.Out.Header["Via"] = append(r.In.Header["Via"], via(r.In))
+		},
+		Transport:      &upgradeOrRetry{retrying: t, base: base},
+		ModifyResponse: pr.relay,
+		ErrorHandler:   pr.fail,
+		BufferPool:     s.buffers,
+	}
+	return pr, nil
+}
+
+// via is this proxy's entry in the Via header (RFC 9110 §7.6.3) of a
+// message received as r.
+func via(r *http.Request) string {
+	switch {
+	case r.ProtoMajor == 1 && r.ProtoMinor == 1:
+		return "1.1 yaoki"
+	case r.ProtoMajor == 2:
+		return "2 yaoki"
+	}
+	return strconv.Itoa(r.ProtoMajor) + "." + strconv.Itoa(r.ProtoMinor) + " yaoki"
+}
+
+// upgradeOrRetry sends a request that asks for a protocol upgrade
+// (WebSocket) once, straight to base: the connection it opens is handed
+// over to the client and cannot be retried. Every other request goes
+// through the retrying transport.
+type upgradeOrRetry struct {
+	retrying *httpretry.Transport
+	base     http.RoundTripper
+}
+
+func (u *upgradeOrRetry) RoundTrip(req *http.Request) (*http.Response, error) {
+	if _, ok := req.Header["Upgrade"]; ok {
+		return u.base.RoundTrip(req)
+	}
+	return u.retrying.RoundTrip(req)
+}
+
+// relay adjusts an upstream answer before it is copied to the client:
+// when it carries a status this route retries and this proxy was the
+// layer that retried (the client does not say it retries), Do-Not-Retry
+// tells the layers above that retrying again would multiply what was
+// already tried.
+func (pr *proxyRoute) relay(resp *http.Response) error {
+	resp.Header["Via"] = append(resp.Header["Via"], viaResp(resp))
+	if c := resp.StatusCode; c < len(pr.statuses) && pr.statuses[c] && resp.Request != nil && !layer.FromRetryingCaller(resp.Request) &&
+		mayRetry(resp.Request) {
+		resp.Header.Set(httpretry.DefaultDoNotRetryHeader, "true")
+	}
+	return nil
+}
+
+func viaResp(resp *http.Response) string {
+	if resp.ProtoMajor == 1 && resp.ProtoMinor == 1 {
+		return "1.1 yaoki"
+	}
+	return strconv.Itoa(resp.ProtoMajor) + "." + strconv.Itoa(resp.ProtoMinor) + " yaoki"
+}
+
+// mayRetry reports whether the proxy could send req more than once: an
+// idempotent method, or an Idempotency-Key.
+func mayRetry(req *http.Request) bool {
+	return httpretry.Idempotent(req.Method) || req.Header.Get(httpretry.IdempotencyKeyHeader) != "" || req.Header.Get("X-Idempotency-Key") != ""
+}
+
+// proxyProblem is the body of an answer the proxy makes itself: an RFC
+// 9457 problem details object, as package idempotency writes them.
+type proxyProblem struct {
+	Type     string `json:"type"`
+	Title    string `json:"title"`
+	Status   int    `json:"status"`
+	Detail   string `json:"detail"`
+	Reason   string `json:"reason"`
+	Attempts int    `json:"attempts,omitempty"`
+}
+
+// fail answers a request that got no upstream answer to relay: the
+// reason, a status that says who failed (502 the upstream, 503 a guard of
+// this proxy, 504 a deadline), Retry-After when the proxy knows when to
+// come back, and Do-Not-Retry when the proxy's own retries ended.
+func (pr *proxyRoute) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil {
+		// The client went away: the attempt was cancelled, nobody reads
+		// the answer. 499 (as nginx logs it) keeps it apart in access logs.
+		w.WriteHeader(499)
+		return
+	}
+	p, wait, dnr := problemFor(err, layer.FromRetryingCaller(r))
+	if dnr {
+		w.Header().Set(httpretry.DefaultDoNotRetryHeader, "true")
+	}
+	writeProxyProblem(w, p, wait)
+}
+
+// problemFor turns the transport's error into the proxy's answer.
+func problemFor(err error, retryingCaller bool) (p proxyProblem, retryAfter int, doNotRetry bool) {
+	p = proxyProblem{Status: http.StatusBadGateway, Reason: "upstream_error", Detail: err.Error()}
+	retryAfter = -1
+	var he *httpretry.Error
+	if errors.As(err, &he) {
+		p.Attempts = he.Attempts
+	}
+	var re *retry.Error
+	if !errors.As(err, &re) {
+		if errors.Is(err, context.DeadlineExceeded) {
+			p.Status, p.Reason = http.StatusGatewayTimeout, "upstream_timeout"
+		}
+		return p, retryAfter, false
+	}
+	p.Reason = re.Reason.Key()
+	doNotRetry = true
+	switch re.Reason {
+	case retry.BreakerOpen, retry.HintTooLong:
+		p.Status = http.StatusServiceUnavailable
+		if re.Wait > 0 {
+			retryAfter = int(math.Ceil(re.Wait.Seconds()))
+		}
+	case retry.BudgetExhausted, retry.RejectedLocally:
+		p.Status = http.StatusServiceUnavailable
+	case retry.Deadline:
+		p.Status = http.StatusGatewayTimeout
+	case retry.OuterLayer:
+		// One attempt because the client retries: its retry may succeed.
+		p.Status, doNotRetry = http.StatusServiceUnavailable, false
+		if h, ok := retry.HintOf(re.Last); ok {
+			retryAfter = int(math.Ceil(h.Seconds()))
+		}
+	case retry.PermanentError:
+		if he != nil && he.NotRetried != nil {
+			if errors.Is(he.NotRetried, httpretry.ErrNotIdempotent) {
+				p.Reason = "not_idempotent"
+			} else {
+				p.Reason = "body_not_replayable"
+			}
+			// The proxy could not retry; a client with a key could.
+			doNotRetry = false
+		}
+	case retry.Exhausted:
+		if errors.Is(re.Last, retry.ErrAttemptTimeout) || isTimeout(re.Last) {
+			p.Status = http.StatusGatewayTimeout
+		}
+	}
+	if retryingCaller && re.Reason != retry.OuterLayer {
+		doNotRetry = true
+	}
+	return p, retryAfter, doNotRetry
+}
+
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
+}
+
+// writeProxyProblem writes p as application/problem+json, with
+// Retry-After when retryAfter ≥ 0.
+func writeProxyProblem(w http.ResponseWriter, p proxyProblem, retryAfter int) {
+	p.Type = "about:blank"
+	p.Title = http.StatusText(p.Status)
+	b, err := json.Marshal(p)
+	if err != nil { // cannot happen: strings and ints only
+		b = []byte(`{"type":"about:blank"}`)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	h.Set("Cache-Control", "no-store")
+	if retryAfter >= 0 {
+		h.Set("Retry-After", strconv.Itoa(retryAfter))
+	}
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(b)
+}
+
+// bufferPool lends the reverse proxies their 32 KiB copy buffers, so that
+// a response does not cost one.
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if v, ok := b.p.Get().(*[]byte); ok {
+		return *v
+	}
+	return make([]byte, 32<<10)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
