@@ -250,7 +250,7 @@ func problemFor(err error, retryingCaller bool) (p proxyProblem, retryAfter int,
 			doNotRetry = false
 		}
 	case retry.Exhausted:
-		if errors.Is(re.Last, retry.ErrAttemptTimeout) || isTimeout(re.Last) {
+		if isTimeout(re.Last) {
 			p.Status = http.StatusGatewayTimeout
 		}
 	}
@@ -258,11 +258,6 @@ func problemFor(err error, retryingCaller bool) (p proxyProblem, retryAfter int,
 		doNotRetry = true
 	}
 	return p, retryAfter, doNotRetry
-}
-
-func isTimeout(err error) bool {
-	var t interface{ Timeout() bool }
-	return errors.As(err, &t) && t.Timeout()
 }
 
 // writeProxyProblem writes p as application/problem+json, with

@@ -83,7 +83,7 @@ func do(t *testing.T, c *http.Client, method, url string, body io.Reader, hdr ..
 	return resp, string(b)
 }
 
-func attempts(s []seen) string {
+func attempts(s []upSeen) string {
 	var a []string
 	for _, x := range s {
 		a = append(a, x.Attempt)
@@ -335,7 +335,7 @@ func TestProxyClientCancels(t *testing.T) {
 	if _, err := c.Get(p.url + "/slow?d=30s"); err == nil {
 		t.Fatal("the request did not time out")
 	}
-	got := up.waitFor(t, 1, func(s seen) bool { return s.Event == "cancelled" && s.Path == "/slow" })
+	got := up.waitFor(t, 1, func(s upSeen) bool { return s.Event == "cancelled" && s.Path == "/slow" })
 	if len(got) != 1 || len(up.requests(t, "/slow")) != 1 {
 		t.Fatalf("upstream: %d cancellations, %d requests; want the one request cancelled and not retried", len(got), len(up.requests(t, "/slow")))
 	}
@@ -409,7 +409,7 @@ func TestProxySIGTERMFinishesCalls(t *testing.T) {
 			results <- result{resp.StatusCode, string(b), err}
 		}()
 	}
-	up.waitFor(t, n, func(s seen) bool { return s.Event == "" })
+	up.waitFor(t, n, func(s upSeen) bool { return s.Event == "" })
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -422,7 +422,7 @@ func TestProxySIGTERMFinishesCalls(t *testing.T) {
 	if code := p.wait(t); code != 0 {
 		t.Errorf("exit %d after SIGTERM, want 0\n%s", code, strings.Join(p.log, "\n"))
 	}
-	if got := up.waitFor(t, n+3, func(s seen) bool { return s.Event == "" }); len(got) != n+3 {
+	if got := up.waitFor(t, n+3, func(s upSeen) bool { return s.Event == "" }); len(got) != n+3 {
 		t.Errorf("upstream saw %d requests, want %d (3 retries)", len(got), n+3)
 	}
 	if _, err := net.DialTimeout("tcp", strings.TrimPrefix(p.url, "http://"), time.Second); err == nil {

@@ -21,9 +21,9 @@ import (
 // its own, so that it can be killed.
 const upstreamEnv = "YAOKI_E2E_UPSTREAM"
 
-// seen is one request as the scripted upstream saw it, or an event of it
+// upSeen is one request as the scripted upstream saw it, or an event of it
 // ("cancelled": the client of a /slow request went away).
-type seen struct {
+type upSeen struct {
 	Event   string            `json:"event,omitempty"`
 	Method  string            `json:"method,omitempty"`
 	Path    string            `json:"path,omitempty"`
@@ -36,7 +36,7 @@ type seen struct {
 }
 
 // serveUpstream is the scripted upstream: it listens on a loopback port,
-// prints its URL, then one JSON line (a seen) per request on stdout.
+// prints its URL, then one JSON line (an upSeen) per request on stdout.
 //
 //	/script/NAME?s=503,429:ra=1,200:slow=300ms
 //	          the n-th request for NAME gets the n-th answer (the last repeats):
@@ -55,13 +55,13 @@ func serveUpstream() int {
 	var mu sync.Mutex
 	counts := map[string]int{}
 	out := json.NewEncoder(os.Stdout)
-	record := func(s seen) {
+	record := func(s upSeen) {
 		s.Ms = time.Since(start).Milliseconds()
 		mu.Lock()
 		defer mu.Unlock()
 		_ = out.Encode(s)
 	}
-	saw := func(r *http.Request, body int) seen {
+	saw := func(r *http.Request, body int) upSeen {
 		mu.Lock()
 		counts[r.URL.Path]++
 		n := counts[r.URL.Path]
@@ -70,7 +70,7 @@ func serveUpstream() int {
 		for k, v := range r.Header {
 			h[k] = strings.Join(v, ", ")
 		}
-		return seen{Method: r.Method, Path: r.URL.Path, N: n, Attempt: r.Header.Get("Attempt-Count"),
+		return upSeen{Method: r.Method, Path: r.URL.Path, N: n, Attempt: r.Header.Get("Attempt-Count"),
 			Key: r.Header.Get("Idempotency-Key"), Body: body, Header: h}
 	}
 	mux := http.NewServeMux()
@@ -131,7 +131,7 @@ func serveUpstream() int {
 		case <-time.After(d):
 			fmt.Fprintf(w, "slow %d done\n", s.N)
 		case <-r.Context().Done():
-			record(seen{Event: "cancelled", Path: r.URL.Path, N: s.N})
+			record(upSeen{Event: "cancelled", Path: r.URL.Path, N: s.N})
 		}
 	})
 	mux.HandleFunc("/ws", func(w http.ResponseWriter, r *http.Request) {
@@ -164,10 +164,10 @@ func serveUpstream() int {
 
 // upstream is a running scripted upstream.
 type upstream struct {
-	url  string
-	cmd  *exec.Cmd
-	mu   sync.Mutex
-	seen  []seen
+	url   string
+	cmd   *exec.Cmd
+	mu    sync.Mutex
+	log   []upSeen
 	marks int // requests made to /mark
 	done  chan struct{}
 }
@@ -203,10 +203,10 @@ func startUpstream(t *testing.T) *upstream {
 		defer close(u.done)
 		sc := bufio.NewScanner(rd)
 		for sc.Scan() {
-			var s seen
+			var s upSeen
 			if json.Unmarshal(sc.Bytes(), &s) == nil {
 				u.mu.Lock()
-				u.seen = append(u.seen, s)
+				u.log = append(u.log, s)
 				u.mu.Unlock()
 			}
 		}
@@ -228,7 +228,7 @@ func (u *upstream) kill() {
 // first sends a request of its own to /mark and waits for it in the log,
 // which the upstream writes in order, so that every request answered
 // before is in it.
-func (u *upstream) requests(t *testing.T, path string) []seen {
+func (u *upstream) requests(t *testing.T, path string) []upSeen {
 	t.Helper()
 	u.marks++
 	resp, err := http.Get(u.url + "/mark")
@@ -236,13 +236,13 @@ func (u *upstream) requests(t *testing.T, path string) []seen {
 		t.Fatalf("upstream /mark: %v", err)
 	}
 	resp.Body.Close()
-	if got := u.waitFor(t, u.marks, func(s seen) bool { return s.Path == "/mark" }); len(got) != u.marks {
+	if got := u.waitFor(t, u.marks, func(s upSeen) bool { return s.Path == "/mark" }); len(got) != u.marks {
 		t.Fatalf("the upstream's /mark request %d is not in its log", u.marks)
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	var out []seen
-	for _, s := range u.seen {
+	var out []upSeen
+	for _, s := range u.log {
 		if s.Path == path && s.Event == "" {
 			out = append(out, s)
 		}
@@ -252,13 +252,13 @@ func (u *upstream) requests(t *testing.T, path string) []seen {
 
 // waitFor polls (at most 10 s) until the upstream's log for path has n
 // entries that keep says are wanted: the log reaches us through a pipe.
-func (u *upstream) waitFor(t *testing.T, n int, keep func(seen) bool) []seen {
+func (u *upstream) waitFor(t *testing.T, n int, keep func(upSeen) bool) []upSeen {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		u.mu.Lock()
-		var out []seen
-		for _, s := range u.seen {
+		var out []upSeen
+		for _, s := range u.log {
 			if keep(s) {
 				out = append(out, s)
 			}
