@@ -54,11 +54,11 @@ func (e Encoder) dropQuery(name string) bool {
 
 // cleanURL returns u without its userinfo and its credential query
 // parameters. The other parameters keep their order and their encoding.
-func (e Encoder) cleanURL(u *url.URL) *url.URL {
+func (e Encoder) cleanURL(u *url.URL) url.URL {
 	c := *u
 	c.User = nil
 	if c.RawQuery == "" {
-		return &c
+		return c
 	}
 	kept := make([]string, 0, strings.Count(c.RawQuery, "&")+1)
 	for part := range strings.SplitSeq(c.RawQuery, "&") {
@@ -67,7 +67,7 @@ func (e Encoder) cleanURL(u *url.URL) *url.URL {
 		}
 	}
 	c.RawQuery = strings.Join(kept, "&")
-	return &c
+	return c
 }
 
 // queryName returns the decoded name of a query's name=value part (the
@@ -96,7 +96,8 @@ const minSecret = 6
 // dropped headers and query parameters, and their words) by "xxxxx".
 func (e Encoder) redact(req *http.Request, msg string) string {
 	u := req.URL
-	clean := e.cleanURL(u).String()
+	c := e.cleanURL(u)
+	clean := c.String()
 	forms := []string{u.String(), u.Redacted()}
 	if _, ok := u.User.Password(); ok {
 		// As http.Client writes it in a *url.Error.

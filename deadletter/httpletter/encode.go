@@ -44,7 +44,8 @@ func (e Encoder) Encode(req *http.Request) ([]byte, error) {
 	if req.URL == nil || !req.URL.IsAbs() {
 		return nil, fmt.Errorf("httpletter: encode: the request's URL %q is not absolute: want scheme and host", urlString(req.URL))
 	}
-	r := Request{Method: req.Method, URL: e.cleanURL(req.URL).String()}
+	u := e.cleanURL(req.URL)
+	r := Request{Method: req.Method, URL: u.String()}
 	if r.Method == "" {
 		r.Method = http.MethodGet
 	}
