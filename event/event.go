@@ -59,6 +59,18 @@ const (
 	// (redrive_failed, redrives_exhausted, permanent_error), or lease_lost
 	// when the outcome could not be stored.
 	Redrive
+	// Hedge: a hedge was sent, a copy of a call whose earlier attempts
+	// had not answered yet (Attempt is its number, from 2; Wait is how long
+	// after the call's start it was sent).
+	Hedge
+	// HedgeWon: a call's answer came from a hedge rather than from its
+	// first attempt (Attempt is the winning attempt's number, Duration the
+	// call's time).
+	HedgeWon
+	// HedgeRefused: a hedge was not sent (Reason: hedge_budget_exhausted
+	// when the hedge budget was spent, hedge_brownout while most calls are
+	// slow).
+	HedgeRefused
 )
 
 var kindNames = [...]string{
@@ -73,6 +85,9 @@ var kindNames = [...]string{
 	Replay:             "replay",
 	Conflict:           "conflict",
 	Redrive:            "redrive",
+	Hedge:              "hedge",
+	HedgeWon:           "hedge_won",
+	HedgeRefused:       "hedge_refused",
 }
 
 // String returns the kind's snake_case name, as used in logs and metrics.
@@ -156,10 +171,10 @@ type Event struct {
 	Outcome   Outcome       // for AttemptEnd
 	Status    int           // HTTP status code, 0 if none
 	Err       error         // the attempt's or the give-up's error
-	Wait      time.Duration // RetryScheduled: the wait; BreakerRejected: time to next probe
+	Wait      time.Duration // RetryScheduled: the wait; BreakerRejected: time to next probe; Hedge: time since the call's start
 	Source    Source        // RetryScheduled: where Wait came from
-	Duration  time.Duration // AttemptEnd: the attempt's duration; GaveUp: time spent
-	Reason    string        // GaveUp, BudgetRefused, Conflict: why, as a short snake_case word
+	Duration  time.Duration // AttemptEnd: the attempt's duration; GaveUp, HedgeWon: time spent
+	Reason    string        // GaveUp, BudgetRefused, Conflict, HedgeRefused: why, as a short snake_case word
 	From, To  string        // BreakerStateChange: "closed", "open", "half_open"
 	Key       string        // Replay, Conflict: the Idempotency-Key
 	Level     float64       // BudgetRefused: the budget's level when it refused

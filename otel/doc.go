@@ -26,6 +26,8 @@
 //	yaoki.retry.wait             yaoki_retry_wait_seconds               histogram  s             C N M S H W E
 //	yaoki.give_ups               yaoki_give_ups_total                   counter    {call}        C N M S H R E
 //	yaoki.rejections             yaoki_rejections_total                 counter    {attempt}     C N M H R
+//	yaoki.hedges                 yaoki_hedges_total                     counter    {hedge}       C N M H
+//	yaoki.hedges.won             yaoki_hedges_won_total                 counter    {call}        C N M H
 //	yaoki.breaker.transitions    yaoki_breaker_transitions_total        counter    {transition}  C N F
 //	yaoki.breaker.state          yaoki_breaker_state                    gauge      {state}       N
 //	yaoki.budget.level           yaoki_budget_level                     gauge                    N
@@ -50,7 +52,8 @@
 //	                              cancelled, budget_exhausted, breaker_open, rejected_locally,
 //	                              outer_layer_retries, and from httpretry not_idempotent,
 //	                              body_not_replayable, do_not_retry; rejections: budget_exhausted,
-//	                              breaker_open, rejected_locally; conflicts: the middleware's reason
+//	                              breaker_open, rejected_locally, hedge_budget_exhausted,
+//	                              hedge_brownout; conflicts: the middleware's reason
 //	                              (key_missing, key_malformed, in_progress, key_reused, ...);
 //	                              redrives: redrive_failed, redrives_exhausted, permanent_error, lease_lost
 //	E  error.type                 semantic convention: the status code ("503") for statuses ≥ 400, else

@@ -31,6 +31,8 @@ const (
 	MetricBreakerState       = "yaoki.breaker.state"
 	MetricBudgetLevel        = "yaoki.budget.level"
 	MetricRedrives           = "yaoki.deadletter.redrives"
+	MetricHedges             = "yaoki.hedges"
+	MetricHedgesWon          = "yaoki.hedges.won"
 )
 
 // Bucket boundaries, in seconds, of the two histograms (an SDK View can
@@ -67,6 +69,8 @@ type Observer struct {
 	conflicts   metric.Int64Counter
 	transitions metric.Int64Counter
 	redrives    metric.Int64Counter
+	hedges      metric.Int64Counter
+	hedgesWon   metric.Int64Counter
 	waits       metric.Float64Histogram
 	durations   metric.Float64Histogram
 
@@ -106,6 +110,8 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	o.conflicts = counter(MetricConflicts, "{request}", "Requests refused by the idempotency middleware (409, 422, 400), by reason.")
 	o.transitions = counter(MetricBreakerTransitions, "{transition}", "Circuit breaker state changes, by breaker and states.")
 	o.redrives = counter(MetricRedrives, "{letter}", "Dead letters redriven, by queue, outcome (success: done; failure: due again; rejected: parked) and reason.")
+	o.hedges = counter(MetricHedges, "{hedge}", "Hedges sent: copies of calls whose earlier attempts had not answered yet.")
+	o.hedgesWon = counter(MetricHedgesWon, "{call}", "Calls whose answer came from a hedge rather than from the first attempt.")
 	o.waits = histogram(MetricRetryWait, "Waits before retries, by source: the backoff schedule or the server's hint.", waitBuckets)
 	o.durations = histogram(MetricAttemptDuration, "Durations of attempts, by outcome, status and destination.", durationBuckets)
 	errs = append(errs, o.gauges.register(m), o.deadLetters.register(m))
@@ -129,8 +135,12 @@ func (o *Observer) Observe(ctx context.Context, e event.Event) {
 		o.waits.Record(ctx, e.Wait.Seconds(), m.record...)
 	case event.GaveUp:
 		o.giveUps.Add(ctx, 1, o.measure(e).add...)
-	case event.BudgetRefused, event.BreakerRejected, event.ThrottleRejected:
+	case event.BudgetRefused, event.BreakerRejected, event.ThrottleRejected, event.HedgeRefused:
 		o.rejections.Add(ctx, 1, o.measure(e).add...)
+	case event.Hedge:
+		o.hedges.Add(ctx, 1, o.measure(e).add...)
+	case event.HedgeWon:
+		o.hedgesWon.Add(ctx, 1, o.measure(e).add...)
 	case event.Replay:
 		o.replays.Add(ctx, 1, o.measure(e).add...)
 	case event.Conflict:
@@ -179,8 +189,10 @@ func keyOf(e event.Event) setKey {
 	case event.GaveUp:
 		k.reason = e.Reason
 		k.errType = e.ErrorType()
-	case event.BudgetRefused, event.BreakerRejected, event.ThrottleRejected:
+	case event.BudgetRefused, event.BreakerRejected, event.ThrottleRejected, event.HedgeRefused:
 		k.reason = rejectionReason(e)
+		k.status = 0
+	case event.Hedge, event.HedgeWon:
 		k.status = 0
 	case event.Conflict:
 		k.reason = e.Reason

@@ -4,7 +4,7 @@
 //	p := retry.Policy{Env: &retry.Env{Observer: eventlog.New(slog.Default())}}
 //
 // Levels: each retry is logged at Debug, each give-up at Warn, each breaker
-// transition at Info. Refusals by a budget, a breaker or a throttle are
+// transition at Info; hedges sent, won and refused at Debug. Refusals by a budget, a breaker or a throttle are
 // logged at Debug (the give-up that follows is the Warn line), idempotent
 // replays at Debug and idempotency conflicts at Debug, except a key reused
 // for a different request (422), which is a client's bug and logged at
@@ -57,7 +57,8 @@ func Level(e event.Event) (slog.Level, bool) {
 			return slog.LevelInfo, true
 		}
 		return slog.LevelDebug, true
-	case event.RetryScheduled, event.BudgetRefused, event.BreakerRejected, event.ThrottleRejected, event.Replay:
+	case event.RetryScheduled, event.BudgetRefused, event.BreakerRejected, event.ThrottleRejected, event.Replay,
+		event.Hedge, event.HedgeWon, event.HedgeRefused:
 		return slog.LevelDebug, true
 	case event.Redrive:
 		// Parked work waits for an operator; work redriven is news; a
@@ -83,6 +84,9 @@ var messages = [...]string{
 	event.Replay:             "idempotent replay",
 	event.Conflict:           "idempotency conflict",
 	event.Redrive:            "dead letter redriven",
+	event.Hedge:              "hedge sent",
+	event.HedgeWon:           "hedge won",
+	event.HedgeRefused:       "hedge refused",
 }
 
 // Observe logs e at its Level.
@@ -134,6 +138,8 @@ func Attrs(dst []slog.Attr, e event.Event) []slog.Attr {
 	switch e.Kind {
 	case event.RetryScheduled:
 		dst = append(dst, slog.Duration(event.AttrWait, e.Wait), slog.String(event.AttrWaitSource, e.Source.String()))
+	case event.Hedge:
+		dst = append(dst, slog.Duration(event.AttrWait, e.Wait))
 	case event.BreakerRejected:
 		if e.Wait > 0 {
 			dst = append(dst, slog.Duration(event.AttrWait, e.Wait))
@@ -143,7 +149,7 @@ func Attrs(dst []slog.Attr, e event.Event) []slog.Attr {
 	case event.BudgetRefused:
 		dst = append(dst, slog.Float64(event.AttrLevel, e.Level))
 	}
-	if e.Kind == event.GaveUp || e.Kind == event.AttemptEnd || e.Kind == event.Redrive {
+	if e.Kind == event.GaveUp || e.Kind == event.AttemptEnd || e.Kind == event.Redrive || e.Kind == event.HedgeWon {
 		dst = append(dst, slog.Duration(event.AttrDuration, e.Duration))
 	}
 	if e.Reason != "" {
