@@ -44,3 +44,20 @@ func Example() {
 	// server: POST /charges key order-42 auth true
 	// redriven: 1
 }
+
+// An Encoder leaves out a partner's own credentials besides the listed
+// ones: here a signature header and a query parameter.
+func ExampleEncoder() {
+	req, _ := http.NewRequest(http.MethodPost, "https://alice:pw@partner.example/v1/charges?order=42&sig=abc123&api_key=k1", strings.NewReader(`{"amount":1000}`))
+	req.Header.Set("X-Partner-Signature", "t=1,v1=5257a869")
+	req.Header.Set("X-Api-Key", "k1")
+	req.Header.Set("Content-Type", "application/json")
+	enc := httpletter.Encoder{DropHeaders: []string{"X-Partner-Signature"}, DropQuery: []string{"sig"}}
+	p, _ := enc.Encode(req)
+	r, _ := httpletter.Decode(p)
+	fmt.Println(r.URL)
+	fmt.Println(r.Header)
+	// Output:
+	// https://partner.example/v1/charges?order=42
+	// map[Content-Type:[application/json]]
+}
