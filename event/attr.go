@@ -43,8 +43,9 @@ const (
 	// Event.StatusClass.
 	AttrStatusClass = "retry.status_class"
 	// AttrWait is the wait before the next attempt (or, for a breaker's
-	// refusal, until its next probe): Event.Wait.
-	AttrWait = "retry.wait"
+	// refusal, until its next probe): Event.Wait, in seconds (the unit is
+	// in the name, so that a JSON log reads 0.025, not 25000000).
+	AttrWait = "retry.wait_seconds"
 	// AttrWaitSource is where the wait came from, "backoff", "server" or
 	// "rate_limit": Event.Source.String().
 	AttrWaitSource = "retry.wait.source"
@@ -52,8 +53,8 @@ const (
 	// idempotent request was refused, as a snake_case word: Event.Reason.
 	AttrReason = "retry.reason"
 	// AttrDuration is the attempt's duration, or the time spent for a
-	// give-up: Event.Duration.
-	AttrDuration = "retry.duration"
+	// give-up: Event.Duration, in seconds.
+	AttrDuration = "retry.duration_seconds"
 	// AttrStateFrom and AttrStateTo are a breaker's states before and
 	// after a transition: Event.From and Event.To.
 	AttrStateFrom = "retry.state.from"

@@ -21,26 +21,21 @@ func hidden(r rune) bool {
 }
 
 // oneLine returns s for one line of output: tabs and line breaks become
-// spaces, other hidden characters and invalid UTF-8 bytes U+FFFD.
-func oneLine(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r == '\t' || r == '\n' || r == '\r':
-			return ' '
-		case hidden(r):
-			return utf8.RuneError
-		}
-		return r
-	}, s)
-}
+// spaces, other hidden characters are written as Go escapes (\x1b,
+// \u202e), as safeText writes them, and invalid UTF-8 bytes are U+FFFD.
+func oneLine(s string) string { return escapeHidden(s, true) }
 
 // safeText returns s (valid UTF-8) for a terminal, lines kept: newlines and
 // tabs stay, other hidden characters are written as Go escapes (\r, \x1b,
 // \u202e), so that what the letter holds is shown, not obeyed.
-func safeText(s string) string {
+func safeText(s string) string { return escapeHidden(s, false) }
+
+func escapeHidden(s string, line bool) string {
 	var b strings.Builder
 	for _, r := range s {
 		switch {
+		case line && (r == '\n' || r == '\t' || r == '\r'):
+			b.WriteByte(' ')
 		case r == '\n' || r == '\t' || !hidden(r):
 			b.WriteRune(r)
 		case r == '\r':

@@ -77,6 +77,9 @@ gets, on a retry, only what the earlier attempts left.
 			if len(args) == 0 {
 				return usagef("exec needs a command to run: yaoki exec [flags] -- COMMAND [ARGS...]")
 			}
+			if strings.TrimSpace(args[0]) == "" {
+				return usagef("exec -- %q: the command name is empty: want a program such as ./sync.sh or curl", args[0])
+			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
@@ -124,6 +127,10 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 	retried, err := o.codes()
 	if err != nil {
 		return err
+	}
+	grace := o.grace.d
+	if grace == 0 {
+		grace = 1 // exec.Cmd reads 0 as "wait for ever": --grace 0 is SIGKILL at once
 	}
 	stderr := cmd.ErrOrStderr()
 	say := func(format string, a ...any) {
@@ -187,7 +194,7 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 		if n := cp.attempts(); n > 0 {
 			of = fmt.Sprintf(" of %d", n)
 		}
-		say("attempt %d%s failed (%v); retrying in %v (%s)", w.Attempt, of, w.Err, w.Delay.Round(time.Millisecond), w.Source)
+		say("attempt %d%s failed (%v); retrying in %s (%s)", w.Attempt, of, w.Err, secondsText(w.Delay), w.Source)
 	}
 	start := time.Now()
 	err = retry.Do(ctx, p, func(actx context.Context) error {
@@ -197,7 +204,7 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 		attempts++
 		c := exec.CommandContext(actx, args[0], args[1:]...)
 		c.Stdin, c.Stdout, c.Stderr = os.Stdin, cmd.OutOrStdout(), stderr
-		c.WaitDelay = o.grace.d
+		c.WaitDelay = grace
 		c.Cancel = func() error {
 			if stopped.Load() {
 				return nil // the user's signal was forwarded: let the command handle it
@@ -243,7 +250,7 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 	})
 	if err == nil {
 		if attempts > 1 {
-			say("succeeded on attempt %d after %v", attempts, time.Since(start).Round(time.Millisecond))
+			say("succeeded on attempt %d after %s", attempts, secondsText(time.Since(start)))
 		}
 		return nil
 	}
@@ -257,7 +264,11 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 		reason = re.Reason.String()
 		switch re.Reason {
 		case retry.Deadline:
-			reason = fmt.Sprintf("deadline: the next wait (%v) would end after --max-time", re.Wait.Round(time.Millisecond))
+			reason = fmt.Sprintf("deadline: the next wait (%s) would end after --max-time", secondsText(re.Wait))
+			if timedOut.Load() {
+				reason = fmt.Sprintf("--max-time %s passed during attempt %d, which was stopped (SIGTERM, then SIGKILL after --grace %s)",
+					secondsText(cp.retry.MaxElapsed), attempts, secondsText(o.grace.d))
+			}
 		case retry.PermanentError:
 			reason = "not retried"
 			if stopped.Load() {
@@ -271,8 +282,8 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 	if errors.As(err, &es) && es.noStart != nil {
 		fmt.Fprintf(stderr, "yaoki exec: cannot run %s: %v\n", args[0], es.noStart)
 	} else {
-		fmt.Fprintf(stderr, "yaoki exec: gave up after %d attempt%s in %v: %s; exit code %d\n",
-			attempts, plural(attempts), time.Since(start).Round(time.Millisecond), reason, code)
+		fmt.Fprintf(stderr, "yaoki exec: gave up after %d attempt%s in %s: %s; exit code %d\n",
+			attempts, plural(attempts), secondsText(time.Since(start)), reason, code)
 	}
 	if code < 0 {
 		code = 1

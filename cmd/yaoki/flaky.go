@@ -48,8 +48,8 @@ stderr: the milliseconds since the start (ms=), its method and path, its attempt
 Idempotency-Key, and the answer given.
 
 Script mode (--script): answers in order, separated by commas. Each is an
-HTTP status (100 to 599) or "reset" (the connection is closed with a TCP
-reset), with options after colons:
+HTTP status from 200 to 599 (a 1xx is not a final answer) or "reset" (the
+connection is closed with a TCP reset), with options after colons:
   retry-after=N       a Retry-After header of N seconds
   retry-after=date+N  a Retry-After header as an HTTP date N seconds ahead
   slow=D              wait D (e.g. 2s, 300ms) before answering
@@ -120,6 +120,17 @@ type keyOp struct {
 
 func (o *flakyOptions) run(cmd *cobra.Command) error {
 	fl := &flaky{o: o, log: cmd.ErrOrStderr(), keys: map[string]*keyOp{}, answers: map[string]int{}, done: make(chan struct{}), start: time.Now()}
+	for _, r := range []struct {
+		name string
+		v    float64
+	}{{"--rate-429", o.rate429}, {"--rate-5xx", o.rate5xx}, {"--rate-reset", o.rateReset}, {"--rate-slow", o.rateSlow}} {
+		if !(r.v >= 0 && r.v <= 1) {
+			return usagef("%s %v: want a share from 0 to 1, such as 0.3", r.name, r.v)
+		}
+	}
+	if cmd.Flags().Changed("slow") && o.slow.d == 0 {
+		return usagef("--slow 0: want a delay > 0 such as 2s (the share of slow answers is --rate-slow)")
+	}
 	rated := o.rate429 > 0 || o.rate5xx > 0 || o.rateReset > 0 || o.rateSlow > 0
 	switch {
 	case o.script != "" && rated:
@@ -186,11 +197,6 @@ func (o *flakyOptions) run(cmd *cobra.Command) error {
 }
 
 func (o *flakyOptions) makeRates() (*rates, error) {
-	for name, v := range map[string]float64{"--rate-429": o.rate429, "--rate-5xx": o.rate5xx, "--rate-reset": o.rateReset, "--rate-slow": o.rateSlow} {
-		if !(v >= 0 && v <= 1) {
-			return nil, usagef("%s %v: want a share from 0 to 1, such as 0.3", name, v)
-		}
-	}
 	if s := o.rate429 + o.rate5xx + o.rateReset; s > 1 {
 		return nil, usagef("--rate-429 + --rate-5xx + --rate-reset = %v: want at most 1", s)
 	}

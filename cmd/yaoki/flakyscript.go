@@ -40,7 +40,7 @@ func (s step) String() string {
 }
 
 // parseScript reads a script such as "503,429:retry-after=2,200": answers
-// separated by commas, each a status from 100 to 599 or "reset", followed
+// separated by commas, each a status from 200 to 599 or "reset", followed
 // by options separated by colons: retry-after=SECONDS, retry-after=date+SECONDS
 // (an HTTP date that many seconds ahead), slow=DURATION.
 func parseScript(s string) ([]step, error) {
@@ -66,7 +66,13 @@ func parseStep(s string) (step, error) {
 	default:
 		code, err := strconv.Atoi(head)
 		if err != nil || code < 100 || code > 599 {
-			return st, fmt.Errorf("%q is not a status: want a status from 100 to 599, or reset", head)
+			return st, fmt.Errorf("%q is not a status: want a status from 200 to 599, or reset", head)
+		}
+		if code < 200 {
+			// net/http would send a 1xx as an interim answer and then a
+			// 200 of its own; 101 switches protocols and leaves the
+			// client waiting.
+			return st, fmt.Errorf("%d is informational (1xx) and cannot be a final answer: want a status from 200 to 599, or reset", code)
 		}
 		st.status = code
 	}

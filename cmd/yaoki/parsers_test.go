@@ -30,7 +30,7 @@ func TestParseScript(t *testing.T) {
 			t.Errorf("step %d: String %q does not parse back: %+v, %v", i+1, got[i].String(), back, err)
 		}
 	}
-	for _, bad := range []string{"", "99", "600", "abc", "503:retry-after=-1", "503:retry-after=x", "503:slow=soon", "503:color=red", "503,,200"} {
+	for _, bad := range []string{"", "99", "100", "101", "199", "600", "abc", "503:retry-after=-1", "503:retry-after=x", "503:slow=soon", "503:color=red", "503,,200"} {
 		if _, err := parseScript(bad); err == nil {
 			t.Errorf("parseScript(%q) accepted it", bad)
 		}

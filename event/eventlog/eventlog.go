@@ -16,7 +16,7 @@
 // Attributes are named as the event package's Attr constants say, which are
 // the names the OpenTelemetry observer gives the same facts (for example
 // http.request.method, server.address, error.type, retry.attempt,
-// retry.wait, retry.wait.source, retry.reason); only the fields that apply
+// retry.wait_seconds, retry.wait.source, retry.reason); only the fields that apply
 // to an event are written.
 //
 // It is a package of its own, not a function of package event, so that the
@@ -108,7 +108,7 @@ func (x *Logger) Observe(ctx context.Context, e event.Event) {
 
 // Attrs appends to dst the attributes of e that apply to it, named as the
 // event package's Attr constants say, and returns the extended slice.
-// Durations are slog durations; the error is written as error.type and
+// Durations are float seconds, their keys ending in _seconds; the error is written as error.type and
 // error.message. Observers that log in another way can use it to name
 // things the same.
 func Attrs(dst []slog.Attr, e event.Event) []slog.Attr {
@@ -137,12 +137,12 @@ func Attrs(dst []slog.Attr, e event.Event) []slog.Attr {
 	}
 	switch e.Kind {
 	case event.RetryScheduled:
-		dst = append(dst, slog.Duration(event.AttrWait, e.Wait), slog.String(event.AttrWaitSource, e.Source.String()))
+		dst = append(dst, slog.Float64(event.AttrWait, e.Wait.Seconds()), slog.String(event.AttrWaitSource, e.Source.String()))
 	case event.Hedge:
-		dst = append(dst, slog.Duration(event.AttrWait, e.Wait))
+		dst = append(dst, slog.Float64(event.AttrWait, e.Wait.Seconds()))
 	case event.BreakerRejected:
 		if e.Wait > 0 {
-			dst = append(dst, slog.Duration(event.AttrWait, e.Wait))
+			dst = append(dst, slog.Float64(event.AttrWait, e.Wait.Seconds()))
 		}
 	case event.BreakerStateChange:
 		dst = append(dst, slog.String(event.AttrStateFrom, e.From), slog.String(event.AttrStateTo, e.To))
@@ -150,7 +150,7 @@ func Attrs(dst []slog.Attr, e event.Event) []slog.Attr {
 		dst = append(dst, slog.Float64(event.AttrLevel, e.Level))
 	}
 	if e.Kind == event.GaveUp || e.Kind == event.AttemptEnd || e.Kind == event.Redrive || e.Kind == event.HedgeWon {
-		dst = append(dst, slog.Duration(event.AttrDuration, e.Duration))
+		dst = append(dst, slog.Float64(event.AttrDuration, e.Duration.Seconds()))
 	}
 	if e.Reason != "" {
 		dst = append(dst, slog.String(event.AttrReason, e.Reason))

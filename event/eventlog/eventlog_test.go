@@ -58,11 +58,11 @@ func TestRetryLoopLogs(t *testing.T) {
 	// Retry 1: full jitter draw 0.5 of 50 ms = 25 ms, from the backoff.
 	want := []map[string]any{
 		{"level": "DEBUG", "msg": "retry scheduled", "retry.component": "retry", "retry.attempt": 1.0,
-			"retry.wait": float64(25 * time.Millisecond), "retry.wait.source": "backoff",
+			"retry.wait_seconds": 0.025, "retry.wait.source": "backoff",
 			"error.type": "_OTHER", "error.message": "boom"},
 		// Retry 2: the server's 2 s, plus 20 % × 0.5 of jitter = 2.2 s.
 		{"level": "DEBUG", "msg": "retry scheduled", "retry.component": "retry", "retry.attempt": 2.0,
-			"retry.wait": float64(2200 * time.Millisecond), "retry.wait.source": "server",
+			"retry.wait_seconds": 2.2, "retry.wait.source": "server",
 			"error.type": "_OTHER", "error.message": "boom"},
 		{"level": "WARN", "msg": "gave up", "retry.component": "retry", "retry.attempt": 3.0,
 			"retry.reason": "attempts_exhausted", "error.type": "_OTHER"},
@@ -74,8 +74,8 @@ func TestRetryLoopLogs(t *testing.T) {
 			}
 		}
 	}
-	if _, ok := got[2]["retry.duration"]; !ok {
-		t.Errorf("give-up line has no retry.duration: %v", got[2])
+	if _, ok := got[2]["retry.duration_seconds"]; !ok {
+		t.Errorf("give-up line has no retry.duration_seconds: %v", got[2])
 	}
 	if msg, _ := got[2]["error.message"].(string); !strings.HasPrefix(msg, "retry: gave up after 3 attempts") {
 		t.Errorf("give-up error.message = %q", msg)
@@ -97,7 +97,7 @@ func TestLevelsAndAttributes(t *testing.T) {
 		{e: event.Event{Kind: event.BreakerRejected, Component: "httpretry", Method: "GET", Host: "api.example.com:8443", Attempt: 2, Wait: 3 * time.Second},
 			level: "DEBUG", msg: "attempt refused by open breaker",
 			attrs: map[string]any{"http.request.method": "GET", "server.address": "api.example.com", "server.port": 8443.0,
-				"retry.attempt": 2.0, "retry.wait": float64(3 * time.Second)}},
+				"retry.attempt": 2.0, "retry.wait_seconds": 3.0}},
 		{e: event.Event{Kind: event.BudgetRefused, Component: "retry", Level: 0.25, Reason: "budget_exhausted"},
 			level: "DEBUG", msg: "retry refused by budget",
 			attrs: map[string]any{"retry.budget.level": 0.25, "retry.reason": "budget_exhausted"}},
@@ -112,16 +112,16 @@ func TestLevelsAndAttributes(t *testing.T) {
 			level: "DEBUG", msg: "idempotency conflict"},
 		{e: event.Event{Kind: event.Hedge, Component: "httpretry", Method: "GET", Attempt: 2, Wait: 50 * time.Millisecond},
 			level: "DEBUG", msg: "hedge sent",
-			attrs: map[string]any{"retry.attempt": 2.0, "retry.wait": float64(50 * time.Millisecond)}},
+			attrs: map[string]any{"retry.attempt": 2.0, "retry.wait_seconds": 0.05}},
 		{e: event.Event{Kind: event.HedgeWon, Component: "retry", Attempt: 3, Duration: 80 * time.Millisecond},
 			level: "DEBUG", msg: "hedge won",
-			attrs: map[string]any{"retry.attempt": 3.0, "retry.duration": float64(80 * time.Millisecond)}},
+			attrs: map[string]any{"retry.attempt": 3.0, "retry.duration_seconds": 0.08}},
 		{e: event.Event{Kind: event.HedgeRefused, Component: "retry", Attempt: 2, Reason: "hedge_brownout"},
 			level: "DEBUG", msg: "hedge refused",
 			attrs: map[string]any{"retry.reason": "hedge_brownout"}},
 		{e: event.Event{Kind: event.GaveUp, Component: "httpretry", Status: 503, Attempt: 3, Duration: time.Second, Reason: "attempts_exhausted"},
 			level: "WARN", msg: "gave up",
-			attrs: map[string]any{"error.type": "503", "retry.duration": float64(time.Second), "http.response.status_code": 503.0}},
+			attrs: map[string]any{"error.type": "503", "retry.duration_seconds": 1.0, "http.response.status_code": 503.0}},
 	} {
 		t.Run(tc.e.Kind.String(), func(t *testing.T) {
 			l, lines := jsonLines(t, slog.LevelDebug)

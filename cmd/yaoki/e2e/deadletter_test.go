@@ -226,6 +226,9 @@ func TestDeadLetter(t *testing.T) {
 				if strings.Contains(line, "\x1b") {
 					t.Errorf("the table passes an escape character to the terminal: %q", line)
 				}
+				if f[0] != "l01" && !strings.Contains(line, `503 Service Unavailable \x1b[31mred`) {
+					t.Errorf("the error field does not show the ESC as \\x1b, as the payload does: %q", line)
+				}
 			}
 			m := afterRE.FindStringSubmatch(r.stderr)
 			if m == nil {
