@@ -112,7 +112,7 @@ func newProxyRoute(rc *routeConfig, base http.RoundTripper, s *proxyServer, ctx 
 			r.SetURL(up)
 			r.Out.Header["X-Forwarded-For"] = r.In.Header["X-Forwarded-For"] // keep the chain; SetXForwarded appends the client
 			r.SetXForwarded()
-			r.Out.Header["Via"] = append(r.In.Header["Via"], via(r.In))
+			r.Out.Header["Via"] = addVia(r.In.Header["Via"], r.In.ProtoMajor, r.In.ProtoMinor)
 		},
 		Transport:      &upgradeOrRetry{retrying: t, base: base},
 		ModifyResponse: pr.relay,
@@ -122,17 +122,31 @@ func newProxyRoute(rc *routeConfig, base http.RoundTripper, s *proxyServer, ctx 
 	return pr, nil
 }
 
-// via is this proxy's entry in the Via header (RFC 9110 §7.6.3) of a
-// message received as r.
-func via(r *http.Request) string {
-	switch {
-	case r.ProtoMajor == 1 && r.ProtoMinor == 1:
-		return "1.1 yaoki"
-	case r.ProtoMajor == 2:
-		return "2 yaoki"
+// addVia returns the values of a Via header (RFC 9110 §7.6.3) with this
+// proxy's entry added for a message received in HTTP/major.minor. A
+// message without Via gets a shared slice for the common versions: header
+// values are not written in place (an append makes a new array).
+func addVia(vs []string, major, minor int) []string {
+	if len(vs) == 0 {
+		switch {
+		case major == 1 && minor == 1:
+			return via11
+		case major == 2:
+			return via2
+		}
 	}
-	return strconv.Itoa(r.ProtoMajor) + "." + strconv.Itoa(r.ProtoMinor) + " yaoki"
+	v := strconv.Itoa(major) + "." + strconv.Itoa(minor) + " yaoki"
+	if major == 2 {
+		v = "2 yaoki"
+	}
+	return append(vs[:len(vs):len(vs)], v)
 }
+
+// The Via values of a message without Via, by version.
+var (
+	via11 = []string{"1.1 yaoki"}
+	via2  = []string{"2 yaoki"}
+)
 
 // upgradeOrRetry sends a request that asks for a protocol upgrade
 // (WebSocket) once, straight to base: the connection it opens is handed
@@ -156,19 +170,12 @@ func (u *upgradeOrRetry) RoundTrip(req *http.Request) (*http.Response, error) {
 // tells the layers above that retrying again would multiply what was
 // already tried.
 func (pr *proxyRoute) relay(resp *http.Response) error {
-	resp.Header["Via"] = append(resp.Header["Via"], viaResp(resp))
+	resp.Header["Via"] = addVia(resp.Header["Via"], resp.ProtoMajor, resp.ProtoMinor)
 	if c := resp.StatusCode; c < len(pr.statuses) && pr.statuses[c] && resp.Request != nil && !layer.FromRetryingCaller(resp.Request) &&
 		mayRetry(resp.Request) {
 		resp.Header.Set(httpretry.DefaultDoNotRetryHeader, "true")
 	}
 	return nil
-}
-
-func viaResp(resp *http.Response) string {
-	if resp.ProtoMajor == 1 && resp.ProtoMinor == 1 {
-		return "1.1 yaoki"
-	}
-	return strconv.Itoa(resp.ProtoMajor) + "." + strconv.Itoa(resp.ProtoMinor) + " yaoki"
 }
 
 // mayRetry reports whether the proxy could send req more than once: an

@@ -500,3 +500,162 @@ func TestProxySIGHUPReload(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+// The proxy's own answers when its guards refuse: breaker open (with
+// Retry-After) and budget exhausted, as application/problem+json; and the
+// retries on /metrics of the admin listener, with /healthz.
+func TestProxyGuardsAndMetrics(t *testing.T) {
+	up := startUpstream(t)
+	dead := "http://" + freePort(t)
+	cfg := writeConfig(t, "proxy.yaml", fmt.Sprintf(`routes:
+  - path: /breaker/
+    upstream: %[1]s
+    policy:
+      Retry:
+        - ErrorEquals: [States.ALL]
+          IntervalSeconds: 0.001
+          MaxAttempts: 2
+      Breaker: {ConsecutiveFailures: 3, OpenSeconds: 30}
+  - path: /budget/
+    upstream: %[1]s
+    policy:
+      Retry:
+        - ErrorEquals: [States.ALL]
+          IntervalSeconds: 0.001
+      Budget: {Ratio: 0.1, MinPerSecond: -1}
+  - path: /
+    upstream: %[2]s
+    policy:
+      Retry:
+        - ErrorEquals: [States.ALL]
+          IntervalSeconds: 0.001
+`, dead, up.url))
+	p := startProxy(t, "--config", cfg, "--admin-addr", "127.0.0.1:0")
+	c := &http.Client{Timeout: 20 * time.Second}
+	defer c.CloseIdleConnections()
+	problem := func(resp *http.Response, body string) map[string]any {
+		t.Helper()
+		if ct := resp.Header.Get("Content-Type"); ct != "application/problem+json" {
+			t.Fatalf("%d with Content-Type %q: %s; want application/problem+json", resp.StatusCode, ct, body)
+		}
+		m := map[string]any{}
+		if err := json.Unmarshal([]byte(body), &m); err != nil {
+			t.Fatalf("problem %q: %v", body, err)
+		}
+		return m
+	}
+
+	resp, body := do(t, c, "GET", p.url+"/breaker/x", nil)
+	if m := problem(resp, body); resp.StatusCode != 502 || m["reason"] != "attempts_exhausted" || m["attempts"] != float64(3) {
+		t.Fatalf("dead upstream: %d %v; want 502 attempts_exhausted after 3 attempts", resp.StatusCode, m)
+	}
+	resp, body = do(t, c, "GET", p.url+"/breaker/x", nil)
+	m := problem(resp, body)
+	if resp.StatusCode != 503 || m["reason"] != "breaker_open" || resp.Header.Get("Do-Not-Retry") != "true" {
+		t.Fatalf("after 3 failures: %d %v (Do-Not-Retry %q); want 503 breaker_open with Do-Not-Retry", resp.StatusCode, m, resp.Header.Get("Do-Not-Retry"))
+	}
+	if ra := resp.Header.Get("Retry-After"); ra == "" || ra == "0" || len(ra) > 2 {
+		t.Errorf("breaker open: Retry-After %q, want the seconds until its probe (≤ 30 plus jitter)", ra)
+	}
+
+	resp, body = do(t, c, "GET", p.url+"/budget/x", nil)
+	if m := problem(resp, body); resp.StatusCode != 503 || m["reason"] != "budget_exhausted" || m["attempts"] != float64(1) || resp.Header.Get("Retry-After") != "" {
+		t.Fatalf("no budget: %d %v Retry-After %q; want 503 budget_exhausted after 1 attempt, without Retry-After", resp.StatusCode, m, resp.Header.Get("Retry-After"))
+	}
+
+	resp, _ = do(t, c, "GET", p.url+"/script/m?s=503,500,200", nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("503,500,200: %d", resp.StatusCode)
+	}
+	metrics := p.metricsURL(t)
+	got := scrape(t, metrics)
+	var retries float64
+	for k, v := range only(got, "yaoki_retries_total") {
+		if strings.Contains(k, "server_address=127.0.0.1") && (strings.Contains(k, "http_response_status_code=503") || strings.Contains(k, "http_response_status_code=500")) {
+			retries += v
+		}
+	}
+	if retries != 2 {
+		t.Errorf("yaoki_retries_total for the 503 and the 500: %v, want 2%s", retries, lines(only(got, "yaoki_retries_total")))
+	}
+	if len(only(got, "yaoki_breaker_state")) == 0 || len(only(got, "yaoki_budget_level")) == 0 {
+		t.Errorf("no breaker state or budget level on /metrics:%s", lines(got))
+	}
+	resp, err := http.Get(strings.TrimSuffix(metrics, "/metrics") + "/healthz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("healthz: %v %v", resp, err)
+	}
+	resp.Body.Close()
+}
+
+// startRedis runs redis-server on a free loopback port until the test
+// ends, or skips the test when it is not installed.
+func startRedis(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server is not installed (apt-get install redis-server; .ci/run does)")
+	}
+	addr := freePort(t)
+	_, port, _ := net.SplitHostPort(addr)
+	c := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		conn, err := net.Dial("tcp", addr)
+		if err == nil {
+			conn.Close()
+			return "redis://" + addr + "/0"
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redis-server did not listen on %s: %v", addr, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// --redis: two proxies in front of the same dead upstream share its
+// breaker. A trips after its own three failures; B, whose breaker alone
+// would not trip for 1000, refuses too within a few syncs, without
+// calling the upstream.
+func TestProxyFleetBreaker(t *testing.T) {
+	rurl := startRedis(t)
+	dead := "http://" + freePort(t)
+	route := func(consecutive int) string {
+		return writeConfig(t, "proxy.yaml", fmt.Sprintf(`routes:
+  - upstream: %s
+    policy:
+      Retry:
+        - ErrorEquals: [States.ALL]
+          IntervalSeconds: 0.001
+          MaxAttempts: 2
+      Breaker: {ConsecutiveFailures: %d, OpenSeconds: 60}
+`, dead, consecutive))
+	}
+	a := startProxy(t, "--config", route(3), "--redis", rurl)
+	b := startProxy(t, "--config", route(1000), "--redis", rurl)
+	c := &http.Client{Timeout: 20 * time.Second}
+	defer c.CloseIdleConnections()
+	do(t, c, "GET", a.url+"/x", nil) // three failures: A's breaker trips
+	resp, body := do(t, c, "GET", a.url+"/x", nil)
+	if resp.StatusCode != 503 || !strings.Contains(body, `"reason":"breaker_open"`) {
+		t.Fatalf("A after tripping: %d %s", resp.StatusCode, body)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, body = do(t, c, "GET", b.url+"/x", nil)
+		if resp.StatusCode == 503 && strings.Contains(body, `"reason":"breaker_open"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("B never refused: %d %s", resp.StatusCode, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if ra := resp.Header.Get("Retry-After"); ra == "" || ra == "0" {
+		t.Errorf("B's refusal: Retry-After %q, want the fleet's open period left", ra)
+	}
+}
