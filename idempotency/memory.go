@@ -14,12 +14,25 @@ const DefaultMaxRecords = 100_000
 
 // MemoryConfig configures a MemoryStore. The zero value means the defaults.
 type MemoryConfig struct {
-	// MaxRecords bounds the number of records held. When a new key arrives
-	// at the bound, records whose lease or retention has passed are dropped
-	// first (those among the oldest 64 at least, so that the cost stays
-	// bounded), else the oldest completed record (by the time it completed);
-	// records in progress are never evicted, and when every record is in
-	// progress Begin returns ErrStoreFull. Zero: DefaultMaxRecords.
+	// MaxRecords bounds the number of records held, over all scopes. When
+	// a new key arrives at the bound, the store makes room, in this order:
+	//
+	//  1. it drops records whose lease or retention has passed (among the
+	//     oldest 64, so that the cost stays bounded);
+	//  2. it evicts the oldest completed record of another scope that holds
+	//     at least two records more than the new key's scope (among the
+	//     same oldest 64);
+	//  3. it evicts the oldest completed record of the new key's own scope
+	//     (by the time it completed);
+	//  4. it looks further for a record as in 1 or 2.
+	//
+	// So one scope's new keys never take a record from a scope that would
+	// then hold fewer records than theirs: a tenant that floods the store
+	// with new keys evicts its own completed records once it holds its
+	// share, never pushing another tenant below it. With global keys
+	// (Config.Scope nil) there is one scope, and 3 evicts the oldest
+	// completed record. Records in progress are never evicted; when no
+	// record may go, Begin returns ErrStoreFull. Zero: DefaultMaxRecords.
 	MaxRecords int
 }
 
@@ -38,13 +51,22 @@ type MemoryStore struct {
 
 	mu         sync.Mutex
 	m          map[ID]*memEntry
-	head, tail *memEntry // by last transition, oldest first
+	head, tail *memEntry            // by last transition, oldest first
+	scopes     map[string]*memScope // the scopes that hold records
+}
+
+// memScope is one scope's records, by last transition, oldest first.
+type memScope struct {
+	n          int
+	head, tail *memEntry
 }
 
 type memEntry struct {
-	id         ID
-	rec        Record
-	prev, next *memEntry
+	id           ID
+	rec          Record
+	scope        *memScope
+	prev, next   *memEntry // in the store's list
+	sprev, snext *memEntry // in the scope's list
 }
 
 // NewMemoryStore returns an empty store. A negative MaxRecords is refused.
@@ -55,7 +77,7 @@ func NewMemoryStore(c MemoryConfig) (*MemoryStore, error) {
 	if c.MaxRecords == 0 {
 		c.MaxRecords = DefaultMaxRecords
 	}
-	return &MemoryStore{max: c.MaxRecords, m: make(map[ID]*memEntry)}, nil
+	return &MemoryStore{max: c.MaxRecords, m: make(map[ID]*memEntry), scopes: make(map[string]*memScope)}, nil
 }
 
 // Len returns the number of records held, including those whose time has
@@ -83,43 +105,67 @@ func (s *MemoryStore) Begin(_ context.Context, id ID, fp Fingerprint, token stri
 		}
 		s.remove(e)
 	}
-	if len(s.m) >= s.max && !s.evict(now) {
+	if len(s.m) >= s.max && !s.evict(now, id.Scope) {
 		return Record{}, false, ErrStoreFull
 	}
-	e = &memEntry{id: id, rec: Record{State: InProgress, Fingerprint: fp, Token: token, Expires: now.Add(lease)}}
+	sc := s.scopes[id.Scope]
+	if sc == nil {
+		sc = &memScope{}
+		s.scopes[id.Scope] = sc
+	}
+	e = &memEntry{id: id, rec: Record{State: InProgress, Fingerprint: fp, Token: token, Expires: now.Add(lease)}, scope: sc}
 	s.m[id] = e
 	s.pushBack(e)
 	return Record{}, true, nil
 }
 
-// evict makes room for one record: it drops the dead records among the
-// oldest (at least evictScan of them, more until it finds one to drop), or
-// else the oldest completed record. It reports whether there is room.
-func (s *MemoryStore) evict(now time.Time) bool {
-	var oldest *memEntry
+// evict makes room for one record of scope, in the order MaxRecords
+// documents. It reports whether there is room.
+func (s *MemoryStore) evict(now time.Time, scope string) bool {
+	own := s.scopes[scope]
+	ownN := 0
+	if own != nil {
+		ownN = own.n
+	}
+	// may says whether a live record may go to make room for scope's.
+	may := func(e *memEntry) bool {
+		return e.rec.State == Completed && e.scope != own && e.scope.n >= ownN+2
+	}
+	var other *memEntry
 	freed := false
-	for e, i := s.head, 0; e != nil; i++ {
-		if i >= evictScan && (freed || oldest != nil) {
-			break
-		}
+	for e, i := s.head, 0; e != nil && i < evictScan; i++ {
 		next := e.next
 		switch {
 		case !now.Before(e.rec.Expires):
 			s.remove(e)
 			freed = true
-		case oldest == nil && e.rec.State == Completed:
-			oldest = e
+		case other == nil && may(e):
+			other = e
 		}
 		e = next
 	}
 	switch {
 	case freed:
 		return true
-	case oldest == nil:
-		return false
+	case other != nil:
+		s.remove(other)
+		return true
 	}
-	s.remove(oldest)
-	return true
+	if own != nil {
+		for e := own.head; e != nil; e = e.snext {
+			if e.rec.State == Completed || !now.Before(e.rec.Expires) {
+				s.remove(e)
+				return true
+			}
+		}
+	}
+	for e := s.head; e != nil; e = e.next {
+		if !now.Before(e.rec.Expires) || may(e) {
+			s.remove(e)
+			return true
+		}
+	}
+	return false
 }
 
 // evictScan is how many of the oldest records evict looks at, at least.
@@ -188,8 +234,24 @@ func (s *MemoryStore) Get(_ context.Context, id ID, now time.Time) (Record, bool
 func (s *MemoryStore) remove(e *memEntry) {
 	delete(s.m, e.id)
 	s.unlink(e)
+	sc := e.scope
+	if e.sprev != nil {
+		e.sprev.snext = e.snext
+	} else {
+		sc.head = e.snext
+	}
+	if e.snext != nil {
+		e.snext.sprev = e.sprev
+	} else {
+		sc.tail = e.sprev
+	}
+	e.sprev, e.snext = nil, nil
+	if sc.n--; sc.n == 0 {
+		delete(s.scopes, e.id.Scope)
+	}
 }
 
+// unlink takes e out of the store's list.
 func (s *MemoryStore) unlink(e *memEntry) {
 	if e.prev != nil {
 		e.prev.next = e.next
@@ -204,7 +266,21 @@ func (s *MemoryStore) unlink(e *memEntry) {
 	e.prev, e.next = nil, nil
 }
 
+// pushBack puts a new e at the end of both lists.
 func (s *MemoryStore) pushBack(e *memEntry) {
+	s.linkBack(e)
+	sc := e.scope
+	sc.n++
+	e.sprev = sc.tail
+	if sc.tail != nil {
+		sc.tail.snext = e
+	} else {
+		sc.head = e
+	}
+	sc.tail = e
+}
+
+func (s *MemoryStore) linkBack(e *memEntry) {
 	e.prev = s.tail
 	if s.tail != nil {
 		s.tail.next = e
@@ -214,10 +290,23 @@ func (s *MemoryStore) pushBack(e *memEntry) {
 	s.tail = e
 }
 
+// moveBack moves e to the end of both lists: its last transition is now.
 func (s *MemoryStore) moveBack(e *memEntry) {
-	if s.tail == e {
+	if s.tail != e {
+		s.unlink(e)
+		s.linkBack(e)
+	}
+	sc := e.scope
+	if sc.tail == e {
 		return
 	}
-	s.unlink(e)
-	s.pushBack(e)
+	if e.sprev != nil {
+		e.sprev.snext = e.snext
+	} else {
+		sc.head = e.snext
+	}
+	e.snext.sprev = e.sprev // e is not the tail: it has a next
+	e.sprev, e.snext = sc.tail, nil
+	sc.tail.snext = e
+	sc.tail = e
 }

@@ -82,3 +82,50 @@ func TestMemoryConfigRefused(t *testing.T) {
 		t.Fatal("MaxRecords -1 accepted")
 	}
 }
+
+// TestMemoryStoreBoundPerScope: a tenant that floods a full store with new
+// keys takes records from another tenant only down to an equal share, then
+// evicts its own: alice keeps her newest 5 of 10 completed records after
+// mallory's 100 new keys.
+func TestMemoryStoreBoundPerScope(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	s, err := idempotency.NewMemoryStore(idempotency.MemoryConfig{MaxRecords: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill := func(scope string, n int, at time.Time) {
+		for i := range n {
+			id := idempotency.ID{Scope: scope, Key: fmt.Sprint(i)}
+			now := at.Add(time.Duration(i) * time.Millisecond)
+			if _, claimed, err := s.Begin(ctx, id, idempotency.Fingerprint{}, "tok", now, time.Minute); err != nil || !claimed {
+				t.Fatalf("%s: begin %d: claimed %v err %v", scope, i, claimed, err)
+			}
+			if err := s.Complete(ctx, id, "tok", idempotency.Response{Status: 201}, now, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	held := func(scope string, n int, now time.Time) (keys []int) {
+		for i := range n {
+			if _, ok, _ := s.Get(ctx, idempotency.ID{Scope: scope, Key: fmt.Sprint(i)}, now); ok {
+				keys = append(keys, i)
+			}
+		}
+		return keys
+	}
+	fill("alice", 10, t0)
+	fill("mallory", 100, t0.Add(time.Second))
+	now := t0.Add(2 * time.Second)
+	if got := held("alice", 10, now); fmt.Sprint(got) != "[5 6 7 8 9]" {
+		t.Errorf("alice's records after mallory's flood: %v, want her newest 5 (an equal share)", got)
+	}
+	if got := held("mallory", 100, now); fmt.Sprint(got) != "[95 96 97 98 99]" {
+		t.Errorf("mallory's records: %v, want her newest 5", got)
+	}
+	// A third tenant still gets in, taking from the largest.
+	fill("bob", 1, now)
+	if len(held("bob", 1, now)) != 1 || s.Len() != 10 {
+		t.Fatalf("bob's record: %v, store holds %d", held("bob", 1, now), s.Len())
+	}
+}

@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,6 +39,8 @@ const (
 	envLease  = "YAOKI_IDEMPROC_LEASE"
 	envOffset = "YAOKI_IDEMPROC_CLOCK_OFFSET"
 	envHang   = "YAOKI_IDEMPROC_HANG"
+	envPause  = "YAOKI_IDEMPROC_PAUSE" // the step at which a request stops for good
+	envRuns   = "YAOKI_IDEMPROC_RUNS"  // the file each handler run appends a line to
 )
 
 // Main runs a child server when the process was started by Start, and
@@ -69,6 +72,11 @@ func serve(addr string, open func(string) (idempotency.Store, error)) error {
 		return fmt.Errorf("clock offset: %w", err)
 	}
 	hang := os.Getenv(envHang) == "1"
+	if step := os.Getenv(envPause); step != "" {
+		store = &pausing{Store: store, at: step}
+	}
+	runs := os.Getenv(envRuns)
+	var runsMu sync.Mutex
 	m, err := idempotency.New(idempotency.Config{
 		Store:    store,
 		Lease:    lease,
@@ -81,9 +89,16 @@ func serve(addr string, open func(string) (idempotency.Store, error)) error {
 	pid := os.Getpid()
 	charge := func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
+		id := "ch_" + rand.Text()
+		if runs != "" { // the effect, seen by the test across processes
+			if err := appendLine(&runsMu, runs, fmt.Sprintf("%s %d", id, pid)); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)
-		fmt.Fprintf(w, `{"charge":"ch_%s","pid":%d}`, rand.Text(), pid)
+		fmt.Fprintf(w, `{"charge":"%s","pid":%d}`, id, pid)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("POST /charges", m.Require(http.HandlerFunc(charge)))
@@ -111,6 +126,17 @@ type Options struct {
 	ClockOffset time.Duration
 	// Hang makes POST /hang never answer.
 	Hang bool
+	// Pause names the step at which a keyed request stops for good,
+	// after the child prints "paused STEP", for the test to kill the
+	// process there: "claimed" (Begin claimed the key; the handler has not
+	// run), "handled" (the handler ran; Complete has not been sent),
+	// "completed" (Complete stored the response; the client has not got
+	// it). Empty: none.
+	Pause string
+	// Runs is a file to which each run of the handler appends a line
+	// (charge id and pid) before it answers: the handler's effect, which
+	// survives the process. Empty: none.
+	Runs string
 }
 
 // Child is a child server.
@@ -133,7 +159,9 @@ func Start(t *testing.T, o Options) *Child {
 		envChild+"="+o.Addr,
 		envLease+"="+o.Lease.String(),
 		envOffset+"="+o.ClockOffset.String(),
-		envHang+"="+map[bool]string{true: "1", false: "0"}[o.Hang])
+		envHang+"="+map[bool]string{true: "1", false: "0"}[o.Hang],
+		envPause+"="+o.Pause,
+		envRuns+"="+o.Runs)
 }
 
 // Kill kills the child at once (SIGKILL: no handler, defer or cleanup runs
@@ -158,4 +186,72 @@ func (c *Child) Post(ctx context.Context, client *http.Client, path, key, body s
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b), resp.Header.Get(idempotency.HeaderReplayed), err
+}
+
+// The steps at which a child may pause (Options.Pause).
+const (
+	StepClaimed   = "claimed"
+	StepHandled   = "handled"
+	StepCompleted = "completed"
+)
+
+// pausing stops the request at its step: a store in front of the child's
+// own, so that the middleware runs unchanged.
+type pausing struct {
+	idempotency.Store
+	at string
+}
+
+func pause(step string) {
+	fmt.Printf("paused %s\n", step)
+	select {} // until the test kills the process
+}
+
+func (p *pausing) Begin(ctx context.Context, id idempotency.ID, fp idempotency.Fingerprint, token string, now time.Time, lease time.Duration) (idempotency.Record, bool, error) {
+	rec, claimed, err := p.Store.Begin(ctx, id, fp, token, now, lease)
+	if claimed && p.at == StepClaimed {
+		pause(StepClaimed)
+	}
+	return rec, claimed, err
+}
+
+func (p *pausing) Complete(ctx context.Context, id idempotency.ID, token string, resp idempotency.Response, now time.Time, ttl time.Duration) error {
+	if p.at == StepHandled {
+		pause(StepHandled)
+	}
+	err := p.Store.Complete(ctx, id, token, resp, now, ttl)
+	if err == nil && p.at == StepCompleted {
+		pause(StepCompleted)
+	}
+	return err
+}
+
+// appendLine appends line to the file at path; mu serialises the
+// process's appends.
+func appendLine(mu *sync.Mutex, path, line string) error {
+	mu.Lock()
+	defer mu.Unlock()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(line + "\n"); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Sync()
+}
+
+// Runs returns the lines of a runs file (Options.Runs): one per run of
+// the handler, in any child.
+func Runs(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Fields(strings.ReplaceAll(strings.TrimSpace(string(b)), " ", "_"))
 }

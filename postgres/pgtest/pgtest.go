@@ -234,6 +234,21 @@ func (s *Server) kill() {
 	<-s.done
 }
 
+// Stop stops the server (fast shutdown: clients are disconnected, what was
+// committed is kept), for a test of what clients do while it is down.
+// Resume starts it again. Stop, Resume, Restart and Close must not run
+// concurrently.
+func (s *Server) Stop() { s.stop() }
+
+// Resume starts a stopped server again on the same port and data, and
+// waits until it accepts connections.
+func (s *Server) Resume() error {
+	if s.cmd != nil {
+		return fmt.Errorf("pgtest: resume: the server on port %d is running", s.Port)
+	}
+	return s.start()
+}
+
 // Restart stops the server (fast shutdown) and starts it again on the same
 // port and data: what was committed is still there.
 func (s *Server) Restart(tb testing.TB) {

@@ -1,149 +1,19 @@
 package redistest
 
 import (
-	"io"
-	"net"
-	"sync"
 	"testing"
+
+	"github.com/yaoki-go/yaoki/internal/faultproxy"
 )
 
 // Proxy is a TCP proxy on loopback in front of a real server, for tests of
 // what a client does when the server cannot be reached, or when a command
-// ran but its reply was lost. It starts passing everything through.
-type Proxy struct {
-	Addr   string // 127.0.0.1:port, for the client under test
-	target string
-	ln     net.Listener
+// ran but its reply was lost (see faultproxy.Proxy).
+type Proxy = faultproxy.Proxy
 
-	mu    sync.Mutex
-	mode  proxyMode
-	conns map[net.Conn]struct{} // both ends of every open pair
-	wg    sync.WaitGroup
-}
-
-type proxyMode int
-
-const (
-	pass        proxyMode = iota
-	down                  // connections are cut
-	dropReplies           // requests reach the server, replies are dropped
-)
-
-// Proxy returns a proxy to s, closed when tb ends.
+// Proxy returns a proxy to s, closed when tb ends. It starts passing
+// everything through.
 func (s *Server) Proxy(tb testing.TB) *Proxy {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatalf("redistest: proxy: %v", err)
-	}
-	p := &Proxy{Addr: ln.Addr().String(), target: s.Addr, ln: ln, conns: map[net.Conn]struct{}{}}
-	p.wg.Add(1)
-	go p.accept()
-	tb.Cleanup(func() {
-		_ = ln.Close()
-		p.cut()
-		p.wg.Wait()
-	})
-	return p
-}
-
-// Up passes everything through again.
-func (p *Proxy) Up() { p.set(pass) }
-
-// Down cuts every connection; new ones are accepted and closed at once, as
-// if the server had gone.
-func (p *Proxy) Down() {
-	p.set(down)
-	p.cut()
-}
-
-// DropReplies lets requests reach the server but drops what it answers,
-// cutting the connection instead: the command ran, the client never learns
-// it. New connections fail the same way (their handshake gets no reply).
-func (p *Proxy) DropReplies() { p.set(dropReplies) }
-
-func (p *Proxy) set(m proxyMode) {
-	p.mu.Lock()
-	p.mode = m
-	p.mu.Unlock()
-}
-
-func (p *Proxy) current() proxyMode {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.mode
-}
-
-func (p *Proxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for c := range p.conns {
-		_ = c.Close()
-	}
-}
-
-func (p *Proxy) track(cs ...net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.mode == down {
-		return false
-	}
-	for _, c := range cs {
-		p.conns[c] = struct{}{}
-	}
-	return true
-}
-
-func (p *Proxy) untrack(cs ...net.Conn) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range cs {
-		_ = c.Close()
-		delete(p.conns, c)
-	}
-}
-
-func (p *Proxy) accept() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return // closed
-		}
-		s, err := net.Dial("tcp", p.target)
-		if err != nil {
-			_ = c.Close()
-			continue
-		}
-		if !p.track(c, s) {
-			_ = c.Close()
-			_ = s.Close()
-			continue
-		}
-		p.wg.Add(2)
-		go func() { // client to server
-			defer p.wg.Done()
-			_, _ = io.Copy(s, c)
-			p.untrack(c, s)
-		}()
-		go func() { // server to client, unless replies are dropped
-			defer p.wg.Done()
-			defer p.untrack(c, s)
-			buf := make([]byte, 32<<10)
-			for {
-				n, err := s.Read(buf)
-				if n > 0 {
-					if p.current() != pass {
-						return
-					}
-					if _, werr := c.Write(buf[:n]); werr != nil {
-						return
-					}
-				}
-				if err != nil {
-					return
-				}
-			}
-		}()
-	}
+	return faultproxy.New(tb, s.Addr)
 }

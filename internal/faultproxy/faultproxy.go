@@ -1,0 +1,168 @@
+// Package faultproxy is a TCP proxy on loopback that tests put between a
+// client and a real server (redis-server, PostgreSQL) to inject the faults
+// of a network: a cut link (every connection closed, new ones refused), a
+// server that runs commands but whose replies are lost, and a single lost
+// reply (the next one the server sends). It starts passing everything
+// through. It is for tests only.
+package faultproxy
+
+import (
+	"io"
+	"net"
+	"sync"
+	"testing"
+)
+
+// Proxy forwards the connections it accepts on Addr to its target. Its
+// methods are safe for concurrent use.
+type Proxy struct {
+	Addr   string // 127.0.0.1:port, for the client under test
+	target string
+	ln     net.Listener
+
+	mu    sync.Mutex
+	mode  mode
+	conns map[net.Conn]struct{} // both ends of every open pair
+	wg    sync.WaitGroup
+}
+
+type mode int
+
+const (
+	pass        mode = iota
+	down             // connections are cut
+	dropReplies      // requests reach the server, replies are dropped
+	dropOne          // the next reply is dropped, then pass
+)
+
+// New returns a proxy to target (host:port), closed when tb ends.
+func New(tb testing.TB, target string) *Proxy {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("faultproxy: %v", err)
+	}
+	p := &Proxy{Addr: ln.Addr().String(), target: target, ln: ln, conns: map[net.Conn]struct{}{}}
+	p.wg.Add(1)
+	go p.accept()
+	tb.Cleanup(func() {
+		_ = ln.Close()
+		p.cut()
+		p.wg.Wait()
+	})
+	return p
+}
+
+// Up passes everything through again.
+func (p *Proxy) Up() { p.set(pass) }
+
+// Down cuts every connection; new ones are accepted and closed at once, as
+// if the server had gone.
+func (p *Proxy) Down() {
+	p.set(down)
+	p.cut()
+}
+
+// DropReplies lets requests reach the server but drops what it answers,
+// cutting the connection instead: the command ran, the client never learns
+// it. New connections fail the same way (their handshake gets no reply).
+func (p *Proxy) DropReplies() { p.set(dropReplies) }
+
+// DropNextReply drops the next reply the server sends, on whichever
+// connection, and cuts that connection; then everything passes again. The
+// command it answered ran: the client sees a broken connection.
+func (p *Proxy) DropNextReply() { p.set(dropOne) }
+
+func (p *Proxy) set(m mode) {
+	p.mu.Lock()
+	p.mode = m
+	p.mu.Unlock()
+}
+
+// passReply says whether a reply may go to the client, and uses up a
+// single drop.
+func (p *Proxy) passReply() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch p.mode {
+	case pass:
+		return true
+	case dropOne:
+		p.mode = pass
+	}
+	return false
+}
+
+func (p *Proxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		_ = c.Close()
+	}
+}
+
+func (p *Proxy) track(cs ...net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mode == down {
+		return false
+	}
+	for _, c := range cs {
+		p.conns[c] = struct{}{}
+	}
+	return true
+}
+
+func (p *Proxy) untrack(cs ...net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range cs {
+		_ = c.Close()
+		delete(p.conns, c)
+	}
+}
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return // closed
+		}
+		s, err := net.Dial("tcp", p.target)
+		if err != nil {
+			_ = c.Close()
+			continue
+		}
+		if !p.track(c, s) {
+			_ = c.Close()
+			_ = s.Close()
+			continue
+		}
+		p.wg.Add(2)
+		go func() { // client to server
+			defer p.wg.Done()
+			_, _ = io.Copy(s, c)
+			p.untrack(c, s)
+		}()
+		go func() { // server to client, unless replies are dropped
+			defer p.wg.Done()
+			defer p.untrack(c, s)
+			buf := make([]byte, 32<<10)
+			for {
+				n, err := s.Read(buf)
+				if n > 0 {
+					if !p.passReply() {
+						return
+					}
+					if _, werr := c.Write(buf[:n]); werr != nil {
+						return
+					}
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+}

@@ -1,0 +1,337 @@
+package idemproc
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/yaoki-go/yaoki/idempotency"
+	"github.com/yaoki-go/yaoki/internal/faultproxy"
+)
+
+// The fault scenarios below run the middleware over a real store server
+// (the redis and postgres modules' tests call them with their store), inject
+// one fault each, and check how many times the handler ran and what every
+// client got. The middleware runs in the test's process behind a real HTTP
+// server on loopback, or, for the kills, in child processes (Start).
+
+// Faults describes the store under test to the scenarios.
+type Faults struct {
+	// Target is the store server's host:port.
+	Target string
+	// Open returns a store that reaches the server through addr (host:port:
+	// the server's own, or a proxy's), closed when t ends.
+	Open func(t *testing.T, addr string) idempotency.Store
+	// ChildAddr is the address Start passes to the children (Main's open).
+	ChildAddr string
+}
+
+// instance is the middleware over a store, behind a loopback server, with
+// a clock the test can move forward.
+type instance struct {
+	srv    *httptest.Server
+	offset atomic.Int64 // added to the clock
+	logs   *lines
+}
+
+// lines keeps what the middleware logs, and passes it to the test's log.
+type lines struct {
+	t  *testing.T
+	mu sync.Mutex
+	b  []string
+}
+
+func (l *lines) Write(p []byte) (int, error) {
+	s := strings.TrimRight(string(p), "\n")
+	l.mu.Lock()
+	l.b = append(l.b, s)
+	l.mu.Unlock()
+	l.t.Log(s)
+	return len(p), nil
+}
+
+func (l *lines) containing(sub string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, s := range l.b {
+		if strings.Contains(s, sub) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func newInstance(t *testing.T, c idempotency.Config, h http.Handler) *instance {
+	t.Helper()
+	in := &instance{logs: &lines{t: t}}
+	c.ErrorLog = log.New(in.logs, "", 0)
+	c.Now = func() time.Time { return time.Now().Add(time.Duration(in.offset.Load())) }
+	m, err := idempotency.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.srv = httptest.NewServer(m.Require(h))
+	t.Cleanup(in.srv.Close)
+	return in
+}
+
+// answer is what a client got.
+type answer struct {
+	status   int
+	body     string
+	replayed string
+	err      error
+}
+
+func (a answer) String() string {
+	if a.err != nil {
+		return "error " + a.err.Error()
+	}
+	return fmt.Sprintf("%d %s (replayed %q)", a.status, a.body, a.replayed)
+}
+
+func (in *instance) post(key string) answer {
+	client := in.srv.Client()
+	defer client.CloseIdleConnections()
+	req, err := http.NewRequest(http.MethodPost, in.srv.URL+"/charges", strings.NewReader(`{"amount":1000}`))
+	if err != nil {
+		return answer{err: err}
+	}
+	req.Header.Set(idempotency.HeaderKey, key)
+	resp, err := client.Do(req)
+	if err != nil {
+		return answer{err: err}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return answer{status: resp.StatusCode, body: string(b), replayed: resp.Header.Get(idempotency.HeaderReplayed), err: err}
+}
+
+// charge is a handler that counts its runs and answers 201 with a new
+// charge id; before answering it calls hook, if not nil.
+func charge(runs *atomic.Int64, hook func(r *http.Request)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		_, _ = io.Copy(io.Discard, r.Body)
+		if hook != nil {
+			hook(r)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprintf(w, `{"charge":"ch_%s"}`, rand.Text())
+	})
+}
+
+const faultLease = 3 * time.Second
+
+// OutageAtComplete: the store goes away as the handler returns (down) and
+// comes back after the given time (up, run on another goroutine). The
+// middleware tries Complete again until it gets through; the client gets
+// 201, and a retry after the lease would have passed replays it: one run.
+// store must reach the server through what down cuts.
+func OutageAtComplete(t *testing.T, store idempotency.Store, down, up func(), after time.Duration) {
+	var runs atomic.Int64
+	in := newInstance(t, idempotency.Config{Store: store, Lease: faultLease, StoreTimeout: 20 * time.Second},
+		charge(&runs, func(*http.Request) {
+			down()
+			go func() {
+				time.Sleep(after) // the outage's length, in real time: the server is real
+				up()
+			}()
+		}))
+	key := "outage-" + rand.Text()
+	first := in.post(key)
+	if first.err != nil || first.status != http.StatusCreated {
+		t.Fatalf("first: %v, want 201", first)
+	}
+	in.offset.Store(int64(faultLease + time.Second))
+	again := in.post(key)
+	if runs.Load() != 1 || again.status != http.StatusCreated || again.replayed != "true" || again.body != first.body {
+		t.Fatalf("retry after the lease: %v, runs %d; want the replay of %s and 1 run", again, runs.Load(), first.body)
+	}
+	t.Logf("outage of %v as the handler returned: 1 run, the client got %d, the retry its replay; %d failed tries of Complete",
+		after, first.status, len(in.logs.containing("will try again")))
+}
+
+// LostBeginReply: the reply to Begin is lost (the claim was made). The
+// client, which retries a 503 at once, ends with 201 and the handler runs
+// once; no answer is 409 (the key held by a claim nobody runs).
+func LostBeginReply(t *testing.T, f Faults) {
+	px := faultproxy.New(t, f.Target)
+	var runs atomic.Int64
+	in := newInstance(t, idempotency.Config{Store: f.Open(t, px.Addr), RetryAfter: -1}, charge(&runs, nil))
+	if a := in.post("warm-" + rand.Text()); a.status != http.StatusCreated { // connections and scripts ready
+		t.Fatalf("warm-up: %v", a)
+	}
+	key := "lost-begin-" + rand.Text()
+	px.DropNextReply()
+	var got []answer
+	for len(got) < 3 {
+		a := in.post(key)
+		got = append(got, a)
+		if a.err != nil || a.status != http.StatusServiceUnavailable {
+			break
+		}
+	}
+	last := got[len(got)-1]
+	if last.status != http.StatusCreated || last.replayed != "" || runs.Load() != 2 {
+		t.Fatalf("answers %v, runs %d (warm-up included); want 201 from one run (after at most a 503)", got, runs.Load())
+	}
+	t.Logf("Begin's reply lost: answers %v; 1 run", got)
+}
+
+// LostCompleteReply: the reply to Complete is lost (the record was
+// completed). The client gets 201, nothing logs a lost lease, and a retry
+// after the lease would have passed replays: one run.
+func LostCompleteReply(t *testing.T, f Faults) {
+	px := faultproxy.New(t, f.Target)
+	var runs atomic.Int64
+	var drop atomic.Bool
+	in := newInstance(t, idempotency.Config{Store: f.Open(t, px.Addr), Lease: faultLease},
+		charge(&runs, func(*http.Request) {
+			if drop.Load() {
+				px.DropNextReply()
+			}
+		}))
+	if a := in.post("warm-" + rand.Text()); a.status != http.StatusCreated { // connections and statements ready
+		t.Fatalf("warm-up: %v", a)
+	}
+	runs.Store(0)
+	drop.Store(true)
+	key := "lost-complete-" + rand.Text()
+	first := in.post(key)
+	in.offset.Store(int64(faultLease + time.Second))
+	again := in.post(key)
+	if first.status != http.StatusCreated || runs.Load() != 1 || again.replayed != "true" || again.body != first.body {
+		t.Fatalf("first %v, retry %v, runs %d; want 201, its replay, 1 run", first, again, runs.Load())
+	}
+	if l := in.logs.containing("lease"); len(l) > 0 {
+		t.Fatalf("the middleware logged %q: the Complete sent again was taken for a stale holder's", l)
+	}
+	t.Logf("Complete's reply lost: first %d, retry replayed; 1 run", first.status)
+}
+
+// HolderCutOff: instance A holds the key and is cut off from the store;
+// its lease passes while its handler runs, and instance B (whose link is
+// fine) claims the key and runs it. A's handler context is cancelled at its
+// lease's end; A's handler, which answers anyway, cannot store its
+// response: the record is B's, and a third request replays B's.
+func HolderCutOff(t *testing.T, f Faults) {
+	const lease = time.Second
+	px := faultproxy.New(t, f.Target)
+	var runs atomic.Int64
+	type cancelled struct {
+		after time.Duration
+		cause error
+	}
+	aCancelled := make(chan cancelled, 1)
+	a := newInstance(t, idempotency.Config{Store: f.Open(t, px.Addr), Lease: lease, StoreTimeout: 20 * time.Second},
+		charge(&runs, func(r *http.Request) {
+			start := time.Now()
+			px.Down()
+			select {
+			case <-r.Context().Done():
+				aCancelled <- cancelled{time.Since(start), context.Cause(r.Context())}
+			case <-time.After(10 * time.Second):
+				aCancelled <- cancelled{}
+			}
+			// A handler that answers anyway.
+		}))
+	b := newInstance(t, idempotency.Config{Store: f.Open(t, f.Target), Lease: lease}, charge(&runs, nil))
+	key := "cut-off-" + rand.Text()
+	aDone := make(chan answer, 1)
+	go func() { aDone <- a.post(key) }()
+	c := <-aCancelled
+	if c.cause == nil || !errors.Is(c.cause, idempotency.ErrLeaseLost) || c.after > lease+lease/2 {
+		t.Fatalf("A's handler context: cancelled after %v with cause %v; want cancelled by its lease's end (%v) with a lost lease", c.after, c.cause, lease)
+	}
+	fromB := b.post(key)
+	if fromB.status != http.StatusCreated || fromB.replayed != "" {
+		t.Fatalf("B after A's lease: %v, want its own run", fromB)
+	}
+	px.Up()
+	fromA := <-aDone
+	third := b.post(key)
+	if third.replayed != "true" || third.body != fromB.body || runs.Load() != 2 {
+		t.Fatalf("A got %v, B %v, a third request %v, runs %d; want the third to replay B's response (A fenced off)", fromA, fromB, third, runs.Load())
+	}
+	if len(a.logs.containing("lease of key")) == 0 {
+		t.Fatal("A did not log its lost lease")
+	}
+	t.Logf("holder cut off: A's context cancelled %v after it started (lease %v): %v; A answered %d, B ran and its response is the record; 2 runs",
+		c.after.Round(time.Millisecond), lease, c.cause, fromA.status)
+}
+
+// KillAt kills a child process (SIGKILL) at step (StepClaimed, StepHandled
+// or StepCompleted) of a keyed request, and sends the client's retry to
+// another child: within the killed holder's lease, then past it. It checks
+// the runs of the handler (a file the children append to) and the answers:
+//
+//	claimed    409 within the lease; then one run, by the retry
+//	handled    409 within the lease; then a second run (the window of a
+//	           store kept apart from the handler's effects)
+//	completed  the retry replays the killed child's response: one run
+func KillAt(t *testing.T, f Faults, step string) {
+	const lease = 5 * time.Second
+	ctx := context.Background()
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	key := "kill-" + step + "-" + rand.Text()
+	body := `{"amount":1}`
+	runsFile := filepath.Join(t.TempDir(), "runs")
+
+	holder := Start(t, Options{Addr: f.ChildAddr, Lease: lease, Pause: step, Runs: runsFile})
+	got := make(chan answer, 1)
+	go func() {
+		status, b, replayed, err := holder.Post(ctx, client, "/charges", key, body)
+		got <- answer{status, b, replayed, err}
+	}()
+	holder.WaitLine(t, "paused "+step)
+	holder.Kill()
+	if a := <-got; a.err == nil {
+		t.Fatalf("the client of the killed child got %v", a)
+	}
+	wantRuns := map[string]int{StepClaimed: 0, StepHandled: 1, StepCompleted: 1}[step]
+	if n := len(Runs(t, runsFile)); n != wantRuns {
+		t.Fatalf("runs when killed at %s: %d, want %d", step, n, wantRuns)
+	}
+
+	within := Start(t, Options{Addr: f.ChildAddr, Lease: lease, Runs: runsFile})
+	status, b, replayed, err := within.Post(ctx, client, "/charges", key, body)
+	switch step {
+	case StepCompleted:
+		if err != nil || status != http.StatusCreated || replayed != "true" || !strings.Contains(b, fmt.Sprintf(`"pid":%d`, holder.Pid)) {
+			t.Fatalf("retry after a kill at %s: %d %s replayed %q %v; want the replay of the killed child's response", step, status, b, replayed, err)
+		}
+		if n := len(Runs(t, runsFile)); n != 1 {
+			t.Fatalf("runs: %d, want 1", n)
+		}
+		t.Logf("killed at %s: the retry got the replay of the response the client never received; 1 run", step)
+		return
+	default:
+		if err != nil || status != http.StatusConflict {
+			t.Fatalf("retry within the killed holder's lease (killed at %s): %d %s %v, want 409", step, status, b, err)
+		}
+	}
+	after := Start(t, Options{Addr: f.ChildAddr, Lease: lease, ClockOffset: lease + time.Second, Runs: runsFile})
+	status, b, replayed, err = after.Post(ctx, client, "/charges", key, body)
+	if err != nil || status != http.StatusCreated || replayed != "" || !strings.Contains(b, fmt.Sprintf(`"pid":%d`, after.Pid)) {
+		t.Fatalf("retry after the lease (killed at %s): %d %s replayed %q %v, want a run", step, status, b, replayed, err)
+	}
+	if n := len(Runs(t, runsFile)); n != wantRuns+1 {
+		t.Fatalf("runs after the retry (killed at %s): %d, want %d", step, n, wantRuns+1)
+	}
+	t.Logf("killed at %s: 409 within the lease, then a run after it; %d runs in all", step, wantRuns+1)
+}
