@@ -1,6 +1,7 @@
 package redis_test
 
 import (
+	"context"
 	"log"
 	"net/http"
 
@@ -16,8 +17,14 @@ import (
 func ExampleNewIdempotencyStore() {
 	rdb := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:6379"})
 	defer rdb.Close()
+	store := redis.NewIdempotencyStore(rdb, redis.IdempotencyOptions{Prefix: "payments:idem:"})
+	// A server that evicts keys or restarts without an append-only file
+	// loses records: say so at start.
+	if err := store.Check(context.Background()); err != nil {
+		log.Printf("idempotency store: %v", err)
+	}
 	idem, err := idempotency.New(idempotency.Config{
-		Store: redis.NewIdempotencyStore(rdb, redis.IdempotencyOptions{Prefix: "payments:idem:"}),
+		Store: store,
 		Scope: func(r *http.Request) string { return r.Header.Get("X-Client-Id") },
 	})
 	if err != nil {

@@ -39,6 +39,22 @@ type IdempotencyOptions struct {
 // holder that completes after its lease ended finds the key gone and gets
 // idempotency.ErrLeaseLost.
 //
+// What the server needs: records must stay until their time has passed.
+// Run it with maxmemory-policy noeviction (or no maxmemory): under any
+// other policy Redis may evict records at its memory limit (every record
+// has an expiry, so the volatile-* policies pick them too), and a retry of
+// an evicted completed request runs it again. Run it with appendonly yes
+// (appendfsync everysec loses at most about a second of records in a
+// crash; always, none): without the append-only file a restart loses every
+// record written since the last snapshot. A replica promoted by failover
+// may lack the last writes, which asynchronous replication had not copied.
+// Check tells at start whether the server evicts keys or runs without the
+// append-only file.
+//
+// A Begin or Complete whose reply was lost is run again by go-redis; the
+// scripts recognise the caller's token, so that the second run reports
+// the first one's work instead of a conflict.
+//
 // It is safe for concurrent use. Errors from Redis are returned wrapped,
 // with the operation named.
 type IdempotencyStore struct {

@@ -143,13 +143,15 @@ const faultLease = 3 * time.Second
 // store must reach the server through what down cuts.
 func OutageAtComplete(t *testing.T, store idempotency.Store, down, up func(), after time.Duration) {
 	var runs atomic.Int64
+	var wg sync.WaitGroup
+	defer wg.Wait() // the server is back before the test ends, whatever happened
 	in := newInstance(t, idempotency.Config{Store: store, Lease: faultLease, StoreTimeout: 20 * time.Second},
 		charge(&runs, func(*http.Request) {
 			down()
-			go func() {
+			wg.Go(func() {
 				time.Sleep(after) // the outage's length, in real time: the server is real
 				up()
-			}()
+			})
 		}))
 	key := "outage-" + rand.Text()
 	first := in.post(key)

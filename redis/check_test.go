@@ -1,0 +1,56 @@
+package redis_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/yaoki-go/yaoki/redis"
+	"github.com/yaoki-go/yaoki/redis/internal/redistest"
+)
+
+// TestCheckServer: Check names what makes a real server unsafe for the
+// store (eviction at the memory limit, no append-only file) and is quiet
+// once it is configured as the store needs.
+func TestCheckServer(t *testing.T) {
+	srv := redistest.Start(t) // appendonly no, no maxmemory
+	c := srv.Client(t)
+	ctx := t.Context()
+	s := redis.NewIdempotencyStore(c, redis.IdempotencyOptions{})
+	set := func(kv ...string) {
+		t.Helper()
+		for i := 0; i < len(kv); i += 2 {
+			if err := c.ConfigSet(ctx, kv[i], kv[i+1]).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var unsafe *redis.UnsafeServerError
+	err := s.Check(ctx)
+	if !errors.Is(err, redis.ErrUnsafeServer) || !errors.As(err, &unsafe) || !unsafe.NotAppendOnly || unsafe.Evicts || !strings.Contains(err.Error(), "appendonly yes") {
+		t.Fatalf("server without an append-only file: %v, want an UnsafeServerError saying appendonly yes", err)
+	}
+	set("maxmemory", "100mb", "maxmemory-policy", "volatile-lru")
+	err = s.Check(ctx)
+	if !errors.As(err, &unsafe) || !unsafe.Evicts || unsafe.MaxmemoryPolicy != "volatile-lru" || unsafe.Maxmemory != 100<<20 || !strings.Contains(err.Error(), "noeviction") {
+		t.Fatalf("server that evicts: %v, want an UnsafeServerError naming volatile-lru and noeviction", err)
+	}
+	set("maxmemory-policy", "noeviction", "appendonly", "yes")
+	if err := s.Check(ctx); err != nil {
+		t.Fatalf("server with noeviction and appendonly: %v, want nil", err)
+	}
+	set("maxmemory", "0", "maxmemory-policy", "allkeys-lru")
+	if err := s.Check(ctx); err != nil {
+		t.Fatalf("server without a memory limit: %v, want nil (nothing is evicted)", err)
+	}
+}
+
+// TestCheckCluster: on a cluster, every master is asked.
+func TestCheckCluster(t *testing.T) {
+	srv := redistest.StartCluster(t)
+	s := redis.NewIdempotencyStore(srv.ClusterClient(t), redis.IdempotencyOptions{})
+	var unsafe *redis.UnsafeServerError
+	if err := s.Check(t.Context()); !errors.As(err, &unsafe) || !unsafe.NotAppendOnly || unsafe.Addr == "" {
+		t.Fatalf("cluster node without an append-only file: %v, want an UnsafeServerError naming the node", err)
+	}
+}
