@@ -145,14 +145,14 @@ func (e *Env) guarded() bool {
 }
 
 func (e *Env) sleep(ctx context.Context, d time.Duration) error {
-	if e.Sleep != nil {
+	if e != nil && e.Sleep != nil {
 		return e.Sleep(ctx, d)
 	}
 	return sleep(ctx, d)
 }
 
 func (e *Env) draw() float64 {
-	if e.Rand != nil {
+	if e != nil && e.Rand != nil {
 		return e.Rand()
 	}
 	return rand.Float64()
@@ -242,14 +242,6 @@ func (p *Policy) check() error {
 // no context, no guard. Then a successful first attempt costs one call.
 func (p *Policy) plain() bool {
 	return p.MaxElapsed == 0 && p.AttemptTimeout == 0 && (p.Env == nil || !p.Env.guarded())
-}
-
-// env returns p's Env, or the zero Env when p has none.
-func (p *Policy) env() Env {
-	if p.Env == nil {
-		return Env{}
-	}
-	return *p.Env
 }
 
 // Attempts returns the effective attempt limit (0 for Unlimited).

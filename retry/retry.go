@@ -82,269 +82,87 @@ type first[T any] struct {
 	err error
 }
 
-// refusal is a guard's "no" to an attempt.
-type refusal struct {
-	reason Reason
-	cause  error
-	wait   time.Duration
-	limit  time.Duration // for Deadline: the time that was left
-}
-
-// run is the loop. caller is the caller's context; ctx may be bounded by
-// MaxElapsed. When f is set, the first attempt was already made (and failed)
-// without reading the clock, so the time spent counts from its end.
+// run drives a Loop with timers. caller is the caller's context; the
+// attempts run under it, bounded by MaxElapsed. When f is set, the first
+// attempt was already made (and failed) without reading the clock, so the
+// time spent counts from its end.
 func run[T any](caller context.Context, p *Policy, fn func(context.Context) (T, error), f *first[T]) (T, error) {
 	var (
-		start    time.Time
-		attempts int
-		prev     time.Duration
-		v        T
-		err      error
-		limit    = p.Attempts()
-		ctx      = caller
-		st       Stepper // made on the first retry when p.Stepper is set
-		e        = p.env()
+		l   Loop
+		t   Ticket
+		v   T
+		d   Decision
+		ctx = caller
 	)
-	start = time.Now()
-	pending := f != nil // the first attempt was made by the caller and failed
-	if pending {
-		v, err, attempts = f.v, f.err, 1
-	}
+	now := time.Now()
+	l.Start(caller, p, now)
 	if p.MaxElapsed > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(caller, start.Add(p.MaxElapsed))
+		ctx, cancel = context.WithDeadline(caller, l.elapsedAt)
 		defer cancel()
 	}
-	giveUp := func(ge *Error) (T, error) {
-		ge.Attempts = attempts
-		ge.Elapsed = time.Since(start)
-		if ge.Last == nil && ge.Reason != Cancelled {
-			ge.Last = err
-		}
-		if o := e.Observer; o != nil {
-			o.Observe(caller, event.Event{Kind: event.GaveUp, Time: time.Now(), Component: "retry",
-				Attempt: ge.Attempts, Err: ge, Duration: ge.Elapsed, Reason: ge.Reason.Key()})
-		}
-		return v, ge
+	if f != nil {
+		l.Before(caller, now, &t) // a plain policy: nothing to ask
+		v, d = f.v, l.After(caller, now, &t, f.err)
+		t = Ticket{}
+	} else {
+		d = l.Before(caller, now, &t)
 	}
 	for {
-		var class Class
-		if pending {
-			pending = false
-			class = p.classify(err)
-		} else {
-			var at time.Time // the first attempt reuses the loop's start; later ones read the clock
-			if attempts == 0 {
-				at = start
+		switch d.Verdict {
+		case Send:
+			var err error
+			v, err = attempt(caller, ctx, &l, &t, fn)
+			end := t.sent // budgets and throttles record a success at its start
+			if err != nil || l.timesAttempts() {
+				end = time.Now()
 			}
-			nv, nerr, nclass, r := attempt(caller, ctx, p, &e, fn, attempts+1, at)
-			if r != nil { // refused before it was sent: the last error stays the previous attempt's
-				if r.reason == Cancelled {
-					return giveUp(stopped(caller, ctx, p, err))
-				}
-				return giveUp(&Error{Reason: r.reason, Cause: r.cause, Wait: r.wait, Limit: r.limit, Last: err})
+			d = l.After(caller, end, &t, err)
+			t = Ticket{}
+		case Acquire:
+			err := p.Env.Bulkhead.Acquire(ctx)
+			d = l.Acquired(caller, time.Now(), &t, err)
+		case Sleep:
+			if err := p.Env.sleep(ctx, d.Wait); err != nil {
+				d = l.Interrupted(caller, time.Now(), &t, err)
+				continue
 			}
-			attempts++
-			v, err, class = nv, nerr, nclass
-			if err == nil {
-				return v, nil
+			if l.guarded() {
+				now = time.Now()
 			}
-		}
-		if ctx.Err() != nil {
-			return giveUp(stopped(caller, ctx, p, err))
-		}
-		if class == Final {
-			return giveUp(&Error{Reason: PermanentError, Last: unmark(err)})
-		}
-		if limit > 0 && attempts >= limit {
-			return giveUp(&Error{Reason: Exhausted})
-		}
-		if IsSingleAttempt(caller) {
-			return giveUp(&Error{Reason: OuterLayer})
-		}
-
-		var (
-			wait    time.Duration
-			stepped bool
-		)
-		if p.Stepper != nil {
-			if st == nil {
-				st = p.Stepper()
-			}
-			w, ok := st.Step(attempts, err, class, e.draw())
-			if !ok {
-				return giveUp(&Error{Reason: Exhausted})
-			}
-			wait, stepped = w, true
-		}
-		src := event.Backoff
-		if h, ok := HintOf(err); ok {
-			if max := p.maxRetryAfter(); h > max {
-				return giveUp(&Error{Reason: HintTooLong, Wait: h, Limit: max})
-			}
-			wait = h + time.Duration(float64(h)*HintJitter*e.draw())
-			src = event.ServerHint
-		} else if !stepped {
-			s := p.Backoff
-			if class == Throttled {
-				s.Base = p.throttleBase()
-			}
-			wait = s.Delay(attempts, prev, e.draw())
-			prev = wait
-		}
-		now := time.Now()
-		if dl, ok := ctx.Deadline(); ok && now.Add(wait).After(dl) {
-			return giveUp(&Error{Reason: Deadline, Wait: wait, Limit: dl.Sub(now)})
-		}
-		if b := e.Budget; b != nil && !b.AllowRetryAt(now, errors.Is(err, ErrAttemptTimeout)) {
-			if o := e.Observer; o != nil {
-				o.Observe(caller, event.Event{Kind: event.BudgetRefused, Time: now, Component: "retry",
-					Attempt: attempts, Err: err, Reason: BudgetExhausted.Key()})
-			}
-			return giveUp(&Error{Reason: BudgetExhausted})
-		}
-		if p.OnRetry != nil {
-			p.OnRetry(Wait{Attempt: attempts, Err: err, Class: class, Delay: wait, Source: src})
-		}
-		if o := e.Observer; o != nil {
-			o.Observe(caller, event.Event{Kind: event.RetryScheduled, Time: now, Component: "retry",
-				Attempt: attempts, Err: err, Wait: wait, Source: src})
-		}
-		if e.sleep(ctx, wait) != nil {
-			return giveUp(stopped(caller, ctx, p, err))
+			d = l.Before(caller, now, &t)
+		case Done:
+			return v, nil
+		default:
+			return v, l.Err()
 		}
 	}
 }
 
-// stopped builds the give-up error for a context that ended: the caller's
-// (Cancelled) or the loop's own MaxElapsed bound (Deadline).
-func stopped(caller, ctx context.Context, p *Policy, last error) *Error {
-	if cerr := caller.Err(); cerr != nil {
-		return &Error{Reason: Cancelled, Cause: cerr, Last: last}
-	}
-	return &Error{Reason: Deadline, Limit: p.MaxElapsed, Cause: ctx.Err(), Last: last}
-}
-
-// attempt makes attempt number n through the guards. It returns the
-// attempt's value and error and the error's class (Transient for an attempt
-// that hit AttemptTimeout, whatever the classifier would say), or a refusal
-// when a guard said no before the attempt was sent.
-//
-// now is the attempt's start when the caller just read the clock (zero
-// otherwise). The clock is read only when something needs it: a guard's
-// decision at the start, and the end only for what needs a duration (the
-// breaker's slow calls, the observer's attempt durations); budgets and
-// throttles record the outcome at the attempt's start instant.
-func attempt[T any](caller, ctx context.Context, p *Policy, e *Env, fn func(context.Context) (T, error), n int, now time.Time) (v T, err error, class Class, r *refusal) {
-	guarded := e.guarded()
-	if guarded && now.IsZero() {
-		now = time.Now()
-	}
-	if b := e.Bulkhead; b != nil {
-		if berr := b.Acquire(ctx); berr != nil {
-			if ctx.Err() != nil {
-				return v, nil, 0, &refusal{reason: Cancelled}
-			}
-			e.emitRejected(caller, now, n, berr)
-			return v, nil, 0, &refusal{reason: RejectedLocally, cause: berr}
-		}
-		defer b.Release()
-	}
-	if t := e.Throttle; t != nil {
-		w, terr := t.AdmitAt(now)
-		if terr != nil {
-			e.emitRejected(caller, now, n, terr)
-			return v, nil, 0, &refusal{reason: RejectedLocally, cause: terr}
-		}
-		if w > 0 {
-			if dl, ok := ctx.Deadline(); ok && now.Add(w).After(dl) {
-				cancelAdmit(t, now)
-				return v, nil, 0, &refusal{reason: Deadline, wait: w, limit: dl.Sub(now)}
-			}
-			if e.sleep(ctx, w) != nil {
-				cancelAdmit(t, time.Now())
-				return v, nil, 0, &refusal{reason: Cancelled}
-			}
-			now = time.Now()
-		}
-	}
-	var ticket uint64
-	if b := e.Breaker; b != nil {
-		var berr error
-		ticket, berr = b.AllowAt(now, n > 1)
-		if berr != nil {
-			if t := e.Throttle; t != nil {
-				cancelAdmit(t, now)
-			}
-			wait, _ := HintOf(berr)
-			if o := e.Observer; o != nil {
-				o.Observe(caller, event.Event{Kind: event.BreakerRejected, Time: now, Component: "retry",
-					Attempt: n, Err: berr, Wait: wait})
-			}
-			return v, nil, 0, &refusal{reason: BreakerOpen, cause: berr, wait: wait}
-		}
+// attempt calls fn for attempt t, under AttemptTimeout: an error after the
+// timeout passed (and not the caller's nor MaxElapsed's end) is a
+// *timeoutError. If fn panics, the guards hear of it before the panic goes
+// on.
+func attempt[T any](caller, ctx context.Context, l *Loop, t *Ticket, fn func(context.Context) (T, error)) (v T, err error) {
+	if t.allowed || t.held {
 		defer func() {
 			if rec := recover(); rec != nil {
-				b.DoneAt(time.Now(), ticket, time.Since(now), fmt.Errorf("retry: attempt panicked: %v", rec))
+				l.Abandon(caller, time.Now(), t, fmt.Errorf("retry: attempt panicked: %v", rec))
 				panic(rec)
 			}
 		}()
 	}
-	if o := e.Observer; o != nil {
-		o.Observe(caller, event.Event{Kind: event.AttemptStart, Time: now, Component: "retry", Attempt: n})
+	d := l.p.AttemptTimeout
+	if d <= 0 {
+		return fn(ctx)
 	}
-	actx := ctx
-	var cancel context.CancelFunc
-	if p.AttemptTimeout > 0 {
-		actx, cancel = context.WithTimeout(ctx, p.AttemptTimeout)
-	}
+	actx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
 	v, err = fn(actx)
-	timedOut := false
-	if cancel != nil {
-		if err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
-			timedOut = true
-			err = &timeoutError{d: p.AttemptTimeout, err: err}
-		}
-		cancel()
+	if err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
+		err = &timeoutError{d: d, err: err}
 	}
-	if err != nil && !timedOut {
-		class = p.classify(err)
-	}
-	if !guarded {
-		return v, err, class, nil
-	}
-	end := now
-	if e.Breaker != nil || e.Observer != nil {
-		end = time.Now()
-	}
-	if b := e.Breaker; b != nil {
-		b.DoneAt(end, ticket, end.Sub(now), err)
-	}
-	if t := e.Throttle; t != nil {
-		t.RecordAt(end, err != nil && class == Throttled)
-	}
-	if b := e.Budget; b != nil {
-		b.RecordAt(end, n == 1, err == nil)
-	}
-	if o := e.Observer; o != nil {
-		o.Observe(caller, event.Event{Kind: event.AttemptEnd, Time: end, Component: "retry", Attempt: n,
-			Outcome: outcome(caller, err, class), Err: err, Duration: end.Sub(now)})
-	}
-	return v, err, class, nil
-}
-
-// cancelAdmit hands back the turn of an attempt that t admitted but the
-// loop did not send, if t keeps turns (see ThrottleCanceller).
-func cancelAdmit(t Throttle, now time.Time) {
-	if c, ok := t.(ThrottleCanceller); ok {
-		c.CancelAt(now)
-	}
-}
-
-func (e *Env) emitRejected(ctx context.Context, now time.Time, n int, err error) {
-	if o := e.Observer; o != nil {
-		o.Observe(ctx, event.Event{Kind: event.ThrottleRejected, Time: now, Component: "retry", Attempt: n, Err: err})
-	}
+	return v, err
 }
 
 func outcome(caller context.Context, err error, class Class) event.Outcome {

@@ -1,0 +1,416 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/yaoki-go/yaoki/event"
+)
+
+// Loop is the retry loop's decisions for one logical call: a state machine
+// that its driver tells what happened and when, and that says what to do
+// next. Before an attempt, Before says send it, take a bulkhead slot first,
+// wait (a throttle asked for it), or give up (a guard refused, with the
+// reason, the guard's error and its wait). After an attempt, After says
+// done, give up (the *Error with its reason), or wait d before the next
+// attempt (and why: the backoff schedule or the server's hint).
+//
+// A Loop never reads the clock, never sleeps and never starts a goroutine:
+// every decision is a function of the instant the driver passes, the
+// outcome it reports and the Loop's state. Drivers only move time: Do,
+// DoValue and Retrier wait with timers, the simulator (package sim) on
+// virtual time. A hedging driver, with several attempts of one call in
+// flight, keeps one Ticket per attempt: each goes through the guards in
+// Before and hands its outcome back with After.
+//
+// Before asks the guards in one fixed order: the bulkhead (a slot), the
+// throttle (admission, possibly after a wait), the breaker. After reports
+// the outcome to them (the bulkhead's slot is released, then breaker,
+// throttle, budget), and then decides: the caller's context ended
+// (Cancelled), Policy.MaxElapsed passed (Deadline), the error is final
+// (PermanentError), the attempts are used up (Exhausted), an outer layer
+// retries (OuterLayer), the policy's Stepper ends the call (Exhausted), the
+// server's hint is too long (HintTooLong) or ends after the deadline
+// (Deadline), the backoff's wait ends after the deadline (Deadline), the
+// budget refuses the retry (BudgetExhausted); otherwise it calls
+// Policy.OnRetry and asks for the wait. An attempt that failed after the
+// caller's context ended is not the dependency's failure: the breaker is
+// told the context's error (which package breaker ignores), and the
+// throttle and the budget are not told at all. The Loop reports every step
+// to Env.Observer, when there is one, with the caller's context.
+//
+// The zero Loop is not ready: Start it with a policy. A Loop is used by
+// one call and is not safe for concurrent use (a hedging driver serialises
+// its calls). It is a plain value that allocates nothing until it gives up.
+type Loop struct {
+	// p is a copy of the caller's policy: a pointer to it, stored beside
+	// values that reach the heap (the last error, the Stepper), would
+	// move the caller's Policy to the heap on every call of Do.
+	p         Policy
+	start     time.Time
+	deadline  time.Time // the earlier of the context's deadline and elapsedAt; zero: none
+	elapsedAt time.Time // start + MaxElapsed; zero: no MaxElapsed
+	attempts  int       // attempts sent
+	prev      time.Duration
+	st        Stepper // made at the first retryable failure when Policy.Stepper is set
+	last      error   // the last attempt's error
+	gaveUp    Error   // why it gave up, when it did
+	err       *Error  // gaveUp as returned by Err, made on first use
+}
+
+// Ticket is one attempt's passage through the guards: Before fills it in
+// and After (or Abandon) takes it back. The zero Ticket is an attempt that
+// has not asked yet; use a new one for each attempt. It is a small value:
+// keep it on the driver's stack.
+type Ticket struct {
+	n        int       // the attempt's number, from 1, once it is sent
+	sent     time.Time // when it was sent
+	breaker  uint64    // the breaker's ticket
+	allowed  bool      // the breaker allowed it
+	held     bool      // it holds a bulkhead slot
+	admitted bool      // the throttle admitted it
+}
+
+// Attempt returns the attempt's number, from 1, once Before said Send; 0
+// before.
+func (t *Ticket) Attempt() int { return t.n }
+
+// Verdict is what a Loop says to do.
+type Verdict uint8
+
+const (
+	// Send: send the attempt now, then report its outcome with After.
+	Send Verdict = iota + 1
+	// Acquire: take a slot of the policy's Env.Bulkhead (Acquire, which
+	// may wait), then report with Acquired.
+	Acquire
+	// Sleep: wait Decision.Wait, then call Before again: with the same
+	// Ticket after a throttle's wait (it is not asked twice), with a new
+	// one after an attempt's failure. If the wait ends early (the context
+	// ended), report it with Interrupted instead.
+	Sleep
+	// Done: the attempt succeeded; the call is over.
+	Done
+	// GiveUp: the call is over without success; Loop.Err says why.
+	GiveUp
+)
+
+// Decision is a Loop's answer.
+type Decision struct {
+	Verdict Verdict
+	// Wait is how long to wait, for Sleep.
+	Wait time.Duration
+	// Source says where Wait comes from: event.Backoff (the schedule, or
+	// the Stepper), event.ServerHint, or event.RateLimit (the throttle).
+	Source event.Source
+	// Reason is why the call gave up, for GiveUp.
+	Reason Reason
+}
+
+// Start begins a call at now under policy p, which must be valid (see
+// Validate); l keeps a copy. ctx is the caller's
+// context: its deadline, with p.MaxElapsed counted from now, bounds the
+// waits. Start resets l, so one Loop may run several calls in turn.
+func (l *Loop) Start(ctx context.Context, p *Policy, now time.Time) {
+	*l = Loop{p: *p, start: now}
+	if p.MaxElapsed > 0 {
+		l.elapsedAt = now.Add(p.MaxElapsed)
+		l.deadline = l.elapsedAt
+	}
+	if dl, ok := ctx.Deadline(); ok && (l.deadline.IsZero() || dl.Before(l.deadline)) {
+		l.deadline = dl
+	}
+}
+
+// Attempts returns the number of attempts sent so far.
+func (l *Loop) Attempts() int { return l.attempts }
+
+// Err returns why the call gave up, or nil before a GiveUp. The *Error is
+// made on the first call (the observer's GaveUp event is one), so that a
+// Loop allocates nothing until it gives up.
+func (l *Loop) Err() *Error {
+	if l.gaveUp.Reason == 0 {
+		return nil
+	}
+	if l.err == nil {
+		e := l.gaveUp
+		l.err = &e
+	}
+	return l.err
+}
+
+// Before asks the guards, at now, whether attempt t may be sent. ctx is
+// the caller's context (for the observer). It says Send (t is then
+// attempt number Loop.Attempts()), Acquire, Sleep (a throttle's wait,
+// Source event.RateLimit) or GiveUp (BreakerOpen, RejectedLocally, or
+// Deadline when the throttle's wait would end after the deadline).
+func (l *Loop) Before(ctx context.Context, now time.Time, t *Ticket) Decision {
+	e := l.p.Env
+	if e == nil {
+		return l.send(ctx, now, t, nil)
+	}
+	if e.Bulkhead != nil && !t.held {
+		return Decision{Verdict: Acquire}
+	}
+	if th := e.Throttle; th != nil && !t.admitted {
+		w, err := th.AdmitAt(now)
+		if err != nil {
+			l.observe(ctx, event.Event{Kind: event.ThrottleRejected, Time: now, Attempt: l.attempts + 1, Err: err})
+			return l.refuse(ctx, now, t, Error{Reason: RejectedLocally, Cause: err})
+		}
+		t.admitted = true
+		if w > 0 {
+			if !l.deadline.IsZero() && now.Add(w).After(l.deadline) {
+				return l.refuse(ctx, now, t, Error{Reason: Deadline, Wait: w, Limit: l.deadline.Sub(now)})
+			}
+			return Decision{Verdict: Sleep, Wait: w, Source: event.RateLimit}
+		}
+	}
+	if b := e.Breaker; b != nil {
+		tk, err := b.AllowAt(now, l.attempts > 0)
+		if err != nil {
+			wait, _ := HintOf(err)
+			l.observe(ctx, event.Event{Kind: event.BreakerRejected, Time: now, Attempt: l.attempts + 1, Err: err, Wait: wait})
+			return l.refuse(ctx, now, t, Error{Reason: BreakerOpen, Cause: err, Wait: wait})
+		}
+		t.breaker, t.allowed = tk, true
+	}
+	return l.send(ctx, now, t, e)
+}
+
+func (l *Loop) send(ctx context.Context, now time.Time, t *Ticket, e *Env) Decision {
+	l.attempts++
+	t.n, t.sent = l.attempts, now
+	if e != nil && e.Observer != nil {
+		l.observe(ctx, event.Event{Kind: event.AttemptStart, Time: now, Attempt: t.n})
+	}
+	return Decision{Verdict: Send}
+}
+
+// Acquired reports, at now, the outcome of the bulkhead's Acquire that
+// Before asked for: err nil means t holds a slot, and the other guards are
+// asked as Before does. An error gives up: Cancelled or Deadline when the
+// context or MaxElapsed ended the wait, RejectedLocally otherwise.
+func (l *Loop) Acquired(ctx context.Context, now time.Time, t *Ticket, err error) Decision {
+	if err != nil {
+		if ge, ok := l.stopped(ctx, now, err); ok {
+			return l.refuse(ctx, now, t, ge)
+		}
+		l.observe(ctx, event.Event{Kind: event.ThrottleRejected, Time: now, Attempt: l.attempts + 1, Err: err})
+		return l.refuse(ctx, now, t, Error{Reason: RejectedLocally, Cause: err})
+	}
+	t.held = true
+	return l.Before(ctx, now, t)
+}
+
+// Interrupted reports that a wait the Loop asked for (Sleep) ended early at
+// now with err, because the caller's context ended (Cancelled) or
+// MaxElapsed passed (Deadline). t is the attempt that was waiting for the
+// throttle, or a new Ticket after a failure: what it holds is handed back.
+func (l *Loop) Interrupted(ctx context.Context, now time.Time, t *Ticket, err error) Decision {
+	ge, ok := l.stopped(ctx, now, err)
+	if !ok { // the driver's wait failed although no context ended
+		ge = Error{Reason: Cancelled, Cause: err, Last: l.last}
+	}
+	return l.refuse(ctx, now, t, ge)
+}
+
+// stopped returns the give-up for a context that ended: the caller's
+// (Cancelled) or the call's own MaxElapsed bound (Deadline, with cause).
+func (l *Loop) stopped(ctx context.Context, now time.Time, cause error) (Error, bool) {
+	if cerr := ctx.Err(); cerr != nil {
+		return Error{Reason: Cancelled, Cause: cerr, Last: l.last}, true
+	}
+	if !l.elapsedAt.IsZero() && !now.Before(l.elapsedAt) {
+		if cause == nil {
+			cause = context.DeadlineExceeded
+		}
+		return Error{Reason: Deadline, Limit: l.p.MaxElapsed, Cause: cause, Last: l.last}, true
+	}
+	return Error{}, false
+}
+
+// refuse hands back what t holds before it was sent and gives up with ge.
+func (l *Loop) refuse(ctx context.Context, now time.Time, t *Ticket, ge Error) Decision {
+	if e := l.p.Env; e != nil && t.n == 0 {
+		if t.admitted && e.Throttle != nil {
+			if c, ok := e.Throttle.(ThrottleCanceller); ok {
+				c.CancelAt(now) // the turn goes to the next caller
+			}
+			t.admitted = false
+		}
+		if t.held && e.Bulkhead != nil {
+			e.Bulkhead.Release()
+			t.held = false
+		}
+	}
+	return l.giveUp(ctx, now, ge)
+}
+
+// After reports, at now, the outcome of attempt t: err is nil on success.
+// ctx is the caller's context. It says Done, Sleep (the wait before the
+// next attempt, from the backoff or the server's hint) or GiveUp.
+//
+// A server's hint that ends before the deadline is honoured, and its jitter
+// (up to HintJitter of it) shrinks to fit the time left; a hint that itself
+// ends after the deadline gives up (Deadline).
+func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) Decision {
+	var class Class
+	gone := false // the caller's context ended: not the dependency's failure
+	if err != nil {
+		if _, timedOut := err.(*timeoutError); !timedOut {
+			class = l.p.classify(err)
+		}
+		gone = ctx.Err() != nil
+	}
+	if e := l.p.Env; e != nil {
+		l.report(ctx, now, t, e, err, class, gone)
+	}
+	if err == nil {
+		return Decision{Verdict: Done}
+	}
+	l.last = err
+	if ge, ok := l.stopped(ctx, now, nil); ok {
+		return l.giveUp(ctx, now, ge)
+	}
+	if class == Final {
+		return l.giveUp(ctx, now, Error{Reason: PermanentError, Last: unmark(err)})
+	}
+	if limit := l.p.Attempts(); limit > 0 && l.attempts >= limit {
+		return l.giveUp(ctx, now, Error{Reason: Exhausted})
+	}
+	if IsSingleAttempt(ctx) {
+		return l.giveUp(ctx, now, Error{Reason: OuterLayer})
+	}
+	var (
+		wait    time.Duration
+		stepped bool
+	)
+	if l.p.Stepper != nil {
+		if l.st == nil {
+			l.st = l.p.Stepper()
+		}
+		w, ok := l.st.Step(l.attempts, err, class, l.draw())
+		if !ok {
+			return l.giveUp(ctx, now, Error{Reason: Exhausted})
+		}
+		wait, stepped = w, true
+	}
+	src := event.Backoff
+	if h, ok := HintOf(err); ok {
+		if max := l.p.maxRetryAfter(); h > max {
+			return l.giveUp(ctx, now, Error{Reason: HintTooLong, Wait: h, Limit: max})
+		}
+		jitter := float64(h) * HintJitter
+		if !l.deadline.IsZero() {
+			left := l.deadline.Sub(now)
+			if h > left {
+				return l.giveUp(ctx, now, Error{Reason: Deadline, Wait: h, Limit: left})
+			}
+			jitter = min(jitter, float64(left-h))
+		}
+		wait = h + time.Duration(jitter*l.draw())
+		src = event.ServerHint
+	} else if !stepped {
+		s := l.p.Backoff
+		if class == Throttled {
+			s.Base = l.p.throttleBase()
+		}
+		wait = s.Delay(l.attempts, l.prev, l.draw())
+		l.prev = wait
+	}
+	if !l.deadline.IsZero() && now.Add(wait).After(l.deadline) {
+		return l.giveUp(ctx, now, Error{Reason: Deadline, Wait: wait, Limit: l.deadline.Sub(now)})
+	}
+	if e := l.p.Env; e != nil {
+		if b := e.Budget; b != nil && !b.AllowRetryAt(now, errors.Is(err, ErrAttemptTimeout)) {
+			l.observe(ctx, event.Event{Kind: event.BudgetRefused, Time: now, Attempt: l.attempts, Err: err,
+				Reason: BudgetExhausted.Key()})
+			return l.giveUp(ctx, now, Error{Reason: BudgetExhausted})
+		}
+	}
+	if l.p.OnRetry != nil {
+		l.p.OnRetry(Wait{Attempt: l.attempts, Err: err, Class: class, Delay: wait, Source: src})
+	}
+	l.observe(ctx, event.Event{Kind: event.RetryScheduled, Time: now, Attempt: l.attempts, Err: err, Wait: wait, Source: src})
+	return Decision{Verdict: Sleep, Wait: wait, Source: src}
+}
+
+// Abandon reports, at now, the outcome of attempt t whose result the call
+// does not use: it panicked (err says so), or a hedging driver stopped it
+// because another attempt won. The guards hear of it as After would tell
+// them; nothing is decided.
+func (l *Loop) Abandon(ctx context.Context, now time.Time, t *Ticket, err error) {
+	if e := l.p.Env; e != nil {
+		var class Class
+		if err != nil {
+			class = l.p.classify(err)
+		}
+		l.report(ctx, now, t, e, err, class, err != nil && ctx.Err() != nil)
+	}
+}
+
+// report hands attempt t's outcome to the guards and the observer.
+func (l *Loop) report(ctx context.Context, now time.Time, t *Ticket, e *Env, err error, class Class, gone bool) {
+	if t.held && e.Bulkhead != nil {
+		e.Bulkhead.Release()
+		t.held = false
+	}
+	if b := e.Breaker; b != nil && t.allowed {
+		berr := err
+		if gone {
+			berr = ctx.Err()
+		}
+		b.DoneAt(now, t.breaker, now.Sub(t.sent), berr)
+		t.allowed = false
+	}
+	if !gone {
+		if th := e.Throttle; th != nil {
+			th.RecordAt(now, err != nil && class == Throttled)
+		}
+		if b := e.Budget; b != nil {
+			b.RecordAt(now, t.n == 1, err == nil)
+		}
+	}
+	if o := e.Observer; o != nil {
+		o.Observe(ctx, event.Event{Kind: event.AttemptEnd, Time: now, Component: "retry", Attempt: t.n,
+			Outcome: outcome(ctx, err, class), Err: err, Duration: now.Sub(t.sent)})
+	}
+}
+
+// giveUp ends the call with ge.
+func (l *Loop) giveUp(ctx context.Context, now time.Time, ge Error) Decision {
+	ge.Attempts = l.attempts
+	ge.Elapsed = now.Sub(l.start)
+	if ge.Last == nil && ge.Reason != Cancelled {
+		ge.Last = l.last
+	}
+	l.gaveUp = ge
+	if e := l.p.Env; e != nil && e.Observer != nil {
+		l.observe(ctx, event.Event{Kind: event.GaveUp, Time: now, Attempt: ge.Attempts, Err: l.Err(),
+			Duration: ge.Elapsed, Reason: ge.Reason.Key()})
+	}
+	return Decision{Verdict: GiveUp, Reason: ge.Reason}
+}
+
+func (l *Loop) observe(ctx context.Context, ev event.Event) {
+	if e := l.p.Env; e != nil && e.Observer != nil {
+		ev.Component = "retry"
+		e.Observer.Observe(ctx, ev)
+	}
+}
+
+func (l *Loop) draw() float64 { return l.p.Env.draw() }
+
+// timesAttempts reports whether a guard or the observer needs an
+// attempt's end instant even when it succeeds.
+func (l *Loop) timesAttempts() bool {
+	e := l.p.Env
+	return e != nil && (e.Breaker != nil || e.Observer != nil)
+}
+
+// guarded reports whether Before needs the clock.
+func (l *Loop) guarded() bool {
+	return l.p.Env != nil && l.p.Env.guarded()
+}
