@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -708,5 +709,29 @@ func TestOpenUntil(t *testing.T) {
 	b.DoneAt(at(32*time.Second), tk, 0, boom)
 	if u, ok := b.OpenUntil(at(32 * time.Second)); !ok || !u.Equal(at(92*time.Second)) {
 		t.Fatalf("after a failed probe: OpenUntil %v, %v; want +92s (60 s), true", u.Sub(t0), ok)
+	}
+}
+
+// TestExecuteCallerGoneIsNotAFailure: an error that fn returns after the
+// caller cancelled (here a cut connection's EOF, not the context's own
+// error) says nothing about the dependency and must not trip the breaker.
+func TestExecuteCallerGoneIsNotAFailure(t *testing.T) {
+	b := newB(t, Settings{ConsecutiveFailures: 2})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := 0; i < 3; i++ {
+		if err := b.Execute(ctx, func(context.Context) error { return io.ErrUnexpectedEOF }); !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("Execute = %v, want fn's error", err)
+		}
+	}
+	if s := b.State(); s != Closed {
+		t.Fatalf("state %v after 3 failures returned once the caller had cancelled, want closed", s)
+	}
+	// The same errors while the caller still waits do trip it.
+	for i := 0; i < 2; i++ {
+		_ = b.Execute(context.Background(), func(context.Context) error { return io.ErrUnexpectedEOF })
+	}
+	if s := b.State(); s != Open {
+		t.Fatalf("state %v after 2 failures, want open", s)
 	}
 }

@@ -2,14 +2,13 @@ package breaker
 
 import (
 	"context"
-	"errors"
 	"time"
 )
 
 // Execute calls fn if the breaker allows it, records its outcome and
 // returns its error, or returns the breaker's *OpenError without calling
-// fn. When ctx ends and fn returns ctx's error, the outcome is ignored (the
-// caller gave up). If fn panics, the panic is recorded as a failure
+// fn. When fn fails after ctx ended, the outcome is ignored whatever the
+// error (the caller gave up, which says nothing about the dependency). If fn panics, the panic is recorded as a failure
 // (*PanicError) and fn's panic continues with the same value.
 //
 // With RetriesOnly, Execute counts as a first attempt and always calls fn.
@@ -61,11 +60,12 @@ func (b *Breaker) finish(ctx context.Context, ticket uint64, start time.Time, er
 		return
 	}
 	now := time.Now()
-	if err != nil {
-		if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
-			b.recordOutcome(ctx, now, ticket, 0, Ignore, err)
-			return
-		}
+	if err != nil && ctx.Err() != nil {
+		// The caller gave up: whatever fn returned then (its context's
+		// error, or a reset or an EOF from the cut call) says nothing
+		// about the dependency.
+		b.recordOutcome(ctx, now, ticket, 0, Ignore, err)
+		return
 	}
 	b.DoneAt(now, ticket, b.elapsed(start, now), err)
 }

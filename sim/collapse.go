@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"time"
@@ -256,7 +257,7 @@ func (w *collapseRun) run(c Collapse, cp *compiled, seed uint64) CollapseResult 
 	e.Reset()
 	r.Seed(seed, 0xc011a95e)
 	w.reqs, w.free, w.nextID = w.reqs[:0], w.free[:0], 0
-	w.guards.build(cp, c.Clients, &w.grnd, seed)
+	w.guards.build(cp, c.Clients, &w.grnd, seed, r)
 	inService := 0
 	lastAbove := time.Duration(-1)
 	tr := c.Trigger
@@ -280,7 +281,7 @@ func (w *collapseRun) run(c Collapse, cp *compiled, seed uint64) CollapseResult 
 	}
 	begin := func(id int32, now time.Duration) {
 		q := &w.reqs[id]
-		wait, refused := cp.begin(&q.loop, w.guards.of(q.client), now)
+		wait, refused := q.loop.begin(context.Background(), w.guards.of(q.client), now)
 		switch {
 		case refused != 0:
 			res.GaveUp[refused]++
@@ -299,11 +300,7 @@ func (w *collapseRun) run(c Collapse, cp *compiled, seed uint64) CollapseResult 
 	finish := func(id int32, now time.Duration, o Outcome) {
 		q := &w.reqs[id]
 		q.attempt = 0
-		var u float64
-		if o != Succeeded && !cp.immediate {
-			u = r.Float64()
-		}
-		wait, stop := cp.end(&q.loop, w.guards.of(q.client), now, o, u)
+		wait, stop := w.guards.end(&q.loop, now, o)
 		switch {
 		case o == Succeeded:
 			res.Succeeded++

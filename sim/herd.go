@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"math"
 	"time"
 
@@ -143,7 +144,7 @@ func (w *herdRun) run(h Herd, c *compiled, seed uint64) HerdResult {
 	e.Reset()
 	r.Seed(seed, uint64(h.Clients))
 	w.loops = append(w.loops[:0], make([]loop, h.Clients)...)
-	w.guards.build(c, h.Clients, &w.grnd, seed)
+	w.guards.build(c, h.Clients, &w.grnd, seed, r)
 	hop := func() time.Duration { return r.AbsNormal(h.HopMean, h.HopStdDev) }
 	res.Time = 0
 	for i := range h.Clients {
@@ -159,7 +160,7 @@ func (w *herdRun) run(h Herd, c *compiled, seed uint64) HerdResult {
 		switch ev.Kind {
 		case herdBegin:
 			l, g := &w.loops[ev.ID], w.guards.of(ev.ID)
-			wait, refused := c.begin(l, g, now)
+			wait, refused := l.begin(context.Background(), g, now)
 			switch {
 			case refused != 0:
 				res.GaveUp[refused]++
@@ -196,11 +197,7 @@ func (w *herdRun) run(h Herd, c *compiled, seed uint64) HerdResult {
 // reply handles the answer to client id's write, arriving at now.
 func (w *herdRun) reply(e *Engine, h Herd, c *compiled, res *HerdResult, id int32, now time.Duration, o Outcome) {
 	l, g := &w.loops[id], w.guards.of(id)
-	var u float64
-	if o != Succeeded && !c.immediate {
-		u = w.rnd.Float64()
-	}
-	wait, stop := c.end(l, g, now, o, u)
+	wait, stop := w.guards.end(l, now, o)
 	switch {
 	case o == Succeeded:
 		res.Succeeded++
@@ -212,7 +209,7 @@ func (w *herdRun) reply(e *Engine, h Herd, c *compiled, res *HerdResult, id int3
 		e.Add(Event{At: now + wait, Kind: herdBegin, ID: id})
 	default:
 		// Nothing to ask before the attempt: start it now.
-		c.begin(l, g, now+wait)
+		l.begin(context.Background(), g, now+wait)
 		w.send(e, h, id, now+wait)
 	}
 }

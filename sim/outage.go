@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"math"
 	"time"
 )
@@ -138,7 +139,7 @@ func (w *outageRun) run(o Outage, c *compiled, seed uint64) OutageResult {
 	e.Reset()
 	r.Seed(seed, uint64(o.Clients))
 	w.calls, w.free = w.calls[:0], w.free[:0]
-	w.guards.build(c, o.Clients, &w.grnd, seed)
+	w.guards.build(c, o.Clients, &w.grnd, seed, r)
 	gap := time.Duration(float64(time.Second) / o.Rate)
 	fail := Failed
 	if o.Overload {
@@ -160,7 +161,7 @@ func (w *outageRun) run(o Outage, c *compiled, seed uint64) OutageResult {
 	// begin asks the guards and sends, retries later or gives up.
 	begin := func(id int32, now time.Duration) {
 		call := &w.calls[id]
-		wait, refused := c.begin(&call.loop, w.guards.of(call.client), now)
+		wait, refused := call.loop.begin(context.Background(), w.guards.of(call.client), now)
 		switch {
 		case refused != 0:
 			res.GaveUp[refused]++
@@ -199,11 +200,7 @@ func (w *outageRun) run(o Outage, c *compiled, seed uint64) OutageResult {
 		case outReply:
 			call := &w.calls[ev.ID]
 			out := Outcome(ev.Arg)
-			var u float64
-			if out != Succeeded && !c.immediate {
-				u = r.Float64()
-			}
-			wait, stop := c.end(&call.loop, w.guards.of(call.client), now, out, u)
+			wait, stop := w.guards.end(&call.loop, now, out)
 			switch {
 			case out == Succeeded:
 				res.Succeeded++

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"time"
 
 	"github.com/yaoki-go/yaoki/backoff"
@@ -10,11 +11,9 @@ import (
 // Policy is a retry policy as simulated clients apply it: the same fields
 // as retry.Policy where they matter on virtual time, and the guards
 // (budget, breaker, throttle) built per client, or once per run when they
-// are Shared. The simulated loop asks the guards in the order package retry
-// does (throttle, then breaker before each attempt; breaker, throttle, then
-// budget after it; the budget again before each retry) and numbers retries
-// as it does (retry 1 waits Backoff.Delay(1, ...)), so a Policy here behaves
-// as the same settings do in production.
+// are Shared. A simulated request is package retry's Loop driven on virtual
+// time: the same decisions, in the same order, as retry.Do makes with the
+// same settings in production.
 //
 // The zero Policy is yaoki's default loop: 3 attempts, exponential backoff
 // ×2 with full jitter from 50 ms, capped at 20 s, no guards.
@@ -140,14 +139,10 @@ func (o Outcome) err() error {
 	return nil
 }
 
-// compiled is a Policy with its defaults resolved, ready for a run.
+// compiled is a Policy made into the retry loop's policy, ready for a run.
 type compiled struct {
-	limit     int // 0: no limit
-	sched     backoff.Schedule
-	throttled backoff.Schedule // sched with ThrottleBase
+	rp        retry.Policy // the loop's policy; each client's guards and the run's draws are added by guardSet
 	immediate bool
-	classify  func(error) retry.Class
-	stepper   func() retry.Stepper
 	guards    func(rnd func() float64) Guards
 	shared    bool
 }
@@ -167,27 +162,52 @@ func compileAll(policies []Policy) ([]compiled, error) {
 
 func compile(p Policy) compiled {
 	c := compiled{
-		sched:     p.Backoff.WithDefaults(),
+		rp: retry.Policy{
+			MaxAttempts:  p.MaxAttempts,
+			Backoff:      p.Backoff,
+			ThrottleBase: p.ThrottleBase,
+			Classify:     p.Classify,
+			Stepper:      p.Stepper,
+		},
 		immediate: p.Immediate,
-		classify:  p.Classify,
-		stepper:   p.Stepper,
 		guards:    p.Guards,
 		shared:    p.Shared,
 	}
-	switch {
-	case p.MaxAttempts == 0:
-		c.limit = retry.DefaultMaxAttempts
-	case p.MaxAttempts < 0:
-		c.limit = 0
-	default:
-		c.limit = p.MaxAttempts
+	if c.rp.Classify == nil {
+		c.rp.Classify = classifyOutcome
 	}
-	c.throttled = c.sched
-	c.throttled.Base = p.ThrottleBase
-	if c.throttled.Base == 0 {
-		c.throttled.Base = retry.DefaultThrottleBase
+	if p.Immediate {
+		inner := p.Stepper
+		c.rp.Stepper = func() retry.Stepper {
+			if inner == nil {
+				return immediate{}
+			}
+			return immediate{inner()}
+		}
 	}
 	return c
+}
+
+// classifyOutcome is the simulated loop's default classifier: every
+// failure is retried, overload answers as throttling.
+func classifyOutcome(err error) retry.Class {
+	if err == ErrOverloaded {
+		return retry.Throttled
+	}
+	return retry.Transient
+}
+
+// immediate is the Stepper of Policy.Immediate: no wait before a retry;
+// the policy's own Stepper, if any, still counts the retries and may end
+// the request.
+type immediate struct{ inner retry.Stepper }
+
+func (s immediate) Step(attempt int, err error, class retry.Class, u float64) (time.Duration, bool) {
+	if s.inner != nil {
+		_, ok := s.inner.Step(attempt, err, class, u)
+		return 0, ok
+	}
+	return 0, true
 }
 
 // Validate reports the first field of p that is out of range.
@@ -199,10 +219,21 @@ func (p Policy) Validate() error {
 	return nil
 }
 
-// guardSet hands out the guards of a run's clients.
+// guardSet holds the loop policies of a run's clients: the compiled
+// policy with each client's guards (or the run's shared ones) and the
+// run's random source.
 type guardSet struct {
-	shared Guards
-	per    []Guards
+	envs []retry.Env
+	pols []retry.Policy // pols[i].Env is &envs[i]
+	per  bool           // one policy per client (else pols[0] for all)
+	r    *Rand
+	// u is the draw the loops' jitter uses (their Env.Rand returns it):
+	// end draws it from r once per failed attempt, none for Immediate
+	// policies, so that a seed gives the same run whatever the loop does
+	// with the draw.
+	u         float64
+	draw      func() float64 // s.drawn, made once
+	immediate bool
 	// before is true when attempts need a decision before they are sent
 	// (there is a throttle or a breaker); false lets a scenario send an
 	// attempt in the same event as the decision to retry it.
@@ -214,140 +245,101 @@ type guardSet struct {
 // change the arrivals and hops the policies are compared on.
 const guardStream = 0x9a4d5
 
-// build makes the guards for n clients under policy c, seeding r, the
-// run's random source for guards, with the run's seed.
-func (s *guardSet) build(c *compiled, n int, r *Rand, seed uint64) {
-	s.shared = Guards{}
-	clear(s.per)
-	s.per = s.per[:0]
+// build makes the loop policies for n clients under policy c: the guards,
+// with gr, the run's random source for guards, seeded with the run's
+// seed; and the jitter, drawn from r, the scenario's source.
+func (s *guardSet) build(c *compiled, n int, gr *Rand, seed uint64, r *Rand) {
+	k := 1
+	s.per = c.guards != nil && !c.shared
+	if s.per {
+		k = n
+	}
+	s.envs = append(s.envs[:0], make([]retry.Env, k)...)
+	s.pols = append(s.pols[:0], make([]retry.Policy, k)...)
 	s.before = false
-	if c.guards == nil {
-		return
+	s.r, s.u, s.immediate = r, 0, c.immediate
+	if s.draw == nil {
+		s.draw = s.drawn
 	}
-	r.Seed(seed, guardStream)
-	rnd := r.Float64
-	if c.shared {
-		s.shared = c.guards(rnd)
-		s.before = s.shared.Throttle != nil || s.shared.Breaker != nil
-		return
+	var rnd func() float64
+	if c.guards != nil {
+		gr.Seed(seed, guardStream)
+		rnd = gr.Float64
 	}
-	for range n {
-		g := c.guards(rnd)
-		s.before = s.before || g.Throttle != nil || g.Breaker != nil
-		s.per = append(s.per, g)
+	for i := range k {
+		e := &s.envs[i]
+		e.Rand = s.draw
+		if c.guards != nil {
+			g := c.guards(rnd)
+			e.Budget, e.Breaker, e.Throttle = g.Budget, g.Breaker, g.Throttle
+			s.before = s.before || g.Throttle != nil || g.Breaker != nil
+		}
+		s.pols[i] = c.rp
+		s.pols[i].Env = e
 	}
 }
 
-// of returns client i's guards.
-func (s *guardSet) of(i int32) *Guards {
-	if len(s.per) == 0 {
-		return &s.shared
+func (s *guardSet) drawn() float64 { return s.u }
+
+// end ends loop l's attempt in flight at now with outcome o; see loop.end.
+func (s *guardSet) end(l *loop, now time.Duration, o Outcome) (wait time.Duration, stop retry.Reason) {
+	if o != Succeeded && !s.immediate {
+		s.u = s.r.Float64()
 	}
-	return &s.per[i]
+	return l.end(context.Background(), now, o.err())
 }
 
-// Loop is the state of one logical request in a simulated retry loop.
+// of returns client i's loop policy.
+func (s *guardSet) of(i int32) *retry.Policy {
+	if !s.per {
+		return &s.pols[0]
+	}
+	return &s.pols[i]
+}
+
+// loop is one logical request in a simulated retry loop: package retry's
+// Loop, driven on virtual time, and the ticket of its attempt.
 type loop struct {
-	attempts int32 // attempts made so far
-	// admitted: the throttle already admitted the next attempt and asked
-	// it to wait; after the wait it is not asked again.
-	admitted bool
-	prev     time.Duration // the previous backoff delay (decorrelated jitter)
-	ticket   uint64        // the breaker's ticket for the attempt in flight
-	sent     time.Duration // when the attempt in flight was sent
-	st       retry.Stepper // made at the first retryable failure when Policy.Stepper is set
+	m       retry.Loop
+	t       retry.Ticket
+	started bool
 }
 
-// begin asks the guards, at now, whether the next attempt may be sent. It
+// begin asks, at now, whether the request's next attempt may be sent. It
 // returns a wait when a throttle asks to delay it (call begin again after
-// it: the throttle, which may have reserved a token for the attempt, is
-// not asked twice, as package retry sleeps and then sends), or a reason
-// when a guard refuses (the request gives up). On yes the attempt counts
-// as sent at now.
-func (c *compiled) begin(l *loop, g *Guards, now time.Duration) (wait time.Duration, refused retry.Reason) {
-	if th := g.Throttle; th != nil && !l.admitted {
-		w, err := th.AdmitAt(Instant(now))
-		if err != nil {
-			return 0, retry.RejectedLocally
-		}
-		if w > 0 {
-			l.admitted = true
-			return w, 0
-		}
+// it: the throttle is not asked twice), or a reason when a guard refuses
+// (the request gives up). On yes the attempt counts as sent at now. ctx
+// is the caller's context (context.Background() in the scenarios).
+func (l *loop) begin(ctx context.Context, p *retry.Policy, now time.Duration) (wait time.Duration, refused retry.Reason) {
+	at := Instant(now)
+	if !l.started {
+		l.m.Start(ctx, p, at)
+		l.started = true
 	}
-	l.admitted = false
-	if b := g.Breaker; b != nil {
-		ticket, err := b.AllowAt(Instant(now), l.attempts > 0)
-		if err != nil {
-			if c, ok := g.Throttle.(retry.ThrottleCanceller); ok {
-				c.CancelAt(Instant(now)) // the throttle's turn is not used, as in retry
-			}
-			return 0, retry.BreakerOpen
-		}
-		l.ticket = ticket
+	switch d := l.m.Before(ctx, at, &l.t); d.Verdict {
+	case retry.Send:
+		return 0, 0
+	case retry.Sleep:
+		return d.Wait, 0
+	default:
+		return 0, d.Reason
 	}
-	l.attempts++
-	l.sent = now
-	return 0, 0
 }
 
-// end reports the outcome of the attempt in flight to the guards and, if it
-// failed, decides what comes next: a wait before the next attempt, or a
-// reason to give up. u is a draw in [0, 1) for the backoff's jitter.
-func (c *compiled) end(l *loop, g *Guards, now time.Duration, o Outcome, u float64) (wait time.Duration, stop retry.Reason) {
-	if g.Breaker != nil || g.Throttle != nil || g.Budget != nil {
-		t := Instant(now)
-		if b := g.Breaker; b != nil {
-			b.DoneAt(t, l.ticket, now-l.sent, o.err())
-		}
-		if th := g.Throttle; th != nil {
-			th.RecordAt(t, o == Overloaded)
-		}
-		if b := g.Budget; b != nil {
-			b.RecordAt(t, l.attempts == 1, o == Succeeded)
-		}
-	}
-	if o == Succeeded {
+// end reports, at now, how the attempt in flight ended (err nil for a
+// success) and returns what comes next: a wait before the next attempt,
+// or a reason to give up.
+func (l *loop) end(ctx context.Context, now time.Duration, err error) (wait time.Duration, stop retry.Reason) {
+	d := l.m.After(ctx, Instant(now), &l.t, err)
+	l.t = retry.Ticket{}
+	switch d.Verdict {
+	case retry.Done:
 		return 0, 0
+	case retry.Sleep:
+		return d.Wait, 0
+	default:
+		return 0, d.Reason
 	}
-	err := o.err()
-	class := retry.Transient
-	if o == Overloaded {
-		class = retry.Throttled
-	}
-	if c.classify != nil {
-		if class = c.classify(err); class == retry.Final {
-			return 0, retry.PermanentError
-		}
-	}
-	if c.limit > 0 && int(l.attempts) >= c.limit {
-		return 0, retry.Exhausted
-	}
-	switch {
-	case c.stepper != nil:
-		if l.st == nil {
-			l.st = c.stepper()
-		}
-		w, ok := l.st.Step(int(l.attempts), err, class, u)
-		if !ok {
-			return 0, retry.Exhausted
-		}
-		wait = w
-	case !c.immediate:
-		s := &c.sched
-		if class == retry.Throttled {
-			s = &c.throttled
-		}
-		wait = s.Delay(int(l.attempts), l.prev, u)
-		l.prev = wait
-	}
-	if c.immediate {
-		wait = 0
-	}
-	if b := g.Budget; b != nil && !b.AllowRetryAt(Instant(now), o == TimedOut) {
-		return 0, retry.BudgetExhausted
-	}
-	return wait, 0
 }
 
 // GaveUp counts requests that ended without success, by reason (indexed by
