@@ -26,6 +26,11 @@
 // that would end after the context's deadline or after Policy.MaxElapsed is
 // not started at all. Tests of code that uses retry can run under
 // testing/synctest, or use package retrytest to make policies not wait.
+//
+// Do's decisions are those of a Loop, the state machine that Do drives
+// with timers and the simulator drives on virtual time; code that waits
+// in its own way (several attempts in flight, an event loop) can drive a
+// Loop too.
 package retry
 
 import (
