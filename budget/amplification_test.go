@@ -89,7 +89,7 @@ func TestStorm(t *testing.T) {
 		{"share default (20%, 10s, 10/s)", share(budget.ShareConfig{}), 1.10},
 		// Without a floor nothing is retried at all: ceiling 1.
 		{"share 10% no floor", share(budget.ShareConfig{Ratio: 0.1, MinPerSecond: budget.NoFloor}), 1.0},
-		{"bucket default (AWS 500/5)", func() retry.Budget { b, _ := budget.NewBucket(budget.BucketConfig{}); return b }, 1 + 100.0/5000},
+		{"bucket default (AWS 500/14)", func() retry.Budget { b, _ := budget.NewBucket(budget.BucketConfig{}); return b }, 1 + 36.0/5000},
 		{"grpc default (10, 0.1)", func() retry.Budget { b, _ := budget.NewGRPC(budget.GRPCConfig{}); return b }, 1.01},
 	}
 	for _, c := range cases {

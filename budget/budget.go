@@ -12,9 +12,10 @@
 //     Linkerd, Envoy). Since a request succeeds at most once, retries stay
 //     within 20 % of requests (plus the floor); since only successes earn
 //     retries, a dependency that answers nothing gets the floor alone.
-//   - Bucket, the AWS SDKs' standard-mode retry quota: a bucket of 500
-//     tokens, a retry costs 5 (10 after a timeout), a successful retry
-//     gives its cost back, a success at the first attempt adds 1.
+//   - Bucket, the AWS SDKs' retry quota in their 2026 behaviour: a bucket
+//     of 500 tokens, a retry costs 14 (5 after a throttling answer), a
+//     successful retry gives its cost back, a success at the first attempt
+//     adds 1.
 //   - GRPC, gRPC's retry throttling: a failed attempt takes a token, a
 //     success gives back TokenRatio, and retries stop while the bucket is at
 //     or below half of MaxTokens.

@@ -228,14 +228,27 @@ func TestBucketAWSStandard(t *testing.T) {
 	if got := b.Level(); got != 500 {
 		t.Fatalf("initial level %v, want 500", got)
 	}
-	// 500 tokens / 5 = 100 retries, then none.
-	for i := 0; i < 100; i++ {
+	// 500 tokens / 14 = 35 retries (10 tokens left), then none.
+	for i := 0; i < 35; i++ {
 		if !b.AllowRetryAt(at(0), false) {
 			t.Fatalf("retry %d refused with %v tokens", i+1, b.Level())
 		}
 	}
 	if b.AllowRetryAt(at(time.Hour), false) {
-		t.Fatal("retry 101 granted, want refused: time does not refill the bucket")
+		t.Fatal("retry 36 granted with 10 tokens, want refused: time does not refill the bucket")
+	}
+	// A timeout costs what any other error costs (14): refused too.
+	if b.AllowRetryClassAt(at(0), false, true) {
+		t.Fatal("timeout retry granted with 10 tokens, want refused (cost 14)")
+	}
+	// A throttled retry costs 5: two more fit in the 10 tokens left.
+	for i := 0; i < 2; i++ {
+		if !b.AllowRetryClassAt(at(0), true, false) {
+			t.Fatalf("throttled retry %d refused with %v tokens (cost 5)", i+1, b.Level())
+		}
+	}
+	if b.AllowRetryClassAt(at(0), true, false) {
+		t.Fatal("throttled retry granted from an empty bucket")
 	}
 	// Failures change nothing.
 	b.RecordAt(at(0), true, false)
@@ -243,22 +256,16 @@ func TestBucketAWSStandard(t *testing.T) {
 	if got := b.Level(); got != 0 {
 		t.Fatalf("level %v after failures, want 0", got)
 	}
-	// A success at the first attempt adds 1; a successful retry gives 5 back.
-	for i := 0; i < 4; i++ {
+	// A success at the first attempt adds 1; a successful retry gives 14 back.
+	for i := 0; i < 13; i++ {
 		b.RecordAt(at(0), true, true)
 	}
 	if b.AllowRetryAt(at(0), false) {
-		t.Fatal("granted with 4 tokens, want refused (cost 5)")
+		t.Fatal("granted with 13 tokens, want refused (cost 14)")
 	}
 	b.RecordAt(at(0), false, true)
-	if got := b.Level(); got != 9 {
-		t.Fatalf("level %v, want 9", got)
-	}
-	if b.AllowRetryAt(at(0), true) {
-		t.Fatal("timeout retry granted with 9 tokens, want refused (cost 10)")
-	}
-	if !b.AllowRetryAt(at(0), false) {
-		t.Fatal("retry refused with 9 tokens, want granted (cost 5)")
+	if got := b.Level(); got != 27 {
+		t.Fatalf("level %v, want 27", got)
 	}
 	// Refills stop at the capacity.
 	for i := 0; i < 1000; i++ {
@@ -267,13 +274,13 @@ func TestBucketAWSStandard(t *testing.T) {
 	if got := b.Level(); got != 500 {
 		t.Fatalf("level %v, want capped at 500", got)
 	}
-	// Timeouts cost 10: 50 of them empty the bucket.
-	for i := 0; i < 50; i++ {
-		if !b.AllowRetryAt(at(0), true) {
-			t.Fatalf("timeout retry %d refused", i+1)
+	// A dependency that keeps throttling gets 100 retries.
+	for i := 0; i < 100; i++ {
+		if !b.AllowRetryClassAt(at(0), true, false) {
+			t.Fatalf("throttled retry %d refused", i+1)
 		}
 	}
-	if b.AllowRetryAt(at(0), false) {
+	if b.AllowRetryClassAt(at(0), true, false) {
 		t.Fatal("granted from an empty bucket")
 	}
 }
@@ -343,8 +350,9 @@ func TestConfigErrors(t *testing.T) {
 		{second(NewShare(ShareConfig{Window: 2 * time.Hour})), "ShareConfig.Window"},
 		{second(NewShare(ShareConfig{MinPerSecond: -2})), "ShareConfig.MinPerSecond"},
 		{second(NewBucket(BucketConfig{Capacity: -1})), "BucketConfig.Capacity"},
-		{second(NewBucket(BucketConfig{Capacity: 4})), "BucketConfig.RetryCost"},
+		{second(NewBucket(BucketConfig{Capacity: 13})), "BucketConfig.RetryCost"},
 		{second(NewBucket(BucketConfig{TimeoutCost: 501})), "BucketConfig.TimeoutCost"},
+		{second(NewBucket(BucketConfig{ThrottleCost: -1})), "BucketConfig.ThrottleCost"},
 		{second(NewBucket(BucketConfig{NoRetryIncrement: -1})), "BucketConfig.NoRetryIncrement"},
 		{second(NewGRPC(GRPCConfig{MaxTokens: 1001})), "GRPCConfig.MaxTokens"},
 		{second(NewGRPC(GRPCConfig{TokenRatio: 1.5})), "GRPCConfig.TokenRatio"},

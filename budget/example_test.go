@@ -31,18 +31,20 @@ func ExampleShare() {
 	// false 0
 }
 
-// The AWS SDKs' retry quota: 500 tokens, 5 per retry, 10 after a timeout.
+// The AWS SDKs' retry quota (2026 behaviour): 500 tokens, 14 per retry, 5
+// after a throttling answer; the retry loop says which through
+// AllowRetryClassAt.
 func ExampleBucket() {
 	b, _ := budget.NewBucket(budget.BucketConfig{})
 	now := time.Now()
-	b.AllowRetryAt(now, false) // -5
-	b.AllowRetryAt(now, true)  // -10
+	b.AllowRetryClassAt(now, false, false) // after a 500: -14
+	b.AllowRetryClassAt(now, true, false)  // after a 429: -5
 	fmt.Println(b.Level())
-	b.RecordAt(now, false, true) // a retry succeeded: +5
+	b.RecordAt(now, false, true) // a retry succeeded: +14
 	fmt.Println(b.Level())
 	// Output:
-	// 485
-	// 490
+	// 481
+	// 495
 }
 
 // gRPC's retry throttling: retries stop once half of the tokens are gone.

@@ -30,7 +30,7 @@ func TestBreakerAndBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	quota, err := budget.NewBucket(budget.BucketConfig{}) // 500 tokens, 5 a retry
+	quota, err := budget.NewBucket(budget.BucketConfig{}) // 500 tokens, 14 a retry
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,8 +64,8 @@ func TestBreakerAndBudget(t *testing.T) {
 	s.expect(t, yotel.MetricGiveUps, map[string]float64{
 		"error.type=_OTHER,retry.component=retry,retry.reason=breaker_open": 1,
 	})
-	// Two retries granted (5 tokens each) and no success: 490 left.
-	s.expect(t, yotel.MetricBudgetLevel, map[string]float64{"retry.name=inventory": 490})
+	// Two retries granted (14 tokens each) and no success: 472 left.
+	s.expect(t, yotel.MetricBudgetLevel, map[string]float64{"retry.name=inventory": 472})
 
 	// Tracked, search shows half-open: its State says so before any call.
 	o.TrackBreaker(search)

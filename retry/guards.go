@@ -25,6 +25,23 @@ type Budget interface {
 	RecordAt(now time.Time, first, success bool)
 }
 
+// ClassBudget is a Budget whose retries cost by the class of the error
+// that caused them: the AWS SDKs' retry quota (budget.Bucket) charges a
+// retry after a throttling answer less than others. The loop calls
+// AllowRetryClassAt, with throttled true for an error classed Throttled,
+// instead of AllowRetryAt when the Budget has it.
+type ClassBudget interface {
+	AllowRetryClassAt(now time.Time, throttled, timeout bool) bool
+}
+
+// allowRetry asks b for a retry after err, of class class.
+func allowRetry(b Budget, now time.Time, class Class, timeout bool) bool {
+	if cb, ok := b.(ClassBudget); ok {
+		return cb.AllowRetryClassAt(now, class == Throttled, timeout)
+	}
+	return b.AllowRetryAt(now, timeout)
+}
+
 // Breaker is a circuit breaker. The loop calls AllowAt before each attempt
 // and, if allowed, DoneAt after it with the ticket AllowAt returned.
 type Breaker interface {

@@ -324,7 +324,7 @@ func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) D
 		return l.giveUp(ctx, now, Error{Reason: Deadline, Wait: wait, Limit: l.deadline.Sub(now)})
 	}
 	if e := l.p.Env; e != nil {
-		if b := e.Budget; b != nil && !b.AllowRetryAt(now, errors.Is(err, ErrAttemptTimeout)) {
+		if b := e.Budget; b != nil && !allowRetry(b, now, class, errors.Is(err, ErrAttemptTimeout)) {
 			l.observe(ctx, event.Event{Kind: event.BudgetRefused, Time: now, Attempt: l.attempts, Err: err,
 				Reason: BudgetExhausted.Key()})
 			return l.giveUp(ctx, now, Error{Reason: BudgetExhausted})

@@ -27,7 +27,7 @@ var simBudgets = []simGuard{
 		func(g *sim.Guards, _ func() float64) {
 			g.Budget = must(budget.NewShare(budget.ShareConfig{MinPerSecond: budget.NoFloor}))
 		}},
-	{"bucket", "the AWS SDKs' retry quota (500 tokens, 5 per retry, 10 after a timeout)",
+	{"bucket", "the AWS SDKs' retry quota, 2026 behaviour (500 tokens, 14 per retry)",
 		func(g *sim.Guards, _ func() float64) { g.Budget = must(budget.NewBucket(budget.BucketConfig{})) }},
 	{"grpc", "gRPC's retry throttling (10 tokens, 0.1 back per success, retries stop at half)",
 		func(g *sim.Guards, _ func() float64) { g.Budget = must(budget.NewGRPC(budget.GRPCConfig{})) }},
