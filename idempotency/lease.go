@@ -54,10 +54,15 @@ func (e *LeaseLostError) Unwrap() error { return e.Err }
 // lease's end. When the store refuses a renewal, or the lease ends before a
 // renewal got through, the hold is lost: lost is called once, with the
 // cause.
+//
+// A lease is also the context of the store calls made for its request
+// after the handler started: the request's values without its
+// cancellation (context.WithoutCancel, without allocating one), so that
+// they run even when the client has gone away.
 type lease struct {
-	c     *Config
-	ctx   context.Context // the request's, without its cancellation
-	id    ID
+	c      *Config
+	parent context.Context // the request's
+	id     ID
 	token string
 	lost  func(error)
 
@@ -69,13 +74,21 @@ type lease struct {
 	stopped bool
 }
 
-func (c *Config) hold(ctx context.Context, id ID, token string, begun time.Time, lost func(error)) *lease {
-	l := &lease{c: c, ctx: ctx, id: id, token: token, lost: lost, until: begun.Add(c.Lease)}
+// hold starts l for the request whose context is parent, which claimed id
+// with token at begun.
+func (c *Config) hold(l *lease, parent context.Context, id ID, token string, begun time.Time, lost func(error)) {
+	l.c, l.parent, l.id, l.token, l.lost, l.until = c, parent, id, token, lost, begun.Add(c.Lease)
 	l.mu.Lock() // the timer may fire before l.t is set
 	defer l.mu.Unlock()
 	l.t = time.AfterFunc(c.Lease/3, l.renew)
-	return l
 }
+
+// Deadline, Done, Err and Value make a lease the context of its store
+// calls: no deadline, never done, the request's values.
+func (l *lease) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (l *lease) Done() <-chan struct{}       { return nil }
+func (l *lease) Err() error                  { return nil }
+func (l *lease) Value(key any) any           { return l.parent.Value(key) }
 
 func (l *lease) renew() {
 	c := l.c
@@ -89,7 +102,7 @@ func (l *lease) renew() {
 	}
 	var err error
 	if left > 0 {
-		ctx, cancel := l.ctx, context.CancelFunc(nil)
+		ctx, cancel := context.Context(l), context.CancelFunc(nil)
 		if _, ok := c.Store.(*MemoryStore); !ok {
 			// A renewal that gets through after the lease's end is too
 			// late to count on: give up on it then.

@@ -242,17 +242,19 @@ func (c *Config) refuse(w http.ResponseWriter, r *http.Request, key string, p Pr
 // while the handler runs.
 func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, id ID, token string, begun time.Time) {
 	c := &h.m.c
-	bg := context.WithoutCancel(r.Context())
+	// One allocation for what the request needs while it holds the key.
+	f := &inflight{cw: capture{w: w, max: c.MaxResponseBytes, outer: snapshot(w.Header())}}
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
-	ls := c.hold(bg, id, token, begun, cancel)
+	ls := &f.ls
+	c.hold(ls, r.Context(), id, token, begun, cancel)
 	defer ls.stop()
+	bg := context.Context(ls) // the request's values, without its cancellation
 	r2 := r.WithContext(ctx)
-	br := &bodyReader{}
-	br.Reset(body)
-	r2.Body = br
+	f.body.Reset(body)
+	r2.Body = &f.body
 	r2.ContentLength = int64(len(body))
-	cw := &capture{w: w, max: c.MaxResponseBytes, outer: snapshot(w.Header())}
+	cw := &f.cw
 	finished := false
 	defer func() {
 		if finished {
@@ -286,6 +288,13 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, id ID
 			c.ErrorLog.Printf("idempotency: store the response to key %q (status %d): %v", id.Key, resp.Status, err)
 		}
 	}
+}
+
+// inflight is what a request that holds its key needs until it is done.
+type inflight struct {
+	cw   capture
+	body bodyReader
+	ls   lease
 }
 
 func (c *Config) release(ctx context.Context, id ID, token, why string) {
