@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"testing"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	yotel "github.com/yaoki-go/yaoki/otel"
 )
 
 // BenchmarkProxyServe is one GET through the proxy's handler to a loopback
@@ -40,8 +45,8 @@ func BenchmarkProxyServe(b *testing.B) {
 		rp.Transport, rp.BufferPool = t, &bufferPool{}
 		run(b, rp)
 	})
-	b.Run("yaoki", func(b *testing.B) {
-		s := &proxyServer{base: newUpstreamTransport(), buffers: &bufferPool{}}
+	yaoki := func(b *testing.B, obs *observing) {
+		s := &proxyServer{base: newUpstreamTransport(), buffers: &bufferPool{}, obs: obs}
 		defer s.base.CloseIdleConnections()
 		rs, err := s.build(&proxyConfig{routes: []*routeConfig{{name: "--upstream", upstream: u}}})
 		if err != nil {
@@ -50,5 +55,17 @@ func BenchmarkProxyServe(b *testing.B) {
 		s.routes.Store(rs)
 		defer rs.close()
 		run(b, s)
+	}
+	b.Run("yaoki", func(b *testing.B) { yaoki(b, nil) })
+	b.Run("yaoki+metrics", func(b *testing.B) {
+		// What --admin-addr adds: every attempt recorded by the
+		// OpenTelemetry observer, on the SDK.
+		provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+		defer provider.Shutdown(context.Background())
+		m, err := yotel.New(provider)
+		if err != nil {
+			b.Fatal(err)
+		}
+		yaoki(b, &observing{observer: m, metrics: m})
 	})
 }

@@ -178,9 +178,14 @@ func (pr *proxyRoute) relay(resp *http.Response) error {
 	return nil
 }
 
-// mayRetry reports whether the proxy could send req more than once: an
-// idempotent method, or an Idempotency-Key.
+// mayRetry reports whether the proxy could send req, an attempt it made,
+// more than once: an idempotent method or an Idempotency-Key, and a body
+// that was kept for the retries (httpretry gives the attempts of a kept
+// body a GetBody; a body too long to keep was streamed once).
 func mayRetry(req *http.Request) bool {
+	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
+		return false
+	}
 	return httpretry.Idempotent(req.Method) || req.Header.Get(httpretry.IdempotencyKeyHeader) != "" || req.Header.Get("X-Idempotency-Key") != ""
 }
 
@@ -202,7 +207,8 @@ type proxyProblem struct {
 func (pr *proxyRoute) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if r.Context().Err() != nil {
 		// The client went away: the attempt was cancelled, nobody reads
-		// the answer. 499 (as nginx logs it) keeps it apart in access logs.
+		// the answer. 499 is nginx's code for it, for whoever wraps the
+		// handler with an access log.
 		w.WriteHeader(499)
 		return
 	}

@@ -180,8 +180,15 @@ func TestProxyKeysAndBodies(t *testing.T) {
 	// No GetBody and no length: the body cannot be sent again.
 	resp, _ = do(t, c, "POST", p.url+"/script/big?s=503,201", io.MultiReader(bytes.NewReader(big)))
 	got = up.requests(t, "/script/big")
-	if resp.StatusCode != 503 || len(got) != 1 || got[0].Body != len(big) {
-		t.Fatalf("1 MiB POST over a 64 KiB buffer: got %d, upstream saw %d requests; want the 503 of one attempt with the whole body", resp.StatusCode, len(got))
+	if resp.StatusCode != 503 || len(got) != 1 || got[0].Body != len(big) || resp.Header.Get("Do-Not-Retry") != "" {
+		t.Fatalf("1 MiB POST over a 64 KiB buffer: got %d (Do-Not-Retry %q), upstream saw %d requests; want the 503 of one attempt with the whole body, without Do-Not-Retry (the proxy could not retry it, the client can)",
+			resp.StatusCode, resp.Header.Get("Do-Not-Retry"), len(got))
+	}
+	// The small one's last answer was retried by the proxy: its 503 would
+	// carry Do-Not-Retry.
+	resp, _ = do(t, c, "POST", p.url+"/script/small503?s=503", bytes.NewReader(small))
+	if resp.StatusCode != 503 || resp.Header.Get("Do-Not-Retry") != "true" || len(up.requests(t, "/script/small503")) != 3 {
+		t.Fatalf("keyed POST, 503 for ever: %d, Do-Not-Retry %q; want 503 with Do-Not-Retry: true after 3 attempts", resp.StatusCode, resp.Header.Get("Do-Not-Retry"))
 	}
 }
 
