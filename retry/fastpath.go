@@ -51,7 +51,7 @@ func (p *Policy) rest(ctx context.Context, fn func(context.Context) error, err e
 	if err != nil {
 		return afterFirst(ctx, p, fn, err)
 	}
-	if err := p.check(); err != nil {
+	if err := p.Validate(); err != nil {
 		return err
 	}
 	if p.plain() {

@@ -412,5 +412,5 @@ func (l *Loop) timesAttempts() bool {
 
 // guarded reports whether Before needs the clock.
 func (l *Loop) guarded() bool {
-	return l.p.Env != nil && l.p.Env.guarded()
+	return l.p.Env.guarded()
 }

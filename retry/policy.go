@@ -139,9 +139,9 @@ func (e *Env) Clone() *Env {
 }
 
 // guarded reports whether an attempt must go through a guard or be
-// observed, which needs the clock.
+// observed, which needs the clock. A nil Env guards nothing.
 func (e *Env) guarded() bool {
-	return e.Bulkhead != nil || e.Throttle != nil || e.Breaker != nil || e.Budget != nil || e.Observer != nil
+	return e != nil && (e.Bulkhead != nil || e.Throttle != nil || e.Breaker != nil || e.Budget != nil || e.Observer != nil)
 }
 
 func (e *Env) sleep(ctx context.Context, d time.Duration) error {
@@ -203,17 +203,11 @@ func (p *Policy) Validate() error {
 	return nil
 }
 
-// valid is Validate's fast check: true when nothing can be out of range.
-func (p *Policy) valid() bool {
-	return p.MaxAttempts >= Unlimited && p.MaxElapsed >= 0 && p.AttemptTimeout >= 0 &&
-		p.ThrottleBase >= 0 && p.MaxRetryAfter >= 0 && p.Backoff.Base >= 0 && p.Backoff.Cap >= 0 &&
-		p.Backoff.Kind <= backoff.Linear && p.Backoff.Jitter <= backoff.Decorrelated &&
-		(p.Backoff.Multiplier == 0 || p.Backoff.Multiplier > 1 && p.Backoff.Multiplier <= 1e300)
-}
-
-// quick reports, in as few instructions as possible, that p is valid and
-// plain: the common case of a policy with no Env, no deadline and no
-// per-attempt timeout. False means "look closer", not "invalid". The range
+// quick reports, in as few instructions as possible, that p is valid
+// (Validate returns nil) and plain: the common case of a policy with no
+// Env, no deadline and no per-attempt timeout. False means "look closer"
+// (Validate, then plain), not "invalid"; FuzzQuick checks that it never
+// admits a policy that Validate refuses or that is not plain. The range
 // checks are folded into two words so that the zero Policy costs two
 // branches: any negative field makes the second word negative; any
 // non-zero Multiplier (which needs a float check), MaxElapsed or
@@ -227,21 +221,10 @@ func (p *Policy) quick() bool {
 	return notPlain|signs>>63 == 0 && p.Env == nil
 }
 
-// check returns Validate's error, after a quicker filter that passes the
-// valid policies that are common.
-func (p *Policy) check() error {
-	if p.valid() {
-		return nil
-	}
-	// valid is stricter than Validate at the edges (a huge finite
-	// Multiplier): only Validate's verdict stops the call.
-	return p.Validate()
-}
-
 // plain reports whether the first attempt needs no set-up at all: no clock,
 // no context, no guard. Then a successful first attempt costs one call.
 func (p *Policy) plain() bool {
-	return p.MaxElapsed == 0 && p.AttemptTimeout == 0 && (p.Env == nil || !p.Env.guarded())
+	return p.MaxElapsed == 0 && p.AttemptTimeout == 0 && !p.Env.guarded()
 }
 
 // Attempts returns the effective attempt limit (0 for Unlimited).

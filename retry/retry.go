@@ -62,7 +62,7 @@ func Do(ctx context.Context, p Policy, fn func(context.Context) error) error {
 // caller such as an HTTP transport can still hand over the last response.
 func DoValue[T any](ctx context.Context, p Policy, fn func(context.Context) (T, error)) (T, error) {
 	if !p.quick() {
-		if err := p.check(); err != nil {
+		if err := p.Validate(); err != nil {
 			var zero T
 			return zero, err
 		}
