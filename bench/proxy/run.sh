@@ -108,7 +108,7 @@ to_us() {
 	}'
 }
 
-echo "wrk -t2 -c64 -d${secs}s --latency, $rounds rounds, $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ)" >&2
+echo "wrk -t2 -c64 -d${secs}s --latency, $rounds rounds, $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ), load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for r in $(seq "$rounds"); do
 	for t in "${targets[@]}"; do
 		wrk -t2 -c64 -d1s "${url[$t]}" >/dev/null # warm the connections
@@ -141,3 +141,4 @@ awk '
 				(p99[t] - p99["upstream"]) / 1000, rps[t] / rps["plain"], rps[t] / rps["nginx"]
 		}
 	}' "$dir/median"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
