@@ -53,7 +53,7 @@ func pgPool(t *testing.T, dsn string) *pgxpool.Pool {
 // Complete gets through once it is back.
 func TestFaultPostgresRestartAtComplete(t *testing.T) {
 	f, srv := pgFaults(t)
-	idemproc.OutageAtComplete(t, f.Open(t, f.Target), srv.Stop, func() {
+	idemproc.OutageAtComplete(t, f.Open(t, f.Target), idemproc.FaultLease, srv.Stop, func() {
 		if err := srv.Resume(); err != nil {
 			t.Errorf("restart PostgreSQL: %v", err)
 		}
@@ -65,7 +65,7 @@ func TestFaultPostgresRestartAtComplete(t *testing.T) {
 func TestFaultPostgresLinkCutAtComplete(t *testing.T) {
 	f, _ := pgFaults(t)
 	px := faultproxy.New(t, f.Target)
-	idemproc.OutageAtComplete(t, f.Open(t, px.Addr), px.Down, px.Up, 1500*time.Millisecond)
+	idemproc.OutageAtComplete(t, f.Open(t, px.Addr), idemproc.FaultLease, px.Down, px.Up, 1500*time.Millisecond)
 }
 
 // TestFaultPostgresLostBeginReply: the claim was made but its reply lost:

@@ -134,18 +134,20 @@ func charge(runs *atomic.Int64, hook func(r *http.Request)) http.Handler {
 	})
 }
 
-const faultLease = 3 * time.Second
+// FaultLease is the lease of the scenarios that do not say otherwise.
+const FaultLease = 3 * time.Second
 
 // OutageAtComplete: the store goes away as the handler returns (down) and
 // comes back after the given time (up, run on another goroutine). The
-// middleware tries Complete again until it gets through; the client gets
-// 201, and a retry after the lease would have passed replays it: one run.
-// store must reach the server through what down cuts.
-func OutageAtComplete(t *testing.T, store idempotency.Store, down, up func(), after time.Duration) {
+// middleware, with the given lease, tries Complete again until it gets
+// through; the client gets 201, and a retry after the lease would have
+// passed replays it: one run. store must reach the server through what
+// down cuts.
+func OutageAtComplete(t *testing.T, store idempotency.Store, lease time.Duration, down, up func(), after time.Duration) {
 	var runs atomic.Int64
 	var wg sync.WaitGroup
 	defer wg.Wait() // the server is back before the test ends, whatever happened
-	in := newInstance(t, idempotency.Config{Store: store, Lease: faultLease, StoreTimeout: 20 * time.Second},
+	in := newInstance(t, idempotency.Config{Store: store, Lease: lease, StoreTimeout: 20 * time.Second},
 		charge(&runs, func(*http.Request) {
 			down()
 			wg.Go(func() {
@@ -158,13 +160,13 @@ func OutageAtComplete(t *testing.T, store idempotency.Store, down, up func(), af
 	if first.err != nil || first.status != http.StatusCreated {
 		t.Fatalf("first: %v, want 201", first)
 	}
-	in.offset.Store(int64(faultLease + time.Second))
+	in.offset.Store(int64(lease + time.Second))
 	again := in.post(key)
 	if runs.Load() != 1 || again.status != http.StatusCreated || again.replayed != "true" || again.body != first.body {
 		t.Fatalf("retry after the lease: %v, runs %d; want the replay of %s and 1 run", again, runs.Load(), first.body)
 	}
-	t.Logf("outage of %v as the handler returned: 1 run, the client got %d, the retry its replay; %d failed tries of Complete",
-		after, first.status, len(in.logs.containing("will try again")))
+	t.Logf("outage of %v as the handler returned (lease %v): 1 run, the client got %d, the retry its replay; %d failed tries of Complete",
+		after, lease, first.status, len(in.logs.containing("will try again")))
 }
 
 // LostBeginReply: the reply to Begin is lost (the claim was made). The
@@ -201,7 +203,7 @@ func LostCompleteReply(t *testing.T, f Faults) {
 	px := faultproxy.New(t, f.Target)
 	var runs atomic.Int64
 	var drop atomic.Bool
-	in := newInstance(t, idempotency.Config{Store: f.Open(t, px.Addr), Lease: faultLease},
+	in := newInstance(t, idempotency.Config{Store: f.Open(t, px.Addr), Lease: FaultLease},
 		charge(&runs, func(*http.Request) {
 			if drop.Load() {
 				px.DropNextReply()
@@ -214,7 +216,7 @@ func LostCompleteReply(t *testing.T, f Faults) {
 	drop.Store(true)
 	key := "lost-complete-" + rand.Text()
 	first := in.post(key)
-	in.offset.Store(int64(faultLease + time.Second))
+	in.offset.Store(int64(FaultLease + time.Second))
 	again := in.post(key)
 	if first.status != http.StatusCreated || runs.Load() != 1 || again.replayed != "true" || again.body != first.body {
 		t.Fatalf("first %v, retry %v, runs %d; want 201, its replay, 1 run", first, again, runs.Load())

@@ -20,11 +20,14 @@ import (
 	"github.com/yaoki-go/yaoki/internal/childproc"
 )
 
-// Server is a running redis-server.
+// Server is a running redis-server. Kill and Resume must not run
+// concurrently with each other.
 type Server struct {
 	Addr string // 127.0.0.1:port
+	args []string
 	cmd  *exec.Cmd
 	out  *bytes.Buffer
+	done chan error // the process's exit
 }
 
 // Binary returns the path of redis-server, or "" when it is not installed.
@@ -60,54 +63,101 @@ func Start(tb testing.TB) *Server {
 	return nil
 }
 
+// StartDurable starts a server as Start does, with the append-only file
+// on and written at every command (appendfsync always): what it
+// acknowledged survives Kill and Resume.
+func StartDurable(tb testing.TB) *Server {
+	tb.Helper()
+	bin := Binary()
+	if bin == "" {
+		tb.Skip("redistest: redis-server is not installed (apt-get install redis-server); skipping the Redis integration test")
+	}
+	var lastErr error
+	for range 5 {
+		s, err := start(tb, bin, func(string) []string { return []string{"--appendonly", "yes", "--appendfsync", "always"} })
+		if err == nil {
+			return s
+		}
+		lastErr = err
+	}
+	tb.Fatalf("redistest: could not start redis-server: %v", lastErr)
+	return nil
+}
+
 func start(tb testing.TB, bin string, extra func(dir string) []string) (*Server, error) {
 	port, err := childproc.FreePort()
 	if err != nil {
 		return nil, err
 	}
 	dir := tb.TempDir()
-	out := &bytes.Buffer{}
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning")
+	args := []string{bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning"}
 	if extra != nil {
-		cmd.Args = append(cmd.Args, extra(dir)...)
+		args = append(args, extra(dir)...)
 	}
-	cmd.Stdout, cmd.Stderr = out, out
-	childproc.DieWithParent(cmd)
-	if err := cmd.Start(); err != nil {
+	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), args: args}
+	if err := s.run(); err != nil {
 		return nil, err
 	}
-	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cmd: cmd, out: out}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	// Wait until it answers PING, or exits (port taken), for at most 10 s.
+	tb.Cleanup(s.Kill)
+	return s, nil
+}
+
+// run starts the process and waits until it answers PING, or exits (port
+// taken), for at most 10 s.
+func (s *Server) run() error {
+	s.out = &bytes.Buffer{}
+	cmd := exec.Command(s.args[0], s.args[1:]...)
+	cmd.Stdout, cmd.Stderr = s.out, s.out
+	childproc.DieWithParent(cmd)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
 	c := goredis.NewClient(&goredis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: time.Second})
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		select {
-		case err := <-exited:
-			return nil, fmt.Errorf("redis-server exited (%v): %s", err, out)
+		case err := <-done:
+			return fmt.Errorf("redis-server exited (%v): %s", err, s.out)
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		err := c.Ping(ctx).Err()
 		cancel()
 		if err == nil {
-			break
+			s.cmd, s.done = cmd, done
+			return nil
 		}
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
-			<-exited
-			return nil, fmt.Errorf("redis-server on %s did not answer within 10 s: %v: %s", s.Addr, err, out)
+			<-done
+			return fmt.Errorf("redis-server on %s did not answer within 10 s: %v: %s", s.Addr, err, s.out)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	tb.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	return s, nil
+}
+
+// Kill kills the server (SIGKILL: a crash) and waits until it is gone. It
+// does nothing when the server is not running.
+func (s *Server) Kill() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.done
+	s.cmd = nil
+}
+
+// Resume starts a killed server again, on the same port and directory: a
+// server started by StartDurable comes back with what it acknowledged.
+func (s *Server) Resume() error {
+	if s.cmd != nil {
+		return fmt.Errorf("redistest: resume: the server on %s is running", s.Addr)
+	}
+	return s.run()
 }
 
 // Client returns a client of the server, closed when tb ends.
