@@ -273,22 +273,25 @@ func (h *atomicHandler) run(w http.ResponseWriter, r *http.Request, tx pgx.Tx, a
 	}
 	hw := &heldResponse{h: w.Header()}
 	hw.before = hw.h.Clone()
-	finished := false
-	defer func() {
-		if !finished { // a panic (or runtime.Goexit): undo, and let it go on
+	// Every way out ends the transaction: a panic (the handler's, or a
+	// later one) or runtime.Goexit rolls it back, and the panic goes on.
+	ended := false
+	end := func() {
+		if !ended {
+			ended = true
 			a.rollback(r, tx, key)
 		}
-	}()
+	}
+	defer end()
 	h.next.ServeHTTP(hw, r.WithContext(context.WithValue(r.Context(), txKey{}, managedTx{tx})))
-	finished = true
 
 	if hw.status == 0 && r.Context().Err() != nil {
-		a.rollback(r, tx, key) // the client gave up before any answer: nothing done
+		end() // the client gave up before any answer: nothing done
 		return
 	}
 	resp := hw.response(a.c.MaxResponseBytes)
 	if !a.c.Keep(resp.Status) {
-		a.rollback(r, tx, key)
+		end()
 		hw.send(w)
 		return
 	}
@@ -296,14 +299,16 @@ func (h *atomicHandler) run(w http.ResponseWriter, r *http.Request, tx pgx.Tx, a
 	defer cancel()
 	if adm != nil {
 		if err := (&IdempotencyStore{db: tx}).Complete(ctx, adm.ID, token, resp, a.c.Now(), a.c.TTL); err != nil {
-			a.rollback(r, tx, key)
+			end()
 			hw.restore()
 			a.unavailable(w, r, key, "record", err)
 			return
 		}
 		a.at("recorded")
 	}
-	if err := tx.Commit(ctx); err != nil {
+	err := tx.Commit(ctx)
+	ended = true // committed, or closed by the failure
+	if err != nil {
 		hw.restore()
 		a.c.ErrorLog.Printf("postgres: atomic: commit %s %s with key %q: %v", r.Method, r.URL.Path, key, err)
 		a.m.Refuse(w, r, key, idempotency.Problem{Status: http.StatusServiceUnavailable, Reason: idempotency.ReasonStoreUnavailable,

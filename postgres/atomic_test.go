@@ -247,6 +247,27 @@ func TestAtomic(t *testing.T) {
 		}
 	})
 
+	t.Run("a panic after the handler rolls back", func(t *testing.T) {
+		// Config.Keep is the user's code, called after the handler: when it
+		// panics the transaction must still end, or its lock would hold the
+		// key.
+		keepPanics := newAtomic(t, pool, idempotency.Config{Keep: func(int) bool { panic("keep") }})
+		key := newKey()
+		r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(`{}`))
+		r.Header.Set(idempotency.HeaderKey, key)
+		func() {
+			defer func() {
+				if p := recover(); p != "keep" {
+					t.Errorf("recovered %v, want Keep's panic", p)
+				}
+			}()
+			keepPanics.Handler(http.HandlerFunc(charge)).ServeHTTP(httptest.NewRecorder(), r)
+		}()
+		if got := post(t, srv.URL, key, `{}`); got.status != 201 || charges(t, pool, key) != 1 {
+			t.Fatalf("retry: %v, %d charges; want 201 and 1 (the key free, nothing committed before)", got, charges(t, pool, key))
+		}
+	})
+
 	t.Run("in progress", func(t *testing.T) {
 		key := newKey()
 		inside, release := make(chan struct{}), make(chan struct{})
