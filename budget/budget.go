@@ -35,28 +35,15 @@ package budget
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/yaoki-go/yaoki/internal/config"
 )
 
-// ErrInvalidConfig matches the errors returned by the constructors for a
-// configuration field out of range.
+// ErrInvalidConfig matches the errors the constructors return for a
+// configuration field out of range; the message names the field, its value
+// and what is accepted.
 var ErrInvalidConfig = errors.New("budget: invalid configuration")
 
-// ConfigError is a configuration field out of range: it names the field,
-// its value and what is accepted. errors.Is(err, ErrInvalidConfig) is true.
-type ConfigError struct {
-	Field string // e.g. "ShareConfig.Ratio"
-	Value any    // the value given
-	Want  string // the accepted range, in words
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("budget: %s %v out of range: want %s", e.Field, e.Value, e.Want)
-}
-
-// Is matches ErrInvalidConfig.
-func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
-
 func invalid(field string, value any, want string) error {
-	return &ConfigError{Field: field, Value: value, Want: want}
+	return config.Invalid(ErrInvalidConfig, field, value, want)
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/yaoki-go/yaoki/internal/config"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -366,11 +368,11 @@ func TestConfigErrors(t *testing.T) {
 		if !errors.Is(c.err, ErrInvalidConfig) {
 			t.Errorf("%s: %v does not match ErrInvalidConfig", c.field, c.err)
 		}
-		var ce *ConfigError
+		var ce *config.Error
 		if !errors.As(c.err, &ce) || ce.Field != c.field {
 			t.Errorf("error %q does not name field %s", c.err, c.field)
 		}
-		if !strings.HasPrefix(c.err.Error(), "budget: "+c.field) || !strings.Contains(c.err.Error(), "want ") {
+		if !strings.HasPrefix(c.err.Error(), "budget: invalid configuration: "+c.field+": ") || !strings.Contains(c.err.Error(), "want ") {
 			t.Errorf("message %q: want it to start with the package and field and say what is accepted", c.err)
 		}
 	}

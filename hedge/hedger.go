@@ -2,11 +2,11 @@ package hedge
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"sync/atomic"
 	"time"
 
+	"github.com/yaoki-go/yaoki/internal/config"
 	"github.com/yaoki-go/yaoki/internal/window"
 )
 
@@ -55,21 +55,6 @@ const (
 // ErrInvalidConfig matches the errors of New for a Config field out of
 // range.
 var ErrInvalidConfig = errors.New("hedge: invalid configuration")
-
-// ConfigError is a Config field out of range: the field, its value and
-// what is accepted. errors.Is(err, ErrInvalidConfig) is true.
-type ConfigError struct {
-	Field string
-	Value any
-	Want  string
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("hedge: Config.%s %v out of range: want %s", e.Field, e.Value, e.Want)
-}
-
-// Is matches ErrInvalidConfig.
-func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
 
 // Reasons why a hedge is not sent, matched with errors.Is.
 var (
@@ -123,7 +108,7 @@ type Config struct {
 
 // Validate reports the first field of c out of range.
 func (c Config) Validate() error {
-	bad := func(field string, v any, want string) error { return &ConfigError{Field: field, Value: v, Want: want} }
+	bad := func(field string, v any, want string) error { return config.Invalid(ErrInvalidConfig, field, v, want) }
 	switch {
 	case c.Delay < 0:
 		return bad("Delay", c.Delay, "≥ 0 (0 means adaptive)")

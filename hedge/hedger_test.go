@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/yaoki-go/yaoki/hedge"
+	"github.com/yaoki-go/yaoki/internal/config"
 )
 
 func mustNew(t *testing.T, c hedge.Config) *hedge.Hedger {
@@ -35,9 +36,9 @@ func TestConfigValidate(t *testing.T) {
 	}
 	for _, b := range bad {
 		_, err := hedge.New(b.c)
-		var ce *hedge.ConfigError
+		var ce *config.Error
 		if !errors.Is(err, hedge.ErrInvalidConfig) || !errors.As(err, &ce) || ce.Field != b.field {
-			t.Errorf("New(%+v): got %v, want a ConfigError on %s", b.c, err, b.field)
+			t.Errorf("New(%+v): got %v, want an invalid configuration error on %s", b.c, err, b.field)
 		}
 	}
 	for _, c := range []hedge.Config{{}, {Delay: time.Millisecond, Budget: hedge.Off, Brownout: hedge.Off, MinPerSecond: hedge.Off},

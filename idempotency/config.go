@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/yaoki-go/yaoki/event"
+	"github.com/yaoki-go/yaoki/internal/config"
 )
 
 // Defaults that a zero Config field stands for.
@@ -133,33 +134,26 @@ func DefaultKeep(status int) bool {
 }
 
 // ErrInvalidConfig matches the errors of New for a Config with a field out
-// of range.
-var ErrInvalidConfig = errors.New("idempotency: invalid config")
-
-// configError names the field, its value and what is accepted; it matches
-// ErrInvalidConfig.
-type configError struct{ msg string }
-
-func (e *configError) Error() string        { return "idempotency: invalid config: " + e.msg }
-func (e *configError) Is(target error) bool { return target == ErrInvalidConfig }
+// of range; the message names the field, its value and what is accepted.
+var ErrInvalidConfig = errors.New("idempotency: invalid configuration")
 
 // validate fills the defaults into a copy of c, or says which field is out
 // of range.
 func (c Config) validate() (Config, error) {
-	bad := func(format string, args ...any) (Config, error) {
-		return Config{}, &configError{fmt.Sprintf(format, args...)}
+	bad := func(field string, value any, want string) (Config, error) {
+		return Config{}, config.Invalid(ErrInvalidConfig, field, value, want)
 	}
 	switch {
 	case c.TTL < 0:
-		return bad("TTL %v out of range: want > 0, or 0 for the default (%v)", c.TTL, DefaultTTL)
+		return bad("TTL", c.TTL, fmt.Sprintf("> 0, or 0 for the default (%v)", DefaultTTL))
 	case c.Lease < 0 || c.Lease > 0 && c.Lease < MinLease:
-		return bad("Lease %v out of range: want ≥ %v, or 0 for the default (%v)", c.Lease, MinLease, DefaultLease)
+		return bad("Lease", c.Lease, fmt.Sprintf("≥ %v, or 0 for the default (%v)", MinLease, DefaultLease))
 	case c.MaxRequestBytes < 0:
-		return bad("MaxRequestBytes %d out of range: want > 0, or 0 for the default (%d)", c.MaxRequestBytes, DefaultMaxRequestBytes)
+		return bad("MaxRequestBytes", c.MaxRequestBytes, fmt.Sprintf("> 0, or 0 for the default (%d)", DefaultMaxRequestBytes))
 	case c.MaxResponseBytes < 0:
-		return bad("MaxResponseBytes %d out of range: want > 0, or 0 for the default (%d)", c.MaxResponseBytes, DefaultMaxResponseBytes)
+		return bad("MaxResponseBytes", c.MaxResponseBytes, fmt.Sprintf("> 0, or 0 for the default (%d)", DefaultMaxResponseBytes))
 	case c.StoreTimeout < 0:
-		return bad("StoreTimeout %v out of range: want > 0, or 0 for the default (%v)", c.StoreTimeout, DefaultStoreTimeout)
+		return bad("StoreTimeout", c.StoreTimeout, fmt.Sprintf("> 0, or 0 for the default (%v)", DefaultStoreTimeout))
 	}
 	if c.Store == nil {
 		s, _ := NewMemoryStore(MemoryConfig{})
@@ -171,7 +165,7 @@ func (c Config) validate() (Config, error) {
 		ms := make([]string, len(c.Methods))
 		for i, m := range c.Methods {
 			if m == "" || strings.ContainsAny(m, " \t\r\n") {
-				return bad("Methods[%d] %q is not an HTTP method", i, m)
+				return Config{}, &config.Error{Err: ErrInvalidConfig, Field: fmt.Sprintf("Methods[%d]", i), Value: m, Problem: "not an HTTP method", Want: "a method token such as POST"}
 			}
 			ms[i] = m
 		}
@@ -180,7 +174,7 @@ func (c Config) validate() (Config, error) {
 	hs := make([]string, len(c.FingerprintHeaders))
 	for i, h := range c.FingerprintHeaders {
 		if h == "" {
-			return bad("FingerprintHeaders[%d] is empty", i)
+			return bad(fmt.Sprintf("FingerprintHeaders[%d]", i), h, "a header name")
 		}
 		hs[i] = http.CanonicalHeaderKey(h)
 	}

@@ -41,6 +41,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/yaoki-go/yaoki/internal/config"
 	"github.com/yaoki-go/yaoki/retry"
 )
 
@@ -75,13 +76,9 @@ type Config struct {
 	GiveUpStatus int
 }
 
-// ErrInvalidConfig matches the errors New returns.
+// ErrInvalidConfig matches the errors New returns for a Config field out of
+// range; the message names the field, its value and what is accepted.
 var ErrInvalidConfig = errors.New("layer: invalid configuration")
-
-type configError struct{ msg string }
-
-func (e *configError) Error() string        { return "layer: invalid configuration: " + e.msg }
-func (e *configError) Is(target error) bool { return target == ErrInvalidConfig }
 
 type ctxKey struct{}
 
@@ -108,14 +105,14 @@ func New(c Config) (func(http.Handler) http.Handler, error) {
 	}
 	for _, h := range []struct{ field, v string }{{"AttemptHeader", c.AttemptHeader}, {"DoNotRetryHeader", c.DoNotRetryHeader}} {
 		if !validName(h.v) {
-			return nil, &configError{fmt.Sprintf("%s %q is not a header name: want letters, digits and !#$%%&'*+-.^_`|~", h.field, h.v)}
+			return nil, &config.Error{Err: ErrInvalidConfig, Field: h.field, Value: h.v, Problem: "not a header name", Want: "letters, digits and !#$%&'*+-.^_`|~"}
 		}
 	}
 	if c.RetryStatus < 500 || c.RetryStatus > 599 {
-		return nil, &configError{fmt.Sprintf("RetryStatus %d out of range: want 500..599 (0 means 503)", c.RetryStatus)}
+		return nil, config.Invalid(ErrInvalidConfig, "RetryStatus", c.RetryStatus, "500..599 (0 means 503)")
 	}
 	if c.GiveUpStatus < 500 || c.GiveUpStatus > 599 {
-		return nil, &configError{fmt.Sprintf("GiveUpStatus %d out of range: want 500..599 (0 means 503)", c.GiveUpStatus)}
+		return nil, config.Invalid(ErrInvalidConfig, "GiveUpStatus", c.GiveUpStatus, "500..599 (0 means 503)")
 	}
 	c.AttemptHeader = http.CanonicalHeaderKey(c.AttemptHeader)
 	c.DoNotRetryHeader = http.CanonicalHeaderKey(c.DoNotRetryHeader)
@@ -167,7 +164,7 @@ func Attempt(r *http.Request) int {
 // retry loops then make one attempt only.
 func FromRetryingCaller(r *http.Request) bool { return Attempt(r) > 0 }
 
-func config(r *http.Request) Config {
+func configOf(r *http.Request) Config {
 	if in, ok := r.Context().Value(ctxKey{}).(*info); ok {
 		return in.c
 	}
@@ -180,7 +177,7 @@ func config(r *http.Request) Config {
 // status, when retrying this request cannot help: for example when relaying
 // a 503 that this layer's own retries already got three times.
 func DoNotRetry(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set(config(r).DoNotRetryHeader, "true")
+	w.Header().Set(configOf(r).DoNotRetryHeader, "true")
 }
 
 // Fail answers r for a handler whose outgoing call failed with err (from
@@ -208,7 +205,7 @@ func DoNotRetry(w http.ResponseWriter, r *http.Request) {
 // The body is a one-line text/plain message with err's text. Fail returns
 // the status it wrote.
 func Fail(w http.ResponseWriter, r *http.Request, err error) int {
-	c := config(r)
+	c := configOf(r)
 	status, dnr, wait := classify(c, err)
 	h := w.Header()
 	if dnr {

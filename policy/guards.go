@@ -1,11 +1,14 @@
 package policy
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/yaoki-go/yaoki/breaker"
 	"github.com/yaoki-go/yaoki/budget"
+	"github.com/yaoki-go/yaoki/internal/config"
 )
 
 // Fields of the Budget and Breaker objects of a document.
@@ -43,7 +46,7 @@ func (d *decoder) budgetConfig(n *node, path string) *budget.ShareConfig {
 		}
 	}
 	if _, err := budget.NewShare(*c); err != nil {
-		d.fail(n.off, path, guardMsg(err, "budget: "))
+		d.fail(n.off, path, guardMsg(err))
 		return nil
 	}
 	return c
@@ -104,7 +107,7 @@ func (d *decoder) breakerConfig(n *node, path string) *breaker.Settings {
 		}
 	}
 	if _, err := breaker.New(*s); err != nil {
-		d.fail(n.off, path, guardMsg(err, "breaker: "))
+		d.fail(n.off, path, guardMsg(err))
 		return nil
 	}
 	return s
@@ -112,11 +115,14 @@ func (d *decoder) breakerConfig(n *node, path string) *breaker.Settings {
 
 // guardMsg turns a budget or breaker configuration error into the
 // document's words: its Go field names become the document's.
-func guardMsg(err error, prefix string) string {
-	msg := strings.TrimPrefix(err.Error(), prefix)
+func guardMsg(err error) string {
+	var ce *config.Error
+	msg := strings.TrimPrefix(err.Error(), "breaker: ")
+	if errors.As(err, &ce) {
+		msg = fmt.Sprintf("%s %v out of range: want %s", ce.Field, ce.Value, ce.Want)
+	}
 	for _, r := range [][2]string{
-		{"invalid settings: ", ""}, {"invalid config: ", ""}, {"ShareConfig.", ""}, {"Settings.", ""},
-		{"OpenTimeout", "OpenSeconds"}, {"MaxOpenSeconds", "MaxOpenSeconds"}, {"Window ", "WindowSeconds "},
+		{"ShareConfig.", ""}, {"Settings.", ""}, {"OpenTimeout", "OpenSeconds"}, {"Window ", "WindowSeconds "},
 	} {
 		msg = strings.ReplaceAll(msg, r[0], r[1])
 	}
@@ -127,12 +133,12 @@ func guardMsg(err error, prefix string) string {
 func (d *Document) validateGuards(bad func(path, msg string)) {
 	if d.Budget != nil {
 		if _, err := budget.NewShare(*d.Budget); err != nil {
-			bad("Budget", guardMsg(err, "budget: "))
+			bad("Budget", guardMsg(err))
 		}
 	}
 	if d.Breaker != nil {
 		if _, err := breaker.New(*d.Breaker); err != nil {
-			bad("Breaker", guardMsg(err, "breaker: "))
+			bad("Breaker", guardMsg(err))
 		}
 	}
 }

@@ -122,18 +122,18 @@ type fleetOpen struct {
 const NoHold time.Duration = -1
 
 // NewBreaker returns a Breaker that shares cfg.Local's open state through
-// cfg.Client, or a *ConfigError naming the first field of cfg that is
-// missing or out of range. It does no I/O: the fleet's state is learned
+// cfg.Client, or an error matching ErrInvalidConfig that names the first
+// field of cfg missing or out of range. It does no I/O: the fleet's state is learned
 // at the first SyncAt.
 func NewBreaker(cfg BreakerConfig) (*Breaker, error) {
 	if cfg.Client == nil {
-		return nil, &ConfigError{Field: "BreakerConfig.Client", Value: nil, Want: "a go-redis client (*goredis.Client, *goredis.ClusterClient, *goredis.Ring)"}
+		return nil, invalid("BreakerConfig.Client", nil, "a go-redis client (*goredis.Client, *goredis.ClusterClient, *goredis.Ring)")
 	}
 	if cfg.Local == nil {
-		return nil, &ConfigError{Field: "BreakerConfig.Local", Value: nil, Want: "a *breaker.Breaker (breaker.New)"}
+		return nil, invalid("BreakerConfig.Local", nil, "a *breaker.Breaker (breaker.New)")
 	}
 	if cfg.Local.Name() == "" {
-		return nil, &ConfigError{Field: "BreakerConfig.Local.Name()", Value: `""`, Want: "a non-empty name (breaker.Settings.Name): it names the fleet's key"}
+		return nil, invalid("BreakerConfig.Local.Name()", "", "a non-empty name (breaker.Settings.Name): it names the fleet's key")
 	}
 	if cfg.Prefix == "" {
 		cfg.Prefix = DefaultBreakerPrefix
@@ -142,13 +142,13 @@ func NewBreaker(cfg BreakerConfig) (*Breaker, error) {
 		cfg.SyncInterval = DefaultSyncInterval
 	}
 	if cfg.SyncInterval < time.Millisecond || cfg.SyncInterval > time.Hour {
-		return nil, &ConfigError{Field: "BreakerConfig.SyncInterval", Value: cfg.SyncInterval, Want: "1ms ≤ SyncInterval ≤ 1h (0 means the default 1s)"}
+		return nil, invalid("BreakerConfig.SyncInterval", cfg.SyncInterval, "1ms ≤ SyncInterval ≤ 1h (0 means the default 1s)")
 	}
 	switch {
 	case cfg.Hold == NoHold:
 		cfg.Hold = 0
 	case cfg.Hold < 0 || cfg.Hold > time.Hour:
-		return nil, &ConfigError{Field: "BreakerConfig.Hold", Value: cfg.Hold, Want: "0 ≤ Hold ≤ 1h (0 means 2 × SyncInterval), or NoHold"}
+		return nil, invalid("BreakerConfig.Hold", cfg.Hold, "0 ≤ Hold ≤ 1h (0 means 2 × SyncInterval), or NoHold")
 	case cfg.Hold == 0:
 		cfg.Hold = 2 * cfg.SyncInterval
 	}

@@ -453,14 +453,14 @@ func TestBreakerConfig(t *testing.T) {
 		cfg  redis.BreakerConfig
 		want string // "" for no error
 	}{
-		{"no client", redis.BreakerConfig{Local: named}, "redis: BreakerConfig.Client <nil> not accepted: want a go-redis client"},
-		{"no local breaker", redis.BreakerConfig{Client: c}, "redis: BreakerConfig.Local <nil> not accepted: want a *breaker.Breaker"},
-		{"a local breaker without a name", redis.BreakerConfig{Client: c, Local: unnamed}, `redis: BreakerConfig.Local.Name() "" not accepted: want a non-empty name`},
-		{"sync interval below 1ms", redis.BreakerConfig{Client: c, Local: named, SyncInterval: time.Microsecond}, "redis: BreakerConfig.SyncInterval 1µs not accepted: want 1ms ≤ SyncInterval ≤ 1h"},
-		{"negative sync interval", redis.BreakerConfig{Client: c, Local: named, SyncInterval: -time.Second}, "redis: BreakerConfig.SyncInterval -1s not accepted"},
-		{"sync interval above 1h", redis.BreakerConfig{Client: c, Local: named, SyncInterval: 2 * time.Hour}, "redis: BreakerConfig.SyncInterval 2h0m0s not accepted"},
-		{"negative hold", redis.BreakerConfig{Client: c, Local: named, Hold: -time.Second}, "redis: BreakerConfig.Hold -1s not accepted: want 0 ≤ Hold ≤ 1h (0 means 2 × SyncInterval), or NoHold"},
-		{"hold above 1h", redis.BreakerConfig{Client: c, Local: named, Hold: 61 * time.Minute}, "redis: BreakerConfig.Hold 1h1m0s not accepted"},
+		{"no client", redis.BreakerConfig{Local: named}, "redis: invalid configuration: BreakerConfig.Client: missing; want a go-redis client"},
+		{"no local breaker", redis.BreakerConfig{Client: c}, "redis: invalid configuration: BreakerConfig.Local: missing; want a *breaker.Breaker"},
+		{"a local breaker without a name", redis.BreakerConfig{Client: c, Local: unnamed}, "redis: invalid configuration: BreakerConfig.Local.Name(): missing; want a non-empty name"},
+		{"sync interval below 1ms", redis.BreakerConfig{Client: c, Local: named, SyncInterval: time.Microsecond}, "redis: invalid configuration: BreakerConfig.SyncInterval: 1µs out of range; want 1ms ≤ SyncInterval ≤ 1h"},
+		{"negative sync interval", redis.BreakerConfig{Client: c, Local: named, SyncInterval: -time.Second}, "redis: invalid configuration: BreakerConfig.SyncInterval: -1s out of range"},
+		{"sync interval above 1h", redis.BreakerConfig{Client: c, Local: named, SyncInterval: 2 * time.Hour}, "redis: invalid configuration: BreakerConfig.SyncInterval: 2h0m0s out of range"},
+		{"negative hold", redis.BreakerConfig{Client: c, Local: named, Hold: -time.Second}, "redis: invalid configuration: BreakerConfig.Hold: -1s out of range; want 0 ≤ Hold ≤ 1h (0 means 2 × SyncInterval), or NoHold"},
+		{"hold above 1h", redis.BreakerConfig{Client: c, Local: named, Hold: 61 * time.Minute}, "redis: invalid configuration: BreakerConfig.Hold: 1h1m0s out of range"},
 		{"defaults", redis.BreakerConfig{Client: c, Local: named}, ""},
 		{"bounds", redis.BreakerConfig{Client: c, Local: named, SyncInterval: time.Millisecond}, ""},
 		{"bounds", redis.BreakerConfig{Client: c, Local: named, SyncInterval: time.Hour, Hold: time.Hour}, ""},

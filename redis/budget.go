@@ -162,8 +162,8 @@ type budgetSnapshot struct {
 	local  float64  // this process's part of the floor when it decides alone
 }
 
-// NewBudget returns a Budget configured by c, or a *ConfigError naming the
-// first field that is missing or out of range. It does not reach Redis:
+// NewBudget returns a Budget configured by c, or an error matching
+// ErrInvalidConfig that names the first field missing or out of range. It does not reach Redis:
 // call Run (or SyncAt) to share the budget with the fleet; until the first
 // successful sync the budget decides alone.
 func NewBudget(c BudgetConfig) (*Budget, error) {
@@ -185,14 +185,12 @@ func NewBudget(c BudgetConfig) (*Budget, error) {
 	if c.SyncInterval == 0 {
 		c.SyncInterval = c.Slot
 	}
-	bad := func(field string, v any, want string) error {
-		return &ConfigError{Field: "BudgetConfig." + field, Value: v, Want: want}
-	}
+	bad := func(field string, v any, want string) error { return invalid("BudgetConfig."+field, v, want) }
 	switch {
 	case c.Client == nil:
 		return nil, bad("Client", c.Client, "a *goredis.Client, *goredis.ClusterClient or *goredis.Ring")
 	case c.Name == "":
-		return nil, bad("Name", `""`, "a non-empty name, e.g. the dependency the budget protects")
+		return nil, bad("Name", c.Name, "a non-empty name, e.g. the dependency the budget protects")
 	case !(c.Ratio > 0 && c.Ratio <= 100):
 		return nil, bad("Ratio", c.Ratio, "0 < Ratio ≤ 100 (0 means the default 0.2)")
 	case c.Window < 10*time.Millisecond || c.Window > time.Hour:

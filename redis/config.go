@@ -2,25 +2,15 @@ package redis
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/yaoki-go/yaoki/internal/config"
 )
 
 // ErrInvalidConfig matches the errors the constructors return for a
-// configuration field that is missing or out of range.
+// configuration field that is missing or out of range; the message names
+// the field, its value and what is accepted.
 var ErrInvalidConfig = errors.New("redis: invalid configuration")
 
-// ConfigError is a configuration field missing or out of range: it names
-// the field, its value and what is accepted. errors.Is(err,
-// ErrInvalidConfig) is true.
-type ConfigError struct {
-	Field string // e.g. "BreakerConfig.Client"
-	Value any    // the value given
-	Want  string // what is accepted, in words
+func invalid(field string, value any, want string) error {
+	return config.Invalid(ErrInvalidConfig, field, value, want)
 }
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("redis: %s %v not accepted: want %s", e.Field, e.Value, e.Want)
-}
-
-// Is matches ErrInvalidConfig.
-func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }

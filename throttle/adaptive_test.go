@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/yaoki-go/yaoki/internal/config"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -175,12 +177,12 @@ func TestConfigErrors(t *testing.T) {
 		{second(NewBulkhead(BulkheadConfig{Limit: -1})), "BulkheadConfig.Limit"},
 		{second(NewBulkhead(BulkheadConfig{MaxWait: -1})), "BulkheadConfig.MaxWait"},
 	} {
-		var ce *ConfigError
+		var ce *config.Error
 		if !errors.Is(c.err, ErrInvalidConfig) || !errors.As(c.err, &ce) || ce.Field != c.field {
 			t.Errorf("%s: got %v, want an error naming it", c.field, c.err)
 			continue
 		}
-		if !strings.HasPrefix(c.err.Error(), "throttle: "+c.field) || !strings.Contains(c.err.Error(), "want") {
+		if !strings.HasPrefix(c.err.Error(), "throttle: invalid configuration: "+c.field+": ") || !strings.Contains(c.err.Error(), "want") {
 			t.Errorf("message %q", c.err)
 		}
 	}

@@ -30,6 +30,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/yaoki-go/yaoki/internal/config"
 )
 
 // Sentinels matched by the typed errors of this package.
@@ -95,20 +97,6 @@ func (e *FullError) Error() string {
 // Is matches ErrFull.
 func (e *FullError) Is(target error) bool { return target == ErrFull }
 
-// ConfigError is a configuration field out of range.
-type ConfigError struct {
-	Field string
-	Value any
-	Want  string
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("throttle: %s %v out of range: want %s", e.Field, e.Value, e.Want)
-}
-
-// Is matches ErrInvalidConfig.
-func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
-
 func invalid(field string, value any, want string) error {
-	return &ConfigError{Field: field, Value: value, Want: want}
+	return config.Invalid(ErrInvalidConfig, field, value, want)
 }
