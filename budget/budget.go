@@ -5,7 +5,7 @@
 // retry, RecordAt after every attempt; package retry defines the interface,
 // this package does not import it):
 //
-//   - Share, the default of yaoki's HTTP transport: retries may be at most a
+//   - Share: retries may be at most a
 //     share of the requests that succeeded over a sliding window, plus a
 //     small floor per second so that a client with little traffic can still
 //     retry (20 % over 10 s, floor 10 retries/s: the figures of Finagle,
@@ -18,7 +18,10 @@
 //     adds 1.
 //   - GRPC, gRPC's retry throttling: a failed attempt takes a token, a
 //     success gives back TokenRatio, and retries stop while the bucket is at
-//     or below half of MaxTokens.
+//     or below half of MaxTokens. With Recommended (10 tokens, 0.2 back per
+//     success, starting at 8) it is yaoki's default, the budget
+//     httpretry.Transport keeps per destination host: a client that only
+//     ever meets a dead dependency sends two retries in all.
 //
 // A budget is meant to be shared by every call to one dependency (one per
 // destination host is what httpretry keeps). Every method takes now, so that

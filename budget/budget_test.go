@@ -324,6 +324,54 @@ func TestGRPCThrottling(t *testing.T) {
 	}
 }
 
+// The recommended bucket starts at 8 of 10: a new client's first failed call
+// gets its two retries, and further retries are earned from successes.
+func TestGRPCRecommendedStart(t *testing.T) {
+	g, err := NewGRPC(Recommended())
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		what      string
+		failures  int
+		successes int
+		level     float64
+		allow     bool
+	}{
+		{"new: 8 tokens", 0, 0, 8, true},
+		{"first try failed: 7 > 5, its retry may go", 1, 0, 7, true},
+		{"the retry failed: 6, a second retry may go", 1, 0, 6, true},
+		{"it failed too: 5 is not above half", 1, 0, 5, false},
+		{"a dead dependency: nothing more", 3, 0, 2, false},
+		{"3 successes give back 0.6: 2.6", 0, 3, 2.6, false},
+		{"13 more: 5.2, above half again", 0, 13, 5.2, true},
+		{"healthy for long: full at 10", 0, 100, 10, true},
+		{"4 failures in a row from full: 6", 4, 0, 6, true},
+		{"the 5th: 5, retries stop", 1, 0, 5, false},
+	}
+	for i, s := range steps {
+		now := at(time.Duration(i) * time.Second)
+		for j := 0; j < s.failures; j++ {
+			g.RecordAt(now, j == 0, false)
+		}
+		for j := 0; j < s.successes; j++ {
+			g.RecordAt(now, true, true)
+		}
+		if got := g.Level(); math.Abs(got-s.level) > 1e-9 {
+			t.Fatalf("step %d (%s): level %v, want %v", i, s.what, got, s.level)
+		}
+		if got := g.AllowRetryAt(now, false); got != s.allow {
+			t.Fatalf("step %d (%s): AllowRetryAt = %v, want %v", i, s.what, got, s.allow)
+		}
+	}
+	if _, err := NewGRPC(GRPCConfig{Start: 11}); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "GRPCConfig.Start") {
+		t.Errorf("Start 11 of 10: got %v, want a GRPCConfig.Start error", err)
+	}
+	if _, err := NewGRPC(GRPCConfig{Start: -1}); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("Start -1: got %v, want ErrInvalidConfig", err)
+	}
+}
+
 func TestNilBudgetsAllowEverything(t *testing.T) {
 	var s *Share
 	var b *Bucket

@@ -25,11 +25,14 @@ const MaxGuardedHosts = 1024
 // A guard set in Transport.Policy (Budget, Breaker, Throttle) is shared by
 // every host and replaces the factory of its kind.
 type Guards struct {
-	// Budget makes a host's retry budget. Nil: a budget.Share with its
-	// defaults (retries ≤ 20 % of the host's requests that succeeded over
-	// 10 s, plus 10 retries/s), so that retries cannot multiply the load
-	// on a host that is down: it earns no retries, and gets the floor
-	// alone. NoBudget: none.
+	// Budget makes a host's retry budget. Nil: the recommended budget
+	// (budget.NewGRPC(budget.Recommended()): a bucket of 10 tokens that
+	// starts at 8, a failed attempt takes one, a success gives back 0.2,
+	// retries stop at 5), so that retries cannot multiply the load on a
+	// host that is down: a new host's first failed call gets its retries
+	// (two), and further retries are earned from successes; nothing
+	// refuses a first attempt. The simulator measures it as sim.Yaoki
+	// (docs/simulator.md). NoBudget: none.
 	Budget func(host string) retry.Budget
 	// Breaker makes a host's circuit breaker. Nil: none. For example
 	//
@@ -48,7 +51,7 @@ func NoBudget(host string) retry.Budget { return nil }
 
 // defaultBudget is the Guards.Budget used when none is given.
 func defaultBudget(string) retry.Budget {
-	b, _ := budget.NewShare(budget.ShareConfig{}) // the defaults are valid
+	b, _ := budget.NewGRPC(budget.Recommended()) // the recommended config is valid
 	return b
 }
 

@@ -44,10 +44,10 @@ func guardedHost(s *httptest.Server) string {
 	return u.Host
 }
 
-// TestDefaultBudgetPerHost: by default each host has its own share-of-
-// traffic budget: a host that is down earns no retries (they are 20 % of
-// the requests that succeed) and gets the floor of 10 retries/s alone, and
-// spending its budget leaves another host's untouched.
+// TestDefaultBudgetPerHost: by default each host has its own recommended
+// budget (budget.Recommended): a host that is down gets two retries in all
+// (the first failed call's, from the starting credit) and then first
+// attempts only, and spending its budget leaves another host's untouched.
 func TestDefaultBudgetPerHost(t *testing.T) {
 	down, downN := guardedServer(t, 503)
 	other, otherN := guardedServer(t, 503)
@@ -57,26 +57,25 @@ func TestDefaultBudgetPerHost(t *testing.T) {
 	defer tr.CloseIdleConnections()
 
 	const calls = 200
-	start := time.Now()
 	for i := 0; i < calls; i++ {
 		if code, err := guardedGet(t, c, down.URL); err != nil || code != 503 {
 			t.Fatalf("call %d: %v %v", i, code, err)
 		}
 	}
 	t.Logf("200 calls to a host answering 503: %d requests (600 without the budget)", downN.Load())
-	// Without a budget: 600 attempts. With it: 200 first attempts, and
-	// the floor of 100 retries per 10 s window (nothing succeeded, so
-	// nothing more was earned), unless the calls took so long that the
-	// window slid.
-	want := int64(calls + 100)
-	if n := downN.Load(); n != want && (time.Since(start) < 9*time.Second || n < want) {
-		t.Fatalf("the failing host got %d requests for %d calls, want %d", n, calls, want)
+	// Without a budget: 600 attempts. With it: 200 first attempts and the
+	// first call's two retries (8 tokens, 7 after the first failure, 6
+	// after the first retry's, 5 after the second's: retries stop at half
+	// of 10).
+	if n := downN.Load(); n != calls+2 {
+		t.Fatalf("the failing host got %d requests for %d calls, want %d", n, calls, calls+2)
 	}
 	b, br, th := tr.GuardsFor(guardedHost(down))
-	if s, ok := b.(*budget.Share); !ok || s.Level() > 1 || br != nil || th != nil {
-		t.Fatalf("guards of the failing host: %T %v %v %v, want a spent *budget.Share only", b, b, br, th)
+	if g, ok := b.(*budget.GRPC); !ok || g.Level() != 0 || br != nil || th != nil {
+		t.Fatalf("guards of the failing host: %T %v %v %v, want an empty *budget.GRPC only", b, b, br, th)
 	}
-	// The other host's budget is its own: a call gets its 3 attempts.
+	// The other host's budget is its own: its first call gets its 3
+	// attempts.
 	if code, _ := guardedGet(t, c, other.URL); code != 503 || otherN.Load() != 3 {
 		t.Fatalf("other host: status %d after %d attempts, want 503 after 3", code, otherN.Load())
 	}

@@ -176,10 +176,10 @@ type Transport struct {
 
 	// Guards gives each destination host its own retry budget, circuit
 	// breaker and throttle (see Guards, in hosts.go). The zero value gives
-	// each host a share-of-traffic budget (budget.Share's defaults: retries
-	// ≤ 20 % of the requests that succeeded over 10 s, plus 10 retries/s)
-	// and no breaker or throttle. Guards set in Policy are shared by all
-	// hosts instead.
+	// each host the recommended retry budget (budget.Recommended: a new
+	// host's first failed call gets its two retries, further retries are
+	// earned from successes) and no breaker or throttle. Guards set in Policy are
+	// shared by all hosts instead.
 	Guards Guards
 
 	once sync.Once

@@ -275,7 +275,9 @@ func TestBodyIdenticalOnEveryAttempt(t *testing.T) {
 	for name, mk := range bodies {
 		t.Run(name, func(t *testing.T) {
 			srv := retrytest.NewServer(t, "503,reset,500,200")
-			tr := serverTransport(t, srv, &httpretry.Transport{Policy: retry.Policy{MaxAttempts: 4}})
+			// Four attempts on a new host: more than the default budget's
+			// starting credit grants.
+			tr := serverTransport(t, srv, &httpretry.Transport{Policy: retry.Policy{MaxAttempts: 4}, Guards: httpretry.Guards{Budget: httpretry.NoBudget}})
 			resp, _, err := do(t, tr, "PUT", srv.URL, mk())
 			if err != nil {
 				t.Fatal(err)

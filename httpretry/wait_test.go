@@ -151,7 +151,9 @@ func TestCancelDuringWait(t *testing.T) {
 func TestThrownAwayResponsesDrained(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rt := retrytest.NewRoundTripper(t, "503:body=busy busy,502:body=bad gateway,500:body=oops,200:body=ok")
-		tr := &httpretry.Transport{Base: rt, Policy: retry.Policy{MaxAttempts: 4}}
+		// Four attempts on a new host: more than the default budget's
+		// starting credit (two retries) grants.
+		tr := &httpretry.Transport{Base: rt, Policy: retry.Policy{MaxAttempts: 4}, Guards: httpretry.Guards{Budget: httpretry.NoBudget}}
 		resp, body, err := do(t, tr, "GET", "http://api.test/", nil)
 		if err != nil || resp.StatusCode != 200 || body != "ok" {
 			t.Fatalf("got %v %q, %v; want 200 ok", resp, body, err)

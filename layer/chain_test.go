@@ -28,7 +28,10 @@ const (
 func hop(t *testing.T, next string, m mode) *httptest.Server {
 	t.Helper()
 	p, _ := retrytest.NoWait(retry.Policy{MaxAttempts: 3})
-	tr := &httpretry.Transport{Policy: p}
+	// No retry budget: it would bound the multiplication too (a host that
+	// keeps failing gets a few retries in all); this test is about the
+	// layer rules alone.
+	tr := &httpretry.Transport{Policy: p, Guards: httpretry.Guards{Budget: httpretry.NoBudget}}
 	client := tr.Client()
 	h := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		req, _ := http.NewRequestWithContext(r.Context(), "GET", next, nil)

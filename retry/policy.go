@@ -103,7 +103,11 @@ type Policy struct {
 // holds are safe for concurrent use (that is the point of sharing them).
 type Env struct {
 	// Budget, if set, must grant every retry (not first attempts). Nil:
-	// retries are not limited by share of traffic.
+	// retries are not limited. Recommended, and what httpretry.Transport
+	// keeps per destination host by default:
+	// budget.NewGRPC(budget.Recommended()), one per dependency, shared by
+	// every call to it (a bucket that starts with two retries' worth and
+	// earns more from successes; docs/simulator.md measures it).
 	Budget Budget
 	// Breaker, if set, must allow every attempt. Nil: no circuit breaker.
 	Breaker Breaker

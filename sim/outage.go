@@ -108,12 +108,17 @@ const (
 type outCall struct {
 	loop
 	client int32
+	// The first attempt's answer and round trip, drawn when the call
+	// arrives (see run).
+	first Outcome
+	trip  time.Duration
 }
 
 // outageRun holds what one run needs; it is reused across runs.
 type outageRun struct {
 	eng    Engine
 	rnd    Rand
+	retry  Rand // retries' answers, round trips and jitter
 	grnd   Rand // the guards' random source
 	calls  []outCall
 	free   []int32
@@ -137,9 +142,16 @@ func (w *outageRun) run(o Outage, c *compiled, seed uint64) OutageResult {
 	var res OutageResult
 	e, r := &w.eng, &w.rnd
 	e.Reset()
+	// Arrivals and first attempts draw from r, in arrival order, and
+	// retries from another source: every policy's first attempts meet the
+	// same answers (common random numbers), so that a policy that never
+	// refuses a first attempt succeeds on at least the calls that no
+	// retries does, run by run, not just on average.
 	r.Seed(seed, uint64(o.Clients))
+	w.retry.Seed(seed, uint64(o.Clients)|1<<40)
+	rr := &w.retry
 	w.calls, w.free = w.calls[:0], w.free[:0]
-	w.guards.build(c, o.Clients, &w.grnd, seed, r)
+	w.guards.build(c, o.Clients, &w.grnd, seed, rr) // jitter: a retry's draw
 	gap := time.Duration(float64(time.Second) / o.Rate)
 	fail := Failed
 	if o.Overload {
@@ -148,15 +160,24 @@ func (w *outageRun) run(o Outage, c *compiled, seed uint64) OutageResult {
 	for i := range o.Clients {
 		e.Add(Event{At: r.Exp(gap), Kind: outArrive, ID: int32(i)})
 	}
-	// send sends call id's attempt at now: the server's answer is drawn
-	// now and arrives two hops later.
-	send := func(id int32, now time.Duration) {
-		res.Attempts++
+	// draw draws an attempt's answer and round trip (two hops) from src.
+	draw := func(src *Rand) (Outcome, time.Duration) {
 		out := Succeeded
-		if r.Float64() < o.FailureRate {
+		if src.Float64() < o.FailureRate {
 			out = fail
 		}
-		e.Add(Event{At: now + r.Exp(o.HopMean) + r.Exp(o.HopMean), Kind: outReply, ID: id, Arg: int64(out)})
+		return out, src.Exp(o.HopMean) + src.Exp(o.HopMean)
+	}
+	// send sends call id's attempt at now: its answer arrives a round
+	// trip later.
+	send := func(id int32, now time.Duration) {
+		res.Attempts++
+		call := &w.calls[id]
+		out, trip := call.first, call.trip
+		if call.m.Attempts() > 1 {
+			out, trip = draw(rr)
+		}
+		e.Add(Event{At: now + trip, Kind: outReply, ID: id, Arg: int64(out)})
 	}
 	// begin asks the guards and sends, retries later or gives up.
 	begin := func(id int32, now time.Duration) {
@@ -193,7 +214,8 @@ func (w *outageRun) run(o Outage, c *compiled, seed uint64) OutageResult {
 				id = int32(len(w.calls))
 				w.calls = append(w.calls, outCall{})
 			}
-			w.calls[id] = outCall{client: ev.ID}
+			out, trip := draw(r)
+			w.calls[id] = outCall{client: ev.ID, first: out, trip: trip}
 			begin(id, now)
 		case outBegin:
 			begin(ev.ID, now)

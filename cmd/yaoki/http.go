@@ -301,7 +301,11 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	if o.verbose {
 		rt = &verboseTransport{base: base, w: lw}
 	}
-	t := &httpretry.Transport{Base: rt, Policy: cp.retry, Observer: event.Multi(obs, ob.observer)}
+	// No per-host budget: one call per process, so a budget could only cut
+	// the retries asked for (--retry, --policy), never protect a fleet (a
+	// policy document's own Budget still applies).
+	t := &httpretry.Transport{Base: rt, Policy: cp.retry, Observer: event.Multi(obs, ob.observer),
+		Guards: httpretry.Guards{Budget: httpretry.NoBudget}}
 	ob.track(t)
 	if cp.doc != nil {
 		t.Statuses = statusesFor(cp.doc)

@@ -161,7 +161,9 @@ func TestFlakyMetrics(t *testing.T) {
 	// was reset, which would hide the reset.
 	base := &http.Transport{DisableKeepAlives: true}
 	defer base.CloseIdleConnections()
-	client := (&httpretry.Transport{Base: base, Policy: p, Observer: obs}).Client()
+	// No budget: 3 retries on a new host, more than the default budget's
+	// starting credit grants.
+	client := (&httpretry.Transport{Base: base, Policy: p, Observer: obs, Guards: httpretry.Guards{Budget: httpretry.NoBudget}}).Client()
 	do := func(method, key string) {
 		req, _ := http.NewRequest(method, s.url+"orders", strings.NewReader("{}"))
 		if key != "" {
