@@ -22,12 +22,16 @@ func (s goalShape) String() string { return fmt.Sprintf("%d×%g/s over %v", s.cl
 func (s goalShape) calls() float64 { return s.rate * s.dur.Seconds() }
 
 // goalShapes are the client shapes of issue 14's goals: from 10 clients of
-// 10 calls/s to 1000 of 0.1 call/s (100 calls/s in all, and the outage
-// scenario's 100 × 10/s), over runs of 10 s and 100 s.
+// 10 calls/s to 1000 of 0.1 call/s (100 calls/s in all), over runs of 10 s
+// and 100 s, and the outage scenario's 100 × 10/s over 10 s (over 100 s it
+// behaves as 10 × 10/s, ten times slower to simulate).
 func goalShapes() []goalShape {
 	var out []goalShape
 	for _, d := range []time.Duration{10 * time.Second, 100 * time.Second} {
 		for _, s := range []goalShape{{10, 10, 0}, {100, 10, 0}, {100, 1, 0}, {1000, 0.1, 0}} {
+			if s.clients == 100 && s.rate == 10 && d > 10*time.Second {
+				continue
+			}
 			s.dur = d
 			out = append(out, s)
 		}
@@ -49,21 +53,20 @@ var goalRates = []float64{0, 0.001, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0
 //  4. no collapsed run for spikes of 50–100/s lasting 1–10 s, with 1 and
 //     10 client processes.
 //
-// Against a dead dependency each client's budget grants it one retry
-// before it has seen a success, so the figure per process is 1 + 1/calls
-// for clients making few calls in a run. Where that reaches the goal's
-// bound (100 × 1/s over 10 s: 1.10, the bound itself; 1000 × 0.1/s over
-// 10 s: 1.6), one process cannot know enough: there YaokiFleet, one budget
-// for the fleet (redis.Budget), is asserted instead (within 0.01), and the
-// figure per process is checked against one retry per client, and its
-// success at p ≤ 0.05 against the goal less 0.1 point (99.90 % for 100 ×
-// 1/s over 10 s: a new client retries its first failures from its
-// starting credit only).
+// Against a dead dependency each client's budget grants it two retries
+// before it has seen a success (the first call's), so the figure per
+// process is 1 + 2/calls for clients making few calls in a run. Where that
+// reaches the goal's bound (10 calls per client: 100 × 1/s over 10 s,
+// 1.20; 1000 × 0.1/s over 100 s, 1.20, the bound itself; 1 call: 1000 ×
+// 0.1/s over 10 s, 2.3), one process cannot know enough: there
+// YaokiFleet, one budget for the fleet (redis.Budget), is asserted instead
+// (within 0.01), and the figure per process is checked against two
+// retries per client.
 func TestYaokiGoals(t *testing.T) {
-	// 10 runs of 10 s and 2 of 100 s: at least 10 000 calls per point,
-	// so that 99.9 % is measured to a few calls.
+	// 10 runs of 10 s and 2 of 100 s: at least 10 000 calls per point
+	// (20 000 over 100 s), so that 99.9 % is measured to a few calls.
 	short := 1
-	if testing.Short() {
+	if testing.Short() || raceOn {
 		short = 2
 	}
 	for _, sh := range goalShapes() {
@@ -83,20 +86,16 @@ func TestYaokiGoals(t *testing.T) {
 		if sh.rate < 1 {
 			low, most = 0.995, 1.20
 		}
-		// Few calls per client: the process alone is at the bounds, and
-		// the fleet is held to them.
-		few := 1+2/sh.calls() > most
-		ownLow := low
-		if few {
-			ownLow = low - 0.001
-		}
+		// Few calls per client: the process alone reaches the bound, and
+		// the fleet is held to it.
+		few := 1+2/sh.calls() >= most
 		for i, p := range own {
 			if gap := p.Success.Mean - base[i].Success.Mean; gap < -0.005 {
 				t.Errorf("%v, p = %v: success %.2f %%, no retries %.2f %%: want no fewer (within 0.5 point)",
 					sh, p.FailureRate, 100*p.Success.Mean, 100*base[i].Success.Mean)
 			}
-			if p.FailureRate <= 0.05 && p.Success.Mean < ownLow {
-				t.Errorf("%v, p = %v: success %.3f %%, want ≥ %.1f %%", sh, p.FailureRate, 100*p.Success.Mean, 100*ownLow)
+			if p.FailureRate <= 0.05 && p.Success.Mean < low {
+				t.Errorf("%v, p = %v: success %.3f %%, want ≥ %.1f %%", sh, p.FailureRate, 100*p.Success.Mean, 100*low)
 			}
 			if r := p.GaveUp[retry.BreakerOpen] + p.GaveUp[retry.RejectedLocally]; r > 0 {
 				t.Errorf("%v, p = %v: %.0f calls per run refused before an attempt; want none", sh, p.FailureRate, r)
