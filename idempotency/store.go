@@ -57,8 +57,9 @@ type Record struct {
 	State       State
 	Fingerprint Fingerprint
 	// Token identifies the request that holds an InProgress record (only
-	// that request may extend, complete or release it), or that completed
-	// a Completed one.
+	// that request may extend, complete or release it). Stores keep the
+	// token of the request that completed a Completed record, so that its
+	// Complete sent again is recognised, but Begin need not return it.
 	Token string
 	// Expires is when the record stops counting: the end of the lease for
 	// an InProgress record, the end of its retention for a Completed one.

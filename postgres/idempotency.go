@@ -51,6 +51,7 @@ const (
 // beginSQL claims the row or, when it is live, returns it: one round trip.
 // A row in progress held by the same token is claimed again (the statement
 // sent again after its reply was lost), with its lease moved to now+lease.
+// The token of a completed row is not returned: nobody needs it from Begin.
 // The claimed flag comes from the INSERT; the row from the statement's
 // snapshot, which misses a row committed by a concurrent claimer after the
 // statement started: Begin then reads again.
@@ -64,7 +65,7 @@ WITH claim AS (
 		WHERE r.expires_at <= EXCLUDED.created_at OR r.state = 1 AND r.token = EXCLUDED.token
 	RETURNING 1
 )
-SELECT EXISTS (SELECT 1 FROM claim), r.state, r.fingerprint, r.token, r.expires_at, r.response
+SELECT EXISTS (SELECT 1 FROM claim), r.state, r.fingerprint, CASE WHEN r.state = 1 THEN r.token END, r.expires_at, r.response
 FROM (SELECT 1) AS one
 LEFT JOIN yaoki_idempotency AS r ON r.scope = $1 AND r.key = $2 AND r.expires_at > $6`
 

@@ -76,13 +76,15 @@ func NewIdempotencyStore(c goredis.UniversalClient, o IdempotencyOptions) *Idemp
 // completed it), e expiry (Unix milliseconds), r response (completed).
 
 // beginScript: KEYS[1] record; ARGV now_ms, expires_ms, lease_ms, fp, token.
-// Returns {1} when claimed, else {0, s, f, t, e, r}. A live record held by
+// Returns {1} when claimed, else {0, s, f, t, e, r}, t empty for a completed
+// record (nobody needs it from Begin: a replay costs no token string). A live record held by
 // token is claimed already: go-redis runs the script again when its reply
 // was lost, and that run must not find itself in the way.
 var beginScript = goredis.NewScript(`
 local v = redis.call('HMGET', KEYS[1], 's', 'f', 't', 'e', 'r')
 if v[1] and tonumber(v[4]) and tonumber(v[4]) > tonumber(ARGV[1]) then
   if v[1] == 'p' and v[3] == ARGV[5] then return {1} end
+  if v[1] ~= 'p' then v[3] = '' end
   return {0, v[1], v[2] or '', v[3] or '', v[4], v[5] or ''}
 end
 redis.call('DEL', KEYS[1])
