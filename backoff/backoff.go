@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -119,7 +120,7 @@ func (j Jitter) String() string {
 // "decorrelated", in any case).
 func ParseJitter(s string) (Jitter, error) {
 	for j := Full; j <= Decorrelated; j++ {
-		if equalFold(s, j.String()) {
+		if strings.EqualFold(s, j.String()) {
 			return j, nil
 		}
 	}
@@ -130,27 +131,11 @@ func ParseJitter(s string) (Jitter, error) {
 // "linear", in any case).
 func ParseKind(s string) (Kind, error) {
 	for k := Exponential; k <= Linear; k++ {
-		if equalFold(s, k.String()) {
+		if strings.EqualFold(s, k.String()) {
 			return k, nil
 		}
 	}
 	return 0, &Error{Field: "kind", Value: s, Want: "exponential, constant or linear"}
-}
-
-func equalFold(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		c := a[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Schedule describes the delays before successive retries. Its zero value is

@@ -2,7 +2,6 @@ package budget
 
 import (
 	"math"
-	"sync/atomic"
 	"time"
 
 	"github.com/yaoki-go/yaoki/internal/window"
@@ -18,10 +17,6 @@ const (
 	// then granted only as a share of successful requests.
 	NoFloor = -1.0
 )
-
-// sharePending is how many successes RecordRequest counts before it reads
-// the clock and moves them into the window.
-const sharePending = 8
 
 // shareBuckets is how many steps a Share's window slides in: a tenth of the
 // window (1 s of the default 10 s).
@@ -76,7 +71,6 @@ type Share struct {
 	floor     float64 // retries per window from MinPerSecond
 	successes window.Counter
 	retries   window.Counter
-	pending   atomic.Int64 // successes counted by RecordRequest, not yet in the window
 }
 
 // NewShare returns a Share configured by c, or an error naming the first
@@ -114,7 +108,6 @@ func (s *Share) AllowRetryAt(now time.Time, timeout bool) bool {
 	if s == nil {
 		return true
 	}
-	s.fold(now)
 	e := s.successes.Epoch(now)
 	if float64(s.retries.SumEpoch(e)+1) > s.allowance(e) {
 		return false
@@ -131,37 +124,7 @@ func (s *Share) RecordAt(now time.Time, first, success bool) {
 	if s == nil || !success {
 		return
 	}
-	s.fold(now)
 	s.successes.Add(now, 1)
-}
-
-// RecordRequest counts a successful request, as RecordAt(time.Now(), true,
-// true) would, without reading the clock each time: it reads it at every
-// 8th success, and counts the successes of the batch at that instant (or at
-// the instant of the next AllowRetryAt, RecordAt or LevelAt, whichever
-// comes first). A success is thus counted at most 7 successes late, which
-// can raise the allowance by at most Ratio × 7 retries (1.4 with the
-// defaults). It is meant for callers whose success path has no other use
-// for the clock (httpretry's Transport, for a first attempt that
-// succeeded); a failed attempt must not be counted with it. A nil *Share
-// records nothing.
-func (s *Share) RecordRequest() {
-	if s == nil {
-		return
-	}
-	if s.pending.Add(1)%sharePending == 0 {
-		s.fold(time.Now())
-	}
-}
-
-// fold moves the successes counted by RecordRequest into the window at now.
-func (s *Share) fold(now time.Time) {
-	if s.pending.Load() == 0 {
-		return
-	}
-	if n := s.pending.Swap(0); n > 0 {
-		s.successes.Add(now, uint64(n))
-	}
 }
 
 // LevelAt returns how many retries would still be granted at now: the
@@ -171,7 +134,6 @@ func (s *Share) LevelAt(now time.Time) float64 {
 	if s == nil {
 		return math.Inf(1)
 	}
-	s.fold(now)
 	e := s.successes.Epoch(now)
 	return max(0, s.allowance(e)-float64(s.retries.SumEpoch(e)))
 }

@@ -105,40 +105,7 @@ func (cl *call) run() (*http.Response, error) {
 		*h = *cl
 		return h.observed(o)
 	}
-	if g := cl.c.hosts.guardsFor(cl.req); g != nil && g.share != nil {
-		// The retrier is guarded only by a share-of-traffic budget, which
-		// is not asked before a first attempt: make it here, so that a
-		// success counts for the budget without a clock read (the loop
-		// would read the clock for it; the read costs ~2 % of a loopback
-		// GET). A failure, which earns the budget nothing, goes on in the
-		// loop.
-		resp, err := cl.attempt(cl.req.Context())
-		if err == nil {
-			g.share.RecordRequest()
-			return cl.finish(resp, nil)
-		}
-		return cl.resume(g.r, resp, err)
-	}
 	resp, err := retry.DoValueWith(cl.req.Context(), cl.c.retrierFor(cl.req), cl.attempt)
-	return cl.finish(resp, err)
-}
-
-// resume runs the loop after a first attempt made by run failed with
-// (resp, err): the loop's first attempt hands them over instead of sending
-// again, so that the loop records it, classifies it and decides as if it
-// had made it. Kept out of run so that its closure's variables do not move
-// run's to the heap.
-//
-//go:noinline
-func (cl *call) resume(r *retry.Retrier, resp *http.Response, err error) (*http.Response, error) {
-	replayed := false
-	resp, err = retry.DoValueWith(cl.req.Context(), r, func(actx context.Context) (*http.Response, error) {
-		if !replayed {
-			replayed = true
-			return resp, err
-		}
-		return cl.attempt(actx)
-	})
 	return cl.finish(resp, err)
 }
 
@@ -295,23 +262,9 @@ func (cl *call) request(ctx context.Context) (*http.Request, error) {
 		cl.sent = true
 		return orig, nil // nothing to change: no clone needed
 	}
-	var r *http.Request
-	var val []string // backing for the attempt number's value slice
-	if ctx == orig.Context() {
-		// The common case: the same context, so a plain copy of the
-		// struct is what WithContext would make, and the attempt number's
-		// value shares its allocation (see attemptRequest).
-		a := new(attemptRequest)
-		a.r = *orig
-		r, val = &a.r, a.val[:]
-	} else {
-		r = orig.WithContext(ctx)
-		if cl.c.attemptHdr != "" {
-			val = make([]string, 1)
-		}
-	}
+	r := orig.WithContext(ctx)
 	if hdr {
-		r.Header = cl.header(val)
+		r.Header = cl.header()
 	}
 	hasBody := orig.Body != nil && orig.Body != http.NoBody
 	switch {
@@ -341,30 +294,19 @@ func (cl *call) request(ctx context.Context) (*http.Request, error) {
 	return r, nil
 }
 
-// attemptRequest is an attempt's request and the backing array of its
-// attempt-number value in one allocation: http.Request is 304 bytes, in
-// the 320-byte size class, so the value's 16 bytes cost neither an
-// allocation nor a byte.
-type attemptRequest struct {
-	r   http.Request
-	val [1]string
-}
-
 // header returns a copy of the caller's header map with the attempt number
-// (stored in val, of length 1, when there is an attempt header) and the
-// created Idempotency-Key set. The value slices are shared with the
+// and the created Idempotency-Key set. The value slices are shared with the
 // caller's header, as net/http's own Request.WithContext shares the whole
 // map: neither side writes them (a RoundTripper must not modify its
 // request). A shallow copy costs a third of a deep one (maps.Clone copies
 // a small map in one block instead of iterating it).
-func (cl *call) header(val []string) http.Header {
+func (cl *call) header() http.Header {
 	h := maps.Clone(cl.req.Header)
 	if h == nil {
 		h = make(http.Header, 2)
 	}
 	if cl.c.attemptHdr != "" {
-		val[0] = attemptNumber(cl.n)
-		h[cl.c.attemptHdr] = val[:1:1]
+		h[cl.c.attemptHdr] = []string{attemptNumber(cl.n)}
 	}
 	if cl.key != "" {
 		h[IdempotencyKeyHeader] = cl.keyVal

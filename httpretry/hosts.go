@@ -1,6 +1,7 @@
 package httpretry
 
 import (
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -74,11 +75,6 @@ type hostGuards struct {
 	budget   retry.Budget
 	breaker  retry.Breaker
 	throttle retry.Throttle
-	// share is the budget when it is a *budget.Share and the only thing
-	// that makes the retrier guarded: then the first attempt is made
-	// outside the loop and, when it succeeds, counted without a clock read
-	// (see call.run). Nil otherwise.
-	share *budget.Share
 }
 
 // newHosts returns the per-host guards of a transport whose policy is
@@ -105,15 +101,6 @@ func (h *hosts) retrierFor(req *http.Request, def *retry.Retrier) *retry.Retrier
 	return h.get(hostKey(req.URL.Host)).r
 }
 
-// guardsFor returns the guards of req's host; nil when there are no
-// per-host guards.
-func (h *hosts) guardsFor(req *http.Request) *hostGuards {
-	if h == nil {
-		return nil
-	}
-	return h.get(hostKey(req.URL.Host))
-}
-
 func (h *hosts) get(key string) *hostGuards {
 	if g, ok := (*h.m.Load())[key]; ok {
 		return g
@@ -131,10 +118,7 @@ func (h *hosts) get(key string) *hostGuards {
 		return h.overflow
 	}
 	g := h.build(key)
-	next := make(map[string]*hostGuards, len(m)+1)
-	for k, v := range m {
-		next[k] = v
-	}
+	next := maps.Clone(m)
 	next[key] = g
 	h.m.Store(&next)
 	return g
@@ -158,12 +142,7 @@ func (h *hosts) build(host string) *hostGuards {
 	if err != nil {
 		panic("httpretry: a validated policy became invalid: " + err.Error()) // unreachable: only guards changed
 	}
-	g := &hostGuards{r: r, budget: e.Budget, breaker: e.Breaker, throttle: e.Throttle}
-	if sh, ok := e.Budget.(*budget.Share); ok && sh != nil && e.Breaker == nil && e.Throttle == nil &&
-		e.Bulkhead == nil && e.Observer == nil && p.MaxElapsed == 0 && p.AttemptTimeout == 0 {
-		g.share = sh
-	}
-	return g
+	return &hostGuards{r: r, budget: e.Budget, breaker: e.Breaker, throttle: e.Throttle}
 }
 
 // hostKey lower-cases a host only when it has to, so that the common case

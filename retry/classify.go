@@ -1,6 +1,9 @@
 package retry
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
 // Class says what to do with an error.
 type Class uint8
@@ -39,7 +42,10 @@ func DefaultClassify(err error) Class {
 	if IsPermanent(err) {
 		return Final
 	}
-	if t, ok := find[interface{ Throttled() bool }](err); ok && t.Throttled() {
+	if t, ok := errors.AsType[interface {
+		error
+		Throttled() bool
+	}](err); ok && t.Throttled() {
 		return Throttled
 	}
 	return Transient
@@ -63,7 +69,7 @@ func (e *permanentError) Unwrap() error { return e.err }
 // IsPermanent reports whether err, or an error it wraps, was marked with
 // Permanent.
 func IsPermanent(err error) bool {
-	_, ok := find[*permanentError](err)
+	_, ok := errors.AsType[*permanentError](err)
 	return ok
 }
 
@@ -112,9 +118,15 @@ func (e *hintError) Error() string             { return e.err.Error() }
 func (e *hintError) Unwrap() error             { return e.err }
 func (e *hintError) RetryAfter() time.Duration { return e.d }
 
+// hinterError is a Hinter found in an error's tree.
+type hinterError interface {
+	error
+	Hinter
+}
+
 // HintOf returns the server hint that err (or an error it wraps) carries.
 func HintOf(err error) (time.Duration, bool) {
-	h, ok := find[Hinter](err)
+	h, ok := errors.AsType[hinterError](err)
 	if !ok {
 		return 0, false
 	}
