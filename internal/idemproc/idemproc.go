@@ -12,7 +12,15 @@
 //
 // behind the middleware over the store the test names, with the lease and a
 // clock offset that the test gives (so that a child can act "after the
-// lease" without the test waiting for it).
+// lease" without the test waiting for it). A child may stop a request for
+// good at a named step (Options.Pause) for the test to kill it there, and
+// record each run of its handler in a file (Options.Runs).
+//
+// The fault scenarios (faults.go) are shared by the redis and postgres
+// modules' fault-injection suites: each injects one fault (a link cut or a
+// lost reply through internal/faultproxy, a server stopped and started, a
+// process killed at a step) and checks the handler's runs and every
+// client's answer.
 package idemproc
 
 import (
