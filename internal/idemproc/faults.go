@@ -147,7 +147,7 @@ func OutageAtComplete(t *testing.T, store idempotency.Store, lease time.Duration
 	var runs atomic.Int64
 	var wg sync.WaitGroup
 	defer wg.Wait() // the server is back before the test ends, whatever happened
-	in := newInstance(t, idempotency.Config{Store: store, Lease: lease, StoreTimeout: 20 * time.Second},
+	in := newInstance(t, idempotency.Config{Store: store, Lease: lease, StoreTimeout: time.Minute}, // a slow restart included
 		charge(&runs, func(*http.Request) {
 			down()
 			wg.Go(func() {
@@ -288,7 +288,9 @@ func HolderCutOff(t *testing.T, f Faults) {
 //	           store kept apart from the handler's effects)
 //	completed  the retry replays the killed child's response: one run
 func KillAt(t *testing.T, f Faults, step string) {
-	const lease = 5 * time.Second
+	// Long enough for a child to start within it on a loaded machine; the
+	// child "after" the lease has its clock moved instead of waiting.
+	const lease = 20 * time.Second
 	ctx := context.Background()
 	client := &http.Client{Transport: &http.Transport{}}
 	defer client.CloseIdleConnections()
