@@ -85,8 +85,8 @@
 //	DeadlineSeconds       bound on the whole call, attempts and waits, > 0
 //	MaxTotalAttempts      attempts of the call, counting the first, ≥ 1
 //	MaxRetryAfterSeconds  longest server hint honoured, > 0; default 60
-//	RetryMode             "standard" (default), "adaptive" (standard plus the caller's
-//	                      adaptive throttle) or "off" (one attempt)
+//	RetryMode             "standard" (default), "adaptive" (standard plus the AWS SDKs'
+//	                      CUBIC rate limiter and 2026 retry quota) or "off" (one attempt)
 //	IdempotencyKey        "auto" (create a key for POST and PATCH) or "off" (default)
 //	Budget                a retry budget (package budget's Share): {"Ratio": 0.2,
 //	                      "WindowSeconds": 10, "MinPerSecond": 10}; {} for its defaults
@@ -140,8 +140,10 @@ type Mode uint8
 const (
 	// Standard retries as the document says. It is the zero value.
 	Standard Mode = iota
-	// Adaptive retries as Standard and also sends through the caller's
-	// adaptive client-side throttle (see Options.Throttle).
+	// Adaptive is the AWS SDKs' adaptive retry mode (2026 behaviour):
+	// Standard, plus their client-side rate limiter (throttle.Cubic, or
+	// Options.Throttle) and their retry quota (budget.Bucket, unless the
+	// document has its own Budget).
 	Adaptive
 	// Off makes one attempt only.
 	Off
@@ -160,11 +162,12 @@ func (m Mode) String() string {
 	return fmt.Sprintf("Mode(%d)", uint8(m))
 }
 
-// ParseMode returns the mode named s: "standard", "adaptive" or "off"
-// ("legacy", an AWS_RETRY_MODE value, is read as standard).
+// ParseMode returns the mode named s: "standard", "adaptive" or "off".
+// "legacy", an AWS_RETRY_MODE value for each SDK's older behaviour, has no
+// equivalent and is not accepted.
 func ParseMode(s string) (Mode, bool) {
 	switch s {
-	case "standard", "legacy":
+	case "standard":
 		return Standard, true
 	case "adaptive":
 		return Adaptive, true
@@ -244,8 +247,14 @@ func match(retriers []Retrier, in info) int {
 type Catcher struct {
 	ErrorEquals []string
 	Next        string
-	ResultPath  string
-	Comment     string
+	// ResultPath is where the state puts the error, "" when the document
+	// does not say.
+	ResultPath string
+	// DiscardResult is "ResultPath": null, which Step Functions reads as
+	// "discard the error and pass the state's input on" (the AWS CDK
+	// writes it); ResultPath is then "".
+	DiscardResult bool
+	Comment       string
 }
 
 // Document is a loaded policy. Build it with Parse or Load (which validate
@@ -321,8 +330,8 @@ func (d *Document) Caught(err error) (Catcher, bool) {
 // runs it. The zero value adds nothing.
 type Options struct {
 	// Throttle is used in Adaptive mode (and only then): the client-side
-	// throttle the attempts go through. Nil: a new throttle.Adaptive with
-	// its defaults (the SRE book's K = 2 over 2 minutes).
+	// throttle the attempts go through. Nil: a new throttle.Cubic with its
+	// defaults (the AWS SDKs' adaptive-mode rate limiter).
 	Throttle retry.Throttle
 	// Base is the policy the document's fields are applied to: its Env
 	// (Budget, Breaker, Bulkhead, Observer, Rand, Sleep) and OnRetry are
@@ -362,8 +371,13 @@ func (d *Document) Policy(o Options) retry.Policy {
 	if d.Mode == Adaptive {
 		if o.Throttle != nil {
 			e.Throttle = o.Throttle
-		} else if a, err := throttle.NewAdaptive(throttle.AdaptiveConfig{}); err == nil {
-			e.Throttle = a
+		} else if c, err := throttle.NewCubic(throttle.CubicConfig{}); err == nil {
+			e.Throttle = c
+		}
+		if d.Budget == nil && e.Budget == nil {
+			if b, err := budget.NewBucket(budget.BucketConfig{}); err == nil {
+				e.Budget = b
+			}
 		}
 	}
 	if d.Budget != nil {

@@ -37,7 +37,11 @@ func (d *Document) ApplyEnv(lookup func(string) (string, bool)) error {
 	if v, ok := lookup(EnvRetryMode); ok && strings.TrimSpace(v) != "" {
 		m, ok := ParseMode(strings.ToLower(strings.TrimSpace(v)))
 		if !ok {
-			return &Error{Path: "$" + EnvRetryMode, Msg: fmt.Sprintf("%q is not a retry mode: want standard, adaptive or off", v)}
+			msg := fmt.Sprintf("%q is not a retry mode: want standard, adaptive or off", v)
+			if strings.EqualFold(strings.TrimSpace(v), "legacy") {
+				msg = fmt.Sprintf("%q: legacy is each AWS SDK's own older behaviour and has no equivalent here: want standard, adaptive or off", v)
+			}
+			return &Error{Path: "$" + EnvRetryMode, Msg: msg}
 		}
 		mode = m
 	}

@@ -175,7 +175,7 @@ func statusClass(name string) (int, bool) {
 }
 
 // checkName returns "" if name may appear in ErrorEquals, or what is wrong
-// with it. Names in the HTTP., Net. and States. namespaces must be ones
+// with it. Names in the HTTP., Net., States. and Exit. namespaces must be ones
 // this package knows (a typo there would silently match nothing); other
 // names are the application's own and are accepted as they are.
 func checkName(name string) string {
@@ -193,6 +193,13 @@ func checkName(name string) string {
 			}
 		}
 		return "unknown HTTP error name " + strconv.Quote(name) + ": want HTTP.<status> with a status from 100 to 599 (HTTP.503) or a class HTTP.1XX to HTTP.5XX (upper-case XX)"
+	case strings.HasPrefix(name, "Exit."):
+		// The exit codes of commands that yaoki exec runs: Exit.0 to Exit.255.
+		rest := name[len("Exit."):]
+		if code, err := strconv.Atoi(rest); err == nil && code >= 0 && code <= 255 && strconv.Itoa(code) == rest {
+			return ""
+		}
+		return "unknown exit error name " + strconv.Quote(name) + ": want Exit.<code> with an exit code from 0 to 255, such as Exit.75"
 	case strings.HasPrefix(name, "Net."):
 		for _, n := range netNames {
 			if n == name {
@@ -214,9 +221,9 @@ func checkName(name string) string {
 		}
 		return msg + ": want one of " + strings.Join(statesNames, ", ")
 	}
-	for _, prefix := range []string{"http.", "net.", "states."} {
+	for _, prefix := range []string{"http.", "net.", "states.", "exit."} {
 		if strings.HasPrefix(strings.ToLower(name), prefix) {
-			return "error name " + strconv.Quote(name) + " looks like a built-in name in the wrong case: write HTTP., Net. or States. as shown"
+			return "error name " + strconv.Quote(name) + " looks like a built-in name in the wrong case: write HTTP., Net., States. or Exit. as shown"
 		}
 	}
 	return ""

@@ -226,7 +226,11 @@ func (d *decoder) catchers(n *node, path string) []Catcher {
 					c.Next = s
 				}
 			case "ResultPath":
-				c.ResultPath, _ = d.str(v, fp, "want a JSON path such as \"$.error\"")
+				if v.kind == 'z' {
+					c.DiscardResult = true // Step Functions: discard the error, keep the input
+					break
+				}
+				c.ResultPath, _ = d.str(v, fp, "want a JSON path such as \"$.error\", or null to discard the error")
 			case "Comment":
 				c.Comment, _ = d.str(v, fp, "want a string")
 			case "Output", "Assign":

@@ -226,3 +226,15 @@ func TestStepFunctionsHTTPTask(t *testing.T) {
 		t.Fatalf("waits %v, want %v", waits, want)
 	}
 }
+
+// "ResultPath": null in a catcher is valid States Language (the AWS CDK
+// writes it): the error is discarded and the state's input passes on.
+func TestCatcherResultPathNull(t *testing.T) {
+	doc, err := policy.Parse([]byte(`{"Retry": [{"ErrorEquals": ["Exit.75"]}], "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Cleanup", "ResultPath": null}]}`))
+	if err != nil {
+		t.Fatalf("ResultPath null refused: %v", err)
+	}
+	if c := doc.Catch[0]; !c.DiscardResult || c.ResultPath != "" || c.Next != "Cleanup" {
+		t.Errorf("catcher %+v: want DiscardResult, no ResultPath, Next Cleanup", c)
+	}
+}

@@ -138,6 +138,9 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 			fmt.Fprintf(stderr, "yaoki exec: "+format+"\n", a...)
 		}
 	}
+	for _, w := range cp.unmatchable("exec") {
+		fmt.Fprintf(stderr, "yaoki exec: %s\n", w)
+	}
 	if cp.attempts() == 0 && cp.retry.MaxElapsed == 0 {
 		say("warning: unlimited attempts and no --max-time: this runs until the command succeeds or you stop it")
 	}

@@ -231,6 +231,9 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	if err != nil {
 		return err
 	}
+	for _, w := range cp.unmatchable("http") {
+		o.say(stderr, "%s", w)
+	}
 	body, hasBody, isJSON, err := requestBody(o.data, cmd.InOrStdin())
 	if err != nil {
 		return err
@@ -313,7 +316,7 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	defer t.CloseIdleConnections()
 	client := &http.Client{Transport: t, CheckRedirect: o.checkRedirect}
 	if o.verbose {
-		fmt.Fprintf(stderr, "* yaoki http: %s %s (attempts: %s, policy: %s, mode: %s", method, u.Redacted(), limit, cp.source, cp.modeText())
+		fmt.Fprintf(stderr, "* yaoki http: %s %s (attempts: %s, policy: %s, retry mode: %s", method, u.Redacted(), limit, cp.source, cp.modeText())
 		if k := req.Header.Get(httpretry.IdempotencyKeyHeader); k != "" {
 			fmt.Fprintf(stderr, ", Idempotency-Key: %s", k)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/yaoki-go/yaoki/backoff"
+	"github.com/yaoki-go/yaoki/budget"
 	"github.com/yaoki-go/yaoki/retry"
 )
 
@@ -84,6 +85,9 @@ stacked over --layers layers, and the cost of the extra calls at
 // plan is what `yaoki plan` prints; its JSON form is the --json output.
 type plan struct {
 	Source         string     `json:"source"`
+	Mode           string     `json:"mode"`        // default, standard, adaptive or off
+	ModeSource     string     `json:"mode_source"` // where the mode came from
+	Catch          []catch    `json:"catch,omitempty"`
 	Attempts       int        `json:"attempts"` // 0: unlimited
 	AttemptTimeout float64    `json:"attempt_timeout_s"`
 	Deadline       float64    `json:"deadline_s"`
@@ -98,6 +102,14 @@ type plan struct {
 	Warnings       []string   `json:"warnings"`
 	Notes          []string   `json:"notes,omitempty"`
 	sched          []schedule // the tracks' schedules
+}
+
+// catch is a catcher of a policy document: where errors go once retries
+// end.
+type catch struct {
+	ErrorEquals []string `json:"error_equals"`
+	Next        string   `json:"next"`
+	ResultPath  *string  `json:"result_path"` // null: the error is discarded
 }
 
 // track is one schedule of waits: the only one for flags, one per retrier
@@ -137,9 +149,26 @@ func makePlan(cp *cliPolicy, o *planOptions) *plan {
 	p := cp.retry
 	pl := &plan{Source: cp.source, Attempts: cp.attempts(), AttemptTimeout: p.AttemptTimeout.Seconds(),
 		Deadline: p.MaxElapsed.Seconds(), Layers: o.layers, Price: o.price}
+	pl.Mode, pl.ModeSource = cp.mode, cp.modeFrom
 	pl.MaxRetryAfter = retry.DefaultMaxRetryAfter.Seconds()
-	if p.MaxRetryAfter > 0 {
+	switch {
+	case p.MaxRetryAfter == 1: // --max-retry-after 0: no hint honoured
+		pl.MaxRetryAfter = 0
+	case p.MaxRetryAfter > 0:
 		pl.MaxRetryAfter = p.MaxRetryAfter.Seconds()
+	}
+	if cp.doc != nil {
+		for _, c := range cp.doc.Catch {
+			k := catch{ErrorEquals: c.ErrorEquals, Next: c.Next}
+			if !c.DiscardResult {
+				rp := c.ResultPath
+				if rp == "" {
+					rp = "$" // Step Functions' default: the error replaces the input
+				}
+				k.ResultPath = &rp
+			}
+			pl.Catch = append(pl.Catch, k)
+		}
 	}
 	if cp.doc == nil {
 		retries := pl.Attempts - 1
@@ -161,6 +190,13 @@ func makePlan(cp *cliPolicy, o *planOptions) *plan {
 			s := schedule{s: r.Schedule(), retries: r.MaxAttempts, noCap: r.MaxDelay == 0}
 			pl.addTrack(fmt.Sprintf("Retry[%d] %s", i, strings.Join(r.ErrorEquals, ", ")), s, o.rows)
 		}
+	}
+	if cp.mode == "standard" || cp.mode == "adaptive" {
+		pl.Notes = append(pl.Notes, fmt.Sprintf("the %s mode's retry quota (the AWS SDKs' 2026 behaviour: 500 tokens, a retry takes %d, %d after 429 or 503, a successful retry gives %d back) allows %d retries, %d after throttling, while nothing succeeds",
+			cp.mode, budget.DefaultRetryCost, budget.DefaultThrottleCost, budget.DefaultRetryCost, budget.DefaultCapacity/budget.DefaultRetryCost, budget.DefaultCapacity/budget.DefaultThrottleCost))
+	}
+	if cp.mode == "adaptive" {
+		pl.Notes = append(pl.Notes, "adaptive mode: after a throttling answer, attempts also wait for the client-side rate limiter (CUBIC), which this plan does not show")
 	}
 	pl.WorstCase = pl.worst(pl.sched)
 	if pl.Attempts == 0 {
@@ -308,12 +344,16 @@ func (pl *plan) warn() {
 			name = strings.SplitN(t.Label, " ", 2)[0]
 		}
 		if s.noCap {
-			n := max(t.Retries, 10)
-			if t.Retries > 0 {
-				n = min(t.Retries, 10)
+			if t.Retries < 0 {
+				add("%s has no cap (MaxDelaySeconds) and no limit on retries: its waits grow without bound (retry 10 waits up to %s); add MaxDelaySeconds, e.g. 20",
+					name, fmtSec(s.s.Bounds(10).Max.Seconds()))
+			} else {
+				add("%s has no cap (MaxDelaySeconds): its waits grow with each retry, its last (retry %d) up to %s; add MaxDelaySeconds, e.g. 20",
+					name, t.Retries, fmtSec(s.s.Bounds(t.Retries).Max.Seconds()))
 			}
-			add("%s has no cap (MaxDelaySeconds): its waits grow without bound (retry %d waits up to %s); add MaxDelaySeconds, e.g. 20",
-				name, n, fmtSec(s.s.Bounds(n).Max.Seconds()))
+		} else if s.s.Cap < s.s.Base && s.s.Kind != backoff.Constant {
+			add("%s's cap (%s) is below its base (%s): every wait is the cap, there is no backoff; raise the cap or lower the base",
+				name, fmtSec(s.s.Cap.Seconds()), fmtSec(s.s.Base.Seconds()))
 		}
 		if s.s.Jitter == backoff.None {
 			add("%s has no jitter: clients that fail together retry together and hit the server in waves; use FULL jitter (--jitter full, \"JitterStrategy\": \"FULL\")", name)
@@ -332,6 +372,10 @@ func (pl *plan) warn() {
 			add("the worst case (%s) is longer than the deadline (%s): the deadline ends the call first, so the last attempts may never be made",
 				fmtSec(unbounded), fmtSec(pl.Deadline))
 		}
+	}
+	const day = 24 * 3600.0
+	if w := pl.worstUncut(); w > day && !math.IsInf(w, 1) && (pl.Deadline == 0 || pl.Deadline > day) {
+		add("the worst case is %s, over a day: a caller waits that long for a call that keeps failing; lower --max-attempts or --cap, or set --max-time", fmtSec(w))
 	}
 	if pl.Layers > 1 {
 		add("stacked over %d layers that each retry like this, one request that fails at the bottom makes %s calls there (%d^%d); retry at one layer only (retry.SingleAttempt)",
@@ -352,8 +396,13 @@ func (pl *plan) print(w io.Writer) {
 	if pl.Attempts > 0 {
 		attempts = fmt.Sprint(pl.Attempts)
 	}
+	hints := fmtSec(pl.MaxRetryAfter)
+	if pl.MaxRetryAfter == 0 {
+		hints = "none (0s)"
+	}
 	fmt.Fprintf(w, "policy: %s · attempts: %s (counting the first) · per-attempt timeout: %s · deadline: %s · longest Retry-After honoured: %s\n",
-		pl.Source, attempts, fmtSecOr(pl.AttemptTimeout, "none"), fmtSecOr(pl.Deadline, "none"), fmtSec(pl.MaxRetryAfter))
+		pl.Source, attempts, fmtSecOr(pl.AttemptTimeout, "none"), fmtSecOr(pl.Deadline, "none"), hints)
+	fmt.Fprintf(w, "retry mode: %s\n", (&cliPolicy{mode: pl.Mode, modeFrom: pl.ModeSource}).modeText())
 	for _, t := range pl.Tracks {
 		fmt.Fprintf(w, "\n%s: ", t.Label)
 		switch {
@@ -417,6 +466,15 @@ func (pl *plan) print(w io.Writer) {
 	if pl.Price > 0 {
 		fmt.Fprintf(w, "cost: a million requests that fail for good make %s million calls: %.2f at %.2f per million (%.2f of it for retries)\n",
 			fmtCount(pl.BottomCalls), pl.CostFailing, pl.Price, pl.CostFailing-pl.Price)
+	}
+	for _, c := range pl.Catch {
+		to := "the error replaces the input"
+		if c.ResultPath == nil {
+			to = "ResultPath null: the error is discarded, the input passes on"
+		} else if *c.ResultPath != "$" {
+			to = "the error goes to " + *c.ResultPath
+		}
+		fmt.Fprintf(w, "catch: %s → %s (%s)\n", strings.Join(c.ErrorEquals, ", "), c.Next, to)
 	}
 	for _, n := range pl.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)

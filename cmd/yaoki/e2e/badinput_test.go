@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -42,5 +44,46 @@ func TestExecMaxTimeStopsAttempt(t *testing.T) {
 	}
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("took %v: --grace 0 should kill at once", took)
+	}
+}
+
+// --max-retry-after 0 honours no hint: a Retry-After of 1 s ends the run
+// at once instead of the default 60 s limit letting it wait.
+func TestMaxRetryAfterZero(t *testing.T) {
+	s := startScripted(t, false, answer{status: 429, headers: map[string]string{"Retry-After": "1"}, body: "later\n"}, ok("done\n"))
+	r := run(t, nil, "http", "--max-retry-after", "0", s.url)
+	if r.code != 0 || r.stdout != "later\n" || len(s.requests()) != 1 || !strings.Contains(r.stderr, "hint too long") {
+		t.Fatalf("exit %d, stdout %q after %d requests; want the 429 at once (hint too long)\n%s", r.code, r.stdout, len(s.requests()), r.stderr)
+	}
+}
+
+// A retrier that can never match an error of the command is warned of.
+func TestRetrierThatCannotMatch(t *testing.T) {
+	dir := t.TempDir()
+	httpOnly := filepath.Join(dir, "http.json")
+	os.WriteFile(httpOnly, []byte(`{"Retry": [{"ErrorEquals": ["HTTP.503", "Net.Timeout"]}, {"ErrorEquals": ["Exit.75"]}]}`), 0o600)
+	r := run(t, nil, "exec", "--policy", httpOnly, "--", "true")
+	if r.code != 0 || !strings.Contains(r.stderr, "warning: Retry[0] (HTTP.503, Net.Timeout) can never match: exec's errors are Exit.<code>") || strings.Contains(r.stderr, "Retry[1]") {
+		t.Errorf("exec: exit %d, stderr %q; want a warning for Retry[0] only", r.code, r.stderr)
+	}
+	s := startScripted(t, false, ok("x"))
+	r = run(t, nil, "http", "--policy", httpOnly, s.url)
+	if r.code != 0 || !strings.Contains(r.stderr, "warning: Retry[1] (Exit.75) can never match: http's errors are") || strings.Contains(r.stderr, "Retry[0]") {
+		t.Errorf("http: exit %d, stderr %q; want a warning for Retry[1] only", r.code, r.stderr)
+	}
+}
+
+// YAOKI_RETRY_MODE=standard brings the AWS retry quota, and -v says which
+// mode applies and where it came from.
+func TestHTTPRetryModeShown(t *testing.T) {
+	s := startScripted(t, false, status(503, "busy\n"), ok("done\n"))
+	r := run(t, []string{"YAOKI_RETRY_MODE=standard"}, append([]string{"http", "-v"}, append(fastRetries, s.url)...)...)
+	if r.code != 0 || r.stdout != "done\n" || !strings.Contains(r.stderr, "retry mode: standard, from $YAOKI_RETRY_MODE") {
+		t.Fatalf("exit %d, stdout %q; want 0, done and the mode on stderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	s.restart()
+	r = run(t, []string{"YAOKI_RETRY_MODE=off"}, "http", "-v", "--retry-mode", "adaptive", "--base", "1ms", "--throttle-base", "1ms", s.url)
+	if r.code != 0 || !strings.Contains(r.stderr, "retry mode: adaptive, from --retry-mode") || len(s.requests()) != 2 {
+		t.Fatalf("--retry-mode beats YAOKI_RETRY_MODE: exit %d after %d requests:\n%s", r.code, len(s.requests()), r.stderr)
 	}
 }

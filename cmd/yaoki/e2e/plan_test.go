@@ -194,3 +194,96 @@ func TestPlanBadUsage(t *testing.T) {
 		t.Errorf("YAOKI_RETRY_MODE=off not applied: %s", r.stdout)
 	}
 }
+
+// YAOKI_RETRY_MODE as AWS_RETRY_MODE: a flag beats it, and plan says which
+// mode applies and where it came from.
+func TestPlanRetryMode(t *testing.T) {
+	for _, tc := range []struct {
+		env      []string
+		args     []string
+		attempts int
+		mode     string
+		source   string
+	}{
+		{nil, nil, 3, "default", "default"},
+		{[]string{"YAOKI_RETRY_MODE=off"}, nil, 1, "off", "$YAOKI_RETRY_MODE"},
+		{[]string{"YAOKI_RETRY_MODE=off"}, []string{"--max-attempts", "5"}, 5, "standard", "$YAOKI_RETRY_MODE (off), overridden by --max-attempts"},
+		{[]string{"YAOKI_RETRY_MODE=adaptive"}, nil, 3, "adaptive", "$YAOKI_RETRY_MODE"},
+		{[]string{"YAOKI_RETRY_MODE=adaptive"}, []string{"--retry-mode", "standard"}, 3, "standard", "--retry-mode"},
+		{[]string{"YAOKI_RETRY_MODE=Standard"}, nil, 3, "standard", "$YAOKI_RETRY_MODE"},
+	} {
+		r := run(t, tc.env, append([]string{"plan", "--json"}, tc.args...)...)
+		var pl struct {
+			Attempts   int
+			Mode       string
+			ModeSource string `json:"mode_source"`
+			Notes      []string
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &pl); err != nil {
+			t.Fatalf("%v %v: %v\n%s", tc.env, tc.args, err, r.stderr)
+		}
+		if pl.Attempts != tc.attempts || pl.Mode != tc.mode || pl.ModeSource != tc.source {
+			t.Errorf("%v %v: %d attempts, mode %q from %q; want %d, %q from %q", tc.env, tc.args, pl.Attempts, pl.Mode, pl.ModeSource, tc.attempts, tc.mode, tc.source)
+		}
+		if quota := strings.Contains(strings.Join(pl.Notes, "\n"), "retry quota"); quota != (tc.mode == "standard" || tc.mode == "adaptive") {
+			t.Errorf("%v %v: mode %s, notes %q: the AWS quota is part of standard and adaptive only", tc.env, tc.args, pl.Mode, pl.Notes)
+		}
+	}
+	r := run(t, []string{"YAOKI_RETRY_MODE=off"}, "plan")
+	if !strings.Contains(r.stdout, "retry mode: off, from $YAOKI_RETRY_MODE") {
+		t.Errorf("plan does not say the mode and its source:\n%s", r.stdout)
+	}
+	for _, tc := range []struct {
+		env  []string
+		args []string
+		want string
+	}{
+		{[]string{"YAOKI_RETRY_MODE=legacy"}, nil, "legacy is each AWS SDK's own older behaviour"},
+		{nil, []string{"--retry-mode", "legacy"}, "--retry-mode \"legacy\""},
+		{nil, []string{"--retry-mode", "fast"}, "is not a retry mode"},
+		{nil, []string{"--retry-mode", "off", "--max-attempts", "3"}, "contradict each other"},
+		{nil, []string{"--max-time", "0"}, "--max-time 0: want a bound > 0"},
+		{nil, []string{"--attempt-timeout", "0"}, "--attempt-timeout 0"},
+		{nil, []string{"--multiplier", "0"}, "--multiplier 0"},
+	} {
+		r := run(t, tc.env, append([]string{"plan"}, tc.args...)...)
+		if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%v %v: exit %d, %q; want 2 and %q", tc.env, tc.args, r.code, r.stderr, tc.want)
+		}
+	}
+}
+
+// plan's warnings say what is true: a retrier with a finite count has a
+// last wait, not waits without bound; a cap below the base and a worst case
+// over a day are warned of; the Catch block is shown.
+func TestPlanMessagesAndCatch(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "retry.json")
+	os.WriteFile(file, []byte(`{"Retry": [{"ErrorEquals": ["States.ALL"], "IntervalSeconds": 2, "MaxAttempts": 3}],
+  "Catch": [{"ErrorEquals": ["HTTP.503"], "Next": "Later", "ResultPath": "$.error"},
+            {"ErrorEquals": ["States.ALL"], "Next": "Cleanup", "ResultPath": null}]}`), 0o600)
+	r := run(t, nil, "plan", "--policy", file)
+	for _, want := range []string{
+		"Retry[0] has no cap (MaxDelaySeconds): its waits grow with each retry, its last (retry 3) up to 8s",
+		"catch: HTTP.503 → Later (the error goes to $.error)",
+		"catch: States.ALL → Cleanup (ResultPath null: the error is discarded, the input passes on)",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("plan lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "without bound") {
+		t.Errorf("a retrier with 3 retries is said to grow without bound:\n%s", r.stdout)
+	}
+	r = run(t, nil, "plan", "--cap", "10ms")
+	if !strings.Contains(r.stdout, "cap (10ms) is below its base (50ms)") {
+		t.Errorf("no warning for a cap below the base:\n%s", r.stdout)
+	}
+	r = run(t, nil, "plan", "--max-attempts", "10000")
+	if !strings.Contains(r.stdout, "over a day") {
+		t.Errorf("no warning for a worst case over a day:\n%s", r.stdout)
+	}
+	r = run(t, nil, "plan", "--max-retry-after", "0")
+	if !strings.Contains(r.stdout, "longest Retry-After honoured: none (0s)") {
+		t.Errorf("--max-retry-after 0 does not mean none:\n%s", r.stdout)
+	}
+}
