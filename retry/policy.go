@@ -119,6 +119,13 @@ type Env struct {
 	// Observer, if set, receives an event for each attempt, retry and
 	// give-up. Nil: no events and no cost.
 	Observer event.Observer
+	// Hedger, if set, hedges the calls made with Hedge and HedgeValue:
+	// when an attempt has not answered after the Hedger's delay, the loop
+	// sends another while the first still runs, takes the first success
+	// and cancels the others. Do and DoValue do not hedge: hedging calls
+	// fn concurrently with itself, which their callers have not agreed
+	// to. Nil: no hedging.
+	Hedger Hedger
 	// Rand returns draws in [0, 1) for jitter. Nil: math/rand/v2's
 	// Float64, which is safe for concurrent use. A seeded source gives a
 	// repeatable schedule; it must be safe for concurrent use if the Env

@@ -1,0 +1,446 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/yaoki-go/yaoki/event"
+)
+
+// Hedger decides when a call is hedged: when its attempt has not answered
+// after a delay, another is sent while the first still runs, and the first
+// success wins (the hedged request of Dean and Barroso, "The Tail at
+// Scale", 2013). Package hedge implements it (hedge.Hedger: a fixed or
+// adaptive delay, a budget and a brownout stop); the loop asks it through
+// this interface. Its methods take now and must be safe for concurrent use:
+// one Hedger serves every call to a dependency.
+type Hedger interface {
+	// PlanAt is asked when a call starts at now: the wait before its
+	// first hedge (the same wait separates its later hedges), and whether
+	// the call is hedged at all.
+	PlanAt(now time.Time) (delay time.Duration, ok bool)
+	// AllowAt is asked before each hedge: nil, or an error saying why the
+	// hedge is not sent (its event's reason is "hedge_" and the error's
+	// text after "hedge: " up to the first comma, in snake case, e.g.
+	// hedge_budget_exhausted). It counts the hedges it allows.
+	AllowAt(now time.Time) error
+	// ObserveAt is told the latency of a call's first attempt: its whole
+	// latency, or how long it had run when another attempt won and it was
+	// cancelled; slow says it ran past the delay PlanAt gave.
+	ObserveAt(now time.Time, latency time.Duration, slow bool)
+	// MaxHedges is the most hedges of one call.
+	MaxHedges() int
+}
+
+// Hedge is Do with hedges, when p.Env has a Hedger: see HedgeValue. fn is
+// called concurrently with itself and must be safe for that.
+func Hedge(ctx context.Context, p Policy, fn func(context.Context) error) error {
+	_, err := HedgeValue(ctx, p, unit(fn), nil)
+	return err
+}
+
+// HedgeValue is DoValue with hedges, and with discard called on the value of every attempt
+// whose result is not returned: a losing attempt's, cancelled when another
+// succeeded, or a failed attempt's while another of the same call is still
+// in flight. Values that hold resources (an HTTP response and its body) are
+// thus released. discard may be nil. It runs on the caller's goroutine or,
+// for attempts still running when the call returns, on a goroutine the call
+// leaves behind until they have returned; it must be safe for that.
+//
+// Hedging is on when p.Env has a Hedger; fn is then called concurrently
+// with itself and must be safe for that. The loop works in rounds: a
+// round starts with an attempt (the first, or a retry after a wait) and,
+// each time the Hedger's delay passes without an answer, sends a hedge,
+// up to Hedger.MaxHedges() hedges per call. A hedge is an attempt: it
+// counts towards MaxAttempts, and it goes through what a retry goes
+// through (see Loop.Hedge). The first attempt that succeeds ends the call
+// and the others are cancelled (their contexts end). An attempt that fails
+// while another of its round is in flight is reported to the guards and
+// discarded, and the round goes on, unless its error is final; the last
+// attempt of a round to fail decides as in Do (a wait and a retry, or a
+// give-up).
+//
+// Without a Hedger, HedgeValue is DoValue and discard is not called.
+func HedgeValue[T any](ctx context.Context, p Policy, fn func(context.Context) (T, error), discard func(T)) (T, error) {
+	if p.Env == nil || p.Env.Hedger == nil {
+		return DoValue(ctx, p, fn)
+	}
+	if err := p.check(); err != nil {
+		var zero T
+		return zero, err
+	}
+	return hedged(ctx, &p, fn, discard)
+}
+
+// HedgeValueWith is HedgeValue for a prepared Retrier.
+func HedgeValueWith[T any](ctx context.Context, r *Retrier, fn func(context.Context) (T, error), discard func(T)) (T, error) {
+	if r.p.Env == nil || r.p.Env.Hedger == nil {
+		return DoValueWith(ctx, r, fn)
+	}
+	return hedged(ctx, &r.p, fn, discard)
+}
+
+// Hedge asks, at now, whether a hedge of the call may be sent as attempt t
+// while its other attempts are in flight. A hedge is asked what a retry is
+// asked, in this order: the attempt limit (Exhausted), an outer layer that
+// retries (OuterLayer), the Hedger (its budget and brownout:
+// RejectedLocally), the retry budget (BudgetExhausted), then the guards as
+// Before asks them, except that a hedge never waits: the bulkhead is asked
+// with a context that has ended, so that only a free slot admits it
+// (RejectedLocally), and a throttle that asks for a wait refuses it
+// (RejectedLocally), as does a breaker that refuses it (BreakerOpen).
+//
+// It says Send, with t the attempt to send (reported to the observer as an
+// attempt start and an event.Hedge), or GiveUp for this hedge only, with
+// Decision.Reason saying why (reported as an event.HedgeRefused): the call
+// goes on with the attempts in flight, and Err stays nil.
+func (l *Loop) Hedge(ctx context.Context, now time.Time, t *Ticket) Decision {
+	no := func(r Reason, why string, cause error) Decision {
+		l.release(now, t)
+		l.observe(ctx, event.Event{Kind: event.HedgeRefused, Time: now, Attempt: l.attempts + 1, Err: cause, Reason: why})
+		return Decision{Verdict: GiveUp, Reason: r}
+	}
+	if limit := l.p.Attempts(); limit > 0 && l.attempts >= limit {
+		return no(Exhausted, Exhausted.Key(), nil)
+	}
+	if IsSingleAttempt(ctx) {
+		return no(OuterLayer, OuterLayer.Key(), nil)
+	}
+	e := l.p.Env
+	if e == nil {
+		return l.hedgeSent(ctx, now, t, nil)
+	}
+	if h := e.Hedger; h != nil {
+		if err := h.AllowAt(now); err != nil {
+			return no(RejectedLocally, hedgeReason(err), err)
+		}
+	}
+	if b := e.Budget; b != nil && !b.AllowRetryAt(now, false) {
+		return no(BudgetExhausted, BudgetExhausted.Key(), nil)
+	}
+	if b := e.Bulkhead; b != nil {
+		ended, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := b.Acquire(ended); err != nil {
+			return no(RejectedLocally, RejectedLocally.Key(), err)
+		}
+		t.held = true
+	}
+	if th := e.Throttle; th != nil {
+		w, err := th.AdmitAt(now)
+		if err != nil {
+			return no(RejectedLocally, RejectedLocally.Key(), err)
+		}
+		t.admitted = true
+		if w > 0 {
+			return no(RejectedLocally, RejectedLocally.Key(), nil)
+		}
+	}
+	if b := e.Breaker; b != nil {
+		tk, err := b.AllowAt(now, true)
+		if err != nil {
+			return no(BreakerOpen, BreakerOpen.Key(), err)
+		}
+		t.breaker, t.allowed = tk, true
+	}
+	return l.hedgeSent(ctx, now, t, e)
+}
+
+func (l *Loop) hedgeSent(ctx context.Context, now time.Time, t *Ticket, e *Env) Decision {
+	d := l.send(ctx, now, t, e)
+	l.observe(ctx, event.Event{Kind: event.Hedge, Time: now, Attempt: t.n, Wait: now.Sub(l.start)})
+	return d
+}
+
+// hedgeReason turns a Hedger's refusal into an event reason: "hedge: budget
+// exhausted" gives hedge_budget_exhausted.
+func hedgeReason(err error) string {
+	msg := err.Error()
+	if i := len("hedge: "); len(msg) > i && msg[:i] == "hedge: " {
+		msg = msg[i:]
+	}
+	for i := 0; i < len(msg); i++ {
+		if msg[i] == ',' {
+			msg = msg[:i]
+			break
+		}
+	}
+	b := []byte("hedge_" + msg)
+	for i, c := range b {
+		if c == ' ' || c == '-' {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// release hands back what attempt t holds before it was sent.
+func (l *Loop) release(now time.Time, t *Ticket) {
+	e := l.p.Env
+	if e == nil || t.n != 0 {
+		return
+	}
+	if t.admitted && e.Throttle != nil {
+		cancelAdmit(e.Throttle, now)
+		t.admitted = false
+	}
+	if t.held && e.Bulkhead != nil {
+		e.Bulkhead.Release()
+		t.held = false
+	}
+}
+
+// cancelAdmit hands back the turn of an attempt that t admitted but the
+// loop did not send, if t keeps turns (see ThrottleCanceller).
+func cancelAdmit(t Throttle, now time.Time) {
+	if c, ok := t.(ThrottleCanceller); ok {
+		c.CancelAt(now)
+	}
+}
+
+// Cancelled reports, at now, attempt t that a hedging driver cancelled
+// because another attempt of the call won: its bulkhead slot is released,
+// the breaker is told context.Canceled (which package breaker ignores: the
+// dependency did nothing wrong), the budget and the throttle are told
+// nothing (the attempt neither succeeded nor was refused), and the observer
+// sees its end with outcome Cancelled.
+func (l *Loop) Cancelled(ctx context.Context, now time.Time, t *Ticket) {
+	e := l.p.Env
+	if e == nil {
+		return
+	}
+	if t.held && e.Bulkhead != nil {
+		e.Bulkhead.Release()
+		t.held = false
+	}
+	if b := e.Breaker; b != nil && t.allowed {
+		b.DoneAt(now, t.breaker, now.Sub(t.sent), context.Canceled)
+		t.allowed = false
+	}
+	if o := e.Observer; o != nil {
+		o.Observe(ctx, event.Event{Kind: event.AttemptEnd, Time: now, Component: "retry", Attempt: t.n,
+			Outcome: event.Cancelled, Err: context.Canceled, Duration: now.Sub(t.sent)})
+	}
+}
+
+// flight is one attempt of a hedged call in flight.
+type flight struct {
+	t      Ticket
+	cancel context.CancelFunc
+	done   bool
+}
+
+// outcomeOf is what an attempt of a hedged call returned.
+type outcomeOf[T any] struct {
+	k     int // its flight
+	v     T
+	err   error
+	panic any // what it panicked with, if it did
+}
+
+// errPanicked stands for the error of an attempt that panicked, for the
+// guards, before the panic goes on.
+var errPanicked = errors.New("retry: attempt panicked")
+
+// hedged drives a Loop with several attempts in flight; see HedgeValue.
+func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (T, error), discard func(T)) (T, error) {
+	var zero T
+	e := p.Env
+	h := e.Hedger
+	l := new(Loop) // shared with the goroutine that collects the losers
+	now := time.Now()
+	l.Start(caller, p, now)
+	ctx := caller
+	if p.MaxElapsed > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(caller, l.elapsedAt)
+		defer cancel()
+	}
+	delay, on := h.PlanAt(now)
+	maxHedges := max(h.MaxHedges(), 0)
+	results := make(chan outcomeOf[T], maxHedges+1) // at most this many in flight
+	var (
+		flights  []*flight // every attempt of the call; flights[0] is its first
+		inFlight int
+		hedges   int
+		roundK   int  // the flight of the round's first attempt
+		observed bool // the first attempt's latency went to the Hedger
+		last     T    // the value of the last round's failed attempt
+		held     bool // last is to be returned or discarded
+		timer    *time.Timer
+		timerC   <-chan time.Time
+	)
+	launch := func(f *flight) {
+		actx, cancel := context.WithCancel(ctx)
+		f.cancel = cancel
+		k := len(flights)
+		flights = append(flights, f)
+		inFlight++
+		go func() {
+			o := outcomeOf[T]{k: k}
+			defer func() {
+				if rec := recover(); rec != nil {
+					o.panic = rec
+				}
+				results <- o
+			}()
+			o.v, o.err = hedgeAttempt(ctx, actx, p.AttemptTimeout, fn)
+		}()
+	}
+	arm := func() {
+		timerC = nil
+		if !on || hedges >= maxHedges {
+			return
+		}
+		if timer == nil {
+			timer = time.NewTimer(delay)
+		} else {
+			timer.Reset(delay)
+		}
+		timerC = timer.C
+	}
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	// leave cancels the attempts still in flight and hands them to a
+	// goroutine that waits for them, discards their values and reports
+	// them cancelled. The driver no longer uses l once it has called it.
+	leave := func() {
+		if inFlight == 0 {
+			return
+		}
+		for _, f := range flights {
+			if !f.done {
+				f.cancel()
+			}
+		}
+		n := inFlight
+		go func() {
+			for range n {
+				o := <-results
+				f := flights[o.k]
+				if discard != nil {
+					discard(o.v)
+				}
+				l.Cancelled(caller, time.Now(), &f.t)
+				if o.panic != nil {
+					panic(o.panic)
+				}
+			}
+		}()
+	}
+	// round asks the loop, from decision d, until it says send or stop.
+	round := func(d Decision, t *Ticket) Decision {
+		for {
+			switch d.Verdict {
+			case Acquire:
+				err := e.Bulkhead.Acquire(ctx)
+				d = l.Acquired(caller, time.Now(), t, err)
+			case Sleep:
+				if err := e.sleep(ctx, d.Wait); err != nil {
+					d = l.Interrupted(caller, time.Now(), t, err)
+					continue
+				}
+				d = l.Before(caller, time.Now(), t)
+			default:
+				return d
+			}
+		}
+	}
+	f := new(flight)
+	d := round(l.Before(caller, now, &f.t), &f.t)
+	for d.Verdict == Send {
+		if held && discard != nil {
+			discard(last) // a new attempt is sent: the previous one's value is not returned
+		}
+		last, held = zero, false
+		roundK = len(flights)
+		launch(f)
+		arm()
+		d = Decision{}
+		for d.Verdict == 0 {
+			var o outcomeOf[T]
+			select {
+			case o = <-results:
+			case <-timerC:
+				hf := new(flight)
+				if l.Hedge(caller, time.Now(), &hf.t).Verdict != Send {
+					timerC = nil // no more hedges for this call
+					continue
+				}
+				hedges++
+				launch(hf)
+				arm()
+				continue
+			}
+			f := flights[o.k]
+			f.done = true
+			f.cancel()
+			inFlight--
+			end := time.Now()
+			if o.panic != nil {
+				l.Abandon(caller, end, &f.t, errPanicked)
+				leave()
+				panic(o.panic)
+			}
+			if o.k == 0 && !observed {
+				observed = true
+				lat := end.Sub(f.t.sent)
+				h.ObserveAt(end, lat, delay > 0 && lat > delay)
+			}
+			if o.err == nil {
+				if !observed { // a hedge beat the first attempt, cancelled now
+					observed = true
+					h.ObserveAt(end, end.Sub(flights[0].t.sent), true)
+				}
+				l.After(caller, end, &f.t, nil)
+				if o.k != roundK {
+					l.observe(caller, event.Event{Kind: event.HedgeWon, Time: end, Attempt: f.t.n, Duration: end.Sub(l.start)})
+				}
+				leave()
+				return o.v, nil
+			}
+			if inFlight > 0 && caller.Err() == nil && ctx.Err() == nil && p.classify(o.err) != Final {
+				// Another attempt of the round may still succeed.
+				l.Abandon(caller, end, &f.t, o.err)
+				if discard != nil {
+					discard(o.v)
+				}
+				continue
+			}
+			timerC = nil
+			d = l.After(caller, end, &f.t, o.err)
+			if d.Verdict != Sleep {
+				leave()
+				return o.v, l.Err()
+			}
+			// Retry: inFlight is 0 here (a final error or an ended context
+			// give up), so the next round starts afresh.
+			last, held = o.v, true
+			f = new(flight)
+			d = round(d, &f.t)
+		}
+	}
+	leave()
+	return last, l.Err()
+}
+
+// hedgeAttempt calls fn for one attempt of a hedged call, on actx (a
+// child of ctx that the driver cancels when another attempt wins), under
+// the attempt timeout d: an error after d passed (and not ctx's end) is a
+// *timeoutError, as in Do.
+func hedgeAttempt[T any](ctx, actx context.Context, d time.Duration, fn func(context.Context) (T, error)) (T, error) {
+	if d <= 0 {
+		return fn(actx)
+	}
+	tctx, cancel := context.WithTimeout(actx, d)
+	defer cancel()
+	v, err := fn(tctx)
+	if err != nil && actx.Err() == nil && ctx.Err() == nil && errors.Is(tctx.Err(), context.DeadlineExceeded) {
+		err = &timeoutError{d: d, err: err}
+	}
+	return v, err
+}
