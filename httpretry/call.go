@@ -37,6 +37,10 @@ type call struct {
 	unsent     bool         // the last attempt's request could not be built: it was not sent
 	last       *StatusError // the last attempt's retryable (or final) status answer
 	final      string       // why a retryable status was made final: an event reason
+
+	// hs is set for a hedged call, whose attempts run concurrently: they
+	// share the fields above under hs.mu.
+	hs *hedgeState
 }
 
 // prepare decides, before the first attempt, whether the request may be
@@ -100,6 +104,11 @@ func (cl *call) noReplay(prefix []byte) {
 // run makes the attempts through the retry loop and turns its outcome into
 // RoundTrip's. cl stays on the caller's stack unless there is an observer.
 func (cl *call) run() (*http.Response, error) {
+	if cl.c.hedge != nil && cl.hedgeable() {
+		h := new(call) // its attempts share it
+		*h = *cl
+		return h.hedged()
+	}
 	if o := cl.c.observer; o != nil {
 		h := new(call) // the observer keeps a pointer to it
 		*h = *cl
@@ -342,6 +351,7 @@ func reasonKey(err error) string {
 // wait for an answer, the caller's context bounds the reading of its body.
 type bound struct {
 	ctx     context.Context
+	follows context.Context // actx, when ctx follows it
 	cancel  context.CancelCauseFunc
 	stop    func() bool // stops following actx
 	timer   *time.Timer
@@ -356,6 +366,7 @@ func (cl *call) bind(actx context.Context) *bound {
 	b := &bound{timeout: cl.c.attemptTimeout}
 	b.ctx, b.cancel = context.WithCancelCause(cl.req.Context())
 	if actx != cl.req.Context() {
+		b.follows = actx
 		b.stop = context.AfterFunc(actx, func() { b.cancel(context.Cause(actx)) })
 	}
 	if b.timeout > 0 {
@@ -384,6 +395,11 @@ func (b *bound) release(resp *http.Response, err error) (*http.Response, error) 
 				err = &timeoutError{d: b.timeout}
 			} else if err == nil {
 				err = context.Cause(b.ctx)
+			}
+			if err == nil {
+				// actx ended and its AfterFunc has started, but has not
+				// cancelled ctx yet: the cause is actx's.
+				err = context.Cause(b.follows)
 			}
 		}
 		b.cancel(nil)

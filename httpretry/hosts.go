@@ -67,11 +67,16 @@ type hosts struct {
 
 	mu       sync.Mutex
 	overflow *hostGuards
+
+	// hedged, when requests are hedged, makes a host's hedging retrier
+	// (with a Hedger of its own) from its retrier.
+	hedged func(*retry.Retrier) *retry.Retrier
 }
 
 // hostGuards is one host's retrier and the guards in it.
 type hostGuards struct {
 	r        *retry.Retrier
+	hedged   *retry.Retrier // r with a Hedger, when requests are hedged
 	budget   retry.Budget
 	breaker  retry.Breaker
 	throttle retry.Throttle
@@ -142,7 +147,11 @@ func (h *hosts) build(host string) *hostGuards {
 	if err != nil {
 		panic("httpretry: a validated policy became invalid: " + err.Error()) // unreachable: only guards changed
 	}
-	return &hostGuards{r: r, budget: e.Budget, breaker: e.Breaker, throttle: e.Throttle}
+	g := &hostGuards{r: r, budget: e.Budget, breaker: e.Breaker, throttle: e.Throttle}
+	if h.hedged != nil {
+		g.hedged = h.hedged(r)
+	}
+	return g
 }
 
 // hostKey lower-cases a host only when it has to, so that the common case

@@ -28,10 +28,14 @@ func (o *observer) Observe(ctx context.Context, e event.Event) {
 	if e.Status == 0 && e.Kind != event.AttemptStart {
 		// The loop reports an attempt's end, the retry after it and the
 		// give-up right after the attempt returned, so the call's last
-		// status is this attempt's.
-		e.Status = o.cl.status
+		// status is this attempt's (a hedged call's attempts keep theirs).
+		e.Status = o.cl.statusOf(e.Attempt)
 	}
 	if e.Kind == event.GaveUp && e.Reason == permanentKey {
+		if hs := o.cl.hs; hs != nil {
+			hs.mu.Lock()
+			defer hs.mu.Unlock()
+		}
 		switch {
 		case o.cl.final != "":
 			e.Reason = o.cl.final

@@ -49,10 +49,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/yaoki-go/yaoki/event"
+	"github.com/yaoki-go/yaoki/hedge"
 	"github.com/yaoki-go/yaoki/retry"
 )
 
@@ -182,6 +184,23 @@ type Transport struct {
 	// shared by all hosts instead.
 	Guards Guards
 
+	// Hedge, if set, hedges the requests that are safe to send twice (an
+	// idempotent method, or an Idempotency-Key, which every copy carries
+	// unchanged; a body that can be sent again): when an attempt has not
+	// answered after the hedge delay, the same request is sent again while
+	// the first still runs, and the first answer that ends the call wins;
+	// the others are cancelled and their responses drained and closed.
+	// Each destination host gets its own hedge.Hedger from this
+	// configuration (its own latencies, budget and brownout stop; a
+	// Hedger set in Policy.Env is shared by every host instead). Hedges
+	// are attempts: they count towards Policy.MaxAttempts and go through
+	// the host's budget, breaker and throttle as retries do. Nil: no
+	// hedging, unless Policy.Env has a Hedger. &hedge.Config{} hedges with
+	// the defaults (after the 97th percentile of the host's recent
+	// latencies, 2 hedges at most, 5 % of requests at most); see package
+	// hedge.
+	Hedge *hedge.Config
+
 	once sync.Once
 	cfg  *config
 	err  error
@@ -206,6 +225,10 @@ type config struct {
 	keyMode        KeyMode
 	observer       event.Observer
 	hosts          *hosts // per-host guards; nil when Policy sets them all
+	// hedge is the hedging configuration, nil when requests are not
+	// hedged; hedged is retrier with a Hedger, for when hosts is nil.
+	hedge  *hedge.Config
+	hedged *retry.Retrier
 }
 
 // RoundTrip sends req, retrying as the Transport's fields say; see the
@@ -332,7 +355,22 @@ func (t *Transport) build() (*config, error) {
 		return nil, &configError{msg: "Policy: " + err.Error(), err: err}
 	}
 	c.attempts = p.Attempts()
+	switch {
+	case t.Hedge != nil:
+		if err := t.Hedge.Validate(); err != nil {
+			return nil, &configError{msg: "Hedge: " + strings.TrimPrefix(err.Error(), "hedge: "), err: err}
+		}
+		c.hedge = t.Hedge
+	case p.Env != nil && p.Env.Hedger != nil:
+		c.hedge = &hedge.Config{} // unused: the policy's Hedger serves every host
+	}
 	c.hosts = newHosts(t.Guards, c.retrier)
+	if c.hedge != nil {
+		c.hedged = c.hedgedRetrier(c.retrier)
+		if c.hosts != nil {
+			c.hosts.hedged = c.hedgedRetrier
+		}
+	}
 	return c, nil
 }
 

@@ -321,14 +321,14 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 		go func() {
 			for range n {
 				o := <-results
+				if o.panic != nil {
+					panic(o.panic) // a bug in fn: not to be hidden
+				}
 				f := flights[o.k]
 				if discard != nil {
 					discard(o.v)
 				}
 				l.Cancelled(caller, time.Now(), &f.t)
-				if o.panic != nil {
-					panic(o.panic)
-				}
 			}
 		}()
 	}

@@ -1,0 +1,197 @@
+package httpretry
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/yaoki-go/yaoki/hedge"
+	"github.com/yaoki-go/yaoki/retry"
+)
+
+// Hedged requests (Transport.Hedge): a request that is safe to send twice
+// and has not answered after the hedge delay is sent again while the first
+// attempt runs; the first answer that ends the call wins (a success, or a
+// status or error that is final), the other attempts are cancelled and
+// their responses drained and closed. Safe to send twice: an idempotent
+// method, or a request with an Idempotency-Key (every copy carries the
+// same key), whose body, if any, can be replayed (GetBody, or buffered).
+// Other requests are sent one attempt at a time, as without hedging.
+
+// hedger returns the hedge.Hedger of one destination host: a new one from
+// the Transport's Hedge configuration, or the policy's own Env.Hedger
+// (shared by every host).
+func (c *config) hedgerFor(e *retry.Env) retry.Hedger {
+	if e != nil && e.Hedger != nil {
+		return e.Hedger
+	}
+	h, err := hedge.New(*c.hedge) // validated by build
+	if err != nil {
+		panic("httpretry: a validated hedge configuration became invalid: " + err.Error())
+	}
+	return h
+}
+
+// hedgedRetrier returns r's policy with a Hedger, as a Retrier.
+func (c *config) hedgedRetrier(r *retry.Retrier) *retry.Retrier {
+	p := r.Policy()
+	p.Env = p.Env.Clone()
+	p.Env.Hedger = c.hedgerFor(p.Env)
+	hr, err := retry.New(p)
+	if err != nil {
+		panic("httpretry: a validated policy became invalid: " + err.Error()) // unreachable: only the Hedger changed
+	}
+	return hr
+}
+
+// hedgedRetrierFor returns the retrier that hedges req: its host's.
+func (c *config) hedgedRetrierFor(req *http.Request) *retry.Retrier {
+	if c.hosts == nil {
+		return c.hedged
+	}
+	return c.hosts.get(hostKey(req.URL.Host)).hedged
+}
+
+// hedgeable reports whether the call may be hedged: it may be sent more
+// than once, its body (if any) can be sent again, and no outer layer
+// retries it.
+func (cl *call) hedgeable() bool {
+	req := cl.req
+	if cl.notRetried != nil || !cl.bodyOK || cl.firstBody != nil || cl.c.attempts == 1 {
+		return false
+	}
+	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil && cl.buf == nil {
+		return false
+	}
+	return !retry.IsSingleAttempt(req.Context())
+}
+
+// hedgeState is what the attempts of a hedged call share besides the call:
+// the lock over the call's fields, and each attempt's status.
+type hedgeState struct {
+	mu       sync.Mutex
+	statuses []int // by attempt number, from 1; 0 while unknown
+}
+
+// answer is what an attempt of a hedged call returns: the response, and
+// its *StatusError when its status is one that is retried.
+type answer struct {
+	resp *http.Response
+	se   *StatusError
+}
+
+// release drains and closes the answer's response, once.
+func (a answer) release() {
+	if a.se != nil {
+		a.se.discard()
+		return
+	}
+	drain(a.resp)
+}
+
+// hedged runs the call through its host's hedging retrier. cl is a copy on
+// the heap (see run): its attempts run concurrently and share it under
+// cl.hs.mu.
+func (cl *call) hedged() (*http.Response, error) {
+	cl.hs = new(hedgeState)
+	r := cl.c.hedgedRetrierFor(cl.req)
+	var (
+		a   answer
+		err error
+	)
+	if o := cl.c.observer; o != nil {
+		p := r.Policy()
+		p.Env = p.Env.Clone()
+		p.Env.Observer = &observer{next: o, cl: cl, method: methodOf(cl.req), host: cl.req.URL.Host}
+		a, err = retry.HedgeValue(cl.req.Context(), p, cl.hedgeAttempt, answer.release)
+	} else {
+		a, err = retry.HedgeValueWith(cl.req.Context(), r, cl.hedgeAttempt, answer.release)
+	}
+	cl.hs.mu.Lock()
+	defer cl.hs.mu.Unlock()
+	if !cl.sent {
+		closeBody(cl.req) // no attempt was made: a guard refused the first
+	}
+	if err == nil {
+		return a.resp, nil
+	}
+	var re *retry.Error
+	if a.se != nil && !a.se.done && errors.As(err, &re) && re.Reason != retry.Cancelled {
+		// Retries ended on a status: hand over the last answer, untouched.
+		return a.resp, nil
+	}
+	a.release()
+	return nil, cl.fail(err)
+}
+
+// hedgeAttempt is attempt for a hedged call: it may run concurrently with
+// the call's other attempts, so it numbers itself and builds its request
+// under cl.hs.mu, and keeps its status by its number.
+func (cl *call) hedgeAttempt(actx context.Context) (answer, error) {
+	var b *bound
+	ctx := cl.req.Context()
+	if actx != ctx || cl.c.attemptTimeout > 0 {
+		b = cl.bind(actx)
+		ctx = b.ctx
+	}
+	hs := cl.hs
+	hs.mu.Lock()
+	cl.n++
+	n := cl.n
+	req, err := cl.request(ctx)
+	if err != nil {
+		cl.unsent = true
+	}
+	hs.statuses = append(hs.statuses, 0)
+	hs.mu.Unlock()
+	if err != nil {
+		if b != nil {
+			b.release(nil, err)
+		}
+		return answer{}, retry.Permanent(err)
+	}
+	resp, err := cl.c.base.RoundTrip(req)
+	if b != nil {
+		resp, err = b.release(resp, err)
+	}
+	if err != nil {
+		if resp != nil {
+			drain(resp) // a RoundTripper must not return both
+		}
+		return answer{}, err
+	}
+	hs.mu.Lock()
+	hs.statuses[n-1] = resp.StatusCode
+	cl.lastStatus = resp.StatusCode
+	hs.mu.Unlock()
+	if !cl.c.statuses.has(resp.StatusCode) {
+		return answer{resp: resp}, nil
+	}
+	se := &StatusError{Code: resp.StatusCode, Status: resp.Status, Hint: -1, req: cl.req, resp: resp}
+	if cl.c.dnrHdr != "" && strings.EqualFold(strings.TrimSpace(resp.Header.Get(cl.c.dnrHdr)), "true") {
+		hs.mu.Lock()
+		cl.final = "do_not_retry"
+		hs.mu.Unlock()
+		return answer{resp, se}, retry.Permanent(se)
+	}
+	se.Hint = hint(resp, time.Now())
+	return answer{resp, se}, se
+}
+
+// statusOf returns the status of attempt n (from 1) of a hedged call, or,
+// for a call that is not hedged, the last attempt's status.
+func (cl *call) statusOf(n int) int {
+	hs := cl.hs
+	if hs == nil {
+		return cl.status
+	}
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if n >= 1 && n <= len(hs.statuses) {
+		return hs.statuses[n-1]
+	}
+	return 0
+}
