@@ -66,7 +66,7 @@ func HedgeValue[T any](ctx context.Context, p Policy, fn func(context.Context) (
 	if p.Env == nil || p.Env.Hedger == nil {
 		return DoValue(ctx, p, fn)
 	}
-	if err := p.check(); err != nil {
+	if err := p.Validate(); err != nil {
 		var zero T
 		return zero, err
 	}
