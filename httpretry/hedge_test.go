@@ -2,6 +2,7 @@ package httpretry_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -291,7 +292,9 @@ func TestHedgeOnlySafeRequests(t *testing.T) {
 // An invalid hedge configuration is reported by Validate, naming the field.
 func TestHedgeConfigInvalid(t *testing.T) {
 	tr := &httpretry.Transport{Hedge: &hedge.Config{Quantile: 2}}
-	if err := tr.Validate(); err == nil || !strings.Contains(err.Error(), "Hedge: Config.Quantile") {
-		t.Errorf("Validate = %v, want an error naming Hedge: Config.Quantile", err)
+	err := tr.Validate()
+	if !errors.Is(err, httpretry.ErrInvalidTransport) || !errors.Is(err, hedge.ErrInvalidConfig) ||
+		!strings.Contains(err.Error(), "Hedge: ") || !strings.Contains(err.Error(), "Quantile: 2") {
+		t.Errorf("Validate = %v, want an invalid Transport naming Hedge and Quantile 2", err)
 	}
 }
