@@ -26,9 +26,9 @@
 // The policies under test are the toolkit's real objects: a Policy holds a
 // backoff.Schedule and builds, per client or once per run, the
 // retry.Budget, retry.Breaker and retry.Throttle that package retry would
-// consult, and the simulated loop calls them in the order retry does, with
-// virtual instants as now. So the simulator shows what production code
-// does with the same settings.
+// consult, and each simulated request is retry.Loop, the state machine
+// that retry.Do drives with timers, driven with virtual instants as now.
+// So the simulator shows what production code does with the same settings.
 //
 // Every run is a pure function of its parameters, its policy and its seed;
 // sweeps derive each run's seed from theirs, so results do not depend on
