@@ -265,7 +265,11 @@ func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) D
 		gone = ctx.Err() != nil
 	}
 	if e := l.p.Env; e != nil {
-		l.report(ctx, now, t, e, err, class, gone)
+		berr := err
+		if gone {
+			berr = ctx.Err()
+		}
+		l.report(ctx, now, t, e, err, berr, class, !gone)
 	}
 	if err == nil {
 		return Decision{Verdict: Done}
@@ -337,35 +341,32 @@ func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) D
 	return Decision{Verdict: Sleep, Wait: wait, Source: src}
 }
 
-// Abandon reports, at now, the outcome of attempt t whose result the call
-// does not use: it panicked (err says so), or a hedging driver stopped it
-// because another attempt won. The guards hear of it as After would tell
-// them; nothing is decided.
+// Abandon reports, at now, the end of attempt t whose result the call does
+// not use: it panicked (err says so: the breaker counts it), or a hedging
+// driver stopped it because another attempt won (err is then
+// context.Canceled, which package breaker ignores). Its bulkhead slot is
+// released and the breaker is told err; the throttle and the budget, which
+// learn from the dependency's answers, are not told, as there was none.
+// Nothing is decided.
 func (l *Loop) Abandon(ctx context.Context, now time.Time, t *Ticket, err error) {
 	if e := l.p.Env; e != nil {
-		var class Class
-		if err != nil {
-			class = l.p.classify(err)
-		}
-		l.report(ctx, now, t, e, err, class, err != nil && ctx.Err() != nil)
+		l.report(ctx, now, t, e, err, err, Transient, false)
 	}
 }
 
-// report hands attempt t's outcome to the guards and the observer.
-func (l *Loop) report(ctx context.Context, now time.Time, t *Ticket, e *Env, err error, class Class, gone bool) {
+// report hands attempt t's outcome to the guards and the observer: the
+// breaker gets berr; the throttle and the budget hear of it when answered
+// says the dependency answered (they learn from its answers).
+func (l *Loop) report(ctx context.Context, now time.Time, t *Ticket, e *Env, err, berr error, class Class, answered bool) {
 	if t.held && e.Bulkhead != nil {
 		e.Bulkhead.Release()
 		t.held = false
 	}
 	if b := e.Breaker; b != nil && t.allowed {
-		berr := err
-		if gone {
-			berr = ctx.Err()
-		}
 		b.DoneAt(now, t.breaker, now.Sub(t.sent), berr)
 		t.allowed = false
 	}
-	if !gone {
+	if answered {
 		if th := e.Throttle; th != nil {
 			th.RecordAt(now, err != nil && class == Throttled)
 		}

@@ -3,6 +3,7 @@ package retry_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 	"testing/synctest"
@@ -163,5 +164,51 @@ func BenchmarkLoopGuardedSuccess(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		sink = retry.Do(ctx, p, fn)
+	}
+}
+
+// TestLoopTicketsInFlight drives a Loop as a hedging driver would: two
+// attempts of one call in flight, each through the guards on its own
+// ticket; the second wins and the first is stopped and abandoned.
+func TestLoopTicketsInFlight(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	bh, br := &fakeBulkhead{max: 2}, &fakeBreaker{}
+	bu := &fakeBudget{allow: true}
+	p := retry.Policy{Env: &retry.Env{Bulkhead: bh, Breaker: br, Budget: bu}}
+	ctx := context.Background()
+	var l retry.Loop
+	l.Start(ctx, &p, t0)
+	send := func(tk *retry.Ticket) {
+		t.Helper()
+		d := l.Before(ctx, t0, tk)
+		if d.Verdict != retry.Acquire {
+			t.Fatalf("Before = %+v, want Acquire (a bulkhead slot)", d)
+		}
+		if err := bh.Acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if d = l.Acquired(ctx, t0, tk, nil); d.Verdict != retry.Send {
+			t.Fatalf("Acquired = %+v, want Send", d)
+		}
+	}
+	var first, hedge retry.Ticket
+	send(&first)
+	send(&hedge)
+	if first.Attempt() != 1 || hedge.Attempt() != 2 || bh.in != 2 || l.Attempts() != 2 {
+		t.Fatalf("attempts %d and %d, %d slots held, %d sent; want 1 and 2, 2, 2", first.Attempt(), hedge.Attempt(), bh.in, l.Attempts())
+	}
+	if d := l.After(ctx, t0.Add(time.Millisecond), &hedge, nil); d.Verdict != retry.Done {
+		t.Fatalf("After the hedge's success = %+v, want Done", d)
+	}
+	l.Abandon(ctx, t0.Add(time.Millisecond), &first, context.Canceled)
+	if bh.in != 0 {
+		t.Errorf("%d bulkhead slots still held, want 0", bh.in)
+	}
+	want := []string{"ticket=102 err=<nil>", "ticket=101 err=context canceled"}
+	if fmt.Sprint(br.done) != fmt.Sprint(want) {
+		t.Errorf("breaker told %q, want %q", br.done, want)
+	}
+	if want := []string{"first=false success=true"}; fmt.Sprint(bu.records) != fmt.Sprint(want) {
+		t.Errorf("budget told %q, want only the hedge's success %q", bu.records, want)
 	}
 }
