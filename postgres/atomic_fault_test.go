@@ -231,6 +231,9 @@ func TestAtomicConcurrentProcesses(t *testing.T) {
 			client := (&httpretry.Transport{
 				Base:     base,
 				Statuses: append(httpretry.DefaultStatuses(), http.StatusConflict),
+				// No retry budget: the 409s while the first run holds the key
+				// are expected, and a budget would give up on them.
+				Guards: httpretry.Guards{Budget: httpretry.NoBudget},
 				Policy: retry.Policy{MaxAttempts: retry.Unlimited, MaxElapsed: time.Minute,
 					Backoff: backoff.Schedule{Base: time.Millisecond, Cap: 10 * time.Millisecond}},
 			}).Client()
