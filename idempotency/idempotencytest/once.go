@@ -85,6 +85,9 @@ func ExactlyOnce(t *testing.T, store idempotency.Store, n int) {
 			client := (&httpretry.Transport{
 				Base:     base,
 				Statuses: append(httpretry.DefaultStatuses(), http.StatusConflict),
+				// No retry budget: the 409s while the first request runs are
+				// expected, and the default per-host budget gives up on them.
+				Guards: httpretry.Guards{Budget: httpretry.NoBudget},
 				Policy: retry.Policy{
 					MaxAttempts: retry.Unlimited,
 					MaxElapsed:  time.Minute,
