@@ -1,7 +1,9 @@
 // Package redis keeps the toolkit's shared state in Redis, so that a fleet
 // of processes acts as one: IdempotencyStore holds the records of the
 // idempotency middleware, with every transition done atomically by Redis
-// itself (Lua scripts on one key, so it works with Redis Cluster too).
+// itself (Lua scripts on one key, so it works with Redis Cluster too). It
+// needs a server that keeps its keys (maxmemory-policy noeviction, appendonly
+// yes): IdempotencyStore.Check says at start when the server does not.
 //
 // Breaker shares a circuit breaker's open state across the fleet: each
 // process keeps its own breaker.Breaker, deciding from its own calls, and
