@@ -38,7 +38,9 @@
 // retry runs the handler again; so do a handler that panics (the middleware
 // releases the key and the panic goes on) and a handler that returns
 // without writing anything after the request's context ended (the client
-// gave up: nothing was done that a retry should see as done). A response
+// gave up: nothing was done that a retry should see as done; so a handler
+// that did its work must write its answer even when the client has gone,
+// or the retry does the work again). A response
 // larger than Config.MaxResponseBytes is not kept; see there for what a
 // retry gets.
 //
