@@ -41,6 +41,9 @@ import (
 //     request with the key also gets 409, and 422 once the first has
 //     committed). If the key has a live record, the answer is the
 //     middleware's: a replay, 422 key_reused, or 410 response_too_large.
+//     The lock is in the database's advisory-lock space, which the
+//     application shares; two keys whose hashes collide (about one pair
+//     in 2^64) only refuse each other with 409 while both run.
 //  3. The handler runs with the transaction in its request's context. Its
 //     response is held in memory: nothing reaches the client before the
 //     commit (no Flush, no informational 1xx responses).
