@@ -63,8 +63,8 @@ type lease struct {
 	c      *Config
 	parent context.Context // the request's
 	id     ID
-	token string
-	lost  func(error)
+	token  string
+	lost   func(error)
 
 	mu      sync.Mutex
 	t       *time.Timer
