@@ -147,7 +147,8 @@ func OutageAtComplete(t *testing.T, store idempotency.Store, lease time.Duration
 	var runs atomic.Int64
 	var wg sync.WaitGroup
 	defer wg.Wait() // the server is back before the test ends, whatever happened
-	in := newInstance(t, idempotency.Config{Store: store, Lease: lease, StoreTimeout: time.Minute}, // a slow restart included
+	// StoreTimeout: a minute, for a slow restart on a loaded machine.
+	in := newInstance(t, idempotency.Config{Store: store, Lease: lease, StoreTimeout: time.Minute},
 		charge(&runs, func(*http.Request) {
 			down()
 			wg.Go(func() {
