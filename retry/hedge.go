@@ -376,19 +376,19 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 				arm()
 				continue
 			}
-			f := flights[o.k]
-			f.done = true
-			f.cancel()
+			cur := flights[o.k]
+			cur.done = true
+			cur.cancel()
 			inFlight--
 			end := time.Now()
 			if o.panic != nil {
-				l.Abandon(caller, end, &f.t, errPanicked)
+				l.Abandon(caller, end, &cur.t, errPanicked)
 				leave()
 				panic(o.panic)
 			}
 			if o.k == 0 && !observed {
 				observed = true
-				lat := end.Sub(f.t.sent)
+				lat := end.Sub(cur.t.sent)
 				h.ObserveAt(end, lat, delay > 0 && lat > delay)
 			}
 			if o.err == nil {
@@ -396,23 +396,23 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 					observed = true
 					h.ObserveAt(end, end.Sub(flights[0].t.sent), true)
 				}
-				l.After(caller, end, &f.t, nil)
+				l.After(caller, end, &cur.t, nil)
 				if o.k != roundK {
-					l.observe(caller, event.Event{Kind: event.HedgeWon, Time: end, Attempt: f.t.n, Duration: end.Sub(l.start)})
+					l.observe(caller, event.Event{Kind: event.HedgeWon, Time: end, Attempt: cur.t.n, Duration: end.Sub(l.start)})
 				}
 				leave()
 				return o.v, nil
 			}
 			if inFlight > 0 && caller.Err() == nil && ctx.Err() == nil && p.classify(o.err) != Final {
 				// Another attempt of the round may still succeed.
-				l.Abandon(caller, end, &f.t, o.err)
+				l.Abandon(caller, end, &cur.t, o.err)
 				if discard != nil {
 					discard(o.v)
 				}
 				continue
 			}
 			timerC = nil
-			d = l.After(caller, end, &f.t, o.err)
+			d = l.After(caller, end, &cur.t, o.err)
 			if d.Verdict != Sleep {
 				leave()
 				return o.v, l.Err()

@@ -197,6 +197,13 @@ func TestHedgeFailuresAndRetry(t *testing.T) {
 		if obs.count(event.RetryScheduled) != 1 || obs.count(event.Hedge) != 1 {
 			t.Errorf("events %v, want one hedge and one retry", obs.kinds)
 		}
+		var ended []int
+		for _, e := range obs.of(event.AttemptEnd) {
+			ended = append(ended, e.Attempt)
+		}
+		if !slices.Equal(ended, []int{1, 2, 3}) {
+			t.Errorf("attempts ended %v, want 1, 2 (the round's two) and 3 (the retry)", ended)
+		}
 		synctest.Wait()
 		slices.Sort(s.discarded)
 		if !slices.Equal(s.discarded, []int{1, 2}) {
