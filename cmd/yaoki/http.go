@@ -54,6 +54,7 @@ type httpOptions struct {
 	verbose        bool
 	key            string
 	retries        int
+	hedge          hedgeFlags
 }
 
 func newHTTPCmd() *cobra.Command {
@@ -95,6 +96,9 @@ each attempt).
   # the status and total time of a call, for scripts
   yaoki http -s -o /dev/null -w '%{http_code} %{time_total} %{num_retries}\n' http://127.0.0.1:8080/
 
+  # a GET that sends a copy after 50ms without an answer (2 copies at most)
+  yaoki http -v --hedge-after 50ms --max-hedges 2 http://127.0.0.1:8080/
+
   # upload a file as is, with the response headers, body to a file
   yaoki http -i --data-binary @payload.bin -o answer.txt http://127.0.0.1:8080/upload`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -132,6 +136,7 @@ each attempt).
 	f.StringVarP(&o.referer, "referer", "e", "", "Referer header")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "write each attempt's headers and each retry decision on stderr")
 	f.StringVar(&o.key, "idempotency-key", "", "auto (a new key for POST and PATCH), off, or the KEY to send on every attempt")
+	o.hedge.register(f)
 	o.obs.register(f)
 	return cmd
 }
@@ -231,6 +236,10 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	if err != nil {
 		return err
 	}
+	hc, err := o.hedge.config(cmd)
+	if err != nil {
+		return err
+	}
 	for _, w := range cp.unmatchable("http") {
 		o.say(stderr, "%s", w)
 	}
@@ -308,7 +317,7 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	// the retries asked for (--retry, --policy), never protect a fleet (a
 	// policy document's own Budget still applies).
 	t := &httpretry.Transport{Base: rt, Policy: cp.retry, Observer: event.Multi(obs, ob.observer),
-		Guards: httpretry.Guards{Budget: httpretry.NoBudget}}
+		Guards: httpretry.Guards{Budget: httpretry.NoBudget}, Hedge: hc}
 	ob.track(t)
 	if cp.doc != nil {
 		t.Statuses = statusesFor(cp.doc)

@@ -138,6 +138,18 @@ func (h *httpObserver) Observe(_ context.Context, e event.Event) {
 			}
 			h.w.write(fmt.Sprintf("* retrying: waiting %s before attempt %d, from %s\n", secondsText(e.Wait), e.Attempt+1, src))
 		}
+	case event.Hedge:
+		if h.verbose {
+			h.w.write(fmt.Sprintf("* hedging: no answer after %s, attempt %d sent beside the others\n", secondsText(e.Wait), e.Attempt))
+		}
+	case event.HedgeWon:
+		if h.verbose {
+			h.w.write(fmt.Sprintf("* hedge won: attempt %d answered first; the others are cancelled\n", e.Attempt))
+		}
+	case event.HedgeRefused:
+		if h.verbose {
+			h.w.write(fmt.Sprintf("* hedge not sent: %s\n", strings.ReplaceAll(e.Reason, "_", " ")))
+		}
 	case event.GaveUp:
 		h.reason = e.Reason
 		if h.verbose {
