@@ -2,26 +2,26 @@
 # Overhead of yaoki proxy, side by side with nginx proxy_pass and a plain
 # httputil.ReverseProxy (bench/proxy/plainproxy), in one run: wrk with 64
 # connections (2 threads) sends GETs through each proxy to the same trivial
-# upstream (nginx answering "ok"), and once to the upstream directly, for
+# upstream (an nginx of its own, answering "ok"), and once to it directly, for
 # the latency the proxies add. Everything listens on 127.0.0.1 only.
 #
 # usage: bench/proxy/run.sh [SECONDS] [ROUNDS]
-#   SECONDS  length of each measurement, 1 to 30 (default 10)
-#   ROUNDS   measurements of each target, interleaved, 1 to 5 (default 3);
-#            the table gives each target's median round
+#   SECONDS  length of each measurement, 1 to 30 (default 5)
+#   ROUNDS   measurements of each target, interleaved, 1 to 9 (default 5);
+#            the table gives medians over the rounds
 #
 # Needs go, wrk and nginx (Debian: apt-get install wrk nginx-light).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-secs=${1:-10}
-rounds=${2:-3}
+secs=${1:-5}
+rounds=${2:-5}
 if ! [[ $secs =~ ^[0-9]+$ ]] || ((secs < 1 || secs > 30)); then
 	echo "run.sh: SECONDS $secs: want 1 to 30" >&2
 	exit 2
 fi
-if ! [[ $rounds =~ ^[0-9]+$ ]] || ((rounds < 1 || rounds > 5)); then
-	echo "run.sh: ROUNDS $rounds: want 1 to 5" >&2
+if ! [[ $rounds =~ ^[0-9]+$ ]] || ((rounds < 1 || rounds > 9)); then
+	echo "run.sh: ROUNDS $rounds: want 1 to 9" >&2
 	exit 2
 fi
 for bin in go wrk; do
@@ -34,7 +34,9 @@ dir=$(mktemp -d)
 pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	[ -f "$dir/nginx.pid" ] && kill "$(cat "$dir/nginx.pid")" 2>/dev/null || true
+	for n in upstream proxy; do
+		[ -f "$dir/$n/nginx.pid" ] && kill "$(cat "$dir/$n/nginx.pid")" 2>/dev/null || true
+	done
 	wait 2>/dev/null || true
 	rm -rf "$dir"
 }
@@ -49,26 +51,32 @@ free_port() {
 up_port=$(free_port)
 ngx_port=$(free_port)
 
-# One nginx: the upstream (server 1) and the nginx proxy (server 2), which
-# keeps idle connections to the upstream as the Go proxies do.
-cat >"$dir/nginx.conf" <<EOF
+# Two nginx: the upstream (one worker), and the nginx proxy (a worker per
+# core, as Go uses every core), which keeps idle connections to the
+# upstream as the Go proxies do. Each proxy, nginx's too, is a process of
+# its own between wrk and the upstream.
+nginx_conf() { # NAME WORKERS HTTP-BLOCK-BODY
+	mkdir -p "$dir/$1"
+	cat >"$dir/$1/nginx.conf" <<EOF
 daemon on;
-worker_processes auto;
-pid $dir/nginx.pid;
-error_log $dir/error.log warn;
+worker_processes $2;
+pid $dir/$1/nginx.pid;
+error_log $dir/$1/error.log warn;
 events { worker_connections 1024; }
 http {
 	access_log off;
-	client_body_temp_path $dir; proxy_temp_path $dir; fastcgi_temp_path $dir; uwsgi_temp_path $dir; scgi_temp_path $dir;
-	upstream up { server 127.0.0.1:$up_port; keepalive 128; }
-	server { listen 127.0.0.1:$up_port; keepalive_requests 100000; location / { return 200 "ok\n"; } }
-	server {
-		listen 127.0.0.1:$ngx_port; keepalive_requests 100000;
-		location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection ""; }
-	}
+	client_body_temp_path $dir/$1; proxy_temp_path $dir/$1; fastcgi_temp_path $dir/$1; uwsgi_temp_path $dir/$1; scgi_temp_path $dir/$1;
+	$3
 }
 EOF
-"$nginx" -c "$dir/nginx.conf" -p "$dir" -e "$dir/error.log"
+	"$nginx" -c "$dir/$1/nginx.conf" -p "$dir/$1" -e "$dir/$1/error.log"
+}
+nginx_conf upstream 1 "server { listen 127.0.0.1:$up_port; keepalive_requests 100000; location / { return 200 'ok\n'; } }"
+nginx_conf proxy auto "upstream up { server 127.0.0.1:$up_port; keepalive 128; }
+	server {
+		listen 127.0.0.1:$ngx_port; keepalive_requests 100000;
+		location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection ''; }
+	}"
 
 # start NAME CMD...: runs a proxy that prints its URL on stdout.
 start() {
@@ -122,23 +130,30 @@ for r in $(seq "$rounds"); do
 	done
 done
 
-# The median round of each target (by throughput), then the table.
-for t in "${targets[@]}"; do
-	awk -v t="$t" '$1 == t' "$dir/results" | sort -k3,3n | awk -v n="$rounds" 'NR == int((n + 1) / 2)'
-done >"$dir/median"
-awk '
-	{ rps[$1] = $3; p99[$1] = $4 }
-	END {
-		printf "| proxy | requests/s | p99 latency | p99 added | throughput vs plain Go | vs nginx |\n"
-		printf "|---|---:|---:|---:|---:|---:|\n"
-		printf "| none (upstream directly) | %.0f | %.2f ms | | | |\n", rps["upstream"], p99["upstream"] / 1000
-		n = split("nginx plain yaoki yaoki+metrics", order, " ")
-		name["nginx"] = "nginx proxy_pass"; name["plain"] = "httputil.ReverseProxy"
-		name["yaoki"] = "yaoki proxy"; name["yaoki+metrics"] = "yaoki proxy --admin-addr (metrics)"
-		for (i = 1; i <= n; i++) {
-			t = order[i]
-			printf "| %s | %.0f | %.2f ms | %.2f ms | %.2f× | %.2f× |\n", name[t], rps[t], p99[t] / 1000,
-				(p99[t] - p99["upstream"]) / 1000, rps[t] / rps["plain"], rps[t] / rps["nginx"]
-		}
-	}' "$dir/median"
+# The table: each figure is the median over the rounds, and each ratio the
+# median of the ratios within a round (the targets of a round are measured
+# one after the other), which a burst of load elsewhere upsets less.
+python3 - "$dir/results" <<'EOF'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1])]
+by = {}  # target -> round -> (rps, p99 µs)
+for t, r, rps, p99 in rows:
+    by.setdefault(t, {})[r] = (float(rps), float(p99))
+rounds = sorted(by["upstream"])
+med = statistics.median
+def ratio(t, base):
+    return med(by[t][r][0] / by[base][r][0] for r in rounds)
+def added(t):
+    return med((by[t][r][1] - by["upstream"][r][1]) / 1000 for r in rounds)
+print("| proxy | requests/s | p99 latency | p99 added | throughput vs plain Go | vs nginx |")
+print("|---|---:|---:|---:|---:|---:|")
+u = by["upstream"]
+print(f"| none (upstream directly) | {med(u[r][0] for r in rounds):.0f} | {med(u[r][1] for r in rounds) / 1000:.2f} ms | | | |")
+names = {"nginx": "nginx proxy_pass", "plain": "httputil.ReverseProxy", "yaoki": "yaoki proxy",
+         "yaoki+metrics": "yaoki proxy --admin-addr (metrics)"}
+for t, name in names.items():
+    v = by[t]
+    print(f"| {name} | {med(v[r][0] for r in rounds):.0f} | {med(v[r][1] for r in rounds) / 1000:.2f} ms | {added(t):.2f} ms"
+          f" | {ratio(t, 'plain'):.2f}× | {ratio(t, 'nginx'):.2f}× |")
+EOF
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2

@@ -1,8 +1,9 @@
 // Command yaoki runs retry policies where Go code cannot: it simulates them
 // on virtual time (sim), prints their schedules (plan), sends HTTP requests
 // through them (http), re-runs commands (exec), serves faults to test
-// other clients against (flaky), and shows and redrives the dead letters
-// kept in PostgreSQL (deadletter).
+// other clients against (flaky), shows and redrives the dead letters kept
+// in PostgreSQL (deadletter), and applies them to every call through a
+// reverse proxy, for services in any language (proxy).
 //
 // Each subcommand lives in its own file; main only wires them together.
 package main

@@ -94,6 +94,8 @@ func newProxyRoute(rc *routeConfig, base http.RoundTripper, s *proxyServer, ctx 
 		statuses = statusesFor(rc.doc)
 		t.Statuses = statuses
 	}
+	// Hedging (issue 17) is configured on t here, from the route's hedge
+	// key, which proxyconfig.go reserves until then.
 	if s.fleet != nil {
 		if err := s.fleet.share(ctx, t, rc); err != nil {
 			return nil, err
