@@ -3,7 +3,9 @@
 # httputil.ReverseProxy (bench/proxy/plainproxy), in one run: wrk with 64
 # connections (2 threads) sends GETs through each proxy to the same trivial
 # upstream (an nginx of its own, answering "ok"), and once to it directly, for
-# the latency the proxies add. Everything listens on 127.0.0.1 only.
+# the latency the proxies add; and the CPU time each proxy process uses per
+# request, which other load on the machine disturbs less than throughput.
+# Everything listens on 127.0.0.1 only.
 #
 # usage: bench/proxy/run.sh [SECONDS] [ROUNDS]
 #   SECONDS  length of each measurement, 1 to 30 (default 5)
@@ -78,30 +80,41 @@ nginx_conf proxy auto "upstream up { server 127.0.0.1:$up_port; keepalive 128; }
 		location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection ''; }
 	}"
 
-# start NAME CMD...: runs a proxy that prints its URL on stdout.
+# start NAME CMD...: runs a proxy that prints its URL on stdout, and
+# notes its URL and process in url[NAME] and pid[NAME]. (Not in a
+# subshell: cleanup must know the process.)
+declare -A url pid
 start() {
 	local name=$1
 	shift
 	"$@" >"$dir/$name.out" 2>"$dir/$name.err" &
 	pids+=($!)
+	pid[$name]=$!
 	for _ in $(seq 100); do
 		[ -s "$dir/$name.out" ] && break
 		sleep 0.05
 	done
-	head -1 "$dir/$name.out"
+	url[$name]=$(head -1 "$dir/$name.out")
 }
 upstream=http://127.0.0.1:$up_port
-plain=$(start plain "$dir/plainproxy" --upstream "$upstream")
-yaoki=$(start yaoki "$dir/yaoki" proxy --listen 127.0.0.1:0 --upstream "$upstream")
-yaokim=$(start yaokim "$dir/yaoki" proxy --listen 127.0.0.1:0 --upstream "$upstream" --admin-addr 127.0.0.1:0)
+start plain "$dir/plainproxy" --upstream "$upstream"
+start yaoki "$dir/yaoki" proxy --listen 127.0.0.1:0 --upstream "$upstream"
+start yaoki+metrics "$dir/yaoki" proxy --listen 127.0.0.1:0 --upstream "$upstream" --admin-addr 127.0.0.1:0
+url[upstream]=$upstream/
+url[nginx]=http://127.0.0.1:$ngx_port/
+pid[upstream]=$(cat "$dir/upstream/nginx.pid")
+pid[nginx]=$(cat "$dir/proxy/nginx.pid")
 
-declare -A url=(
-	[upstream]=$upstream/
-	[nginx]=http://127.0.0.1:$ngx_port/
-	[plain]=$plain
-	[yaoki]=$yaoki
-	[yaoki+metrics]=$yaokim
-)
+# cpu_ticks NAME: the CPU time (user + system, in clock ticks) that the
+# process of NAME and its children (nginx's workers) have used so far.
+cpu_ticks() {
+	local p sum=0
+	for p in ${pid[$1]} $(pgrep -P "${pid[$1]}" || true); do
+		set -- $(sed 's/^.*) //' "/proc/$p/stat")
+		sum=$((sum + ${12} + ${13}))
+	done
+	echo "$sum"
+}
 targets=(upstream nginx plain yaoki yaoki+metrics)
 for t in "${targets[@]}"; do
 	[ "$(curl -s "${url[$t]}")" = ok ] || { echo "run.sh: $t (${url[$t]}) does not answer ok" >&2; exit 1; }
@@ -120,13 +133,17 @@ echo "wrk -t2 -c64 -d${secs}s --latency, $rounds rounds, $(nproc) cores, $(date 
 for r in $(seq "$rounds"); do
 	for t in "${targets[@]}"; do
 		wrk -t2 -c64 -d1s "${url[$t]}" >/dev/null # warm the connections
+		before=$(cpu_ticks "$t")
 		out=$(wrk -t2 -c64 -d"${secs}s" --latency "${url[$t]}")
+		ticks=$(($(cpu_ticks "$t") - before))
 		rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
+		n=$(awk '/requests in/ {print $1}' <<<"$out")
 		p99=$(to_us "$(awk '$1 == "99%" {print $2}' <<<"$out")")
 		errors=$(awk '/Non-2xx|Socket errors/' <<<"$out")
 		[ -z "$errors" ] || echo "run.sh: $t round $r: $errors" >&2
-		echo "$t $r $rps $p99" >>"$dir/results"
-		echo "  round $r $t: $rps req/s, p99 ${p99} µs" >&2
+		cpu=$(awk -v t="$ticks" -v n="$n" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", t / hz * 1e6 / n }')
+		echo "$t $r $rps $p99 $cpu" >>"$dir/results"
+		echo "  round $r $t: $rps req/s, p99 ${p99} µs, ${cpu} µs of CPU per request" >&2
 	done
 done
 
@@ -137,23 +154,26 @@ python3 - "$dir/results" <<'EOF'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
 by = {}  # target -> round -> (rps, p99 µs)
-for t, r, rps, p99 in rows:
-    by.setdefault(t, {})[r] = (float(rps), float(p99))
+for t, r, rps, p99, cpu in rows:
+    by.setdefault(t, {})[r] = (float(rps), float(p99), float(cpu))
 rounds = sorted(by["upstream"])
 med = statistics.median
 def ratio(t, base):
     return med(by[t][r][0] / by[base][r][0] for r in rounds)
 def added(t):
     return med((by[t][r][1] - by["upstream"][r][1]) / 1000 for r in rounds)
-print("| proxy | requests/s | p99 latency | p99 added | throughput vs plain Go | vs nginx |")
-print("|---|---:|---:|---:|---:|---:|")
+print("| proxy | requests/s | p99 latency | p99 added | throughput vs plain Go | vs nginx | CPU per request | CPU vs plain Go |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|")
 u = by["upstream"]
-print(f"| none (upstream directly) | {med(u[r][0] for r in rounds):.0f} | {med(u[r][1] for r in rounds) / 1000:.2f} ms | | | |")
+print(f"| none (upstream directly) | {med(u[r][0] for r in rounds):.0f} | {med(u[r][1] for r in rounds) / 1000:.2f} ms | | | |"
+      f" {med(u[r][2] for r in rounds):.0f} µs (upstream) | |")
 names = {"nginx": "nginx proxy_pass", "plain": "httputil.ReverseProxy", "yaoki": "yaoki proxy",
          "yaoki+metrics": "yaoki proxy --admin-addr (metrics)"}
 for t, name in names.items():
     v = by[t]
+    cpu = med(v[r][2] for r in rounds)
+    cpu_ratio = med(v[r][2] / by["plain"][r][2] for r in rounds)
     print(f"| {name} | {med(v[r][0] for r in rounds):.0f} | {med(v[r][1] for r in rounds) / 1000:.2f} ms | {added(t):.2f} ms"
-          f" | {ratio(t, 'plain'):.2f}× | {ratio(t, 'nginx'):.2f}× |")
+          f" | {ratio(t, 'plain'):.2f}× | {ratio(t, 'nginx'):.2f}× | {cpu:.0f} µs | {cpu_ratio:.2f}× |")
 EOF
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2

@@ -94,7 +94,7 @@ the loaded routes if the new file is invalid.
 	return cmd
 }
 
-// config returns the routes the flags ask for.
+// routes returns the routes the flags ask for.
 func (o *proxyOptions) routes(cmd *cobra.Command) (*proxyConfig, error) {
 	changed := cmd.Flags().Changed
 	switch {
@@ -247,7 +247,7 @@ func (s *proxyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if _, ok := r.Header[layer.DefaultAttemptHeader]; ok {
 		// The client retries: the route's loop makes one attempt.
-		layer.Middleware(pr.proxy).ServeHTTP(w, r)
+		pr.layered.ServeHTTP(w, r)
 		return
 	}
 	pr.proxy.ServeHTTP(w, r)

@@ -24,7 +24,8 @@ type proxyRoute struct {
 	cfg      *routeConfig
 	rt       *httpretry.Transport
 	proxy    *httputil.ReverseProxy
-	statuses [600]bool // the statuses its transport retries
+	layered  http.Handler // proxy under layer.Middleware, for clients that retry
+	statuses [600]bool    // the statuses its transport retries
 }
 
 // proxyRoutes is one loaded configuration: its routes in order, and what
@@ -121,6 +122,7 @@ func newProxyRoute(rc *routeConfig, base http.RoundTripper, s *proxyServer, ctx 
 		ErrorHandler:   pr.fail,
 		BufferPool:     s.buffers,
 	}
+	pr.layered = layer.Middleware(pr.proxy)
 	return pr, nil
 }
 
