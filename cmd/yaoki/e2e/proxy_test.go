@@ -130,7 +130,9 @@ func TestProxyGoClient(t *testing.T) {
 	}
 
 	// The proxy's retries ended on a retryable status: the layers above
-	// are told not to retry again.
+	// are told not to retry again. (A proxy of its own: the failures
+	// above have spent the default budget's retries for this upstream.)
+	p = startProxy(t, append([]string{"--upstream", up.url}, fast...)...)
 	resp, _ = do(t, c, "GET", p.url+"/script/d?s=503", nil)
 	if resp.StatusCode != 503 || resp.Header.Get("Do-Not-Retry") != "true" || len(up.requests(t, "/script/d")) != 3 {
 		t.Fatalf("503 for ever: client got %d, Do-Not-Retry %q, upstream saw %d; want 503 with Do-Not-Retry: true after 3 attempts",
@@ -158,6 +160,7 @@ func TestProxyKeysAndBodies(t *testing.T) {
         - ErrorEquals: [States.ALL]
           IntervalSeconds: 0.001
           MaxAttempts: 2
+      Budget: {MinPerSecond: 100} # every retry of the test granted
 `, up.url))
 	p := startProxy(t, "--config", cfg)
 	c := &http.Client{Timeout: 20 * time.Second}
