@@ -35,12 +35,14 @@ import (
 //     middleware reads them (same refusals: 400, 413).
 //  2. A transaction begins, and one statement takes a transaction-level
 //     advisory lock on a 64-bit hash of (scope, key) without waiting and
-//     claims the key's row in IdempotencyTable. If another transaction holds
-//     the lock, the request is refused with 409 in_progress (the other
-//     request's fingerprint cannot be seen before it commits, so a different
-//     request with the key also gets 409, and 422 once the first has
-//     committed). If the key has a live record, the answer is the
-//     middleware's: a replay, 422 key_reused, or 410 response_too_large.
+//     claims the key's row in IdempotencyTable. If the key has a live
+//     record, the answer is the middleware's: a replay, 422 key_reused, or
+//     410 response_too_large (whoever holds the lock: a request replaying
+//     the record holds it for a moment too). If it has none and another
+//     transaction holds the lock, the request is refused with 409
+//     in_progress (the other request's fingerprint cannot be seen before
+//     it commits, so a different request with the key also gets 409, and
+//     422 once the first has committed).
 //     The lock is in the database's advisory-lock space, which the
 //     application shares; two keys whose hashes collide (about one pair
 //     in 2^64) only refuse each other with 409 while both run.
@@ -231,8 +233,9 @@ func (h *atomicHandler) keyed(w http.ResponseWriter, r *http.Request, adm *idemp
 	}
 }
 
-// claim runs atomicClaimSQL in tx. Without the lock it returns an InProgress
-// record with the request's own fingerprint (the holder's is not visible).
+// claim runs atomicClaimSQL in tx. Without the lock and without a visible
+// record it returns an InProgress record with the request's own
+// fingerprint (the holder's is not visible before it commits).
 func (a *Atomic) claim(ctx context.Context, tx pgx.Tx, adm *idempotency.Admission, token string) (idempotency.Record, bool, error) {
 	id, fp, now := adm.ID, adm.Fingerprint, a.c.Now()
 	for range 10 {
@@ -245,11 +248,15 @@ func (a *Atomic) claim(ctx context.Context, tx pgx.Tx, adm *idempotency.Admissio
 		switch {
 		case err != nil:
 			return idempotency.Record{}, false, fmt.Errorf("postgres: atomic claim %s: %w", id, err)
-		case !held:
-			return idempotency.Record{State: idempotency.InProgress, Fingerprint: fp}, false, nil
 		case claimed:
 			return idempotency.Record{}, true, nil
+		case !held && row.state == nil:
+			// Another transaction holds the key and no record is visible:
+			// a first run that has not committed yet.
+			return idempotency.Record{State: idempotency.InProgress, Fingerprint: fp}, false, nil
 		case row.state != nil:
+			// A live record answers, whoever holds the lock (another
+			// request replaying it holds it for a moment too).
 			rec, err := row.record()
 			if err != nil {
 				return idempotency.Record{}, false, fmt.Errorf("postgres: atomic claim %s: %w", id, err)

@@ -296,6 +296,37 @@ func TestAtomic(t *testing.T) {
 		}
 	})
 
+	t.Run("lock held by another request", func(t *testing.T) {
+		// Another transaction holds the keys' locks, as a request that is
+		// running (or replaying) does: a key with a record is replayed all
+		// the same, a key without one is refused with 409 until the lock
+		// goes.
+		done, fresh := newKey(), newKey()
+		first := post(t, srv.URL, done, `{}`)
+		holder, err := pool.Begin(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer holder.Rollback(context.Background())
+		for _, k := range []string{done, fresh} {
+			if _, err := holder.Exec(context.Background(), `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, idempotency.ID{Key: k}.String()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := post(t, srv.URL, done, `{}`); got.status != 201 || got.body != first.body || got.header.Get(idempotency.HeaderReplayed) != "true" {
+			t.Fatalf("completed key while its lock is held: %v, want the replay of %v", got, first)
+		}
+		if got := post(t, srv.URL, fresh, `{}`); got.status != 409 || got.reason() != idempotency.ReasonInProgress {
+			t.Fatalf("new key while its lock is held: %v, want 409 in_progress", got)
+		}
+		if err := holder.Rollback(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := post(t, srv.URL, fresh, `{}`); got.status != 201 || charges(t, pool, fresh) != 1 {
+			t.Fatalf("new key once the lock is gone: %v, want 201 and one charge", got)
+		}
+	})
+
 	t.Run("response too large", func(t *testing.T) {
 		key := newKey()
 		first := post(t, srv.URL, key, `{}`, "X-Big", "5000")
