@@ -92,7 +92,8 @@ import (
 // idempotency.Config means what it means for the middleware;
 // Config.StoreTimeout bounds the record's write, the commit and a rollback.
 //
-// An Atomic is safe for concurrent use, when db is (a *pgxpool.Pool is).
+// Build an Atomic with NewAtomic (the zero value is not usable). It is safe
+// for concurrent use, when db is (a *pgxpool.Pool is).
 type Atomic struct {
 	db    DB
 	m     *idempotency.Middleware
