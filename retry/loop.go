@@ -329,8 +329,10 @@ func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) D
 	}
 	if e := l.p.Env; e != nil {
 		if b := e.Budget; b != nil && !allowRetry(b, now, class, errors.Is(err, ErrAttemptTimeout)) {
-			l.observe(ctx, event.Event{Kind: event.BudgetRefused, Time: now, Attempt: l.attempts, Err: err,
-				Reason: BudgetExhausted.Key()})
+			if e.Observer != nil { // Key builds a string
+				l.observe(ctx, event.Event{Kind: event.BudgetRefused, Time: now, Attempt: l.attempts, Err: err,
+					Reason: BudgetExhausted.Key()})
+			}
 			return l.giveUp(ctx, now, Error{Reason: BudgetExhausted})
 		}
 	}

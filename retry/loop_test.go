@@ -212,3 +212,26 @@ func TestLoopTicketsInFlight(t *testing.T) {
 		t.Errorf("budget told %q, want only the hedge's success %q", bu.records, want)
 	}
 }
+
+// BenchmarkLoopOneRetry measures the Loop's own decisions, as the
+// simulator drives it: a call whose first attempt fails and second
+// succeeds, on given instants, with no guard, clock, timer or driver.
+func BenchmarkLoopOneRetry(b *testing.B) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p := retry.Policy{Env: &retry.Env{Rand: half}}
+	ctx := context.Background()
+	var l retry.Loop
+	b.ReportAllocs()
+	for b.Loop() {
+		l.Start(ctx, &p, t0)
+		var tk retry.Ticket
+		l.Before(ctx, t0, &tk)
+		d := l.After(ctx, t0, &tk, errFlaky)
+		tk = retry.Ticket{}
+		now := t0.Add(d.Wait)
+		l.Before(ctx, now, &tk)
+		if d = l.After(ctx, now, &tk, nil); d.Verdict != retry.Done {
+			b.Fatal(d)
+		}
+	}
+}
