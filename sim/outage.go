@@ -77,6 +77,7 @@ func (o Outage) Validate() error {
 type OutageResult struct {
 	FirstTries int    // calls started (first attempts sent or refused)
 	Attempts   int    // attempts that reached the server
+	Refused    int    // calls refused locally (a breaker, a throttle) before any attempt
 	Succeeded  int    // calls that eventually succeeded
 	GaveUp     GaveUp // calls that did not, by reason
 }
@@ -186,6 +187,9 @@ func (w *outageRun) run(o Outage, c *compiled, seed uint64) OutageResult {
 		switch {
 		case refused != 0:
 			res.GaveUp[refused]++
+			if call.m.Attempts() == 0 {
+				res.Refused++
+			}
 			w.free = append(w.free, id)
 		case wait > 0:
 			e.Add(Event{At: now + wait, Kind: outBegin, ID: id})
@@ -275,7 +279,8 @@ type OutagePoint struct {
 	FailureRate   float64
 	Runs          int
 	Success       Stat                   // share of calls that succeeded
-	Amplification Stat                   // attempts per call
+	Amplification Stat                   // attempts per call (that reached the server)
+	Refused       Stat                   // calls refused locally, before any attempt, per call
 	GaveUp        [len(GaveUp{})]float64 // calls per run that gave up, by retry.Reason
 }
 
@@ -312,17 +317,18 @@ func (s OutageSweep) Run(policies []Policy) ([]OutagePoint, error) {
 		o := s.Outage
 		o.FailureRate = rates[ri]
 		o = o.withDefaults()
-		var succ, amp stat
+		var succ, amp, refused stat
 		var gave GaveUp
 		key := pointKey(math.Float64bits(o.FailureRate))
 		for run := range runs {
 			r := state[w].run(o, &compiled[pi], seedOf(s.Seed, key, run))
 			succ.add(r.Success())
 			amp.add(r.Amplification())
+			refused.add(ratio(r.Refused, r.FirstTries))
 			gave.add(&r.GaveUp)
 		}
 		pt := OutagePoint{Policy: policies[pi].Name, Clients: o.Clients, FailureRate: o.FailureRate, Runs: runs,
-			Success: succ.result(), Amplification: amp.result()}
+			Success: succ.result(), Amplification: amp.result(), Refused: refused.result()}
 		for k, v := range gave {
 			pt.GaveUp[k] = float64(v) / float64(runs)
 		}

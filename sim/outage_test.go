@@ -212,7 +212,7 @@ func TestOutageBreakerRefusalHandsThrottleTurnBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Attempts != 0 || r.GaveUp[retry.BreakerOpen] != r.FirstTries || cancelled != r.FirstTries {
+	if r.Attempts != 0 || r.GaveUp[retry.BreakerOpen] != r.FirstTries || r.Refused != r.FirstTries || cancelled != r.FirstTries {
 		t.Fatalf("%+v, %d turns handed back; want every call refused by the breaker and its turn handed back", r, cancelled)
 	}
 }

@@ -67,7 +67,8 @@ Scenarios:
             slow (Dean and Barroso, "The Tail at Scale", 2013), then a
             brownout: hedged requests, latency gained for load added
 
-Without a scenario, yaoki sim compares the strategies on herd and outage and
+Without a scenario, yaoki sim compares the strategies on herd, outage and
+collapse and
 writes the report (plots in SVG and PNG, an index.html, the numbers in CSV and
 JSON) to --out.
 
@@ -83,7 +84,7 @@ func newSimCmd() *cobra.Command {
 		Use:   "sim [herd|outage|collapse|tail|all]",
 		Short: "Simulate retry policies on virtual time: herd, outage, collapse, tail",
 		Long:  simLong,
-		Example: `  yaoki sim                                  # herd + outage, report in yaoki-report/
+		Example: `  yaoki sim                                  # herd, outage and collapse, report in yaoki-report/
   yaoki sim herd --clients 50,100 --runs 20
   yaoki sim outage --p 0.01,0.1,0.5 --budget share --format csv
   yaoki sim outage --clients 10,100,1000 --total-rate 100
@@ -91,7 +92,7 @@ func newSimCmd() *cobra.Command {
   yaoki sim tail --runs 5`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd, &simJob{herd: defaultHerdParams(), outage: defaultOutageParams()})
+			return o.run(cmd, &simJob{herd: defaultHerdParams(), outage: defaultOutageParams(), collapse: defaultCollapseParams(), collapseRuns: 10})
 		},
 	}
 	o.register(cmd.PersistentFlags())
@@ -132,6 +133,10 @@ type simJob struct {
 	outage   *outageParams
 	collapse *collapseParams
 	tail     *tailParams
+	// collapseRuns is the collapse's runs per point unless --runs says
+	// otherwise: 20, or 10 in the default job (which keeps it under 10 s
+	// of CPU).
+	collapseRuns int
 }
 
 // run runs job and writes what --format and --out ask for.
@@ -164,14 +169,14 @@ func (o *simOptions) run(cmd *cobra.Command, job *simJob) error {
 		if err != nil {
 			return exit(ExitUsage, err.Error())
 		}
-		rep.Herd = &herdReport{Runs: s.Runs, Policies: describe(pols), Points: pts}
+		rep.Herd = &herdReport{Runs: s.Runs, Policies: describe(pols), Points: pts, Hop: s.Herd, PostBase: p.postBase, PostCap: p.postCap}
 	}
 	if p := job.outage; p != nil {
 		pols, err := o.pick(outagePolicies(yours))
 		if err != nil {
 			return err
 		}
-		r := &outageReport{Runs: o.runsOr(3), Policies: describe(pols), Duration: p.duration}
+		r := &outageReport{Runs: o.runsOr(3), Policies: describe(pols), Duration: p.duration, HopMean: p.hopMean, Overload: p.overload}
 		for _, n := range p.clients {
 			rate := p.rate
 			if p.totalRate > 0 {
@@ -194,7 +199,11 @@ func (o *simOptions) run(cmd *cobra.Command, job *simJob) error {
 		if err != nil {
 			return err
 		}
-		s := sim.CollapseSweep{Collapse: p.base, Triggers: p.triggers(), Runs: o.runsOr(20), Seed: o.seed,
+		runs := 20
+		if job.collapseRuns > 0 {
+			runs = job.collapseRuns
+		}
+		s := sim.CollapseSweep{Collapse: p.base, Triggers: p.triggers(), Runs: o.runsOr(runs), Seed: o.seed,
 			Workers: o.workers, Progress: bar.phase("collapse")}
 		pts, err := s.Run(pols)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -35,6 +36,18 @@ var palette = []color.Color{
 
 var dashes = [][]vg.Length{nil, {vg.Points(6), vg.Points(3)}, {vg.Points(2), vg.Points(2)}, {vg.Points(8), vg.Points(3), vg.Points(2), vg.Points(3)}}
 
+// glyphs give each policy its own marker shape, so that lines lying on top
+// of each other stay apart.
+var glyphs = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.PyramidGlyph{},
+	draw.CrossGlyph{}, draw.PlusGlyph{}, draw.BoxGlyph{}, draw.RingGlyph{}}
+
+// refPoint is a published figure, drawn as a large ring in its policy's
+// colour on the plot it belongs to.
+type refPoint struct {
+	x, y  float64
+	style int // the policy's index: its colour
+}
+
 // series is one line of a plot.
 type series struct {
 	name   string
@@ -47,7 +60,10 @@ type series struct {
 // figure is one plot, saved as SVG and PNG.
 type figure struct {
 	file, title, x, y string
+	params            string // the scenario's parameters, a second line under the title
 	caption           string
+	refs              []refPoint
+	refName           string // the legend of refs
 	logY              bool
 	xMin, xMax        float64 // NaN: automatic
 	yMin, yMax        float64
@@ -66,7 +82,11 @@ func newFigure(file, title, x, y string) *figure {
 func (f *figure) render(dir string) error {
 	p := plot.New()
 	p.Title.Text = f.title
-	p.Title.TextStyle.Font.Size = vg.Points(13)
+	if f.params != "" {
+		// One line per clause, so that the title fits above the plot.
+		p.Title.Text += "\n" + strings.ReplaceAll(f.params, "; ", "\n")
+	}
+	p.Title.TextStyle.Font.Size = vg.Points(12)
 	p.X.Label.Text = f.x
 	p.Y.Label.Text = f.y
 	p.X.Label.TextStyle.Font.Size = vg.Points(11)
@@ -115,6 +135,7 @@ func (f *figure) render(dir string) error {
 		p.Add(l)
 		legend.Add(f.hlineName, l)
 	}
+	var top []plot.Plotter // yaoki's lines, drawn last: on top of the others
 	for _, s := range f.lines {
 		pts := make(plotter.XYs, 0, len(s.xs))
 		for i := range s.xs {
@@ -139,20 +160,48 @@ func (f *figure) render(dir string) error {
 			line.Width = vg.Points(2.6)
 		}
 		line.Dashes = dashes[s.dash%len(dashes)]
-		p.Add(line)
-		if len(pts) <= 30 {
-			sc, err := plotter.NewScatter(pts)
+		// Markers: on every point of a short series; on a long one, on
+		// every step-th point, shifted by policy so that the markers of
+		// lines on top of each other do not hide one another.
+		marks := pts
+		if len(pts) > 30 {
+			step := (len(pts) + 11) / 12
+			marks = nil
+			for i := s.style % step; i < len(pts); i += step {
+				marks = append(marks, pts[i])
+			}
+		}
+		sc, err := plotter.NewScatter(marks)
+		if err != nil {
+			return err
+		}
+		sc.GlyphStyle.Color = line.Color
+		sc.GlyphStyle.Radius = vg.Points(2.6)
+		sc.GlyphStyle.Shape = glyphs[s.style%len(glyphs)]
+		if s.yaoki {
+			top = append(top, line, sc)
+		} else {
+			p.Add(line, sc)
+		}
+		legend.Add(s.name, line, sc)
+	}
+	p.Add(top...)
+	if len(f.refs) > 0 {
+		for _, r := range f.refs {
+			sc, err := plotter.NewScatter(plotter.XYs{{X: r.x, Y: r.y}})
 			if err != nil {
 				return err
 			}
-			sc.GlyphStyle.Color = line.Color
-			sc.GlyphStyle.Radius = vg.Points(2)
-			sc.GlyphStyle.Shape = draw.CircleGlyph{}
+			sc.GlyphStyle.Color = palette[r.style%len(palette)]
+			sc.GlyphStyle.Radius = vg.Points(6)
+			sc.GlyphStyle.Shape = draw.RingGlyph{}
 			p.Add(sc)
-			legend.Add(s.name, line, sc)
-		} else {
-			legend.Add(s.name, line)
 		}
+		key, _ := plotter.NewScatter(plotter.XYs{{}})
+		key.GlyphStyle.Color = color.Gray{0x40}
+		key.GlyphStyle.Radius = vg.Points(5)
+		key.GlyphStyle.Shape = draw.RingGlyph{}
+		legend.Add(f.refName, key)
 	}
 	if !math.IsNaN(f.xMin) {
 		p.X.Min = f.xMin
@@ -242,6 +291,20 @@ func (r *simReport) figures() []*figure {
 		secs := newFigure("herd-time", "Herd: time until the last client has written", "clients", "completion time (s, log scale)")
 		secs.caption = fmt.Sprintf("Time until the last client got its successful write, mean of %d runs.", h.Runs)
 		secs.logY = true
+		calls.params = fmt.Sprintf("all clients start at t = 0, hops |N(%v, %v)|; the post's base %v, cap %v, %d runs per point", h.Hop.HopMean, h.Hop.HopStdDev, h.PostBase, h.PostCap, h.Runs)
+		secs.params = calls.params
+		if h.PostBase == 5*time.Millisecond && h.PostCap == 2*time.Second && h.Hop.HopMean == 10*time.Millisecond && h.Hop.HopStdDev == 2*time.Millisecond &&
+			slices.ContainsFunc(h.Points, func(p sim.HerdPoint) bool { return p.Clients == 100 }) {
+			// The 2015 post's figures at 100 clients.
+			for name, v := range map[string][2]float64{"none": {2420, 2.0}, "exponential": {1850, 63}, "full": {795, 4.9},
+				"equal": {810, 6.6}, "decorrelated": {1000, 4.5}} {
+				if i, ok := idx[name]; ok {
+					calls.refs = append(calls.refs, refPoint{100, v[0], i})
+					secs.refs = append(secs.refs, refPoint{100, v[1], i})
+				}
+			}
+			calls.refName, secs.refName = "published (2015 post)", "published (2015 post)"
+		}
 		for _, pi := range h.Policies {
 			var xs, cs, ts []float64
 			for _, p := range h.Points {
@@ -264,17 +327,52 @@ func (r *simReport) figures() []*figure {
 		zoom := newFigure("outage-success-low", "Outage: calls that succeeded, low failure rates", "server failure rate p", "calls that succeeded (%)")
 		zoom.caption = "The same, for p up to 0.1, where retries are meant to hide failures."
 		zoom.xMin, zoom.xMax, zoom.yMax = 0, 0.1, 100.2
-		amp := newFigure("outage-amplification", "Outage: load on the server", "server failure rate p", "attempts per call")
-		amp.caption = "Attempts the server receives per call the clients meant to make (below 1: calls refused locally, by an open breaker, before any attempt)."
+		zoom.hline, zoom.hlineName = 99.9, "99.9 % (the goal)"
+		amp := newFigure("outage-amplification", "Outage: load on the server", "server failure rate p", "attempts sent per call")
+		amp.caption = "Attempts the server receives per call the clients meant to make; a call refused locally (outage-refused) sends none, so a line below 1 is calls refused, not load saved."
 		amp.xMin, amp.xMax, amp.yMin = 0, 1, 0 // from 0, so that a policy that refuses calls locally stays on the plot
+		refused := newFigure("outage-refused", "Outage: calls refused locally", "server failure rate p", "calls refused before any attempt (%)")
+		refused.caption = "Calls that a guard (a breaker, a throttle) refused before any attempt: they neither load the server nor succeed."
+		refused.xMin, refused.xMax, refused.yMin = 0, 1, 0
+		anyRefused := false
+		var shapes []string
+		for i, n := range o.Clients {
+			shapes = append(shapes, fmt.Sprintf("%d × %g calls/s", n, o.Rates[i]))
+		}
+		kind := "server errors"
+		if o.Overload {
+			kind = "overload answers"
+		}
+		params := fmt.Sprintf("clients %s for %v; hops Exp(%v), failures are %s, %d runs per point", strings.Join(shapes, ", "), o.Duration, o.HopMean, kind, o.Runs)
+		succ.params, zoom.params, amp.params, refused.params = params, params, params, params
+		post := o.Duration == 10*time.Second && o.HopMean == 10*time.Millisecond && !o.Overload
+		for i, n := range o.Clients {
+			post = post && (n != 100 || o.Rates[i] == 10)
+		}
+		if post && slices.Contains(o.Clients, 100) {
+			// The 2022 post's figures (100 clients × 10 calls/s).
+			if i, ok := idx["3 retries"]; ok {
+				succ.refs = append(succ.refs, refPoint{0.5, 93.6, i})
+				amp.refs = append(amp.refs, refPoint{0.5, 1.88, i}, refPoint{1, 4.00, i})
+			}
+			if i, ok := idx["token bucket"]; ok {
+				amp.refs = append(amp.refs, refPoint{1, 1.10, i})
+			}
+			if i, ok := idx["breaker"]; ok {
+				amp.refs = append(amp.refs, refPoint{1, 1.00, i})
+			}
+			succ.refName, amp.refName = "published (2022 post, 100 clients)", "published (2022 post, 100 clients)"
+		}
 		for ci, n := range o.Clients {
 			for _, pi := range o.Policies {
-				var xs, ss, as, zx, zs []float64
+				var xs, ss, as, rs, zx, zs []float64
 				for _, p := range o.Points {
 					if p.Policy != pi.Name || p.Clients != n {
 						continue
 					}
 					xs, ss, as = append(xs, p.FailureRate), append(ss, 100*p.Success.Mean), append(as, p.Amplification.Mean)
+					rs = append(rs, 100*p.Refused.Mean)
+					anyRefused = anyRefused || p.Refused.Mean > 0
 					if p.FailureRate <= 0.1 {
 						zx, zs = append(zx, p.FailureRate), append(zs, 100*p.Success.Mean)
 					}
@@ -284,15 +382,20 @@ func (r *simReport) figures() []*figure {
 					name = fmt.Sprintf("%s, %d clients", pi.Name, n)
 				}
 				s := series{name: name, style: idx[pi.Name], dash: ci, yaoki: pi.Name == "yaoki"}
-				s1, s2, s3 := s, s, s
+				s1, s2, s3, s4 := s, s, s, s
 				s1.xs, s1.ys = xs, ss
 				s2.xs, s2.ys = zx, zs
 				s3.xs, s3.ys = xs, as
+				s4.xs, s4.ys = xs, rs
 				succ.lines, zoom.lines, amp.lines = append(succ.lines, s1), append(zoom.lines, s2), append(amp.lines, s3)
+				refused.lines = append(refused.lines, s4)
 			}
 		}
 		zoom.yMin = math.Floor(zoom.lowest()) - 0.5
 		out = append(out, succ, zoom, amp)
+		if anyRefused {
+			out = append(out, refused)
+		}
 	}
 	if c := r.Collapse; c != nil {
 		out = append(out, r.collapseFigures()...)
@@ -328,6 +431,12 @@ func (r *simReport) collapseFigures() []*figure {
 		}
 	}
 	label := triggerLabel(show)
+	b := c.Base
+	procs := "1 client process"
+	if b.Clients > 1 {
+		procs = fmt.Sprintf("%d client processes", b.Clients)
+	}
+	params := fmt.Sprintf("%g requests/s, timeout %v, service %v + %v·C; hops Exp(%v), %s, %d runs", b.Rate, b.Timeout, b.ServiceBase, b.ServicePerRequest, b.HopMean, procs, c.Runs)
 	good := newFigure("collapse-goodput", "Collapse: goodput, "+label, "time (s)", "answers in time per second")
 	good.caption = fmt.Sprintf("Answers that reached their client before its timeout, per second, mean of %d runs; base load %g requests/s.", c.Runs, c.Base.Rate)
 	good.yMin = 0
@@ -335,6 +444,7 @@ func (r *simReport) collapseFigures() []*figure {
 	busy.caption = fmt.Sprintf("Attempts in service at the end of each second, mean of %d runs; above %d the run counts as collapsed.", c.Runs, c.Base.Threshold)
 	busy.logY = true
 	busy.hline, busy.hlineName = float64(c.Base.Threshold), "collapse threshold"
+	good.params, busy.params = params, params
 	if show.Kind != sim.NoTrigger {
 		good.band = [2]float64{show.At.Seconds(), show.End().Seconds()}
 		busy.band = good.band
@@ -373,6 +483,13 @@ func (r *simReport) collapseFigures() []*figure {
 	share := newFigure("collapse-share", "Collapse: runs still down at the end", xl, "runs collapsed at the end (%)")
 	share.caption = fmt.Sprintf("Share of %d runs with more than %d attempts in service at t = %v.", c.Runs, c.Base.Threshold, c.Base.Duration)
 	share.yMin, share.yMax = -2, 102
+	share.params = params
+	if i, ok := idx["backoff + jitter"]; ok && b.Rate == 40 && b.Timeout == 3*time.Second && b.Clients == 1 && kind == sim.Spike &&
+		slices.ContainsFunc(c.Points, func(p sim.CollapsePoint) bool { return p.Trigger.Peak == 70 && p.Trigger.Width == 10*time.Second }) {
+		// The reference simulation: no run of 10 collapsed at 70/s × 10 s.
+		share.refs = []refPoint{{70, 0, i}}
+		share.refName = "reference (backoff + jitter, 70/s × 10s)"
+	}
 	for wi, w := range widths {
 		for _, pi := range c.Policies {
 			var xs, ys []float64

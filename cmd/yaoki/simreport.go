@@ -31,12 +31,18 @@ type herdReport struct {
 	Runs     int
 	Policies []policyInfo
 	Points   []sim.HerdPoint
+	Hop      sim.Herd // the hops
+	// PostBase and PostCap are the base and cap of the 2015 post's
+	// strategies.
+	PostBase, PostCap time.Duration
 }
 
 type outageReport struct {
 	Runs     int
 	Policies []policyInfo
 	Duration time.Duration
+	HopMean  time.Duration
+	Overload bool
 	Clients  []int     // one sweep per client count
 	Rates    []float64 // calls per second per client, for each count
 	Points   []sim.OutagePoint
@@ -123,7 +129,9 @@ func (r *simReport) tables() []*pivot {
 		for i, n := range o.Clients {
 			where := fmt.Sprintf("%d clients × %g calls/s for %v, mean of %d runs", n, o.Rates[i], o.Duration, o.Runs)
 			succ := newPivot("outage: calls that succeeded, % ("+where+")", "p", o.Policies)
-			amp := newPivot("outage: attempts per call ("+where+")", "p", o.Policies)
+			amp := newPivot("outage: attempts sent per call ("+where+")", "p", o.Policies)
+			refused := newPivot("outage: calls refused locally before any attempt, % ("+where+")", "p", o.Policies)
+			anyRefused := false
 			for _, p := range o.Points {
 				if p.Clients != n {
 					continue
@@ -131,8 +139,13 @@ func (r *simReport) tables() []*pivot {
 				row := strconv.FormatFloat(p.FailureRate, 'g', -1, 64)
 				succ.set(row, p.Policy, fmt.Sprintf("%.2f", 100*p.Success.Mean))
 				amp.set(row, p.Policy, fmt.Sprintf("%.3f", p.Amplification.Mean))
+				refused.set(row, p.Policy, fmt.Sprintf("%.1f", 100*p.Refused.Mean))
+				anyRefused = anyRefused || p.Refused.Mean > 0
 			}
 			out = append(out, succ, amp)
+			if anyRefused {
+				out = append(out, refused)
+			}
 		}
 	}
 	if c := r.Collapse; c != nil {
@@ -240,6 +253,7 @@ func (r *simReport) writeCSV(w io.Writer) error {
 			n, f := strconv.Itoa(p.Clients), num(p.FailureRate)
 			row("outage", p.Policy, n, f, "", "success", p.Success, p.Runs)
 			row("outage", p.Policy, n, f, "", "amplification", p.Amplification, p.Runs)
+			row("outage", p.Policy, n, f, "", "refused", p.Refused, p.Runs)
 		}
 	}
 	if c := r.Collapse; c != nil {
@@ -305,6 +319,7 @@ func (r *simReport) writeJSON(w io.Writer) error {
 		Runs          int             `json:"runs"`
 		Success       jstat           `json:"success"`
 		Amplification jstat           `json:"amplification"`
+		Refused       jstat           `json:"refused"`
 		GaveUp        map[string]jnum `json:"gave_up_per_run"`
 	}
 	type trigger struct {
@@ -350,7 +365,7 @@ func (r *simReport) writeJSON(w io.Writer) error {
 		doc.Outage = &section[outagePt]{Runs: o.Runs, Policies: o.Policies}
 		for _, p := range o.Points {
 			doc.Outage.Points = append(doc.Outage.Points, outagePt{p.Policy, p.Clients, jnum(p.FailureRate), p.Runs,
-				js(p.Success), js(p.Amplification), gaveUp(p.GaveUp[:])})
+				js(p.Success), js(p.Amplification), js(p.Refused), gaveUp(p.GaveUp[:])})
 		}
 	}
 	if c := r.Collapse; c != nil {

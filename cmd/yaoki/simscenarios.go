@@ -101,12 +101,15 @@ capacity limit (Marc Brooker, "Fixing retries with token buckets and circuit
 breakers", 2022). Each client sends calls as a Poisson process of --rate per
 second for --duration, then the calls in flight drain; every hop takes
 Exp(--hop-mean). Reported, for each p: success (calls that eventually
-succeeded) and amplification (attempts per call: the load the server sees for
-the load the callers meant to send).
+succeeded), amplification (attempts sent per call: the load the server sees
+for the load the callers meant to send) and the calls refused locally before
+any attempt (by a breaker or a throttle).
 
 Compared: the post's policies (no retries, 3 retries, a token bucket per
-client, a retry breaker per client, all retrying at once), yaoki's defaults,
-and yours. With several --clients and --total-rate, the same traffic is split
+client, a retry breaker per client, all retrying at once), yaoki's defaults
+("yaoki": the recommended budget per client), yaoki with one budget for the
+whole fleet ("yaoki + fleet budget", what redis.Budget keeps), yaoki with the
+default breaker per client ("yaoki + breaker"), and yours. With several --clients and --total-rate, the same traffic is split
 over more, smaller clients (the post: per-client estimates of the failure rate
 get worse).`,
 		Args: cobra.NoArgs,
@@ -129,8 +132,11 @@ get worse).`,
 }
 
 // outagePolicies are the policies the outage compares.
+// Besides the post's anchors and yaoki's defaults, it draws the guard sets
+// that add to them: one budget for the fleet (redis.Budget), and the
+// default breaker, which fails fast but refuses first attempts.
 func outagePolicies(yours *yourPolicy) []sim.Policy {
-	out := append(sim.OutageAnchors(), yaokiPolicy())
+	out := append(sim.OutageAnchors(), yaokiPolicy(), sim.YaokiFleet(), sim.YaokiBreaker())
 	if yours != nil {
 		out = append(out, yours.Policy)
 	}

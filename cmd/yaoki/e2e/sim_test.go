@@ -2,14 +2,17 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"image/png"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // checkReport checks that dir holds each plot in SVG and PNG (a real,
@@ -96,9 +99,11 @@ func TestSimOutageCSV(t *testing.T) {
 	if got := strings.Join(recs[0], ","); got != "scenario,policy,clients,failure_rate,trigger,metric,mean,sd,runs" {
 		t.Fatalf("header %q", got)
 	}
-	// 5 policies × 3 failure rates × 2 metrics.
-	if len(recs)-1 != 30 {
-		t.Fatalf("got %d rows, want 30", len(recs)-1)
+	// 7 policies (the post's 4, yaoki, yaoki + fleet budget, yaoki +
+	// breaker) × 3 failure rates × 3 metrics (success, amplification,
+	// refused).
+	if len(recs)-1 != 63 {
+		t.Fatalf("got %d rows, want 63", len(recs)-1)
 	}
 	found := false
 	for _, rec := range recs[1:] {
@@ -160,11 +165,24 @@ func TestSimCollapseJSON(t *testing.T) {
 // published parameters, and the report.
 func TestSimDefault(t *testing.T) {
 	dir := t.TempDir()
-	r := run(t, nil, "sim", "--out", dir)
-	if r.code != 0 {
-		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c := exec.CommandContext(ctx, yaoki, "sim", "--out", dir)
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	if err := c.Run(); err != nil {
+		t.Fatalf("yaoki sim: %v: %s", err, errb.String())
 	}
-	for _, want := range []string{"herd: writes", "herd: time", "outage: calls that succeeded", "outage: attempts per call", "token bucket", "yaoki"} {
+	r := result{stdout: out.String(), stderr: errb.String()}
+	// The default job's budget: 10 s of CPU (user and system, all
+	// workers), whatever the wall time on a busy machine.
+	cpu := c.ProcessState.UserTime() + c.ProcessState.SystemTime()
+	t.Logf("yaoki sim: %.1f s of CPU", cpu.Seconds())
+	if cpu > 10*time.Second {
+		t.Errorf("yaoki sim took %.1f s of CPU, want under 10 s", cpu.Seconds())
+	}
+	for _, want := range []string{"herd: writes", "herd: time", "outage: calls that succeeded", "outage: attempts sent per call",
+		"outage: calls refused locally", "token bucket", "yaoki", "yaoki + fleet budget", "collapse: runs still collapsed"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("output lacks %q", want)
 		}
@@ -172,7 +190,8 @@ func TestSimDefault(t *testing.T) {
 	if strings.Contains(r.stderr, "[") {
 		t.Errorf("progress bar drawn on a stderr that is not a terminal:\n%s", r.stderr)
 	}
-	checkReport(t, dir, "herd-calls", "herd-time", "outage-success", "outage-success-low", "outage-amplification")
+	checkReport(t, dir, "herd-calls", "herd-time", "outage-success", "outage-success-low", "outage-amplification", "outage-refused",
+		"collapse-goodput", "collapse-inflight", "collapse-share")
 }
 
 func TestSimYourPolicyAndFilter(t *testing.T) {
