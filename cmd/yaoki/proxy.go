@@ -214,7 +214,7 @@ func (o *proxyOptions) run(cmd *cobra.Command) error {
 // proxyServer routes each request to its route's reverse proxy.
 type proxyServer struct {
 	routes   atomic.Pointer[proxyRoutes]
-	base     *http.Transport // shared by every route: one connection pool
+	base     http.RoundTripper // shared by every route: one connection pool (newUpstreamTransport)
 	obs      *observing
 	fleet    *proxyFleet // nil without --redis
 	stderr   io.Writer
@@ -298,7 +298,9 @@ func (s *proxyServer) shutdown(srv *http.Server, grace time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	err := srv.Shutdown(ctx)
-	defer s.base.CloseIdleConnections()
+	if ci, ok := s.base.(interface{ CloseIdleConnections() }); ok {
+		defer ci.CloseIdleConnections()
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		left := s.inFlight.Load()
 		_ = srv.Close()
