@@ -343,16 +343,23 @@ func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) D
 	return Decision{Verdict: Sleep, Wait: wait, Source: src}
 }
 
-// Abandon reports, at now, the end of attempt t whose result the call does
-// not use: it panicked (err says so: the breaker counts it), or a hedging
-// driver stopped it because another attempt won (err is then
-// context.Canceled, which package breaker ignores). Its bulkhead slot is
-// released and the breaker is told err; the throttle and the budget, which
-// learn from the dependency's answers, are not told, as there was none.
-// Nothing is decided.
+// Abandon reports, at now, the outcome of attempt t on which the call
+// decides nothing: it panicked (err says so), or it failed while a hedging
+// driver waits for another attempt of the same round. The guards hear of
+// it as After would tell them (a failure after the caller's context ended
+// is not the dependency's). An attempt that the driver cancelled because
+// another one won is reported with Cancelled instead.
 func (l *Loop) Abandon(ctx context.Context, now time.Time, t *Ticket, err error) {
 	if e := l.p.Env; e != nil {
-		l.report(ctx, now, t, e, err, err, Transient, false)
+		var class Class
+		berr, gone := err, false
+		if err != nil {
+			class = l.p.classify(err)
+			if cerr := ctx.Err(); cerr != nil {
+				berr, gone = cerr, true
+			}
+		}
+		l.report(ctx, now, t, e, err, berr, class, !gone)
 	}
 }
 

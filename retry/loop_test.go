@@ -169,7 +169,7 @@ func BenchmarkLoopGuardedSuccess(b *testing.B) {
 
 // TestLoopTicketsInFlight drives a Loop as a hedging driver would: two
 // attempts of one call in flight, each through the guards on its own
-// ticket; the second wins and the first is stopped and abandoned.
+// ticket; the second wins and the first is cancelled.
 func TestLoopTicketsInFlight(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	bh, br := &fakeBulkhead{max: 2}, &fakeBreaker{}
@@ -200,7 +200,7 @@ func TestLoopTicketsInFlight(t *testing.T) {
 	if d := l.After(ctx, t0.Add(time.Millisecond), &hedge, nil); d.Verdict != retry.Done {
 		t.Fatalf("After the hedge's success = %+v, want Done", d)
 	}
-	l.Abandon(ctx, t0.Add(time.Millisecond), &first, context.Canceled)
+	l.Cancelled(ctx, t0.Add(time.Millisecond), &first)
 	if bh.in != 0 {
 		t.Errorf("%d bulkhead slots still held, want 0", bh.in)
 	}
