@@ -22,6 +22,11 @@
 // retry.ErrExhausted) says why it stopped, and errors.As(err, &e) with e of
 // type *retry.Error gives the attempts, the time spent and the reason.
 //
+// Hedge and HedgeValue also cut the latency of calls that are merely slow:
+// with a Hedger in the policy's Env (package hedge makes one), an attempt
+// that has not answered after the Hedger's delay gets a copy sent beside
+// it, and the first success wins (see HedgeValue).
+//
 // Waits use timers and end at once when the context is cancelled; a wait
 // that would end after the context's deadline or after Policy.MaxElapsed is
 // not started at all. Tests of code that uses retry can run under
