@@ -84,25 +84,35 @@ func check(ctx context.Context, c goredis.UniversalClient) error {
 	if err != nil {
 		return fmt.Errorf("redis: idempotency check: INFO: %w", err)
 	}
-	fields := map[string]string{}
-	for _, line := range strings.Split(info, "\n") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
-			fields[k] = v
-		}
-	}
-	policy, okPolicy := fields["maxmemory_policy"]
-	maxmem, errMax := strconv.ParseInt(fields["maxmemory"], 10, 64)
-	aof, okAOF := fields["aof_enabled"]
-	if !okPolicy || errMax != nil || !okAOF {
-		return fmt.Errorf("redis: idempotency check: INFO lacks maxmemory, maxmemory_policy or aof_enabled")
-	}
-	e := &UnsafeServerError{MaxmemoryPolicy: policy, Maxmemory: maxmem,
-		Evicts: maxmem > 0 && policy != "noeviction", NotAppendOnly: aof != "1"}
-	if !e.Evicts && !e.NotAppendOnly {
-		return nil
+	e, err := parseInfo(info)
+	if err != nil || !e.Evicts && !e.NotAppendOnly {
+		return err
 	}
 	if cl, ok := c.(*goredis.Client); ok {
 		e.Addr = cl.Options().Addr
 	}
 	return e
+}
+
+// parseInfo reads what Check needs from INFO's answer ("field:value"
+// lines): maxmemory, maxmemory_policy and aof_enabled.
+func parseInfo(info string) (*UnsafeServerError, error) {
+	var policy, maxmem, aof string
+	for line := range strings.Lines(info) {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+		switch k {
+		case "maxmemory_policy":
+			policy = v
+		case "maxmemory":
+			maxmem = v
+		case "aof_enabled":
+			aof = v
+		}
+	}
+	n, err := strconv.ParseInt(maxmem, 10, 64)
+	if policy == "" || err != nil || n < 0 || aof != "0" && aof != "1" {
+		return nil, fmt.Errorf("redis: idempotency check: INFO gave maxmemory %q, maxmemory_policy %q, aof_enabled %q: want a byte count, a policy and 0 or 1", maxmem, policy, aof)
+	}
+	return &UnsafeServerError{MaxmemoryPolicy: policy, Maxmemory: n,
+		Evicts: n > 0 && policy != "noeviction", NotAppendOnly: aof != "1"}, nil
 }
