@@ -210,10 +210,13 @@ func (r *tailReport) figures() []*figure {
 	lat.caption = fmt.Sprintf("Fan-out %d, %g %% of answers slow (mean %v against %v); the shaded band is the brownout (every answer of mean %v). Mean of %d runs; requests by the second they started.",
 		t.Fanout, 100*t.SlowShare, t.Slow, t.Fast, t.BrownoutLatency, r.Runs)
 	lat.logY = true
+	lat.params = fmt.Sprintf("fan-out %d, %g requests/s, %g %% of answers slow (mean %v, fast %v); brownout %v at mean %v, %d runs",
+		t.Fanout, t.Rate, 100*t.SlowShare, t.Slow, t.Fast, t.Brownout, t.BrownoutLatency, r.Runs)
 	load := newFigure("tail-load", "Tail: extra requests sent by hedges, second by second", "time (s)", "extra requests (% of backend calls, log scale)")
 	load.caption = "Hedges sent per backend call, in per cent: the load hedging adds (a second without hedges is drawn at 0.1 %). Naive fixed-delay hedging copies every call twice during the brownout; yaoki's budget holds it under 5 % and its brownout stop lowers it further."
 	load.logY = true
 	load.yMin = 0.1
+	load.params = lat.params
 	load.hline, load.hlineName = 5, "5 % budget"
 	if t.Brownout > 0 {
 		lat.band = [2]float64{t.Duration.Seconds(), (t.Duration + t.Brownout).Seconds()}
