@@ -21,6 +21,8 @@ type simGuard struct {
 
 var simBudgets = []simGuard{
 	{"none", "", func(*sim.Guards, func() float64) {}},
+	{"recommended", "the recommended budget (yaoki's default: gRPC-style bucket of 10 that starts at 8, 0.2 back per success)",
+		func(g *sim.Guards, _ func() float64) { g.Budget = must(budget.NewGRPC(budget.Recommended())) }},
 	{"share", "the default share budget (retries ≤ 20 % of successful requests over 10 s, + 10/s)",
 		func(g *sim.Guards, _ func() float64) { g.Budget = must(budget.NewShare(budget.ShareConfig{})) }},
 	{"share-nofloor", "a share budget without floor (retries ≤ 20 % of successful requests over 10 s)",
