@@ -223,7 +223,8 @@ func TestDashboard(t *testing.T) {
 	// A panel for each alert's subject, and for every metric family.
 	for _, need := range []string{"429", "yaoki_attempts_total", "yaoki_retries_total", "yaoki_give_ups_total",
 		"yaoki_rejections_total", "yaoki_breaker_state", "yaoki_budget_level", "yaoki_retry_wait_seconds_bucket",
-		"yaoki_attempt_duration_seconds_bucket", "yaoki_idempotency_replays_total", "yaoki_idempotency_conflicts_total"} {
+		"yaoki_attempt_duration_seconds_bucket", "yaoki_idempotency_replays_total", "yaoki_idempotency_conflicts_total",
+		"yaoki_hedges_total", "yaoki_hedges_won_total"} {
 		if !covered[need] {
 			t.Errorf("no panel shows %s", need)
 		}

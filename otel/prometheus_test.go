@@ -57,6 +57,9 @@ func everyEvent(o *yotel.Observer) {
 		{Kind: event.Replay, Component: "idempotency", Method: "POST", Status: 201},
 		{Kind: event.Conflict, Component: "idempotency", Method: "POST", Status: 409, Reason: "in_progress"},
 		{Kind: event.Redrive, Component: "deadletter", Name: "payments", Outcome: event.Rejected, Reason: "redrives_exhausted", Key: "k", Attempt: 5},
+		{Kind: event.Hedge, Attempt: 2, Wait: 50 * time.Millisecond},
+		{Kind: event.HedgeWon, Attempt: 2, Duration: 60 * time.Millisecond},
+		{Kind: event.HedgeRefused, Attempt: 3, Reason: "hedge_budget_exhausted"},
 	} {
 		if e.Component == "" {
 			e.Component, e.Method, e.Host = h.Component, h.Method, h.Host
@@ -155,6 +158,8 @@ func TestPrometheusNames(t *testing.T) {
 		yotel.MetricConflicts:          "yaoki_idempotency_conflicts_total",
 		yotel.MetricDeadLetters:        "yaoki_deadletter_letters",
 		yotel.MetricRedrives:           "yaoki_deadletter_redrives_total",
+		yotel.MetricHedges:             "yaoki_hedges_total",
+		yotel.MetricHedgesWon:          "yaoki_hedges_won_total",
 	}
 	for otelName, promName := range doc {
 		if !x[promName]["retry_component"] && !x[promName]["retry_name"] && !x[promName+"_count"]["retry_component"] {
