@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/yaoki-go/yaoki/httpretry"
+	"github.com/yaoki-go/yaoki/retry"
+)
+
+// timeoutErr is a network timeout, as net reports one.
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string { return "i/o timeout" }
+func (timeoutErr) Timeout() bool { return true }
+
+// Each way the transport can end without an answer, and the proxy's answer
+// for it: status, reason, Retry-After and Do-Not-Retry.
+func TestProblemFor(t *testing.T) {
+	wrap := func(n int, re *retry.Error) error {
+		return &httpretry.Error{Method: "GET", URL: "http://up/x", Attempts: n, Reason: re.Reason, Err: re}
+	}
+	for _, c := range []struct {
+		name       string
+		err        error
+		retrying   bool
+		status     int
+		reason     string
+		retryAfter int
+		doNotRetry bool
+	}{
+		{"connection refused 3 times", wrap(3, &retry.Error{Reason: retry.Exhausted, Last: syscall.ECONNREFUSED}), false, 502, "attempts_exhausted", -1, true},
+		{"every attempt timed out", wrap(3, &retry.Error{Reason: retry.Exhausted, Last: timeoutErr{}}), false, 504, "attempts_exhausted", -1, true},
+		{"breaker open", wrap(0, &retry.Error{Reason: retry.BreakerOpen, Wait: 12300 * time.Millisecond}), false, 503, "breaker_open", 13, true},
+		{"budget exhausted", wrap(1, &retry.Error{Reason: retry.BudgetExhausted, Last: syscall.ECONNRESET}), false, 503, "budget_exhausted", -1, true},
+		{"throttled locally", wrap(0, &retry.Error{Reason: retry.RejectedLocally}), false, 503, "rejected_locally", -1, true},
+		{"deadline", wrap(2, &retry.Error{Reason: retry.Deadline, Wait: time.Second}), false, 504, "deadline", -1, true},
+		{"one attempt for a retrying client", wrap(1, &retry.Error{Reason: retry.OuterLayer, Last: syscall.ECONNREFUSED}), true, 503, "outer_layer_retries", -1, false},
+		{"TLS error", wrap(1, &retry.Error{Reason: retry.PermanentError, Last: errors.New("x509: unknown authority")}), false, 502, "permanent_error", -1, true},
+		{"POST without key", &httpretry.Error{Method: "POST", Attempts: 1, Reason: retry.PermanentError, NotRetried: httpretry.ErrNotIdempotent,
+			Err: &retry.Error{Reason: retry.PermanentError, Last: syscall.ECONNRESET}}, false, 502, "not_idempotent", -1, false},
+		{"POST without key, retrying client", &httpretry.Error{Method: "POST", Attempts: 1, Reason: retry.PermanentError, NotRetried: httpretry.ErrNotIdempotent,
+			Err: &retry.Error{Reason: retry.PermanentError, Last: syscall.ECONNRESET}}, true, 502, "not_idempotent", -1, true},
+		{"body too long", &httpretry.Error{Method: "PUT", Attempts: 1, Reason: retry.PermanentError, NotRetried: httpretry.ErrBodyNotReplayable,
+			Err: &retry.Error{Reason: retry.PermanentError, Last: syscall.ECONNRESET}}, false, 502, "body_not_replayable", -1, false},
+		{"not from httpretry", fmt.Errorf("dial: %w", context.DeadlineExceeded), false, 504, "upstream_timeout", -1, false},
+		{"unknown", errors.New("boom"), false, 502, "upstream_error", -1, false},
+	} {
+		p, ra, dnr := problemFor(c.err, c.retrying)
+		if p.Status != c.status || p.Reason != c.reason || ra != c.retryAfter || dnr != c.doNotRetry {
+			t.Errorf("%s: got %d %s, Retry-After %d, Do-Not-Retry %v; want %d %s, %d, %v",
+				c.name, p.Status, p.Reason, ra, dnr, c.status, c.reason, c.retryAfter, c.doNotRetry)
+		}
+	}
+}
+
+// The answer is RFC 9457 problem details, with its headers.
+func TestWriteProxyProblem(t *testing.T) {
+	w := httptest.NewRecorder()
+	writeProxyProblem(w, proxyProblem{Status: 503, Reason: "breaker_open", Detail: "d", Attempts: 2}, 7)
+	body := w.Body.String()
+	if w.Code != 503 || w.Header().Get("Content-Type") != "application/problem+json" || w.Header().Get("Retry-After") != "7" ||
+		body != `{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"d","reason":"breaker_open","attempts":2}` {
+		t.Fatalf("%d %v %s", w.Code, w.Header(), body)
+	}
+	w = httptest.NewRecorder()
+	writeProxyProblem(w, proxyProblem{Status: 502, Reason: "attempts_exhausted"}, -1)
+	if _, ok := w.Header()["Retry-After"]; ok || strings.Contains(w.Body.String(), `"attempts":`) {
+		t.Fatalf("without a known wait or attempts: %v %s", w.Header(), w.Body.String())
+	}
+}
