@@ -91,6 +91,9 @@ func TestStorm(t *testing.T) {
 		{"share 10% no floor", share(budget.ShareConfig{Ratio: 0.1, MinPerSecond: budget.NoFloor}), 1.0},
 		{"bucket default (AWS 500/14)", func() retry.Budget { b, _ := budget.NewBucket(budget.BucketConfig{}); return b }, 1 + 36.0/5000},
 		{"grpc default (10, 0.1)", func() retry.Budget { b, _ := budget.NewGRPC(budget.GRPCConfig{}); return b }, 1.01},
+		// The recommended bucket starts at 8: the first failures take it to
+		// 5 after two retries, and nothing succeeds to earn more.
+		{"grpc recommended (10, 0.2, start 8)", func() retry.Budget { b, _ := budget.NewGRPC(budget.Recommended()); return b }, 1 + 2.0/5000},
 	}
 	for _, c := range cases {
 		ratio, firsts, attempts := storm(t, 100, 10, 5*time.Second, c.mk)
