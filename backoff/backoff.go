@@ -22,6 +22,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/yaoki-go/yaoki/internal/configerr"
 )
 
 // Defaults used when a Schedule field is zero.
@@ -36,28 +38,10 @@ const (
 	DefaultCap = 20 * time.Second
 )
 
-// ErrInvalid matches every error of Schedule.Validate, ParseKind and
-// ParseJitter.
-var ErrInvalid = errors.New("backoff: invalid schedule")
-
-// Error is a Schedule field out of range, or a name that is neither a Kind
-// nor a Jitter: it names the field, gives the value and says what is
-// accepted. errors.Is(err, ErrInvalid) is true.
-type Error struct {
-	Field string // "Kind", "Jitter", "Base", "Cap" or "Multiplier"; "kind" or "jitter" for a name
-	Value any    // the value given (a string for a name)
-	Want  string // what is accepted
-}
-
-func (e *Error) Error() string {
-	if name, ok := e.Value.(string); ok {
-		return fmt.Sprintf("backoff: unknown %s %q: want %s", e.Field, name, e.Want)
-	}
-	return fmt.Sprintf("backoff: %s %v out of range: want %s", e.Field, e.Value, e.Want)
-}
-
-// Is matches ErrInvalid.
-func (e *Error) Is(target error) bool { return target == ErrInvalid }
+// ErrInvalidConfig matches every error of Schedule.Validate, ParseKind and
+// ParseJitter; the message names the field (or "kind", "jitter" for a
+// name), the value found and what is accepted.
+var ErrInvalidConfig = errors.New("backoff: invalid configuration")
 
 // Kind is the shape of a schedule's growth. The zero value is Exponential.
 type Kind uint8
@@ -124,7 +108,7 @@ func ParseJitter(s string) (Jitter, error) {
 			return j, nil
 		}
 	}
-	return 0, &Error{Field: "jitter", Value: s, Want: "full, none, equal or decorrelated"}
+	return 0, configerr.Unknown(ErrInvalidConfig, "jitter", s, "full, none, equal or decorrelated")
 }
 
 // ParseKind returns the Kind named s ("exponential", "constant" or
@@ -135,7 +119,7 @@ func ParseKind(s string) (Kind, error) {
 			return k, nil
 		}
 	}
-	return 0, &Error{Field: "kind", Value: s, Want: "exponential, constant or linear"}
+	return 0, configerr.Unknown(ErrInvalidConfig, "kind", s, "exponential, constant or linear")
 }
 
 // Schedule describes the delays before successive retries. Its zero value is
@@ -159,24 +143,24 @@ type Schedule struct {
 	Cap time.Duration
 }
 
-// Validate reports whether the schedule's fields are in range. It returns
-// an *Error (matching ErrInvalid) that names the first field that is not,
-// its value and what is accepted.
+// Validate reports whether the schedule's fields are in range. Its error
+// matches ErrInvalidConfig and names the first field that is not, its value
+// and what is accepted.
 func (s Schedule) Validate() error {
 	if s.Kind > Linear {
-		return &Error{Field: "Kind", Value: uint8(s.Kind), Want: "Exponential, Constant or Linear"}
+		return configerr.Invalid(ErrInvalidConfig, "Kind", uint8(s.Kind), "Exponential, Constant or Linear")
 	}
 	if s.Jitter > Decorrelated {
-		return &Error{Field: "Jitter", Value: uint8(s.Jitter), Want: "Full, None, Equal or Decorrelated"}
+		return configerr.Invalid(ErrInvalidConfig, "Jitter", uint8(s.Jitter), "Full, None, Equal or Decorrelated")
 	}
 	if s.Base < 0 {
-		return &Error{Field: "Base", Value: s.Base, Want: fmt.Sprintf("≥ 0 (0 means %v)", DefaultBase)}
+		return configerr.Invalid(ErrInvalidConfig, "Base", s.Base, fmt.Sprintf("≥ 0 (0 means %v)", DefaultBase))
 	}
 	if s.Cap < 0 {
-		return &Error{Field: "Cap", Value: s.Cap, Want: fmt.Sprintf("≥ 0 (0 means %v)", DefaultCap)}
+		return configerr.Invalid(ErrInvalidConfig, "Cap", s.Cap, fmt.Sprintf("≥ 0 (0 means %v)", DefaultCap))
 	}
 	if s.Multiplier != 0 && !(s.Multiplier > 1) || math.IsInf(s.Multiplier, 0) {
-		return &Error{Field: "Multiplier", Value: s.Multiplier, Want: fmt.Sprintf("a finite value > 1 (0 means %v)", DefaultMultiplier)}
+		return configerr.Invalid(ErrInvalidConfig, "Multiplier", s.Multiplier, fmt.Sprintf("a finite value > 1 (0 means %v)", DefaultMultiplier))
 	}
 	return nil
 }

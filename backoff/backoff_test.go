@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/yaoki-go/yaoki/internal/configerr"
 )
 
 func TestDelayTable(t *testing.T) {
@@ -58,14 +60,14 @@ func TestValidate(t *testing.T) {
 	}{
 		{Schedule{}, ""},
 		{Schedule{Multiplier: 1.5}, ""},
-		{Schedule{Multiplier: 1}, "Multiplier 1 out of range: want a finite value > 1"},
-		{Schedule{Multiplier: 0.5}, "Multiplier 0.5 out of range"},
-		{Schedule{Multiplier: math.Inf(1)}, "Multiplier +Inf out of range"},
-		{Schedule{Multiplier: math.NaN()}, "Multiplier NaN out of range"},
-		{Schedule{Base: -time.Second}, "Base -1s out of range: want ≥ 0"},
-		{Schedule{Cap: -1}, "Cap -1ns out of range"},
-		{Schedule{Kind: 9}, "Kind 9 out of range"},
-		{Schedule{Jitter: 9}, "Jitter 9 out of range"},
+		{Schedule{Multiplier: 1}, "Multiplier: 1 out of range; want a finite value > 1"},
+		{Schedule{Multiplier: 0.5}, "Multiplier: 0.5 out of range"},
+		{Schedule{Multiplier: math.Inf(1)}, "Multiplier: +Inf out of range"},
+		{Schedule{Multiplier: math.NaN()}, "Multiplier: NaN out of range"},
+		{Schedule{Base: -time.Second}, "Base: -1s out of range; want ≥ 0"},
+		{Schedule{Cap: -1}, "Cap: -1ns out of range"},
+		{Schedule{Kind: 9}, "Kind: 9 out of range"},
+		{Schedule{Jitter: 9}, "Jitter: 9 out of range"},
 	}
 	for _, tt := range tests {
 		err := tt.s.Validate()
@@ -75,9 +77,9 @@ func TestValidate(t *testing.T) {
 		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
 			t.Errorf("%+v: got error %v, want one containing %q", tt.s, err, tt.want)
 		case tt.want != "":
-			var e *Error
-			if !errors.Is(err, ErrInvalid) || !errors.As(err, &e) || !strings.HasPrefix(tt.want, e.Field+" ") {
-				t.Errorf("%+v: error %v (%T) is not a *backoff.Error matching ErrInvalid for its field", tt.s, err, err)
+			var e *configerr.Error
+			if !errors.Is(err, ErrInvalidConfig) || !errors.As(err, &e) || !strings.HasPrefix(tt.want, e.Field+":") {
+				t.Errorf("%+v: error %v (%T) does not match ErrInvalidConfig or name its field", tt.s, err, err)
 			}
 		}
 	}
@@ -159,9 +161,9 @@ func TestParse(t *testing.T) {
 		t.Error("ParseKind(cubic) succeeded")
 	}
 	for _, err := range []error{second(ParseKind("cubic")), second(ParseJitter("fuzzy"))} {
-		var e *Error
-		if !errors.Is(err, ErrInvalid) || !errors.As(err, &e) || e.Want == "" {
-			t.Errorf("error %v (%T) is not a *backoff.Error matching ErrInvalid", err, err)
+		var e *configerr.Error
+		if !errors.Is(err, ErrInvalidConfig) || !errors.As(err, &e) || e.Want == "" {
+			t.Errorf("error %v (%T) does not match ErrInvalidConfig or say what is accepted", err, err)
 		}
 	}
 	if Kind(7).String() != "Kind(7)" || Jitter(7).String() != "Jitter(7)" {

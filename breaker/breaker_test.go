@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/yaoki-go/yaoki/event"
+	"github.com/yaoki-go/yaoki/internal/configerr"
 )
 
 var (
@@ -548,12 +549,12 @@ func TestSettingsErrors(t *testing.T) {
 		{Settings{HalfOpenProbes: -1}, "HalfOpenProbes"},
 	} {
 		_, err := New(c.s)
-		var se *SettingsError
-		if !errors.Is(err, ErrInvalidSettings) || !errors.As(err, &se) || se.Field != c.field {
+		var se *configerr.Error
+		if !errors.Is(err, ErrInvalidConfig) || !errors.As(err, &se) || se.Field != c.field {
 			t.Errorf("New(%+v): %v, want an error naming %s", c.s, err, c.field)
 			continue
 		}
-		if !strings.HasPrefix(err.Error(), "breaker: Settings."+c.field) || !strings.Contains(err.Error(), "want") {
+		if !strings.HasPrefix(err.Error(), "breaker: invalid configuration: "+c.field+": ") || !strings.Contains(err.Error(), "want") {
 			t.Errorf("message %q: want the field and the accepted range", err)
 		}
 	}

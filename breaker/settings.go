@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/yaoki-go/yaoki/event"
+	"github.com/yaoki-go/yaoki/internal/configerr"
 )
 
 // Defaults that zero Settings fields stand for (Resilience4j and Polly trip
@@ -124,27 +125,13 @@ type Settings struct {
 	Rand func() float64
 }
 
-// ErrInvalidSettings matches the errors New returns for a Settings field
-// out of range.
-var ErrInvalidSettings = errors.New("breaker: invalid settings")
-
-// SettingsError is a Settings field out of range: it names the field, its
-// value and what is accepted. errors.Is(err, ErrInvalidSettings) is true.
-type SettingsError struct {
-	Field string
-	Value any
-	Want  string
-}
-
-func (e *SettingsError) Error() string {
-	return fmt.Sprintf("breaker: Settings.%s %v out of range: want %s", e.Field, e.Value, e.Want)
-}
-
-// Is matches ErrInvalidSettings.
-func (e *SettingsError) Is(target error) bool { return target == ErrInvalidSettings }
+// ErrInvalidConfig matches the errors New returns for a Settings field
+// out of range; the message names the field, its value and what is
+// accepted.
+var ErrInvalidConfig = errors.New("breaker: invalid configuration")
 
 func invalid(field string, value any, want string) error {
-	return &SettingsError{Field: field, Value: value, Want: want}
+	return configerr.Invalid(ErrInvalidConfig, field, value, want)
 }
 
 // resolve applies the defaults and checks the ranges.

@@ -39,7 +39,7 @@ package budget
 import (
 	"errors"
 
-	"github.com/yaoki-go/yaoki/internal/config"
+	"github.com/yaoki-go/yaoki/internal/configerr"
 )
 
 // ErrInvalidConfig matches the errors the constructors return for a
@@ -48,5 +48,5 @@ import (
 var ErrInvalidConfig = errors.New("budget: invalid configuration")
 
 func invalid(field string, value any, want string) error {
-	return config.Invalid(ErrInvalidConfig, field, value, want)
+	return configerr.Invalid(ErrInvalidConfig, field, value, want)
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/yaoki-go/yaoki/internal/config"
+	"github.com/yaoki-go/yaoki/internal/configerr"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -416,7 +416,7 @@ func TestConfigErrors(t *testing.T) {
 		if !errors.Is(c.err, ErrInvalidConfig) {
 			t.Errorf("%s: %v does not match ErrInvalidConfig", c.field, c.err)
 		}
-		var ce *config.Error
+		var ce *configerr.Error
 		if !errors.As(c.err, &ce) || ce.Field != c.field {
 			t.Errorf("error %q does not name field %s", c.err, c.field)
 		}

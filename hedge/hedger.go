@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/yaoki-go/yaoki/internal/config"
+	"github.com/yaoki-go/yaoki/internal/configerr"
 	"github.com/yaoki-go/yaoki/internal/window"
 )
 
@@ -108,7 +108,9 @@ type Config struct {
 
 // Validate reports the first field of c out of range.
 func (c Config) Validate() error {
-	bad := func(field string, v any, want string) error { return config.Invalid(ErrInvalidConfig, field, v, want) }
+	bad := func(field string, v any, want string) error {
+		return configerr.Invalid(ErrInvalidConfig, field, v, want)
+	}
 	switch {
 	case c.Delay < 0:
 		return bad("Delay", c.Delay, "≥ 0 (0 means adaptive)")

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/yaoki-go/yaoki/hedge"
-	"github.com/yaoki-go/yaoki/internal/config"
+	"github.com/yaoki-go/yaoki/internal/configerr"
 )
 
 func mustNew(t *testing.T, c hedge.Config) *hedge.Hedger {
@@ -36,7 +36,7 @@ func TestConfigValidate(t *testing.T) {
 	}
 	for _, b := range bad {
 		_, err := hedge.New(b.c)
-		var ce *config.Error
+		var ce *configerr.Error
 		if !errors.Is(err, hedge.ErrInvalidConfig) || !errors.As(err, &ce) || ce.Field != b.field {
 			t.Errorf("New(%+v): got %v, want an invalid configuration error on %s", b.c, err, b.field)
 		}

@@ -21,10 +21,11 @@ var (
 	// once because its body could not be replayed: no GetBody, and longer
 	// than Transport.MaxBufferedBody.
 	ErrBodyNotReplayable = errors.New("httpretry: request body not replayable")
-	// ErrInvalidTransport matches the error RoundTrip returns for a
-	// Transport whose fields are out of range (including its Policy, whose
-	// errors also match retry.ErrInvalidPolicy).
-	ErrInvalidTransport = errors.New("httpretry: invalid Transport")
+	// ErrInvalidConfig matches the error RoundTrip and Validate return for
+	// a Transport whose fields are out of range (including its Policy, whose
+	// errors also match retry.ErrInvalidConfig); the message names the
+	// field, its value and what is accepted.
+	ErrInvalidConfig = errors.New("httpretry: invalid configuration")
 )
 
 // Error is what RoundTrip returns when a request ends without a response:
@@ -119,14 +120,3 @@ func (e *Error) Unwrap() []error {
 	}
 	return nil
 }
-
-// configError is a Transport field out of range; it matches
-// ErrInvalidTransport and wraps the policy's own error when there is one.
-type configError struct {
-	msg string
-	err error
-}
-
-func (e *configError) Error() string        { return "httpretry: invalid Transport: " + e.msg }
-func (e *configError) Unwrap() error        { return e.err }
-func (e *configError) Is(target error) bool { return target == ErrInvalidTransport }

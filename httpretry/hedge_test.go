@@ -293,8 +293,8 @@ func TestHedgeOnlySafeRequests(t *testing.T) {
 func TestHedgeConfigInvalid(t *testing.T) {
 	tr := &httpretry.Transport{Hedge: &hedge.Config{Quantile: 2}}
 	err := tr.Validate()
-	if !errors.Is(err, httpretry.ErrInvalidTransport) || !errors.Is(err, hedge.ErrInvalidConfig) ||
-		!strings.Contains(err.Error(), "Hedge: ") || !strings.Contains(err.Error(), "Quantile: 2") {
+	if !errors.Is(err, httpretry.ErrInvalidConfig) || !errors.Is(err, hedge.ErrInvalidConfig) ||
+		!strings.Contains(err.Error(), "Hedge.Quantile: 2 out of range") {
 		t.Errorf("Validate = %v, want an invalid Transport naming Hedge and Quantile 2", err)
 	}
 }

@@ -49,12 +49,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/yaoki-go/yaoki/event"
 	"github.com/yaoki-go/yaoki/hedge"
+	"github.com/yaoki-go/yaoki/internal/configerr"
 	"github.com/yaoki-go/yaoki/retry"
 )
 
@@ -117,7 +117,7 @@ func (m KeyMode) String() string {
 // http.DefaultTransport. Set fields before the first request and do not
 // change them afterwards: the Transport reads them once, on first use
 // (invalid values make every RoundTrip fail with an error matching
-// ErrInvalidTransport; Validate reports them earlier). A Transport is safe
+// ErrInvalidConfig; Validate reports them earlier). A Transport is safe
 // for concurrent use and, like http.Transport, meant to be shared; do not
 // copy it after first use.
 type Transport struct {
@@ -293,7 +293,7 @@ func (t *Transport) build() (*config, error) {
 		c.base = http.DefaultTransport
 	}
 	if t.IdempotencyKey > KeyAuto {
-		return nil, &configError{msg: fmt.Sprintf("IdempotencyKey %d out of range: want KeyOff (0) or KeyAuto (1)", t.IdempotencyKey)}
+		return nil, configerr.Invalid(ErrInvalidConfig, "IdempotencyKey", t.IdempotencyKey, "KeyOff (0) or KeyAuto (1)")
 	}
 	switch {
 	case c.maxBody == 0:
@@ -307,7 +307,7 @@ func (t *Transport) build() (*config, error) {
 	}
 	for _, s := range statuses {
 		if s < 100 || s > 599 {
-			return nil, &configError{msg: fmt.Sprintf("Statuses contains %d: want status codes in 100..599", s)}
+			return nil, configerr.Invalid(ErrInvalidConfig, "Statuses", s, "status codes in 100..599")
 		}
 		c.statuses.add(s)
 	}
@@ -352,13 +352,13 @@ func (t *Transport) build() (*config, error) {
 		p.AttemptTimeout = t.Policy.AttemptTimeout // for Validate's message
 	}
 	if c.retrier, err = retry.New(p); err != nil {
-		return nil, &configError{msg: "Policy: " + err.Error(), err: err}
+		return nil, configerr.In(ErrInvalidConfig, "Policy", err)
 	}
 	c.attempts = p.Attempts()
 	switch {
 	case t.Hedge != nil:
 		if err := t.Hedge.Validate(); err != nil {
-			return nil, &configError{msg: "Hedge: " + strings.TrimPrefix(err.Error(), "hedge: "), err: err}
+			return nil, configerr.In(ErrInvalidConfig, "Hedge", err)
 		}
 		c.hedge = t.Hedge
 	case p.Env != nil && p.Env.Hedger != nil:
@@ -384,7 +384,7 @@ func headerName(field, v, def string) (string, error) {
 	}
 	for i := 0; i < len(v); i++ {
 		if !isTokenChar(v[i]) || v[i] == ':' || v[i] == '/' {
-			return "", &configError{msg: fmt.Sprintf("%s %q is not a valid header name: want letters, digits and !#$%%&'*+-.^_`|~, or %q for none", field, v, NoHeader)}
+			return "", &configerr.Error{Err: ErrInvalidConfig, Field: field, Value: v, Problem: "not a header name", Want: "letters, digits and !#$%&'*+-.^_`|~, or \"-\" (NoHeader) for none"}
 		}
 	}
 	return http.CanonicalHeaderKey(v), nil

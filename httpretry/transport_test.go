@@ -533,10 +533,10 @@ func TestInvalidTransport(t *testing.T) {
 		tr   *httpretry.Transport
 		want string
 	}{
-		{&httpretry.Transport{Statuses: []int{503, 99}}, "Statuses contains 99"},
-		{&httpretry.Transport{Policy: retry.Policy{MaxAttempts: -7}}, "MaxAttempts -7"},
+		{&httpretry.Transport{Statuses: []int{503, 99}}, "Statuses: 99 out of range"},
+		{&httpretry.Transport{Policy: retry.Policy{MaxAttempts: -7}}, "MaxAttempts: -7"},
 		{&httpretry.Transport{AttemptHeader: "bad header"}, "AttemptHeader"},
-		{&httpretry.Transport{IdempotencyKey: 9}, "IdempotencyKey 9"},
+		{&httpretry.Transport{IdempotencyKey: 9}, "IdempotencyKey: KeyMode(9)"},
 	}
 	for _, c := range cases {
 		if err := c.tr.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -545,16 +545,16 @@ func TestInvalidTransport(t *testing.T) {
 		body := &closeCounter{Reader: strings.NewReader("x")}
 		req, _ := http.NewRequest("PUT", "http://127.0.0.1:1/", body)
 		resp, err := c.tr.RoundTrip(req)
-		if resp != nil || !errors.Is(err, httpretry.ErrInvalidTransport) {
-			t.Errorf("RoundTrip: got %v, %v; want an error matching ErrInvalidTransport", resp, err)
+		if resp != nil || !errors.Is(err, httpretry.ErrInvalidConfig) {
+			t.Errorf("RoundTrip: got %v, %v; want an error matching ErrInvalidConfig", resp, err)
 		}
 		if body.closed != 1 {
 			t.Errorf("request body closed %d times, want 1", body.closed)
 		}
 	}
 	err := (&httpretry.Transport{Policy: retry.Policy{MaxAttempts: -7}}).Validate()
-	if !errors.Is(err, retry.ErrInvalidPolicy) {
-		t.Errorf("got %v, want an error matching retry.ErrInvalidPolicy too", err)
+	if !errors.Is(err, retry.ErrInvalidConfig) {
+		t.Errorf("got %v, want an error matching retry.ErrInvalidConfig too", err)
 	}
 	if err := (&httpretry.Transport{}).Validate(); err != nil {
 		t.Errorf("zero Transport: got %v, want nil", err)

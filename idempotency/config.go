@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/yaoki-go/yaoki/event"
-	"github.com/yaoki-go/yaoki/internal/config"
+	"github.com/yaoki-go/yaoki/internal/configerr"
 )
 
 // Defaults that a zero Config field stands for.
@@ -141,7 +141,7 @@ var ErrInvalidConfig = errors.New("idempotency: invalid configuration")
 // of range.
 func (c Config) validate() (Config, error) {
 	bad := func(field string, value any, want string) (Config, error) {
-		return Config{}, config.Invalid(ErrInvalidConfig, field, value, want)
+		return Config{}, configerr.Invalid(ErrInvalidConfig, field, value, want)
 	}
 	switch {
 	case c.TTL < 0:
@@ -165,7 +165,7 @@ func (c Config) validate() (Config, error) {
 		ms := make([]string, len(c.Methods))
 		for i, m := range c.Methods {
 			if m == "" || strings.ContainsAny(m, " \t\r\n") {
-				return Config{}, &config.Error{Err: ErrInvalidConfig, Field: fmt.Sprintf("Methods[%d]", i), Value: m, Problem: "not an HTTP method", Want: "a method token such as POST"}
+				return Config{}, &configerr.Error{Err: ErrInvalidConfig, Field: fmt.Sprintf("Methods[%d]", i), Value: m, Problem: "not an HTTP method", Want: "a method token such as POST"}
 			}
 			ms[i] = m
 		}

@@ -41,7 +41,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/yaoki-go/yaoki/internal/config"
+	"github.com/yaoki-go/yaoki/internal/configerr"
 	"github.com/yaoki-go/yaoki/retry"
 )
 
@@ -105,14 +105,14 @@ func New(c Config) (func(http.Handler) http.Handler, error) {
 	}
 	for _, h := range []struct{ field, v string }{{"AttemptHeader", c.AttemptHeader}, {"DoNotRetryHeader", c.DoNotRetryHeader}} {
 		if !validName(h.v) {
-			return nil, &config.Error{Err: ErrInvalidConfig, Field: h.field, Value: h.v, Problem: "not a header name", Want: "letters, digits and !#$%&'*+-.^_`|~"}
+			return nil, &configerr.Error{Err: ErrInvalidConfig, Field: h.field, Value: h.v, Problem: "not a header name", Want: "letters, digits and !#$%&'*+-.^_`|~"}
 		}
 	}
 	if c.RetryStatus < 500 || c.RetryStatus > 599 {
-		return nil, config.Invalid(ErrInvalidConfig, "RetryStatus", c.RetryStatus, "500..599 (0 means 503)")
+		return nil, configerr.Invalid(ErrInvalidConfig, "RetryStatus", c.RetryStatus, "500..599 (0 means 503)")
 	}
 	if c.GiveUpStatus < 500 || c.GiveUpStatus > 599 {
-		return nil, config.Invalid(ErrInvalidConfig, "GiveUpStatus", c.GiveUpStatus, "500..599 (0 means 503)")
+		return nil, configerr.Invalid(ErrInvalidConfig, "GiveUpStatus", c.GiveUpStatus, "500..599 (0 means 503)")
 	}
 	c.AttemptHeader = http.CanonicalHeaderKey(c.AttemptHeader)
 	c.DoNotRetryHeader = http.CanonicalHeaderKey(c.DoNotRetryHeader)
@@ -164,7 +164,7 @@ func Attempt(r *http.Request) int {
 // retry loops then make one attempt only.
 func FromRetryingCaller(r *http.Request) bool { return Attempt(r) > 0 }
 
-func configOf(r *http.Request) Config {
+func config(r *http.Request) Config {
 	if in, ok := r.Context().Value(ctxKey{}).(*info); ok {
 		return in.c
 	}
@@ -177,7 +177,7 @@ func configOf(r *http.Request) Config {
 // status, when retrying this request cannot help: for example when relaying
 // a 503 that this layer's own retries already got three times.
 func DoNotRetry(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set(configOf(r).DoNotRetryHeader, "true")
+	w.Header().Set(config(r).DoNotRetryHeader, "true")
 }
 
 // Fail answers r for a handler whose outgoing call failed with err (from
@@ -205,7 +205,7 @@ func DoNotRetry(w http.ResponseWriter, r *http.Request) {
 // The body is a one-line text/plain message with err's text. Fail returns
 // the status it wrote.
 func Fail(w http.ResponseWriter, r *http.Request, err error) int {
-	c := configOf(r)
+	c := config(r)
 	status, dnr, wait := classify(c, err)
 	h := w.Header()
 	if dnr {

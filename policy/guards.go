@@ -8,7 +8,7 @@ import (
 
 	"github.com/yaoki-go/yaoki/breaker"
 	"github.com/yaoki-go/yaoki/budget"
-	"github.com/yaoki-go/yaoki/internal/config"
+	"github.com/yaoki-go/yaoki/internal/configerr"
 )
 
 // Fields of the Budget and Breaker objects of a document.
@@ -116,13 +116,13 @@ func (d *decoder) breakerConfig(n *node, path string) *breaker.Settings {
 // guardMsg turns a budget or breaker configuration error into the
 // document's words: its Go field names become the document's.
 func guardMsg(err error) string {
-	var ce *config.Error
-	msg := strings.TrimPrefix(err.Error(), "breaker: ")
-	if errors.As(err, &ce) {
-		msg = fmt.Sprintf("%s %v out of range: want %s", ce.Field, ce.Value, ce.Want)
+	var ce *configerr.Error
+	if !errors.As(err, &ce) {
+		return err.Error()
 	}
+	msg := fmt.Sprintf("%s %v out of range: want %s", ce.Field, ce.Value, ce.Want)
 	for _, r := range [][2]string{
-		{"ShareConfig.", ""}, {"Settings.", ""}, {"OpenTimeout", "OpenSeconds"}, {"Window ", "WindowSeconds "},
+		{"ShareConfig.", ""}, {"OpenTimeout", "OpenSeconds"}, {"Window ", "WindowSeconds "},
 	} {
 		msg = strings.ReplaceAll(msg, r[0], r[1])
 	}

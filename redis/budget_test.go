@@ -15,7 +15,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/yaoki-go/yaoki/budget"
-	"github.com/yaoki-go/yaoki/internal/config"
+	"github.com/yaoki-go/yaoki/internal/configerr"
 	"github.com/yaoki-go/yaoki/redis"
 	"github.com/yaoki-go/yaoki/redis/internal/redistest"
 	"github.com/yaoki-go/yaoki/retry"
@@ -439,7 +439,7 @@ func TestBudgetConfig(t *testing.T) {
 			}
 			continue
 		}
-		var ce *config.Error
+		var ce *configerr.Error
 		if !errors.As(err, &ce) || !errors.Is(err, redis.ErrInvalidConfig) || ce.Field != tc.field {
 			t.Errorf("%s: error %v, want an invalid configuration error for %s matching ErrInvalidConfig", tc.name, err, tc.field)
 			continue

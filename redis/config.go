@@ -3,7 +3,7 @@ package redis
 import (
 	"errors"
 
-	"github.com/yaoki-go/yaoki/internal/config"
+	"github.com/yaoki-go/yaoki/internal/configerr"
 )
 
 // ErrInvalidConfig matches the errors the constructors return for a
@@ -12,5 +12,5 @@ import (
 var ErrInvalidConfig = errors.New("redis: invalid configuration")
 
 func invalid(field string, value any, want string) error {
-	return config.Invalid(ErrInvalidConfig, field, value, want)
+	return configerr.Invalid(ErrInvalidConfig, field, value, want)
 }

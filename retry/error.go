@@ -76,8 +76,10 @@ var (
 	ErrRejectedLocally = errors.New("retry: rejected locally")
 	ErrOuterLayer      = errors.New("retry: an outer layer retries")
 	ErrAttemptTimeout  = errors.New("retry: attempt timed out")
-	// ErrInvalidPolicy matches the errors of Policy.Validate.
-	ErrInvalidPolicy = errors.New("retry: invalid policy")
+	// ErrInvalidConfig matches the errors of Policy.Validate (and of Do,
+	// DoValue and New for a policy Validate refuses); the message names the
+	// field, its value and what is accepted.
+	ErrInvalidConfig = errors.New("retry: invalid configuration")
 )
 
 var reasonSentinels = [...]error{
@@ -172,15 +174,4 @@ func (e *Error) Is(target error) bool {
 		return true
 	}
 	return int(e.Reason) < len(reasonSentinels) && reasonSentinels[e.Reason] != nil && target == reasonSentinels[e.Reason]
-}
-
-// policyError is a Validate error: it names the field, its value and what
-// is accepted, and matches ErrInvalidPolicy.
-type policyError struct{ msg string }
-
-func (e *policyError) Error() string        { return "retry: invalid policy: " + e.msg }
-func (e *policyError) Is(target error) bool { return target == ErrInvalidPolicy }
-
-func invalidf(format string, args ...any) error {
-	return &policyError{msg: fmt.Sprintf(format, args...)}
 }

@@ -316,7 +316,7 @@ func TestHedgeWithoutHedger(t *testing.T) {
 	if v, err := retry.HedgeValue(context.Background(), retry.Policy{}, s.call, s.discard); v != 1 || err != nil {
 		t.Fatalf("HedgeValue = %v, %v", v, err)
 	}
-	if err := retry.Hedge(context.Background(), retry.Policy{MaxAttempts: -2}, func(context.Context) error { return nil }); !errors.Is(err, retry.ErrInvalidPolicy) {
+	if err := retry.Hedge(context.Background(), retry.Policy{MaxAttempts: -2}, func(context.Context) error { return nil }); !errors.Is(err, retry.ErrInvalidConfig) {
 		t.Fatalf("invalid policy: %v", err)
 	}
 }

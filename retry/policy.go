@@ -2,13 +2,14 @@ package retry
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/yaoki-go/yaoki/backoff"
 	"github.com/yaoki-go/yaoki/event"
+	"github.com/yaoki-go/yaoki/internal/configerr"
 )
 
 // Defaults that a zero Policy field stands for.
@@ -198,20 +199,17 @@ type Wait struct {
 func (p *Policy) Validate() error {
 	switch {
 	case p.MaxAttempts < Unlimited:
-		return invalidf("MaxAttempts %d out of range: want ≥ 1, 0 for the default (%d) or Unlimited (-1)", p.MaxAttempts, DefaultMaxAttempts)
+		return configerr.Invalid(ErrInvalidConfig, "MaxAttempts", p.MaxAttempts, fmt.Sprintf("≥ 1, 0 for the default (%d) or Unlimited (-1)", DefaultMaxAttempts))
 	case p.MaxElapsed < 0:
-		return invalidf("MaxElapsed %v out of range: want ≥ 0 (0 means no bound)", p.MaxElapsed)
+		return configerr.Invalid(ErrInvalidConfig, "MaxElapsed", p.MaxElapsed, "≥ 0 (0 means no bound)")
 	case p.AttemptTimeout < 0:
-		return invalidf("AttemptTimeout %v out of range: want ≥ 0 (0 means none)", p.AttemptTimeout)
+		return configerr.Invalid(ErrInvalidConfig, "AttemptTimeout", p.AttemptTimeout, "≥ 0 (0 means none)")
 	case p.ThrottleBase < 0:
-		return invalidf("ThrottleBase %v out of range: want ≥ 0 (0 means %v)", p.ThrottleBase, DefaultThrottleBase)
+		return configerr.Invalid(ErrInvalidConfig, "ThrottleBase", p.ThrottleBase, fmt.Sprintf("≥ 0 (0 means %v)", DefaultThrottleBase))
 	case p.MaxRetryAfter < 0:
-		return invalidf("MaxRetryAfter %v out of range: want ≥ 0 (0 means %v)", p.MaxRetryAfter, DefaultMaxRetryAfter)
+		return configerr.Invalid(ErrInvalidConfig, "MaxRetryAfter", p.MaxRetryAfter, fmt.Sprintf("≥ 0 (0 means %v)", DefaultMaxRetryAfter))
 	}
-	if err := p.Backoff.Validate(); err != nil {
-		return invalidf("Backoff.%s", strings.TrimPrefix(err.Error(), "backoff: "))
-	}
-	return nil
+	return configerr.In(ErrInvalidConfig, "Backoff", p.Backoff.Validate())
 }
 
 // quick reports, in as few instructions as possible, that p is valid

@@ -50,7 +50,7 @@ import (
 // Do calls fn until it succeeds or p says to stop, and returns nil or the
 // give-up *Error. fn gets the context for one attempt (ctx itself, or a
 // child bounded by Policy.AttemptTimeout and Policy.MaxElapsed). An invalid
-// p is reported before any attempt, as an error matching ErrInvalidPolicy:
+// p is reported before any attempt, as an error matching ErrInvalidConfig:
 // a policy is checked on every call, so that a bad one is refused on its
 // first call rather than at the first failure; New checks once.
 //

@@ -400,22 +400,22 @@ func TestInvalidPolicy(t *testing.T) {
 		p    retry.Policy
 		want string
 	}{
-		{retry.Policy{MaxAttempts: -2}, "MaxAttempts -2 out of range"},
-		{retry.Policy{MaxElapsed: -1}, "MaxElapsed -1ns out of range"},
-		{retry.Policy{AttemptTimeout: -time.Second}, "AttemptTimeout -1s out of range"},
+		{retry.Policy{MaxAttempts: -2}, "MaxAttempts: -2 out of range"},
+		{retry.Policy{MaxElapsed: -1}, "MaxElapsed: -1ns out of range"},
+		{retry.Policy{AttemptTimeout: -time.Second}, "AttemptTimeout: -1s out of range"},
 		{retry.Policy{ThrottleBase: -1}, "ThrottleBase"},
 		{retry.Policy{MaxRetryAfter: -1}, "MaxRetryAfter"},
-		{retry.Policy{Backoff: backoff.Schedule{Multiplier: 0.9}}, "Backoff.Multiplier 0.9 out of range"},
+		{retry.Policy{Backoff: backoff.Schedule{Multiplier: 0.9}}, "Backoff.Multiplier: 0.9 out of range"},
 		{retry.Policy{Backoff: backoff.Schedule{Base: -1}}, "Backoff.Base"},
 		{retry.Policy{Backoff: backoff.Schedule{Kind: 7}}, "Backoff.Kind"},
 		{retry.Policy{Backoff: backoff.Schedule{Jitter: 9}}, "Backoff.Jitter"},
 		{retry.Policy{Backoff: backoff.Schedule{Base: -1}, Env: &retry.Env{}}, "Backoff.Base"},
-		{retry.Policy{MaxAttempts: -2, MaxElapsed: time.Second}, "MaxAttempts -2 out of range"},
+		{retry.Policy{MaxAttempts: -2, MaxElapsed: time.Second}, "MaxAttempts: -2 out of range"},
 	}
 	for _, tt := range tests {
 		called := false
 		err := retry.Do(context.Background(), tt.p, func(context.Context) error { called = true; return nil })
-		if err == nil || !errors.Is(err, retry.ErrInvalidPolicy) || !strings.Contains(err.Error(), tt.want) {
+		if err == nil || !errors.Is(err, retry.ErrInvalidConfig) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Do(%+v) = %v, want an invalid-policy error containing %q", tt.p, err, tt.want)
 		}
 		if called {
@@ -424,11 +424,11 @@ func TestInvalidPolicy(t *testing.T) {
 		if _, err := retry.New(tt.p); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("New(%+v) = %v, want an error containing %q", tt.p, err, tt.want)
 		}
-		if err := tt.p.Validate(); !errors.Is(err, retry.ErrInvalidPolicy) {
+		if err := tt.p.Validate(); !errors.Is(err, retry.ErrInvalidConfig) {
 			t.Errorf("Validate(%+v) = %v, want an invalid-policy error", tt.p, err)
 		}
 		called = false
-		if _, err := retry.DoValue(context.Background(), tt.p, func(context.Context) (int, error) { called = true; return 1, nil }); !errors.Is(err, retry.ErrInvalidPolicy) || called {
+		if _, err := retry.DoValue(context.Background(), tt.p, func(context.Context) (int, error) { called = true; return 1, nil }); !errors.Is(err, retry.ErrInvalidConfig) || called {
 			t.Errorf("DoValue(%+v) = %v (called %v), want an invalid-policy error before any call", tt.p, err, called)
 		}
 	}

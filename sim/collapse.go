@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/yaoki-go/yaoki/internal/configerr"
 )
 
 // Collapse is a metastable failure: a short trigger pushes a server into a
@@ -135,7 +137,7 @@ func (c Collapse) withDefaults() Collapse {
 // Validate reports the first field out of range.
 func (c Collapse) Validate() error {
 	bad := func(field string, v any, want string) error {
-		return &ConfigError{Scenario: "collapse", Field: field, Value: v, Want: want}
+		return configerr.Invalid(ErrInvalidConfig, "Collapse."+field, v, want)
 	}
 	rate := func(v float64) bool { return v >= 0 && v <= 1e6 }
 	switch {

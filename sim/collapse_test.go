@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yaoki-go/yaoki/internal/configerr"
 	"github.com/yaoki-go/yaoki/retry"
 )
 
@@ -124,9 +125,9 @@ func TestCollapseValidate(t *testing.T) {
 	}
 	for _, c := range bad {
 		_, err := c.Run(NoBackoff(), 1)
-		var ce *ConfigError
-		if err == nil || !strings.HasPrefix(err.Error(), "sim: collapse ") || !errors.Is(err, ErrInvalid) || !errors.As(err, &ce) || ce.Scenario != "collapse" {
-			t.Errorf("%+v: got %v, want a sim: collapse *ConfigError matching ErrInvalid", c, err)
+		var ce *configerr.Error
+		if err == nil || !strings.HasPrefix(err.Error(), "sim: invalid configuration: Collapse.") || !errors.Is(err, ErrInvalidConfig) || !errors.As(err, &ce) || !strings.HasPrefix(ce.Field, "Collapse.") {
+			t.Errorf("%+v: got %v, want a sim: collapse error matching ErrInvalidConfig", c, err)
 		}
 	}
 	if s := (Trigger{Kind: Slowdown}).Kind.String(); s != "slowdown" {

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"time"
 )
@@ -13,25 +12,10 @@ import (
 // does; a fixed one keeps runs repeatable.
 const epochUnix = 946684800
 
-// ErrInvalid matches the errors of the scenarios' Validate (and of their
-// Run and sweeps) for a field out of range.
-var ErrInvalid = errors.New("sim: invalid scenario")
-
-// ConfigError is a scenario field out of range: the scenario, the field,
-// the value found and what is accepted. errors.Is(err, ErrInvalid) is true.
-type ConfigError struct {
-	Scenario string // "outage" or "collapse"
-	Field    string
-	Value    any
-	Want     string
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("sim: %s %s %v out of range: want %s", e.Scenario, e.Field, e.Value, e.Want)
-}
-
-// Is matches ErrInvalid.
-func (e *ConfigError) Is(target error) bool { return target == ErrInvalid }
+// ErrInvalidConfig matches the errors of the scenarios' Validate (and of
+// their Run and sweeps) for a field out of range; the message names the
+// field (as Outage.Clients), its value and what is accepted.
+var ErrInvalidConfig = errors.New("sim: invalid configuration")
 
 // Event is something that happens at a virtual instant. The engine orders
 // events by At and, for equal instants, by the order they were added; what

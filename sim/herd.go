@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/yaoki-go/yaoki/backoff"
+	"github.com/yaoki-go/yaoki/internal/configerr"
 	"github.com/yaoki-go/yaoki/retry"
 )
 
@@ -112,7 +113,7 @@ type herdRun struct {
 // Validate reports the first field out of range.
 func (h Herd) Validate() error {
 	bad := func(field string, v any, want string) error {
-		return &ConfigError{Scenario: "herd", Field: field, Value: v, Want: want}
+		return configerr.Invalid(ErrInvalidConfig, "Herd."+field, v, want)
 	}
 	switch {
 	case h.Clients < 0 || h.Clients > 1e6:

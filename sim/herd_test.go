@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yaoki-go/yaoki/internal/configerr"
 	"github.com/yaoki-go/yaoki/retry"
 )
 
@@ -162,16 +163,16 @@ func TestHerdSharedGuards(t *testing.T) {
 func TestHerdValidate(t *testing.T) {
 	for _, h := range []Herd{{Clients: -1}, {HopMean: -1}, {HopStdDev: -time.Millisecond}} {
 		_, err := h.Run(NoRetries(), 1)
-		var ce *ConfigError
-		if !errors.Is(err, ErrInvalid) || !errors.As(err, &ce) || ce.Scenario != "herd" || !strings.HasPrefix(err.Error(), "sim: herd ") {
-			t.Errorf("%+v: got %v, want a sim: herd *ConfigError matching ErrInvalid", h, err)
+		var ce *configerr.Error
+		if !errors.Is(err, ErrInvalidConfig) || !errors.As(err, &ce) || !strings.HasPrefix(ce.Field, "Herd.") || !strings.HasPrefix(err.Error(), "sim: invalid configuration: Herd.") {
+			t.Errorf("%+v: got %v, want a sim: herd error matching ErrInvalidConfig", h, err)
 		}
 	}
-	if _, err := (HerdSweep{Clients: []int{10, -5}, Runs: 1}).Run(HerdStrategies(time.Millisecond, time.Second)); !errors.Is(err, ErrInvalid) {
-		t.Errorf("sweep with -5 clients: got %v, want ErrInvalid", err)
+	if _, err := (HerdSweep{Clients: []int{10, -5}, Runs: 1}).Run(HerdStrategies(time.Millisecond, time.Second)); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("sweep with -5 clients: got %v, want ErrInvalidConfig", err)
 	}
-	if _, err := (Herd{}).Run(Policy{MaxAttempts: -2}, 1); !errors.Is(err, retry.ErrInvalidPolicy) {
-		t.Errorf("MaxAttempts -2: got %v, want retry.ErrInvalidPolicy", err)
+	if _, err := (Herd{}).Run(Policy{MaxAttempts: -2}, 1); !errors.Is(err, retry.ErrInvalidConfig) {
+		t.Errorf("MaxAttempts -2: got %v, want retry.ErrInvalidConfig", err)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"time"
+
+	"github.com/yaoki-go/yaoki/internal/configerr"
 )
 
 // Outage is the partial-outage scenario of Marc Brooker's "Fixing retries
@@ -56,7 +58,7 @@ func (o Outage) withDefaults() Outage {
 // Validate reports the first field out of range.
 func (o Outage) Validate() error {
 	bad := func(field string, v any, want string) error {
-		return &ConfigError{Scenario: "outage", Field: field, Value: v, Want: want}
+		return configerr.Invalid(ErrInvalidConfig, "Outage."+field, v, want)
 	}
 	switch {
 	case o.Clients < 0:

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yaoki-go/yaoki/internal/configerr"
 	"github.com/yaoki-go/yaoki/retry"
 	"github.com/yaoki-go/yaoki/throttle"
 )
@@ -133,14 +134,14 @@ func TestOutageValidate(t *testing.T) {
 	}
 	for _, o := range bad {
 		_, err := o.Run(NoRetries(), 1)
-		var ce *ConfigError
-		if err == nil || !strings.HasPrefix(err.Error(), "sim: outage ") || !errors.Is(err, ErrInvalid) || !errors.As(err, &ce) || ce.Scenario != "outage" {
-			t.Errorf("%+v: got error %v, want a sim: outage *ConfigError matching ErrInvalid", o, err)
+		var ce *configerr.Error
+		if err == nil || !strings.HasPrefix(err.Error(), "sim: invalid configuration: Outage.") || !errors.Is(err, ErrInvalidConfig) || !errors.As(err, &ce) || !strings.HasPrefix(ce.Field, "Outage.") {
+			t.Errorf("%+v: got error %v, want a sim: outage error matching ErrInvalidConfig", o, err)
 		}
 	}
 	_, err := Outage{}.Run(Policy{MaxAttempts: -2}, 1)
-	if !errors.Is(err, retry.ErrInvalidPolicy) {
-		t.Errorf("MaxAttempts -2: got %v, want retry.ErrInvalidPolicy", err)
+	if !errors.Is(err, retry.ErrInvalidConfig) {
+		t.Errorf("MaxAttempts -2: got %v, want retry.ErrInvalidConfig", err)
 	}
 }
 

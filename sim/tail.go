@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/yaoki-go/yaoki/hedge"
+	"github.com/yaoki-go/yaoki/internal/configerr"
 )
 
 // Tail is the tail-at-scale scenario of Dean and Barroso ("The Tail at
@@ -110,7 +111,7 @@ func (t Tail) withDefaults() Tail {
 // Validate reports the first field out of range.
 func (t Tail) Validate() error {
 	bad := func(field string, v any, want string) error {
-		return &ConfigError{Scenario: "tail", Field: field, Value: v, Want: want}
+		return configerr.Invalid(ErrInvalidConfig, "Tail."+field, v, want)
 	}
 	switch {
 	case t.Fanout < 0 || t.Fanout > 10000:

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/yaoki-go/yaoki/hedge"
+	"github.com/yaoki-go/yaoki/internal/configerr"
 )
 
 // tailTest is the default shape at half the rate with shorter phases, so
@@ -124,9 +125,9 @@ func TestTailValidate(t *testing.T) {
 		{Tail{Fast: -time.Second}, "Fast"},
 	} {
 		_, err := c.tail.Run(TailPolicy{}, 1)
-		var ce *ConfigError
-		if !errors.Is(err, ErrInvalid) || !errors.As(err, &ce) || ce.Field != c.field {
-			t.Errorf("Run(%+v): got %v, want a ConfigError on %s", c.tail, err, c.field)
+		var ce *configerr.Error
+		if !errors.Is(err, ErrInvalidConfig) || !errors.As(err, &ce) || ce.Field != "Tail."+c.field {
+			t.Errorf("Run(%+v): got %v, want an invalid configuration error on %s", c.tail, err, c.field)
 		}
 	}
 	if _, err := (Tail{}).Run(TailPolicy{Hedge: &hedge.Config{Quantile: 2}}, 1); !errors.Is(err, hedge.ErrInvalidConfig) {

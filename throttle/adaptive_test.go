@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/yaoki-go/yaoki/internal/config"
+	"github.com/yaoki-go/yaoki/internal/configerr"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -177,7 +177,7 @@ func TestConfigErrors(t *testing.T) {
 		{second(NewBulkhead(BulkheadConfig{Limit: -1})), "BulkheadConfig.Limit"},
 		{second(NewBulkhead(BulkheadConfig{MaxWait: -1})), "BulkheadConfig.MaxWait"},
 	} {
-		var ce *config.Error
+		var ce *configerr.Error
 		if !errors.Is(c.err, ErrInvalidConfig) || !errors.As(c.err, &ce) || ce.Field != c.field {
 			t.Errorf("%s: got %v, want an error naming it", c.field, c.err)
 			continue

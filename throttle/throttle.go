@@ -31,7 +31,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/yaoki-go/yaoki/internal/config"
+	"github.com/yaoki-go/yaoki/internal/configerr"
 )
 
 // Sentinels matched by the typed errors of this package.
@@ -98,5 +98,5 @@ func (e *FullError) Error() string {
 func (e *FullError) Is(target error) bool { return target == ErrFull }
 
 func invalid(field string, value any, want string) error {
-	return config.Invalid(ErrInvalidConfig, field, value, want)
+	return configerr.Invalid(ErrInvalidConfig, field, value, want)
 }

@@ -290,7 +290,7 @@ func (o *simOptions) yours(cmd *cobra.Command) (*yourPolicy, error) {
 	if o.jitter != "" {
 		j, err := backoff.ParseJitter(o.jitter)
 		if err != nil {
-			return nil, exit(ExitUsage, "--jitter: "+strings.TrimPrefix(err.Error(), "backoff: "))
+			return nil, exit(ExitUsage, "--jitter: "+strings.TrimPrefix(err.Error(), "backoff: invalid configuration: "))
 		}
 		p.Backoff.Jitter = j
 	}
@@ -298,7 +298,7 @@ func (o *simOptions) yours(cmd *cobra.Command) (*yourPolicy, error) {
 		return nil, exit(ExitUsage, fmt.Sprintf("--max-attempts %d: want ≥ 1, or -1 for unlimited", o.maxAttempts))
 	}
 	if err := p.Validate(); err != nil {
-		return nil, exit(ExitUsage, "your policy: "+strings.TrimPrefix(err.Error(), "retry: invalid policy: "))
+		return nil, exit(ExitUsage, "your policy: "+strings.TrimPrefix(err.Error(), "retry: invalid configuration: "))
 	}
 	guards, desc, err := simGuardsOf(o.budget, o.breaker, o.throttle)
 	if err != nil {

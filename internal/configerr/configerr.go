@@ -1,4 +1,4 @@
-// Package config builds the error that every package of the toolkit returns
+// Package configerr builds the error that every package of the toolkit returns
 // for a configuration it does not accept, so that all of them read alike:
 //
 //	PKG: invalid configuration: FIELD: VALUE out of range; want WHAT IS ACCEPTED
@@ -8,7 +8,7 @@
 // and matches it with errors.Is. The type itself stays internal: callers
 // match the sentinel and read the message, which names the field, the value
 // found and what is accepted.
-package config
+package configerr
 
 import (
 	"errors"

@@ -1,11 +1,11 @@
-package config_test
+package configerr_test
 
 import (
 	"errors"
 	"fmt"
 	"time"
 
-	"github.com/yaoki-go/yaoki/internal/config"
+	"github.com/yaoki-go/yaoki/internal/configerr"
 )
 
 // A package exports its sentinel and builds every rejection with Invalid; a
@@ -14,7 +14,7 @@ func Example() {
 	errBackoff := errors.New("backoff: invalid configuration")
 	errRetry := errors.New("retry: invalid configuration")
 
-	err := config.In(errRetry, "Backoff", config.Invalid(errBackoff, "Cap", -time.Second, "≥ 0 (0 means 20s)"))
+	err := configerr.In(errRetry, "Backoff", configerr.Invalid(errBackoff, "Cap", -time.Second, "≥ 0 (0 means 20s)"))
 	fmt.Println(err)
 	fmt.Println(errors.Is(err, errRetry), errors.Is(err, errBackoff))
 	// Output:
