@@ -64,7 +64,7 @@ or 127 if the command could not be run; 2 for bad usage.
 
 Standard input is handed to every attempt as it is: a command that reads it
 gets, on a retry, only what the earlier attempts left.
-` + policyFlagsHelp + "\n" + observeFlagsHelp,
+` + execPolicyFlagsHelp + "\n" + observeFlagsHelp,
 		Example: `  # a flaky download: up to 5 attempts, waits of up to 1s, 2s, 4s, 8s (full jitter), 1 minute in all
   yaoki exec --max-attempts 5 --base 1s --max-time 1m -- curl -fsS -o page.html http://127.0.0.1:8080/
 
@@ -85,7 +85,7 @@ gets, on a retry, only what the earlier attempts left.
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
 	}
 	cmd.Flags().SetInterspersed(false) // flags after COMMAND are the command's
-	o.pf.register(cmd.Flags())
+	o.pf.registerExec(cmd.Flags())
 	o.obs.register(cmd.Flags())
 	cmd.Flags().StringVar(&o.retryOn, "retry-on", "", "exit codes to retry, e.g. 1,75,100-110 (default: every non-zero code but 126, 127 and signals the user sent)")
 	cmd.Flags().StringVar(&o.noRetryOn, "no-retry-on", "", "exit codes never to retry, e.g. 2,64-78")

@@ -37,3 +37,25 @@ func TestHelpHasExamples(t *testing.T) {
 		t.Errorf("got %d subcommands, want at least sim, plan, exec, flaky, http", len(root.Commands()))
 	}
 }
+
+// Help lists only the flags that apply: exec has no throttling answers
+// and no server hints, so no --throttle-base nor --max-retry-after, and
+// giving them is bad usage that says why.
+func TestHelpListsApplicableFlags(t *testing.T) {
+	var out bytes.Buffer
+	r := newRoot()
+	r.SetOut(&out)
+	r.SetErr(&out)
+	r.SetArgs([]string{"exec", "--help"})
+	if err := r.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"--throttle-base", "--max-retry-after"} {
+		if strings.Contains(out.String(), name) {
+			t.Errorf("yaoki exec --help mentions %s, which does not apply to exec", name)
+		}
+		if code := run([]string{"exec", name, "1s", "--", "true"}); code != ExitUsage {
+			t.Errorf("yaoki exec %s 1s exited %d, want %d", name, code, ExitUsage)
+		}
+	}
+}

@@ -54,6 +54,27 @@ Durations are Go durations (250ms, 1.5s, 2m) or plain seconds (0.25).` + "\n" + 
 
 func (f *policyFlags) register(fs *pflag.FlagSet) { f.registerShort(fs, "") }
 
+// registerExec registers the flags that apply to commands that are not
+// HTTP: without --throttle-base and --max-retry-after, since an exit code
+// is never a throttling answer nor carries a server's hint.
+func (f *policyFlags) registerExec(fs *pflag.FlagSet) {
+	f.registerShort(fs, "")
+	for _, name := range []string{"throttle-base", "max-retry-after"} {
+		fs.Lookup(name).Hidden = true
+		_ = fs.SetAnnotation(name, notForExec, []string{"true"})
+	}
+}
+
+// notForExec marks the policy flags that exec refuses.
+const notForExec = "yaoki/not-for-exec"
+
+// execPolicyFlagsHelp is policyFlagsHelp for exec, without the flags that
+// do not apply to it.
+var execPolicyFlagsHelp = strings.NewReplacer(
+	" (from --throttle-base for 429\nand 503 answers)", "",
+	"--max-time, --attempt-timeout and --max-retry-after then", "--max-time and --attempt-timeout then",
+).Replace(policyFlagsHelp)
+
 // registerShort registers the flags, --max-time with the shorthand
 // maxTimeShort ("m" for yaoki http, as curl's -m).
 func (f *policyFlags) registerShort(fs *pflag.FlagSet, maxTimeShort string) {
@@ -176,6 +197,15 @@ func modeEnv(mode string) (*retry.Env, error) {
 // build applies the file, the environment and the flags, in that order.
 func (f *policyFlags) build(cmd *cobra.Command) (*cliPolicy, error) {
 	changed := cmd.Flags().Changed
+	var notHere error
+	cmd.Flags().VisitAll(func(fl *pflag.Flag) {
+		if fl.Changed && fl.Annotations[notForExec] != nil && notHere == nil {
+			notHere = usagef("--%s does not apply to %s: a command's exit code is never a throttling answer nor carries a server's hint", fl.Name, cmd.Name())
+		}
+	})
+	if notHere != nil {
+		return nil, notHere
+	}
 	for _, z := range []struct {
 		name string
 		zero bool
