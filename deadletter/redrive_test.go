@@ -27,6 +27,16 @@ func newMemory(t *testing.T) *deadletter.Memory {
 	return m
 }
 
+// memoryWith returns a Memory holding a letter of each ID, due at t0.
+func memoryWith(t *testing.T, ids ...string) *deadletter.Memory {
+	t.Helper()
+	m := newMemory(t)
+	for _, id := range ids {
+		put(t, m, id, t0)
+	}
+	return m
+}
+
 func put(t *testing.T, s deadletter.Store, id string, due time.Time) {
 	t.Helper()
 	l := deadletter.Letter{ID: id, Queue: "payments", Key: "key-" + id, Payload: []byte(id), Reason: "attempts exhausted", Attempts: 3, Created: t0.Add(-time.Hour), Due: due}
@@ -146,8 +156,7 @@ func TestRedriveParksAfterMaxRedrives(t *testing.T) {
 		passes int
 		parked bool
 	}{{3, 3, true}, {retry.Unlimited, 12, false}} {
-		m := newMemory(t)
-		put(t, m, "x", t0)
+		m := memoryWith(t, "x")
 		r := newRedriver(t, deadletter.Config{Store: m, MaxRedrives: tc.max, Handler: func(context.Context, deadletter.Letter) error {
 			return errors.New("still down")
 		}})
@@ -174,10 +183,7 @@ func TestRedriveParksAfterMaxRedrives(t *testing.T) {
 
 func TestRedriveEvents(t *testing.T) {
 	ctx := context.Background()
-	m := newMemory(t)
-	put(t, m, "ok", t0)
-	put(t, m, "flaky", t0)
-	put(t, m, "perm", t0)
+	m := memoryWith(t, "ok", "flaky", "perm")
 	var got []event.Event
 	r := newRedriver(t, deadletter.Config{Store: m,
 		Observer: event.Func(func(_ context.Context, e event.Event) { got = append(got, e) }),
@@ -255,8 +261,7 @@ func equalInts(a, b []int) bool {
 
 func TestRedriveLeaseLost(t *testing.T) {
 	ctx := context.Background()
-	m := newMemory(t)
-	put(t, m, "x", t0)
+	m := memoryWith(t, "x")
 	r := newRedriver(t, deadletter.Config{Store: m, Handler: func(ctx context.Context, l deadletter.Letter) error {
 		// An operator requeues the letter while its redrive runs.
 		if err := m.Requeue(ctx, l.ID, t0); err != nil {
@@ -274,9 +279,7 @@ func TestRedriveLeaseLost(t *testing.T) {
 }
 
 func TestRedriveCallerCancels(t *testing.T) {
-	m := newMemory(t)
-	put(t, m, "a", t0)
-	put(t, m, "b", t0)
+	m := memoryWith(t, "a", "b")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	calls := 0
@@ -303,9 +306,7 @@ func TestRedriveCallerCancels(t *testing.T) {
 }
 
 func TestRedriveStoresASuccessDuringShutdown(t *testing.T) {
-	m := newMemory(t)
-	put(t, m, "a", t0)
-	put(t, m, "b", t0)
+	m := memoryWith(t, "a", "b")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	r := newRedriver(t, deadletter.Config{Store: ctxStore{m}, Handler: func(context.Context, deadletter.Letter) error {
@@ -337,8 +338,7 @@ func (s ctxStore) Done(ctx context.Context, id, token string) error {
 
 func TestHandlerBoundByLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := newMemory(t)
-		put(t, m, "x", t0)
+		m := memoryWith(t, "x")
 		r := newRedriver(t, deadletter.Config{Store: m, Lease: 10 * time.Second, Handler: func(ctx context.Context, l deadletter.Letter) error {
 			<-ctx.Done() // a partner that never answers
 			return ctx.Err()
@@ -557,8 +557,7 @@ func TestRedriveExpiredLettersNotStarted(t *testing.T) {
 // A handler that could not even try (ErrNotAttempted) counts a failed
 // redrive, not an attempt.
 func TestRedriveNotAttempted(t *testing.T) {
-	m := newMemory(t)
-	put(t, m, "x", t0)
+	m := memoryWith(t, "x")
 	r := newRedriver(t, deadletter.Config{Store: m, Handler: func(context.Context, deadletter.Letter) error {
 		return fmt.Errorf("prepare: %w: %w", deadletter.ErrNotAttempted, errors.New("no fresh token"))
 	}})

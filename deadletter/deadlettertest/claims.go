@@ -63,22 +63,18 @@ func testLeaseEnds(t *testing.T, c *contract) {
 	s := c.newStore(t)
 	q, p := c.names(t)
 	t0 := c.t0
-	put(t, s, c.letter(q, p+"1", t0))
-	first := claim(t, s, q, t0, 1)
-	if len(first) != 1 {
-		t.Fatalf("Claim: %d letters, want 1", len(first))
-	}
+	first := c.held(t, s, q, p)
 	if got := claim(t, s, q, t0.Add(Lease-time.Second), 1); len(got) != 0 {
 		t.Fatalf("Claim before the lease ended: %q, want none", ids(got))
 	}
 	second := claim(t, s, q, t0.Add(Lease), 1)
-	if len(second) != 1 || second[0].Token == first[0].Token {
+	if len(second) != 1 || second[0].Token == first.Token {
 		t.Fatalf("Claim when the lease ended: %+v, want the letter with a new token", second)
 	}
-	if err := s.Done(t.Context(), p+"1", first[0].Token); !errors.Is(err, deadletter.ErrLeaseLost) {
+	if err := s.Done(t.Context(), p+"1", first.Token); !errors.Is(err, deadletter.ErrLeaseLost) {
 		t.Fatalf("Done with the first claim's token: %v, want ErrLeaseLost", err)
 	}
-	f := first[0]
+	f := first
 	f.Redrives, f.Due = 1, t0.Add(time.Hour)
 	if err := s.Fail(t.Context(), f); !errors.Is(err, deadletter.ErrLeaseLost) {
 		t.Fatalf("Fail with the first claim's token: %v, want ErrLeaseLost", err)
@@ -97,18 +93,36 @@ func testLeaseEnds(t *testing.T, c *contract) {
 func testDoneAfterLease(t *testing.T, c *contract) {
 	s := c.newStore(t)
 	q, p := c.names(t)
-	put(t, s, c.letter(q, p+"1", c.t0))
-	h := claim(t, s, q, c.t0, 1)
-	if err := s.Done(t.Context(), p+"1", h[0].Token); err != nil {
+	h := c.held(t, s, q, p)
+	if err := s.Done(t.Context(), p+"1", h.Token); err != nil {
 		t.Fatalf("Done by the last holder after its lease: %v, want nil (the work was done)", err)
 	}
+}
+
+// stored puts a letter p+"1" of q due at c.t0 and returns it.
+func (c *contract) stored(t *testing.T, s deadletter.Store, q, p string) deadletter.Letter {
+	t.Helper()
+	l := c.letter(q, p+"1", c.t0)
+	put(t, s, l)
+	return l
+}
+
+// held stores a letter p+"1" of q due at c.t0, claims it at c.t0 and
+// returns it as claimed.
+func (c *contract) held(t *testing.T, s deadletter.Store, q, p string) deadletter.Letter {
+	t.Helper()
+	c.stored(t, s, q, p)
+	h := claim(t, s, q, c.t0, 1)
+	if len(h) != 1 {
+		t.Fatalf("Claim: %d letters, want 1", len(h))
+	}
+	return h[0]
 }
 
 // failed puts a letter of q, claims it and fails it, due an hour later,
 // and returns its ID.
 func (c *contract) failed(t *testing.T, s deadletter.Store, q, p string) string {
-	put(t, s, c.letter(q, p+"1", c.t0))
-	h := claim(t, s, q, c.t0, 1)[0]
+	h := c.held(t, s, q, p)
 	h.Reason, h.Error, h.Attempts, h.Redrives, h.Due = "redrive failed", "partner: 502", 4, 1, c.t0.Add(time.Hour)
 	if err := s.Fail(t.Context(), h); err != nil {
 		t.Fatal(err)
@@ -151,7 +165,7 @@ func testParkedNotClaimed(t *testing.T, c *contract) {
 func testFailInvalid(t *testing.T, c *contract) {
 	s := c.newStore(t)
 	q, p := c.names(t)
-	put(t, s, c.letter(q, p+"1", c.t0))
+	c.stored(t, s, q, p)
 	bad := claim(t, s, q, c.t0, 1)[0]
 	bad.Attempts = -1
 	if err := s.Fail(t.Context(), bad); !errors.Is(err, deadletter.ErrInvalid) {
@@ -185,15 +199,11 @@ func testRequeueEndsClaim(t *testing.T, c *contract) {
 	s := c.newStore(t)
 	q, p := c.names(t)
 	t0 := c.t0
-	put(t, s, c.letter(q, p+"1", t0))
-	h := claim(t, s, q, t0, 1)
-	if len(h) != 1 {
-		t.Fatalf("Claim: %d letters, want 1", len(h))
-	}
+	h := c.held(t, s, q, p)
 	if err := s.Requeue(t.Context(), p+"1", t0); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Done(t.Context(), p+"1", h[0].Token); !errors.Is(err, deadletter.ErrLeaseLost) {
+	if err := s.Done(t.Context(), p+"1", h.Token); !errors.Is(err, deadletter.ErrLeaseLost) {
 		t.Fatalf("Done by a claim that a Requeue ended: %v, want ErrLeaseLost", err)
 	}
 	if got := claim(t, s, q, t0.Add(time.Minute), 1); len(got) != 1 {

@@ -36,30 +36,32 @@ func testPutGet(t *testing.T, c *contract) {
 func testPutSameWork(t *testing.T, c *contract) {
 	s := c.newStore(t)
 	q, p := c.names(t)
-	l := c.letter(q, p+"1", c.t0)
-	put(t, s, l)
+	l := c.stored(t, s, q, p)
 	again := l
 	again.Reason, again.Attempts = "deadline", 7 // the outcome may differ: same work
 	if err := s.Put(t.Context(), again); err != nil {
 		t.Fatalf("Put of the same work again: %v, want nil", err)
 	}
-	if got, _ := s.Get(t.Context(), l.ID); !Equal(got, l) {
-		t.Fatalf("after the second Put the letter changed:\n got %+v\nwant %+v", got, l)
-	}
+	unchanged(t, s, l, "the second Put")
 }
 
 func testPutConflict(t *testing.T, c *contract) {
 	s := c.newStore(t)
 	q, p := c.names(t)
-	l := c.letter(q, p+"1", c.t0)
-	put(t, s, l)
+	l := c.stored(t, s, q, p)
 	other := l
 	other.Payload = []byte(`{"charge":"other"}`)
 	if err := s.Put(t.Context(), other); !errors.Is(err, deadletter.ErrConflict) {
 		t.Fatalf("Put of other work under a stored ID: %v, want ErrConflict", err)
 	}
+	unchanged(t, s, l, "the refused Put")
+}
+
+// unchanged fails the test unless s holds l as it was, after what happened.
+func unchanged(t *testing.T, s deadletter.Store, l deadletter.Letter, after string) {
+	t.Helper()
 	if got, _ := s.Get(t.Context(), l.ID); !Equal(got, l) {
-		t.Fatalf("after the refused Put the letter changed:\n got %+v\nwant %+v", got, l)
+		t.Fatalf("after %s the letter changed:\n got %+v\nwant %+v", after, got, l)
 	}
 }
 
@@ -114,8 +116,7 @@ func testMessages(t *testing.T, c *contract) {
 func testNoSharing(t *testing.T, c *contract) {
 	s := c.newStore(t)
 	q, p := c.names(t)
-	l := c.letter(q, p+"1", c.t0)
-	put(t, s, l)
+	l := c.stored(t, s, q, p)
 	l.Payload[0] = 'X'
 	got, _ := s.Get(t.Context(), p+"1")
 	if got.Payload[0] != '{' {
@@ -131,7 +132,7 @@ func testNoSharing(t *testing.T, c *contract) {
 func testDelete(t *testing.T, c *contract) {
 	s := c.newStore(t)
 	q, p := c.names(t)
-	put(t, s, c.letter(q, p+"1", c.t0))
+	c.stored(t, s, q, p)
 	claim(t, s, q, c.t0, 1)
 	if err := s.Delete(t.Context(), p+"1"); err != nil {
 		t.Fatalf("Delete of a held letter: %v", err)
