@@ -61,6 +61,27 @@ func ExampleGRPC() {
 	// 1 false
 }
 
+// yaoki's default budget against a dependency that answers nothing: the
+// first call gets its 3 attempts, later calls their first attempt only;
+// nothing refuses a first attempt, so the calls see the dependency come
+// back.
+func ExampleRecommended() {
+	b, _ := budget.NewGRPC(budget.Recommended())
+	p := retry.Policy{Env: &retry.Env{Budget: b, Sleep: func(context.Context, time.Duration) error { return nil }}}
+	for call := 1; call <= 3; call++ {
+		attempts := 0
+		err := retry.Do(context.Background(), p, func(context.Context) error {
+			attempts++
+			return errors.New("connection refused")
+		})
+		fmt.Printf("call %d: %d attempts, budget exhausted: %v\n", call, attempts, errors.Is(err, retry.ErrBudgetExhausted))
+	}
+	// Output:
+	// call 1: 3 attempts, budget exhausted: false
+	// call 2: 1 attempts, budget exhausted: true
+	// call 3: 1 attempts, budget exhausted: true
+}
+
 // A budget shared by every call to one dependency, through retry.Policy:
 // the calls that succeed earn retries for the others; once those are spent,
 // a failed call ends at once with the reason "budget exhausted" and its
