@@ -142,7 +142,7 @@ func TestHedgeNotNeeded(t *testing.T) {
 		if v, err := retry.HedgeValue(context.Background(), p, s.call, s.discard); err != nil || v != 1 {
 			t.Fatalf("HedgeValue = %v, %v; want attempt 1's answer", v, err)
 		}
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // virtual time: the synctest bubble advances its clock
 		if s.n.Load() != 1 || obs.count(event.Hedge) != 0 || len(s.discarded) != 0 {
 			t.Errorf("%d attempts, %d hedges, discarded %v; want 1 attempt, none", s.n.Load(), obs.count(event.Hedge), s.discarded)
 		}
