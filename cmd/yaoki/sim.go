@@ -153,6 +153,9 @@ func (o *simOptions) run(cmd *cobra.Command, job *simJob) error {
 	if err != nil {
 		return err
 	}
+	if err := checkOutFolder(o.out); err != nil {
+		return err
+	}
 	stderr := cmd.ErrOrStderr()
 	bar := newSimProgress(stderr, o.progress || isTerminal(stderr))
 	rep := &simReport{Seed: o.seed, Command: "yaoki " + strings.Join(os.Args[1:], " ")}
@@ -167,7 +170,7 @@ func (o *simOptions) run(cmd *cobra.Command, job *simJob) error {
 			Runs: o.runsOr(100), Seed: o.seed, Workers: o.workers, Progress: bar.phase("herd")}
 		pts, err := s.Run(pols)
 		if err != nil {
-			return exit(ExitUsage, err.Error())
+			return simUsage(err)
 		}
 		rep.Herd = &herdReport{Runs: s.Runs, Policies: describe(pols), Points: pts, Hop: s.Herd, PostBase: p.postBase, PostCap: p.postCap}
 	}
@@ -186,7 +189,7 @@ func (o *simOptions) run(cmd *cobra.Command, job *simJob) error {
 				FailureRates: p.rates, Runs: r.Runs, Seed: o.seed, Workers: o.workers, Progress: bar.phase(fmt.Sprintf("outage/%d", n))}
 			pts, err := s.Run(pols)
 			if err != nil {
-				return exit(ExitUsage, err.Error())
+				return simUsage(err)
 			}
 			r.Points = append(r.Points, pts...)
 			r.Rates = append(r.Rates, rate)
@@ -207,7 +210,7 @@ func (o *simOptions) run(cmd *cobra.Command, job *simJob) error {
 			Workers: o.workers, Progress: bar.phase("collapse")}
 		pts, err := s.Run(pols)
 		if err != nil {
-			return exit(ExitUsage, err.Error())
+			return simUsage(err)
 		}
 		rep.Collapse = &collapseReport{Runs: s.Runs, Policies: describe(pols), Base: p.base, Points: pts}
 	}

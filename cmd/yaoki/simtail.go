@@ -103,7 +103,7 @@ func (o *simOptions) runTail(p *tailParams, yours *yourPolicy, bar *simProgress)
 	s := sim.TailSweep{Tail: p.base, Runs: o.runsOr(3), Seed: o.seed, Workers: o.workers, Progress: bar.phase("tail")}
 	pts, err := s.Run(pols)
 	if err != nil {
-		return nil, exit(ExitUsage, err.Error())
+		return nil, simUsage(err)
 	}
 	info := make([]policyInfo, len(pols))
 	for i, pol := range pols {

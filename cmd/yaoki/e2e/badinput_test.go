@@ -87,3 +87,28 @@ func TestHTTPRetryModeShown(t *testing.T) {
 		t.Fatalf("--retry-mode beats YAOKI_RETRY_MODE: exit %d after %d requests:\n%s", r.code, len(s.requests()), r.stderr)
 	}
 }
+
+// yaoki sim's errors name the flag the user wrote, not package sim's
+// field; a report folder that cannot be written is refused before the
+// simulations start.
+func TestSimErrorsNameFlags(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(file, []byte("x"), 0o600)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sim", "herd", "--clients", "-5", "--out", ""}, "--clients -5: out of range; want 1 to 1e6"},
+		{[]string{"sim", "outage", "--p", "1.5", "--out", ""}, "--p 1.5: out of range; want a probability in [0, 1]"},
+		{[]string{"sim", "herd", "--runs", "1", "--out", filepath.Join(file, "report")}, "--out " + filepath.Join(file, "report") + ": cannot make the report folder"},
+	} {
+		start := time.Now()
+		r := run(t, nil, tc.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, "Herd.") || strings.Contains(r.stderr, "Outage.") {
+			t.Errorf("yaoki %q: exit %d, stderr %q; want 2 and %q", tc.args, r.code, r.stderr, tc.want)
+		}
+		if r.stdout != "" {
+			t.Errorf("yaoki %q ran simulations (%q, %v) before refusing", tc.args, r.stdout, time.Since(start))
+		}
+	}
+}

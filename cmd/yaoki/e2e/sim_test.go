@@ -225,7 +225,7 @@ func TestSimBadInput(t *testing.T) {
 		{[]string{"sim", "--format", "xml"}, `--format "xml": want table, csv or json`},
 		{[]string{"sim", "outage", "--jitter", "wild"}, "--jitter"},
 		{[]string{"sim", "outage", "--budget", "nope"}, `--budget "nope": want one of none, recommended, share`},
-		{[]string{"sim", "outage", "--p", "1.5"}, "FailureRate: 1.5 out of range"},
+		{[]string{"sim", "outage", "--p", "1.5"}, "--p 1.5: out of range"},
 		{[]string{"sim", "outage", "--policies", "nobody"}, `no policy "nobody"`},
 		{[]string{"sim", "collapse", "--trigger", "quake"}, `--trigger "quake"`},
 		{[]string{"sim", "storm"}, `unknown command "storm"`},
