@@ -49,24 +49,70 @@ type MemoryConfig struct {
 type MemoryStore struct {
 	max int
 
-	mu         sync.Mutex
-	m          map[ID]*memEntry
-	head, tail *memEntry            // by last transition, oldest first
-	scopes     map[string]*memScope // the scopes that hold records
+	mu     sync.Mutex
+	m      map[ID]*memEntry
+	all    memList              // by last transition, oldest first (inStore links)
+	scopes map[string]*memScope // the scopes that hold records
 }
 
-// memScope is one scope's records, by last transition, oldest first.
+// memScope is one scope's records, by last transition, oldest first
+// (inScope links).
 type memScope struct {
-	n          int
-	head, tail *memEntry
+	n    int
+	list memList
 }
 
 type memEntry struct {
-	id           ID
-	rec          Record
-	scope        *memScope
-	prev, next   *memEntry // in the store's list
-	sprev, snext *memEntry // in the scope's list
+	id    ID
+	rec   Record
+	scope *memScope
+	links [2]memLinks // indexed by inStore and inScope
+}
+
+// The two lists an entry is in: the store's and its scope's.
+const (
+	inStore = iota
+	inScope
+)
+
+type memLinks struct{ prev, next *memEntry }
+
+// memList is a list of entries threaded through one kind of their links.
+type memList struct{ head, tail *memEntry }
+
+// unlink takes e out of l, whose links are e.links[k].
+func (l *memList) unlink(e *memEntry, k int) {
+	at := &e.links[k]
+	if at.prev != nil {
+		at.prev.links[k].next = at.next
+	} else {
+		l.head = at.next
+	}
+	if at.next != nil {
+		at.next.links[k].prev = at.prev
+	} else {
+		l.tail = at.prev
+	}
+	*at = memLinks{}
+}
+
+// pushBack puts e, in no list of kind k, at the end of l.
+func (l *memList) pushBack(e *memEntry, k int) {
+	e.links[k] = memLinks{prev: l.tail}
+	if l.tail != nil {
+		l.tail.links[k].next = e
+	} else {
+		l.head = e
+	}
+	l.tail = e
+}
+
+// moveBack moves e, in l, to its end.
+func (l *memList) moveBack(e *memEntry, k int) {
+	if l.tail != e {
+		l.unlink(e, k)
+		l.pushBack(e, k)
+	}
 }
 
 // NewMemoryStore returns an empty store. A negative MaxRecords is refused.
@@ -94,8 +140,8 @@ func (s *MemoryStore) Begin(_ context.Context, id ID, fp Fingerprint, token stri
 	defer s.mu.Unlock()
 	// Drop a few dead records from the front on every call, so that the
 	// map does not keep them until it is full.
-	for i := 0; i < 4 && s.head != nil && !now.Before(s.head.rec.Expires); i++ {
-		s.remove(s.head)
+	for i := 0; i < 4 && s.all.head != nil && !now.Before(s.all.head.rec.Expires); i++ {
+		s.remove(s.all.head)
 	}
 	e := s.m[id]
 	if e != nil {
@@ -133,8 +179,8 @@ func (s *MemoryStore) evict(now time.Time, scope string) bool {
 	}
 	var other *memEntry
 	freed := false
-	for e, i := s.head, 0; e != nil && i < evictScan; i++ {
-		next := e.next
+	for e, i := s.all.head, 0; e != nil && i < evictScan; i++ {
+		next := e.links[inStore].next
 		switch {
 		case !now.Before(e.rec.Expires):
 			s.remove(e)
@@ -152,14 +198,14 @@ func (s *MemoryStore) evict(now time.Time, scope string) bool {
 		return true
 	}
 	if own != nil {
-		for e := own.head; e != nil; e = e.snext {
+		for e := own.list.head; e != nil; e = e.links[inScope].next {
 			if e.rec.State == Completed || !now.Before(e.rec.Expires) {
 				s.remove(e)
 				return true
 			}
 		}
 	}
-	for e := s.head; e != nil; e = e.next {
+	for e := s.all.head; e != nil; e = e.links[inStore].next {
 		if !now.Before(e.rec.Expires) || may(e) {
 			s.remove(e)
 			return true
@@ -233,80 +279,23 @@ func (s *MemoryStore) Get(_ context.Context, id ID, now time.Time) (Record, bool
 
 func (s *MemoryStore) remove(e *memEntry) {
 	delete(s.m, e.id)
-	s.unlink(e)
+	s.all.unlink(e, inStore)
 	sc := e.scope
-	if e.sprev != nil {
-		e.sprev.snext = e.snext
-	} else {
-		sc.head = e.snext
-	}
-	if e.snext != nil {
-		e.snext.sprev = e.sprev
-	} else {
-		sc.tail = e.sprev
-	}
-	e.sprev, e.snext = nil, nil
+	sc.list.unlink(e, inScope)
 	if sc.n--; sc.n == 0 {
 		delete(s.scopes, e.id.Scope)
 	}
 }
 
-// unlink takes e out of the store's list.
-func (s *MemoryStore) unlink(e *memEntry) {
-	if e.prev != nil {
-		e.prev.next = e.next
-	} else {
-		s.head = e.next
-	}
-	if e.next != nil {
-		e.next.prev = e.prev
-	} else {
-		s.tail = e.prev
-	}
-	e.prev, e.next = nil, nil
-}
-
 // pushBack puts a new e at the end of both lists.
 func (s *MemoryStore) pushBack(e *memEntry) {
-	s.linkBack(e)
-	sc := e.scope
-	sc.n++
-	e.sprev = sc.tail
-	if sc.tail != nil {
-		sc.tail.snext = e
-	} else {
-		sc.head = e
-	}
-	sc.tail = e
-}
-
-func (s *MemoryStore) linkBack(e *memEntry) {
-	e.prev = s.tail
-	if s.tail != nil {
-		s.tail.next = e
-	} else {
-		s.head = e
-	}
-	s.tail = e
+	s.all.pushBack(e, inStore)
+	e.scope.n++
+	e.scope.list.pushBack(e, inScope)
 }
 
 // moveBack moves e to the end of both lists: its last transition is now.
 func (s *MemoryStore) moveBack(e *memEntry) {
-	if s.tail != e {
-		s.unlink(e)
-		s.linkBack(e)
-	}
-	sc := e.scope
-	if sc.tail == e {
-		return
-	}
-	if e.sprev != nil {
-		e.sprev.snext = e.snext
-	} else {
-		sc.head = e.snext
-	}
-	e.snext.sprev = e.sprev // e is not the tail: it has a next
-	e.sprev, e.snext = sc.tail, nil
-	sc.tail.snext = e
-	sc.tail = e
+	s.all.moveBack(e, inStore)
+	e.scope.list.moveBack(e, inScope)
 }

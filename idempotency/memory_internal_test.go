@@ -36,8 +36,8 @@ func TestMemoryStoreLists(t *testing.T) {
 
 func (s *MemoryStore) check() error {
 	n := 0
-	for e := s.head; e != nil; e = e.next {
-		if s.m[e.id] != e || (e.next != nil && e.next.prev != e) || (e.next == nil && s.tail != e) {
+	for e := s.all.head; e != nil; e = e.links[inStore].next {
+		if next := e.links[inStore].next; s.m[e.id] != e || (next != nil && next.links[inStore].prev != e) || (next == nil && s.all.tail != e) {
 			return fmt.Errorf("store list broken at %v", e.id)
 		}
 		n++
@@ -48,8 +48,8 @@ func (s *MemoryStore) check() error {
 	total := 0
 	for name, sc := range s.scopes {
 		k := 0
-		for e := sc.head; e != nil; e = e.snext {
-			if e.scope != sc || e.id.Scope != name || s.m[e.id] != e || (e.snext != nil && e.snext.sprev != e) || (e.snext == nil && sc.tail != e) {
+		for e := sc.list.head; e != nil; e = e.links[inScope].next {
+			if next := e.links[inScope].next; e.scope != sc || e.id.Scope != name || s.m[e.id] != e || (next != nil && next.links[inScope].prev != e) || (next == nil && sc.list.tail != e) {
 				return fmt.Errorf("scope %q list broken at %v", name, e.id)
 			}
 			k++

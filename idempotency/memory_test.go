@@ -13,21 +13,25 @@ import (
 
 func TestMemoryStoreContract(t *testing.T) {
 	idempotencytest.TestStore(t, func(t *testing.T) idempotency.Store {
-		s, err := idempotency.NewMemoryStore(idempotency.MemoryConfig{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
+		return newMemoryStore(t, 0)
 	})
+}
+
+// newMemoryStore returns a MemoryStore of at most max records (0: the
+// default).
+func newMemoryStore(t *testing.T, max int) *idempotency.MemoryStore {
+	t.Helper()
+	s, err := idempotency.NewMemoryStore(idempotency.MemoryConfig{MaxRecords: max})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 func TestMemoryStoreBound(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	s, err := idempotency.NewMemoryStore(idempotency.MemoryConfig{MaxRecords: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newMemoryStore(t, 3)
 	id := func(i int) idempotency.ID { return idempotency.ID{Key: fmt.Sprint(i)} }
 	begin := func(i int, now time.Time) error {
 		_, claimed, err := s.Begin(ctx, id(i), idempotency.Fingerprint{}, "tok", now, time.Minute)
@@ -90,10 +94,7 @@ func TestMemoryConfigRefused(t *testing.T) {
 func TestMemoryStoreBoundPerScope(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	s, err := idempotency.NewMemoryStore(idempotency.MemoryConfig{MaxRecords: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newMemoryStore(t, 10)
 	fill := func(scope string, n int, at time.Time) {
 		for i := range n {
 			id := idempotency.ID{Scope: scope, Key: fmt.Sprint(i)}

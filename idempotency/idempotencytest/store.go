@@ -97,10 +97,7 @@ func TestStore(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 	t.Run("retention ends", func(t *testing.T) {
 		s := newStore(t)
 		id, _ := ids(t)
-		mustClaim(t, s, id, fp, "tok-a", t0)
-		if err := s.Complete(ctx, id, "tok-a", resp, t0, TTL); err != nil {
-			t.Fatal(err)
-		}
+		mustComplete(t, s, id, fp, resp, t0)
 		if _, ok, _ := s.Get(ctx, id, t0.Add(TTL-time.Millisecond)); !ok {
 			t.Fatal("record gone before its TTL")
 		}
@@ -237,10 +234,7 @@ func TestStore(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 	t.Run("scopes are separate", func(t *testing.T) {
 		s := newStore(t)
 		a, b := ids(t)
-		mustClaim(t, s, a, fp, "tok-a", t0)
-		if err := s.Complete(ctx, a, "tok-a", resp, t0, TTL); err != nil {
-			t.Fatal(err)
-		}
+		mustComplete(t, s, a, fp, resp, t0)
 		mustClaim(t, s, b, fp, "tok-b", t0)
 		// "x:y" + "z" and "x" + "y:z" must not meet either.
 		n := fmt.Sprint(time.Now().UnixNano())
@@ -312,6 +306,16 @@ func mustClaim(t *testing.T, s idempotency.Store, id idempotency.ID, fp idempote
 	rec, claimed, err := s.Begin(context.Background(), id, fp, tok, now, Lease)
 	if err != nil || !claimed {
 		t.Fatalf("Begin(%v) at %v: claimed %v err %v (record %+v), want claimed", id, now, claimed, err, rec)
+	}
+}
+
+// mustComplete claims id with token "tok-a" at now and completes it with
+// resp, kept for TTL.
+func mustComplete(t *testing.T, s idempotency.Store, id idempotency.ID, fp idempotency.Fingerprint, resp idempotency.Response, now time.Time) {
+	t.Helper()
+	mustClaim(t, s, id, fp, "tok-a", now)
+	if err := s.Complete(context.Background(), id, "tok-a", resp, now, TTL); err != nil {
+		t.Fatal(err)
 	}
 }
 
