@@ -9,7 +9,7 @@ import (
 // The closed success path, as the retry loop drives it: AllowAt and DoneAt
 // with the instant given (the default breaker: a 30 s time window).
 func BenchmarkBreakerSuccessSerial(b *testing.B) {
-	br, _ := New(Settings{})
+	br, _ := New(Config{})
 	now := t0
 	b.ReportAllocs()
 	for b.Loop() {
@@ -22,7 +22,7 @@ func BenchmarkBreakerSuccessSerial(b *testing.B) {
 }
 
 func BenchmarkBreakerSuccessParallel(b *testing.B) {
-	br, _ := New(Settings{})
+	br, _ := New(Config{})
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		now := t0
@@ -38,7 +38,7 @@ func BenchmarkBreakerSuccessParallel(b *testing.B) {
 
 // The same with a count window (the last 100 calls).
 func BenchmarkBreakerSuccessCountWindowParallel(b *testing.B) {
-	br, _ := New(Settings{WindowCalls: 100})
+	br, _ := New(Config{WindowCalls: 100})
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		now := t0
@@ -56,11 +56,11 @@ func BenchmarkBreakerExecute(b *testing.B) {
 	ctx := context.Background()
 	for _, c := range []struct {
 		name string
-		s    Settings
+		s    Config
 	}{
-		{"time-window", Settings{}},
-		{"count-window", Settings{WindowCalls: 100}},
-		{"consecutive", Settings{ConsecutiveFailures: 5, FailureRatio: Disabled, OpenTimeout: time.Hour}},
+		{"time-window", Config{}},
+		{"count-window", Config{WindowCalls: 100}},
+		{"consecutive", Config{ConsecutiveFailures: 5, FailureRatio: Disabled, OpenTimeout: time.Hour}},
 	} {
 		br, _ := New(c.s)
 		b.Run(c.name, func(b *testing.B) {
@@ -79,7 +79,7 @@ func BenchmarkBreakerExecute(b *testing.B) {
 // An open breaker refusing a call: a lock-free check of the open period and
 // the *OpenError it returns.
 func BenchmarkBreakerOpenReject(b *testing.B) {
-	br, _ := New(Settings{ConsecutiveFailures: 1, OpenTimeout: time.Hour})
+	br, _ := New(Config{ConsecutiveFailures: 1, OpenTimeout: time.Hour})
 	tk, _ := br.AllowAt(t0, false)
 	br.DoneAt(t0, tk, 0, boom)
 	b.ReportAllocs()

@@ -11,7 +11,7 @@
 //
 // Three ways to use it:
 //
-//	b, err := breaker.New(breaker.Settings{Name: "payments"})
+//	b, err := breaker.New(breaker.Config{Name: "payments"})
 //	// 1. a closure
 //	err = b.Execute(ctx, func(ctx context.Context) error { return call(ctx) })
 //	// 2. two steps, for code that is not a closure
@@ -102,7 +102,7 @@ type Breaker struct {
 	probing int // half-open probes in flight
 	probeOK int // half-open probes that succeeded
 
-	s        Settings
+	s        Config
 	ratioOn  bool
 	slowOn   bool
 	countWin bool
@@ -140,7 +140,7 @@ func (b *Breaker) refusal(p *period, ns int64) *OpenError {
 
 // New returns a closed Breaker configured by s, or an error naming the first
 // field of s out of range.
-func New(s Settings) (*Breaker, error) {
+func New(s Config) (*Breaker, error) {
 	if err := s.resolve(); err != nil {
 		return nil, err
 	}

@@ -23,7 +23,7 @@ var (
 func at(d time.Duration) time.Time { return t0.Add(d) }
 
 // newB builds a breaker without jitter unless s says otherwise.
-func newB(t *testing.T, s Settings) *Breaker {
+func newB(t *testing.T, s Config) *Breaker {
 	t.Helper()
 	if s.OpenJitter == 0 {
 		s.OpenJitter = Disabled
@@ -54,7 +54,7 @@ func wantState(t *testing.T, b *Breaker, now time.Time, want State) {
 }
 
 func TestDefaultsTripOnRatioAfterMinCalls(t *testing.T) {
-	b := newB(t, Settings{})
+	b := newB(t, Config{})
 	for i := 0; i < 19; i++ {
 		call(t, b, at(time.Duration(i)*time.Second), boom)
 	}
@@ -76,7 +76,7 @@ func TestRatioBoundary(t *testing.T) {
 		{30, 19, Closed}, // 38.8 % over 49 calls
 		{0, 20, Open},
 	} {
-		b := newB(t, Settings{})
+		b := newB(t, Config{})
 		for i := 0; i < c.successes; i++ {
 			call(t, b, at(0), nil)
 		}
@@ -90,7 +90,7 @@ func TestRatioBoundary(t *testing.T) {
 }
 
 func TestTimeWindowSlides(t *testing.T) {
-	b := newB(t, Settings{Window: 10 * time.Second, MinCalls: 4})
+	b := newB(t, Config{Window: 10 * time.Second, MinCalls: 4})
 	// Three failures at +0 s, then successes later: the window of 10 s in
 	// steps of 1 s forgets the failures at +10 s.
 	for i := 0; i < 3; i++ {
@@ -104,7 +104,7 @@ func TestTimeWindowSlides(t *testing.T) {
 	call(t, b, at(9*time.Second), boom)
 	wantState(t, b, at(9*time.Second), Open)
 
-	b = newB(t, Settings{Window: 10 * time.Second, MinCalls: 4})
+	b = newB(t, Config{Window: 10 * time.Second, MinCalls: 4})
 	for i := 0; i < 3; i++ {
 		call(t, b, at(0), boom)
 	}
@@ -117,7 +117,7 @@ func TestTimeWindowSlides(t *testing.T) {
 }
 
 func TestCountWindowExact(t *testing.T) {
-	b := newB(t, Settings{WindowCalls: 10}) // MinCalls defaults to 10
+	b := newB(t, Config{WindowCalls: 10}) // MinCalls defaults to 10
 	// F S S S S S S F F F: 4 of 10.
 	outcomes := []error{boom, nil, nil, nil, nil, nil, nil, boom, boom, boom}
 	for _, err := range outcomes {
@@ -134,7 +134,7 @@ func TestCountWindowExact(t *testing.T) {
 
 func TestCountWindowBlocks(t *testing.T) {
 	// 1000 calls in 125 buckets of 8: the window holds 993 to 1000 calls.
-	b := newB(t, Settings{WindowCalls: 1000, MinCalls: 100, FailureRatio: 0.1})
+	b := newB(t, Config{WindowCalls: 1000, MinCalls: 100, FailureRatio: 0.1})
 	for i := 0; i < 1000; i++ {
 		err := error(nil)
 		if i >= 901 {
@@ -150,7 +150,7 @@ func TestCountWindowBlocks(t *testing.T) {
 }
 
 func TestConsecutiveFailures(t *testing.T) {
-	b := newB(t, Settings{ConsecutiveFailures: 3, FailureRatio: Disabled})
+	b := newB(t, Config{ConsecutiveFailures: 3, FailureRatio: Disabled})
 	call(t, b, at(0), boom)
 	call(t, b, at(0), boom)
 	call(t, b, at(0), nil) // resets the streak
@@ -162,7 +162,7 @@ func TestConsecutiveFailures(t *testing.T) {
 }
 
 func TestSlowCalls(t *testing.T) {
-	b := newB(t, Settings{SlowCall: time.Second, MinCalls: 4, FailureRatio: Disabled})
+	b := newB(t, Config{SlowCall: time.Second, MinCalls: 4, FailureRatio: Disabled})
 	slowCall := func(now time.Time, d time.Duration) {
 		tk, err := b.AllowAt(now, false)
 		if err != nil {
@@ -184,7 +184,7 @@ func TestSlowCalls(t *testing.T) {
 }
 
 func TestOpenRefusesAndSaysWhenToProbe(t *testing.T) {
-	b := newB(t, Settings{ConsecutiveFailures: 1, OpenTimeout: 30 * time.Second, Name: "payments"})
+	b := newB(t, Config{ConsecutiveFailures: 1, OpenTimeout: 30 * time.Second, Name: "payments"})
 	call(t, b, at(0), boom)
 	_, err := b.AllowAt(at(12*time.Second), false)
 	if !errors.Is(err, ErrOpen) {
@@ -211,7 +211,7 @@ func TestOpenRefusesAndSaysWhenToProbe(t *testing.T) {
 }
 
 func TestHalfOpenProbeClosesWithFreshCounts(t *testing.T) {
-	b := newB(t, Settings{MinCalls: 2})
+	b := newB(t, Config{MinCalls: 2})
 	call(t, b, at(0), boom)
 	call(t, b, at(0), boom)
 	wantState(t, b, at(0), Open)
@@ -239,7 +239,7 @@ func TestHalfOpenProbeClosesWithFreshCounts(t *testing.T) {
 }
 
 func TestFailedProbesLengthenTheOpenPeriod(t *testing.T) {
-	b := newB(t, Settings{ConsecutiveFailures: 1, OpenTimeout: 30 * time.Second, MaxOpenTimeout: 100 * time.Second})
+	b := newB(t, Config{ConsecutiveFailures: 1, OpenTimeout: 30 * time.Second, MaxOpenTimeout: 100 * time.Second})
 	now := at(0)
 	call(t, b, now, boom)
 	for i, want := range []time.Duration{30, 60, 100, 100} { // ×2 each time, capped
@@ -261,7 +261,7 @@ func TestFailedProbesLengthenTheOpenPeriod(t *testing.T) {
 }
 
 func TestOpenJitter(t *testing.T) {
-	b, err := New(Settings{ConsecutiveFailures: 1, Rand: func() float64 { return 0.5 }})
+	b, err := New(Config{ConsecutiveFailures: 1, Rand: func() float64 { return 0.5 }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestOpenJitter(t *testing.T) {
 }
 
 func TestSeveralProbes(t *testing.T) {
-	b := newB(t, Settings{ConsecutiveFailures: 1, HalfOpenProbes: 3})
+	b := newB(t, Config{ConsecutiveFailures: 1, HalfOpenProbes: 3})
 	call(t, b, at(0), boom)
 	now := at(30 * time.Second)
 	var tks []uint64
@@ -312,7 +312,7 @@ func TestSeveralProbes(t *testing.T) {
 }
 
 func TestStaleOutcomesAreDropped(t *testing.T) {
-	b := newB(t, Settings{ConsecutiveFailures: 2})
+	b := newB(t, Config{ConsecutiveFailures: 2})
 	old, _ := b.AllowAt(at(0), false) // issued while closed
 	call(t, b, at(0), boom)
 	call(t, b, at(0), boom)
@@ -372,7 +372,7 @@ func TestDefaultClassify(t *testing.T) {
 }
 
 func TestClassifyHook(t *testing.T) {
-	b := newB(t, Settings{ConsecutiveFailures: 2, Classify: func(err error) Outcome {
+	b := newB(t, Config{ConsecutiveFailures: 2, Classify: func(err error) Outcome {
 		if errors.Is(err, boom) {
 			return Ignore
 		}
@@ -388,7 +388,7 @@ func TestClassifyHook(t *testing.T) {
 }
 
 func TestRetriesOnly(t *testing.T) {
-	b := newB(t, Settings{ConsecutiveFailures: 2, RetriesOnly: true})
+	b := newB(t, Config{ConsecutiveFailures: 2, RetriesOnly: true})
 	call(t, b, at(0), boom)
 	call(t, b, at(0), boom)
 	wantState(t, b, at(0), Open)
@@ -428,7 +428,7 @@ func TestHooksRunOutsideTheLock(t *testing.T) {
 	var changes []string
 	var events []event.Event
 	var b *Breaker
-	b = newB(t, Settings{Name: "db", ConsecutiveFailures: 1,
+	b = newB(t, Config{Name: "db", ConsecutiveFailures: 1,
 		OnStateChange: func(name string, from, to State) {
 			_ = b.Trips() // takes the breaker's lock: deadlocks if called under it
 			mu.Lock()
@@ -472,7 +472,7 @@ func TestHooksRunOutsideTheLock(t *testing.T) {
 
 func TestExecute(t *testing.T) {
 	ctx := context.Background()
-	b := newB(t, Settings{ConsecutiveFailures: 2})
+	b := newB(t, Config{ConsecutiveFailures: 2})
 	if err := b.Execute(ctx, func(context.Context) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -514,7 +514,7 @@ func TestExecute(t *testing.T) {
 }
 
 func TestAllowPermit(t *testing.T) {
-	b := newB(t, Settings{ConsecutiveFailures: 1})
+	b := newB(t, Config{ConsecutiveFailures: 1})
 	p, err := b.Allow()
 	if err != nil {
 		t.Fatal(err)
@@ -528,25 +528,25 @@ func TestAllowPermit(t *testing.T) {
 	Permit{}.Done(boom) // the zero Permit does nothing
 }
 
-func TestSettingsErrors(t *testing.T) {
+func TestConfigErrors(t *testing.T) {
 	for _, c := range []struct {
-		s     Settings
+		s     Config
 		field string
 	}{
-		{Settings{FailureRatio: 1.5}, "FailureRatio"},
-		{Settings{FailureRatio: Disabled}, "FailureRatio"}, // no trip condition left
-		{Settings{MinCalls: -1}, "MinCalls"},
-		{Settings{WindowCalls: 10, MinCalls: 11}, "MinCalls"},
-		{Settings{Window: time.Millisecond}, "Window"},
-		{Settings{WindowCalls: -1}, "WindowCalls"},
-		{Settings{ConsecutiveFailures: -1}, "ConsecutiveFailures"},
-		{Settings{SlowCall: -1}, "SlowCall"},
-		{Settings{SlowRatio: 2}, "SlowRatio"},
-		{Settings{OpenTimeout: -time.Second}, "OpenTimeout"},
-		{Settings{OpenBackoff: 0.5}, "OpenBackoff"},
-		{Settings{OpenTimeout: time.Hour, MaxOpenTimeout: time.Minute}, "MaxOpenTimeout"},
-		{Settings{OpenJitter: 2}, "OpenJitter"},
-		{Settings{HalfOpenProbes: -1}, "HalfOpenProbes"},
+		{Config{FailureRatio: 1.5}, "FailureRatio"},
+		{Config{FailureRatio: Disabled}, "FailureRatio"}, // no trip condition left
+		{Config{MinCalls: -1}, "MinCalls"},
+		{Config{WindowCalls: 10, MinCalls: 11}, "MinCalls"},
+		{Config{Window: time.Millisecond}, "Window"},
+		{Config{WindowCalls: -1}, "WindowCalls"},
+		{Config{ConsecutiveFailures: -1}, "ConsecutiveFailures"},
+		{Config{SlowCall: -1}, "SlowCall"},
+		{Config{SlowRatio: 2}, "SlowRatio"},
+		{Config{OpenTimeout: -time.Second}, "OpenTimeout"},
+		{Config{OpenBackoff: 0.5}, "OpenBackoff"},
+		{Config{OpenTimeout: time.Hour, MaxOpenTimeout: time.Minute}, "MaxOpenTimeout"},
+		{Config{OpenJitter: 2}, "OpenJitter"},
+		{Config{HalfOpenProbes: -1}, "HalfOpenProbes"},
 	} {
 		_, err := New(c.s)
 		var se *configerr.Error
@@ -559,7 +559,7 @@ func TestSettingsErrors(t *testing.T) {
 		}
 	}
 	// A gobreaker-like configuration is valid.
-	if _, err := New(Settings{ConsecutiveFailures: 5, OpenTimeout: time.Hour}); err != nil {
+	if _, err := New(Config{ConsecutiveFailures: 5, OpenTimeout: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -568,7 +568,7 @@ func TestSettingsErrors(t *testing.T) {
 // state; run with -race.
 func TestConcurrent(t *testing.T) {
 	var changes sync.Map
-	b := newB(t, Settings{MinCalls: 10, Window: time.Second, OpenTimeout: 10 * time.Millisecond, HalfOpenProbes: 2,
+	b := newB(t, Config{MinCalls: 10, Window: time.Second, OpenTimeout: 10 * time.Millisecond, HalfOpenProbes: 2,
 		SlowCall: 50 * time.Millisecond, OpenBackoff: 1.5, MaxOpenTimeout: 100 * time.Millisecond,
 		OnStateChange: func(_ string, from, to State) {
 			changes.Store(from.String()+"->"+to.String(), true)
@@ -612,7 +612,7 @@ func TestConcurrent(t *testing.T) {
 func TestNoAllocations(t *testing.T) {
 	ctx := context.Background()
 	ok := func(context.Context) error { return nil }
-	for _, s := range []Settings{{}, {WindowCalls: 100}, {ConsecutiveFailures: 5, FailureRatio: Disabled}} {
+	for _, s := range []Config{{}, {WindowCalls: 100}, {ConsecutiveFailures: 5, FailureRatio: Disabled}} {
 		b := newB(t, s)
 		if n := testing.AllocsPerRun(1000, func() {
 			tk, _ := b.AllowAt(t0, false)
@@ -630,7 +630,7 @@ func TestNoAllocations(t *testing.T) {
 			t.Errorf("%+v: Allow/Done success: %v allocations, want 0", s, n)
 		}
 	}
-	b := newB(t, Settings{ConsecutiveFailures: 1})
+	b := newB(t, Config{ConsecutiveFailures: 1})
 	call(t, b, t0, boom)
 	now := t0.Add(time.Second)
 	if n := testing.AllocsPerRun(1000, func() { b.AllowAt(now, false) }); n != 0 {
@@ -651,7 +651,7 @@ func TestTripDelay(t *testing.T) {
 		{1000, 16 * time.Second},
 		{0, 0}, // one call every 2 s: below MinCalls per window, the ratio never trips
 	} {
-		b := newB(t, Settings{})
+		b := newB(t, Config{})
 		interval := 2 * time.Second
 		if c.perSecond > 0 {
 			interval = time.Second / time.Duration(c.perSecond)
@@ -687,7 +687,7 @@ func TestTripDelay(t *testing.T) {
 // OpenUntil says when the open period ends, only while it runs; a failed
 // probe starts a longer one.
 func TestOpenUntil(t *testing.T) {
-	b := newB(t, Settings{ConsecutiveFailures: 1, OpenTimeout: 30 * time.Second})
+	b := newB(t, Config{ConsecutiveFailures: 1, OpenTimeout: 30 * time.Second})
 	if u, ok := b.OpenUntil(at(0)); ok {
 		t.Fatalf("closed: OpenUntil %v, true; want false", u)
 	}
@@ -717,7 +717,7 @@ func TestOpenUntil(t *testing.T) {
 // caller cancelled (here a cut connection's EOF, not the context's own
 // error) says nothing about the dependency and must not trip the breaker.
 func TestExecuteCallerGoneIsNotAFailure(t *testing.T) {
-	b := newB(t, Settings{ConsecutiveFailures: 2})
+	b := newB(t, Config{ConsecutiveFailures: 2})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for i := 0; i < 3; i++ {

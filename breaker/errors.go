@@ -94,7 +94,7 @@ func (o Outcome) String() string {
 	return "unknown"
 }
 
-// DefaultClassify is the classification used when Settings.Classify is nil.
+// DefaultClassify is the classification used when Config.Classify is nil.
 // In order:
 //
 //   - nil is a Success;

@@ -16,7 +16,7 @@ var _ retry.Breaker = (*breaker.Breaker)(nil)
 // A breaker that trips after 3 failures in a row, driven on stepped
 // instants: open for 10 s, then one probe closes it.
 func Example() {
-	b, err := breaker.New(breaker.Settings{
+	b, err := breaker.New(breaker.Config{
 		Name:                "inventory",
 		ConsecutiveFailures: 3,
 		OpenTimeout:         10 * time.Second,
@@ -53,7 +53,7 @@ func Example() {
 // Execute wraps a closure; the two-step Allow/Done serves code that is not
 // one (a RoundTripper, a callback API).
 func ExampleBreaker_Execute() {
-	b, _ := breaker.New(breaker.Settings{ConsecutiveFailures: 5, OpenTimeout: time.Hour})
+	b, _ := breaker.New(breaker.Config{ConsecutiveFailures: 5, OpenTimeout: time.Hour})
 	err := b.Execute(context.Background(), func(ctx context.Context) error {
 		return nil // call the dependency here
 	})
@@ -72,7 +72,7 @@ func ExampleBreaker_Execute() {
 // Through retry: an open breaker ends the loop at once with the reason
 // "breaker open" and the time until the next probe.
 func ExampleBreaker_retry() {
-	b, _ := breaker.New(breaker.Settings{ConsecutiveFailures: 2, OpenTimeout: time.Minute, OpenJitter: breaker.Disabled})
+	b, _ := breaker.New(breaker.Config{ConsecutiveFailures: 2, OpenTimeout: time.Minute, OpenJitter: breaker.Disabled})
 	p := retry.Policy{MaxAttempts: 5, Env: &retry.Env{Breaker: b, Sleep: func(context.Context, time.Duration) error { return nil }}}
 	attempts := 0
 	err := retry.Do(context.Background(), p, func(context.Context) error {

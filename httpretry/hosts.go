@@ -38,7 +38,7 @@ type Guards struct {
 	// Breaker makes a host's circuit breaker. Nil: none. For example
 	//
 	//	func(host string) retry.Breaker {
-	//		b, _ := breaker.New(breaker.Settings{Name: host})
+	//		b, _ := breaker.New(breaker.Config{Name: host})
 	//		return b
 	//	}
 	Breaker func(host string) retry.Breaker

@@ -26,7 +26,7 @@ func ExampleGuards() {
 	p, _ := retrytest.NoWait(retry.Policy{}) // no waiting, for the example
 	tr := &httpretry.Transport{Policy: p, Guards: httpretry.Guards{
 		Breaker: func(host string) retry.Breaker {
-			b, _ := breaker.New(breaker.Settings{Name: host, ConsecutiveFailures: 3, OpenTimeout: time.Minute})
+			b, _ := breaker.New(breaker.Config{Name: host, ConsecutiveFailures: 3, OpenTimeout: time.Minute})
 			return b
 		},
 	}}

@@ -103,7 +103,7 @@ func TestBreakerPerHost(t *testing.T) {
 	tr := &httpretry.Transport{Policy: p, Guards: httpretry.Guards{
 		Budget: httpretry.NoBudget,
 		Breaker: func(host string) retry.Breaker {
-			b, _ := breaker.New(breaker.Settings{Name: host, ConsecutiveFailures: 5, OpenTimeout: time.Hour})
+			b, _ := breaker.New(breaker.Config{Name: host, ConsecutiveFailures: 5, OpenTimeout: time.Hour})
 			return b
 		},
 	}}

@@ -82,7 +82,7 @@ func TestFail(t *testing.T) {
 	ctx := context.Background()
 	fail := func(context.Context) error { return down }
 	p := retry.Policy{Env: &retry.Env{Sleep: nowait}}
-	open, _ := breaker.New(breaker.Settings{ConsecutiveFailures: 1, OpenJitter: breaker.Disabled})
+	open, _ := breaker.New(breaker.Config{ConsecutiveFailures: 1, OpenJitter: breaker.Disabled})
 	open.Execute(ctx, fail)
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()

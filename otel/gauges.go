@@ -202,7 +202,7 @@ type Breaker interface {
 // stops tracking (later calls do nothing).
 //
 // Breakers that nobody tracks are reported too, from their last
-// event.BreakerStateChange (when the Observer is their Settings.Observer),
+// event.BreakerStateChange (when the Observer is their Config.Observer),
 // keyed by the event's Name; such a breaker shows "open" until a call finds
 // its open period over.
 func (o *Observer) TrackBreaker(b Breaker) (untrack func()) {

@@ -18,14 +18,14 @@ import (
 // Observer, the gauges read the breaker's state and the budget's level.
 func TestBreakerAndBudget(t *testing.T) {
 	o, collect := newObserver(t)
-	inventory, err := breaker.New(breaker.Settings{Name: "inventory", ConsecutiveFailures: 2,
+	inventory, err := breaker.New(breaker.Config{Name: "inventory", ConsecutiveFailures: 2,
 		OpenTimeout: time.Minute, OpenJitter: breaker.Disabled, Observer: o})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// search trips an hour ago: its open period is over, so it is
 	// half-open for whoever asks, though no call has moved it yet.
-	search, err := breaker.New(breaker.Settings{Name: "search", ConsecutiveFailures: 1,
+	search, err := breaker.New(breaker.Config{Name: "search", ConsecutiveFailures: 1,
 		OpenTimeout: time.Minute, OpenJitter: breaker.Disabled, Observer: o})
 	if err != nil {
 		t.Fatal(err)

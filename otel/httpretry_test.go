@@ -103,7 +103,7 @@ func TestTrackTransport(t *testing.T) {
 	tr := &httpretry.Transport{Base: srv.Client().Transport, Policy: p, Observer: o, Guards: httpretry.Guards{
 		Budget: func(string) retry.Budget { b, _ := budget.NewBucket(budget.BucketConfig{}); return b },
 		Breaker: func(host string) retry.Breaker {
-			b, _ := breaker.New(breaker.Settings{Name: host, ConsecutiveFailures: 3, Observer: o})
+			b, _ := breaker.New(breaker.Config{Name: host, ConsecutiveFailures: 3, Observer: o})
 			return b
 		},
 	}}

@@ -284,7 +284,7 @@ type Document struct {
 	Budget *budget.ShareConfig
 	// Breaker is a circuit breaker for the calls of the policy (package
 	// breaker). Nil: no breaker.
-	Breaker *breaker.Settings
+	Breaker *breaker.Config
 	Comment string
 }
 

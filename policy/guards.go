@@ -52,15 +52,15 @@ func (d *decoder) budgetConfig(n *node, path string) *budget.ShareConfig {
 	return c
 }
 
-// breakerConfig decodes a Breaker object (package breaker's Settings).
+// breakerConfig decodes a Breaker object (package breaker.Config).
 // Absent fields take breaker's defaults (trips at 50 % failures over 30 s
 // with at least 20 calls; open 30 s, doubling on re-trips up to 5 min).
-func (d *decoder) breakerConfig(n *node, path string) *breaker.Settings {
+func (d *decoder) breakerConfig(n *node, path string) *breaker.Config {
 	if n.kind != 'o' {
 		d.fail(n.off, path, n.raw()+" is "+n.kindName()+`: want an object such as {"FailureRatio": 0.5, "MinCalls": 20, "WindowSeconds": 30, "OpenSeconds": 30} ({} for the defaults)`)
 		return nil
 	}
-	s := &breaker.Settings{Name: "policy"}
+	s := &breaker.Config{Name: "policy"}
 	ok := true
 	secs := func(v *node, fp string, dst *time.Duration) {
 		var f float64

@@ -151,7 +151,7 @@ func TestValidateGoDocument(t *testing.T) {
 		Mode:             7,
 		IdempotencyKey:   "sometimes",
 		Budget:           &budget.ShareConfig{Ratio: -1},
-		Breaker:          &breaker.Settings{FailureRatio: 3},
+		Breaker:          &breaker.Config{FailureRatio: 3},
 	}
 	err := bad.Validate()
 	for _, w := range []string{

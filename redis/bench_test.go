@@ -12,5 +12,5 @@ import (
 // loopback (one round trip per Begin, one per Complete).
 func BenchmarkMiddlewareRedis(b *testing.B) {
 	srv := redistest.Start(b)
-	idempotencytest.Benchmark(b, redis.NewIdempotencyStore(srv.Client(b), redis.IdempotencyOptions{}))
+	idempotencytest.Benchmark(b, redis.NewIdempotencyStore(srv.Client(b), redis.IdempotencyConfig{}))
 }

@@ -65,7 +65,7 @@ type BreakerConfig struct {
 	// Observer, if set, receives an event.BreakerRejected (Component
 	// "redis", Name the breaker's) for each call refused because the fleet
 	// is open. The local breaker reports its own transitions and refusals
-	// to its Settings.Observer. Nil: no events.
+	// to its Config.Observer. Nil: no events.
 	Observer event.Observer
 }
 
@@ -133,7 +133,7 @@ func NewBreaker(cfg BreakerConfig) (*Breaker, error) {
 		return nil, invalid("BreakerConfig.Local", nil, "a *breaker.Breaker (breaker.New)")
 	}
 	if cfg.Local.Name() == "" {
-		return nil, invalid("BreakerConfig.Local.Name()", "", "a non-empty name (breaker.Settings.Name): it names the fleet's key")
+		return nil, invalid("BreakerConfig.Local.Name()", "", "a non-empty name (breaker.Config.Name): it names the fleet's key")
 	}
 	if cfg.Prefix == "" {
 		cfg.Prefix = DefaultBreakerPrefix

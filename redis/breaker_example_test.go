@@ -21,7 +21,7 @@ import (
 func ExampleNewBreaker() {
 	rdb := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:6379"})
 	defer rdb.Close()
-	local, err := breaker.New(breaker.Settings{Name: "payments"})
+	local, err := breaker.New(breaker.Config{Name: "payments"})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func runFleet(t *testing.T, srv *redistest.Server, sc fleetScenario, shared bool
 	prefix := fmt.Sprintf("fleet:%s:%v:", sc.name, hold)
 	for i := range procs {
 		r := rand.New(rand.NewPCG(uint64(i), 7))
-		local, err := breaker.New(breaker.Settings{Name: "dependency", Rand: r.Float64})
+		local, err := breaker.New(breaker.Config{Name: "dependency", Rand: r.Float64})
 		if err != nil {
 			t.Fatal(err)
 		}

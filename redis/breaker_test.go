@@ -34,7 +34,7 @@ func at(d time.Duration) time.Time { return t0.Add(d) }
 // open periods end at known instants.
 func newLocal(t testing.TB, name string) *breaker.Breaker {
 	t.Helper()
-	l, err := breaker.New(breaker.Settings{Name: name, OpenJitter: breaker.Disabled})
+	l, err := breaker.New(breaker.Config{Name: name, OpenJitter: breaker.Disabled})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ func TestCheckServer(t *testing.T) {
 	srv := redistest.Start(t) // appendonly no, no maxmemory
 	c := srv.Client(t)
 	ctx := t.Context()
-	s := redis.NewIdempotencyStore(c, redis.IdempotencyOptions{})
+	s := redis.NewIdempotencyStore(c, redis.IdempotencyConfig{})
 	set := func(kv ...string) {
 		t.Helper()
 		for i := 0; i < len(kv); i += 2 {
@@ -48,7 +48,7 @@ func TestCheckServer(t *testing.T) {
 // TestCheckCluster: on a cluster, every master is asked.
 func TestCheckCluster(t *testing.T) {
 	srv := redistest.StartCluster(t)
-	s := redis.NewIdempotencyStore(srv.ClusterClient(t), redis.IdempotencyOptions{})
+	s := redis.NewIdempotencyStore(srv.ClusterClient(t), redis.IdempotencyConfig{})
 	var unsafe *redis.UnsafeServerError
 	if err := s.Check(t.Context()); !errors.As(err, &unsafe) || !unsafe.NotAppendOnly || unsafe.Addr == "" {
 		t.Fatalf("cluster node without an append-only file: %v, want an UnsafeServerError naming the node", err)

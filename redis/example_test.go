@@ -17,7 +17,7 @@ import (
 func ExampleNewIdempotencyStore() {
 	rdb := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:6379"})
 	defer rdb.Close()
-	store := redis.NewIdempotencyStore(rdb, redis.IdempotencyOptions{Prefix: "payments:idem:"})
+	store := redis.NewIdempotencyStore(rdb, redis.IdempotencyConfig{Prefix: "payments:idem:"})
 	// A server that evicts keys or restarts without an append-only file
 	// loses records: say so at start.
 	if err := store.Check(context.Background()); err != nil {

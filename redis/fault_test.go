@@ -25,7 +25,7 @@ func redisFaults(t *testing.T) (idemproc.Faults, *redistest.Server) {
 		Open: func(t *testing.T, addr string) idempotency.Store {
 			c := goredis.NewClient(&goredis.Options{Addr: addr})
 			t.Cleanup(func() { _ = c.Close() })
-			return redis.NewIdempotencyStore(c, redis.IdempotencyOptions{})
+			return redis.NewIdempotencyStore(c, redis.IdempotencyConfig{})
 		},
 	}, srv
 }
@@ -70,7 +70,7 @@ func TestFaultRedisKill(t *testing.T) {
 func TestFaultRedisCrashAtComplete(t *testing.T) {
 	srv := redistest.StartDurable(t)
 	c := srv.Client(t)
-	idemproc.OutageAtComplete(t, redis.NewIdempotencyStore(c, redis.IdempotencyOptions{}), 10*time.Second, srv.Kill, func() {
+	idemproc.OutageAtComplete(t, redis.NewIdempotencyStore(c, redis.IdempotencyConfig{}), 10*time.Second, srv.Kill, func() {
 		if err := srv.Resume(); err != nil {
 			t.Errorf("restart redis-server: %v", err)
 		}
@@ -102,7 +102,7 @@ func TestFaultRedisRestart(t *testing.T) {
 				idemproc.SurvivesRestart(t, srv.Addr, crash)
 				return
 			}
-			store := redis.NewIdempotencyStore(srv.Client(t), redis.IdempotencyOptions{})
+			store := redis.NewIdempotencyStore(srv.Client(t), redis.IdempotencyConfig{})
 			if err := store.Check(t.Context()); err == nil {
 				t.Fatal("Check: nil for a server without the append-only file")
 			}

@@ -13,12 +13,12 @@ import (
 )
 
 // DefaultIdempotencyPrefix is the prefix of the Redis keys of
-// IdempotencyStore records when IdempotencyOptions.Prefix is empty.
+// IdempotencyStore records when IdempotencyConfig.Prefix is empty.
 const DefaultIdempotencyPrefix = "yaoki:idem:"
 
-// IdempotencyOptions configures an IdempotencyStore. The zero value means
+// IdempotencyConfig configures an IdempotencyStore. The zero value means
 // the defaults.
-type IdempotencyOptions struct {
+type IdempotencyConfig struct {
 	// Prefix starts the Redis key of every record; the rest is the
 	// record's ID (idempotency.ID.String: scope length, scope, key). Zero:
 	// DefaultIdempotencyPrefix.
@@ -64,7 +64,7 @@ type IdempotencyStore struct {
 
 // NewIdempotencyStore returns a store that keeps its records through c (a
 // *goredis.Client, *goredis.ClusterClient or *goredis.Ring).
-func NewIdempotencyStore(c goredis.UniversalClient, o IdempotencyOptions) *IdempotencyStore {
+func NewIdempotencyStore(c goredis.UniversalClient, o IdempotencyConfig) *IdempotencyStore {
 	if o.Prefix == "" {
 		o.Prefix = DefaultIdempotencyPrefix
 	}

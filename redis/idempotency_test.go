@@ -18,25 +18,25 @@ import (
 func TestMain(m *testing.M) {
 	// The restart and lease tests run this binary again as a server.
 	idemproc.Main(func(addr string) (idempotency.Store, error) {
-		return redis.NewIdempotencyStore(goredis.NewClient(&goredis.Options{Addr: addr}), redis.IdempotencyOptions{}), nil
+		return redis.NewIdempotencyStore(goredis.NewClient(&goredis.Options{Addr: addr}), redis.IdempotencyConfig{}), nil
 	})
 	leakcheck.Main(m) // fails the binary if the tests leave goroutines running
 }
 
 func TestIdempotencyStoreContract(t *testing.T) {
 	srv := redistest.Start(t)
-	store := redis.NewIdempotencyStore(srv.Client(t), redis.IdempotencyOptions{})
+	store := redis.NewIdempotencyStore(srv.Client(t), redis.IdempotencyConfig{})
 	idempotencytest.TestStore(t, func(t *testing.T) idempotency.Store { return store })
 }
 
 func TestIdempotencyExactlyOnce(t *testing.T) {
 	srv := redistest.Start(t)
-	idempotencytest.ExactlyOnce(t, redis.NewIdempotencyStore(srv.Client(t), redis.IdempotencyOptions{}), 500)
+	idempotencytest.ExactlyOnce(t, redis.NewIdempotencyStore(srv.Client(t), redis.IdempotencyConfig{}), 500)
 }
 
 func TestIdempotencyLeaseAfterKill(t *testing.T) {
 	srv := redistest.Start(t)
-	idemproc.LeaseAfterKill(t, redis.NewIdempotencyStore(srv.Client(t), redis.IdempotencyOptions{}), srv.Addr)
+	idemproc.LeaseAfterKill(t, redis.NewIdempotencyStore(srv.Client(t), redis.IdempotencyConfig{}), srv.Addr)
 }
 
 func TestIdempotencySurvivesRestart(t *testing.T) {
@@ -47,8 +47,8 @@ func TestIdempotencySurvivesRestart(t *testing.T) {
 func TestIdempotencyPrefix(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)
-	a := redis.NewIdempotencyStore(c, redis.IdempotencyOptions{Prefix: "a:"})
-	b := redis.NewIdempotencyStore(c, redis.IdempotencyOptions{Prefix: "b:"})
+	a := redis.NewIdempotencyStore(c, redis.IdempotencyConfig{Prefix: "a:"})
+	b := redis.NewIdempotencyStore(c, redis.IdempotencyConfig{Prefix: "b:"})
 	ctx := t.Context()
 	id := idempotency.ID{Scope: "s", Key: "k"}
 	now := time.Now()
@@ -69,7 +69,7 @@ func TestIdempotencyPrefix(t *testing.T) {
 
 func TestIdempotencyScoped(t *testing.T) {
 	srv := redistest.Start(t)
-	idempotencytest.Scoped(t, redis.NewIdempotencyStore(srv.Client(t), redis.IdempotencyOptions{}))
+	idempotencytest.Scoped(t, redis.NewIdempotencyStore(srv.Client(t), redis.IdempotencyConfig{}))
 }
 
 // TestIdempotencyRedisExpiresKeys: Redis itself removes a record whose
@@ -78,7 +78,7 @@ func TestIdempotencyScoped(t *testing.T) {
 func TestIdempotencyRedisExpiresKeys(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)
-	s := redis.NewIdempotencyStore(c, redis.IdempotencyOptions{Prefix: "x:"})
+	s := redis.NewIdempotencyStore(c, redis.IdempotencyConfig{Prefix: "x:"})
 	ctx := t.Context()
 	dead := idempotency.ID{Key: "dead"}
 	if _, claimed, err := s.Begin(ctx, dead, idempotency.Fingerprint{}, "t", time.Now(), 50*time.Millisecond); err != nil || !claimed {

@@ -21,7 +21,7 @@ import (
 // The breaker must not count it, nor the throttle and the budget.
 func TestCallerGoneIsNotAFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		br, err := breaker.New(breaker.Settings{ConsecutiveFailures: 1})
+		br, err := breaker.New(breaker.Config{ConsecutiveFailures: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +156,7 @@ func TestLoopSteps(t *testing.T) {
 // BenchmarkLoopGuardedSuccess measures a first attempt that succeeds
 // through a breaker and a budget: the whole Loop, with its clock reads.
 func BenchmarkLoopGuardedSuccess(b *testing.B) {
-	br, _ := breaker.New(breaker.Settings{})
+	br, _ := breaker.New(breaker.Config{})
 	bu, _ := budget.NewShare(budget.ShareConfig{})
 	p := retry.Policy{Env: &retry.Env{Breaker: br, Budget: bu}}
 	ctx := context.Background()

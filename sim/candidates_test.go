@@ -30,7 +30,7 @@ func guardCandidates() []Policy {
 			return b
 		}
 	}
-	br := func(s breaker.Settings) func(func() float64) *breaker.Breaker {
+	br := func(s breaker.Config) func(func() float64) *breaker.Breaker {
 		return func(rnd func() float64) *breaker.Breaker {
 			s.Rand = rnd
 			b, _ := breaker.New(s)
@@ -38,7 +38,7 @@ func guardCandidates() []Policy {
 		}
 	}
 	full, one := grpc(budget.GRPCConfig{}), grpc(budget.GRPCConfig{TokenRatio: 0.2, Start: 7})
-	def, ro := br(breaker.Settings{}), br(breaker.Settings{RetriesOnly: true})
+	def, ro := br(breaker.Config{}), br(breaker.Config{RetriesOnly: true})
 	return []Policy{
 		{Name: "share + breaker (the former sim.Yaoki)", Guards: func(r func() float64) Guards { return Guards{Budget: share(), Breaker: def(r)} }},
 		{Name: "share (the former httpretry default)", Guards: func(func() float64) Guards { return Guards{Budget: share()} }},

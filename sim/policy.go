@@ -36,7 +36,7 @@ type Policy struct {
 	ThrottleBase time.Duration
 	// Guards builds the guards of one client (or of all, when Shared).
 	// rnd is the run's random source for guards, draws in [0, 1): give it
-	// to every guard that draws (breaker.Settings.Rand,
+	// to every guard that draws (breaker.Config.Rand,
 	// throttle.AdaptiveConfig.Rand), so that a run stays a pure function
 	// of its seed; it is not safe for concurrent use, which a run does not
 	// need. Nil: no guards.

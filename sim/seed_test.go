@@ -14,7 +14,7 @@ import (
 // periods are jittered) and SRE adaptive throttling (it rejects at random).
 func drawingGuards() Policy {
 	return Policy{Name: "breaker + adaptive", Guards: func(rnd func() float64) Guards {
-		b, err := breaker.New(breaker.Settings{Rand: rnd})
+		b, err := breaker.New(breaker.Config{Rand: rnd})
 		if err != nil {
 			panic(err)
 		}

@@ -67,7 +67,7 @@ func YaokiBreaker() Policy {
 	return Policy{
 		Name: "yaoki + breaker",
 		Guards: func(rnd func() float64) Guards {
-			br, err := breaker.New(breaker.Settings{Rand: rnd})
+			br, err := breaker.New(breaker.Config{Rand: rnd})
 			if err != nil {
 				panic(err)
 			}

@@ -42,10 +42,10 @@ var simBudgets = []simGuard{
 var simBreakers = []simGuard{
 	{"none", "", func(*sim.Guards, func() float64) {}},
 	{"default", "the default breaker (open at ≥ 50 % failures of ≥ 20 calls over 30 s, for 30 s and more)",
-		func(g *sim.Guards, rnd func() float64) { g.Breaker = must(breaker.New(breaker.Settings{Rand: rnd})) }},
+		func(g *sim.Guards, rnd func() float64) { g.Breaker = must(breaker.New(breaker.Config{Rand: rnd})) }},
 	{"retries-only", "the default breaker refusing retries only",
 		func(g *sim.Guards, rnd func() float64) {
-			g.Breaker = must(breaker.New(breaker.Settings{RetriesOnly: true, Rand: rnd}))
+			g.Breaker = must(breaker.New(breaker.Config{RetriesOnly: true, Rand: rnd}))
 		}},
 }
 

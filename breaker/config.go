@@ -9,7 +9,7 @@ import (
 	"github.com/yaoki-go/yaoki/internal/configerr"
 )
 
-// Defaults that zero Settings fields stand for (Resilience4j and Polly trip
+// Defaults that zero Config fields stand for (Resilience4j and Polly trip
 // at 50 % failures with a minimum number of calls and stay open 30 s).
 const (
 	DefaultFailureRatio   = 0.5
@@ -35,12 +35,12 @@ const timeBuckets = 10
 // ⌈WindowCalls/128⌉ calls.
 const maxCountBuckets = 128
 
-// Settings configures a Breaker. The zero value is the default breaker: it
+// Config configures a Breaker. The zero value is the default breaker: it
 // trips when at least 50 % of the calls of the last 30 s failed, once 20
 // calls were made in that time; it stays open 30 s (+0–10 % jitter), twice
 // as long after each failed probe up to 5 min; half-open, it lets one probe
 // through and closes when it succeeds.
-type Settings struct {
+type Config struct {
 	// Name identifies the breaker in errors, hooks and events.
 	Name string
 
@@ -125,7 +125,7 @@ type Settings struct {
 	Rand func() float64
 }
 
-// ErrInvalidConfig matches the errors New returns for a Settings field
+// ErrInvalidConfig matches the errors New returns for a Config field
 // out of range; the message names the field, its value and what is
 // accepted.
 var ErrInvalidConfig = errors.New("breaker: invalid configuration")
@@ -135,7 +135,7 @@ func invalid(field string, value any, want string) error {
 }
 
 // resolve applies the defaults and checks the ranges.
-func (s *Settings) resolve() error {
+func (s *Config) resolve() error {
 	if s.FailureRatio == 0 {
 		s.FailureRatio = DefaultFailureRatio
 	}
