@@ -31,7 +31,7 @@ type BucketConfig struct {
 	// 1 to Capacity.
 	RetryCost int
 	// ThrottleCost is what a retry after a throttling answer (429, 503, an
-	// error the retry loop classes Throttled) takes: a server that said
+	// error the retry loop classes ClassThrottled) takes: a server that said
 	// "later" is worth more retries than one that failed. Zero:
 	// DefaultThrottleCost (5). Accepted: 1 to Capacity.
 	ThrottleCost int

@@ -51,7 +51,7 @@ const (
 	// ReasonRedrivesExhausted: MaxRedrives redrives failed; parked.
 	ReasonRedrivesExhausted = "redrives exhausted"
 	// ReasonPermanent: the handler's error was permanent (retry.Permanent,
-	// or a *retry.Error with reason PermanentError); parked.
+	// or a *retry.Error with reason ReasonPermanent); parked.
 	ReasonPermanent = "permanent error"
 )
 
@@ -296,7 +296,7 @@ func (r *Redriver) outcome(l Letter, err error, now time.Time) Letter {
 	permanent := retry.IsPermanent(err)
 	if errors.As(err, &ge) {
 		attempts = max(ge.Attempts, 1)
-		permanent = permanent || ge.Reason == retry.PermanentError
+		permanent = permanent || ge.Reason == retry.ReasonPermanent
 	}
 	if errors.Is(err, ErrNotAttempted) {
 		attempts = 0

@@ -147,7 +147,7 @@ func (cl *call) gaveUp(resp *http.Response, err error) (*http.Response, error) {
 	gaveUp := errors.As(err, &re)
 	// Retries ended on a status: hand over the last answer, untouched,
 	// unless it was already thrown away or the caller cancelled.
-	if l := cl.last; l != nil && !l.done && gaveUp && re.Reason != retry.Cancelled {
+	if l := cl.last; l != nil && !l.done && gaveUp && re.Reason != retry.ReasonCancelled {
 		return l.resp, nil
 	}
 	if l := cl.last; l != nil {
@@ -171,7 +171,7 @@ func (cl *call) fail(err error) error {
 			re.Attempts = cl.n
 		}
 		e.Reason = re.Reason
-		if re.Reason == retry.PermanentError && cl.notRetried != nil && cl.n == 1 {
+		if re.Reason == retry.ReasonPermanent && cl.notRetried != nil && cl.n == 1 {
 			e.NotRetried = cl.notRetried
 		}
 	}

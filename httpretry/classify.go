@@ -138,35 +138,35 @@ func drain(resp *http.Response) {
 // Classify is the HTTP classification the Transport applies to what an
 // attempt ends with, before Policy.Classify is asked:
 //
-//   - a *StatusError: Throttled for 429 and 503, Transient otherwise;
-//   - Final: TLS certificate errors (x509's, tls.CertificateVerificationError),
+//   - a *StatusError: ClassThrottled for 429 and 503, ClassTransient otherwise;
+//   - ClassPermanent: TLS certificate errors (x509's, tls.CertificateVerificationError),
 //     TLS alerts from the server and non-TLS answers to a TLS handshake;
 //     DNS errors that are neither temporary nor timeouts (no such host);
 //     bad URLs and unsupported schemes; invalid header fields or methods;
 //     "stopped after N redirects"; context.Canceled;
-//   - Transient: everything else, notably refused and reset connections,
+//   - ClassTransient: everything else, notably refused and reset connections,
 //     a connection closed before the response (io.EOF,
 //     io.ErrUnexpectedEOF), timeouts (of one attempt, of a dial, of a TLS
 //     handshake, of response headers) and temporary DNS failures.
 //
 // Errors of net/http that have no type of their own (bad scheme, bad
 // header, redirects) are recognised by their message; an unknown error is
-// Transient, as package retry does by default.
+// ClassTransient, as package retry does by default.
 func Classify(err error) retry.Class {
 	var se *StatusError
 	if errors.As(err, &se) {
 		if se.Throttled() {
-			return retry.Throttled
+			return retry.ClassThrottled
 		}
-		return retry.Transient
+		return retry.ClassTransient
 	}
 	if errors.Is(err, retry.ErrAttemptTimeout) {
-		return retry.Transient
+		return retry.ClassTransient
 	}
 	if finalError(err) {
-		return retry.Final
+		return retry.ClassPermanent
 	}
-	return retry.Transient
+	return retry.ClassTransient
 }
 
 func finalError(err error) bool {

@@ -28,30 +28,30 @@ func TestClassify(t *testing.T) {
 		err  error
 		want retry.Class
 	}{
-		{"503", &httpretry.StatusError{Code: 503, Hint: -1}, retry.Throttled},
-		{"429", &httpretry.StatusError{Code: 429, Hint: -1}, retry.Throttled},
-		{"500", &httpretry.StatusError{Code: 500, Hint: -1}, retry.Transient},
-		{"refused", dial(os.NewSyscallError("connect", syscall.ECONNREFUSED)), retry.Transient},
-		{"reset", &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, retry.Transient},
-		{"broken pipe", &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.EPIPE)}, retry.Transient},
-		{"EOF", io.EOF, retry.Transient},
-		{"unexpected EOF", fmt.Errorf("net/http: HTTP/1.x transport connection broken: %w", io.ErrUnexpectedEOF), retry.Transient},
-		{"deadline", context.DeadlineExceeded, retry.Transient},
-		{"attempt timeout", retry.ErrAttemptTimeout, retry.Transient},
-		{"DNS temporary", dial(&net.DNSError{Err: "server misbehaving", Name: "api.test", IsTemporary: true}), retry.Transient},
-		{"DNS timeout", dial(&net.DNSError{Err: "i/o timeout", Name: "api.test", IsTimeout: true}), retry.Transient},
-		{"DNS no such host", dial(&net.DNSError{Err: "no such host", Name: "api.test", IsNotFound: true}), retry.Final},
-		{"unknown authority", &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}, retry.Final},
-		{"x509 hostname", x509.HostnameError{Host: "api.test"}, retry.Final},
-		{"x509 expired", x509.CertificateInvalidError{Reason: x509.Expired}, retry.Final},
-		{"TLS alert", &net.OpError{Op: "remote error", Err: errors.New("tls: bad certificate")}, retry.Final},
-		{"not TLS", tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}, retry.Final},
-		{"scheme", errors.New(`unsupported protocol scheme "ftp"`), retry.Final},
-		{"no host", errors.New("http: no Host in request URL"), retry.Final},
-		{"bad header", errors.New(`net/http: invalid header field name "a b"`), retry.Final},
-		{"redirects", &url.Error{Op: "Get", URL: "http://a/", Err: errors.New("stopped after 10 redirects")}, retry.Final},
-		{"cancelled", fmt.Errorf("x: %w", context.Canceled), retry.Final},
-		{"unknown", errors.New("http2: server sent GOAWAY and closed the connection"), retry.Transient},
+		{"503", &httpretry.StatusError{Code: 503, Hint: -1}, retry.ClassThrottled},
+		{"429", &httpretry.StatusError{Code: 429, Hint: -1}, retry.ClassThrottled},
+		{"500", &httpretry.StatusError{Code: 500, Hint: -1}, retry.ClassTransient},
+		{"refused", dial(os.NewSyscallError("connect", syscall.ECONNREFUSED)), retry.ClassTransient},
+		{"reset", &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, retry.ClassTransient},
+		{"broken pipe", &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.EPIPE)}, retry.ClassTransient},
+		{"EOF", io.EOF, retry.ClassTransient},
+		{"unexpected EOF", fmt.Errorf("net/http: HTTP/1.x transport connection broken: %w", io.ErrUnexpectedEOF), retry.ClassTransient},
+		{"deadline", context.DeadlineExceeded, retry.ClassTransient},
+		{"attempt timeout", retry.ErrAttemptTimeout, retry.ClassTransient},
+		{"DNS temporary", dial(&net.DNSError{Err: "server misbehaving", Name: "api.test", IsTemporary: true}), retry.ClassTransient},
+		{"DNS timeout", dial(&net.DNSError{Err: "i/o timeout", Name: "api.test", IsTimeout: true}), retry.ClassTransient},
+		{"DNS no such host", dial(&net.DNSError{Err: "no such host", Name: "api.test", IsNotFound: true}), retry.ClassPermanent},
+		{"unknown authority", &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}, retry.ClassPermanent},
+		{"x509 hostname", x509.HostnameError{Host: "api.test"}, retry.ClassPermanent},
+		{"x509 expired", x509.CertificateInvalidError{Reason: x509.Expired}, retry.ClassPermanent},
+		{"TLS alert", &net.OpError{Op: "remote error", Err: errors.New("tls: bad certificate")}, retry.ClassPermanent},
+		{"not TLS", tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}, retry.ClassPermanent},
+		{"scheme", errors.New(`unsupported protocol scheme "ftp"`), retry.ClassPermanent},
+		{"no host", errors.New("http: no Host in request URL"), retry.ClassPermanent},
+		{"bad header", errors.New(`net/http: invalid header field name "a b"`), retry.ClassPermanent},
+		{"redirects", &url.Error{Op: "Get", URL: "http://a/", Err: errors.New("stopped after 10 redirects")}, retry.ClassPermanent},
+		{"cancelled", fmt.Errorf("x: %w", context.Canceled), retry.ClassPermanent},
+		{"unknown", errors.New("http2: server sent GOAWAY and closed the connection"), retry.ClassTransient},
 	}
 	for _, c := range cases {
 		if got := httpretry.Classify(c.err); got != c.want {
@@ -68,9 +68,9 @@ func TestPolicyClassifyComposed(t *testing.T) {
 		asked = append(asked, err.Error())
 		var se *httpretry.StatusError
 		if errors.As(err, &se) && se.StatusCode() == 502 {
-			return retry.Final
+			return retry.ClassPermanent
 		}
-		return retry.Transient
+		return retry.ClassTransient
 	}})
 	srv := newCountingServer(t, []int{502, 200})
 	tr := &httpretry.Transport{Base: srv.base, Policy: p}
@@ -123,7 +123,7 @@ func TestTLSCertificateErrorNotRetried(t *testing.T) {
 		t.Fatalf("got %v, want a certificate verification error", err)
 	}
 	var re *retry.Error
-	if !errors.As(err, &re) || re.Attempts != 1 || re.Reason != retry.PermanentError {
+	if !errors.As(err, &re) || re.Attempts != 1 || re.Reason != retry.ReasonPermanent {
 		t.Fatalf("got %v, want a permanent error after 1 attempt", err)
 	}
 	if n := conns.Load(); n != 1 || handled.Load() != 0 {

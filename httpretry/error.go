@@ -46,7 +46,7 @@ type Error struct {
 	// could not be built (its GetBody failed) ends the call and is not
 	// counted.
 	Attempts int
-	// Reason is why the retry loop stopped: retry.PermanentError for an
+	// Reason is why the retry loop stopped: retry.ReasonPermanent for an
 	// error that is not retried and for a request that could be sent only
 	// once (then NotRetried says why).
 	Reason retry.Reason

@@ -27,7 +27,7 @@ func TestErrorLastStatusAcrossAttempts(t *testing.T) {
 	if n := len(srv.Attempts()); n != 3 {
 		t.Fatalf("the server got %d attempts, want 3", n)
 	}
-	if he.LastStatus != 503 || he.Attempts != 3 || he.Reason != retry.Exhausted {
+	if he.LastStatus != 503 || he.Attempts != 3 || he.Reason != retry.ReasonExhausted {
 		t.Errorf("got LastStatus %d, Attempts %d, Reason %v; want 503, 3, exhausted", he.LastStatus, he.Attempts, he.Reason)
 	}
 }

@@ -119,7 +119,7 @@ func (cl *call) hedged() (*http.Response, error) {
 		return a.resp, nil
 	}
 	var re *retry.Error
-	if a.se != nil && !a.se.done && errors.As(err, &re) && re.Reason != retry.Cancelled {
+	if a.se != nil && !a.se.done && errors.As(err, &re) && re.Reason != retry.ReasonCancelled {
 		// Retries ended on a status: hand over the last answer, untouched.
 		return a.resp, nil
 	}

@@ -120,7 +120,7 @@ func TestBreakerPerHost(t *testing.T) {
 	}
 	_, err := guardedGet(t, c, down.URL)
 	var he *httpretry.Error
-	if !errors.As(err, &he) || he.Reason != retry.BreakerOpen || !errors.Is(err, breaker.ErrOpen) || he.Attempts != 0 {
+	if !errors.As(err, &he) || he.Reason != retry.ReasonBreakerOpen || !errors.Is(err, breaker.ErrOpen) || he.Attempts != 0 {
 		t.Fatalf("call through an open breaker: %v, want an *httpretry.Error with reason breaker open and no attempt", err)
 	}
 	_, br, _ := tr.GuardsFor(guardedHost(down))

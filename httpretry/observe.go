@@ -17,7 +17,7 @@ type observer struct {
 	host   string
 }
 
-// permanentKey is retry.PermanentError.Key(), the give-up reason of a
+// permanentKey is retry.ReasonPermanent.Key(), the give-up reason of a
 // final error.
 const permanentKey = "permanent_error"
 

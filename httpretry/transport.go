@@ -331,7 +331,7 @@ func (t *Transport) build() (*config, error) {
 	userClassify := p.Classify
 	p.Classify = func(err error) retry.Class {
 		class := Classify(err)
-		if class == retry.Final || userClassify == nil {
+		if class == retry.ClassPermanent || userClassify == nil {
 			return class
 		}
 		return userClassify(err)

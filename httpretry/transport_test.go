@@ -411,7 +411,7 @@ func TestRealRefusedConnectionError(t *testing.T) {
 	if strings.Contains(msg, "s3cret") {
 		t.Errorf("message %q shows the password", msg)
 	}
-	if he.Method != "GET" || he.Attempts != 3 || he.Reason != retry.Exhausted {
+	if he.Method != "GET" || he.Attempts != 3 || he.Reason != retry.ReasonExhausted {
 		t.Errorf("got %+v", he)
 	}
 }
@@ -522,7 +522,7 @@ func TestNoRetryForBadRequests(t *testing.T) {
 		req, _ := http.NewRequest("GET", url, nil)
 		_, _, err := send(t, tr, req)
 		var re *retry.Error
-		if !errors.As(err, &re) || re.Attempts != 1 || re.Reason != retry.PermanentError {
+		if !errors.As(err, &re) || re.Attempts != 1 || re.Reason != retry.ReasonPermanent {
 			t.Errorf("%s: got %v, want a permanent error after 1 attempt", url, err)
 		}
 	}

@@ -194,7 +194,7 @@ func DoNotRetry(w http.ResponseWriter, r *http.Request) {
 //     with Do-Not-Retry: true, and Retry-After when the loop knew a wait
 //     (the breaker's next probe, the server's overlong hint): what this
 //     layer could try was tried, and the layers above must not multiply it.
-//     Its reason PermanentError (the error is not retryable at all) gets
+//     Its reason ReasonPermanent (the error is not retryable at all) gets
 //     502 Bad Gateway with Do-Not-Retry: true.
 //   - the caller's context ended (retry.ErrCancelled, context.Canceled):
 //     nobody reads the answer; Fail writes 503 without headers so that
@@ -229,16 +229,16 @@ func classify(c Config, err error) (status int, dnr bool, wait time.Duration) {
 		return http.StatusInternalServerError, false, 0
 	case errors.Is(err, retry.ErrCancelled) || errors.Is(err, context.Canceled) && !errors.As(err, &re):
 		return http.StatusServiceUnavailable, false, 0
-	case errors.As(err, &re) && re.Reason == retry.OuterLayer:
+	case errors.As(err, &re) && re.Reason == retry.ReasonOuterLayer:
 		if h, ok := retry.HintOf(re.Last); ok {
 			wait = h
 		}
 		return c.RetryStatus, false, wait
-	case errors.As(err, &re) && re.Reason == retry.PermanentError:
+	case errors.As(err, &re) && re.Reason == retry.ReasonPermanent:
 		return http.StatusBadGateway, true, 0
 	case errors.As(err, &re):
 		switch re.Reason {
-		case retry.BreakerOpen, retry.HintTooLong:
+		case retry.ReasonBreakerOpen, retry.ReasonHintTooLong:
 			wait = re.Wait
 		}
 		return c.GiveUpStatus, true, wait

@@ -400,16 +400,16 @@ func (d *Document) Do(ctx context.Context, fn func(context.Context) error) error
 	return retry.Do(ctx, d.Policy(Options{}), fn)
 }
 
-// classify puts err in the class that package retry needs: Final when no
-// retrier matches, Throttled for overload answers (HTTP.429, HTTP.503 and
-// errors package retry sees as throttling), Transient otherwise.
+// classify puts err in the class that package retry needs: ClassPermanent when
+// no retrier matches, ClassThrottled for overload answers (HTTP.429, HTTP.503 and
+// errors package retry sees as throttling), ClassTransient otherwise.
 func classify(retriers []Retrier, err error) retry.Class {
 	in := infoOf(err)
 	if match(retriers, in) < 0 {
-		return retry.Final
+		return retry.ClassPermanent
 	}
 	if in.code == 429 || in.code == 503 {
-		return retry.Throttled
+		return retry.ClassThrottled
 	}
 	return retry.DefaultClassify(err)
 }

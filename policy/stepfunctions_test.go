@@ -208,10 +208,10 @@ func TestStepFunctionsHTTPTask(t *testing.T) {
   ],
   "End": true
 }`)
-	if got := doc.Policy(policy.Options{}).Classify(status(429)); got != retry.Throttled {
+	if got := doc.Policy(policy.Options{}).Classify(status(429)); got != retry.ClassThrottled {
 		t.Fatalf("429 classified %v, want throttled", got)
 	}
-	if got := doc.Policy(policy.Options{}).Classify(status(404)); got != retry.Final {
+	if got := doc.Policy(policy.Options{}).Classify(status(404)); got != retry.ClassPermanent {
 		t.Fatalf("404 classified %v, want final (no retrier matches)", got)
 	}
 	reset := fmt.Errorf("read: %w", errConnReset)

@@ -420,7 +420,7 @@ func TestBreakerRedisUnreachable(t *testing.T) {
 }
 
 // TestBreakerThroughRetry: B, whose fleet is open, makes retry.Do give up
-// with reason BreakerOpen, before the first attempt, with the wait.
+// with reason ReasonBreakerOpen, before the first attempt, with the wait.
 func TestBreakerThroughRetry(t *testing.T) {
 	srv := redistest.Start(t)
 	a := newProc(t, srv.Client(t), "payments", nil)
@@ -435,7 +435,7 @@ func TestBreakerThroughRetry(t *testing.T) {
 		return nil
 	})
 	var re *retry.Error
-	if !errors.As(err, &re) || re.Reason != retry.BreakerOpen || calls != 0 {
+	if !errors.As(err, &re) || re.Reason != retry.ReasonBreakerOpen || calls != 0 {
 		t.Fatalf("retry.Do through B: %v after %d calls, want reason BreakerOpen and no call", err, calls)
 	}
 	if re.Wait <= 25*time.Second || re.Wait > 30*time.Second || !errors.Is(err, redis.ErrFleetOpen) || !errors.Is(err, retry.ErrBreakerOpen) {

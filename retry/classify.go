@@ -9,46 +9,46 @@ import (
 type Class uint8
 
 const (
-	// Transient errors are retried after the backoff schedule's wait. It is
+	// ClassTransient errors are retried after the backoff schedule's wait. It is
 	// the zero value.
-	Transient Class = iota
-	// Throttled errors are retried too, but the server said it is
+	ClassTransient Class = iota
+	// ClassThrottled errors are retried too, but the server said it is
 	// overloaded: the backoff starts from Policy.ThrottleBase (1 s), and
 	// throttles and budgets count it as an overload answer.
-	Throttled
-	// Final errors end the loop at once.
-	Final
+	ClassThrottled
+	// ClassPermanent errors end the loop at once.
+	ClassPermanent
 )
 
-// String returns "transient", "throttled" or "final".
+// String returns "transient", "throttled" or "permanent".
 func (c Class) String() string {
 	switch c {
-	case Transient:
+	case ClassTransient:
 		return "transient"
-	case Throttled:
+	case ClassThrottled:
 		return "throttled"
-	case Final:
-		return "final"
+	case ClassPermanent:
+		return "permanent"
 	}
 	return "unknown"
 }
 
 // DefaultClassify is the classification used when Policy.Classify is nil:
-// errors marked with Permanent are Final; errors marked with Throttling, or
-// that have a method Throttled() bool returning true, are Throttled; every
-// other error is Transient. (The caller's own cancellation is handled before
+// errors marked with Permanent are ClassPermanent; errors marked with
+// Throttling, or that have a method Throttled() bool returning true, are
+// ClassThrottled; every other error is ClassTransient. (The caller's own cancellation is handled before
 // any classifier is asked.)
 func DefaultClassify(err error) Class {
 	if IsPermanent(err) {
-		return Final
+		return ClassPermanent
 	}
 	if t, ok := errors.AsType[interface {
 		error
 		Throttled() bool
 	}](err); ok && t.Throttled() {
-		return Throttled
+		return ClassThrottled
 	}
-	return Transient
+	return ClassTransient
 }
 
 // Permanent marks err as final: the loop will not retry it, whatever the
@@ -74,7 +74,7 @@ func IsPermanent(err error) bool {
 }
 
 // Throttling marks err as an overload answer from the server (class
-// Throttled). Throttling(nil) is nil.
+// ClassThrottled). Throttling(nil) is nil.
 func Throttling(err error) error {
 	if err == nil {
 		return nil

@@ -11,43 +11,44 @@ import (
 type Reason uint8
 
 const (
-	// Exhausted: the last allowed attempt failed.
-	Exhausted Reason = iota + 1
-	// Deadline: the next wait (a backoff, a server hint or a throttle's
+	// ReasonExhausted: the last allowed attempt failed.
+	ReasonExhausted Reason = iota + 1
+	// ReasonDeadline: the next wait (a backoff, a server hint or a throttle's
 	// wait) would have ended after the context's deadline or
 	// Policy.MaxElapsed, so it was not started; or MaxElapsed ran out
 	// during an attempt or a wait.
-	Deadline
-	// Permanent: the error was classified Final.
-	PermanentError
-	// HintTooLong: the server asked to wait longer than
+	ReasonDeadline
+	// ReasonPermanent: the error was classified ClassPermanent (see
+	// Permanent).
+	ReasonPermanent
+	// ReasonHintTooLong: the server asked to wait longer than
 	// Policy.MaxRetryAfter.
-	HintTooLong
-	// Cancelled: the caller's context was cancelled or its deadline passed
+	ReasonHintTooLong
+	// ReasonCancelled: the caller's context was cancelled or its deadline passed
 	// during an attempt or a wait.
-	Cancelled
-	// BudgetExhausted: the retry budget refused the retry.
-	BudgetExhausted
-	// BreakerOpen: the circuit breaker refused the attempt.
-	BreakerOpen
-	// RejectedLocally: the client-side throttle or the bulkhead refused
+	ReasonCancelled
+	// ReasonBudgetExhausted: the retry budget refused the retry.
+	ReasonBudgetExhausted
+	// ReasonBreakerOpen: the circuit breaker refused the attempt.
+	ReasonBreakerOpen
+	// ReasonRejectedLocally: the client-side throttle or the bulkhead refused
 	// the attempt before it was sent.
-	RejectedLocally
-	// OuterLayer: an outer layer already retries this call (see
+	ReasonRejectedLocally
+	// ReasonOuterLayer: an outer layer already retries this call (see
 	// SingleAttempt), so this layer made one attempt only.
-	OuterLayer
+	ReasonOuterLayer
 )
 
 var reasonNames = [...]string{
-	Exhausted:       "attempts exhausted",
-	Deadline:        "deadline",
-	PermanentError:  "permanent error",
-	HintTooLong:     "hint too long",
-	Cancelled:       "cancelled",
-	BudgetExhausted: "budget exhausted",
-	BreakerOpen:     "breaker open",
-	RejectedLocally: "rejected locally",
-	OuterLayer:      "outer layer retries",
+	ReasonExhausted:       "attempts exhausted",
+	ReasonDeadline:        "deadline",
+	ReasonPermanent:       "permanent error",
+	ReasonHintTooLong:     "hint too long",
+	ReasonCancelled:       "cancelled",
+	ReasonBudgetExhausted: "budget exhausted",
+	ReasonBreakerOpen:     "breaker open",
+	ReasonRejectedLocally: "rejected locally",
+	ReasonOuterLayer:      "outer layer retries",
 }
 
 // String returns the reason in words, e.g. "attempts exhausted".
@@ -83,15 +84,15 @@ var (
 )
 
 var reasonSentinels = [...]error{
-	Exhausted:       ErrExhausted,
-	Deadline:        ErrDeadline,
-	PermanentError:  ErrPermanent,
-	HintTooLong:     ErrHintTooLong,
-	Cancelled:       ErrCancelled,
-	BudgetExhausted: ErrBudgetExhausted,
-	BreakerOpen:     ErrBreakerOpen,
-	RejectedLocally: ErrRejectedLocally,
-	OuterLayer:      ErrOuterLayer,
+	ReasonExhausted:       ErrExhausted,
+	ReasonDeadline:        ErrDeadline,
+	ReasonPermanent:       ErrPermanent,
+	ReasonHintTooLong:     ErrHintTooLong,
+	ReasonCancelled:       ErrCancelled,
+	ReasonBudgetExhausted: ErrBudgetExhausted,
+	ReasonBreakerOpen:     ErrBreakerOpen,
+	ReasonRejectedLocally: ErrRejectedLocally,
+	ReasonOuterLayer:      ErrOuterLayer,
 }
 
 // Error is what the loop returns when it stops without success. It wraps
@@ -105,17 +106,17 @@ type Error struct {
 	// first attempt does not read the clock), from that attempt's end.
 	Elapsed time.Duration
 	Reason  Reason // why it stopped
-	// Wait is the wait that was refused, for Deadline and HintTooLong
+	// Wait is the wait that was refused, for ReasonDeadline and ReasonHintTooLong
 	// (the server's hint), and the time until the next probe for
-	// BreakerOpen when the breaker says.
+	// ReasonBreakerOpen when the breaker says.
 	Wait time.Duration
 	// Limit is what Wait was compared with: the time left before the
-	// deadline, or MaxRetryAfter. For Deadline with a Cause (MaxElapsed
+	// deadline, or MaxRetryAfter. For ReasonDeadline with a Cause (MaxElapsed
 	// ran out during an attempt or a wait), it is MaxElapsed.
 	Limit time.Duration
 	Last  error // the last attempt's error (nil if no attempt was made)
-	// Cause is the context's error for Cancelled, and for Deadline when
-	// MaxElapsed ran out; the refusal for BreakerOpen and RejectedLocally.
+	// Cause is the context's error for ReasonCancelled, and for ReasonDeadline when
+	// MaxElapsed ran out; the refusal for ReasonBreakerOpen and ReasonRejectedLocally.
 	Cause error
 }
 
@@ -129,15 +130,15 @@ func (e *Error) Error() string {
 	}
 	fmt.Fprintf(&b, " in %v: ", e.Elapsed.Round(time.Microsecond))
 	switch e.Reason {
-	case Deadline:
+	case ReasonDeadline:
 		if e.Cause != nil {
 			fmt.Fprintf(&b, "deadline: MaxElapsed %v passed", e.Limit)
 		} else {
 			fmt.Fprintf(&b, "deadline: waiting %v would end after the deadline (%v left)", e.Wait, e.Limit)
 		}
-	case HintTooLong:
+	case ReasonHintTooLong:
 		fmt.Fprintf(&b, "server asked to wait %v, more than MaxRetryAfter %v", e.Wait, e.Limit)
-	case BreakerOpen:
+	case ReasonBreakerOpen:
 		b.WriteString("breaker open")
 		if e.Wait > 0 {
 			fmt.Fprintf(&b, ", next probe in %v", e.Wait)
@@ -145,7 +146,7 @@ func (e *Error) Error() string {
 	default:
 		b.WriteString(e.Reason.String())
 	}
-	if e.Cause != nil && e.Reason != BreakerOpen {
+	if e.Cause != nil && e.Reason != ReasonBreakerOpen {
 		fmt.Fprintf(&b, " (%v)", e.Cause)
 	}
 	if e.Last != nil {

@@ -28,7 +28,7 @@ type Budget interface {
 // ClassBudget is a Budget whose retries cost by the class of the error
 // that caused them: the AWS SDKs' retry quota (budget.Bucket) charges a
 // retry after a throttling answer less than others. The loop calls
-// AllowRetryClassAt, with throttled true for an error classed Throttled,
+// AllowRetryClassAt, with throttled true for an error classed ClassThrottled,
 // instead of AllowRetryAt when the Budget has it.
 type ClassBudget interface {
 	AllowRetryClassAt(now time.Time, throttled, timeout bool) bool
@@ -37,7 +37,7 @@ type ClassBudget interface {
 // allowRetry asks b for a retry after err, of class class.
 func allowRetry(b Budget, now time.Time, class Class, timeout bool) bool {
 	if cb, ok := b.(ClassBudget); ok {
-		return cb.AllowRetryClassAt(now, class == Throttled, timeout)
+		return cb.AllowRetryClassAt(now, class == ClassThrottled, timeout)
 	}
 	return b.AllowRetryAt(now, timeout)
 }
@@ -98,7 +98,7 @@ type singleAttemptKey struct{}
 // only: an outer layer (the caller of the request being served) already
 // retries, and retrying here as well would multiply the load (3 layers × 3
 // attempts = 27 calls at the bottom). A loop that stops for this reason
-// returns an *Error with Reason OuterLayer.
+// returns an *Error with Reason ReasonOuterLayer.
 func SingleAttempt(ctx context.Context) context.Context {
 	return context.WithValue(ctx, singleAttemptKey{}, true)
 }

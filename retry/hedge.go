@@ -83,13 +83,13 @@ func HedgeValueWith[T any](ctx context.Context, r *Retrier, fn func(context.Cont
 
 // Hedge asks, at now, whether a hedge of the call may be sent as attempt t
 // while its other attempts are in flight. A hedge is asked what a retry is
-// asked, in this order: the attempt limit (Exhausted), an outer layer that
-// retries (OuterLayer), the Hedger (its budget and brownout:
-// RejectedLocally), the retry budget (BudgetExhausted), then the guards as
+// asked, in this order: the attempt limit (ReasonExhausted), an outer layer that
+// retries (ReasonOuterLayer), the Hedger (its budget and brownout:
+// ReasonRejectedLocally), the retry budget (ReasonBudgetExhausted), then the guards as
 // Before asks them, except that a hedge never waits: the bulkhead is asked
 // with a context that has ended, so that only a free slot admits it
-// (RejectedLocally), and a throttle that asks for a wait refuses it
-// (RejectedLocally), as does a breaker that refuses it (BreakerOpen).
+// (ReasonRejectedLocally), and a throttle that asks for a wait refuses it
+// (ReasonRejectedLocally), as does a breaker that refuses it (ReasonBreakerOpen).
 //
 // It says Send, with t the attempt to send (reported to the observer as an
 // attempt start and an event.Hedge), or GiveUp for this hedge only, with
@@ -102,10 +102,10 @@ func (l *Loop) Hedge(ctx context.Context, now time.Time, t *Ticket) Decision {
 		return Decision{Verdict: GiveUp, Reason: r}
 	}
 	if limit := l.p.Attempts(); limit > 0 && l.attempts >= limit {
-		return no(Exhausted, Exhausted.Key(), nil)
+		return no(ReasonExhausted, ReasonExhausted.Key(), nil)
 	}
 	if IsSingleAttempt(ctx) {
-		return no(OuterLayer, OuterLayer.Key(), nil)
+		return no(ReasonOuterLayer, ReasonOuterLayer.Key(), nil)
 	}
 	e := l.p.Env
 	if e == nil {
@@ -113,34 +113,34 @@ func (l *Loop) Hedge(ctx context.Context, now time.Time, t *Ticket) Decision {
 	}
 	if h := e.Hedger; h != nil {
 		if err := h.AllowAt(now); err != nil {
-			return no(RejectedLocally, hedgeReason(err), err)
+			return no(ReasonRejectedLocally, hedgeReason(err), err)
 		}
 	}
 	if b := e.Budget; b != nil && !b.AllowRetryAt(now, false) {
-		return no(BudgetExhausted, BudgetExhausted.Key(), nil)
+		return no(ReasonBudgetExhausted, ReasonBudgetExhausted.Key(), nil)
 	}
 	if b := e.Bulkhead; b != nil {
 		ended, cancel := context.WithCancel(context.Background())
 		cancel()
 		if err := b.Acquire(ended); err != nil {
-			return no(RejectedLocally, RejectedLocally.Key(), err)
+			return no(ReasonRejectedLocally, ReasonRejectedLocally.Key(), err)
 		}
 		t.held = true
 	}
 	if th := e.Throttle; th != nil {
 		w, err := th.AdmitAt(now)
 		if err != nil {
-			return no(RejectedLocally, RejectedLocally.Key(), err)
+			return no(ReasonRejectedLocally, ReasonRejectedLocally.Key(), err)
 		}
 		t.admitted = true
 		if w > 0 {
-			return no(RejectedLocally, RejectedLocally.Key(), nil)
+			return no(ReasonRejectedLocally, ReasonRejectedLocally.Key(), nil)
 		}
 	}
 	if b := e.Breaker; b != nil {
 		tk, err := b.AllowAt(now, true)
 		if err != nil {
-			return no(BreakerOpen, BreakerOpen.Key(), err)
+			return no(ReasonBreakerOpen, ReasonBreakerOpen.Key(), err)
 		}
 		t.breaker, t.allowed = tk, true
 	}
@@ -403,7 +403,7 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 				leave()
 				return o.v, nil
 			}
-			if inFlight > 0 && caller.Err() == nil && ctx.Err() == nil && p.classify(o.err) != Final {
+			if inFlight > 0 && caller.Err() == nil && ctx.Err() == nil && p.classify(o.err) != ClassPermanent {
 				// Another attempt of the round may still succeed.
 				l.Abandon(caller, end, &cur.t, o.err)
 				if discard != nil {

@@ -216,7 +216,7 @@ func TestHedgeFailuresAndRetry(t *testing.T) {
 		p = retry.Policy{MaxAttempts: 2, Env: &retry.Env{Hedger: fixedHedger(t, 50*time.Millisecond, 2)}}
 		v, err = retry.HedgeValue(context.Background(), p, s.call, s.discard)
 		var re *retry.Error
-		if !errors.As(err, &re) || re.Reason != retry.Exhausted || re.Attempts != 2 || v != 2 || !errors.Is(err, boom) {
+		if !errors.As(err, &re) || re.Reason != retry.ReasonExhausted || re.Attempts != 2 || v != 2 || !errors.Is(err, boom) {
 			t.Fatalf("HedgeValue = %v, %v; want attempts exhausted after 2, with the value of the hedge, which failed last", v, err)
 		}
 		if !slices.Equal(s.discarded, []int{1}) {

@@ -28,12 +28,12 @@ import (
 // throttle (admission, possibly after a wait), the breaker. After reports
 // the outcome to them (the bulkhead's slot is released, then breaker,
 // throttle, budget), and then decides: the caller's context ended
-// (Cancelled), Policy.MaxElapsed passed (Deadline), the error is final
-// (PermanentError), the attempts are used up (Exhausted), an outer layer
-// retries (OuterLayer), the policy's Stepper ends the call (Exhausted), the
-// server's hint is too long (HintTooLong) or ends after the deadline
-// (Deadline), the backoff's wait ends after the deadline (Deadline), the
-// budget refuses the retry (BudgetExhausted); otherwise it calls
+// (ReasonCancelled), Policy.MaxElapsed passed (ReasonDeadline), the error is final
+// (ReasonPermanent), the attempts are used up (ReasonExhausted), an outer layer
+// retries (ReasonOuterLayer), the policy's Stepper ends the call (ReasonExhausted), the
+// server's hint is too long (ReasonHintTooLong) or ends after the deadline
+// (ReasonDeadline), the backoff's wait ends after the deadline (ReasonDeadline), the
+// budget refuses the retry (ReasonBudgetExhausted); otherwise it calls
 // Policy.OnRetry and asks for the wait. An attempt that failed after the
 // caller's context ended is not the dependency's failure: the breaker is
 // told the context's error (which package breaker ignores), and the
@@ -143,8 +143,8 @@ func (l *Loop) Err() *Error {
 // Before asks the guards, at now, whether attempt t may be sent. ctx is
 // the caller's context (for the observer). It says Send (t is then
 // attempt number Loop.Attempts()), Acquire, Sleep (a throttle's wait,
-// Source event.RateLimit) or GiveUp (BreakerOpen, RejectedLocally, or
-// Deadline when the throttle's wait would end after the deadline).
+// Source event.RateLimit) or GiveUp (ReasonBreakerOpen, ReasonRejectedLocally, or
+// ReasonDeadline when the throttle's wait would end after the deadline).
 func (l *Loop) Before(ctx context.Context, now time.Time, t *Ticket) Decision {
 	e := l.p.Env
 	if e == nil {
@@ -157,12 +157,12 @@ func (l *Loop) Before(ctx context.Context, now time.Time, t *Ticket) Decision {
 		w, err := th.AdmitAt(now)
 		if err != nil {
 			l.observe(ctx, event.Event{Kind: event.ThrottleRejected, Time: now, Attempt: l.attempts + 1, Err: err})
-			return l.refuse(ctx, now, t, Error{Reason: RejectedLocally, Cause: err})
+			return l.refuse(ctx, now, t, Error{Reason: ReasonRejectedLocally, Cause: err})
 		}
 		t.admitted = true
 		if w > 0 {
 			if !l.deadline.IsZero() && now.Add(w).After(l.deadline) {
-				return l.refuse(ctx, now, t, Error{Reason: Deadline, Wait: w, Limit: l.deadline.Sub(now)})
+				return l.refuse(ctx, now, t, Error{Reason: ReasonDeadline, Wait: w, Limit: l.deadline.Sub(now)})
 			}
 			return Decision{Verdict: Sleep, Wait: w, Source: event.RateLimit}
 		}
@@ -172,7 +172,7 @@ func (l *Loop) Before(ctx context.Context, now time.Time, t *Ticket) Decision {
 		if err != nil {
 			wait, _ := HintOf(err)
 			l.observe(ctx, event.Event{Kind: event.BreakerRejected, Time: now, Attempt: l.attempts + 1, Err: err, Wait: wait})
-			return l.refuse(ctx, now, t, Error{Reason: BreakerOpen, Cause: err, Wait: wait})
+			return l.refuse(ctx, now, t, Error{Reason: ReasonBreakerOpen, Cause: err, Wait: wait})
 		}
 		t.breaker, t.allowed = tk, true
 	}
@@ -190,43 +190,43 @@ func (l *Loop) send(ctx context.Context, now time.Time, t *Ticket, e *Env) Decis
 
 // Acquired reports, at now, the outcome of the bulkhead's Acquire that
 // Before asked for: err nil means t holds a slot, and the other guards are
-// asked as Before does. An error gives up: Cancelled or Deadline when the
-// context or MaxElapsed ended the wait, RejectedLocally otherwise.
+// asked as Before does. An error gives up: ReasonCancelled or ReasonDeadline when the
+// context or MaxElapsed ended the wait, ReasonRejectedLocally otherwise.
 func (l *Loop) Acquired(ctx context.Context, now time.Time, t *Ticket, err error) Decision {
 	if err != nil {
 		if ge, ok := l.stopped(ctx, now, err); ok {
 			return l.refuse(ctx, now, t, ge)
 		}
 		l.observe(ctx, event.Event{Kind: event.ThrottleRejected, Time: now, Attempt: l.attempts + 1, Err: err})
-		return l.refuse(ctx, now, t, Error{Reason: RejectedLocally, Cause: err})
+		return l.refuse(ctx, now, t, Error{Reason: ReasonRejectedLocally, Cause: err})
 	}
 	t.held = true
 	return l.Before(ctx, now, t)
 }
 
 // Interrupted reports that a wait the Loop asked for (Sleep) ended early at
-// now with err, because the caller's context ended (Cancelled) or
-// MaxElapsed passed (Deadline). t is the attempt that was waiting for the
+// now with err, because the caller's context ended (ReasonCancelled) or
+// MaxElapsed passed (ReasonDeadline). t is the attempt that was waiting for the
 // throttle, or a new Ticket after a failure: what it holds is handed back.
 func (l *Loop) Interrupted(ctx context.Context, now time.Time, t *Ticket, err error) Decision {
 	ge, ok := l.stopped(ctx, now, err)
 	if !ok { // the driver's wait failed although no context ended
-		ge = Error{Reason: Cancelled, Cause: err, Last: l.last}
+		ge = Error{Reason: ReasonCancelled, Cause: err, Last: l.last}
 	}
 	return l.refuse(ctx, now, t, ge)
 }
 
 // stopped returns the give-up for a context that ended: the caller's
-// (Cancelled) or the call's own MaxElapsed bound (Deadline, with cause).
+// (ReasonCancelled) or the call's own MaxElapsed bound (ReasonDeadline, with cause).
 func (l *Loop) stopped(ctx context.Context, now time.Time, cause error) (Error, bool) {
 	if cerr := ctx.Err(); cerr != nil {
-		return Error{Reason: Cancelled, Cause: cerr, Last: l.last}, true
+		return Error{Reason: ReasonCancelled, Cause: cerr, Last: l.last}, true
 	}
 	if !l.elapsedAt.IsZero() && !now.Before(l.elapsedAt) {
 		if cause == nil {
 			cause = context.DeadlineExceeded
 		}
-		return Error{Reason: Deadline, Limit: l.p.MaxElapsed, Cause: cause, Last: l.last}, true
+		return Error{Reason: ReasonDeadline, Limit: l.p.MaxElapsed, Cause: cause, Last: l.last}, true
 	}
 	return Error{}, false
 }
@@ -254,7 +254,7 @@ func (l *Loop) refuse(ctx context.Context, now time.Time, t *Ticket, ge Error) D
 //
 // A server's hint that ends before the deadline is honoured, and its jitter
 // (up to HintJitter of it) shrinks to fit the time left; a hint that itself
-// ends after the deadline gives up (Deadline).
+// ends after the deadline gives up (ReasonDeadline).
 func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) Decision {
 	var class Class
 	gone := false // the caller's context ended: not the dependency's failure
@@ -278,14 +278,14 @@ func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) D
 	if ge, ok := l.stopped(ctx, now, nil); ok {
 		return l.giveUp(ctx, now, ge)
 	}
-	if class == Final {
-		return l.giveUp(ctx, now, Error{Reason: PermanentError, Last: unmark(err)})
+	if class == ClassPermanent {
+		return l.giveUp(ctx, now, Error{Reason: ReasonPermanent, Last: unmark(err)})
 	}
 	if limit := l.p.Attempts(); limit > 0 && l.attempts >= limit {
-		return l.giveUp(ctx, now, Error{Reason: Exhausted})
+		return l.giveUp(ctx, now, Error{Reason: ReasonExhausted})
 	}
 	if IsSingleAttempt(ctx) {
-		return l.giveUp(ctx, now, Error{Reason: OuterLayer})
+		return l.giveUp(ctx, now, Error{Reason: ReasonOuterLayer})
 	}
 	var (
 		wait    time.Duration
@@ -297,20 +297,20 @@ func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) D
 		}
 		w, ok := l.st.Step(l.attempts, err, class, l.draw())
 		if !ok {
-			return l.giveUp(ctx, now, Error{Reason: Exhausted})
+			return l.giveUp(ctx, now, Error{Reason: ReasonExhausted})
 		}
 		wait, stepped = w, true
 	}
 	src := event.Backoff
 	if h, ok := HintOf(err); ok {
 		if max := l.p.maxRetryAfter(); h > max {
-			return l.giveUp(ctx, now, Error{Reason: HintTooLong, Wait: h, Limit: max})
+			return l.giveUp(ctx, now, Error{Reason: ReasonHintTooLong, Wait: h, Limit: max})
 		}
 		jitter := float64(h) * HintJitter
 		if !l.deadline.IsZero() {
 			left := l.deadline.Sub(now)
 			if h > left {
-				return l.giveUp(ctx, now, Error{Reason: Deadline, Wait: h, Limit: left})
+				return l.giveUp(ctx, now, Error{Reason: ReasonDeadline, Wait: h, Limit: left})
 			}
 			jitter = min(jitter, float64(left-h))
 		}
@@ -318,22 +318,22 @@ func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) D
 		src = event.ServerHint
 	} else if !stepped {
 		s := l.p.Backoff
-		if class == Throttled {
+		if class == ClassThrottled {
 			s.Base = l.p.throttleBase()
 		}
 		wait = s.Delay(l.attempts, l.prev, l.draw())
 		l.prev = wait
 	}
 	if !l.deadline.IsZero() && now.Add(wait).After(l.deadline) {
-		return l.giveUp(ctx, now, Error{Reason: Deadline, Wait: wait, Limit: l.deadline.Sub(now)})
+		return l.giveUp(ctx, now, Error{Reason: ReasonDeadline, Wait: wait, Limit: l.deadline.Sub(now)})
 	}
 	if e := l.p.Env; e != nil {
 		if b := e.Budget; b != nil && !allowRetry(b, now, class, errors.Is(err, ErrAttemptTimeout)) {
 			if e.Observer != nil { // Key builds a string
 				l.observe(ctx, event.Event{Kind: event.BudgetRefused, Time: now, Attempt: l.attempts, Err: err,
-					Reason: BudgetExhausted.Key()})
+					Reason: ReasonBudgetExhausted.Key()})
 			}
-			return l.giveUp(ctx, now, Error{Reason: BudgetExhausted})
+			return l.giveUp(ctx, now, Error{Reason: ReasonBudgetExhausted})
 		}
 	}
 	if l.p.OnRetry != nil {
@@ -348,7 +348,7 @@ func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) D
 // driver waits for another attempt of the same round. The guards hear of
 // it as After would tell them (a failure after the caller's context ended
 // is not the dependency's). An attempt that the driver cancelled because
-// another one won is reported with Cancelled instead.
+// another one won is reported with ReasonCancelled instead.
 func (l *Loop) Abandon(ctx context.Context, now time.Time, t *Ticket, err error) {
 	if e := l.p.Env; e != nil {
 		var class Class
@@ -377,7 +377,7 @@ func (l *Loop) report(ctx context.Context, now time.Time, t *Ticket, e *Env, err
 	}
 	if answered {
 		if th := e.Throttle; th != nil {
-			th.RecordAt(now, err != nil && class == Throttled)
+			th.RecordAt(now, err != nil && class == ClassThrottled)
 		}
 		if b := e.Budget; b != nil {
 			b.RecordAt(now, t.n == 1, err == nil)
@@ -393,7 +393,7 @@ func (l *Loop) report(ctx context.Context, now time.Time, t *Ticket, e *Env, err
 func (l *Loop) giveUp(ctx context.Context, now time.Time, ge Error) Decision {
 	ge.Attempts = l.attempts
 	ge.Elapsed = now.Sub(l.start)
-	if ge.Last == nil && ge.Reason != Cancelled {
+	if ge.Last == nil && ge.Reason != ReasonCancelled {
 		ge.Last = l.last
 	}
 	l.gaveUp = ge

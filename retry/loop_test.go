@@ -33,7 +33,7 @@ func TestCallerGoneIsNotAFailure(t *testing.T) {
 				cancel() // the caller gives up while the attempt runs
 				return io.ErrUnexpectedEOF
 			})
-			if e := asError(t, err); e.Reason != retry.Cancelled || e.Attempts != 1 {
+			if e := asError(t, err); e.Reason != retry.ReasonCancelled || e.Attempts != 1 {
 				t.Fatalf("Do = %v, want cancelled after 1 attempt", err)
 			}
 		}
@@ -90,7 +90,7 @@ func TestHintFitsDeadline(t *testing.T) {
 				})
 				if tt.wantWait == 0 {
 					e := asError(t, err)
-					if e.Reason != retry.Deadline || e.Wait != tt.hint || e.Limit != tt.left || calls != 1 {
+					if e.Reason != retry.ReasonDeadline || e.Wait != tt.hint || e.Limit != tt.left || calls != 1 {
 						t.Fatalf("got %v after %d calls, want a deadline give-up naming the hint %v and the %v left", err, calls, tt.hint, tt.left)
 					}
 					return
@@ -141,7 +141,7 @@ func TestLoopSteps(t *testing.T) {
 	tk = retry.Ticket{}
 	now = now.Add(d.Wait)
 	d = l.Before(ctx, now, &tk)
-	if d.Verdict != retry.GiveUp || d.Reason != retry.BreakerOpen {
+	if d.Verdict != retry.GiveUp || d.Reason != retry.ReasonBreakerOpen {
 		t.Fatalf("third Before = %+v, want the breaker's refusal", d)
 	}
 	e := l.Err()

@@ -60,11 +60,11 @@ type Policy struct {
 	// Backoff is the wait schedule. Zero: exponential ×2, full jitter, 50 ms
 	// base, 20 s cap.
 	Backoff backoff.Schedule
-	// ThrottleBase replaces Backoff.Base for errors classed as Throttled.
+	// ThrottleBase replaces Backoff.Base for errors classed ClassThrottled.
 	// Zero: DefaultThrottleBase (1 s).
 	ThrottleBase time.Duration
 	// MaxRetryAfter is the longest server hint honoured. A longer hint ends
-	// the loop at once with reason HintTooLong and the hint in the error.
+	// the loop at once with reason ReasonHintTooLong and the hint in the error.
 	// Zero: DefaultMaxRetryAfter (60 s).
 	MaxRetryAfter time.Duration
 	// Classify says whether an error is retried. Nil: DefaultClassify.
@@ -86,7 +86,7 @@ type Policy struct {
 	// Stepper, if set, is called once per call, after the call's first
 	// failed attempt that may be retried (never on the success path), and
 	// the Stepper it returns decides that call's waits instead of Backoff
-	// and ThrottleBase, and may end the call (Reason Exhausted). A server
+	// and ThrottleBase, and may end the call (Reason ReasonExhausted). A server
 	// hint still wins over its wait, and MaxAttempts still bounds the call.
 	// Package policy uses it to give each Step Functions retrier its own
 	// schedule and its own count. Nil: Backoff decides. It must be safe for
@@ -175,9 +175,9 @@ func (e *Env) draw() float64 {
 // previous waits) without locking.
 type Stepper interface {
 	// Step is asked after failed attempt number attempt (from 1), whose
-	// error err the classifier put in class (never Final), for the wait
+	// error err the classifier put in class (never ClassPermanent), for the wait
 	// before the next attempt; u is a random draw in [0, 1) from
-	// Env.Rand. ok false ends the call with Reason Exhausted. Step is
+	// Env.Rand. ok false ends the call with Reason ReasonExhausted. Step is
 	// asked even when err carries a server hint, which then replaces the
 	// returned wait, so that a Stepper counts every retry.
 	Step(attempt int, err error, class Class, u float64) (wait time.Duration, ok bool)

@@ -181,9 +181,9 @@ func outcome(caller context.Context, err error, class Class) event.Outcome {
 		return event.Success
 	case caller.Err() != nil:
 		return event.Cancelled
-	case class == Throttled:
+	case class == ClassThrottled:
 		return event.Throttled
-	case class == Final:
+	case class == ClassPermanent:
 		return event.Rejected
 	}
 	return event.Failure
@@ -193,7 +193,7 @@ func outcome(caller context.Context, err error, class Class) event.Outcome {
 func (p *Policy) classify(err error) Class {
 	if p.Classify != nil {
 		if IsPermanent(err) {
-			return Final
+			return ClassPermanent
 		}
 		return p.Classify(err)
 	}

@@ -82,7 +82,7 @@ func TestExhausted(t *testing.T) {
 		fn, calls := failing(10, io.ErrUnexpectedEOF)
 		err := retry.Do(context.Background(), retry.Policy{Env: &retry.Env{Rand: half}}, fn)
 		e := asError(t, err)
-		if e.Attempts != 3 || e.Reason != retry.Exhausted || calls.Load() != 3 {
+		if e.Attempts != 3 || e.Reason != retry.ReasonExhausted || calls.Load() != 3 {
 			t.Errorf("got %d attempts (%d calls), reason %v; want 3, attempts exhausted", e.Attempts, calls.Load(), e.Reason)
 		}
 		if e.Elapsed != 75*time.Millisecond {
@@ -129,7 +129,7 @@ func TestUnlimitedAttemptsBoundedByMaxElapsed(t *testing.T) {
 		err := retry.Do(context.Background(), p, fn)
 		e := asError(t, err)
 		// Attempts at 0, 1, …, 10 s; the wait after the attempt at 10 s would pass the bound.
-		if e.Reason != retry.Deadline || e.Attempts != 11 || calls.Load() != 11 {
+		if e.Reason != retry.ReasonDeadline || e.Attempts != 11 || calls.Load() != 11 {
 			t.Errorf("reason %v after %d attempts (%d calls), want deadline after 11", e.Reason, e.Attempts, calls.Load())
 		}
 		if !errors.Is(err, retry.ErrDeadline) || !errors.Is(err, errFlaky) {
@@ -143,7 +143,7 @@ func TestPermanent(t *testing.T) {
 	fn, calls := failing(5, retry.Permanent(inner))
 	err := retry.Do(context.Background(), retry.Policy{}, fn)
 	e := asError(t, err)
-	if e.Reason != retry.PermanentError || calls.Load() != 1 || e.Attempts != 1 {
+	if e.Reason != retry.ReasonPermanent || calls.Load() != 1 || e.Attempts != 1 {
 		t.Errorf("reason %v after %d calls, want permanent error after 1", e.Reason, calls.Load())
 	}
 	if e.Last != inner {
@@ -157,7 +157,7 @@ func TestPermanent(t *testing.T) {
 	}
 	// A Permanent mark wins over a classifier that says retry.
 	fn, calls = failing(5, retry.Permanent(inner))
-	_ = retry.Do(context.Background(), retry.Policy{Classify: func(error) retry.Class { return retry.Transient }}, fn)
+	_ = retry.Do(context.Background(), retry.Policy{Classify: func(error) retry.Class { return retry.ClassTransient }}, fn)
 	if calls.Load() != 1 {
 		t.Errorf("classifier overrode Permanent: %d calls", calls.Load())
 	}
@@ -169,11 +169,11 @@ func TestClassifier(t *testing.T) {
 	classify := func(err error) retry.Class {
 		switch err {
 		case errThrottle:
-			return retry.Throttled
+			return retry.ClassThrottled
 		case errBad:
-			return retry.Final
+			return retry.ClassPermanent
 		}
-		return retry.Transient
+		return retry.ClassTransient
 	}
 	tests := []struct {
 		name      string
@@ -232,7 +232,7 @@ func TestServerHint(t *testing.T) {
 				err := retry.Do(context.Background(), tt.p, fn)
 				if tt.giveUp {
 					e := asError(t, err)
-					if e.Reason != retry.HintTooLong || e.Wait != tt.hint || calls.Load() != 1 || time.Since(start) != 0 {
+					if e.Reason != retry.ReasonHintTooLong || e.Wait != tt.hint || calls.Load() != 1 || time.Since(start) != 0 {
 						t.Errorf("got %v after %d calls in %v, want an immediate hint-too-long give-up", err, calls.Load(), time.Since(start))
 					}
 					if !errors.Is(err, retry.ErrHintTooLong) || !strings.Contains(err.Error(), "server asked to wait") {
@@ -265,7 +265,7 @@ func TestContextDeadlineNotWaitedFor(t *testing.T) {
 		start := time.Now()
 		err := retry.Do(ctx, retry.Policy{Env: &retry.Env{Rand: func() float64 { return 0 }}}, fn)
 		e := asError(t, err)
-		if e.Reason != retry.Deadline || calls.Load() != 1 || time.Since(start) != 0 {
+		if e.Reason != retry.ReasonDeadline || calls.Load() != 1 || time.Since(start) != 0 {
 			t.Fatalf("got %v after %d calls in %v; want an immediate deadline give-up", err, calls.Load(), time.Since(start))
 		}
 		if e.Wait != 2*time.Second || e.Limit != time.Second {
@@ -285,7 +285,7 @@ func TestMaxElapsed(t *testing.T) {
 			Backoff: backoff.Schedule{Kind: backoff.Constant, Base: 3 * time.Second, Jitter: backoff.None}}
 		err := retry.Do(context.Background(), p, fn)
 		e := asError(t, err)
-		if e.Reason != retry.Deadline || calls.Load() != 2 || e.Elapsed != 3*time.Second {
+		if e.Reason != retry.ReasonDeadline || calls.Load() != 2 || e.Elapsed != 3*time.Second {
 			t.Errorf("got %v after %d calls; want deadline after 2 calls at 3s", err, calls.Load())
 		}
 	})
@@ -297,7 +297,7 @@ func TestMaxElapsed(t *testing.T) {
 			return ctx.Err()
 		})
 		e := asError(t, err)
-		if e.Reason != retry.Deadline || e.Attempts != 1 || e.Elapsed != 2*time.Second {
+		if e.Reason != retry.ReasonDeadline || e.Attempts != 1 || e.Elapsed != 2*time.Second {
 			t.Errorf("got %v; want deadline after 1 attempt at 2s", err)
 		}
 	})
@@ -311,7 +311,7 @@ func TestCancelDuringWait(t *testing.T) {
 		start := time.Now()
 		err := retry.Do(ctx, retry.Policy{}, fn)
 		e := asError(t, err)
-		if e.Reason != retry.Cancelled || calls.Load() != 1 || time.Since(start) != 10*time.Millisecond {
+		if e.Reason != retry.ReasonCancelled || calls.Load() != 1 || time.Since(start) != 10*time.Millisecond {
 			t.Errorf("got %v after %d calls in %v; want cancelled at 10ms", err, calls.Load(), time.Since(start))
 		}
 		if !errors.Is(err, context.Canceled) || !errors.Is(err, errFlaky) || !errors.Is(err, retry.ErrCancelled) {
@@ -331,7 +331,7 @@ func TestCallerCancellationNeverRetried(t *testing.T) {
 			return ctx.Err()
 		})
 		e := asError(t, err)
-		if e.Reason != retry.Cancelled || calls != 1 || !errors.Is(err, context.DeadlineExceeded) {
+		if e.Reason != retry.ReasonCancelled || calls != 1 || !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("got %v after %d calls; want the caller's deadline, 1 call", err, calls)
 		}
 	})
@@ -342,7 +342,7 @@ func TestAttemptTimeoutIsRetried(t *testing.T) {
 		var calls int
 		classified := false
 		p := retry.Policy{AttemptTimeout: 100 * time.Millisecond,
-			Classify: func(error) retry.Class { classified = true; return retry.Final },
+			Classify: func(error) retry.Class { classified = true; return retry.ClassPermanent },
 			Env: &retry.Env{
 				Rand: func() float64 { return 0 },
 			},
@@ -372,7 +372,7 @@ func TestAttemptTimeoutIsRetried(t *testing.T) {
 			return ctx.Err()
 		})
 		e := asError(t, err)
-		if e.Reason != retry.Exhausted || !errors.Is(err, retry.ErrAttemptTimeout) || !strings.Contains(err.Error(), "attempt timed out after 1s") {
+		if e.Reason != retry.ReasonExhausted || !errors.Is(err, retry.ErrAttemptTimeout) || !strings.Contains(err.Error(), "attempt timed out after 1s") {
 			t.Errorf("got %v; want exhausted on attempt timeouts", err)
 		}
 	})
@@ -485,7 +485,7 @@ func TestSingleAttempt(t *testing.T) {
 		t.Fatal("IsSingleAttempt does not report SingleAttempt")
 	}
 	err := retry.Do(ctx, retry.Policy{}, fn)
-	if e := asError(t, err); e.Reason != retry.OuterLayer || calls.Load() != 1 || !errors.Is(err, retry.ErrOuterLayer) {
+	if e := asError(t, err); e.Reason != retry.ReasonOuterLayer || calls.Load() != 1 || !errors.Is(err, retry.ErrOuterLayer) {
 		t.Errorf("got %v after %d calls; want one attempt, outer layer", err, calls.Load())
 	}
 }
@@ -631,7 +631,7 @@ func TestBudget(t *testing.T) {
 		fn, calls := failing(5, errFlaky)
 		err := retry.Do(context.Background(), retry.Policy{Env: &retry.Env{Budget: b}}, fn)
 		e := asError(t, err)
-		if e.Reason != retry.BudgetExhausted || calls.Load() != 1 || !errors.Is(err, errFlaky) || !errors.Is(err, retry.ErrBudgetExhausted) {
+		if e.Reason != retry.ReasonBudgetExhausted || calls.Load() != 1 || !errors.Is(err, errFlaky) || !errors.Is(err, retry.ErrBudgetExhausted) {
 			t.Errorf("got %v after %d calls; want budget exhausted with the last error after 1", err, calls.Load())
 		}
 		if fmt.Sprint(b.records) != "[first=true success=false]" || b.asked != 1 {
@@ -654,7 +654,7 @@ func TestBreaker(t *testing.T) {
 		fn, calls := failing(5, errFlaky)
 		err := retry.Do(context.Background(), retry.Policy{Env: &retry.Env{Breaker: b}}, fn)
 		e := asError(t, err)
-		if e.Reason != retry.BreakerOpen || e.Attempts != 1 || calls.Load() != 1 || e.Wait != 7*time.Second {
+		if e.Reason != retry.ReasonBreakerOpen || e.Attempts != 1 || calls.Load() != 1 || e.Wait != 7*time.Second {
 			t.Errorf("got %+v after %d calls; want breaker open after 1 attempt, next probe in 7s", e, calls.Load())
 		}
 		if !errors.Is(err, errFlaky) || !errors.Is(err, retry.ErrBreakerOpen) || !strings.Contains(err.Error(), "next probe in 7s") {
@@ -697,7 +697,7 @@ func TestThrottle(t *testing.T) {
 		fn, calls := failing(0, nil)
 		err := retry.Do(context.Background(), retry.Policy{Env: &retry.Env{Throttle: th}}, fn)
 		e := asError(t, err)
-		if e.Reason != retry.RejectedLocally || calls.Load() != 0 || e.Attempts != 0 || !errors.Is(err, th.reject) {
+		if e.Reason != retry.ReasonRejectedLocally || calls.Load() != 0 || e.Attempts != 0 || !errors.Is(err, th.reject) {
 			t.Errorf("got %v after %d calls; want rejected locally before any attempt", err, calls.Load())
 		}
 	})
@@ -715,7 +715,7 @@ func TestBulkhead(t *testing.T) {
 	}
 	bh.in = 1 // full
 	err := retry.Do(context.Background(), p, fn)
-	if e := asError(t, err); e.Reason != retry.RejectedLocally {
+	if e := asError(t, err); e.Reason != retry.ReasonRejectedLocally {
 		t.Errorf("got %v; want rejected locally", err)
 	}
 }
@@ -762,7 +762,7 @@ func TestValidEdgePolicyIsRun(t *testing.T) {
 	}
 }
 
-// A Deadline give-up says which deadline and what it stopped: MaxElapsed
+// A ReasonDeadline give-up says which deadline and what it stopped: MaxElapsed
 // running out during an attempt, or a throttle's wait that would pass the
 // context's deadline.
 func TestDeadlineGiveUpSaysWhy(t *testing.T) {
@@ -772,7 +772,7 @@ func TestDeadlineGiveUpSaysWhy(t *testing.T) {
 			return ctx.Err()
 		})
 		e := asError(t, err)
-		if e.Reason != retry.Deadline || e.Limit != 2*time.Second || e.Wait != 0 {
+		if e.Reason != retry.ReasonDeadline || e.Limit != 2*time.Second || e.Wait != 0 {
 			t.Fatalf("got %+v, want Deadline with Limit = MaxElapsed (2s) and no wait", e)
 		}
 		want := "retry: gave up after 1 attempt in 2s: deadline: MaxElapsed 2s passed (context deadline exceeded): last error: context deadline exceeded"
@@ -787,7 +787,7 @@ func TestDeadlineGiveUpSaysWhy(t *testing.T) {
 		fn, calls := failing(0, nil)
 		err := retry.Do(ctx, retry.Policy{Env: &retry.Env{Throttle: th}}, fn)
 		e := asError(t, err)
-		if e.Reason != retry.Deadline || e.Wait != 2*time.Second || e.Limit != time.Second || calls.Load() != 0 {
+		if e.Reason != retry.ReasonDeadline || e.Wait != 2*time.Second || e.Limit != time.Second || calls.Load() != 0 {
 			t.Fatalf("got %+v after %d calls, want Deadline, Wait 2s (the throttle's), Limit 1s, no call", e, calls.Load())
 		}
 		if !strings.Contains(err.Error(), "deadline: waiting 2s would end after the deadline (1s left)") {

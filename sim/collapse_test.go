@@ -96,8 +96,8 @@ func TestCollapseGuards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if timeouts == 0 || r.GaveUp[retry.BudgetExhausted] != timeouts {
-		t.Fatalf("budget saw %d timeouts, refused %d retries; want them equal and not zero", timeouts, r.GaveUp[retry.BudgetExhausted])
+	if timeouts == 0 || r.GaveUp[retry.ReasonBudgetExhausted] != timeouts {
+		t.Fatalf("budget saw %d timeouts, refused %d retries; want them equal and not zero", timeouts, r.GaveUp[retry.ReasonBudgetExhausted])
 	}
 	if r.Collapsed {
 		t.Fatal("no retries at all, and yet collapsed")

@@ -22,7 +22,7 @@ func TestPolicyOfDocument(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Attempts != 4*r.FirstTries || r.GaveUp[retry.Exhausted] != r.FirstTries {
+	if r.Attempts != 4*r.FirstTries || r.GaveUp[retry.ReasonExhausted] != r.FirstTries {
 		t.Fatalf("500s: %d attempts for %d calls, gave up %v; want 4 attempts each, exhausted", r.Attempts, r.FirstTries, r.GaveUp)
 	}
 	// 503s: the first retrier, 1 retry.
@@ -35,7 +35,7 @@ func TestPolicyOfDocument(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Calls != 20 || h.GaveUp[retry.PermanentError] != 19 {
+	if h.Calls != 20 || h.GaveUp[retry.ReasonPermanent] != 19 {
 		t.Fatalf("herd: %d calls, gave up %v; want 20 calls, 19 not retried", h.Calls, h.GaveUp)
 	}
 }

@@ -139,7 +139,7 @@ func TestHerdWithAttemptLimit(t *testing.T) {
 	if r.Succeeded+r.GaveUp.Total() != 100 {
 		t.Fatalf("%d succeeded + %d gave up, want 100 clients accounted for", r.Succeeded, r.GaveUp.Total())
 	}
-	if r.GaveUp[retry.Exhausted] == 0 || r.GaveUp[retry.Exhausted] != r.GaveUp.Total() {
+	if r.GaveUp[retry.ReasonExhausted] == 0 || r.GaveUp[retry.ReasonExhausted] != r.GaveUp.Total() {
 		t.Fatalf("gave up: %v; want some, all with attempts exhausted (3 attempts for 100 clients)", r.GaveUp)
 	}
 	if r.Calls > 300 {
@@ -153,7 +153,7 @@ func TestHerdSharedGuards(t *testing.T) {
 	p := TokenBucket()
 	p.Shared = true
 	r := mustHerd(t, Herd{Clients: 20}, p, 1)
-	if r.Succeeded+r.GaveUp.Total() != 20 || r.GaveUp[retry.BudgetExhausted] == 0 {
+	if r.Succeeded+r.GaveUp.Total() != 20 || r.GaveUp[retry.ReasonBudgetExhausted] == 0 {
 		t.Fatalf("shared bucket: %d succeeded, gave up %v; want 20 accounted for, some refused by the budget", r.Succeeded, r.GaveUp)
 	}
 }

@@ -108,9 +108,9 @@ var parityCases = []parityCase{
 	{name: "final error",
 		policy: retry.Policy{Classify: func(err error) retry.Class {
 			if err == ErrConflict {
-				return retry.Final
+				return retry.ClassPermanent
 			}
-			return retry.Transient
+			return retry.ClassTransient
 		}},
 		script: []scripted{{0, ErrFailed}, {0, ErrConflict}},
 		want:   []string{"wait 25ms backoff", "give up permanent_error"}},

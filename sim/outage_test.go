@@ -113,11 +113,11 @@ func TestOutageGuardsAndWaits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Attempts != 3*r.FirstTries || r.GaveUp[retry.Exhausted] != r.FirstTries || seen != r.Attempts {
+	if r.Attempts != 3*r.FirstTries || r.GaveUp[retry.ReasonExhausted] != r.FirstTries || seen != r.Attempts {
 		t.Fatalf("3 attempts per call against a dead server: %+v, budget saw %d outcomes", r, seen)
 	}
 	r, _ = Outage{Clients: 5, FailureRate: 1}.Run(Breaker(), 1)
-	if r.GaveUp[retry.BudgetExhausted] != r.FirstTries {
+	if r.GaveUp[retry.ReasonBudgetExhausted] != r.FirstTries {
 		t.Fatalf("retry breaker against a dead server: gave up %v, want all %d refused as budget exhausted", r.GaveUp, r.FirstTries)
 	}
 }
@@ -213,7 +213,7 @@ func TestOutageBreakerRefusalHandsThrottleTurnBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Attempts != 0 || r.GaveUp[retry.BreakerOpen] != r.FirstTries || r.Refused != r.FirstTries || cancelled != r.FirstTries {
+	if r.Attempts != 0 || r.GaveUp[retry.ReasonBreakerOpen] != r.FirstTries || r.Refused != r.FirstTries || cancelled != r.FirstTries {
 		t.Fatalf("%+v, %d turns handed back; want every call refused by the breaker and its turn handed back", r, cancelled)
 	}
 }

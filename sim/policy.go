@@ -48,8 +48,8 @@ type Policy struct {
 	Shared bool
 	// Classify, as in retry.Policy, says whether a failed attempt's error
 	// (ErrFailed, ErrOverloaded, ErrTimeout, ErrConflict) is retried; a
-	// Final class ends the request (retry.PermanentError). Nil: every
-	// failure is retried, overload answers classed Throttled.
+	// Final class ends the request (retry.ReasonPermanent). Nil: every
+	// failure is retried, overload answers classed ClassThrottled.
 	Classify func(err error) retry.Class
 	// Stepper, as in retry.Policy, makes for each request, at its first
 	// retryable failure, the Stepper that decides its waits instead of
@@ -192,9 +192,9 @@ func compile(p Policy) compiled {
 // failure is retried, overload answers as throttling.
 func classifyOutcome(err error) retry.Class {
 	if err == ErrOverloaded {
-		return retry.Throttled
+		return retry.ClassThrottled
 	}
-	return retry.Transient
+	return retry.ClassTransient
 }
 
 // immediate is the Stepper of Policy.Immediate: no wait before a retry;
@@ -344,7 +344,7 @@ func (l *loop) end(ctx context.Context, now time.Duration, err error) (wait time
 
 // GaveUp counts requests that ended without success, by reason (indexed by
 // retry.Reason).
-type GaveUp [retry.OuterLayer + 1]int
+type GaveUp [retry.ReasonOuterLayer + 1]int
 
 // Total returns the number of requests that gave up, whatever the reason.
 func (g *GaveUp) Total() int {

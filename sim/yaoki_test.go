@@ -97,7 +97,7 @@ func TestYaokiGoals(t *testing.T) {
 			if p.FailureRate <= 0.05 && p.Success.Mean < low {
 				t.Errorf("%v, p = %v: success %.3f %%, want ≥ %.1f %%", sh, p.FailureRate, 100*p.Success.Mean, 100*low)
 			}
-			if r := p.GaveUp[retry.BreakerOpen] + p.GaveUp[retry.RejectedLocally]; r > 0 {
+			if r := p.GaveUp[retry.ReasonBreakerOpen] + p.GaveUp[retry.ReasonRejectedLocally]; r > 0 {
 				t.Errorf("%v, p = %v: %.0f calls per run refused before an attempt; want none", sh, p.FailureRate, r)
 			}
 		}

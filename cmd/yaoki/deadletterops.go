@@ -315,7 +315,7 @@ func (o *redriveOptions) tell(ctx context.Context, w io.Writer, h deadletter.Han
 			what = "done: deleted"
 		case ctx.Err() != nil:
 			what = "interrupted: " + msg
-		case retry.IsPermanent(err) || errors.As(err, &ge) && ge.Reason == retry.PermanentError:
+		case retry.IsPermanent(err) || errors.As(err, &ge) && ge.Reason == retry.ReasonPermanent:
 			what = msg + ": permanent, parked"
 		case o.redrives != retry.Unlimited && l.Redrives+1 >= o.redrives:
 			what = fmt.Sprintf("%s: failed %d times, parked", msg, l.Redrives+1)

@@ -185,12 +185,12 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 	p.Classify = func(err error) retry.Class {
 		var es *exitStatus
 		if !errors.As(err, &es) || es.noStart != nil || stopped.Load() || !retried(es) {
-			return retry.Final
+			return retry.ClassPermanent
 		}
 		if docClassify != nil {
 			return docClassify(err)
 		}
-		return retry.Transient
+		return retry.ClassTransient
 	}
 	p.OnRetry = func(w retry.Wait) {
 		of := ""
@@ -266,18 +266,18 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 	if errors.As(err, &re) {
 		reason = re.Reason.String()
 		switch re.Reason {
-		case retry.Deadline:
+		case retry.ReasonDeadline:
 			reason = fmt.Sprintf("deadline: the next wait (%s) would end after --max-time", secondsText(re.Wait))
 			if timedOut.Load() {
 				reason = fmt.Sprintf("--max-time %s passed during attempt %d, which was stopped (SIGTERM, then SIGKILL after --grace %s)",
 					secondsText(cp.retry.MaxElapsed), attempts, secondsText(o.grace.d))
 			}
-		case retry.PermanentError:
+		case retry.ReasonPermanent:
 			reason = "not retried"
 			if stopped.Load() {
 				reason = "stopped by a signal"
 			}
-		case retry.Cancelled:
+		case retry.ReasonCancelled:
 			reason = "stopped by a signal"
 		}
 	}

@@ -357,7 +357,7 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	reason := obs.gaveUp()
 	code, msg := curlOK, ""
 	switch {
-	case reason == retry.Deadline.Key():
+	case reason == retry.ReasonDeadline.Key():
 		code, msg = curlTimeout, fmt.Sprintf("--max-time %s passed before the next attempt: last answer %s", secondsText(cp.retry.MaxElapsed), resp.Status)
 	case (o.fail || o.failWithBody) && resp.StatusCode >= 400:
 		code, msg = curlHTTPError, fmt.Sprintf("the requested URL returned error: %d", resp.StatusCode)
@@ -376,7 +376,7 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 		}
 	}
 	switch reason {
-	case "", retry.PermanentError.Key(), "do_not_retry":
+	case "", retry.ReasonPermanent.Key(), "do_not_retry":
 	case "not_idempotent", "body_not_replayable":
 		o.notRetried(stderr, method, nil, resp.StatusCode, reason)
 	default:

@@ -102,9 +102,9 @@ func curlExit(ctx context.Context, err error) (int, string) {
 		return curlTooManyRedirect, tooMR.Error()
 	case errors.Is(ctx.Err(), context.DeadlineExceeded), errors.Is(err, retry.ErrDeadline), isTimeout(last):
 		return curlTimeout, "operation timed out: " + lastMessage(last)
-	case ctx.Err() != nil, errors.As(err, &he) && he.Reason == retry.Cancelled:
+	case ctx.Err() != nil, errors.As(err, &he) && he.Reason == retry.ReasonCancelled:
 		return yaokiInterrupted, "stopped by a signal"
-	case errors.As(err, &re) && (re.Reason == retry.RejectedLocally || re.Reason == retry.BreakerOpen) && re.Last == nil:
+	case errors.As(err, &re) && (re.Reason == retry.ReasonRejectedLocally || re.Reason == retry.ReasonBreakerOpen) && re.Last == nil:
 		return yaokiRefused, "no attempt sent: " + re.Error()
 	case errors.As(last, &dnsErr):
 		return curlNoHost, "could not resolve host: " + dnsErr.Name

@@ -241,22 +241,22 @@ func problemFor(err error, retryingCaller bool) (p proxyProblem, retryAfter int,
 	p.Reason = re.Reason.Key()
 	doNotRetry = true
 	switch re.Reason {
-	case retry.BreakerOpen, retry.HintTooLong:
+	case retry.ReasonBreakerOpen, retry.ReasonHintTooLong:
 		p.Status = http.StatusServiceUnavailable
 		if re.Wait > 0 {
 			retryAfter = int(math.Ceil(re.Wait.Seconds()))
 		}
-	case retry.BudgetExhausted, retry.RejectedLocally:
+	case retry.ReasonBudgetExhausted, retry.ReasonRejectedLocally:
 		p.Status = http.StatusServiceUnavailable
-	case retry.Deadline:
+	case retry.ReasonDeadline:
 		p.Status = http.StatusGatewayTimeout
-	case retry.OuterLayer:
+	case retry.ReasonOuterLayer:
 		// One attempt because the client retries: its retry may succeed.
 		p.Status, doNotRetry = http.StatusServiceUnavailable, false
 		if h, ok := retry.HintOf(re.Last); ok {
 			retryAfter = int(math.Ceil(h.Seconds()))
 		}
-	case retry.PermanentError:
+	case retry.ReasonPermanent:
 		if he != nil && he.NotRetried != nil {
 			if errors.Is(he.NotRetried, httpretry.ErrNotIdempotent) {
 				p.Reason = "not_idempotent"
@@ -266,12 +266,12 @@ func problemFor(err error, retryingCaller bool) (p proxyProblem, retryAfter int,
 			// The proxy could not retry; a client with a key could.
 			doNotRetry = false
 		}
-	case retry.Exhausted:
+	case retry.ReasonExhausted:
 		if isTimeout(re.Last) {
 			p.Status = http.StatusGatewayTimeout
 		}
 	}
-	if retryingCaller && re.Reason != retry.OuterLayer {
+	if retryingCaller && re.Reason != retry.ReasonOuterLayer {
 		doNotRetry = true
 	}
 	return p, retryAfter, doNotRetry

@@ -309,7 +309,7 @@ func TestDeadLetter(t *testing.T) {
 			t.Fatal(err)
 		}
 		l.ID = "h1"
-		if _, err := deadletter.Capture(context.Background(), db.store, l, &retry.Error{Reason: retry.Exhausted, Attempts: 3, Last: errors.New("503 Service Unavailable")}, time.Now()); err != nil {
+		if _, err := deadletter.Capture(context.Background(), db.store, l, &retry.Error{Reason: retry.ReasonExhausted, Attempts: 3, Last: errors.New("503 Service Unavailable")}, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		r := run(t, db.env, "deadletter", "show", "h1")
