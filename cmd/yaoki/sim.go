@@ -428,7 +428,7 @@ func newSimProgress(w io.Writer, on bool) *simProgress { return &simProgress{w: 
 // phase returns the Progress of one sweep, or nil when the bar is off.
 func (p *simProgress) phase(name string) sim.Progress {
 	if !p.on {
-		return nil
+		return quietProgress(p.w, name, time.Now)
 	}
 	const width = 30
 	return func(done, total int) {
