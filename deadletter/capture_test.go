@@ -44,8 +44,8 @@ func TestCaptureKeepsWhatIsSet(t *testing.T) {
 
 func TestCaptureRefusesAndLosesNothing(t *testing.T) {
 	ctx := context.Background()
-	if _, err := deadletter.Capture(ctx, newMemory(t), deadletter.Letter{Queue: "q"}, nil, t0); !errors.Is(err, deadletter.ErrInvalid) {
-		t.Fatalf("Capture of a nil error: %v, want ErrInvalid", err)
+	if _, err := deadletter.Capture(ctx, newMemory(t), deadletter.Letter{Queue: "q"}, nil, t0); !errors.Is(err, deadletter.ErrInvalidLetter) {
+		t.Fatalf("Capture of a nil error: %v, want ErrInvalidLetter", err)
 	}
 	full, _ := deadletter.NewMemory(1)
 	if _, err := deadletter.Capture(ctx, full, deadletter.Letter{Queue: "q"}, errors.New("x"), t0); err != nil {

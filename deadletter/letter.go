@@ -147,8 +147,13 @@ func NewID() string {
 // Errors of stores and redrivers. Stores return them wrapped with the
 // letter's ID; errors.Is sees through.
 var (
-	// ErrInvalid: a letter, or a Redriver's setting, is out of range.
-	ErrInvalid = errors.New("deadletter: invalid")
+	// ErrInvalidLetter: a letter, or an argument of a Store method, is out
+	// of range.
+	ErrInvalidLetter = errors.New("deadletter: invalid")
+	// ErrInvalidConfig: a Config field of NewRedriver, or NewMemory's max,
+	// is out of range; the message names it, its value and what is
+	// accepted.
+	ErrInvalidConfig = errors.New("deadletter: invalid configuration")
 	// ErrConflict: Put of an ID that is stored with other work (another
 	// queue, key or payload).
 	ErrConflict = errors.New("deadletter: conflict: the ID is stored with other work")
@@ -170,7 +175,7 @@ var (
 type invalidError struct{ msg string }
 
 func (e *invalidError) Error() string        { return "deadletter: invalid letter: " + e.msg }
-func (e *invalidError) Is(target error) bool { return target == ErrInvalid }
+func (e *invalidError) Is(target error) bool { return target == ErrInvalidLetter }
 
 func invalidf(format string, args ...any) error {
 	return &invalidError{msg: fmt.Sprintf(format, args...)}

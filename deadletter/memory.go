@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/yaoki-go/yaoki/internal/configerr"
 )
 
 // DefaultMaxLetters is the number of letters a Memory holds when its max is
@@ -31,7 +33,7 @@ type Memory struct {
 // DefaultMaxLetters). A negative max is refused.
 func NewMemory(max int) (*Memory, error) {
 	if max < 0 {
-		return nil, fmt.Errorf("%w: memory store max %d: want ≥ 0 (0 means %d)", ErrInvalid, max, DefaultMaxLetters)
+		return nil, configerr.Invalid(ErrInvalidConfig, "max", max, fmt.Sprintf("≥ 0 (0 means %d)", DefaultMaxLetters))
 	}
 	if max == 0 {
 		max = DefaultMaxLetters
@@ -112,10 +114,10 @@ func (m *Memory) Claim(_ context.Context, queue string, now time.Time, max int, 
 // claimArgs checks Claim's max and lease.
 func claimArgs(max int, lease time.Duration) error {
 	if max < 1 {
-		return fmt.Errorf("%w: claim of %d letters: want ≥ 1", ErrInvalid, max)
+		return fmt.Errorf("%w: claim of %d letters: want ≥ 1", ErrInvalidLetter, max)
 	}
 	if lease <= 0 {
-		return fmt.Errorf("%w: claim with lease %v: want > 0", ErrInvalid, lease)
+		return fmt.Errorf("%w: claim with lease %v: want > 0", ErrInvalidLetter, lease)
 	}
 	return nil
 }
@@ -178,7 +180,7 @@ func (m *Memory) Get(_ context.Context, id string) (Letter, error) {
 // List implements Store.
 func (m *Memory) List(_ context.Context, queue, after string, max int) ([]Letter, error) {
 	if max < 1 {
-		return nil, fmt.Errorf("%w: list of %d letters: want ≥ 1", ErrInvalid, max)
+		return nil, fmt.Errorf("%w: list of %d letters: want ≥ 1", ErrInvalidLetter, max)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

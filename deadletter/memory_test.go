@@ -20,8 +20,8 @@ func TestMemoryStore(t *testing.T) {
 
 func TestMemoryBounded(t *testing.T) {
 	ctx := context.Background()
-	if _, err := deadletter.NewMemory(-1); !errors.Is(err, deadletter.ErrInvalid) {
-		t.Fatalf("NewMemory(-1): %v, want ErrInvalid", err)
+	if _, err := deadletter.NewMemory(-1); !errors.Is(err, deadletter.ErrInvalidConfig) {
+		t.Fatalf("NewMemory(-1): %v, want ErrInvalidConfig", err)
 	}
 	m, _ := deadletter.NewMemory(2)
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/yaoki-go/yaoki/backoff"
 	"github.com/yaoki-go/yaoki/event"
+	"github.com/yaoki-go/yaoki/internal/configerr"
 	"github.com/yaoki-go/yaoki/retry"
 )
 
@@ -120,22 +121,22 @@ type Redriver struct {
 func NewRedriver(c Config) (*Redriver, error) {
 	switch {
 	case c.Store == nil:
-		return nil, configf("Store is nil: want the store that holds the letters")
+		return nil, configerr.Invalid(ErrInvalidConfig, "Store", nil, "the store that holds the letters")
 	case c.Handler == nil:
-		return nil, configf("Handler is nil: want the function that redrives one letter")
+		return nil, configerr.Invalid(ErrInvalidConfig, "Handler", nil, "the function that redrives one letter")
 	case c.Queue == "" || len(c.Queue) > MaxIDBytes:
-		return nil, configf("Queue %q: want 1 to %d bytes", clip(c.Queue), MaxIDBytes)
+		return nil, configerr.Invalid(ErrInvalidConfig, "Queue", clip(c.Queue), fmt.Sprintf("1 to %d bytes", MaxIDBytes))
 	case c.Batch < 0:
-		return nil, configf("Batch %d: want ≥ 1, or 0 for %d", c.Batch, DefaultBatch)
+		return nil, configerr.Invalid(ErrInvalidConfig, "Batch", c.Batch, fmt.Sprintf("≥ 1, or 0 for %d", DefaultBatch))
 	case c.Lease < 0:
-		return nil, configf("Lease %v: want > 0, or 0 for %v", c.Lease, DefaultLease)
+		return nil, configerr.Invalid(ErrInvalidConfig, "Lease", c.Lease, fmt.Sprintf("> 0, or 0 for %v", DefaultLease))
 	case c.MaxRedrives < retry.Unlimited:
-		return nil, configf("MaxRedrives %d: want ≥ 1, 0 for %d, or retry.Unlimited (-1)", c.MaxRedrives, DefaultMaxRedrives)
+		return nil, configerr.Invalid(ErrInvalidConfig, "MaxRedrives", c.MaxRedrives, fmt.Sprintf("≥ 1, 0 for %d, or retry.Unlimited (-1)", DefaultMaxRedrives))
 	case c.Interval < 0:
-		return nil, configf("Interval %v: want > 0, or 0 for %v", c.Interval, DefaultInterval)
+		return nil, configerr.Invalid(ErrInvalidConfig, "Interval", c.Interval, fmt.Sprintf("> 0, or 0 for %v", DefaultInterval))
 	}
 	if err := c.Backoff.Validate(); err != nil {
-		return nil, configf("Backoff: %v", err)
+		return nil, configerr.In(ErrInvalidConfig, "Backoff", err)
 	}
 	if c.Batch == 0 {
 		c.Batch = DefaultBatch
@@ -156,10 +157,6 @@ func NewRedriver(c Config) (*Redriver, error) {
 		c.Rand = rand.Float64
 	}
 	return &Redriver{c: c}, nil
-}
-
-func configf(format string, args ...any) error {
-	return fmt.Errorf("%w: redriver: "+format, append([]any{ErrInvalid}, args...)...)
 }
 
 // Report says what one pass did.

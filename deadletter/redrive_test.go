@@ -77,18 +77,18 @@ func TestNewRedriverRefuses(t *testing.T) {
 		c    deadletter.Config
 		want string
 	}{
-		{"no store", deadletter.Config{Queue: "q", Handler: h}, "Store is nil"},
-		{"no handler", deadletter.Config{Store: m, Queue: "q"}, "Handler is nil"},
-		{"no queue", deadletter.Config{Store: m, Handler: h}, `Queue ""`},
-		{"negative batch", deadletter.Config{Store: m, Queue: "q", Handler: h, Batch: -1}, "Batch -1"},
-		{"negative lease", deadletter.Config{Store: m, Queue: "q", Handler: h, Lease: -time.Second}, "Lease -1s"},
-		{"max redrives -2", deadletter.Config{Store: m, Queue: "q", Handler: h, MaxRedrives: -2}, "MaxRedrives -2"},
-		{"negative interval", deadletter.Config{Store: m, Queue: "q", Handler: h, Interval: -1}, "Interval -1ns"},
+		{"no store", deadletter.Config{Queue: "q", Handler: h}, "Store: missing"},
+		{"no handler", deadletter.Config{Store: m, Queue: "q"}, "Handler: missing"},
+		{"no queue", deadletter.Config{Store: m, Handler: h}, "Queue: missing"},
+		{"negative batch", deadletter.Config{Store: m, Queue: "q", Handler: h, Batch: -1}, "Batch: -1"},
+		{"negative lease", deadletter.Config{Store: m, Queue: "q", Handler: h, Lease: -time.Second}, "Lease: -1s"},
+		{"max redrives -2", deadletter.Config{Store: m, Queue: "q", Handler: h, MaxRedrives: -2}, "MaxRedrives: -2"},
+		{"negative interval", deadletter.Config{Store: m, Queue: "q", Handler: h, Interval: -1}, "Interval: -1ns"},
 		{"bad backoff", deadletter.Config{Store: m, Queue: "q", Handler: h, Backoff: backoff.Schedule{Multiplier: 0.5}}, "Multiplier"},
 	} {
 		_, err := deadletter.NewRedriver(tc.c)
-		if !errors.Is(err, deadletter.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: %v, want ErrInvalid naming %q", tc.name, err, tc.want)
+		if !errors.Is(err, deadletter.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want ErrInvalidConfig naming %q", tc.name, err, tc.want)
 		}
 	}
 }

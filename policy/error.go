@@ -6,9 +6,9 @@ import (
 	"strings"
 )
 
-// ErrInvalid matches every error that Parse, Load, Validate and ApplyEnv
+// ErrInvalidDocument matches every error that Parse, Load, Validate and ApplyEnv
 // return for a document that cannot be used.
-var ErrInvalid = errors.New("policy: invalid document")
+var ErrInvalidDocument = errors.New("policy: invalid document")
 
 // Error is one thing wrong with a document: where it is (file, line,
 // column, and the JSON path such as Retry[1].BackoffRate) and what is
@@ -47,8 +47,8 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// Is matches ErrInvalid.
-func (e *Error) Is(target error) bool { return target == ErrInvalid }
+// Is matches ErrInvalidDocument.
+func (e *Error) Is(target error) bool { return target == ErrInvalidDocument }
 
 // errs collects the errors of one document, in file order.
 type errs []error

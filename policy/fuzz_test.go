@@ -26,7 +26,7 @@ func FuzzParse(f *testing.F) {
 		doc, err := policy.ParseFile("f.json", data)
 		if err != nil {
 			var pe *policy.Error
-			if !errors.As(err, &pe) || !errors.Is(err, policy.ErrInvalid) || pe.Msg == "" {
+			if !errors.As(err, &pe) || !errors.Is(err, policy.ErrInvalidDocument) || pe.Msg == "" {
 				t.Fatalf("error %v (%T) is not a *policy.Error", err, err)
 			}
 			if pe.Line < 0 || pe.Column < 0 || pe.Offset < 0 || pe.Offset > int64(len(data)) {

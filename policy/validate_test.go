@@ -104,8 +104,8 @@ func TestParseErrors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Parse(%s) = nil error, want one", tc.doc)
 			}
-			if !errors.Is(err, policy.ErrInvalid) {
-				t.Errorf("error %v does not match ErrInvalid", err)
+			if !errors.Is(err, policy.ErrInvalidDocument) {
+				t.Errorf("error %v does not match ErrInvalidDocument", err)
 			}
 			var pe *policy.Error
 			if !errors.As(err, &pe) || pe.File != "p.json" {
@@ -194,7 +194,7 @@ func TestApplyEnv(t *testing.T) {
 	}
 	for k, v := range map[string]string{"YAOKI_MAX_ATTEMPTS": "0", "YAOKI_RETRY_MODE": "fast"} {
 		err := doc.ApplyEnv(env(map[string]string{k: v}))
-		if !errors.Is(err, policy.ErrInvalid) || !strings.Contains(err.Error(), k) || !strings.Contains(err.Error(), "want") {
+		if !errors.Is(err, policy.ErrInvalidDocument) || !strings.Contains(err.Error(), k) || !strings.Contains(err.Error(), "want") {
 			t.Errorf("%s=%s: err %v, want an error naming the variable and what is accepted", k, v, err)
 		}
 	}

@@ -39,7 +39,7 @@ const DeadLettersTable = "yaoki_dead_letters"
 //     back truncated to it, in UTC, and the now passed to Claim and Count is
 //     truncated too.
 //   - ID, Queue and Key must be valid UTF-8 without NUL bytes (text
-//     columns): Put refuses others with deadletter.ErrInvalid, and List
+//     columns): Put refuses others with deadletter.ErrInvalidLetter, and List
 //     refuses such an after. Looking up such an ID finds nothing.
 //   - Reason and Error are stored with invalid UTF-8 and NUL bytes replaced
 //     by U+FFFD (then cut to deadletter.MaxErrorBytes): they are messages,
@@ -129,10 +129,10 @@ RETURNING ` + letterColumns
 // Claim implements deadletter.Store.
 func (s *DeadLetters) Claim(ctx context.Context, queue string, now time.Time, max int, lease time.Duration) ([]deadletter.Letter, error) {
 	if max < 1 {
-		return nil, fmt.Errorf("%w: claim of %d letters: want ≥ 1", deadletter.ErrInvalid, max)
+		return nil, fmt.Errorf("%w: claim of %d letters: want ≥ 1", deadletter.ErrInvalidLetter, max)
 	}
 	if lease <= 0 {
-		return nil, fmt.Errorf("%w: claim with lease %v: want > 0", deadletter.ErrInvalid, lease)
+		return nil, fmt.Errorf("%w: claim with lease %v: want > 0", deadletter.ErrInvalidLetter, lease)
 	}
 	if !storableText(queue) {
 		return nil, nil // no letter has such a queue
@@ -199,15 +199,15 @@ func (s *DeadLetters) Get(ctx context.Context, id string) (deadletter.Letter, er
 	return l, nil
 }
 
-// List implements deadletter.Store. It refuses with deadletter.ErrInvalid
+// List implements deadletter.Store. It refuses with deadletter.ErrInvalidLetter
 // an after that is not valid UTF-8 without NUL bytes (no ID is; pass the
 // last ID of the previous page).
 func (s *DeadLetters) List(ctx context.Context, queue, after string, max int) ([]deadletter.Letter, error) {
 	if max < 1 {
-		return nil, fmt.Errorf("%w: list of %d letters: want ≥ 1", deadletter.ErrInvalid, max)
+		return nil, fmt.Errorf("%w: list of %d letters: want ≥ 1", deadletter.ErrInvalidLetter, max)
 	}
 	if !storableText(after) {
-		return nil, fmt.Errorf("%w: list after %q: want valid UTF-8 without NUL bytes, as every stored ID is (the last ID of the previous page)", deadletter.ErrInvalid, after)
+		return nil, fmt.Errorf("%w: list after %q: want valid UTF-8 without NUL bytes, as every stored ID is (the last ID of the previous page)", deadletter.ErrInvalidLetter, after)
 	}
 	var (
 		out []deadletter.Letter
@@ -321,12 +321,12 @@ func scanLetter(row pgx.Row, l *deadletter.Letter) error {
 	return nil
 }
 
-// storable reports, as deadletter.ErrInvalid, a field of l that a text
+// storable reports, as deadletter.ErrInvalidLetter, a field of l that a text
 // column cannot hold.
 func storable(l *deadletter.Letter) error {
 	for _, f := range [...]struct{ name, v string }{{"ID", l.ID}, {"Queue", l.Queue}, {"Key", l.Key}} {
 		if !storableText(f.v) {
-			return fmt.Errorf("%w: put %q: %s %q is not valid UTF-8 without NUL bytes, which this store's text columns need", deadletter.ErrInvalid, l.ID, f.name, f.v)
+			return fmt.Errorf("%w: put %q: %s %q is not valid UTF-8 without NUL bytes, which this store's text columns need", deadletter.ErrInvalidLetter, l.ID, f.name, f.v)
 		}
 	}
 	return nil

@@ -50,7 +50,7 @@ func letter(id, q string, due time.Time) deadletter.Letter {
 
 // sentinel names the deadletter error err is, "" for nil.
 func sentinel(err error) string {
-	for _, s := range []error{deadletter.ErrInvalid, deadletter.ErrConflict, deadletter.ErrNotFound,
+	for _, s := range []error{deadletter.ErrInvalidLetter, deadletter.ErrConflict, deadletter.ErrNotFound,
 		deadletter.ErrLeaseLost, deadletter.ErrFull} {
 		if errors.Is(err, s) {
 			return s.Error()
@@ -393,7 +393,7 @@ func TestDeadLettersLargePayload(t *testing.T) {
 	}
 	l = letter("bigger", "q", t0)
 	l.Payload = make([]byte, deadletter.MaxPayloadBytes+1)
-	if err := store.Put(ctx, l); !errors.Is(err, deadletter.ErrInvalid) {
+	if err := store.Put(ctx, l); !errors.Is(err, deadletter.ErrInvalidLetter) {
 		t.Fatalf("put of %d bytes: %v, want ErrInvalid", len(l.Payload), err)
 	}
 }
@@ -486,7 +486,7 @@ func TestDeadLettersNotText(t *testing.T) {
 			case "Key":
 				l.Key = bad
 			}
-			if err := store.Put(ctx, l); !errors.Is(err, deadletter.ErrInvalid) || !strings.Contains(err.Error(), field) {
+			if err := store.Put(ctx, l); !errors.Is(err, deadletter.ErrInvalidLetter) || !strings.Contains(err.Error(), field) {
 				t.Errorf("put with %s %q: %v, want ErrInvalid naming %s", field, bad, err, field)
 			}
 		}
@@ -508,7 +508,7 @@ func TestDeadLettersNotText(t *testing.T) {
 		if ls, err := store.List(ctx, bad, "", 1); err != nil || len(ls) != 0 {
 			t.Errorf("list of queue %q: %v %v, want nothing", bad, ls, err)
 		}
-		if _, err := store.List(ctx, "", bad, 1); !errors.Is(err, deadletter.ErrInvalid) {
+		if _, err := store.List(ctx, "", bad, 1); !errors.Is(err, deadletter.ErrInvalidLetter) {
 			t.Errorf("list after %q: %v, want ErrInvalid", bad, err)
 		}
 		if c, err := store.Count(ctx, bad, t0); err != nil || c.Total() != 0 {

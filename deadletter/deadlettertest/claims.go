@@ -168,8 +168,8 @@ func testFailInvalid(t *testing.T, c *contract) {
 	c.stored(t, s, q, p)
 	bad := claim(t, s, q, c.t0, 1)[0]
 	bad.Attempts = -1
-	if err := s.Fail(t.Context(), bad); !errors.Is(err, deadletter.ErrInvalid) {
-		t.Fatalf("Fail with Attempts -1: %v, want ErrInvalid", err)
+	if err := s.Fail(t.Context(), bad); !errors.Is(err, deadletter.ErrInvalidLetter) {
+		t.Fatalf("Fail with Attempts -1: %v, want ErrInvalidLetter", err)
 	}
 }
 

@@ -78,15 +78,15 @@ func testPutInvalid(t *testing.T, c *contract) {
 	} {
 		l := c.letter(q, p+name, c.t0)
 		mod(&l)
-		if err := s.Put(t.Context(), l); !errors.Is(err, deadletter.ErrInvalid) {
-			t.Errorf("Put with %s: %v, want ErrInvalid", name, err)
+		if err := s.Put(t.Context(), l); !errors.Is(err, deadletter.ErrInvalidLetter) {
+			t.Errorf("Put with %s: %v, want ErrInvalidLetter", name, err)
 		}
 		if _, err := s.Get(t.Context(), l.ID); !errors.Is(err, deadletter.ErrNotFound) {
 			t.Errorf("after the refused Put with %s, Get: %v, want ErrNotFound", name, err)
 		}
 	}
-	if err := s.Put(t.Context(), c.letter(q, "", c.t0)); !errors.Is(err, deadletter.ErrInvalid) {
-		t.Errorf("Put with no ID: %v, want ErrInvalid", err)
+	if err := s.Put(t.Context(), c.letter(q, "", c.t0)); !errors.Is(err, deadletter.ErrInvalidLetter) {
+		t.Errorf("Put with no ID: %v, want ErrInvalidLetter", err)
 	}
 }
 
@@ -233,13 +233,13 @@ func testCount(t *testing.T, c *contract) {
 func testBadArguments(t *testing.T, c *contract) {
 	s := c.newStore(t)
 	q, _ := c.names(t)
-	if _, err := s.Claim(t.Context(), q, c.t0, 0, Lease); !errors.Is(err, deadletter.ErrInvalid) {
-		t.Errorf("Claim of 0 letters: %v, want ErrInvalid", err)
+	if _, err := s.Claim(t.Context(), q, c.t0, 0, Lease); !errors.Is(err, deadletter.ErrInvalidLetter) {
+		t.Errorf("Claim of 0 letters: %v, want ErrInvalidLetter", err)
 	}
-	if _, err := s.Claim(t.Context(), q, c.t0, 1, 0); !errors.Is(err, deadletter.ErrInvalid) {
-		t.Errorf("Claim with a zero lease: %v, want ErrInvalid", err)
+	if _, err := s.Claim(t.Context(), q, c.t0, 1, 0); !errors.Is(err, deadletter.ErrInvalidLetter) {
+		t.Errorf("Claim with a zero lease: %v, want ErrInvalidLetter", err)
 	}
-	if _, err := s.List(t.Context(), q, "", 0); !errors.Is(err, deadletter.ErrInvalid) {
-		t.Errorf("List of 0 letters: %v, want ErrInvalid", err)
+	if _, err := s.List(t.Context(), q, "", 0); !errors.Is(err, deadletter.ErrInvalidLetter) {
+		t.Errorf("List of 0 letters: %v, want ErrInvalidLetter", err)
 	}
 }
