@@ -269,7 +269,7 @@ func (h *Hedger) DelayAt(now time.Time) time.Duration {
 			// Not enough latencies yet: read again at the next call rather
 			// than a refresh interval later, so that a new Hedger starts
 			// hedging as soon as it knows enough (a low-traffic client that
-			// never does pays a histogram scan per call, about 5 µs).
+			// never does pays a histogram scan per call: BenchmarkEstimatorQuantile).
 			d = 0
 			h.refresh.CompareAndSwap(ns+h.every, next)
 		}
