@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/yaoki-go/yaoki/event"
+	"github.com/yaoki-go/yaoki/header"
 	"github.com/yaoki-go/yaoki/retry"
 )
 
@@ -49,7 +50,7 @@ type call struct {
 func (cl *call) prepare() error {
 	req := cl.req
 	replayable := Idempotent(req.Method)
-	if !replayable && (req.Header.Get(IdempotencyKeyHeader) != "" || req.Header.Get("X-Idempotency-Key") != "") {
+	if !replayable && (req.Header.Get(header.IdempotencyKey) != "" || req.Header.Get(header.XIdempotencyKey) != "") {
 		replayable = true
 	}
 	if !replayable && cl.c.keyMode == KeyAuto {
@@ -240,15 +241,15 @@ func (cl *call) idempotencyKey() string {
 	if cl.key != "" {
 		return cl.key
 	}
-	if k := cl.req.Header.Get(IdempotencyKeyHeader); k != "" {
+	if k := cl.req.Header.Get(header.IdempotencyKey); k != "" {
 		return k
 	}
-	return cl.req.Header.Get("X-Idempotency-Key")
+	return cl.req.Header.Get(header.XIdempotencyKey)
 }
 
 // hint returns the wait the server asked for in resp, or -1.
 func hint(resp *http.Response, now time.Time) time.Duration {
-	if v := resp.Header.Get("Retry-After"); v != "" {
+	if v := resp.Header.Get(header.RetryAfter); v != "" {
 		if d, ok := ParseRetryAfter(v, now); ok {
 			return d
 		}
@@ -318,7 +319,7 @@ func (cl *call) header() http.Header {
 		h[cl.c.attemptHdr] = []string{attemptNumber(cl.n)}
 	}
 	if cl.key != "" {
-		h[IdempotencyKeyHeader] = cl.keyVal
+		h[header.IdempotencyKey] = cl.keyVal
 	}
 	return h
 }

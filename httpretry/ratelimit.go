@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/yaoki-go/yaoki/header"
 )
 
 // RateLimitReset returns how long the rate-limit header fields in h say to
@@ -35,17 +37,17 @@ import (
 // on 429 and 503 answers: on other statuses the quota is not why the
 // request failed.
 func RateLimitReset(h http.Header, now time.Time) (time.Duration, bool) {
-	if v := h.Values("RateLimit"); len(v) > 0 {
+	if v := h.Values(header.RateLimit); len(v) > 0 {
 		return parseRateLimit(v)
 	}
-	if v := h.Get("RateLimit-Reset"); v != "" {
-		if remainingLeft(h.Get("RateLimit-Remaining")) {
+	if v := h.Get(header.RateLimitReset); v != "" {
+		if remainingLeft(h.Get(header.RateLimitRemaining)) {
 			return 0, false
 		}
 		return parseReset(v, now, false)
 	}
-	if v := h.Get("X-RateLimit-Reset"); v != "" {
-		if remainingLeft(h.Get("X-RateLimit-Remaining")) {
+	if v := h.Get(header.XRateLimitReset); v != "" {
+		if remainingLeft(h.Get(header.XRateLimitRemaining)) {
 			return 0, false
 		}
 		return parseReset(v, now, true)

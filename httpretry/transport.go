@@ -53,6 +53,7 @@ import (
 	"time"
 
 	"github.com/yaoki-go/yaoki/event"
+	"github.com/yaoki-go/yaoki/header"
 	"github.com/yaoki-go/yaoki/hedge"
 	"github.com/yaoki-go/yaoki/internal/configerr"
 	"github.com/yaoki-go/yaoki/retry"
@@ -63,19 +64,6 @@ const (
 	// DefaultMaxBufferedBody is the largest request body without GetBody
 	// that is buffered so that it can be sent again: 1 MiB.
 	DefaultMaxBufferedBody = 1 << 20
-	// DefaultAttemptHeader is the request header that carries the attempt
-	// number, from "1". The name is neutral on purpose: any server may read
-	// it.
-	DefaultAttemptHeader = "Attempt-Count"
-	// DefaultDoNotRetryHeader is the response header by which a server says
-	// "do not retry this": the value "true" (in any case) makes the response
-	// final, whatever its status.
-	DefaultDoNotRetryHeader = "Do-Not-Retry"
-	// IdempotencyKeyHeader is the request header of the IETF draft "The
-	// Idempotency-Key HTTP Header Field". X-Idempotency-Key is accepted too
-	// as the caller's key (net/http also treats both as making a request
-	// replayable).
-	IdempotencyKeyHeader = "Idempotency-Key"
 	// NoHeader as AttemptHeader or DoNotRetryHeader turns the header off.
 	NoHeader = "-"
 )
@@ -159,12 +147,12 @@ type Transport struct {
 
 	// AttemptHeader names the request header that carries the attempt
 	// number ("1", "2", ...), replacing any value the caller set. Empty:
-	// DefaultAttemptHeader ("Attempt-Count"); NoHeader ("-"): not sent.
+	// header.AttemptCount ("Attempt-Count"); NoHeader ("-"): not sent.
 	AttemptHeader string
 
 	// DoNotRetryHeader names the response header by which a server asks not
 	// to be retried: a response where it is "true" (in any case) is
-	// returned at once. Empty: DefaultDoNotRetryHeader ("Do-Not-Retry");
+	// returned at once. Empty: header.DoNotRetry ("Do-Not-Retry");
 	// NoHeader ("-"): ignored.
 	DoNotRetryHeader string
 
@@ -312,10 +300,10 @@ func (t *Transport) build() (*config, error) {
 		c.statuses.add(s)
 	}
 	var err error
-	if c.attemptHdr, err = headerName("AttemptHeader", t.AttemptHeader, DefaultAttemptHeader); err != nil {
+	if c.attemptHdr, err = headerName("AttemptHeader", t.AttemptHeader, header.AttemptCount); err != nil {
 		return nil, err
 	}
-	if c.dnrHdr, err = headerName("DoNotRetryHeader", t.DoNotRetryHeader, DefaultDoNotRetryHeader); err != nil {
+	if c.dnrHdr, err = headerName("DoNotRetryHeader", t.DoNotRetryHeader, header.DoNotRetry); err != nil {
 		return nil, err
 	}
 
@@ -382,10 +370,8 @@ func headerName(field, v, def string) (string, error) {
 	case NoHeader:
 		return "", nil
 	}
-	for i := 0; i < len(v); i++ {
-		if !isTokenChar(v[i]) || v[i] == ':' || v[i] == '/' {
-			return "", &configerr.Error{Err: ErrInvalidConfig, Field: field, Value: v, Problem: "not a header name", Want: "letters, digits and !#$%&'*+-.^_`|~, or \"-\" (NoHeader) for none"}
-		}
+	if !header.ValidName(v) {
+		return "", &configerr.Error{Err: ErrInvalidConfig, Field: field, Value: v, Problem: "not a header name", Want: "letters, digits and !#$%&'*+-.^_`|~, or \"-\" (NoHeader) for none"}
 	}
 	return http.CanonicalHeaderKey(v), nil
 }

@@ -3,6 +3,8 @@ package idempotency
 import (
 	"net/http"
 	"slices"
+
+	"github.com/yaoki-go/yaoki/header"
 )
 
 // capture passes a handler's response through to the client and keeps a
@@ -148,7 +150,7 @@ func keep(k string, vs []string, outer http.Header) bool {
 func skipField(k string) bool {
 	switch k {
 	case "Connection", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding", "Te", "Trailer", "Upgrade",
-		"Date", "Content-Length", "Set-Cookie", HeaderReplayed:
+		"Date", "Content-Length", "Set-Cookie", header.IdempotentReplayed:
 		return true
 	}
 	return len(k) > len(http.TrailerPrefix) && k[:len(http.TrailerPrefix)] == http.TrailerPrefix

@@ -36,12 +36,6 @@ const (
 	DefaultStoreTimeout = 5 * time.Second
 )
 
-// HeaderReplayed is the response header that marks a replay: a stored
-// response sent again, without running the handler, carries
-// "Idempotent-Replayed: true" (the name Stripe uses). The first response
-// does not carry it.
-const HeaderReplayed = "Idempotent-Replayed"
-
 // Config configures a Middleware. The zero value means the documented
 // defaults: POST and PATCH, key optional, global keys, in-memory store,
 // 24 h retention, 30 s lease, 1 MiB limits on request and response bodies.

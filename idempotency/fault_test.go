@@ -84,9 +84,9 @@ func TestFaultCompleteFailsThenSucceeds(t *testing.T) {
 		}
 		time.Sleep(time.Minute) // far past the lease
 		again := post(m.Handler(h), "POST", "/x", "k", "{}")
-		if h.runs.Load() != 1 || again.Code != http.StatusCreated || again.Header().Get(idempotency.HeaderReplayed) != "true" || again.Body.String() != first.Body.String() {
+		if h.runs.Load() != 1 || again.Code != http.StatusCreated || again.Header().Get("Idempotent-Replayed") != "true" || again.Body.String() != first.Body.String() {
 			t.Fatalf("retry: %d replayed %q %s, runs %d; want the replay of %s and 1 run",
-				again.Code, again.Header().Get(idempotency.HeaderReplayed), again.Body, h.runs.Load(), first.Body)
+				again.Code, again.Header().Get("Idempotent-Replayed"), again.Body, h.runs.Load(), first.Body)
 		}
 		if n := store.completes.Load(); n != 4 {
 			t.Fatalf("%d Completes tried, want 4 (3 failed, 1 stored)", n)
@@ -116,8 +116,8 @@ func TestFaultStoreAwayLongerThanStoreTimeout(t *testing.T) {
 		}
 		store.down.Store(false)
 		again := post(m.Handler(cut), "POST", "/x", "k", "{}")
-		if again.Code != http.StatusCreated || again.Header().Get(idempotency.HeaderReplayed) != "" || h.runs.Load() != 2 {
-			t.Fatalf("retry after the lease: %d replayed %q, runs %d; want a second run", again.Code, again.Header().Get(idempotency.HeaderReplayed), h.runs.Load())
+		if again.Code != http.StatusCreated || again.Header().Get("Idempotent-Replayed") != "" || h.runs.Load() != 2 {
+			t.Fatalf("retry after the lease: %d replayed %q, runs %d; want a second run", again.Code, again.Header().Get("Idempotent-Replayed"), h.runs.Load())
 		}
 	})
 }
@@ -196,7 +196,7 @@ func TestFaultClockJumpFencesStaleHolder(t *testing.T) {
 		mu.Lock()
 		offset = lease // the clock jumps
 		mu.Unlock()
-		if w := post(m.Handler(h), "POST", "/x", "k", "{}"); w.Body.String() != "second" || w.Header().Get(idempotency.HeaderReplayed) != "" {
+		if w := post(m.Handler(h), "POST", "/x", "k", "{}"); w.Body.String() != "second" || w.Header().Get("Idempotent-Replayed") != "" {
 			t.Fatalf("second request after the jump: %d %s, want its own run", w.Code, w.Body)
 		}
 		time.Sleep(lease / 3) // the first holder's next renewal
@@ -209,8 +209,8 @@ func TestFaultClockJumpFencesStaleHolder(t *testing.T) {
 			t.Fatalf("first: %s", w.Body)
 		}
 		w := post(m.Handler(h), "POST", "/x", "k", "{}")
-		if w.Body.String() != "second" || w.Header().Get(idempotency.HeaderReplayed) != "true" || runs.Load() != 2 {
-			t.Fatalf("third request: %s replayed %q, runs %d; want the second's response replayed (the stale holder fenced off)", w.Body, w.Header().Get(idempotency.HeaderReplayed), runs.Load())
+		if w.Body.String() != "second" || w.Header().Get("Idempotent-Replayed") != "true" || runs.Load() != 2 {
+			t.Fatalf("third request: %s replayed %q, runs %d; want the second's response replayed (the stale holder fenced off)", w.Body, w.Header().Get("Idempotent-Replayed"), runs.Load())
 		}
 	})
 }
@@ -231,12 +231,12 @@ func TestFaultClientGivesUp(t *testing.T) {
 	m := newMiddleware(t, idempotency.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	r := httptest.NewRequestWithContext(ctx, "POST", "/x", strings.NewReader("{}"))
-	r.Header.Set(idempotency.HeaderKey, "k")
+	r.Header.Set("Idempotency-Key", "k")
 	cancel()
 	m.Handler(h).ServeHTTP(httptest.NewRecorder(), r)
 	w := post(m.Handler(h), "POST", "/x", "k", "{}")
-	if w.Code != http.StatusCreated || w.Body.String() != "done" || w.Header().Get(idempotency.HeaderReplayed) != "" || runs.Load() != 2 {
+	if w.Code != http.StatusCreated || w.Body.String() != "done" || w.Header().Get("Idempotent-Replayed") != "" || runs.Load() != 2 {
 		t.Fatalf("retry after a cancelled request: %d %q replayed %q, runs %d; want the handler to run again",
-			w.Code, w.Body, w.Header().Get(idempotency.HeaderReplayed), runs.Load())
+			w.Code, w.Body, w.Header().Get("Idempotent-Replayed"), runs.Load())
 	}
 }

@@ -41,7 +41,7 @@ func TestReplayHeaders(t *testing.T) {
 	h := outer(m.Handler(inner))
 	send := func(reqID, origin string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest("POST", "/charges", strings.NewReader("{}"))
-		r.Header.Set(idempotency.HeaderKey, "k")
+		r.Header.Set("Idempotency-Key", "k")
 		r.Header.Set("X-Request-Id", reqID)
 		r.Header.Set("Origin", origin)
 		w := httptest.NewRecorder()
@@ -54,7 +54,7 @@ func TestReplayHeaders(t *testing.T) {
 	}
 	second := send("req-2", "https://b.example")
 	got := second.Header()
-	if runs != 1 || second.Code != 201 || got.Get(idempotency.HeaderReplayed) != "true" || second.Body.String() != `{"id":"ch_1"}` {
+	if runs != 1 || second.Code != 201 || got.Get("Idempotent-Replayed") != "true" || second.Body.String() != `{"id":"ch_1"}` {
 		t.Fatalf("second: %d %v %s, runs %d; want the replay", second.Code, got, second.Body, runs)
 	}
 	for _, c := range got.Values("Set-Cookie") {

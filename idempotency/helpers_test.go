@@ -64,7 +64,7 @@ func newMiddleware(t *testing.T, c idempotency.Config) *idempotency.Middleware {
 func post(h http.Handler, method, target, key, body string) *httptest.ResponseRecorder {
 	r := httptest.NewRequest(method, target, strings.NewReader(body))
 	if key != "" {
-		r.Header.Set(idempotency.HeaderKey, key)
+		r.Header.Set("Idempotency-Key", key)
 	}
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
@@ -97,7 +97,7 @@ func fingerprintOf(t *testing.T, r *http.Request, body string) idempotency.Finge
 	store, _ := idempotency.NewMemoryStore(idempotency.MemoryConfig{})
 	m := newMiddleware(t, idempotency.Config{Store: store})
 	r2 := httptest.NewRequest(r.Method, r.URL.String(), strings.NewReader(body))
-	r2.Header.Set(idempotency.HeaderKey, "probe")
+	r2.Header.Set("Idempotency-Key", "probe")
 	m.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})).ServeHTTP(httptest.NewRecorder(), r2)
 	rec, ok, _ := store.Get(context.Background(), idempotency.ID{Key: "probe"}, time.Now())
 	if !ok {

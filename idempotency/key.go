@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-)
 
-// HeaderKey is the request header that carries the key ("The
-// Idempotency-Key HTTP Header Field", IETF httpapi draft).
-const HeaderKey = "Idempotency-Key"
+	"github.com/yaoki-go/yaoki/header"
+)
 
 // MaxKeyLen is the longest key accepted, in bytes, after unquoting. Stripe
 // accepts keys of up to 255 characters; the draft leaves the length to the
@@ -138,7 +136,7 @@ func trimOWS(s string) string {
 // Idempotency-Key field; err is set when it has one that is malformed or
 // more than one.
 func keyFrom(h http.Header) (key string, ok bool, err error) {
-	vs := h[HeaderKey]
+	vs := h[header.IdempotencyKey]
 	switch len(vs) {
 	case 0:
 		return "", false, nil

@@ -79,7 +79,7 @@ func TestLeaseRenewed(t *testing.T) {
 		if code := <-done; code != 201 {
 			t.Fatal(code)
 		}
-		if w := post(m.Handler(h), "POST", "/x", "k", "{}"); w.Code != 201 || w.Header().Get(idempotency.HeaderReplayed) != "true" {
+		if w := post(m.Handler(h), "POST", "/x", "k", "{}"); w.Code != 201 || w.Header().Get("Idempotent-Replayed") != "true" {
 			t.Fatalf("after: %d", w.Code)
 		}
 	})

@@ -76,6 +76,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/yaoki-go/yaoki/event"
+	"github.com/yaoki-go/yaoki/header"
 )
 
 // Middleware executes keyed requests once. Build it with New; it is safe for
@@ -131,7 +132,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case !ok && h.require:
 		c.refuse(w, r, "", Problem{Status: http.StatusBadRequest, Reason: ReasonKeyMissing,
-			Detail: fmt.Sprintf("idempotency: %s %s requires an %s header: send a unique key (such as a UUID) and the same key on every retry of the request", r.Method, r.URL.Path, HeaderKey)}, -1)
+			Detail: fmt.Sprintf("idempotency: %s %s requires an %s header: send a unique key (such as a UUID) and the same key on every retry of the request", r.Method, r.URL.Path, header.IdempotencyKey)}, -1)
 		return
 	case !ok:
 		h.next.ServeHTTP(w, r)
@@ -221,7 +222,7 @@ func (c *Config) replay(w http.ResponseWriter, r *http.Request, key string, resp
 		}
 	}
 	h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
-	h.Set(HeaderReplayed, "true")
+	h.Set(header.IdempotentReplayed, "true")
 	if c.Observer != nil {
 		c.Observer.Observe(r.Context(), event.Event{Kind: event.Replay, Time: c.Now(), Component: "idempotency",
 			Method: r.Method, Status: resp.Status, Key: key})

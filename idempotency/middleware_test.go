@@ -21,14 +21,14 @@ func TestFirstRunsThenReplays(t *testing.T) {
 	srv := m.Handler(h)
 
 	first := post(srv, "POST", "/charges?x=1", "k1", `{"amount":1000}`)
-	if first.Code != 201 || first.Header().Get(idempotency.HeaderReplayed) != "" {
-		t.Fatalf("first: %d replayed %q, want 201 without the replay header", first.Code, first.Header().Get(idempotency.HeaderReplayed))
+	if first.Code != 201 || first.Header().Get("Idempotent-Replayed") != "" {
+		t.Fatalf("first: %d replayed %q, want 201 without the replay header", first.Code, first.Header().Get("Idempotent-Replayed"))
 	}
 	for i := 0; i < 3; i++ {
 		again := post(srv, "POST", "/charges?x=1", `"k1"`, `{"amount":1000}`) // the quoted form names the same key
 		if again.Code != 201 || again.Body.String() != first.Body.String() ||
 			again.Header().Get("X-Charge") != "ch_1" || again.Header().Get("Content-Type") != "application/json" ||
-			again.Header().Get(idempotency.HeaderReplayed) != "true" {
+			again.Header().Get("Idempotent-Replayed") != "true" {
 			t.Fatalf("replay %d: %d %v %s; want the first response (201 %s) marked as a replay", i, again.Code, again.Header(), again.Body, first.Body)
 		}
 	}
@@ -60,7 +60,7 @@ func TestReuseRefused(t *testing.T) {
 		{"another fingerprinted header", "POST", "/charges", `{"amount":1000}`, "text/plain"},
 	} {
 		r := httptest.NewRequest(tc.method, tc.target, strings.NewReader(tc.body))
-		r.Header.Set(idempotency.HeaderKey, "k")
+		r.Header.Set("Idempotency-Key", "k")
 		if tc.ctype != "" {
 			r.Header.Set("Content-Type", tc.ctype)
 		}
@@ -111,7 +111,7 @@ func TestInProgressConflict(t *testing.T) {
 	if w := <-done; w.Code != http.StatusCreated {
 		t.Fatalf("first: %d", w.Code)
 	}
-	if w := post(srv, "POST", "/x", "k", "body"); w.Code != http.StatusCreated || w.Header().Get(idempotency.HeaderReplayed) != "true" {
+	if w := post(srv, "POST", "/x", "k", "body"); w.Code != http.StatusCreated || w.Header().Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("after: %d, want the replayed 201", w.Code)
 	}
 	if runs.Load() != 1 {
@@ -138,11 +138,11 @@ func TestWhatIsStored(t *testing.T) {
 		if first.Code != tc.status || second.Code != tc.status {
 			t.Fatalf("status %d: got %d then %d", tc.status, first.Code, second.Code)
 		}
-		if tc.stored && (runs != 1 || second.Header().Get(idempotency.HeaderReplayed) != "true" || second.Body.String() != first.Body.String()) {
+		if tc.stored && (runs != 1 || second.Header().Get("Idempotent-Replayed") != "true" || second.Body.String() != first.Body.String()) {
 			t.Errorf("status %d should be stored: runs %d, second %v %s", tc.status, runs, second.Header(), second.Body)
 		}
-		if !tc.stored && (runs != 2 || second.Header().Get(idempotency.HeaderReplayed) != "") {
-			t.Errorf("status %d should not be stored: runs %d, second replayed %q", tc.status, runs, second.Header().Get(idempotency.HeaderReplayed))
+		if !tc.stored && (runs != 2 || second.Header().Get("Idempotent-Replayed") != "") {
+			t.Errorf("status %d should not be stored: runs %d, second replayed %q", tc.status, runs, second.Header().Get("Idempotent-Replayed"))
 		}
 	}
 }
@@ -152,7 +152,7 @@ func TestScopes(t *testing.T) {
 	m := newMiddleware(t, idempotency.Config{Scope: func(r *http.Request) string { return r.Header.Get("X-User") }})
 	send := func(user string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest("POST", "/charges", strings.NewReader(`{"amount":1}`))
-		r.Header.Set(idempotency.HeaderKey, "shared-key")
+		r.Header.Set("Idempotency-Key", "shared-key")
 		r.Header.Set("X-User", user)
 		w := httptest.NewRecorder()
 		m.Handler(h).ServeHTTP(w, r)
@@ -160,10 +160,10 @@ func TestScopes(t *testing.T) {
 	}
 	alice := send("alice")
 	mallory := send("mallory")
-	if mallory.Header().Get(idempotency.HeaderReplayed) != "" || mallory.Body.String() == alice.Body.String() || h.runs.Load() != 2 {
-		t.Fatalf("a second principal with the first one's key saw %s (replayed %q), want its own response", mallory.Body, mallory.Header().Get(idempotency.HeaderReplayed))
+	if mallory.Header().Get("Idempotent-Replayed") != "" || mallory.Body.String() == alice.Body.String() || h.runs.Load() != 2 {
+		t.Fatalf("a second principal with the first one's key saw %s (replayed %q), want its own response", mallory.Body, mallory.Header().Get("Idempotent-Replayed"))
 	}
-	if again := send("alice"); again.Body.String() != alice.Body.String() || again.Header().Get(idempotency.HeaderReplayed) != "true" {
+	if again := send("alice"); again.Body.String() != alice.Body.String() || again.Header().Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("alice's retry: %s", again.Body)
 	}
 	if again := send("mallory"); again.Body.String() != mallory.Body.String() {
@@ -189,14 +189,14 @@ func TestRecordExpires(t *testing.T) {
 	m := newMiddleware(t, idempotency.Config{Now: clk.Now, TTL: time.Hour})
 	post(m.Handler(h), "POST", "/x", "k", "{}")
 	clk.Step(time.Hour - time.Millisecond)
-	if w := post(m.Handler(h), "POST", "/x", "k", "{}"); w.Header().Get(idempotency.HeaderReplayed) != "true" || h.runs.Load() != 1 {
-		t.Fatalf("within the TTL: replayed %q, runs %d", w.Header().Get(idempotency.HeaderReplayed), h.runs.Load())
+	if w := post(m.Handler(h), "POST", "/x", "k", "{}"); w.Header().Get("Idempotent-Replayed") != "true" || h.runs.Load() != 1 {
+		t.Fatalf("within the TTL: replayed %q, runs %d", w.Header().Get("Idempotent-Replayed"), h.runs.Load())
 	}
 	if w := post(m.Handler(h), "POST", "/x", "k", "other"); w.Code != http.StatusUnprocessableEntity {
 		t.Fatalf("another request within the TTL: %d, want 422", w.Code)
 	}
 	clk.Step(time.Millisecond)
-	if w := post(m.Handler(h), "POST", "/x", "k", "other"); w.Code != http.StatusCreated || w.Header().Get(idempotency.HeaderReplayed) != "" || h.runs.Load() != 2 {
-		t.Fatalf("after the TTL: %d replayed %q runs %d, want a new run", w.Code, w.Header().Get(idempotency.HeaderReplayed), h.runs.Load())
+	if w := post(m.Handler(h), "POST", "/x", "k", "other"); w.Code != http.StatusCreated || w.Header().Get("Idempotent-Replayed") != "" || h.runs.Load() != 2 {
+		t.Fatalf("after the TTL: %d replayed %q runs %d, want a new run", w.Code, w.Header().Get("Idempotent-Replayed"), h.runs.Load())
 	}
 }

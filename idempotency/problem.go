@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+
+	"github.com/yaoki-go/yaoki/header"
 )
 
 // Problem is the body of every answer the middleware gives itself: an RFC
@@ -62,7 +64,7 @@ func writeProblem(w http.ResponseWriter, p Problem, retryAfter int) {
 	h.Set("Cache-Control", "no-store")
 	h.Del("Content-Encoding")
 	if retryAfter >= 0 {
-		h.Set("Retry-After", strconv.Itoa(retryAfter))
+		h.Set(header.RetryAfter, strconv.Itoa(retryAfter))
 	}
 	w.WriteHeader(p.Status)
 	_, _ = w.Write(b)

@@ -37,7 +37,7 @@ func TestBadKeys(t *testing.T) {
 		{"two quoted fields joined", []string{`"a", "b"`}, "after the closing quote"},
 	} {
 		r := httptest.NewRequest("POST", "/x", strings.NewReader("{}"))
-		r.Header[idempotency.HeaderKey] = tc.values
+		r.Header["Idempotency-Key"] = tc.values
 		w := httptest.NewRecorder()
 		m.Handler(h).ServeHTTP(w, r)
 		if w.Code != http.StatusBadRequest {
@@ -140,7 +140,7 @@ func TestLargeRequest(t *testing.T) {
 	// Unknown length (chunked): refused once the limit is passed.
 	r := httptest.NewRequest("POST", "/x", io.MultiReader(strings.NewReader("01234"), strings.NewReader("567890")))
 	r.ContentLength = -1
-	r.Header.Set(idempotency.HeaderKey, "k3")
+	r.Header.Set("Idempotency-Key", "k3")
 	w = httptest.NewRecorder()
 	m.Handler(h).ServeHTTP(w, r)
 	if w.Code != http.StatusRequestEntityTooLarge || h.runs.Load() != 1 {
@@ -155,7 +155,7 @@ func TestLargeRequest(t *testing.T) {
 func TestUnreadableBody(t *testing.T) {
 	m := newMiddleware(t, idempotency.Config{})
 	r := httptest.NewRequest("POST", "/x", io.MultiReader(strings.NewReader("ab"), errReader{}))
-	r.Header.Set(idempotency.HeaderKey, "k")
+	r.Header.Set("Idempotency-Key", "k")
 	w := httptest.NewRecorder()
 	m.Handler(&charges{}).ServeHTTP(w, r)
 	if w.Code != 400 || problem(t, w).Reason != idempotency.ReasonBodyUnreadable {

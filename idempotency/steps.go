@@ -3,6 +3,8 @@ package idempotency
 import (
 	"fmt"
 	"net/http"
+
+	"github.com/yaoki-go/yaoki/header"
 )
 
 // The middleware's steps, for wrappers that run a keyed request their own
@@ -59,7 +61,7 @@ func (m *Middleware) Admit(w http.ResponseWriter, r *http.Request, require bool)
 		return Admission{Verdict: Refused}
 	case !ok && require:
 		c.refuse(w, r, "", Problem{Status: http.StatusBadRequest, Reason: ReasonKeyMissing,
-			Detail: fmt.Sprintf("idempotency: %s %s requires an %s header: send a unique key (such as a UUID) and the same key on every retry of the request", r.Method, r.URL.Path, HeaderKey)}, -1)
+			Detail: fmt.Sprintf("idempotency: %s %s requires an %s header: send a unique key (such as a UUID) and the same key on every retry of the request", r.Method, r.URL.Path, header.IdempotencyKey)}, -1)
 		return Admission{Verdict: Refused}
 	case !ok:
 		return Admission{Verdict: Unkeyed, Request: r}

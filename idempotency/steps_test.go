@@ -58,7 +58,7 @@ func TestAdmit(t *testing.T) {
 				r.Header.Set("X-Client", tc.client)
 			}
 			if tc.key != "" {
-				r.Header.Set(idempotency.HeaderKey, tc.key)
+				r.Header.Set("Idempotency-Key", tc.key)
 			}
 			w := httptest.NewRecorder()
 			a := m.Admit(w, r, tc.require)

@@ -41,14 +41,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/yaoki-go/yaoki/header"
 	"github.com/yaoki-go/yaoki/internal/configerr"
 	"github.com/yaoki-go/yaoki/retry"
 )
 
-// Defaults of Config. The header names are httpretry's defaults.
+// Defaults of Config. The header names' defaults are header.AttemptCount
+// and header.DoNotRetry, as httpretry's.
 const (
-	DefaultAttemptHeader    = "Attempt-Count"
-	DefaultDoNotRetryHeader = "Do-Not-Retry"
 	// DefaultRetryStatus answers a retrying caller whose request this
 	// layer could not serve in a single attempt: 503 is retried by every
 	// retrying client (httpretry, the AWS SDKs, gRPC-transcoding proxies).
@@ -61,10 +61,10 @@ const (
 type Config struct {
 	// AttemptHeader is the request header whose presence, with a valid
 	// attempt number (1 to 1000), says the caller retries. Empty:
-	// DefaultAttemptHeader ("Attempt-Count").
+	// header.AttemptCount ("Attempt-Count").
 	AttemptHeader string
 	// DoNotRetryHeader is the response header Fail and DoNotRetry set to
-	// "true". Empty: DefaultDoNotRetryHeader ("Do-Not-Retry").
+	// "true". Empty: header.DoNotRetry ("Do-Not-Retry").
 	DoNotRetryHeader string
 	// RetryStatus is what Fail answers when the failed call made a single
 	// attempt because the caller retries. Zero: DefaultRetryStatus (503).
@@ -92,10 +92,10 @@ type info struct {
 // field out of range.
 func New(c Config) (func(http.Handler) http.Handler, error) {
 	if c.AttemptHeader == "" {
-		c.AttemptHeader = DefaultAttemptHeader
+		c.AttemptHeader = header.AttemptCount
 	}
 	if c.DoNotRetryHeader == "" {
-		c.DoNotRetryHeader = DefaultDoNotRetryHeader
+		c.DoNotRetryHeader = header.DoNotRetry
 	}
 	if c.RetryStatus == 0 {
 		c.RetryStatus = DefaultRetryStatus
@@ -104,7 +104,7 @@ func New(c Config) (func(http.Handler) http.Handler, error) {
 		c.GiveUpStatus = DefaultGiveUpStatus
 	}
 	for _, h := range []struct{ field, v string }{{"AttemptHeader", c.AttemptHeader}, {"DoNotRetryHeader", c.DoNotRetryHeader}} {
-		if !validName(h.v) {
+		if !header.ValidName(h.v) {
 			return nil, &configerr.Error{Err: ErrInvalidConfig, Field: h.field, Value: h.v, Problem: "not a header name", Want: "letters, digits and !#$%&'*+-.^_`|~"}
 		}
 	}
@@ -168,7 +168,7 @@ func config(r *http.Request) Config {
 	if in, ok := r.Context().Value(ctxKey{}).(*info); ok {
 		return in.c
 	}
-	return Config{AttemptHeader: DefaultAttemptHeader, DoNotRetryHeader: DefaultDoNotRetryHeader,
+	return Config{AttemptHeader: header.AttemptCount, DoNotRetryHeader: header.DoNotRetry,
 		RetryStatus: DefaultRetryStatus, GiveUpStatus: DefaultGiveUpStatus}
 }
 
@@ -212,7 +212,7 @@ func Fail(w http.ResponseWriter, r *http.Request, err error) int {
 		h.Set(c.DoNotRetryHeader, "true")
 	}
 	if wait > 0 {
-		h.Set("Retry-After", strconv.FormatInt(int64(math.Ceil(wait.Seconds())), 10))
+		h.Set(header.RetryAfter, strconv.FormatInt(int64(math.Ceil(wait.Seconds())), 10))
 	}
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -244,20 +244,4 @@ func classify(c Config, err error) (status int, dnr bool, wait time.Duration) {
 		return c.GiveUpStatus, true, wait
 	}
 	return http.StatusBadGateway, false, 0
-}
-
-func validName(v string) bool {
-	if v == "" {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		ch := v[i]
-		switch {
-		case 'a' <= ch && ch <= 'z', 'A' <= ch && ch <= 'Z', '0' <= ch && ch <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", ch) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }

@@ -43,7 +43,7 @@ func BenchmarkAtomic(b *testing.B) {
 			}
 			var id int64
 			if err := db.QueryRow(r.Context(), `INSERT INTO bench_charges (key) VALUES ($1) RETURNING id`,
-				r.Header.Get(idempotency.HeaderKey)).Scan(&id); err != nil {
+				r.Header.Get("Idempotency-Key")).Scan(&id); err != nil {
 				http.Error(w, err.Error(), http.StatusInternalServerError)
 				return
 			}

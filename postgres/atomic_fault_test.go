@@ -87,7 +87,7 @@ func serveAtomic(dsn, pause string, hold bool) error {
 		at("before-write")
 		var id int64
 		err := postgres.Tx(ctx).QueryRow(ctx, `INSERT INTO charges (key, pid) VALUES ($1, $2) RETURNING id`,
-			r.Header.Get(idempotency.HeaderKey), pid).Scan(&id)
+			r.Header.Get("Idempotency-Key"), pid).Scan(&id)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
@@ -242,7 +242,7 @@ func TestAtomicConcurrentProcesses(t *testing.T) {
 				results[i].err = err
 				return
 			}
-			req.Header.Set(idempotency.HeaderKey, key)
+			req.Header.Set("Idempotency-Key", key)
 			<-start
 			resp, err := client.Do(req)
 			if err != nil {
@@ -251,7 +251,7 @@ func TestAtomicConcurrentProcesses(t *testing.T) {
 			}
 			defer resp.Body.Close()
 			b, err := io.ReadAll(resp.Body)
-			results[i] = result{resp.StatusCode, string(b), resp.Header.Get(idempotency.HeaderReplayed), err}
+			results[i] = result{resp.StatusCode, string(b), resp.Header.Get("Idempotent-Replayed"), err}
 		})
 	}
 	close(start)

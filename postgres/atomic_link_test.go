@@ -90,9 +90,9 @@ func TestFaultAtomicLink(t *testing.T) {
 			switch {
 			case retry.status != 201:
 				t.Fatalf("retry: %v, want 201", retry)
-			case tc.committed && (retry.header.Get(idempotency.HeaderReplayed) != "true" || retry.body != `{"charge":`+charged+`}`):
-				t.Fatalf("retry: %v replayed %q, want the replay of charge %s", retry, retry.header.Get(idempotency.HeaderReplayed), charged)
-			case !tc.committed && retry.header.Get(idempotency.HeaderReplayed) != "":
+			case tc.committed && (retry.header.Get("Idempotent-Replayed") != "true" || retry.body != `{"charge":`+charged+`}`):
+				t.Fatalf("retry: %v replayed %q, want the replay of charge %s", retry, retry.header.Get("Idempotent-Replayed"), charged)
+			case !tc.committed && retry.header.Get("Idempotent-Replayed") != "":
 				t.Fatalf("retry: %v replayed, want a new run", retry)
 			}
 			if n := charges(t, direct, key); n != 1 {

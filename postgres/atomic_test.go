@@ -43,7 +43,7 @@ func charge(w http.ResponseWriter, r *http.Request) {
 	}
 	var id int64
 	if err := tx.QueryRow(ctx, `INSERT INTO charges (key, pid) VALUES ($1, 0) RETURNING id`,
-		r.Header.Get(idempotency.HeaderKey)).Scan(&id); err != nil && r.Header.Get("X-Fail") == "" {
+		r.Header.Get("Idempotency-Key")).Scan(&id); err != nil && r.Header.Get("X-Fail") == "" {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
@@ -94,7 +94,7 @@ func post(t *testing.T, url, key, body string, h ...string) answer {
 		t.Fatal(err)
 	}
 	if key != "" {
-		req.Header.Set(idempotency.HeaderKey, key)
+		req.Header.Set("Idempotency-Key", key)
 	}
 	for i := 0; i+1 < len(h); i += 2 {
 		req.Header.Set(h[i], h[i+1])
@@ -164,7 +164,7 @@ func TestAtomic(t *testing.T) {
 	t.Run("once then replay", func(t *testing.T) {
 		key := newKey()
 		first := post(t, srv.URL, key, `{"amount":1}`, "X-Request-Id", "r1")
-		if first.status != 201 || first.header.Get(idempotency.HeaderReplayed) != "" || first.header.Get("Set-Cookie") == "" {
+		if first.status != 201 || first.header.Get("Idempotent-Replayed") != "" || first.header.Get("Set-Cookie") == "" {
 			t.Fatalf("first: %v %v, want 201 with its cookie, not replayed", first, first.header)
 		}
 		if n := charges(t, pool, key); n != 1 {
@@ -179,8 +179,8 @@ func TestAtomic(t *testing.T) {
 		}
 		again := post(t, srv.URL, key, `{"amount":1}`, "X-Request-Id", "r2")
 		switch {
-		case again.status != 201 || again.body != first.body || again.header.Get(idempotency.HeaderReplayed) != "true":
-			t.Fatalf("retry: %v replayed %q, want the replay of %v", again, again.header.Get(idempotency.HeaderReplayed), first)
+		case again.status != 201 || again.body != first.body || again.header.Get("Idempotent-Replayed") != "true":
+			t.Fatalf("retry: %v replayed %q, want the replay of %v", again, again.header.Get("Idempotent-Replayed"), first)
 		case again.header.Get("X-Charge") != first.header.Get("X-Charge") || again.header.Get("Set-Cookie") != "":
 			t.Fatalf("retry header %v: want the handler's X-Charge and no cookie", again.header)
 		case again.header.Get("X-Request-Id") != "r2":
@@ -203,7 +203,7 @@ func TestAtomic(t *testing.T) {
 		if _, ok := record(t, pool, key); ok || charges(t, pool, key) != 0 {
 			t.Fatalf("after a 503: record %v, %d charges; want neither", ok, charges(t, pool, key))
 		}
-		if ok := post(t, srv.URL, key, `{}`); ok.status != 201 || ok.header.Get(idempotency.HeaderReplayed) != "" {
+		if ok := post(t, srv.URL, key, `{}`); ok.status != 201 || ok.header.Get("Idempotent-Replayed") != "" {
 			t.Fatalf("retry after a 503: %v, want a new run (201)", ok)
 		}
 		if n := charges(t, pool, key); n != 1 {
@@ -233,7 +233,7 @@ func TestAtomic(t *testing.T) {
 			panic("boom")
 		}))
 		r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(`{}`))
-		r.Header.Set(idempotency.HeaderKey, key)
+		r.Header.Set("Idempotency-Key", key)
 		func() {
 			defer func() {
 				if p := recover(); p != "boom" {
@@ -254,7 +254,7 @@ func TestAtomic(t *testing.T) {
 		keepPanics := newAtomic(t, pool, idempotency.Config{Keep: func(int) bool { panic("keep") }})
 		key := newKey()
 		r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(`{}`))
-		r.Header.Set(idempotency.HeaderKey, key)
+		r.Header.Set("Idempotency-Key", key)
 		func() {
 			defer func() {
 				if p := recover(); p != "keep" {
@@ -288,7 +288,7 @@ func TestAtomic(t *testing.T) {
 		}
 		close(release)
 		first := <-done
-		if got := post(t, srv.URL, key, `{}`); first.status != 201 || got.body != first.body || got.header.Get(idempotency.HeaderReplayed) != "true" {
+		if got := post(t, srv.URL, key, `{}`); first.status != 201 || got.body != first.body || got.header.Get("Idempotent-Replayed") != "true" {
 			t.Fatalf("first %v, then %v: want 201 and its replay", first, got)
 		}
 		if n := charges(t, pool, key); n != 1 {
@@ -313,7 +313,7 @@ func TestAtomic(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if got := post(t, srv.URL, done, `{}`); got.status != 201 || got.body != first.body || got.header.Get(idempotency.HeaderReplayed) != "true" {
+		if got := post(t, srv.URL, done, `{}`); got.status != 201 || got.body != first.body || got.header.Get("Idempotent-Replayed") != "true" {
 			t.Fatalf("completed key while its lock is held: %v, want the replay of %v", got, first)
 		}
 		if got := post(t, srv.URL, fresh, `{}`); got.status != 409 || got.reason() != idempotency.ReasonInProgress {
@@ -368,7 +368,7 @@ func TestAtomic(t *testing.T) {
 			w.WriteHeader(http.StatusNoContent)
 		}))
 		r := httptest.NewRequest(http.MethodPost, "/", nil)
-		r.Header.Set(idempotency.HeaderKey, newKey())
+		r.Header.Set("Idempotency-Key", newKey())
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
 		if !errors.Is(commit, postgres.ErrTxManaged) || !errors.Is(rollback, postgres.ErrTxManaged) || w.Code != 204 {
@@ -387,7 +387,7 @@ func TestAtomic(t *testing.T) {
 			<-r.Context().Done()
 		}))
 		r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/", nil)
-		r.Header.Set(idempotency.HeaderKey, key)
+		r.Header.Set("Idempotency-Key", key)
 		h.ServeHTTP(httptest.NewRecorder(), r)
 		if _, ok := record(t, pool, key); ok || charges(t, pool, key) != 0 {
 			t.Fatalf("record %v, %d charges; want neither", ok, charges(t, pool, key))
@@ -415,7 +415,7 @@ func TestAtomic(t *testing.T) {
 			w.WriteHeader(http.StatusCreated)
 		}))
 		r := httptest.NewRequest(http.MethodPost, "/", nil)
-		r.Header.Set(idempotency.HeaderKey, key)
+		r.Header.Set("Idempotency-Key", key)
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
 		if w.Code != 503 || charges(t, pool, key) != 0 {
@@ -433,7 +433,7 @@ func TestAtomic(t *testing.T) {
 		key := newKey()
 		alice := post(t, ssrv.URL, key, `{}`, "X-Client", "alice")
 		bob := post(t, ssrv.URL, key, `{}`, "X-Client", "bob")
-		if alice.status != 201 || bob.status != 201 || alice.body == bob.body || bob.header.Get(idempotency.HeaderReplayed) != "" {
+		if alice.status != 201 || bob.status != 201 || alice.body == bob.body || bob.header.Get("Idempotent-Replayed") != "" {
 			t.Fatalf("alice %v, bob %v: want two executions", alice, bob)
 		}
 		if n := charges(t, pool, key); n != 2 {

@@ -106,7 +106,7 @@ func TestScopeNotUTF8Postgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := httptest.NewRequest("POST", "/x", strings.NewReader("{}"))
-	r.Header.Set(idempotency.HeaderKey, "k")
+	r.Header.Set("Idempotency-Key", "k")
 	r.Header.Set("X-Principal", "caf\xe9")
 	w := httptest.NewRecorder()
 	m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(201) })).ServeHTTP(w, r)

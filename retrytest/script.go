@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/yaoki-go/yaoki/header"
 )
 
 // Step is one scripted answer of a Server or a RoundTripper: a status with
@@ -260,10 +262,10 @@ func (s Step) retryAfter(now time.Time) string {
 func (s Step) header(now time.Time) http.Header {
 	h := make(http.Header, len(s.Header)+2)
 	if s.RetryAfter != "" {
-		h.Set("Retry-After", s.retryAfter(now))
+		h.Set(header.RetryAfter, s.retryAfter(now))
 	}
 	if s.DoNotRetry {
-		h.Set("Do-Not-Retry", "true")
+		h.Set(header.DoNotRetry, "true")
 	}
 	for _, kv := range s.Header {
 		h.Add(kv[0], kv[1])

@@ -19,6 +19,7 @@ import (
 
 	"github.com/yaoki-go/yaoki/deadletter"
 	"github.com/yaoki-go/yaoki/deadletter/httpletter"
+	"github.com/yaoki-go/yaoki/header"
 )
 
 // dlStates are the states a letter is in at a given time, in the order
@@ -362,8 +363,8 @@ func printLetter(w io.Writer, j *letterJSON, now time.Time) {
 				fmt.Fprintf(w, "%s: %s\n", oneLine(name), oneLine(v))
 			}
 		}
-		if j.Key != "" && h.Header.Get(httpletter.KeyHeader) != j.Key {
-			fmt.Fprintf(w, "%s: %s   (the letter's key, sent on every redrive)\n", httpletter.KeyHeader, oneLine(j.Key))
+		if j.Key != "" && h.Header.Get(header.IdempotencyKey) != j.Key {
+			fmt.Fprintf(w, "%s: %s   (the letter's key, sent on every redrive)\n", header.IdempotencyKey, oneLine(j.Key))
 		}
 		if h.Body != "" {
 			fmt.Fprintln(w)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/yaoki-go/yaoki/header"
 )
 
 func init() { subcommands = append(subcommands, newFlakyCmd) }
@@ -87,7 +88,7 @@ a summary of the answers on stderr.
 	f.IntVar(&o.status5xx, "status-5xx", 503, "status of the 5xx answers in rate mode")
 	f.StringVar(&o.retryAfter, "retry-after", "", "Retry-After of 429s in rate mode: seconds (2) or date+SECONDS (default: none)")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of the rate mode's random draws")
-	f.StringVar(&o.attemptHeader, "attempt-header", "Attempt-Count", "request header that carries the client's attempt number, logged with each request")
+	f.StringVar(&o.attemptHeader, "attempt-header", header.AttemptCount, "request header that carries the client's attempt number, logged with each request")
 	f.IntVar(&o.maxRequests, "max-requests", 0, "stop after this many requests (0: never)")
 	o.obs.register(f)
 	return cmd
@@ -236,7 +237,7 @@ func checkLoopback(addr string) error {
 
 func (fl *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
-	key := r.Header.Get("Idempotency-Key")
+	key := r.Header.Get(header.IdempotencyKey)
 	attemptHdr := r.Header.Get(fl.o.attemptHeader)
 
 	fl.mu.Lock()
@@ -304,13 +305,13 @@ func (fl *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// HTTP dates have whole seconds: round up so that the client
 			// never waits less than asked.
 			at := time.Now().Add(time.Duration(st.retryAfter)*time.Second + time.Second - 1).Truncate(time.Second)
-			h.Set("Retry-After", at.UTC().Format(http.TimeFormat))
+			h.Set(header.RetryAfter, at.UTC().Format(http.TimeFormat))
 		} else {
-			h.Set("Retry-After", fmt.Sprint(st.retryAfter))
+			h.Set(header.RetryAfter, fmt.Sprint(st.retryAfter))
 		}
 	}
 	if replayed {
-		h.Set("Idempotent-Replayed", "true")
+		h.Set(header.IdempotentReplayed, "true")
 	}
 	w.WriteHeader(st.status)
 	fmt.Fprintf(w, "flaky: %d %s (request %d, step %d)\n", st.status, http.StatusText(st.status), n, pos)

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/yaoki-go/yaoki/event"
+	"github.com/yaoki-go/yaoki/header"
 	"github.com/yaoki-go/yaoki/httpretry"
 	"github.com/yaoki-go/yaoki/policy"
 	"github.com/yaoki-go/yaoki/retry"
@@ -290,11 +291,11 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	switch keyMode {
 	case "", "off":
 	case "auto":
-		if !httpretry.Idempotent(method) && req.Header.Get(httpretry.IdempotencyKeyHeader) == "" {
-			req.Header.Set(httpretry.IdempotencyKeyHeader, httpretry.NewKey())
+		if !httpretry.Idempotent(method) && req.Header.Get(header.IdempotencyKey) == "" {
+			req.Header.Set(header.IdempotencyKey, httpretry.NewKey())
 		}
 	default:
-		req.Header.Set(httpretry.IdempotencyKeyHeader, keyMode)
+		req.Header.Set(header.IdempotencyKey, keyMode)
 	}
 
 	ob, err := o.obs.start(cmd, "yaoki http")
@@ -326,7 +327,7 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	client := &http.Client{Transport: t, CheckRedirect: o.checkRedirect}
 	if o.verbose {
 		fmt.Fprintf(stderr, "* yaoki http: %s %s (attempts: %s, policy: %s, retry mode: %s", method, u.Redacted(), limit, cp.source, cp.modeText())
-		if k := req.Header.Get(httpretry.IdempotencyKeyHeader); k != "" {
+		if k := req.Header.Get(header.IdempotencyKey); k != "" {
 			fmt.Fprintf(stderr, ", Idempotency-Key: %s", k)
 		}
 		fmt.Fprintln(stderr, ")")

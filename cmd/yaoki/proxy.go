@@ -16,8 +16,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/yaoki-go/yaoki/header"
 	"github.com/yaoki-go/yaoki/httpretry"
-	"github.com/yaoki-go/yaoki/layer"
 )
 
 func init() { subcommands = append(subcommands, newProxyCmd) }
@@ -245,7 +245,7 @@ func (s *proxyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Detail: fmt.Sprintf("proxy: no route takes %s %s (host %s)", r.Method, r.URL.Path, requestHost(r))}, -1)
 		return
 	}
-	if _, ok := r.Header[layer.DefaultAttemptHeader]; ok {
+	if _, ok := r.Header[header.AttemptCount]; ok {
 		// The client retries: the route's loop makes one attempt.
 		pr.layered.ServeHTTP(w, r)
 		return

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/yaoki-go/yaoki/header"
 	"github.com/yaoki-go/yaoki/httpretry"
 	"github.com/yaoki-go/yaoki/layer"
 	"github.com/yaoki-go/yaoki/policy"
@@ -177,7 +178,7 @@ func (pr *proxyRoute) relay(resp *http.Response) error {
 	resp.Header["Via"] = addVia(resp.Header["Via"], resp.ProtoMajor, resp.ProtoMinor)
 	if c := resp.StatusCode; c < len(pr.statuses) && pr.statuses[c] && resp.Request != nil && !layer.FromRetryingCaller(resp.Request) &&
 		mayRetry(resp.Request) {
-		resp.Header.Set(httpretry.DefaultDoNotRetryHeader, "true")
+		resp.Header.Set(header.DoNotRetry, "true")
 	}
 	return nil
 }
@@ -190,7 +191,7 @@ func mayRetry(req *http.Request) bool {
 	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
 		return false
 	}
-	return httpretry.Idempotent(req.Method) || req.Header.Get(httpretry.IdempotencyKeyHeader) != "" || req.Header.Get("X-Idempotency-Key") != ""
+	return httpretry.Idempotent(req.Method) || req.Header.Get(header.IdempotencyKey) != "" || req.Header.Get(header.XIdempotencyKey) != ""
 }
 
 // proxyProblem is the body of an answer the proxy makes itself: an RFC
@@ -218,7 +219,7 @@ func (pr *proxyRoute) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	p, wait, dnr := problemFor(err, layer.FromRetryingCaller(r))
 	if dnr {
-		w.Header().Set(httpretry.DefaultDoNotRetryHeader, "true")
+		w.Header().Set(header.DoNotRetry, "true")
 	}
 	writeProxyProblem(w, p, wait)
 }
@@ -291,7 +292,7 @@ func writeProxyProblem(w http.ResponseWriter, p proxyProblem, retryAfter int) {
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	h.Set("Cache-Control", "no-store")
 	if retryAfter >= 0 {
-		h.Set("Retry-After", strconv.Itoa(retryAfter))
+		h.Set(header.RetryAfter, strconv.Itoa(retryAfter))
 	}
 	w.WriteHeader(p.Status)
 	_, _ = w.Write(b)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/yaoki-go/yaoki/deadletter"
 	"github.com/yaoki-go/yaoki/deadletter/httpletter"
+	"github.com/yaoki-go/yaoki/header"
 	"github.com/yaoki-go/yaoki/httpretry"
 	"github.com/yaoki-go/yaoki/retry"
 	"github.com/yaoki-go/yaoki/retrytest"
@@ -73,7 +74,7 @@ func TestHTTPSecrets(t *testing.T, s deadletter.Store, raw func(t *testing.T, qu
 		if err != nil {
 			t.Fatal(err)
 		}
-		req.Header.Set("Idempotency-Key", "order-42")
+		req.Header.Set(header.IdempotencyKey, "order-42")
 		req.Header.Set("X-Request-Id", "req-7")
 		for _, h := range []string{"Authorization", "Proxy-Authorization", "Cookie", "Api-Key", "X-Api-Key",
 			"X-Auth-Token", "X-Access-Token", "X-Amz-Security-Token", "X-Partner-Signature"} {

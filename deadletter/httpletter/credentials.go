@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/yaoki-go/yaoki/header"
 )
 
 // credentialHeader reports whether the header name (canonical) is one of
@@ -24,7 +26,7 @@ func credentialHeader(name string) bool {
 func kept(name string) bool {
 	switch name {
 	case "Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
-		"Proxy-Connection", "Content-Length", "Attempt-Count":
+		"Proxy-Connection", "Content-Length", header.AttemptCount:
 		return false
 	}
 	return !credentialHeader(name)

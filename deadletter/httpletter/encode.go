@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/yaoki-go/yaoki/deadletter"
+	"github.com/yaoki-go/yaoki/header"
 	"github.com/yaoki-go/yaoki/httpretry"
 )
 
@@ -116,10 +117,10 @@ func (e Encoder) Letter(queue string, req *http.Request) (deadletter.Letter, err
 
 // keyOf returns the idempotency key h carries.
 func keyOf(h http.Header) string {
-	if k := h.Get(KeyHeader); k != "" {
+	if k := h.Get(header.IdempotencyKey); k != "" {
 		return k
 	}
-	return h.Get("X-Idempotency-Key")
+	return h.Get(header.XIdempotencyKey)
 }
 
 // Capture keeps req as a letter of queue in s when the call that sent it
@@ -166,7 +167,7 @@ func (e Encoder) Capture(ctx context.Context, s deadletter.Store, queue string, 
 		se := &StatusError{Method: req.Method, URL: req.URL.Redacted(), Code: resp.StatusCode, Status: resp.Status}
 		l.Reason, err = "status "+strconv.Itoa(resp.StatusCode), se
 		if resp.Request != nil {
-			if n, cerr := strconv.Atoi(resp.Request.Header.Get(httpretry.DefaultAttemptHeader)); cerr == nil && n > 0 {
+			if n, cerr := strconv.Atoi(resp.Request.Header.Get(header.AttemptCount)); cerr == nil && n > 0 {
 				l.Attempts = n
 			}
 			if l.Key == "" {

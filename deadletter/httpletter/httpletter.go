@@ -30,12 +30,10 @@ import (
 	"time"
 
 	"github.com/yaoki-go/yaoki/deadletter"
+	"github.com/yaoki-go/yaoki/header"
 	"github.com/yaoki-go/yaoki/httpretry"
 	"github.com/yaoki-go/yaoki/retry"
 )
-
-// KeyHeader is the header that carries a letter's Key on every redrive.
-const KeyHeader = "Idempotency-Key"
 
 // Request is a request as a letter keeps it.
 type Request struct {
@@ -159,7 +157,7 @@ func Handler(client *http.Client, prepare func(*http.Request) error) deadletter.
 			return retry.Permanent(fmt.Errorf("%w: %w", deadletter.ErrNotAttempted, err))
 		}
 		if l.Key != "" {
-			req.Header.Set(KeyHeader, l.Key)
+			req.Header.Set(header.IdempotencyKey, l.Key)
 		}
 		if prepare != nil {
 			if err := prepare(req); err != nil {
@@ -198,7 +196,7 @@ func outcome(req *http.Request, resp *http.Response, now time.Time) error {
 	}
 	se := &StatusError{Method: req.Method, URL: req.URL.Redacted(), Code: resp.StatusCode, Status: resp.Status}
 	if again(resp.StatusCode) {
-		if d, ok := httpretry.ParseRetryAfter(resp.Header.Get("Retry-After"), now); ok {
+		if d, ok := httpretry.ParseRetryAfter(resp.Header.Get(header.RetryAfter), now); ok {
 			return retry.After(se, d)
 		}
 		if d, ok := httpretry.RateLimitReset(resp.Header, now); ok && (resp.StatusCode == 429 || resp.StatusCode == 503) {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/yaoki-go/yaoki/event"
+	"github.com/yaoki-go/yaoki/header"
 	"github.com/yaoki-go/yaoki/httpretry"
 	"github.com/yaoki-go/yaoki/retrytest"
 )
@@ -50,7 +51,7 @@ func run() error {
 
 	fmt.Println("What the server saw:")
 	for _, a := range srv.Attempts() {
-		fmt.Printf("  %8.1f ms  %s %s  Attempt-Count: %s  → %s\n", ms(a.At.Sub(start)), a.Method, a.URL, a.Header.Get("Attempt-Count"), a.Step)
+		fmt.Printf("  %8.1f ms  %s %s  Attempt-Count: %s  → %s\n", ms(a.At.Sub(start)), a.Method, a.URL, a.Header.Get(header.AttemptCount), a.Step)
 	}
 
 	for _, mode := range []httpretry.KeyMode{httpretry.KeyOff, httpretry.KeyAuto} {
@@ -77,11 +78,11 @@ func post(mode httpretry.KeyMode) error {
 	resp.Body.Close()
 	fmt.Printf("\nPOST with IdempotencyKey %s: %s after %d attempt(s)\n", mode, resp.Status, len(srv.Attempts()))
 	for _, a := range srv.Attempts() {
-		key := a.Header.Get("Idempotency-Key")
+		key := a.Header.Get(header.IdempotencyKey)
 		if key == "" {
 			key = "(none)"
 		}
-		fmt.Printf("  attempt %s  Idempotency-Key: %s  body %s\n", a.Header.Get("Attempt-Count"), key, a.Body)
+		fmt.Printf("  attempt %s  Idempotency-Key: %s  body %s\n", a.Header.Get(header.AttemptCount), key, a.Body)
 	}
 	return nil
 }

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/yaoki-go/yaoki/backoff"
+	"github.com/yaoki-go/yaoki/header"
 	"github.com/yaoki-go/yaoki/httpretry"
 	"github.com/yaoki-go/yaoki/idempotency"
 	"github.com/yaoki-go/yaoki/retry"
@@ -161,8 +162,8 @@ func run(withMiddleware bool) (int, error) {
 		return 0, err
 	}
 	replayed := ""
-	if resp.Header.Get(idempotency.HeaderReplayed) == "true" {
-		replayed = " (replayed: " + idempotency.HeaderReplayed + ": true)"
+	if resp.Header.Get(header.IdempotentReplayed) == "true" {
+		replayed = " (replayed: " + header.IdempotentReplayed + ": true)"
 	}
 	fmt.Printf("  client: got %d %s%s\n", resp.StatusCode, body, replayed)
 	return l.count(), nil

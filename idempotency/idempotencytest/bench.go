@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yaoki-go/yaoki/header"
 	"github.com/yaoki-go/yaoki/idempotency"
 )
 
@@ -54,7 +55,7 @@ func Serve(b *testing.B, h http.Handler, key func(i int) string) {
 	for i := 0; b.Loop(); i++ {
 		rd.Reset(body)
 		if key != nil {
-			r.Header[idempotency.HeaderKey] = []string{key(i)}
+			r.Header[header.IdempotencyKey] = []string{key(i)}
 		}
 		clear(w.h)
 		w.code = 0

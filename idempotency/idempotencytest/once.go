@@ -16,6 +16,7 @@ import (
 
 	"github.com/yaoki-go/yaoki/backoff"
 	"github.com/yaoki-go/yaoki/event"
+	"github.com/yaoki-go/yaoki/header"
 	"github.com/yaoki-go/yaoki/httpretry"
 	"github.com/yaoki-go/yaoki/idempotency"
 	"github.com/yaoki-go/yaoki/retry"
@@ -102,7 +103,7 @@ func ExactlyOnce(t *testing.T, store idempotency.Store, n int) {
 				results[i].err = err
 				return
 			}
-			req.Header.Set(idempotency.HeaderKey, key)
+			req.Header.Set(header.IdempotencyKey, key)
 			req.Header.Set("Content-Type", "application/json")
 			<-start
 			resp, err := client.Do(req)
@@ -112,7 +113,7 @@ func ExactlyOnce(t *testing.T, store idempotency.Store, n int) {
 			}
 			defer resp.Body.Close()
 			b, err := io.ReadAll(resp.Body)
-			results[i] = result{status: resp.StatusCode, body: string(b), replayed: resp.Header.Get(idempotency.HeaderReplayed), err: err}
+			results[i] = result{status: resp.StatusCode, body: string(b), replayed: resp.Header.Get(header.IdempotentReplayed), err: err}
 		})
 	}
 	close(start)
@@ -132,11 +133,11 @@ func ExactlyOnce(t *testing.T, store idempotency.Store, n int) {
 		case r.replayed == "":
 			plain++
 		case r.replayed != "true":
-			t.Fatalf("client %d: %s: %q", i, idempotency.HeaderReplayed, r.replayed)
+			t.Fatalf("client %d: %s: %q", i, header.IdempotentReplayed, r.replayed)
 		}
 	}
 	if plain != 1 {
-		t.Errorf("%d responses without %s: true, want exactly 1 (the first execution)", plain, idempotency.HeaderReplayed)
+		t.Errorf("%d responses without %s: true, want exactly 1 (the first execution)", plain, header.IdempotentReplayed)
 	}
 	t.Logf("%d clients, 1 execution, %d replays, %d answers 409 while the first ran", n, n-plain, conflicts.Load())
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/yaoki-go/yaoki/header"
 	"github.com/yaoki-go/yaoki/idempotency"
 )
 
@@ -40,7 +41,7 @@ func Scoped(t *testing.T, store idempotency.Store) {
 	send := func(principal string) (string, string) {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/orders", strings.NewReader(`{"item":1}`))
-		req.Header.Set(idempotency.HeaderKey, key)
+		req.Header.Set(header.IdempotencyKey, key)
 		req.Header.Set("X-Principal", principal)
 		resp, err := client.Do(req)
 		if err != nil {
@@ -51,7 +52,7 @@ func Scoped(t *testing.T, store idempotency.Store) {
 		if resp.StatusCode != http.StatusCreated {
 			t.Fatalf("%s: %d %s", principal, resp.StatusCode, b)
 		}
-		return string(b), resp.Header.Get(idempotency.HeaderReplayed)
+		return string(b), resp.Header.Get(header.IdempotentReplayed)
 	}
 	alice, _ := send("alice")
 	mallory, replayed := send("mallory")

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yaoki-go/yaoki/header"
 	"github.com/yaoki-go/yaoki/idempotency"
 	"github.com/yaoki-go/yaoki/internal/faultproxy"
 )
@@ -109,14 +110,14 @@ func (in *instance) post(key string) answer {
 	if err != nil {
 		return answer{err: err}
 	}
-	req.Header.Set(idempotency.HeaderKey, key)
+	req.Header.Set(header.IdempotencyKey, key)
 	resp, err := client.Do(req)
 	if err != nil {
 		return answer{err: err}
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	return answer{status: resp.StatusCode, body: string(b), replayed: resp.Header.Get(idempotency.HeaderReplayed), err: err}
+	return answer{status: resp.StatusCode, body: string(b), replayed: resp.Header.Get(header.IdempotentReplayed), err: err}
 }
 
 // charge is a handler that counts its runs and answers 201 with a new

@@ -38,6 +38,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yaoki-go/yaoki/header"
 	"github.com/yaoki-go/yaoki/idempotency"
 )
 
@@ -186,14 +187,14 @@ func (c *Child) Post(ctx context.Context, client *http.Client, path, key, body s
 	if err != nil {
 		return 0, "", "", err
 	}
-	req.Header.Set(idempotency.HeaderKey, key)
+	req.Header.Set(header.IdempotencyKey, key)
 	resp, err := client.Do(req)
 	if err != nil {
 		return 0, "", "", err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), resp.Header.Get(idempotency.HeaderReplayed), err
+	return resp.StatusCode, string(b), resp.Header.Get(header.IdempotentReplayed), err
 }
 
 // The steps at which a child may pause (Options.Pause).

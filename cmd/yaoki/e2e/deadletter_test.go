@@ -303,7 +303,7 @@ func TestDeadLetter(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:9/charges?order=42", strings.NewReader(`{"amount":1250}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer secret-token")
-		req.Header.Set(httpletter.KeyHeader, "order-42")
+		req.Header.Set("Idempotency-Key", "order-42")
 		l, err := httpletter.Letter("charges", req)
 		if err != nil {
 			t.Fatal(err)
@@ -411,7 +411,7 @@ func TestDeadLetter(t *testing.T) {
 		ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			body, _ := io.ReadAll(r.Body)
 			mu.Lock()
-			keys = append(keys, r.Method+" "+r.Header.Get(httpletter.KeyHeader)+" "+string(body))
+			keys = append(keys, r.Method+" "+r.Header.Get("Idempotency-Key")+" "+string(body))
 			mu.Unlock()
 			w.WriteHeader(http.StatusCreated)
 		}))
@@ -420,7 +420,7 @@ func TestDeadLetter(t *testing.T) {
 		defer gone.Close()
 		letter := func(id, queue, target, key string) {
 			req, _ := http.NewRequest(http.MethodPost, target+"/hooks", strings.NewReader(`{"event":"`+id+`"}`))
-			req.Header.Set(httpletter.KeyHeader, key)
+			req.Header.Set("Idempotency-Key", key)
 			l, err := httpletter.Letter(queue, req)
 			if err != nil {
 				t.Fatal(err)
