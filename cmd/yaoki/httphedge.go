@@ -21,11 +21,21 @@ func (h *hedgeFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&h.max, "max-hedges", 0, "with --hedge-after, most copies sent, each --hedge-after after the previous (1 to 10, default 2); they count towards --max-attempts")
 }
 
-// config returns the hedging configuration the flags ask for, nil for
-// none. One request per process has no history to budget or to judge a
-// brownout by: the hedges the flags ask for are sent (within
-// --max-attempts and the policy's guards).
+// config returns yaoki http's hedging configuration, nil for none. One
+// request per process has no history to budget or to judge a brownout by:
+// the hedges the flags ask for are sent (within --max-attempts and the
+// policy's guards).
 func (h *hedgeFlags) config(cmd *cobra.Command) (*hedge.Config, error) {
+	c, err := h.fixed(cmd)
+	if c != nil {
+		c.Budget, c.Brownout = hedge.Off, hedge.Off
+	}
+	return c, err
+}
+
+// fixed returns the fixed-delay hedging the flags ask for, with the
+// budget and brownout stop of package hedge's defaults; nil for none.
+func (h *hedgeFlags) fixed(cmd *cobra.Command) (*hedge.Config, error) {
 	changed := cmd.Flags().Changed
 	if !changed("hedge-after") {
 		if changed("max-hedges") {
@@ -39,5 +49,5 @@ func (h *hedgeFlags) config(cmd *cobra.Command) (*hedge.Config, error) {
 	if changed("max-hedges") && (h.max < 1 || h.max > 10) {
 		return nil, usagef("--max-hedges %d: want 1 to 10 copies", h.max)
 	}
-	return &hedge.Config{Delay: h.after, MaxHedges: h.max, Budget: hedge.Off, Brownout: hedge.Off}, nil
+	return &hedge.Config{Delay: h.after, MaxHedges: h.max}, nil
 }

@@ -31,6 +31,7 @@ type proxyOptions struct {
 	key      string
 	maxBody  string
 	pf       policyFlags
+	hedge    hedgeFlags
 	obs      observeFlags
 }
 
@@ -47,7 +48,8 @@ retries, Retry-After handling, retry budget and breaker.
 --upstream URL serves one upstream, with the policy of the policy flags;
 --config FILE serves the routes of a YAML file (see docs/proxy.md): each
 route takes a path prefix or a host to an upstream URL, with its own policy
-(a Step Functions Retry document), idempotency_key and max_buffered_body.
+(a Step Functions Retry document), idempotency_key, max_buffered_body and
+hedge.
 
 What it does with a request: GET, HEAD, OPTIONS, TRACE, PUT and DELETE are
 retried on 408, 429, 500, 502, 503, 504 and connection failures; POST and
@@ -57,6 +59,10 @@ larger ones are streamed once and not retried. Answers stream back as they
 come (server-sent events are flushed event by event). Hop-by-hop headers are
 dropped as RFC 9110 says; an Upgrade (WebSocket) is passed through once,
 without retries. A client that goes away cancels the upstream attempt.
+With --hedge-after (or a route's hedge), a request that is safe to send
+twice and has no answer after the delay is sent again while the first
+attempt runs; the first answer wins, within the hedge budget of package
+hedge (5 % more requests by default).
 
 Each attempt carries Attempt-Count; a client that sends Attempt-Count itself
 retries, and then the proxy makes one attempt per request. When the proxy's
@@ -91,6 +97,7 @@ the loaded routes if the new file is invalid.
 	f.StringVar(&o.obs.metricsAddr, "admin-addr", "", "serve /metrics, /healthz and /readyz on this address (port 0: any free port)")
 	f.StringVar(&o.obs.logFormat, "log-format", "", "log retries, give-ups and breaker changes on stderr as structured records: text or json")
 	o.pf.register(f)
+	o.hedge.register(f)
 	return cmd
 }
 
@@ -104,9 +111,9 @@ func (o *proxyOptions) routes(cmd *cobra.Command) (*proxyConfig, error) {
 		return nil, usagef("proxy needs --upstream URL or --config FILE")
 	case o.config != "":
 		for _, name := range []string{"idempotency-key", "max-buffered-body", "policy", "max-attempts", "max-time", "base",
-			"throttle-base", "cap", "multiplier", "jitter", "attempt-timeout", "max-retry-after"} {
+			"throttle-base", "cap", "multiplier", "jitter", "attempt-timeout", "max-retry-after", "hedge-after", "max-hedges"} {
 			if changed(name) {
-				return nil, usagef("--%s cannot be combined with --config: set it per route in the file (policy, idempotency_key, max_buffered_body)", name)
+				return nil, usagef("--%s cannot be combined with --config: set it per route in the file (policy, idempotency_key, max_buffered_body, hedge)", name)
 			}
 		}
 		cfg, err := loadProxyConfig(o.config)
@@ -123,7 +130,11 @@ func (o *proxyOptions) routes(cmd *cobra.Command) (*proxyConfig, error) {
 	if err != nil {
 		return nil, err
 	}
-	rc := &routeConfig{name: "--upstream", at: "--upstream", upstream: u, policy: cp.retry, doc: cp.doc, policySource: cp.source}
+	hc, err := o.hedge.fixed(cmd)
+	if err != nil {
+		return nil, err
+	}
+	rc := &routeConfig{name: "--upstream", at: "--upstream", upstream: u, policy: cp.retry, doc: cp.doc, policySource: cp.source, hedge: hc}
 	switch o.key {
 	case "auto":
 		rc.keyMode = httpretry.KeyAuto

@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/yaoki-go/yaoki/hedge"
 	"github.com/yaoki-go/yaoki/httpretry"
 	"github.com/yaoki-go/yaoki/policy"
 	"github.com/yaoki-go/yaoki/retry"
@@ -40,9 +41,7 @@ type routeConfig struct {
 	keyMode      httpretry.KeyMode
 	maxBody      int64 // httpretry.Transport.MaxBufferedBody: 0 default, -1 never
 
-	// hedge is where the route's hedging settings go (issue 17): the key
-	// is read, and refused until hedging exists, so that a file written
-	// for a later version does not silently run without it.
+	hedge *hedge.Config // httpretry.Transport.Hedge: nil, no hedging
 }
 
 // routeFields are the keys a route may have.
@@ -218,7 +217,7 @@ func (c *configReader) route(n *yaml.Node, name string) *routeConfig {
 				r.maxBody = m
 			}
 		case "hedge":
-			c.fail(k, path, "hedging is not available in this version of yaoki proxy: remove the key")
+			r.hedge = c.hedge(v, path)
 		default:
 			c.fail(k, path, "unknown key: want one of %s", strings.Join(routeFields, ", "))
 		}

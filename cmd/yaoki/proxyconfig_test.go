@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/yaoki-go/yaoki/hedge"
 	"github.com/yaoki-go/yaoki/httpretry"
 )
 
@@ -25,8 +27,10 @@ routes:
           IntervalSeconds: 1
           MaxAttempts: 4
       IdempotencyKey: "off"
+    hedge: {delay: 50ms, max_hedges: 3, budget: off, brownout: 0.8}
   - path: /
     upstream: http://127.0.0.1:9002
+    hedge: adaptive
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -43,6 +47,15 @@ routes:
 	}
 	if r2.path != "/" {
 		t.Errorf("route 2: path %q", r2.path)
+	}
+	if r0.hedge != nil {
+		t.Errorf("route 0: hedge %+v, want none (no hedge key)", *r0.hedge)
+	}
+	if h := r1.hedge; h == nil || *h != (hedge.Config{Delay: 50 * time.Millisecond, MaxHedges: 3, Budget: hedge.Off, Brownout: 0.8}) {
+		t.Errorf("route 1: hedge %v, want a 50ms delay, 3 copies, no budget, brownout 0.8", h)
+	}
+	if h := r2.hedge; h == nil || *h != (hedge.Config{}) {
+		t.Errorf("route 2: hedge %v, want the adaptive defaults (a zero hedge.Config)", h)
 	}
 	// Routes are tried in order: host first, then the prefixes.
 	rs := &proxyRoutes{}
@@ -89,7 +102,29 @@ func TestProxyConfigErrors(t *testing.T) {
 			`f.yaml:6:5: routes[0].retries: unknown key: want one of path, host, upstream, policy`,
 		}},
 		{"no upstream", "routes:\n  - path: /\n", []string{"f.yaml:2:5: routes[0].upstream: missing"}},
-		{"hedge reserved", "routes:\n  - upstream: http://a\n    hedge: {after: 50ms}\n", []string{"f.yaml:3:5: routes[0].hedge: hedging is not available"}},
+		{"hedge fields", `routes:
+  - upstream: http://a
+    hedge:
+      delay: -5ms
+      max_hedges: 11
+      budget: 20
+      brownout: no
+      quantile: 0.4
+      window: 2h
+      min_per_second: 0
+      after: 50ms
+`, []string{
+			`f.yaml:4:14: routes[0].hedge.delay: "-5ms": want a duration > 0`,
+			`f.yaml:5:19: routes[0].hedge.max_hedges: "11": want 1 to 10 copies`,
+			`f.yaml:6:15: routes[0].hedge.budget: "20": want a share of the calls above 0 and up to 10`,
+			`f.yaml:7:17: routes[0].hedge.brownout: "no": want a share of slow first attempts`,
+			`f.yaml:8:17: routes[0].hedge.quantile: "0.4": want a number from 0.5`,
+			`f.yaml:9:15: routes[0].hedge.window: "2h": want a duration from 10ms to 1h`,
+			`f.yaml:10:23: routes[0].hedge.min_per_second: "0": want hedges per second above 0`,
+			`f.yaml:11:7: routes[0].hedge.after: unknown key: want one of delay, quantile, max_hedges`,
+		}},
+		{"hedge kind", "routes:\n  - upstream: http://a\n    hedge: 50ms\n", []string{`f.yaml:3:12: routes[0].hedge: "50ms": want adaptive, or a mapping such as {delay: 50ms, max_hedges: 2}`}},
+		{"hedge list", "routes:\n  - upstream: http://a\n    hedge: [1]\n", []string{`f.yaml:3:12: routes[0].hedge: a list: want adaptive`}},
 		{"policy positions", `routes:
   - upstream: http://a
     policy:

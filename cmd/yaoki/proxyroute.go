@@ -87,7 +87,7 @@ func newProxyRoute(rc *routeConfig, base http.RoundTripper, s *proxyServer, ctx 
 	if rc.doc != nil {
 		p = rc.doc.Policy(policy.Options{})
 	}
-	t := &httpretry.Transport{Base: base, Policy: p, IdempotencyKey: rc.keyMode, MaxBufferedBody: rc.maxBody}
+	t := &httpretry.Transport{Base: base, Policy: p, IdempotencyKey: rc.keyMode, MaxBufferedBody: rc.maxBody, Hedge: rc.hedge}
 	if o := s.obs; o != nil && o.observer != nil {
 		t.Observer = o.observer
 	}
@@ -96,8 +96,6 @@ func newProxyRoute(rc *routeConfig, base http.RoundTripper, s *proxyServer, ctx 
 		statuses = statusesFor(rc.doc)
 		t.Statuses = statuses
 	}
-	// Hedging (issue 17) is configured on t here, from the route's hedge
-	// key, which proxyconfig.go reserves until then.
 	if s.fleet != nil {
 		if err := s.fleet.share(ctx, t, rc); err != nil {
 			return nil, err

@@ -40,7 +40,8 @@ type upSeen struct {
 //
 //	/script/NAME?s=503,429:ra=1,200:slow=300ms
 //	          the n-th request for NAME gets the n-th answer (the last repeats):
-//	          a status, with Retry-After (ra=seconds) and a delay (slow=)
+//	          a status, with Retry-After (ra=seconds) and a delay (slow=);
+//	          reports "cancelled" if the client goes during the delay
 //	/echo     200, the request's method, header and body length in JSON
 //	/stream?n=N&every=D   text/event-stream: N events, one every D, each flushed
 //	/slow?d=D             200 after D; reports "cancelled" if the client goes first
@@ -89,7 +90,12 @@ func serveUpstream() int {
 				w.Header().Set("Retry-After", v)
 			case "slow":
 				d, _ := time.ParseDuration(v)
-				time.Sleep(d)
+				select {
+				case <-time.After(d):
+				case <-r.Context().Done():
+					record(upSeen{Event: "cancelled", Path: r.URL.Path, N: s.N})
+					return
+				}
 			}
 		}
 		w.WriteHeader(code)
