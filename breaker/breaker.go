@@ -102,16 +102,35 @@ type Breaker struct {
 	probing int // half-open probes in flight
 	probeOK int // half-open probes that succeeded
 
-	s        Config
-	ratioOn  bool
-	slowOn   bool
-	countWin bool
-	noWindow bool // neither ratio is on: successes need no counting
-	timeWin  bool // successes are counted in time buckets: they need the clock
-	// clockless: a fast success needs neither the clock nor its duration
-	// (no time window, no SlowCall), so Execute and Permit skip time.Now.
-	clockless bool
+	s    Config
+	kind windowKind
 }
+
+// windowKind is how a Breaker counts the calls its ratios are taken over,
+// fixed by New from the Config.
+type windowKind uint8
+
+const (
+	// noWindow: neither ratio is on (FailureRatio Disabled, no SlowCall),
+	// so successes need no counting.
+	noWindow windowKind = iota
+	// timeWindow: calls are counted in time buckets over Config.Window;
+	// they need the clock.
+	timeWindow
+	// countWindow: calls are counted over the last Config.WindowCalls.
+	countWindow
+)
+
+// ratioOn reports whether the failure ratio can trip the breaker.
+func (b *Breaker) ratioOn() bool { return b.s.FailureRatio != Disabled }
+
+// slowOn reports whether slow calls are counted (Config.SlowCall set).
+func (b *Breaker) slowOn() bool { return b.s.SlowCall > 0 }
+
+// clockless reports whether a fast success needs neither the clock nor its
+// duration (no time window, no SlowCall), so that Execute and Permit skip
+// time.Now.
+func (b *Breaker) clockless() bool { return b.kind != timeWindow && !b.slowOn() }
 
 // period is one open period, published atomically so that refusals need no
 // lock.
@@ -144,12 +163,14 @@ func New(s Config) (*Breaker, error) {
 	if err := s.resolve(); err != nil {
 		return nil, err
 	}
-	b := &Breaker{s: s, ratioOn: s.FailureRatio != Disabled, slowOn: s.SlowCall > 0}
-	b.noWindow = !b.ratioOn && !b.slowOn
-	b.timeWin = !b.noWindow && s.WindowCalls == 0
-	b.clockless = !b.timeWin && !b.slowOn
-	if s.WindowCalls > 0 {
-		b.countWin = true
+	b := &Breaker{s: s}
+	switch {
+	case s.WindowCalls > 0:
+		b.kind = countWindow
+	case b.ratioOn() || b.slowOn():
+		b.kind = timeWindow
+	}
+	if b.kind == countWindow {
 		b.block = uint64((s.WindowCalls + maxCountBuckets - 1) / maxCountBuckets)
 		n := (s.WindowCalls + int(b.block) - 1) / int(b.block)
 		b.failures, b.slow = window.NewRing(n), window.NewRing(n)
@@ -237,10 +258,10 @@ func (b *Breaker) DoneAt(now time.Time, ticket uint64, elapsed time.Duration, er
 	if err != nil {
 		o = b.classify(err)
 	}
-	slow := b.slowOn && elapsed >= b.s.SlowCall
+	slow := b.slowOn() && elapsed >= b.s.SlowCall
 	if w&stateMask == uint64(Closed) && o == Success && !slow {
 		// The hot path: count the call, clear the failure streak.
-		if b.timeWin {
+		if b.kind == timeWindow {
 			b.calls.Add(b.clock.Epoch(now), 1)
 		} else {
 			b.countClockless()
@@ -253,7 +274,7 @@ func (b *Breaker) DoneAt(now time.Time, ticket uint64, elapsed time.Duration, er
 // countClockless counts a success in a count window, or in no window at
 // all, and clears the failure streak.
 func (b *Breaker) countClockless() {
-	if b.countWin {
+	if b.kind == countWindow {
 		b.seq.Add(1)
 	}
 	if b.consec.Load() != 0 {
@@ -296,7 +317,7 @@ func (b *Breaker) record(ctx context.Context, now time.Time, ticket uint64, o Ou
 }
 
 func (b *Breaker) countSuccess(now time.Time) {
-	if b.timeWin {
+	if b.kind == timeWindow {
 		b.calls.Add(b.clock.Epoch(now), 1)
 		if b.consec.Load() != 0 {
 			b.consec.Store(0)
@@ -310,7 +331,7 @@ func (b *Breaker) countSuccess(now time.Time) {
 // breaker must trip.
 func (b *Breaker) closedShouldTrip(now time.Time, failed, slow bool) bool {
 	var calls, failures, slows uint64
-	if b.countWin {
+	if b.kind == countWindow {
 		i := b.seq.Add(1) - 1 // this call's index since the breaker closed
 		e := int64(i / b.block)
 		if failed {
@@ -345,8 +366,8 @@ func (b *Breaker) closedShouldTrip(now time.Time, failed, slow bool) bool {
 	if calls < uint64(b.s.MinCalls) {
 		return false
 	}
-	return b.ratioOn && float64(failures) >= b.s.FailureRatio*float64(calls) ||
-		b.slowOn && float64(slows) >= b.s.SlowRatio*float64(calls)
+	return b.ratioOn() && float64(failures) >= b.s.FailureRatio*float64(calls) ||
+		b.slowOn() && float64(slows) >= b.s.SlowRatio*float64(calls)
 }
 
 // probeDone decides on a half-open outcome.

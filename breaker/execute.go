@@ -38,7 +38,7 @@ func (b *Breaker) Execute(ctx context.Context, fn func(context.Context) error) e
 // begin is AllowAt for a first attempt made now; start is the clock reading
 // when SlowCall needs the call's duration, zero otherwise.
 func (b *Breaker) begin(ctx context.Context) (ticket uint64, start time.Time, err error) {
-	if b.slowOn {
+	if b.slowOn() {
 		start = time.Now()
 	}
 	w := b.word.Load()
@@ -55,7 +55,7 @@ func (b *Breaker) begin(ctx context.Context) (ticket uint64, start time.Time, er
 
 // finish is DoneAt for a call that began with begin.
 func (b *Breaker) finish(ctx context.Context, ticket uint64, start time.Time, err error) {
-	if err == nil && b.clockless && ticket == b.word.Load() && ticket&stateMask == uint64(Closed) {
+	if err == nil && b.clockless() && ticket == b.word.Load() && ticket&stateMask == uint64(Closed) {
 		b.countClockless()
 		return
 	}
@@ -82,7 +82,7 @@ func (b *Breaker) recordOutcome(ctx context.Context, now time.Time, ticket uint6
 	if ticket&^probeFlag != b.word.Load() {
 		return
 	}
-	b.record(ctx, now, ticket, o, b.slowOn && elapsed >= b.s.SlowCall, err)
+	b.record(ctx, now, ticket, o, b.slowOn() && elapsed >= b.s.SlowCall, err)
 }
 
 // Permit is one allowed call, returned by Allow; report its outcome with
@@ -98,7 +98,7 @@ type Permit struct {
 // Permit whose Done reports the call's outcome, or an *OpenError. Like
 // Execute, it reads the clock only when a decision needs it.
 func (b *Breaker) Allow() (Permit, error) {
-	if w := b.word.Load(); w&stateMask == uint64(Closed) && !b.slowOn {
+	if w := b.word.Load(); w&stateMask == uint64(Closed) && !b.slowOn() {
 		return Permit{b: b, ticket: w}, nil
 	}
 	return b.allowPermit()
