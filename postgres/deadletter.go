@@ -150,15 +150,23 @@ func (s *DeadLetters) Claim(ctx context.Context, queue string, now time.Time, ma
 
 // Done implements deadletter.Store.
 func (s *DeadLetters) Done(ctx context.Context, id, token string) error {
+	lost := func() error { return fmt.Errorf("%w: %q", deadletter.ErrLeaseLost, id) }
 	if !storableText(id) || !storableText(token) {
-		return fmt.Errorf("%w: %q", deadletter.ErrLeaseLost, id)
+		return lost()
 	}
-	tag, err := s.db.Exec(ctx, `DELETE FROM yaoki_dead_letters WHERE id = $1 AND token = $2`, id, token)
+	return s.change(ctx, "done", id, lost, `DELETE FROM yaoki_dead_letters WHERE id = $1 AND token = $2`, id, token)
+}
+
+// change runs sql, a statement on the row of letter id, and returns
+// missing() when it changed none. what names the change in an error of
+// the database.
+func (s *DeadLetters) change(ctx context.Context, what, id string, missing func() error, sql string, args ...any) error {
+	tag, err := s.db.Exec(ctx, sql, args...)
 	switch {
 	case err != nil:
-		return fmt.Errorf("postgres: dead letter done %q: %w", id, err)
+		return fmt.Errorf("postgres: dead letter %s %q: %w", what, id, err)
 	case tag.RowsAffected() == 0:
-		return fmt.Errorf("%w: %q", deadletter.ErrLeaseLost, id)
+		return missing()
 	}
 	return nil
 }
@@ -168,19 +176,13 @@ func (s *DeadLetters) Fail(ctx context.Context, l deadletter.Letter) error {
 	if err := l.ValidateOutcome(); err != nil {
 		return err
 	}
+	lost := func() error { return fmt.Errorf("%w: %q", deadletter.ErrLeaseLost, l.ID) }
 	if !storableText(l.ID) || !storableText(l.Token) {
-		return fmt.Errorf("%w: %q", deadletter.ErrLeaseLost, l.ID)
+		return lost()
 	}
-	tag, err := s.db.Exec(ctx, `UPDATE yaoki_dead_letters
+	return s.change(ctx, "fail", l.ID, lost, `UPDATE yaoki_dead_letters
 SET reason = $3, error = $4, attempts = $5, redrives = $6, due_at = $7, parked = $8, token = NULL, lease_end = NULL
 WHERE id = $1 AND token = $2`, l.ID, l.Token, deadletter.Message(l.Reason), deadletter.Message(l.Error), l.Attempts, l.Redrives, l.Due, l.Parked)
-	switch {
-	case err != nil:
-		return fmt.Errorf("postgres: dead letter fail %q: %w", l.ID, err)
-	case tag.RowsAffected() == 0:
-		return fmt.Errorf("%w: %q", deadletter.ErrLeaseLost, l.ID)
-	}
-	return nil
 }
 
 // Get implements deadletter.Store.
@@ -231,33 +233,21 @@ WHERE id > $1 AND queue = $3 ORDER BY id LIMIT $2`, after, max, queue)
 
 // Requeue implements deadletter.Store.
 func (s *DeadLetters) Requeue(ctx context.Context, id string, at time.Time) error {
+	absent := func() error { return fmt.Errorf("%w: requeue %q", deadletter.ErrNotFound, id) }
 	if !storableText(id) {
-		return fmt.Errorf("%w: requeue %q", deadletter.ErrNotFound, id)
+		return absent()
 	}
-	tag, err := s.db.Exec(ctx, `UPDATE yaoki_dead_letters
+	return s.change(ctx, "requeue", id, absent, `UPDATE yaoki_dead_letters
 SET due_at = $2, parked = false, redrives = 0, token = NULL, lease_end = NULL WHERE id = $1`, id, at)
-	switch {
-	case err != nil:
-		return fmt.Errorf("postgres: dead letter requeue %q: %w", id, err)
-	case tag.RowsAffected() == 0:
-		return fmt.Errorf("%w: requeue %q", deadletter.ErrNotFound, id)
-	}
-	return nil
 }
 
 // Delete implements deadletter.Store.
 func (s *DeadLetters) Delete(ctx context.Context, id string) error {
+	absent := func() error { return fmt.Errorf("%w: delete %q", deadletter.ErrNotFound, id) }
 	if !storableText(id) {
-		return fmt.Errorf("%w: delete %q", deadletter.ErrNotFound, id)
+		return absent()
 	}
-	tag, err := s.db.Exec(ctx, `DELETE FROM yaoki_dead_letters WHERE id = $1`, id)
-	switch {
-	case err != nil:
-		return fmt.Errorf("postgres: dead letter delete %q: %w", id, err)
-	case tag.RowsAffected() == 0:
-		return fmt.Errorf("%w: delete %q", deadletter.ErrNotFound, id)
-	}
-	return nil
+	return s.change(ctx, "delete", id, absent, `DELETE FROM yaoki_dead_letters WHERE id = $1`, id)
 }
 
 // countSQL puts each letter in the one class deadletter.Counts gives it at

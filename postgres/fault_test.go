@@ -1,15 +1,12 @@
 package postgres_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/yaoki-go/yaoki/idempotency"
 	"github.com/yaoki-go/yaoki/internal/faultproxy"
@@ -29,23 +26,9 @@ func pgFaults(t *testing.T) (idemproc.Faults, *pgtest.Server) {
 		Target:    fmt.Sprintf("127.0.0.1:%d", srv.Port),
 		ChildAddr: srv.DSN,
 		Open: func(t *testing.T, addr string) idempotency.Store {
-			return postgres.NewIdempotencyStore(pgPool(t, "postgres://postgres@"+addr+"/postgres?sslmode=disable&connect_timeout=2"))
+			return postgres.NewIdempotencyStore(newPool(t, "postgres://postgres@"+addr+"/postgres?sslmode=disable&connect_timeout=2", 4))
 		},
 	}, srv
-}
-
-func pgPool(t *testing.T, dsn string) *pgxpool.Pool {
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 4
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
 }
 
 // TestFaultPostgresRestartAtComplete: PostgreSQL stops as the handler

@@ -33,16 +33,7 @@ func TestMain(m *testing.M) {
 // start starts a server, migrates it and returns it with a pool.
 func start(tb testing.TB) (*pgtest.Server, *pgxpool.Pool) {
 	srv := pgtest.Start(tb)
-	cfg, err := pgxpool.ParseConfig(srv.DSN)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cfg.MaxConns = 16
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(pool.Close)
+	pool := newPool(tb, srv.DSN, 16)
 	if err := postgres.Migrate(context.Background(), pool); err != nil {
 		tb.Fatal(err)
 	}

@@ -151,10 +151,17 @@ func (s *IdempotencyStore) Begin(ctx context.Context, id idempotency.ID, fp idem
 
 // Extend implements idempotency.Store.
 func (s *IdempotencyStore) Extend(ctx context.Context, id idempotency.ID, token string, now time.Time, lease time.Duration) error {
-	ok, err := extendScript.Run(ctx, s.c, []string{s.key(id)}, token, now.Add(lease).UnixMilli(), millis(lease)).Int()
+	return holderOnly("extend", id, extendScript.Run(ctx, s.c, []string{s.key(id)}, token, now.Add(lease).UnixMilli(), millis(lease)))
+}
+
+// holderOnly is the outcome of a script that changes a record only for
+// its holder: it replies 1 when it did, 0 when the caller no longer holds
+// the record (ErrLeaseLost). what names the call in an error of Redis.
+func holderOnly(what string, id idempotency.ID, reply *goredis.Cmd) error {
+	ok, err := reply.Int()
 	switch {
 	case err != nil:
-		return fmt.Errorf("redis: idempotency extend %s: %w", id, err)
+		return fmt.Errorf("redis: idempotency %s %s: %w", what, id, err)
 	case ok == 0:
 		return idempotency.ErrLeaseLost
 	}
@@ -164,14 +171,7 @@ func (s *IdempotencyStore) Extend(ctx context.Context, id idempotency.ID, token 
 // Complete implements idempotency.Store.
 func (s *IdempotencyStore) Complete(ctx context.Context, id idempotency.ID, token string, resp idempotency.Response, now time.Time, ttl time.Duration) error {
 	b, _ := resp.MarshalBinary()
-	ok, err := completeScript.Run(ctx, s.c, []string{s.key(id)}, token, now.Add(ttl).UnixMilli(), millis(ttl), b).Int()
-	switch {
-	case err != nil:
-		return fmt.Errorf("redis: idempotency complete %s: %w", id, err)
-	case ok == 0:
-		return idempotency.ErrLeaseLost
-	}
-	return nil
+	return holderOnly("complete", id, completeScript.Run(ctx, s.c, []string{s.key(id)}, token, now.Add(ttl).UnixMilli(), millis(ttl), b))
 }
 
 // Release implements idempotency.Store.

@@ -18,23 +18,9 @@ import (
 // it declares the cluster ok.
 func StartCluster(tb testing.TB) *Server {
 	tb.Helper()
-	bin := Binary()
-	if bin == "" {
-		tb.Skip("redistest: redis-server is not installed (apt-get install redis-server); skipping the Redis integration test")
-	}
-	var s *Server
-	var lastErr error
-	for range 5 {
-		s, lastErr = start(tb, bin, func(dir string) []string {
-			return []string{"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf")}
-		})
-		if lastErr == nil {
-			break
-		}
-	}
-	if lastErr != nil {
-		tb.Fatalf("redistest: could not start redis-server in cluster mode: %v", lastErr)
-	}
+	s := startOrSkip(tb, " in cluster mode", func(dir string) []string {
+		return []string{"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf")}
+	})
 	c := goredis.NewClient(&goredis.Options{Addr: s.Addr, MaxRetries: -1})
 	defer c.Close()
 	ctx := context.Background()

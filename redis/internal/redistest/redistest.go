@@ -47,20 +47,7 @@ func Binary() string {
 // The server is stopped, and its directory removed, when tb ends.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
-	bin := Binary()
-	if bin == "" {
-		tb.Skip("redistest: redis-server is not installed (apt-get install redis-server); skipping the Redis integration test")
-	}
-	var lastErr error
-	for range 5 { // a free port may be taken between choosing and binding it
-		s, err := start(tb, bin, nil)
-		if err == nil {
-			return s
-		}
-		lastErr = err
-	}
-	tb.Fatalf("redistest: could not start redis-server: %v", lastErr)
-	return nil
+	return startOrSkip(tb, "", nil)
 }
 
 // StartDurable starts a server as Start does, with the append-only file
@@ -68,19 +55,27 @@ func Start(tb testing.TB) *Server {
 // acknowledged survives Kill and Resume.
 func StartDurable(tb testing.TB) *Server {
 	tb.Helper()
+	return startOrSkip(tb, "", func(string) []string { return []string{"--appendonly", "yes", "--appendfsync", "always"} })
+}
+
+// startOrSkip starts a server with the extra arguments (mode says which
+// for an error), trying five times, or skips tb when redis-server is
+// missing.
+func startOrSkip(tb testing.TB, mode string, extra func(dir string) []string) *Server {
+	tb.Helper()
 	bin := Binary()
 	if bin == "" {
 		tb.Skip("redistest: redis-server is not installed (apt-get install redis-server); skipping the Redis integration test")
 	}
 	var lastErr error
-	for range 5 {
-		s, err := start(tb, bin, func(string) []string { return []string{"--appendonly", "yes", "--appendfsync", "always"} })
+	for range 5 { // a free port may be taken between choosing and binding it
+		s, err := start(tb, bin, extra)
 		if err == nil {
 			return s
 		}
 		lastErr = err
 	}
-	tb.Fatalf("redistest: could not start redis-server: %v", lastErr)
+	tb.Fatalf("redistest: could not start redis-server%s: %v", mode, lastErr)
 	return nil
 }
 
