@@ -93,15 +93,5 @@ func (o *Observer) TrackDeadLetters(queue string, s deadletter.Store) (untrack f
 		t.opts[i] = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(
 			attribute.String(event.AttrName, queue), attribute.String(AttrDeadLetterState, state)))}
 	}
-	d := &o.deadLetters
-	d.mu.Lock()
-	d.queues[queue] = t
-	d.mu.Unlock()
-	return func() {
-		d.mu.Lock()
-		if d.queues[queue] == t {
-			delete(d.queues, queue)
-		}
-		d.mu.Unlock()
-	}
+	return track(&o.deadLetters.mu, o.deadLetters.queues, queue, t)
 }

@@ -53,12 +53,19 @@ type dashboard struct {
 	} `json:"templating"`
 }
 
-func loadRules(t *testing.T) ruleFile {
+// readDeployFile returns the content of a file under deployDir.
+func readDeployFile(t *testing.T, path ...string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(deployDir, "prometheus", "yaoki-alerts.yml"))
+	b, err := os.ReadFile(filepath.Join(append([]string{deployDir}, path...)...))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return b
+}
+
+func loadRules(t *testing.T) ruleFile {
+	t.Helper()
+	b := readDeployFile(t, "prometheus", "yaoki-alerts.yml")
 	var f ruleFile
 	dec := yaml.NewDecoder(strings.NewReader(string(b)))
 	dec.KnownFields(true)
@@ -70,10 +77,7 @@ func loadRules(t *testing.T) ruleFile {
 
 func loadDashboard(t *testing.T) dashboard {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(deployDir, "grafana", "yaoki-dashboard.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readDeployFile(t, "grafana", "yaoki-dashboard.json")
 	var d dashboard
 	if err := json.Unmarshal(b, &d); err != nil {
 		t.Fatalf("yaoki-dashboard.json: %v", err)
@@ -165,10 +169,7 @@ func TestAlertRules(t *testing.T) {
 // are made of series that exist.
 func TestAlertRulesTestSeries(t *testing.T) {
 	x, _ := exportedByPrometheus(t)
-	b, err := os.ReadFile(filepath.Join(deployDir, "prometheus", "yaoki-alerts_test.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readDeployFile(t, "prometheus", "yaoki-alerts_test.yml")
 	var tests struct {
 		RuleFiles []string `yaml:"rule_files"`
 		Tests     []struct {

@@ -215,17 +215,7 @@ func (o *Observer) TrackBreaker(b Breaker) (untrack func()) {
 // concurrent use.
 func (o *Observer) TrackBreakerFunc(name string, state func() string) (untrack func()) {
 	t := &tracked[string]{read: state, opt: nameSet(name)}
-	g := &o.gauges
-	g.mu.Lock()
-	g.breakers[name] = t
-	g.mu.Unlock()
-	return func() {
-		g.mu.Lock()
-		if g.breakers[name] == t {
-			delete(g.breakers, name)
-		}
-		g.mu.Unlock()
-	}
+	return track(&o.gauges.mu, o.gauges.breakers, name, t)
 }
 
 // TrackTransport reports the guards that t keeps per destination host (see
@@ -237,14 +227,21 @@ func (o *Observer) TrackBreakerFunc(name string, state func() string) (untrack f
 // (Transport.Observer). With several transports tracked, each reports the
 // hosts of all. The returned function stops tracking.
 func (o *Observer) TrackTransport(t *httpretry.Transport) (untrack func()) {
-	g := &o.gauges
-	g.mu.Lock()
-	g.transports[t] = true
-	g.mu.Unlock()
+	return track(&o.gauges.mu, o.gauges.transports, t, true)
+}
+
+// track puts v in m under key, with mu held, and returns the function that
+// takes it out again if it is still the one there.
+func track[K, V comparable](mu *sync.Mutex, m map[K]V, key K, v V) (untrack func()) {
+	mu.Lock()
+	m[key] = v
+	mu.Unlock()
 	return func() {
-		g.mu.Lock()
-		delete(g.transports, t)
-		g.mu.Unlock()
+		mu.Lock()
+		if m[key] == v {
+			delete(m, key)
+		}
+		mu.Unlock()
 	}
 }
 
@@ -257,15 +254,5 @@ func (o *Observer) TrackTransport(t *httpretry.Transport) (untrack func()) {
 // function stops tracking.
 func (o *Observer) TrackBudget(name string, level func() float64) (untrack func()) {
 	t := &tracked[float64]{read: level, opt: nameSet(name)}
-	g := &o.gauges
-	g.mu.Lock()
-	g.budgets[name] = t
-	g.mu.Unlock()
-	return func() {
-		g.mu.Lock()
-		if g.budgets[name] == t {
-			delete(g.budgets, name)
-		}
-		g.mu.Unlock()
-	}
+	return track(&o.gauges.mu, o.gauges.budgets, name, t)
 }
