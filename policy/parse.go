@@ -141,18 +141,28 @@ func (d *decoder) unknown(off int64, path, key string, known []string, what stri
 	d.fail(off, path, msg)
 }
 
-func (d *decoder) retriers(n *node, path string) []Retrier {
+// eachObject calls each with every element of n, an array of objects, its
+// index and its path. What is not an array, or not an object, fails with
+// wantArray or wantObject; eachObject reports whether n was an array.
+func (d *decoder) eachObject(n *node, path, wantArray, wantObject string, each func(i int, e *node, p string)) bool {
 	if n.kind != 'a' {
-		d.fail(n.off, path, n.raw()+" is "+n.kindName()+": want an array of retriers such as [{\"ErrorEquals\": [\"States.ALL\"]}]")
-		return nil
+		d.fail(n.off, path, n.raw()+" is "+n.kindName()+": "+wantArray)
+		return false
 	}
-	out := make([]Retrier, 0, len(n.elems))
 	for i, e := range n.elems {
 		p := fmt.Sprintf("%s[%d]", path, i)
 		if e.kind != 'o' {
-			d.fail(e.off, p, e.raw()+" is "+e.kindName()+": want a retrier object with ErrorEquals")
+			d.fail(e.off, p, e.raw()+" is "+e.kindName()+": "+wantObject)
 			continue
 		}
+		each(i, e, p)
+	}
+	return true
+}
+
+func (d *decoder) retriers(n *node, path string) []Retrier {
+	out := make([]Retrier, 0, len(n.elems))
+	array := d.eachObject(n, path, "want an array of retriers such as [{\"ErrorEquals\": [\"States.ALL\"]}]", "want a retrier object with ErrorEquals", func(i int, e *node, p string) {
 		r := Retrier{Interval: DefaultInterval, MaxAttempts: DefaultMaxAttempts, BackoffRate: DefaultBackoffRate, Jitter: backoff.None}
 		seen := false
 		for j, k := range e.keys {
@@ -193,22 +203,16 @@ func (d *decoder) retriers(n *node, path string) []Retrier {
 			d.fail(e.off, p, "ErrorEquals is missing: each retrier lists the errors it retries, e.g. \"ErrorEquals\": [\"States.ALL\"]")
 		}
 		out = append(out, r)
+	})
+	if !array {
+		return nil
 	}
 	return out
 }
 
 func (d *decoder) catchers(n *node, path string) []Catcher {
-	if n.kind != 'a' {
-		d.fail(n.off, path, n.raw()+" is "+n.kindName()+": want an array of catchers such as [{\"ErrorEquals\": [\"States.ALL\"], \"Next\": \"Fallback\"}]")
-		return nil
-	}
 	out := make([]Catcher, 0, len(n.elems))
-	for i, e := range n.elems {
-		p := fmt.Sprintf("%s[%d]", path, i)
-		if e.kind != 'o' {
-			d.fail(e.off, p, e.raw()+" is "+e.kindName()+": want a catcher object with ErrorEquals and Next")
-			continue
-		}
+	array := d.eachObject(n, path, "want an array of catchers such as [{\"ErrorEquals\": [\"States.ALL\"], \"Next\": \"Fallback\"}]", "want a catcher object with ErrorEquals and Next", func(i int, e *node, p string) {
 		var c Catcher
 		seenErrs, seenNext := false, false
 		for j, k := range e.keys {
@@ -245,6 +249,9 @@ func (d *decoder) catchers(n *node, path string) []Catcher {
 			d.fail(e.off, p, "Next is missing: each catcher names where caught errors go")
 		}
 		out = append(out, c)
+	})
+	if !array {
+		return nil
 	}
 	return out
 }
