@@ -91,7 +91,7 @@ func init() {
 	// (Execute); "yaoki-permit" the two-step form (Allow, then Done), the
 	// one a RoundTripper uses.
 	newBreaker := func(p BreakerPolicy) *breaker.Breaker {
-		b, err := breaker.New(breaker.Settings{
+		b, err := breaker.New(breaker.Config{
 			Name:                "bench",
 			FailureRatio:        -1,
 			ConsecutiveFailures: p.FailureThreshold,
