@@ -17,3 +17,27 @@ func TestBadFlagValueIsUsageError(t *testing.T) {
 		}
 	}
 }
+
+// TestSimZeroIsRefused: a sim flag for which 0 means nothing (no clients, no
+// time) is refused as bad usage instead of being read as the default; one
+// for which 0 is meaningful (--p 0, --hop-sd 0) is accepted.
+func TestSimZeroIsRefused(t *testing.T) {
+	out := t.TempDir()
+	for _, args := range [][]string{
+		{"sim", "outage", "--clients", "0"},
+		{"sim", "outage", "--clients", "10,0", "--p", "1"},
+		{"sim", "outage", "--total-rate", "0"},
+		{"sim", "herd", "--hop-mean", "0s"},
+		{"sim", "collapse", "--width", "0s,5s"},
+		{"sim", "collapse", "--peak", "0"},
+		{"sim", "tail", "--fanout", "0"},
+		{"sim", "herd", "--base", "0"},
+	} {
+		if code := run(append(args, "--out", out)); code != ExitUsage {
+			t.Errorf("yaoki %v exited %d, want %d (bad usage)", args, code, ExitUsage)
+		}
+	}
+	if code := run([]string{"sim", "herd", "--clients", "3", "--hop-sd", "0", "--runs", "1", "--out", out, "--format", "csv"}); code != 0 {
+		t.Errorf("yaoki sim herd --hop-sd 0 exited %d, want 0 (a spread of 0 is meaningful)", code)
+	}
+}

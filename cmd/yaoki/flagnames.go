@@ -6,8 +6,10 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 
+	"github.com/spf13/pflag"
 	"github.com/yaoki-go/yaoki/internal/configerr"
 )
 
@@ -73,4 +75,51 @@ func unwrapPath(err error) error {
 		return fmt.Errorf("%s: %v", pe.Path, pe.Err)
 	}
 	return err
+}
+
+// simNoZero lists the sim flags for which 0 means nothing (no clients, no
+// time, no traffic): a 0 given on the command line is refused rather than
+// read as the scenario's default, which the flag's help already shows.
+var simNoZero = map[string]string{
+	"clients": "≥ 1 client", "rate": "> 0 per second", "total-rate": "> 0 per second", "duration": "> 0",
+	"hop-mean": "> 0", "peak": "> 0 per second", "width": "> 0", "factor": "> 1", "timeout": "> 0",
+	"service-base": "> 0", "threshold": "≥ 1", "fanout": "≥ 1", "fast": "> 0", "slow": "> 0",
+	"base": "> 0", "cap": "> 0", "multiplier": "> 1",
+}
+
+// refuseZeros returns bad usage for a flag of simNoZero that the command
+// line set to 0 (or to a list holding 0).
+func refuseZeros(fs *pflag.FlagSet) error {
+	var bad error
+	fs.Visit(func(f *pflag.Flag) {
+		want, ok := simNoZero[f.Name]
+		if !ok || bad != nil {
+			return
+		}
+		zero := false
+		switch f.Value.Type() {
+		case "int":
+			v, _ := fs.GetInt(f.Name)
+			zero = v == 0
+		case "intSlice":
+			vs, _ := fs.GetIntSlice(f.Name)
+			zero = slices.Contains(vs, 0)
+		case "float64":
+			v, _ := fs.GetFloat64(f.Name)
+			zero = v == 0
+		case "float64Slice":
+			vs, _ := fs.GetFloat64Slice(f.Name)
+			zero = slices.Contains(vs, 0)
+		case "duration":
+			v, _ := fs.GetDuration(f.Name)
+			zero = v == 0
+		case "durationSlice":
+			vs, _ := fs.GetDurationSlice(f.Name)
+			zero = slices.Contains(vs, 0)
+		}
+		if zero {
+			bad = usagef("--%s 0: want %s (leave the flag out for its default, %s)", f.Name, want, f.DefValue)
+		}
+	})
+	return bad
 }

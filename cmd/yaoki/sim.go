@@ -149,6 +149,9 @@ func (o *simOptions) run(cmd *cobra.Command, job *simJob) error {
 	if o.runs < 0 {
 		return exit(ExitUsage, fmt.Sprintf("--runs %d: want ≥ 1 (0 for each scenario's default)", o.runs))
 	}
+	if err := refuseZeros(cmd.Flags()); err != nil {
+		return err
+	}
 	yours, err := o.yours(cmd)
 	if err != nil {
 		return err
