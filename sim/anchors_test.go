@@ -7,7 +7,7 @@ import (
 
 func TestRetryBucket(t *testing.T) {
 	b := NewRetryBucket()
-	t0 := Instant(0)
+	t0 := instant(0)
 	// Full (5): retries while more than 1 token is left: 5 → 4 → 3 → 2 → 1.
 	for i := range 4 {
 		if !b.AllowRetryAt(t0, false) {
@@ -39,7 +39,7 @@ func TestRetryBucket(t *testing.T) {
 
 func TestRetryBreaker(t *testing.T) {
 	b := NewRetryBreaker()
-	t0 := Instant(time.Second)
+	t0 := instant(time.Second)
 	if b.AllowRetryAt(t0, false) {
 		t.Fatal("no call yet: retry allowed, want refused")
 	}

@@ -68,10 +68,10 @@ func BenchmarkOutage(b *testing.B) {
 // events, the herd's usual size.
 func BenchmarkEngine(b *testing.B) {
 	b.ReportAllocs()
-	var e Engine
-	r := NewRand(1, 1)
+	var e engine
+	r := newRand(1, 1)
 	for i := range 128 {
-		e.Add(Event{At: r.Exp(10 * time.Millisecond), ID: int32(i)})
+		e.Add(simEvent{At: r.Exp(10 * time.Millisecond), ID: int32(i)})
 	}
 	for b.Loop() {
 		ev, _ := e.Pop()

@@ -230,9 +230,9 @@ type colReq struct {
 
 // collapseRun holds what one run needs; it is reused across runs.
 type collapseRun struct {
-	eng    Engine
-	rnd    Rand
-	grnd   Rand // the guards' random source
+	eng    engine
+	rnd    rng
+	grnd   rng // the guards' random source
 	reqs   []colReq
 	free   []int32
 	guards guardSet
@@ -289,22 +289,22 @@ func (w *collapseRun) run(c Collapse, cp *compiled, seed uint64) CollapseResult 
 			res.GaveUp[refused]++
 			w.free = append(w.free, id)
 		case wait > 0:
-			e.Add(Event{At: now + wait, Kind: colBegin, ID: id})
+			e.Add(simEvent{At: now + wait, Kind: colBegin, ID: id})
 		default:
 			res.Attempts++
 			w.nextID++
 			q.attempt = w.nextID
-			e.Add(Event{At: now + r.Exp(c.HopMean), Kind: colServerIn, ID: id, Arg: q.attempt})
-			e.Add(Event{At: now + c.Timeout, Kind: colTimeout, ID: id, Arg: q.attempt})
+			e.Add(simEvent{At: now + r.Exp(c.HopMean), Kind: colServerIn, ID: id, Arg: q.attempt})
+			e.Add(simEvent{At: now + c.Timeout, Kind: colTimeout, ID: id, Arg: q.attempt})
 		}
 	}
 	// finish ends request id's attempt with outcome o at now.
-	finish := func(id int32, now time.Duration, o Outcome) {
+	finish := func(id int32, now time.Duration, o outcome) {
 		q := &w.reqs[id]
 		q.attempt = 0
 		wait, stop := w.guards.end(&q.loop, now, o)
 		switch {
-		case o == Succeeded:
+		case o == succeeded:
 			res.Succeeded++
 			res.Goodput[min(int(now/time.Second), secs-1)]++
 			w.free = append(w.free, id)
@@ -312,17 +312,17 @@ func (w *collapseRun) run(c Collapse, cp *compiled, seed uint64) CollapseResult 
 			res.GaveUp[stop]++
 			w.free = append(w.free, id)
 		case wait > 0 || w.guards.before:
-			e.Add(Event{At: now + wait, Kind: colBegin, ID: id})
+			e.Add(simEvent{At: now + wait, Kind: colBegin, ID: id})
 		default:
 			begin(id, now)
 		}
 	}
 
 	if t := arrival(0); t < c.Duration {
-		e.Add(Event{At: t, Kind: colArrive})
+		e.Add(simEvent{At: t, Kind: colArrive})
 	}
 	for s := 1; s <= secs; s++ {
-		e.Add(Event{At: min(time.Duration(s)*time.Second, c.Duration), Kind: colTick, Arg: int64(s - 1)})
+		e.Add(simEvent{At: min(time.Duration(s)*time.Second, c.Duration), Kind: colTick, Arg: int64(s - 1)})
 	}
 	for {
 		ev, ok := e.Pop()
@@ -333,7 +333,7 @@ func (w *collapseRun) run(c Collapse, cp *compiled, seed uint64) CollapseResult 
 		switch ev.Kind {
 		case colArrive:
 			if t := arrival(now); t < c.Duration {
-				e.Add(Event{At: t, Kind: colArrive})
+				e.Add(simEvent{At: t, Kind: colArrive})
 			}
 			res.FirstTries++
 			var id int32
@@ -361,20 +361,20 @@ func (w *collapseRun) run(c Collapse, cp *compiled, seed uint64) CollapseResult 
 			if tr.Kind == Slowdown && now >= tr.At && now < tr.End() {
 				svc *= tr.Factor
 			}
-			e.Add(Event{At: now + time.Duration(svc), Kind: colServerOut, ID: ev.ID, Arg: ev.Arg})
+			e.Add(simEvent{At: now + time.Duration(svc), Kind: colServerOut, ID: ev.ID, Arg: ev.Arg})
 		case colServerOut:
 			if inService > c.Threshold && now >= tr.At {
 				lastAbove = now
 			}
 			inService--
-			e.Add(Event{At: now + r.Exp(c.HopMean), Kind: colAnswer, ID: ev.ID, Arg: ev.Arg})
+			e.Add(simEvent{At: now + r.Exp(c.HopMean), Kind: colAnswer, ID: ev.ID, Arg: ev.Arg})
 		case colAnswer:
 			if w.reqs[ev.ID].attempt == ev.Arg {
-				finish(ev.ID, now, Succeeded)
+				finish(ev.ID, now, succeeded)
 			}
 		case colTimeout:
 			if w.reqs[ev.ID].attempt == ev.Arg {
-				finish(ev.ID, now, TimedOut)
+				finish(ev.ID, now, timedOut)
 			}
 		case colTick:
 			res.InFlight[ev.Arg] = inService

@@ -102,7 +102,7 @@ func TestCollapseGuards(t *testing.T) {
 	if r.Collapsed {
 		t.Fatal("no retries at all, and yet collapsed")
 	}
-	if !errors.Is(ErrTimeout, retry.ErrAttemptTimeout) {
+	if !errors.Is(errTimeout, retry.ErrAttemptTimeout) {
 		t.Fatal("ErrTimeout does not match retry.ErrAttemptTimeout")
 	}
 }

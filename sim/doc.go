@@ -1,8 +1,8 @@
 // Package sim shows, on virtual time, what a retry policy does to a system.
 //
-// It is a deterministic discrete-event simulator (Engine: a priority queue
-// of events and a clock that jumps from one to the next; Rand: a seeded
-// PCG source) and the scenarios built on it, each the model of a
+// It is a deterministic discrete-event simulator (a priority queue of
+// events, a clock that jumps from one to the next, and seeded PCG sources)
+// and the scenarios built on it, each the model of a
 // published result:
 //
 //   - Herd: the thundering herd of the AWS Architecture Blog's
@@ -33,6 +33,5 @@
 // Every run is a pure function of its parameters, its policy and its seed;
 // sweeps derive each run's seed from theirs, so results do not depend on
 // the number of workers. Nothing in this package reads the clock or a
-// global random source. Scenario values are safe for concurrent use; an
-// Engine or a Rand is not.
+// global random source. Scenario values are safe for concurrent use.
 package sim

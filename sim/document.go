@@ -9,8 +9,8 @@ import (
 
 // PolicyOf returns the policy a document describes, as simulated clients
 // apply it: its attempt limit, its retriers (each error is matched by name,
-// as in production: ErrFailed is HTTP.500, ErrOverloaded HTTP.503,
-// ErrConflict HTTP.409, ErrTimeout States.Timeout; an error no retrier
+// as in production: a failed attempt is HTTP.500, an overloaded one
+// HTTP.503, a conflict HTTP.409, a timeout States.Timeout; an error no retrier
 // matches is not retried) with their own schedules and counts, and its
 // budget, breaker and adaptive throttle, one of each per client. The
 // document's timeouts are not simulated: the scenarios have their own.

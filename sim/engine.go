@@ -17,11 +17,11 @@ const epochUnix = 946684800
 // field (as Outage.Clients), its value and what is accepted.
 var ErrInvalidConfig = errors.New("sim: invalid configuration")
 
-// Event is something that happens at a virtual instant. The engine orders
+// simEvent is something that happens at a virtual instant. The engine orders
 // events by At and, for equal instants, by the order they were added; what
 // Kind, ID and Arg mean is up to the scenario that adds them (typically: what
 // happens, to which client or request, with which value).
-type Event struct {
+type simEvent struct {
 	At   time.Duration // when it happens, from the start of the run
 	Kind uint8         // what happens
 	ID   int32         // to whom (a client, a request)
@@ -30,47 +30,47 @@ type Event struct {
 }
 
 // before reports whether a is due before b: earlier, or added earlier.
-func (a *Event) before(b *Event) bool {
+func (a *simEvent) before(b *simEvent) bool {
 	return a.At < b.At || a.At == b.At && a.seq < b.seq
 }
 
-// Engine is a discrete-event scheduler on virtual time: a priority queue of
+// engine is a discrete-event scheduler on virtual time: a priority queue of
 // events and a clock that jumps from one event to the next. Nothing waits
 // for real; a run of a minute of virtual time takes as long as its events
 // take to process.
 //
-// The zero Engine is empty, at time 0, ready to use. Reset empties it and
-// keeps its memory, so one Engine runs many scenarios without allocating:
-// the queue is a 4-ary heap of Event values in a slice that only grows.
-// An Engine is not safe for concurrent use; run one per goroutine.
-type Engine struct {
+// The zero engine is empty, at time 0, ready to use. Reset empties it and
+// keeps its memory, so one engine runs many scenarios without allocating:
+// the queue is a 4-ary heap of simEvent values in a slice that only grows.
+// An engine is not safe for concurrent use; run one per goroutine.
+type engine struct {
 	now  time.Duration
 	seq  uint64
-	heap []Event
+	heap []simEvent
 }
 
 // Reset empties the queue and sets the clock back to 0.
-func (e *Engine) Reset() {
+func (e *engine) Reset() {
 	e.now, e.seq, e.heap = 0, 0, e.heap[:0]
 }
 
 // Now returns the virtual time of the event being processed (or of the last
 // one popped).
-func (e *Engine) Now() time.Duration { return e.now }
+func (e *engine) Now() time.Duration { return e.now }
 
 // Time returns Now as a wall-clock instant, for the methods of policy
 // objects that take now time.Time. Virtual time 0 is 2000-01-01 UTC.
-func (e *Engine) Time() time.Time { return Instant(e.now) }
+func (e *engine) Time() time.Time { return instant(e.now) }
 
-// Instant returns the wall-clock instant that virtual time d stands for.
-func Instant(d time.Duration) time.Time { return time.Unix(epochUnix, int64(d)).UTC() }
+// instant returns the wall-clock instant that virtual time d stands for.
+func instant(d time.Duration) time.Time { return time.Unix(epochUnix, int64(d)).UTC() }
 
 // Len returns how many events are queued.
-func (e *Engine) Len() int { return len(e.heap) }
+func (e *engine) Len() int { return len(e.heap) }
 
 // Add queues ev. An event dated before Now is moved to Now: time never goes
 // backwards.
-func (e *Engine) Add(ev Event) {
+func (e *engine) Add(ev simEvent) {
 	if ev.At < e.now {
 		ev.At = e.now
 	}
@@ -92,11 +92,11 @@ func (e *Engine) Add(ev Event) {
 
 // Pop removes the earliest event, moves the clock to it and returns it. It
 // returns false when the queue is empty.
-func (e *Engine) Pop() (Event, bool) {
+func (e *engine) Pop() (simEvent, bool) {
 	h := e.heap
 	n := len(h)
 	if n == 0 {
-		return Event{}, false
+		return simEvent{}, false
 	}
 	top := h[0]
 	n--
@@ -133,17 +133,17 @@ func (e *Engine) Pop() (Event, bool) {
 	return top, true
 }
 
-// Rand is the random source of one run: math/rand/v2's PCG generator,
+// rng is the random source of one run: math/rand/v2's PCG generator,
 // seeded, so that the same seed gives the same run. Its zero value is not
 // usable; call Seed first. It is not safe for concurrent use.
-type Rand struct {
+type rng struct {
 	pcg rand.PCG
 	r   *rand.Rand
 }
 
-// NewRand returns a source seeded with seed and stream.
-func NewRand(seed, stream uint64) *Rand {
-	r := &Rand{}
+// newRand returns a source seeded with seed and stream.
+func newRand(seed, stream uint64) *rng {
+	r := &rng{}
 	r.r = rand.New(&r.pcg)
 	r.Seed(seed, stream)
 	return r
@@ -151,7 +151,7 @@ func NewRand(seed, stream uint64) *Rand {
 
 // Seed restarts the source as NewRand(seed, stream) would, without
 // allocating.
-func (r *Rand) Seed(seed, stream uint64) {
+func (r *rng) Seed(seed, stream uint64) {
 	if r.r == nil {
 		r.r = rand.New(&r.pcg)
 	}
@@ -159,16 +159,16 @@ func (r *Rand) Seed(seed, stream uint64) {
 }
 
 // Float64 returns a draw in [0, 1).
-func (r *Rand) Float64() float64 { return r.r.Float64() }
+func (r *rng) Float64() float64 { return r.r.Float64() }
 
 // Exp returns an exponentially distributed duration with the given mean.
-func (r *Rand) Exp(mean time.Duration) time.Duration {
+func (r *rng) Exp(mean time.Duration) time.Duration {
 	return time.Duration(r.r.ExpFloat64() * float64(mean))
 }
 
 // AbsNormal returns |X| for X normally distributed with the given mean and
 // standard deviation (the network hop of the 2015 backoff simulation).
-func (r *Rand) AbsNormal(mean, sd time.Duration) time.Duration {
+func (r *rng) AbsNormal(mean, sd time.Duration) time.Duration {
 	d := time.Duration(float64(mean) + r.r.NormFloat64()*float64(sd))
 	if d < 0 {
 		return -d

@@ -1,15 +1,16 @@
 package sim
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
 
 func TestEngineOrdersEventsByTimeThenInsertion(t *testing.T) {
-	var e Engine
+	var e engine
 	at := []time.Duration{30, 10, 20, 10, 0, 20, 10}
 	for i, d := range at {
-		e.Add(Event{At: d, ID: int32(i)})
+		e.Add(simEvent{At: d, ID: int32(i)})
 	}
 	// Equal instants come out in the order they were added.
 	want := []int32{4, 1, 3, 6, 2, 5, 0}
@@ -31,10 +32,10 @@ func TestEngineOrdersEventsByTimeThenInsertion(t *testing.T) {
 }
 
 func TestEngineNeverGoesBackInTime(t *testing.T) {
-	var e Engine
-	e.Add(Event{At: 100})
+	var e engine
+	e.Add(simEvent{At: 100})
 	e.Pop()
-	e.Add(Event{At: 50, ID: 1}) // in the past: moved to now
+	e.Add(simEvent{At: 50, ID: 1}) // in the past: moved to now
 	ev, _ := e.Pop()
 	if ev.At != 100 || e.Now() != 100 {
 		t.Fatalf("event added in the past: got it at %v (now %v), want at 100", ev.At, e.Now())
@@ -42,10 +43,10 @@ func TestEngineNeverGoesBackInTime(t *testing.T) {
 }
 
 func TestEngineHeapStaysOrderedUnderRandomLoad(t *testing.T) {
-	var e Engine
-	r := NewRand(7, 7)
+	var e engine
+	r := newRand(7, 7)
 	for range 1000 {
-		e.Add(Event{At: r.Exp(time.Second)})
+		e.Add(simEvent{At: r.Exp(time.Second)})
 	}
 	last := time.Duration(-1)
 	for n := 0; e.Len() > 0; n++ {
@@ -55,15 +56,15 @@ func TestEngineHeapStaysOrderedUnderRandomLoad(t *testing.T) {
 		}
 		last = ev.At
 		if n < 5000 { // keep adding while popping
-			e.Add(Event{At: ev.At + r.Exp(time.Second)})
+			e.Add(simEvent{At: ev.At + r.Exp(time.Second)})
 		}
 	}
 }
 
 func TestEngineResetKeepsMemory(t *testing.T) {
-	var e Engine
+	var e engine
 	for i := range 100 {
-		e.Add(Event{At: time.Duration(i)})
+		e.Add(simEvent{At: time.Duration(i)})
 	}
 	e.Pop()
 	e.Reset()
@@ -73,7 +74,7 @@ func TestEngineResetKeepsMemory(t *testing.T) {
 	allocs := testing.AllocsPerRun(10, func() {
 		e.Reset()
 		for i := range 100 {
-			e.Add(Event{At: time.Duration(100 - i)})
+			e.Add(simEvent{At: time.Duration(100 - i)})
 		}
 		for e.Len() > 0 {
 			e.Pop()
@@ -85,7 +86,7 @@ func TestEngineResetKeepsMemory(t *testing.T) {
 }
 
 func TestRandIsRepeatable(t *testing.T) {
-	a, b := NewRand(1, 2), NewRand(1, 2)
+	a, b := newRand(1, 2), newRand(1, 2)
 	for i := range 100 {
 		x, y := a.AbsNormal(10*time.Millisecond, 2*time.Millisecond), b.AbsNormal(10*time.Millisecond, 2*time.Millisecond)
 		if x != y || x < 0 {
@@ -93,17 +94,46 @@ func TestRandIsRepeatable(t *testing.T) {
 		}
 	}
 	a.Seed(1, 2)
-	c := NewRand(1, 2)
+	c := newRand(1, 2)
 	if a.Float64() != c.Float64() {
 		t.Fatal("Seed did not restart the source")
 	}
-	if d := NewRand(1, 3).Exp(time.Second); d == NewRand(1, 2).Exp(time.Second) {
+	if d := newRand(1, 3).Exp(time.Second); d == newRand(1, 2).Exp(time.Second) {
 		t.Fatal("two streams gave the same first draw")
 	}
 }
 
 func TestInstant(t *testing.T) {
-	if got := Instant(1500 * time.Millisecond); !got.Equal(time.Date(2000, 1, 1, 0, 0, 1, 5e8, time.UTC)) {
+	if got := instant(1500 * time.Millisecond); !got.Equal(time.Date(2000, 1, 1, 0, 0, 1, 5e8, time.UTC)) {
 		t.Fatalf("Instant(1.5s) = %v, want 2000-01-01T00:00:01.5Z", got)
 	}
+}
+
+// The engine runs events in time order; a scenario is a loop over them.
+func Example_engine() {
+	const (
+		ping uint8 = iota
+		pong
+	)
+	var e engine
+	e.Add(simEvent{At: 30 * time.Millisecond, Kind: ping, ID: 2})
+	e.Add(simEvent{At: 10 * time.Millisecond, Kind: ping, ID: 1})
+	for {
+		ev, ok := e.Pop()
+		if !ok {
+			break
+		}
+		switch ev.Kind {
+		case ping:
+			fmt.Printf("%v: ping from %d\n", e.Now(), ev.ID)
+			e.Add(simEvent{At: e.Now() + 5*time.Millisecond, Kind: pong, ID: ev.ID})
+		case pong:
+			fmt.Printf("%v: pong to %d\n", e.Now(), ev.ID)
+		}
+	}
+	// Output:
+	// 10ms: ping from 1
+	// 15ms: pong to 1
+	// 30ms: ping from 2
+	// 35ms: pong to 2
 }

@@ -2,7 +2,6 @@ package sim_test
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/yaoki-go/yaoki/sim"
 )
@@ -28,33 +27,4 @@ func Example() {
 	// token bucket p=1 success   0.0%  attempts per call 1.14
 	// breaker      p=0 success 100.0%  attempts per call 1.00
 	// breaker      p=1 success   0.0%  attempts per call 1.00
-}
-
-// An Engine runs events in time order; a scenario is a loop over them.
-func ExampleEngine() {
-	const (
-		ping uint8 = iota
-		pong
-	)
-	var e sim.Engine
-	e.Add(sim.Event{At: 30 * time.Millisecond, Kind: ping, ID: 2})
-	e.Add(sim.Event{At: 10 * time.Millisecond, Kind: ping, ID: 1})
-	for {
-		ev, ok := e.Pop()
-		if !ok {
-			break
-		}
-		switch ev.Kind {
-		case ping:
-			fmt.Printf("%v: ping from %d\n", e.Now(), ev.ID)
-			e.Add(sim.Event{At: e.Now() + 5*time.Millisecond, Kind: pong, ID: ev.ID})
-		case pong:
-			fmt.Printf("%v: pong to %d\n", e.Now(), ev.ID)
-		}
-	}
-	// Output:
-	// 10ms: ping from 1
-	// 15ms: pong to 1
-	// 30ms: ping from 2
-	// 35ms: pong to 2
 }

@@ -103,9 +103,9 @@ const (
 
 // herdRun holds what one run needs; it is reused across runs.
 type herdRun struct {
-	eng    Engine
-	rnd    Rand
-	grnd   Rand // the guards' random source
+	eng    engine
+	rnd    rng
+	grnd   rng // the guards' random source
 	loops  []loop
 	guards guardSet
 }
@@ -149,7 +149,7 @@ func (w *herdRun) run(h Herd, c *compiled, seed uint64) HerdResult {
 	hop := func() time.Duration { return r.AbsNormal(h.HopMean, h.HopStdDev) }
 	res.Time = 0
 	for i := range h.Clients {
-		e.Add(Event{At: 0, Kind: herdBegin, ID: int32(i)})
+		e.Add(simEvent{At: 0, Kind: herdBegin, ID: int32(i)})
 	}
 	lastWrite := time.Duration(math.MinInt64) // when the version last changed
 	for {
@@ -167,21 +167,21 @@ func (w *herdRun) run(h Herd, c *compiled, seed uint64) HerdResult {
 				res.GaveUp[refused]++
 				res.Time = max(res.Time, now)
 			case wait > 0:
-				e.Add(Event{At: now + wait, Kind: herdBegin, ID: ev.ID})
+				e.Add(simEvent{At: now + wait, Kind: herdBegin, ID: ev.ID})
 			default:
 				w.send(e, h, ev.ID, now)
 			}
 		case herdWrite:
 			res.Calls++
-			o := Conflicted
+			o := conflicted
 			if lastWrite < time.Duration(ev.Arg) {
 				lastWrite = now
-				o = Succeeded
+				o = succeeded
 			}
 			if c.shared && c.guards != nil {
 				// Guards shared between clients must see every client's
 				// answers in time order: deliver the answer as an event.
-				e.Add(Event{At: now + hop(), Kind: herdReply, ID: ev.ID, Arg: int64(o)})
+				e.Add(simEvent{At: now + hop(), Kind: herdReply, ID: ev.ID, Arg: int64(o)})
 				break
 			}
 			// Only this client acts on the answer, and nothing it does
@@ -189,25 +189,25 @@ func (w *herdRun) run(h Herd, c *compiled, seed uint64) HerdResult {
 			// arrival time. This saves a third of the events.
 			w.reply(e, h, c, &res, ev.ID, now+hop(), o)
 		case herdReply:
-			w.reply(e, h, c, &res, ev.ID, now, Outcome(ev.Arg))
+			w.reply(e, h, c, &res, ev.ID, now, outcome(ev.Arg))
 		}
 	}
 	return res
 }
 
 // reply handles the answer to client id's write, arriving at now.
-func (w *herdRun) reply(e *Engine, h Herd, c *compiled, res *HerdResult, id int32, now time.Duration, o Outcome) {
+func (w *herdRun) reply(e *engine, h Herd, c *compiled, res *HerdResult, id int32, now time.Duration, o outcome) {
 	l, g := &w.loops[id], w.guards.of(id)
 	wait, stop := w.guards.end(l, now, o)
 	switch {
-	case o == Succeeded:
+	case o == succeeded:
 		res.Succeeded++
 		res.Time = max(res.Time, now)
 	case stop != 0:
 		res.GaveUp[stop]++
 		res.Time = max(res.Time, now)
 	case w.guards.before:
-		e.Add(Event{At: now + wait, Kind: herdBegin, ID: id})
+		e.Add(simEvent{At: now + wait, Kind: herdBegin, ID: id})
 	default:
 		// Nothing to ask before the attempt: start it now.
 		l.begin(context.Background(), g, now+wait)
@@ -218,10 +218,10 @@ func (w *herdRun) reply(e *Engine, h Herd, c *compiled, res *HerdResult, id int3
 // send starts client id's attempt at now: its read reaches the server one
 // hop later, its answer comes back and the write goes out at once, so the
 // write arrives three hops after now.
-func (w *herdRun) send(e *Engine, h Herd, id int32, now time.Duration) {
+func (w *herdRun) send(e *engine, h Herd, id int32, now time.Duration) {
 	read := now + w.rnd.AbsNormal(h.HopMean, h.HopStdDev)
 	write := read + w.rnd.AbsNormal(h.HopMean, h.HopStdDev) + w.rnd.AbsNormal(h.HopMean, h.HopStdDev)
-	e.Add(Event{At: write, Kind: herdWrite, ID: id, Arg: int64(read)})
+	e.Add(simEvent{At: write, Kind: herdWrite, ID: id, Arg: int64(read)})
 }
 
 // DefaultHerdClients are the client counts of the published sweep: 10, 20,

@@ -95,54 +95,54 @@ type parityCase struct {
 
 var parityCases = []parityCase{
 	{name: "backoff then success",
-		script: []scripted{{10 * time.Millisecond, ErrFailed}, {10 * time.Millisecond, ErrFailed}, {10 * time.Millisecond, nil}},
+		script: []scripted{{10 * time.Millisecond, errFailed}, {10 * time.Millisecond, errFailed}, {10 * time.Millisecond, nil}},
 		want:   []string{"wait 25ms backoff", "wait 50ms backoff", "success"}},
 	{name: "overload answers back off from ThrottleBase",
 		policy: retry.Policy{ThrottleBase: 200 * time.Millisecond, Classify: classifyOutcome},
-		script: []scripted{{time.Millisecond, ErrOverloaded}, {time.Millisecond, nil}},
+		script: []scripted{{time.Millisecond, errOverloaded}, {time.Millisecond, nil}},
 		want:   []string{"wait 100ms backoff", "success"}},
 	{name: "attempts exhausted",
 		policy: retry.Policy{MaxAttempts: 2, Backoff: backoff.Schedule{Kind: backoff.Constant, Base: time.Second, Jitter: backoff.None}},
-		script: []scripted{{0, ErrTimeout}, {0, ErrTimeout}},
+		script: []scripted{{0, errTimeout}, {0, errTimeout}},
 		want:   []string{"wait 1s backoff", "give up attempts_exhausted"}},
 	{name: "final error",
 		policy: retry.Policy{Classify: func(err error) retry.Class {
-			if err == ErrConflict {
+			if err == errConflict {
 				return retry.ClassPermanent
 			}
 			return retry.ClassTransient
 		}},
-		script: []scripted{{0, ErrFailed}, {0, ErrConflict}},
+		script: []scripted{{0, errFailed}, {0, errConflict}},
 		want:   []string{"wait 25ms backoff", "give up permanent_error"}},
 	{name: "server hint honoured",
-		script: []scripted{{0, retry.After(ErrOverloaded, 2*time.Second)}, {0, nil}},
+		script: []scripted{{0, retry.After(errOverloaded, 2*time.Second)}, {0, nil}},
 		want:   []string{"wait 2.2s server", "success"}},
 	{name: "server hint jitter shrunk to the deadline",
 		deadline: 1100 * time.Millisecond,
-		script:   []scripted{{0, retry.After(ErrOverloaded, time.Second)}, {0, nil}},
+		script:   []scripted{{0, retry.After(errOverloaded, time.Second)}, {0, nil}},
 		want:     []string{"wait 1.05s server", "success"}},
 	{name: "server hint past the deadline",
 		deadline: 1100 * time.Millisecond,
-		script:   []scripted{{200 * time.Millisecond, retry.After(ErrOverloaded, time.Second)}},
+		script:   []scripted{{200 * time.Millisecond, retry.After(errOverloaded, time.Second)}},
 		want:     []string{"give up deadline"}},
 	{name: "server hint too long",
-		script: []scripted{{0, retry.After(ErrOverloaded, 2*time.Minute)}},
+		script: []scripted{{0, retry.After(errOverloaded, 2*time.Minute)}},
 		want:   []string{"give up hint_too_long"}},
 	{name: "backoff past the deadline",
 		deadline: 30 * time.Millisecond,
-		script:   []scripted{{10 * time.Millisecond, ErrFailed}},
+		script:   []scripted{{10 * time.Millisecond, errFailed}},
 		want:     []string{"give up deadline"}},
 	{name: "budget refuses the second retry",
 		guards: func() Guards { return Guards{Budget: &scriptBudget{retries: 1}} },
-		script: []scripted{{0, ErrFailed}, {0, ErrTimeout}},
+		script: []scripted{{0, errFailed}, {0, errTimeout}},
 		want:   []string{"wait 25ms backoff", "give up budget_exhausted"}},
 	{name: "breaker refuses the second attempt",
 		guards: func() Guards { return Guards{Breaker: &scriptBreaker{refuse: 2}} },
-		script: []scripted{{0, ErrFailed}},
+		script: []scripted{{0, errFailed}},
 		want:   []string{"wait 25ms backoff", "give up breaker_open"}},
 	{name: "throttle waits, then admits",
 		guards: func() Guards { return Guards{Throttle: &scriptThrottle{waits: []time.Duration{40 * time.Millisecond}}} },
-		script: []scripted{{0, ErrFailed}, {0, nil}},
+		script: []scripted{{0, errFailed}, {0, nil}},
 		want:   []string{"wait 25ms backoff", "success"}},
 	{name: "throttle's wait past the deadline",
 		deadline: time.Second,
@@ -212,13 +212,13 @@ func (c *parityCase) viaDo(t *testing.T) (decisions, events []string) {
 // viaSim runs c through the simulator's driver (loop.begin and loop.end)
 // on virtual time.
 func (c *parityCase) viaSim() (decisions, events []string) {
-	tr := &trace{start: Instant(0)}
+	tr := &trace{start: instant(0)}
 	p := c.policyFor(tr)
 	var src event.Source // the wait's source, which end does not return
 	p.OnRetry = func(w retry.Wait) { src = w.Source }
 	var ctx context.Context = context.Background()
 	if c.deadline > 0 {
-		ctx = deadlineCtx{ctx, Instant(c.deadline)}
+		ctx = deadlineCtx{ctx, instant(c.deadline)}
 	}
 	var l loop
 	now := time.Duration(0)

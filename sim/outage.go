@@ -113,16 +113,16 @@ type outCall struct {
 	client int32
 	// The first attempt's answer and round trip, drawn when the call
 	// arrives (see run).
-	first Outcome
+	first outcome
 	trip  time.Duration
 }
 
 // outageRun holds what one run needs; it is reused across runs.
 type outageRun struct {
-	eng    Engine
-	rnd    Rand
-	retry  Rand // retries' answers, round trips and jitter
-	grnd   Rand // the guards' random source
+	eng    engine
+	rnd    rng
+	retry  rng // retries' answers, round trips and jitter
+	grnd   rng // the guards' random source
 	calls  []outCall
 	free   []int32
 	guards guardSet
@@ -156,16 +156,16 @@ func (w *outageRun) run(o Outage, c *compiled, seed uint64) OutageResult {
 	w.calls, w.free = w.calls[:0], w.free[:0]
 	w.guards.build(c, o.Clients, &w.grnd, seed, rr) // jitter: a retry's draw
 	gap := time.Duration(float64(time.Second) / o.Rate)
-	fail := Failed
+	fail := failed
 	if o.Overload {
-		fail = Overloaded
+		fail = overloaded
 	}
 	for i := range o.Clients {
-		e.Add(Event{At: r.Exp(gap), Kind: outArrive, ID: int32(i)})
+		e.Add(simEvent{At: r.Exp(gap), Kind: outArrive, ID: int32(i)})
 	}
 	// draw draws an attempt's answer and round trip (two hops) from src.
-	draw := func(src *Rand) (Outcome, time.Duration) {
-		out := Succeeded
+	draw := func(src *rng) (outcome, time.Duration) {
+		out := succeeded
 		if src.Float64() < o.FailureRate {
 			out = fail
 		}
@@ -180,7 +180,7 @@ func (w *outageRun) run(o Outage, c *compiled, seed uint64) OutageResult {
 		if call.m.Attempts() > 1 {
 			out, trip = draw(rr)
 		}
-		e.Add(Event{At: now + trip, Kind: outReply, ID: id, Arg: int64(out)})
+		e.Add(simEvent{At: now + trip, Kind: outReply, ID: id, Arg: int64(out)})
 	}
 	// begin asks the guards and sends, retries later or gives up.
 	begin := func(id int32, now time.Duration) {
@@ -194,7 +194,7 @@ func (w *outageRun) run(o Outage, c *compiled, seed uint64) OutageResult {
 			}
 			w.free = append(w.free, id)
 		case wait > 0:
-			e.Add(Event{At: now + wait, Kind: outBegin, ID: id})
+			e.Add(simEvent{At: now + wait, Kind: outBegin, ID: id})
 		default:
 			send(id, now)
 		}
@@ -210,7 +210,7 @@ func (w *outageRun) run(o Outage, c *compiled, seed uint64) OutageResult {
 			if now >= o.Duration {
 				break // draining: no more first tries
 			}
-			e.Add(Event{At: now + r.Exp(gap), Kind: outArrive, ID: ev.ID})
+			e.Add(simEvent{At: now + r.Exp(gap), Kind: outArrive, ID: ev.ID})
 			res.FirstTries++
 			var id int32
 			if n := len(w.free); n > 0 {
@@ -227,17 +227,17 @@ func (w *outageRun) run(o Outage, c *compiled, seed uint64) OutageResult {
 			begin(ev.ID, now)
 		case outReply:
 			call := &w.calls[ev.ID]
-			out := Outcome(ev.Arg)
+			out := outcome(ev.Arg)
 			wait, stop := w.guards.end(&call.loop, now, out)
 			switch {
-			case out == Succeeded:
+			case out == succeeded:
 				res.Succeeded++
 				w.free = append(w.free, ev.ID)
 			case stop != 0:
 				res.GaveUp[stop]++
 				w.free = append(w.free, ev.ID)
 			case wait > 0 || w.guards.before:
-				e.Add(Event{At: now + wait, Kind: outBegin, ID: ev.ID})
+				e.Add(simEvent{At: now + wait, Kind: outBegin, ID: ev.ID})
 			default:
 				begin(ev.ID, now)
 			}

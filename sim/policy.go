@@ -70,21 +70,21 @@ type Guards struct {
 // Errors that simulated attempts fail with, as the guards see them (a
 // breaker's DoneAt gets them).
 var (
-	// ErrFailed is a server error: the attempt failed and may be retried.
+	// errFailed is a server error: the attempt failed and may be retried.
 	// It reports StatusCode 500.
-	ErrFailed error = &statusError{500, "sim: the server failed the attempt (500)"}
-	// ErrOverloaded is a server's overload answer: throttles count it and
+	errFailed error = &statusError{500, "sim: the server failed the attempt (500)"}
+	// errOverloaded is a server's overload answer: throttles count it and
 	// the wait before the next retry starts from Policy.ThrottleBase. It
 	// reports StatusCode 503.
-	ErrOverloaded error = &statusError{503, "sim: the server answered that it is overloaded (503)"}
-	// ErrTimeout is an attempt that got no answer in time; it matches
+	errOverloaded error = &statusError{503, "sim: the server answered that it is overloaded (503)"}
+	// errTimeout is an attempt that got no answer in time; it matches
 	// retry.ErrAttemptTimeout.
-	ErrTimeout error = timeoutError{}
-	// ErrConflict is a refusal because of the data, not of the server's
+	errTimeout error = timeoutError{}
+	// errConflict is a refusal because of the data, not of the server's
 	// health: the herd's write whose version no longer matches (think 409
 	// or 412). It reports StatusCode 409, so breakers do not count it as
 	// the dependency's failure; the loop retries it.
-	ErrConflict error = &statusError{409, "sim: the write conflicted with another one (409)"}
+	errConflict error = &statusError{409, "sim: the write conflicted with another one (409)"}
 )
 
 // statusError is a simulated answer with an HTTP status, so that breakers
@@ -108,33 +108,33 @@ func (timeoutError) Is(target error) bool { return target == retry.ErrAttemptTim
 // deadline.
 func (timeoutError) AttemptTimeout() bool { return true }
 
-// Outcome is how one simulated attempt ended.
-type Outcome uint8
+// outcome is how one simulated attempt ended.
+type outcome uint8
 
 const (
-	// Succeeded: the attempt got a successful answer.
-	Succeeded Outcome = iota
-	// Failed: the server answered with an error (ErrFailed).
-	Failed
-	// Overloaded: the server answered that it is overloaded (ErrOverloaded).
-	Overloaded
-	// TimedOut: no answer came in time (ErrTimeout).
-	TimedOut
-	// Conflicted: the server refused the attempt because of the data
-	// (ErrConflict).
-	Conflicted
+	// succeeded: the attempt got a successful answer.
+	succeeded outcome = iota
+	// failed: the server answered with an error (errFailed).
+	failed
+	// overloaded: the server answered that it is overloaded (errOverloaded).
+	overloaded
+	// timedOut: no answer came in time (errTimeout).
+	timedOut
+	// conflicted: the server refused the attempt because of the data
+	// (errConflict).
+	conflicted
 )
 
-func (o Outcome) err() error {
+func (o outcome) err() error {
 	switch o {
-	case Failed:
-		return ErrFailed
-	case Overloaded:
-		return ErrOverloaded
-	case TimedOut:
-		return ErrTimeout
-	case Conflicted:
-		return ErrConflict
+	case failed:
+		return errFailed
+	case overloaded:
+		return errOverloaded
+	case timedOut:
+		return errTimeout
+	case conflicted:
+		return errConflict
 	}
 	return nil
 }
@@ -191,7 +191,7 @@ func compile(p Policy) compiled {
 // classifyOutcome is the simulated loop's default classifier: every
 // failure is retried, overload answers as throttling.
 func classifyOutcome(err error) retry.Class {
-	if err == ErrOverloaded {
+	if err == errOverloaded {
 		return retry.ClassThrottled
 	}
 	return retry.ClassTransient
@@ -226,7 +226,7 @@ type guardSet struct {
 	envs []retry.Env
 	pols []retry.Policy // pols[i].Env is &envs[i]
 	per  bool           // one policy per client (else pols[0] for all)
-	r    *Rand
+	r    *rng
 	// u is the draw the loops' jitter uses (their Env.Rand returns it):
 	// end draws it from r once per failed attempt, none for Immediate
 	// policies, so that a seed gives the same run whatever the loop does
@@ -248,7 +248,7 @@ const guardStream = 0x9a4d5
 // build makes the loop policies for n clients under policy c: the guards,
 // with gr, the run's random source for guards, seeded with the run's
 // seed; and the jitter, drawn from r, the scenario's source.
-func (s *guardSet) build(c *compiled, n int, gr *Rand, seed uint64, r *Rand) {
+func (s *guardSet) build(c *compiled, n int, gr *rng, seed uint64, r *rng) {
 	k := 1
 	s.per = c.guards != nil && !c.shared
 	if s.per {
@@ -282,8 +282,8 @@ func (s *guardSet) build(c *compiled, n int, gr *Rand, seed uint64, r *Rand) {
 func (s *guardSet) drawn() float64 { return s.u }
 
 // end ends loop l's attempt in flight at now with outcome o; see loop.end.
-func (s *guardSet) end(l *loop, now time.Duration, o Outcome) (wait time.Duration, stop retry.Reason) {
-	if o != Succeeded && !s.immediate {
+func (s *guardSet) end(l *loop, now time.Duration, o outcome) (wait time.Duration, stop retry.Reason) {
+	if o != succeeded && !s.immediate {
 		s.u = s.r.Float64()
 	}
 	return l.end(context.Background(), now, o.err())
@@ -311,7 +311,7 @@ type loop struct {
 // (the request gives up). On yes the attempt counts as sent at now. ctx
 // is the caller's context (context.Background() in the scenarios).
 func (l *loop) begin(ctx context.Context, p *retry.Policy, now time.Duration) (wait time.Duration, refused retry.Reason) {
-	at := Instant(now)
+	at := instant(now)
 	if !l.started {
 		l.m.Start(ctx, p, at)
 		l.started = true
@@ -330,7 +330,7 @@ func (l *loop) begin(ctx context.Context, p *retry.Policy, now time.Duration) (w
 // success) and returns what comes next: a wait before the next attempt,
 // or a reason to give up.
 func (l *loop) end(ctx context.Context, now time.Duration, err error) (wait time.Duration, stop retry.Reason) {
-	d := l.m.After(ctx, Instant(now), &l.t, err)
+	d := l.m.After(ctx, instant(now), &l.t, err)
 	l.t = retry.Ticket{}
 	switch d.Verdict {
 	case retry.Done:

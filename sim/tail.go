@@ -231,9 +231,9 @@ type tailReq struct {
 
 // tailRun holds what one run needs; it is reused across runs.
 type tailRun struct {
-	eng   Engine
-	rnd   Rand // arrivals and first attempts: the same for every policy
-	extra Rand // hedges' latencies
+	eng   engine
+	rnd   rng // arrivals and first attempts: the same for every policy
+	extra rng // hedges' latencies
 	calls []tailCall
 	free  []int32
 	reqs  []tailReq
@@ -295,7 +295,7 @@ func (w *tailRun) run(t Tail, p TailPolicy, seed uint64) TailResult {
 	}
 	phases := [3]*TailPhase{&res.Healthy, &res.Brownout, &res.Recovery}
 	// latency draws an attempt's latency at now from r.
-	latency := func(r *Rand, now time.Duration) time.Duration {
+	latency := func(r *rng, now time.Duration) time.Duration {
 		mean := t.Fast
 		if phaseOf(now) == 1 { // the brownout
 			mean = t.BrownoutLatency
@@ -305,7 +305,7 @@ func (w *tailRun) run(t Tail, p TailPolicy, seed uint64) TailResult {
 		return mean/2 + r.Exp(mean/2)
 	}
 	gap := time.Duration(float64(time.Second) / t.Rate)
-	e.Add(Event{At: w.rnd.Exp(gap), Kind: tailArrive})
+	e.Add(simEvent{At: w.rnd.Exp(gap), Kind: tailArrive})
 	for {
 		ev, ok := e.Pop()
 		if !ok {
@@ -317,10 +317,10 @@ func (w *tailRun) run(t Tail, p TailPolicy, seed uint64) TailResult {
 			if now >= end {
 				break
 			}
-			e.Add(Event{At: now + w.rnd.Exp(gap), Kind: tailArrive})
+			e.Add(simEvent{At: now + w.rnd.Exp(gap), Kind: tailArrive})
 			rid := pop(&w.rfree, func() int32 { w.reqs = append(w.reqs, tailReq{}); return int32(len(w.reqs) - 1) })
 			w.reqs[rid] = tailReq{start: now, left: t.Fanout, calls: t.Fanout}
-			at := Instant(now)
+			at := instant(now)
 			for range t.Fanout {
 				id := pop(&w.free, func() int32 { w.calls = append(w.calls, tailCall{}); return int32(len(w.calls) - 1) })
 				l := latency(&w.rnd, now)
@@ -330,18 +330,18 @@ func (w *tailRun) run(t Tail, p TailPolicy, seed uint64) TailResult {
 					d, ok := h.PlanAt(at)
 					c.delay = d
 					if ok && d < l {
-						e.Add(Event{At: now + d, Kind: tailHedge, ID: id, Arg: c.next})
+						e.Add(simEvent{At: now + d, Kind: tailHedge, ID: id, Arg: c.next})
 					}
 				}
 				w.calls[id] = c
-				e.Add(Event{At: c.finish, Kind: tailDone, ID: id, Arg: c.done})
+				e.Add(simEvent{At: c.finish, Kind: tailDone, ID: id, Arg: c.done})
 			}
 		case tailHedge:
 			c := &w.calls[ev.ID]
 			if ev.Arg != c.next || c.finish <= now {
 				break
 			}
-			if h.AllowAt(Instant(now)) != nil {
+			if h.AllowAt(instant(now)) != nil {
 				break // refused: the call is not hedged further
 			}
 			c.hedges++
@@ -350,12 +350,12 @@ func (w *tailRun) run(t Tail, p TailPolicy, seed uint64) TailResult {
 				c.finish = f
 				w.tok++
 				c.done = w.tok
-				e.Add(Event{At: f, Kind: tailDone, ID: ev.ID, Arg: c.done})
+				e.Add(simEvent{At: f, Kind: tailDone, ID: ev.ID, Arg: c.done})
 			}
 			if c.hedges < maxHedges && now+c.delay < c.finish {
 				w.tok++
 				c.next = w.tok
-				e.Add(Event{At: now + c.delay, Kind: tailHedge, ID: ev.ID, Arg: c.next})
+				e.Add(simEvent{At: now + c.delay, Kind: tailHedge, ID: ev.ID, Arg: c.next})
 			}
 		case tailDone:
 			c := &w.calls[ev.ID]
@@ -366,7 +366,7 @@ func (w *tailRun) run(t Tail, p TailPolicy, seed uint64) TailResult {
 				// The first attempt's latency, or how long it had run when
 				// a hedge's answer cancelled it.
 				ran := min(c.primary, now) - c.start
-				h.ObserveAt(Instant(now), ran, c.delay > 0 && ran > c.delay)
+				h.ObserveAt(instant(now), ran, c.delay > 0 && ran > c.delay)
 			}
 			rid := c.req
 			w.free = append(w.free, ev.ID)
