@@ -1,7 +1,6 @@
 package postgres_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -18,13 +17,10 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/yaoki-go/yaoki/backoff"
 	"github.com/yaoki-go/yaoki/event"
-	"github.com/yaoki-go/yaoki/httpretry"
 	"github.com/yaoki-go/yaoki/idempotency"
 	"github.com/yaoki-go/yaoki/internal/idemproc"
 	"github.com/yaoki-go/yaoki/postgres"
-	"github.com/yaoki-go/yaoki/retry"
 )
 
 // Environment of an Atomic child process (the test binary run again).
@@ -216,52 +212,13 @@ func TestAtomicConcurrentProcesses(t *testing.T) {
 	}
 	const n = 100
 	key := "concurrent-" + rand.Text()
-	base := &http.Transport{MaxIdleConnsPerHost: n}
-	defer base.CloseIdleConnections()
-	type result struct {
-		status         int
-		body, replayed string
-		err            error
-	}
-	results := make([]result, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			client := (&httpretry.Transport{
-				Base:     base,
-				Statuses: append(httpretry.DefaultStatuses(), http.StatusConflict),
-				// No retry budget: the 409s while the first run holds the key
-				// are expected, and a budget would give up on them.
-				Guards: httpretry.Guards{Budget: httpretry.NoBudget},
-				Policy: retry.Policy{MaxAttempts: retry.Unlimited, MaxElapsed: time.Minute,
-					Backoff: backoff.Schedule{Base: time.Millisecond, Cap: 10 * time.Millisecond}},
-			}).Client()
-			req, err := http.NewRequest(http.MethodPost, children[i%2].URL+"/charges", bytes.NewReader([]byte(`{"amount":1}`)))
-			if err != nil {
-				results[i].err = err
-				return
-			}
-			req.Header.Set("Idempotency-Key", key)
-			<-start
-			resp, err := client.Do(req)
-			if err != nil {
-				results[i].err = err
-				return
-			}
-			defer resp.Body.Close()
-			b, err := io.ReadAll(resp.Body)
-			results[i] = result{resp.StatusCode, string(b), resp.Header.Get("Idempotent-Replayed"), err}
-		})
-	}
-	close(start)
-	wg.Wait()
+	results := idemproc.SendAtOnce(n, func(i int) string { return children[i%2].URL + "/charges" }, key, []byte(`{"amount":1}`), nil)
 	plain := 0
 	for i, r := range results {
 		switch {
-		case r.err != nil || r.status != http.StatusCreated || r.body != results[0].body:
-			t.Fatalf("client %d: %d %s %v; client 0: %s; want 201 and the same body for all", i, r.status, r.body, r.err, results[0].body)
-		case r.replayed == "":
+		case r.Err != nil || r.Status != http.StatusCreated || r.Body != results[0].Body:
+			t.Fatalf("client %d: %d %s %v; client 0: %s; want 201 and the same body for all", i, r.Status, r.Body, r.Err, results[0].Body)
+		case r.Replayed == "":
 			plain++
 		}
 	}

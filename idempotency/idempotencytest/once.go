@@ -14,12 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/yaoki-go/yaoki/backoff"
 	"github.com/yaoki-go/yaoki/event"
 	"github.com/yaoki-go/yaoki/header"
-	"github.com/yaoki-go/yaoki/httpretry"
 	"github.com/yaoki-go/yaoki/idempotency"
-	"github.com/yaoki-go/yaoki/retry"
+	"github.com/yaoki-go/yaoki/internal/idemproc"
 )
 
 // ExactlyOnce shows that store lets the middleware execute a request once
@@ -67,57 +65,10 @@ func ExactlyOnce(t *testing.T, store idempotency.Store, n int) {
 	}
 	srv := httptest.NewServer(m.Handler(handler))
 	defer srv.Close()
-	base := &http.Transport{MaxIdleConnsPerHost: n, IdleConnTimeout: time.Minute}
-	defer base.CloseIdleConnections()
-
 	key := "once-" + rand.Text()
 	payload := []byte(`{"amount":1000,"currency":"eur"}`)
-	type result struct {
-		status   int
-		body     string
-		replayed string
-		err      error
-	}
-	results := make([]result, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			client := (&httpretry.Transport{
-				Base:     base,
-				Statuses: append(httpretry.DefaultStatuses(), http.StatusConflict),
-				// No retry budget: the 409s while the first request runs are
-				// expected, and the default per-host budget gives up on them.
-				Guards: httpretry.Guards{Budget: httpretry.NoBudget},
-				Policy: retry.Policy{
-					MaxAttempts: retry.Unlimited,
-					MaxElapsed:  time.Minute,
-					// Tiny: the server says "Retry-After: 0", and when
-					// it does not (a transport error) the test should not
-					// wait either.
-					Backoff: backoff.Schedule{Base: time.Millisecond, Cap: 10 * time.Millisecond},
-				},
-			}).Client()
-			req, err := http.NewRequest(http.MethodPost, srv.URL+"/charges", bytes.NewReader(payload))
-			if err != nil {
-				results[i].err = err
-				return
-			}
-			req.Header.Set(header.IdempotencyKey, key)
-			req.Header.Set("Content-Type", "application/json")
-			<-start
-			resp, err := client.Do(req)
-			if err != nil {
-				results[i].err = err
-				return
-			}
-			defer resp.Body.Close()
-			b, err := io.ReadAll(resp.Body)
-			results[i] = result{status: resp.StatusCode, body: string(b), replayed: resp.Header.Get(header.IdempotentReplayed), err: err}
-		})
-	}
-	close(start)
-	wg.Wait()
+	results := idemproc.SendAtOnce(n, func(int) string { return srv.URL + "/charges" }, key, payload,
+		func(h http.Header) { h.Set("Content-Type", "application/json") })
 
 	if got := runs.Load(); got != 1 {
 		t.Errorf("the handler ran %d times for %d concurrent requests with one key, want exactly 1", got, n)
@@ -126,14 +77,14 @@ func ExactlyOnce(t *testing.T, store idempotency.Store, n int) {
 	plain := 0
 	for i, r := range results {
 		switch {
-		case r.err != nil:
-			t.Fatalf("client %d: %v", i, r.err)
-		case r.status != http.StatusCreated || r.body != first.body:
-			t.Fatalf("client %d ended with %d %s, client 0 with %d %s: want the same status and body for all", i, r.status, r.body, first.status, first.body)
-		case r.replayed == "":
+		case r.Err != nil:
+			t.Fatalf("client %d: %v", i, r.Err)
+		case r.Status != http.StatusCreated || r.Body != first.Body:
+			t.Fatalf("client %d ended with %d %s, client 0 with %d %s: want the same status and body for all", i, r.Status, r.Body, first.Status, first.Body)
+		case r.Replayed == "":
 			plain++
-		case r.replayed != "true":
-			t.Fatalf("client %d: %s: %q", i, header.IdempotentReplayed, r.replayed)
+		case r.Replayed != "true":
+			t.Fatalf("client %d: %s: %q", i, header.IdempotentReplayed, r.Replayed)
 		}
 	}
 	if plain != 1 {
