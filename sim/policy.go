@@ -47,9 +47,11 @@ type Policy struct {
 	// production.
 	Shared bool
 	// Classify, as in retry.Policy, says whether a failed attempt's error
-	// (ErrFailed, ErrOverloaded, ErrTimeout, ErrConflict) is retried; a
-	// Final class ends the request (retry.ReasonPermanent). Nil: every
-	// failure is retried, overload answers classed ClassThrottled.
+	// is retried: a server's answer reports its status with a method
+	// StatusCode() int (500 failed, 503 overloaded, 409 conflict), a
+	// timeout matches retry.ErrAttemptTimeout. ClassPermanent ends the
+	// request (retry.ReasonPermanent). Nil: every failure is retried,
+	// overload answers classed ClassThrottled.
 	Classify func(err error) retry.Class
 	// Stepper, as in retry.Policy, makes for each request, at its first
 	// retryable failure, the Stepper that decides its waits instead of
