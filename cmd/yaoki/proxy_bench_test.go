@@ -51,14 +51,7 @@ func BenchmarkProxyServe(b *testing.B) {
 	yaoki := func(b *testing.B, obs *observing) {
 		t := newUpstreamTransport()
 		defer t.CloseIdleConnections()
-		s := &proxyServer{base: t, buffers: &bufferPool{}, obs: obs}
-		rs, err := s.build(&proxyConfig{routes: []*routeConfig{{name: "--upstream", upstream: u}}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		s.routes.Store(rs)
-		defer rs.close()
-		run(b, s)
+		run(b, benchProxy(b, t, obs, u))
 	}
 	b.Run("yaoki", func(b *testing.B) { yaoki(b, nil) })
 	b.Run("yaoki+metrics", func(b *testing.B) {
@@ -111,15 +104,21 @@ func BenchmarkProxyHandler(b *testing.B) {
 		run(b, rp)
 	})
 	b.Run("yaoki", func(b *testing.B) {
-		s := &proxyServer{base: stubUpstream{}, buffers: &bufferPool{}}
-		rs, err := s.build(&proxyConfig{routes: []*routeConfig{{name: "--upstream", upstream: u}}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		s.routes.Store(rs)
-		defer rs.close()
-		run(b, s)
+		run(b, benchProxy(b, stubUpstream{}, nil, u))
 	})
+}
+
+// benchProxy returns the proxy of one --upstream route to u over base,
+// its routes closed when b ends.
+func benchProxy(b *testing.B, base http.RoundTripper, obs *observing, u *url.URL) *proxyServer {
+	s := &proxyServer{base: base, buffers: &bufferPool{}, obs: obs}
+	rs, err := s.build(&proxyConfig{routes: []*routeConfig{{name: "--upstream", upstream: u}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.routes.Store(rs)
+	b.Cleanup(rs.close)
+	return s
 }
 
 // cpuTime is the CPU time the process has used (user and system): on a

@@ -255,18 +255,24 @@ func (o *simOptions) runsOr(def int) int {
 
 // pick keeps the policies named by --policies, in their order.
 func (o *simOptions) pick(all []sim.Policy) ([]sim.Policy, error) {
-	if len(o.only) == 0 {
+	return pickNamed(o.only, all, func(p sim.Policy) string { return p.Name }, "this scenario")
+}
+
+// pickNamed keeps the policies of all that only names, in its order (all
+// of them when only is empty); where says where they were looked for.
+func pickNamed[P any](only []string, all []P, name func(P) string, where string) ([]P, error) {
+	if len(only) == 0 {
 		return all, nil
 	}
 	var names []string
 	for _, p := range all {
-		names = append(names, p.Name)
+		names = append(names, name(p))
 	}
-	var out []sim.Policy
-	for _, want := range o.only {
+	var out []P
+	for _, want := range only {
 		i := slices.Index(names, want)
 		if i < 0 {
-			return nil, exit(ExitUsage, fmt.Sprintf("--policies: no policy %q in this scenario; it has: %s", want, strings.Join(names, ", ")))
+			return nil, exit(ExitUsage, fmt.Sprintf("--policies: no policy %q in %s; it has: %s", want, where, strings.Join(names, ", ")))
 		}
 		out = append(out, all[i])
 	}

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -70,22 +68,7 @@ func registerTailFlags(cmd *cobra.Command, p *tailParams) {
 
 // pickTail keeps the policies named by --policies, in their order.
 func (o *simOptions) pickTail(all []sim.TailPolicy) ([]sim.TailPolicy, error) {
-	if len(o.only) == 0 {
-		return all, nil
-	}
-	var names []string
-	for _, p := range all {
-		names = append(names, p.Name)
-	}
-	var out []sim.TailPolicy
-	for _, want := range o.only {
-		i := slices.Index(names, want)
-		if i < 0 {
-			return nil, exit(ExitUsage, fmt.Sprintf("--policies: no policy %q in the tail scenario; it has: %s", want, strings.Join(names, ", ")))
-		}
-		out = append(out, all[i])
-	}
-	return out, nil
+	return pickNamed(o.only, all, func(p sim.TailPolicy) string { return p.Name }, "the tail scenario")
 }
 
 // runTail runs the tail sweep for the report.
