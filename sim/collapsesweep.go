@@ -91,53 +91,35 @@ func (s CollapseSweep) Run(policies []Policy) ([]CollapsePoint, error) {
 	if triggers == nil {
 		triggers = DefaultTriggers()
 	}
-	for _, tr := range triggers {
-		c := s.Collapse
-		c.Trigger = tr
-		if err := c.Validate(); err != nil {
-			return nil, err
-		}
-	}
-	compiled, err := compileAll(policies)
-	if err != nil {
-		return nil, err
-	}
 	runs := s.Runs
 	if runs <= 0 {
 		runs = 20
 	}
-	points := make([]CollapsePoint, len(policies)*len(triggers))
-	workers := max(s.Workers, 1)
-	state := make([]collapseRun, workers)
-	forEach(len(points), workers, s.Progress, func(w, i int) {
-		pi, ti := i/len(triggers), i%len(triggers)
-		c := s.Collapse
-		c.Trigger = triggers[ti]
-		c = c.withDefaults()
-		var rec, amp stat
-		collapsed := 0
-		var good, busy []float64
-		tr := c.Trigger
-		key := pointKey(uint64(tr.Kind), uint64(tr.At), uint64(tr.Width), math.Float64bits(tr.Peak), math.Float64bits(tr.Factor))
-		for run := range runs {
-			r := state[w].run(c, &compiled[pi], seedOf(s.Seed, key, run))
-			if r.Collapsed {
-				collapsed++
-			} else {
-				rec.add(r.Recovery.Seconds())
+	return sweepPoints(s.Collapse, triggers, func(c *Collapse, tr Trigger) { c.Trigger = tr }, policies, s.Workers, s.Progress,
+		func(state *collapseRun, c Collapse, cp *compiled, pi int) CollapsePoint {
+			var rec, amp stat
+			collapsed := 0
+			var good, busy []float64
+			tr := c.Trigger
+			key := pointKey(uint64(tr.Kind), uint64(tr.At), uint64(tr.Width), math.Float64bits(tr.Peak), math.Float64bits(tr.Factor))
+			for run := range runs {
+				r := state.run(c, cp, seedOf(s.Seed, key, run))
+				if r.Collapsed {
+					collapsed++
+				} else {
+					rec.add(r.Recovery.Seconds())
+				}
+				amp.add(r.Amplification())
+				if good == nil {
+					good, busy = make([]float64, len(r.Goodput)), make([]float64, len(r.InFlight))
+				}
+				for k := range r.Goodput {
+					good[k] += float64(r.Goodput[k]) / float64(runs)
+					busy[k] += float64(r.InFlight[k]) / float64(runs)
+				}
 			}
-			amp.add(r.Amplification())
-			if good == nil {
-				good, busy = make([]float64, len(r.Goodput)), make([]float64, len(r.InFlight))
-			}
-			for k := range r.Goodput {
-				good[k] += float64(r.Goodput[k]) / float64(runs)
-				busy[k] += float64(r.InFlight[k]) / float64(runs)
-			}
-		}
-		points[i] = CollapsePoint{Policy: policies[pi].Name, Trigger: c.Trigger, Runs: runs,
-			Collapsed: float64(collapsed) / float64(runs), Recovery: rec.result(), Amplification: amp.result(),
-			Goodput: good, InFlight: busy}
-	})
-	return points, nil
+			return CollapsePoint{Policy: policies[pi].Name, Trigger: c.Trigger, Runs: runs,
+				Collapsed: float64(collapsed) / float64(runs), Recovery: rec.result(), Amplification: amp.result(),
+				Goodput: good, InFlight: busy}
+		})
 }

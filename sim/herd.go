@@ -275,39 +275,21 @@ func (s HerdSweep) Run(policies []Policy) ([]HerdPoint, error) {
 	if clients == nil {
 		clients = DefaultHerdClients()
 	}
-	for _, n := range clients {
-		h := s.Herd
-		h.Clients = n
-		if err := h.Validate(); err != nil {
-			return nil, err
-		}
-	}
 	runs := s.Runs
 	if runs <= 0 {
 		runs = 100
 	}
-	compiled, err := compileAll(policies)
-	if err != nil {
-		return nil, err
-	}
-	points := make([]HerdPoint, len(policies)*len(clients))
-	workers := max(s.Workers, 1)
-	state := make([]herdRun, workers)
-	forEach(len(points), workers, s.Progress, func(w, i int) {
-		pi, ci := i/len(clients), i%len(clients)
-		h := s.Herd
-		h.Clients = clients[ci]
-		h = h.withDefaults()
-		var calls, tm, gave stat
-		key := pointKey(uint64(h.Clients))
-		for run := range runs {
-			r := state[w].run(h, &compiled[pi], seedOf(s.Seed, key, run))
-			calls.add(float64(r.Calls))
-			tm.add(r.Time.Seconds())
-			gave.add(float64(r.GaveUp.Total()))
-		}
-		points[i] = HerdPoint{Policy: policies[pi].Name, Clients: h.Clients, Runs: runs,
-			Calls: calls.result(), Time: tm.result(), GaveUp: gave.result()}
-	})
-	return points, nil
+	return sweepPoints(s.Herd, clients, func(h *Herd, n int) { h.Clients = n }, policies, s.Workers, s.Progress,
+		func(state *herdRun, h Herd, c *compiled, pi int) HerdPoint {
+			var calls, tm, gave stat
+			key := pointKey(uint64(h.Clients))
+			for run := range runs {
+				r := state.run(h, c, seedOf(s.Seed, key, run))
+				calls.add(float64(r.Calls))
+				tm.add(r.Time.Seconds())
+				gave.add(float64(r.GaveUp.Total()))
+			}
+			return HerdPoint{Policy: policies[pi].Name, Clients: h.Clients, Runs: runs,
+				Calls: calls.result(), Time: tm.result(), GaveUp: gave.result()}
+		})
 }

@@ -296,45 +296,27 @@ func (s OutageSweep) Run(policies []Policy) ([]OutagePoint, error) {
 	if rates == nil {
 		rates = DefaultFailureRates()
 	}
-	for _, p := range rates {
-		o := s.Outage
-		o.FailureRate = p
-		if err := o.Validate(); err != nil {
-			return nil, err
-		}
-	}
-	compiled, err := compileAll(policies)
-	if err != nil {
-		return nil, err
-	}
 	runs := s.Runs
 	if runs <= 0 {
 		runs = 3
 	}
-	points := make([]OutagePoint, len(policies)*len(rates))
-	workers := max(s.Workers, 1)
-	state := make([]outageRun, workers)
-	forEach(len(points), workers, s.Progress, func(w, i int) {
-		pi, ri := i/len(rates), i%len(rates)
-		o := s.Outage
-		o.FailureRate = rates[ri]
-		o = o.withDefaults()
-		var succ, amp, refused stat
-		var gave GaveUp
-		key := pointKey(math.Float64bits(o.FailureRate))
-		for run := range runs {
-			r := state[w].run(o, &compiled[pi], seedOf(s.Seed, key, run))
-			succ.add(r.Success())
-			amp.add(r.Amplification())
-			refused.add(ratio(r.Refused, r.FirstTries))
-			gave.add(&r.GaveUp)
-		}
-		pt := OutagePoint{Policy: policies[pi].Name, Clients: o.Clients, FailureRate: o.FailureRate, Runs: runs,
-			Success: succ.result(), Amplification: amp.result(), Refused: refused.result()}
-		for k, v := range gave {
-			pt.GaveUp[k] = float64(v) / float64(runs)
-		}
-		points[i] = pt
-	})
-	return points, nil
+	return sweepPoints(s.Outage, rates, func(o *Outage, p float64) { o.FailureRate = p }, policies, s.Workers, s.Progress,
+		func(state *outageRun, o Outage, c *compiled, pi int) OutagePoint {
+			var succ, amp, refused stat
+			var gave GaveUp
+			key := pointKey(math.Float64bits(o.FailureRate))
+			for run := range runs {
+				r := state.run(o, c, seedOf(s.Seed, key, run))
+				succ.add(r.Success())
+				amp.add(r.Amplification())
+				refused.add(ratio(r.Refused, r.FirstTries))
+				gave.add(&r.GaveUp)
+			}
+			pt := OutagePoint{Policy: policies[pi].Name, Clients: o.Clients, FailureRate: o.FailureRate, Runs: runs,
+				Success: succ.result(), Amplification: amp.result(), Refused: refused.result()}
+			for k, v := range gave {
+				pt.GaveUp[k] = float64(v) / float64(runs)
+			}
+			return pt
+		})
 }

@@ -40,6 +40,39 @@ func (s *stat) result() Stat {
 // Run, never concurrently.
 type Progress func(done, total int)
 
+// sweepPoints is what the scenarios' sweeps share: it checks the scenario
+// with each value of the swept parameter (set puts one in a copy of base),
+// compiles the policies, and returns one point per policy and value,
+// policy by policy, each made by point on one of workers goroutines with
+// that worker's reusable state W and the scenario with its defaults.
+func sweepPoints[S interface {
+	Validate() error
+	withDefaults() S
+}, V, W, P any](base S, values []V, set func(*S, V), policies []Policy, workers int, progress Progress,
+	point func(state *W, s S, c *compiled, pi int) P) ([]P, error) {
+	for _, v := range values {
+		s := base
+		set(&s, v)
+		if err := s.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	compiled, err := compileAll(policies)
+	if err != nil {
+		return nil, err
+	}
+	points := make([]P, len(policies)*len(values))
+	workers = max(workers, 1)
+	state := make([]W, workers)
+	forEach(len(points), workers, progress, func(w, i int) {
+		pi, vi := i/len(values), i%len(values)
+		s := base
+		set(&s, values[vi])
+		points[i] = point(&state[w], s.withDefaults(), &compiled[pi], pi)
+	})
+	return points, nil
+}
+
 // forEach runs job(worker, i) for i in [0, n) on workers goroutines (at
 // least one, at most n), calling progress after each job in the calling
 // goroutine. Each worker has its own index in [0, workers) so that it can
