@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -109,9 +110,7 @@ func (c Collapse) withDefaults() Collapse {
 			*d = v
 		}
 	}
-	if c.Rate == 0 {
-		c.Rate = 40
-	}
+	c.Rate = cmp.Or(c.Rate, 40)
 	def(&c.Trigger.At, 20*time.Second)
 	def(&c.Trigger.Width, 5*time.Second)
 	if c.Trigger.Peak == 0 {
@@ -125,12 +124,8 @@ func (c Collapse) withDefaults() Collapse {
 	def(&c.ServiceBase, time.Second)
 	def(&c.ServicePerRequest, 10*time.Millisecond)
 	def(&c.Duration, 80*time.Second)
-	if c.Threshold == 0 {
-		c.Threshold = 150
-	}
-	if c.Clients == 0 {
-		c.Clients = 1
-	}
+	c.Threshold = cmp.Or(c.Threshold, 150)
+	c.Clients = cmp.Or(c.Clients, 1)
 	return c
 }
 

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"time"
@@ -35,15 +36,9 @@ type Herd struct {
 }
 
 func (h Herd) withDefaults() Herd {
-	if h.Clients == 0 {
-		h.Clients = 100
-	}
-	if h.HopMean == 0 {
-		h.HopMean = 10 * time.Millisecond
-	}
-	if h.HopStdDev == 0 {
-		h.HopStdDev = 2 * time.Millisecond
-	}
+	h.Clients = cmp.Or(h.Clients, 100)
+	h.HopMean = cmp.Or(h.HopMean, 10*time.Millisecond)
+	h.HopStdDev = cmp.Or(h.HopStdDev, 2*time.Millisecond)
 	return h
 }
 

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"time"
@@ -40,18 +41,10 @@ type Outage struct {
 }
 
 func (o Outage) withDefaults() Outage {
-	if o.Clients == 0 {
-		o.Clients = 100
-	}
-	if o.Rate == 0 {
-		o.Rate = 10
-	}
-	if o.Duration == 0 {
-		o.Duration = 10 * time.Second
-	}
-	if o.HopMean == 0 {
-		o.HopMean = 10 * time.Millisecond
-	}
+	o.Clients = cmp.Or(o.Clients, 100)
+	o.Rate = cmp.Or(o.Rate, 10)
+	o.Duration = cmp.Or(o.Duration, 10*time.Second)
+	o.HopMean = cmp.Or(o.HopMean, 10*time.Millisecond)
 	return o
 }
 

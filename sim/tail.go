@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"time"
@@ -71,39 +72,21 @@ type Tail struct {
 const NoSlow = -1.0
 
 func (t Tail) withDefaults() Tail {
-	if t.Fanout == 0 {
-		t.Fanout = 100
-	}
-	if t.Rate == 0 {
-		t.Rate = 100
-	}
-	if t.Duration == 0 {
-		t.Duration = 60 * time.Second
-	}
-	if t.Fast == 0 {
-		t.Fast = 5 * time.Millisecond
-	}
-	if t.Slow == 0 {
-		t.Slow = time.Second
-	}
+	t.Fanout = cmp.Or(t.Fanout, 100)
+	t.Rate = cmp.Or(t.Rate, 100)
+	t.Duration = cmp.Or(t.Duration, 60*time.Second)
+	t.Fast = cmp.Or(t.Fast, 5*time.Millisecond)
+	t.Slow = cmp.Or(t.Slow, time.Second)
 	switch t.SlowShare {
 	case 0:
 		t.SlowShare = 0.01
 	case NoSlow:
 		t.SlowShare = 0
 	}
-	if t.Brownout == 0 {
-		t.Brownout = 30 * time.Second
-	}
-	if t.BrownoutLatency == 0 {
-		t.BrownoutLatency = 100 * time.Millisecond
-	}
-	if t.Recovery == 0 {
-		t.Recovery = 20 * time.Second
-	}
-	if t.Warmup == 0 {
-		t.Warmup = time.Second
-	}
+	t.Brownout = cmp.Or(t.Brownout, 30*time.Second)
+	t.BrownoutLatency = cmp.Or(t.BrownoutLatency, 100*time.Millisecond)
+	t.Recovery = cmp.Or(t.Recovery, 20*time.Second)
+	t.Warmup = cmp.Or(t.Warmup, time.Second)
 	t.Brownout, t.Recovery, t.Warmup = max(t.Brownout, 0), max(t.Recovery, 0), max(t.Warmup, 0)
 	return t
 }
