@@ -7,7 +7,9 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	"github.com/yaoki-go/yaoki/internal/configerr"
@@ -88,38 +90,24 @@ var simNoZero = map[string]string{
 }
 
 // refuseZeros returns bad usage for a flag of simNoZero that the command
-// line set to 0 (or to a list holding 0).
+// line set to 0 (or to a list holding 0): numbers, durations and lists of
+// them all print as their values ("0", "0s", "[10,0]").
 func refuseZeros(fs *pflag.FlagSet) error {
 	var bad error
 	fs.Visit(func(f *pflag.Flag) {
 		want, ok := simNoZero[f.Name]
-		if !ok || bad != nil {
-			return
-		}
-		zero := false
-		switch f.Value.Type() {
-		case "int":
-			v, _ := fs.GetInt(f.Name)
-			zero = v == 0
-		case "intSlice":
-			vs, _ := fs.GetIntSlice(f.Name)
-			zero = slices.Contains(vs, 0)
-		case "float64":
-			v, _ := fs.GetFloat64(f.Name)
-			zero = v == 0
-		case "float64Slice":
-			vs, _ := fs.GetFloat64Slice(f.Name)
-			zero = slices.Contains(vs, 0)
-		case "duration":
-			v, _ := fs.GetDuration(f.Name)
-			zero = v == 0
-		case "durationSlice":
-			vs, _ := fs.GetDurationSlice(f.Name)
-			zero = slices.Contains(vs, 0)
-		}
-		if zero {
+		if ok && bad == nil && slices.ContainsFunc(strings.Split(strings.Trim(f.Value.String(), "[]"), ","), isZero) {
 			bad = usagef("--%s 0: want %s (leave the flag out for its default, %s)", f.Name, want, f.DefValue)
 		}
 	})
 	return bad
+}
+
+// isZero reports whether v, a number or a duration, is 0.
+func isZero(v string) bool {
+	if n, err := strconv.ParseFloat(v, 64); err == nil {
+		return n == 0
+	}
+	d, err := time.ParseDuration(v)
+	return err == nil && d == 0
 }
