@@ -56,24 +56,10 @@ type proxyConfigError struct {
 }
 
 func (e *proxyConfigError) Error() string {
-	var b strings.Builder
-	b.WriteString("proxy: ")
-	if e.file != "" {
-		b.WriteString(e.file)
-		b.WriteByte(':')
-	}
-	if e.line > 0 {
-		fmt.Fprintf(&b, "%d:%d:", e.line, e.col)
-	}
-	if e.file != "" || e.line > 0 {
-		b.WriteByte(' ')
-	}
-	if e.path != "" {
-		b.WriteString(e.path)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.msg)
-	return b.String()
+	// The same "FILE:LINE:COL: PATH: MSG" form as a policy document's
+	// errors, which a route's policy may be.
+	pe := policy.Error{File: e.file, Line: e.line, Column: e.col, Path: e.path, Msg: e.msg}
+	return "proxy: " + strings.TrimPrefix(pe.Error(), "policy: ")
 }
 
 // configReader collects the errors of one file.
