@@ -20,10 +20,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/yaoki-go/yaoki/internal/configerr"
+	"github.com/yaoki-go/yaoki/internal/enum"
 )
 
 // Defaults used when a Schedule field is zero.
@@ -55,18 +55,10 @@ const (
 	Linear
 )
 
+var kindNames = [...]string{Exponential: "exponential", Constant: "constant", Linear: "linear"}
+
 // String returns the kind's lowercase name.
-func (k Kind) String() string {
-	switch k {
-	case Exponential:
-		return "exponential"
-	case Constant:
-		return "constant"
-	case Linear:
-		return "linear"
-	}
-	return fmt.Sprintf("Kind(%d)", uint8(k))
-}
+func (k Kind) String() string { return enum.Name(kindNames[:], k, "Kind(%d)") }
 
 // Jitter says how a random draw spreads a delay. The zero value is Full.
 type Jitter uint8
@@ -85,41 +77,27 @@ const (
 	Decorrelated
 )
 
+var jitterNames = [...]string{Full: "full", None: "none", Equal: "equal", Decorrelated: "decorrelated"}
+
 // String returns the jitter's lowercase name.
-func (j Jitter) String() string {
-	switch j {
-	case Full:
-		return "full"
-	case None:
-		return "none"
-	case Equal:
-		return "equal"
-	case Decorrelated:
-		return "decorrelated"
-	}
-	return fmt.Sprintf("Jitter(%d)", uint8(j))
-}
+func (j Jitter) String() string { return enum.Name(jitterNames[:], j, "Jitter(%d)") }
 
 // ParseJitter returns the Jitter named s ("full", "none", "equal" or
 // "decorrelated", in any case).
 func ParseJitter(s string) (Jitter, error) {
-	for j := Full; j <= Decorrelated; j++ {
-		if strings.EqualFold(s, j.String()) {
-			return j, nil
-		}
+	if j, ok := enum.ParseFold[Jitter](jitterNames[:], s); ok {
+		return j, nil
 	}
-	return 0, configerr.Unknown(ErrInvalidConfig, "jitter", s, "full, none, equal or decorrelated")
+	return 0, configerr.Unknown(ErrInvalidConfig, "jitter", s, enum.List(jitterNames[:]))
 }
 
 // ParseKind returns the Kind named s ("exponential", "constant" or
 // "linear", in any case).
 func ParseKind(s string) (Kind, error) {
-	for k := Exponential; k <= Linear; k++ {
-		if strings.EqualFold(s, k.String()) {
-			return k, nil
-		}
+	if k, ok := enum.ParseFold[Kind](kindNames[:], s); ok {
+		return k, nil
 	}
-	return 0, configerr.Unknown(ErrInvalidConfig, "kind", s, "exponential, constant or linear")
+	return 0, configerr.Unknown(ErrInvalidConfig, "kind", s, enum.List(kindNames[:]))
 }
 
 // Schedule describes the delays before successive retries. Its zero value is

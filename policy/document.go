@@ -111,13 +111,13 @@ package policy
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"time"
 
 	"github.com/yaoki-go/yaoki/backoff"
 	"github.com/yaoki-go/yaoki/breaker"
 	"github.com/yaoki-go/yaoki/budget"
+	"github.com/yaoki-go/yaoki/internal/enum"
 	"github.com/yaoki-go/yaoki/retry"
 	"github.com/yaoki-go/yaoki/throttle"
 )
@@ -149,33 +149,15 @@ const (
 	Off
 )
 
+var modeNames = [...]string{Standard: "standard", Adaptive: "adaptive", Off: "off"}
+
 // String returns "standard", "adaptive" or "off".
-func (m Mode) String() string {
-	switch m {
-	case Standard:
-		return "standard"
-	case Adaptive:
-		return "adaptive"
-	case Off:
-		return "off"
-	}
-	return fmt.Sprintf("Mode(%d)", uint8(m))
-}
+func (m Mode) String() string { return enum.Name(modeNames[:], m, "Mode(%d)") }
 
 // ParseMode returns the mode named s: "standard", "adaptive" or "off".
 // "legacy", an AWS_RETRY_MODE value for each SDK's older behaviour, has no
 // equivalent and is not accepted.
-func ParseMode(s string) (Mode, bool) {
-	switch s {
-	case "standard":
-		return Standard, true
-	case "adaptive":
-		return Adaptive, true
-	case "off":
-		return Off, true
-	}
-	return 0, false
-}
+func ParseMode(s string) (Mode, bool) { return enum.Parse[Mode](modeNames[:], s) }
 
 // Retrier is one element of Retry: the errors it matches and how they are
 // retried. Field comments give the document field each one comes from.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/yaoki-go/yaoki/internal/enum"
 )
 
 // Environment variables that override a document, in the way the AWS SDKs
@@ -37,9 +39,10 @@ func (d *Document) ApplyEnv(lookup func(string) (string, bool)) error {
 	if v, ok := lookup(EnvRetryMode); ok && strings.TrimSpace(v) != "" {
 		m, ok := ParseMode(strings.ToLower(strings.TrimSpace(v)))
 		if !ok {
-			msg := fmt.Sprintf("%q is not a retry mode: want standard, adaptive or off", v)
+			want := enum.List(modeNames[:])
+			msg := fmt.Sprintf("%q is not a retry mode: want %s", v, want)
 			if strings.EqualFold(strings.TrimSpace(v), "legacy") {
-				msg = fmt.Sprintf("%q: legacy is each AWS SDK's own older behaviour and has no equivalent here: want standard, adaptive or off", v)
+				msg = fmt.Sprintf("%q: legacy is each AWS SDK's own older behaviour and has no equivalent here: want %s", v, want)
 			}
 			return &Error{Path: "$" + EnvRetryMode, Msg: msg}
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/yaoki-go/yaoki/backoff"
+	"github.com/yaoki-go/yaoki/internal/enum"
 )
 
 // The range checks below are shared by Parse (which adds the position in
@@ -170,7 +171,7 @@ func (d *Document) Validate() error {
 	}
 	d.validateGuards(bad)
 	if d.Mode > Off {
-		bad("RetryMode", fmt.Sprintf("%v is not a retry mode: want standard, adaptive or off", d.Mode))
+		bad("RetryMode", fmt.Sprintf("%v is not a retry mode: want %s", d.Mode, enum.List(modeNames[:])))
 	}
 	if d.IdempotencyKey != "" {
 		if msg := checkKeyMode(d.IdempotencyKey); msg != "" {
