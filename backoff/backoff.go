@@ -17,6 +17,7 @@
 package backoff
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -145,15 +146,9 @@ func (s Schedule) Validate() error {
 
 // WithDefaults returns s with every zero field replaced by its default.
 func (s Schedule) WithDefaults() Schedule {
-	if s.Base == 0 {
-		s.Base = DefaultBase
-	}
-	if s.Multiplier == 0 {
-		s.Multiplier = DefaultMultiplier
-	}
-	if s.Cap == 0 {
-		s.Cap = DefaultCap
-	}
+	s.Base = cmp.Or(s.Base, DefaultBase)
+	s.Multiplier = cmp.Or(s.Multiplier, DefaultMultiplier)
+	s.Cap = cmp.Or(s.Cap, DefaultCap)
 	return s
 }
 

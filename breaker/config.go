@@ -1,6 +1,7 @@
 package breaker
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -136,36 +137,20 @@ func invalid(field string, value any, want string) error {
 
 // resolve applies the defaults and checks the ranges.
 func (s *Config) resolve() error {
-	if s.FailureRatio == 0 {
-		s.FailureRatio = DefaultFailureRatio
-	}
-	if s.Window == 0 {
-		s.Window = DefaultWindow
-	}
+	s.FailureRatio = cmp.Or(s.FailureRatio, DefaultFailureRatio)
+	s.Window = cmp.Or(s.Window, DefaultWindow)
 	if s.MinCalls == 0 {
 		s.MinCalls = DefaultMinCalls
 		if s.WindowCalls > 0 && s.WindowCalls < s.MinCalls {
 			s.MinCalls = s.WindowCalls
 		}
 	}
-	if s.SlowRatio == 0 {
-		s.SlowRatio = DefaultSlowRatio
-	}
-	if s.OpenTimeout == 0 {
-		s.OpenTimeout = DefaultOpenTimeout
-	}
-	if s.OpenBackoff == 0 {
-		s.OpenBackoff = DefaultOpenBackoff
-	}
-	if s.MaxOpenTimeout == 0 {
-		s.MaxOpenTimeout = max(DefaultMaxOpenTimeout, s.OpenTimeout)
-	}
-	if s.OpenJitter == 0 {
-		s.OpenJitter = DefaultOpenJitter
-	}
-	if s.HalfOpenProbes == 0 {
-		s.HalfOpenProbes = DefaultHalfOpenProbes
-	}
+	s.SlowRatio = cmp.Or(s.SlowRatio, DefaultSlowRatio)
+	s.OpenTimeout = cmp.Or(s.OpenTimeout, DefaultOpenTimeout)
+	s.OpenBackoff = cmp.Or(s.OpenBackoff, DefaultOpenBackoff)
+	s.MaxOpenTimeout = cmp.Or(s.MaxOpenTimeout, max(DefaultMaxOpenTimeout, s.OpenTimeout))
+	s.OpenJitter = cmp.Or(s.OpenJitter, DefaultOpenJitter)
+	s.HalfOpenProbes = cmp.Or(s.HalfOpenProbes, DefaultHalfOpenProbes)
 	switch {
 	case s.FailureRatio != Disabled && !(s.FailureRatio > 0 && s.FailureRatio <= 1):
 		return invalid("FailureRatio", s.FailureRatio, "0 < FailureRatio ≤ 1, or Disabled (-1) (0 means the default 0.5)")

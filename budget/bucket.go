@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"cmp"
 	"math"
 	"sync/atomic"
 	"time"
@@ -69,21 +70,11 @@ type Bucket struct {
 // NewBucket returns a full Bucket configured by c, or an error naming the
 // first field of c out of range.
 func NewBucket(c BucketConfig) (*Bucket, error) {
-	if c.Capacity == 0 {
-		c.Capacity = DefaultCapacity
-	}
-	if c.RetryCost == 0 {
-		c.RetryCost = DefaultRetryCost
-	}
-	if c.ThrottleCost == 0 {
-		c.ThrottleCost = DefaultThrottleCost
-	}
-	if c.TimeoutCost == 0 {
-		c.TimeoutCost = c.RetryCost
-	}
-	if c.NoRetryIncrement == 0 {
-		c.NoRetryIncrement = DefaultNoRetryIncrement
-	}
+	c.Capacity = cmp.Or(c.Capacity, DefaultCapacity)
+	c.RetryCost = cmp.Or(c.RetryCost, DefaultRetryCost)
+	c.ThrottleCost = cmp.Or(c.ThrottleCost, DefaultThrottleCost)
+	c.TimeoutCost = cmp.Or(c.TimeoutCost, c.RetryCost)
+	c.NoRetryIncrement = cmp.Or(c.NoRetryIncrement, DefaultNoRetryIncrement)
 	switch {
 	case c.Capacity < 1 || c.Capacity > 1e9:
 		return nil, invalid("BucketConfig.Capacity", c.Capacity, "1 ≤ Capacity ≤ 1e9 (0 means the default 500)")

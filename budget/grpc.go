@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"sync/atomic"
@@ -74,12 +75,8 @@ type GRPC struct {
 // NewGRPC returns a GRPC budget configured by c, or an error naming the
 // first field of c out of range.
 func NewGRPC(c GRPCConfig) (*GRPC, error) {
-	if c.MaxTokens == 0 {
-		c.MaxTokens = DefaultMaxTokens
-	}
-	if c.TokenRatio == 0 {
-		c.TokenRatio = DefaultTokenRatio
-	}
+	c.MaxTokens = cmp.Or(c.MaxTokens, DefaultMaxTokens)
+	c.TokenRatio = cmp.Or(c.TokenRatio, DefaultTokenRatio)
 	switch {
 	case !(c.MaxTokens > 0 && c.MaxTokens <= 1000):
 		return nil, invalid("GRPCConfig.MaxTokens", c.MaxTokens, "0 < MaxTokens ≤ 1000 (0 means the default 10)")

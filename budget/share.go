@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"cmp"
 	"math"
 	"time"
 
@@ -76,15 +77,9 @@ type Share struct {
 // NewShare returns a Share configured by c, or an error naming the first
 // field of c out of range.
 func NewShare(c ShareConfig) (*Share, error) {
-	if c.Ratio == 0 {
-		c.Ratio = DefaultRatio
-	}
-	if c.Window == 0 {
-		c.Window = DefaultWindow
-	}
-	if c.MinPerSecond == 0 {
-		c.MinPerSecond = DefaultMinPerSecond
-	}
+	c.Ratio = cmp.Or(c.Ratio, DefaultRatio)
+	c.Window = cmp.Or(c.Window, DefaultWindow)
+	c.MinPerSecond = cmp.Or(c.MinPerSecond, DefaultMinPerSecond)
 	switch {
 	case !(c.Ratio > 0 && c.Ratio <= 100):
 		return nil, invalid("ShareConfig.Ratio", c.Ratio, "0 < Ratio ≤ 100 (0 means the default 0.2)")

@@ -1,6 +1,7 @@
 package deadletter
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -138,18 +139,10 @@ func NewRedriver(c Config) (*Redriver, error) {
 	if err := c.Backoff.Validate(); err != nil {
 		return nil, configerr.In(ErrInvalidConfig, "Backoff", err)
 	}
-	if c.Batch == 0 {
-		c.Batch = DefaultBatch
-	}
-	if c.Lease == 0 {
-		c.Lease = DefaultLease
-	}
-	if c.MaxRedrives == 0 {
-		c.MaxRedrives = DefaultMaxRedrives
-	}
-	if c.Interval == 0 {
-		c.Interval = DefaultInterval
-	}
+	c.Batch = cmp.Or(c.Batch, DefaultBatch)
+	c.Lease = cmp.Or(c.Lease, DefaultLease)
+	c.MaxRedrives = cmp.Or(c.MaxRedrives, DefaultMaxRedrives)
+	c.Interval = cmp.Or(c.Interval, DefaultInterval)
 	if c.Backoff == (backoff.Schedule{}) {
 		c.Backoff = DefaultBackoff()
 	}

@@ -1,6 +1,7 @@
 package hedge
 
 import (
+	"cmp"
 	"errors"
 	"math"
 	"sync/atomic"
@@ -131,24 +132,12 @@ func (c Config) Validate() error {
 }
 
 func (c Config) withDefaults() Config {
-	if c.Quantile == 0 {
-		c.Quantile = DefaultQuantile
-	}
-	if c.MaxHedges == 0 {
-		c.MaxHedges = DefaultMaxHedges
-	}
-	if c.Budget == 0 {
-		c.Budget = DefaultBudget
-	}
-	if c.MinPerSecond == 0 {
-		c.MinPerSecond = DefaultMinPerSecond
-	}
-	if c.Brownout == 0 {
-		c.Brownout = DefaultBrownout
-	}
-	if c.Window == 0 {
-		c.Window = DefaultWindow
-	}
+	c.Quantile = cmp.Or(c.Quantile, DefaultQuantile)
+	c.MaxHedges = cmp.Or(c.MaxHedges, DefaultMaxHedges)
+	c.Budget = cmp.Or(c.Budget, DefaultBudget)
+	c.MinPerSecond = cmp.Or(c.MinPerSecond, DefaultMinPerSecond)
+	c.Brownout = cmp.Or(c.Brownout, DefaultBrownout)
+	c.Window = cmp.Or(c.Window, DefaultWindow)
 	return c
 }
 

@@ -1,6 +1,7 @@
 package idempotency
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log"
@@ -173,24 +174,12 @@ func (c Config) validate() (Config, error) {
 		hs[i] = http.CanonicalHeaderKey(h)
 	}
 	c.FingerprintHeaders = hs
-	if c.TTL == 0 {
-		c.TTL = DefaultTTL
-	}
-	if c.Lease == 0 {
-		c.Lease = DefaultLease
-	}
-	if c.RetryAfter == 0 {
-		c.RetryAfter = DefaultRetryAfter
-	}
-	if c.MaxRequestBytes == 0 {
-		c.MaxRequestBytes = DefaultMaxRequestBytes
-	}
-	if c.MaxResponseBytes == 0 {
-		c.MaxResponseBytes = DefaultMaxResponseBytes
-	}
-	if c.StoreTimeout == 0 {
-		c.StoreTimeout = DefaultStoreTimeout
-	}
+	c.TTL = cmp.Or(c.TTL, DefaultTTL)
+	c.Lease = cmp.Or(c.Lease, DefaultLease)
+	c.RetryAfter = cmp.Or(c.RetryAfter, DefaultRetryAfter)
+	c.MaxRequestBytes = cmp.Or(c.MaxRequestBytes, DefaultMaxRequestBytes)
+	c.MaxResponseBytes = cmp.Or(c.MaxResponseBytes, DefaultMaxResponseBytes)
+	c.StoreTimeout = cmp.Or(c.StoreTimeout, DefaultStoreTimeout)
 	if c.Keep == nil {
 		c.Keep = DefaultKeep
 	}

@@ -1,6 +1,7 @@
 package idempotency
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -120,9 +121,7 @@ func NewMemoryStore(c MemoryConfig) (*MemoryStore, error) {
 	if c.MaxRecords < 0 {
 		return nil, fmt.Errorf("idempotency: MemoryConfig.MaxRecords %d out of range: want ≥ 1, or 0 for the default (%d)", c.MaxRecords, DefaultMaxRecords)
 	}
-	if c.MaxRecords == 0 {
-		c.MaxRecords = DefaultMaxRecords
-	}
+	c.MaxRecords = cmp.Or(c.MaxRecords, DefaultMaxRecords)
 	return &MemoryStore{max: c.MaxRecords, m: make(map[ID]*memEntry), scopes: make(map[string]*memScope)}, nil
 }
 

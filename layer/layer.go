@@ -32,6 +32,7 @@
 package layer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -97,12 +98,8 @@ func New(c Config) (func(http.Handler) http.Handler, error) {
 	if c.DoNotRetryHeader == "" {
 		c.DoNotRetryHeader = header.DoNotRetry
 	}
-	if c.RetryStatus == 0 {
-		c.RetryStatus = DefaultRetryStatus
-	}
-	if c.GiveUpStatus == 0 {
-		c.GiveUpStatus = DefaultGiveUpStatus
-	}
+	c.RetryStatus = cmp.Or(c.RetryStatus, DefaultRetryStatus)
+	c.GiveUpStatus = cmp.Or(c.GiveUpStatus, DefaultGiveUpStatus)
 	for _, h := range []struct{ field, v string }{{"AttemptHeader", c.AttemptHeader}, {"DoNotRetryHeader", c.DoNotRetryHeader}} {
 		if !header.ValidName(h.v) {
 			return nil, &configerr.Error{Err: ErrInvalidConfig, Field: h.field, Value: h.v, Problem: "not a header name", Want: "letters, digits and !#$%&'*+-.^_`|~"}

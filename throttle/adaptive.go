@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"cmp"
 	"math/rand/v2"
 	"time"
 
@@ -59,12 +60,8 @@ type Adaptive struct {
 // NewAdaptive returns an Adaptive configured by c, or an error naming the
 // first field of c out of range.
 func NewAdaptive(c AdaptiveConfig) (*Adaptive, error) {
-	if c.K == 0 {
-		c.K = DefaultK
-	}
-	if c.Window == 0 {
-		c.Window = DefaultAdaptiveWindow
-	}
+	c.K = cmp.Or(c.K, DefaultK)
+	c.Window = cmp.Or(c.Window, DefaultAdaptiveWindow)
 	switch {
 	case !(c.K >= 1 && c.K <= 100):
 		return nil, invalid("AdaptiveConfig.K", c.K, "1 ≤ K ≤ 100 (0 means the default 2)")

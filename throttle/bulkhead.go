@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"cmp"
 	"context"
 	"time"
 )
@@ -36,9 +37,7 @@ type Bulkhead struct {
 // NewBulkhead returns a Bulkhead configured by c, or an error naming the
 // first field of c out of range.
 func NewBulkhead(c BulkheadConfig) (*Bulkhead, error) {
-	if c.Limit == 0 {
-		c.Limit = DefaultLimit
-	}
+	c.Limit = cmp.Or(c.Limit, DefaultLimit)
 	switch {
 	case c.Limit < 1 || c.Limit > 1e6:
 		return nil, invalid("BulkheadConfig.Limit", c.Limit, "1 ≤ Limit ≤ 1e6 (0 means the default 25)")

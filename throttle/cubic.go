@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"cmp"
 	"math"
 	"sync"
 	"time"
@@ -84,21 +85,11 @@ type Cubic struct {
 // NewCubic returns a Cubic configured by c, or an error naming the first
 // field of c out of range.
 func NewCubic(c CubicConfig) (*Cubic, error) {
-	if c.Beta == 0 {
-		c.Beta = DefaultBeta
-	}
-	if c.Scale == 0 {
-		c.Scale = DefaultScale
-	}
-	if c.Smooth == 0 {
-		c.Smooth = DefaultSmooth
-	}
-	if c.MinRate == 0 {
-		c.MinRate = DefaultMinRate
-	}
-	if c.MaxWait == 0 {
-		c.MaxWait = DefaultCubicMaxWait
-	}
+	c.Beta = cmp.Or(c.Beta, DefaultBeta)
+	c.Scale = cmp.Or(c.Scale, DefaultScale)
+	c.Smooth = cmp.Or(c.Smooth, DefaultSmooth)
+	c.MinRate = cmp.Or(c.MinRate, DefaultMinRate)
+	c.MaxWait = cmp.Or(c.MaxWait, DefaultCubicMaxWait)
 	switch {
 	case !(c.Beta > 0 && c.Beta < 1):
 		return nil, invalid("CubicConfig.Beta", c.Beta, "0 < Beta < 1 (0 means the default 0.7)")
