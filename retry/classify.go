@@ -58,13 +58,18 @@ func Permanent(err error) error {
 	if err == nil {
 		return nil
 	}
-	return &permanentError{err}
+	return &permanentError{mark{err}}
 }
 
-type permanentError struct{ err error }
+// mark is what the marks of this file (Permanent, Throttling, After) share:
+// each wraps err, reads as err and unwraps to it, and adds only what it
+// says about err.
+type mark struct{ err error }
 
-func (e *permanentError) Error() string { return e.err.Error() }
-func (e *permanentError) Unwrap() error { return e.err }
+func (m mark) Error() string { return m.err.Error() }
+func (m mark) Unwrap() error { return m.err }
+
+type permanentError struct{ mark }
 
 // IsPermanent reports whether err, or an error it wraps, was marked with
 // Permanent.
@@ -79,13 +84,11 @@ func Throttling(err error) error {
 	if err == nil {
 		return nil
 	}
-	return &throttledError{err}
+	return &throttledError{mark{err}}
 }
 
-type throttledError struct{ err error }
+type throttledError struct{ mark }
 
-func (e *throttledError) Error() string   { return e.err.Error() }
-func (e *throttledError) Unwrap() error   { return e.err }
 func (e *throttledError) Throttled() bool { return true }
 
 // Hinter is implemented by errors that carry the server's word on when to
@@ -106,16 +109,14 @@ func After(err error, d time.Duration) error {
 	if d < 0 {
 		d = 0
 	}
-	return &hintError{err: err, d: d}
+	return &hintError{mark{err}, d}
 }
 
 type hintError struct {
-	err error
-	d   time.Duration
+	mark
+	d time.Duration
 }
 
-func (e *hintError) Error() string             { return e.err.Error() }
-func (e *hintError) Unwrap() error             { return e.err }
 func (e *hintError) RetryAfter() time.Duration { return e.d }
 
 // hinterError is a Hinter found in an error's tree.
