@@ -53,7 +53,8 @@ type GRPCConfig struct {
 // 10 s, 1.20 for clients of 1 call/s over 10 s or 0.1 call/s over 100 s.
 // For clients that make fewer calls than that, one process cannot tell a
 // blip from an outage: share one budget across the fleet (redis.Budget in
-// module yaoki/redis: 1.10).
+// module yaoki/redis, with its fleet's floor of DefaultFleetMinPerSecond:
+// 1.01 for a fleet of 100 calls/s).
 func Recommended() GRPCConfig {
 	return GRPCConfig{MaxTokens: 10, TokenRatio: 0.2, Start: 8}
 }

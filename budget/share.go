@@ -14,6 +14,16 @@ const (
 	DefaultRatio        = 0.2
 	DefaultWindow       = 10 * time.Second
 	DefaultMinPerSecond = 10.0
+	// DefaultFleetMinPerSecond is the floor of a budget that a whole fleet
+	// of processes shares (redis.Budget in module yaoki/redis): one floor
+	// between them all, so against a dead dependency the fleet sends
+	// 1 + DefaultFleetMinPerSecond / (its calls per second) attempts per
+	// call (1.01 for a fleet of 100 calls/s, 1.10 for one of 10 calls/s),
+	// while Ratio × the fleet's successes covers its blips. The floor of
+	// one process (DefaultMinPerSecond) would be 10 % of a fleet of 100
+	// calls/s (1.10, the bound of the simulator's goals; go test ./sim
+	// -run TestYaokiGoals -v).
+	DefaultFleetMinPerSecond = 1.0
 	// NoFloor as ShareConfig.MinPerSecond removes the floor: retries are
 	// then granted only as a share of successful requests.
 	NoFloor = -1.0

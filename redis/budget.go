@@ -23,7 +23,9 @@ const maxBudgetSlots = 100
 
 // BudgetConfig configures a Budget. Client and Name are required; every
 // other zero field means its default. Ratio, Window and MinPerSecond mean
-// what they mean in budget.ShareConfig, counted over the whole fleet.
+// what they mean in budget.ShareConfig, counted over the whole fleet, with
+// the same defaults but the floor's, which is the fleet's
+// (budget.DefaultFleetMinPerSecond).
 type BudgetConfig struct {
 	// Client reaches the Redis that the fleet shares: a *goredis.Client,
 	// *goredis.ClusterClient or *goredis.Ring. Required.
@@ -44,9 +46,12 @@ type BudgetConfig struct {
 	Window time.Duration
 	// MinPerSecond is the floor, for the whole fleet: this many retries
 	// per second (MinPerSecond × Window per window) are granted whatever
-	// the traffic, shared by the processes. Zero: budget.DefaultMinPerSecond
-	// (10). budget.NoFloor (-1): no floor. Accepted: NoFloor, or
-	// 0 < MinPerSecond ≤ 1e6.
+	// the traffic, shared by the processes. Zero:
+	// budget.DefaultFleetMinPerSecond (1: one retry per second for the
+	// fleet, a tenth of one process's budget.Share, since it is one floor
+	// for all of them; against a dead dependency the fleet sends 1 + 1 /
+	// its calls per second attempts per call). budget.NoFloor (-1): no
+	// floor. Accepted: NoFloor, or 0 < MinPerSecond ≤ 1e6.
 	MinPerSecond float64
 	// Slot is the width of the time buckets in Redis: the window slides in
 	// steps of Slot, and a sync writes into the bucket of its instant.
@@ -177,7 +182,7 @@ func NewBudget(c BudgetConfig) (*Budget, error) {
 		c.Window = budget.DefaultWindow
 	}
 	if c.MinPerSecond == 0 {
-		c.MinPerSecond = budget.DefaultMinPerSecond
+		c.MinPerSecond = budget.DefaultFleetMinPerSecond
 	}
 	if c.Slot == 0 {
 		c.Slot = c.Window / 10
@@ -198,7 +203,7 @@ func NewBudget(c BudgetConfig) (*Budget, error) {
 	case c.Slot < time.Millisecond || c.Window%c.Slot != 0 || c.Window/c.Slot > maxBudgetSlots:
 		return nil, bad("Slot", c.Slot, "at least 1ms, dividing Window ("+c.Window.String()+") into at most 100 whole slots (0 means Window/10)")
 	case c.MinPerSecond != budget.NoFloor && !(c.MinPerSecond > 0 && c.MinPerSecond <= 1e6):
-		return nil, bad("MinPerSecond", c.MinPerSecond, "budget.NoFloor (-1) or 0 < MinPerSecond ≤ 1e6 (0 means the default 10)")
+		return nil, bad("MinPerSecond", c.MinPerSecond, "budget.NoFloor (-1) or 0 < MinPerSecond ≤ 1e6 (0 means the default 1)")
 	case c.SyncInterval < time.Millisecond || c.SyncInterval > c.Window/2:
 		return nil, bad("SyncInterval", c.SyncInterval, "1ms ≤ SyncInterval ≤ Window/2 ("+(c.Window/2).String()+"; 0 means Slot)")
 	}

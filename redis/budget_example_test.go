@@ -15,8 +15,8 @@ import (
 )
 
 // Every instance of a service shares one retry budget for the API it
-// calls, so that the fleet retries 20 % of its successful calls plus 10
-// retries per second in all, however many instances there are. (No Output:
+// calls, so that the fleet retries 20 % of its successful calls plus one
+// retry per second in all, however many instances there are. (No Output:
 // it needs a Redis server.)
 func ExampleNewBudget() {
 	rdb := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:6379"})

@@ -33,9 +33,13 @@ func client(t testing.TB, addr string) *goredis.Client {
 	return c
 }
 
+// newBudget returns a process's budget of the fleet name with a floor of
+// 10 retries/s (100 per window, budget.Share's default for one process), so
+// that the tests' figures read against a budget.Share's; the fleet's default
+// floor is TestBudgetDefaultFleetFloor's.
 func newBudget(t testing.TB, c goredis.UniversalClient, name string) *redis.Budget {
 	t.Helper()
-	b, err := redis.NewBudget(redis.BudgetConfig{Client: c, Name: name})
+	b, err := redis.NewBudget(redis.BudgetConfig{Client: c, Name: name, MinPerSecond: budget.DefaultMinPerSecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,6 +405,59 @@ func TestBudgetManyLightClients(t *testing.T) {
 	}
 	if r := perCall(ct); r > 1.02 {
 		t.Errorf("a fleet-wide budget started together: %.3f attempts per call, want ≤ 1.02", r)
+	}
+}
+
+// TestBudgetDefaultFleetFloor: with the defaults, a fleet's floor is
+// budget.DefaultFleetMinPerSecond (1 retry/s, 10 per window) for all its
+// processes. Ten processes × 10 calls/s starting together against a dead
+// dependency grant what one budget.Share with that floor, shared in memory
+// (the simulator's sim.YaokiFleet), grants: its 10 retries per window, for
+// 1.01 attempts per call, where one process's floor of 10/s would make 1.10.
+func TestBudgetDefaultFleetFloor(t *testing.T) {
+	srv := redistest.Start(t)
+	const n = 10
+	rbs := make([]retry.Budget, n)
+	bs := make([]*redis.Budget, n)
+	for i := range rbs {
+		b, err := redis.NewBudget(redis.BudgetConfig{Client: client(t, srv.Addr), Name: "defaults"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bs[i], rbs[i] = b, b
+	}
+	syncAt := func(i int, now time.Time) {
+		if err := bs[i].SyncAt(t.Context(), now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ft := (&fleet{budgets: rbs, sync: syncAt, perSecond: 10, fail: dead}).run(t0, 10*time.Second, true)
+	model, err := budget.NewShare(budget.ShareConfig{MinPerSecond: budget.DefaultFleetMinPerSecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := make([]retry.Budget, n)
+	for i := range shared {
+		shared[i] = model
+	}
+	mt := (&fleet{budgets: shared, perSecond: 10, fail: dead}).run(t0, 10*time.Second, true)
+	t.Logf("10 processes × 10 calls/s × 10 s against a dead dependency: redis.Budget with the defaults %d calls, %d retries (per second %v): %.3f attempts per call; one budget.Share with the fleet's floor: %d retries",
+		ft.calls, sum(ft.granted), ft.granted, float64(ft.attempts)/float64(ft.calls), sum(mt.granted))
+	if st := bs[0].StateAt(t0.Add(10 * time.Second)); st.Processes != n {
+		t.Fatalf("state after the run: %+v, want %d processes", st, n)
+	}
+	// Every 10 s window holds at most the floor's 10 retries, in the fleet
+	// as in the model; the first second's calls asked for far more.
+	for end := 10; end <= len(ft.granted); end++ {
+		if g, m := sum(ft.granted[end-10:end]), sum(mt.granted[end-10:end]); g > 10 || m > 10 {
+			t.Errorf("window ending at %d s: the fleet granted %d retries, the model %d; want ≤ the fleet's floor of 10", end, g, m)
+		}
+	}
+	if g := ft.granted[0]; g != 10 || mt.granted[0] != 10 {
+		t.Errorf("first second: the fleet granted %d retries, the model %d; want the whole floor, 10", g, mt.granted[0])
+	}
+	if r := float64(ft.attempts) / float64(ft.calls); r > 1.02 {
+		t.Errorf("the fleet with the defaults: %.3f attempts per call, want ≤ 1.02 (1 + 10/1000)", r)
 	}
 }
 

@@ -39,22 +39,25 @@ func recommended() *budget.GRPC {
 
 // YaokiFleet is Yaoki with one retry budget for all the clients of a run
 // instead of one each: the share-of-traffic rule of budget.Share (retries
-// ≤ 20 % of the successful requests over 10 s, plus 10 per second), with
-// the fleet's totals, which is what redis.Budget (module yaoki/redis)
-// keeps for a fleet of processes. It is what many small clients need: a
-// client of 0.1 call/s cannot tell a blip from an outage by itself.
+// ≤ 20 % of the successful requests over 10 s, plus a floor of
+// budget.DefaultFleetMinPerSecond, one retry per second, for the whole
+// fleet), with the fleet's totals, which is what redis.Budget (module
+// yaoki/redis) keeps for a fleet of processes with its defaults. It is what
+// many small clients need: a client of 0.1 call/s cannot tell a blip from
+// an outage by itself. Against a dead dependency the fleet sends 1 +
+// 1/(its calls per second) attempts per call.
 func YaokiFleet() Policy {
 	return Policy{
 		Name:   "yaoki + fleet budget",
 		Shared: true,
 		Guards: func(func() float64) Guards {
-			b, err := budget.NewShare(budget.ShareConfig{})
+			b, err := budget.NewShare(budget.ShareConfig{MinPerSecond: budget.DefaultFleetMinPerSecond})
 			if err != nil {
 				panic(err)
 			}
 			return Guards{Budget: b}
 		},
-		Description: "yaoki's loop with one share budget for the whole fleet (20 % of the fleet's successes over 10 s, + 10/s), as redis.Budget keeps it",
+		Description: "yaoki's loop with one share budget for the whole fleet (20 % of the fleet's successes over 10 s, + 1/s for the fleet), as redis.Budget keeps it with its defaults",
 	}
 }
 
