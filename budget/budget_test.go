@@ -481,49 +481,50 @@ func TestConcurrent(t *testing.T) {
 	}
 }
 
-func BenchmarkBudgetAllow(b *testing.B) {
-	share, _ := NewShare(ShareConfig{})
-	bucket, _ := NewBucket(BucketConfig{})
-	grpc, _ := NewGRPC(GRPCConfig{})
-	for _, c := range []struct {
-		name string
-		b    interface {
-			AllowRetryAt(time.Time, bool) bool
-			RecordAt(time.Time, bool, bool)
-		}
-	}{{"share", share}, {"bucket", bucket}, {"grpc", grpc}} {
-		// One request and one retry decision per operation, as a retry
-		// loop makes them for a call whose first attempt failed.
-		b.Run(c.name, func(b *testing.B) {
-			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				now := t0
-				for pb.Next() {
-					c.b.RecordAt(now, true, true)
-					if c.b.AllowRetryAt(now, false) {
-						c.b.RecordAt(now, false, true)
-					}
-				}
-			})
-		})
-	}
+// budgetUnderTest is what the retry loop calls on a budget.
+type budgetUnderTest interface {
+	AllowRetryAt(now time.Time, timeout bool) bool
+	RecordAt(now time.Time, first, success bool)
 }
 
-// BenchmarkBudgetRecordSuccess is the success path: a first attempt that
-// succeeded, recorded.
-func BenchmarkBudgetRecordSuccess(b *testing.B) {
+// defaultBudgets returns one of each budget, default-configured, by name.
+func defaultBudgets() []struct {
+	name string
+	b    budgetUnderTest
+} {
 	share, _ := NewShare(ShareConfig{})
 	bucket, _ := NewBucket(BucketConfig{})
 	grpc, _ := NewGRPC(GRPCConfig{})
-	for _, c := range []struct {
+	return []struct {
 		name string
-		b    interface{ RecordAt(time.Time, bool, bool) }
-	}{{"share", share}, {"bucket", bucket}, {"grpc", grpc}} {
+		b    budgetUnderTest
+	}{{"share", share}, {"bucket", bucket}, {"grpc", grpc}}
+}
+
+// Two paths of a retry loop through a budget, on every P:
+// BenchmarkBudgetAllow is one request and one retry decision per operation,
+// as for a call whose first attempt failed; BenchmarkBudgetRecordSuccess is
+// the success path, a first attempt that succeeded, recorded.
+func BenchmarkBudgetAllow(b *testing.B) {
+	benchBudgets(b, func(u budgetUnderTest) {
+		u.RecordAt(t0, true, true)
+		if u.AllowRetryAt(t0, false) {
+			u.RecordAt(t0, false, true)
+		}
+	})
+}
+
+func BenchmarkBudgetRecordSuccess(b *testing.B) {
+	benchBudgets(b, func(u budgetUnderTest) { u.RecordAt(t0, true, true) })
+}
+
+func benchBudgets(b *testing.B, op func(budgetUnderTest)) {
+	for _, c := range defaultBudgets() {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					c.b.RecordAt(t0, true, true)
+					op(c.b)
 				}
 			})
 		})
@@ -531,16 +532,10 @@ func BenchmarkBudgetRecordSuccess(b *testing.B) {
 }
 
 func TestNoAllocations(t *testing.T) {
-	s, _ := NewShare(ShareConfig{})
-	b, _ := NewBucket(BucketConfig{})
-	g, _ := NewGRPC(GRPCConfig{})
-	for name, f := range map[string]func(){
-		"share":  func() { s.RecordAt(t0, true, true); s.AllowRetryAt(t0, false) },
-		"bucket": func() { b.RecordAt(t0, true, true); b.AllowRetryAt(t0, false) },
-		"grpc":   func() { g.RecordAt(t0, true, true); g.AllowRetryAt(t0, false) },
-	} {
+	for _, c := range defaultBudgets() {
+		f := func() { c.b.RecordAt(t0, true, true); c.b.AllowRetryAt(t0, false) }
 		if n := testing.AllocsPerRun(1000, f); n != 0 {
-			t.Errorf("%s: %v allocations, want 0", name, n)
+			t.Errorf("%s: %v allocations, want 0", c.name, n)
 		}
 	}
 }
