@@ -6,47 +6,49 @@ import (
 	"time"
 )
 
+// The breakers the benchmarks run: the default (a 30 s time window), a
+// count window (the last 100 calls), and consecutive failures alone.
+var benchConfigs = []struct {
+	name string
+	c    Config
+}{
+	{"time-window", Config{}},
+	{"count-window", Config{WindowCalls: 100}},
+	{"consecutive", Config{ConsecutiveFailures: 5, FailureRatio: Disabled, OpenTimeout: time.Hour}},
+}
+
 // The closed success path, as the retry loop drives it: AllowAt and DoneAt
-// with the instant given (the default breaker: a 30 s time window).
-func BenchmarkBreakerSuccessSerial(b *testing.B) {
-	br, _ := New(Config{})
-	now := t0
-	b.ReportAllocs()
-	for b.Loop() {
-		tk, err := br.AllowAt(now, false)
-		if err != nil {
-			b.Fatal(err)
-		}
-		br.DoneAt(now, tk, 0, nil)
-	}
-}
-
-func BenchmarkBreakerSuccessParallel(b *testing.B) {
-	br, _ := New(Config{})
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		now := t0
-		for pb.Next() {
-			tk, err := br.AllowAt(now, false)
-			if err != nil {
-				b.Fatal(err)
+// with the instant given, in a loop and on every P.
+func BenchmarkBreakerSuccess(b *testing.B) {
+	for _, w := range benchConfigs {
+		br, _ := New(w.c)
+		call := func() error {
+			tk, err := br.AllowAt(t0, false)
+			if err == nil {
+				br.DoneAt(t0, tk, 0, nil)
 			}
-			br.DoneAt(now, tk, 0, nil)
+			return err
 		}
-	})
-}
-
-// The same with a count window (the last 100 calls).
-func BenchmarkBreakerSuccessCountWindowParallel(b *testing.B) {
-	br, _ := New(Config{WindowCalls: 100})
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		now := t0
-		for pb.Next() {
-			tk, _ := br.AllowAt(now, false)
-			br.DoneAt(now, tk, 0, nil)
-		}
-	})
+		b.Run(w.name+"/serial", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := call(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(w.name+"/parallel", func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := call(); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
 }
 
 // Execute reads the clock once per call with a time window, not at all
@@ -54,15 +56,8 @@ func BenchmarkBreakerSuccessCountWindowParallel(b *testing.B) {
 func BenchmarkBreakerExecute(b *testing.B) {
 	ok := func(context.Context) error { return nil }
 	ctx := context.Background()
-	for _, c := range []struct {
-		name string
-		s    Config
-	}{
-		{"time-window", Config{}},
-		{"count-window", Config{WindowCalls: 100}},
-		{"consecutive", Config{ConsecutiveFailures: 5, FailureRatio: Disabled, OpenTimeout: time.Hour}},
-	} {
-		br, _ := New(c.s)
+	for _, c := range benchConfigs {
+		br, _ := New(c.c)
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
