@@ -18,6 +18,23 @@ func at(d time.Duration) time.Time { return t0.Add(d) }
 
 func fixed(u float64) func() float64 { return func() float64 { return u } }
 
+// hammer runs step(0) … step(n−1) in each of goroutines goroutines at once
+// (the tests that call it run with -race); a goroutine stops at the first
+// step that returns false.
+func hammer(goroutines, n int, step func(i int) bool) {
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			for i := range n {
+				if !step(i) {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
 func TestAdaptiveProbability(t *testing.T) {
 	cases := []struct {
 		requests, accepts int
@@ -114,24 +131,17 @@ func TestAdaptiveSheds(t *testing.T) {
 
 func TestAdaptiveConcurrent(t *testing.T) {
 	a, _ := NewAdaptive(AdaptiveConfig{})
-	var wg sync.WaitGroup
-	for g := 0; g < 16; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 1000; i++ {
-				now := at(time.Duration(i) * time.Millisecond)
-				if _, err := a.AdmitAt(now); err == nil {
-					a.RecordAt(now, i%3 == 0)
-				}
-				if p := a.ProbabilityAt(now); !(p >= 0 && p < 1) {
-					t.Errorf("probability %v outside [0, 1)", p)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	hammer(16, 1000, func(i int) bool {
+		now := at(time.Duration(i) * time.Millisecond)
+		if _, err := a.AdmitAt(now); err == nil {
+			a.RecordAt(now, i%3 == 0)
+		}
+		if p := a.ProbabilityAt(now); !(p >= 0 && p < 1) {
+			t.Errorf("probability %v outside [0, 1)", p)
+			return false
+		}
+		return true
+	})
 	// Every question counted once as a request, admitted (through
 	// RecordAt) or rejected: no update was lost.
 	end := at(time.Second)

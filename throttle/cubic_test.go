@@ -3,7 +3,6 @@ package throttle
 import (
 	"errors"
 	"math"
-	"sync"
 	"testing"
 	"time"
 )
@@ -120,23 +119,16 @@ func TestCubicMaxWait(t *testing.T) {
 
 func TestCubicConcurrent(t *testing.T) {
 	c, _ := NewCubic(CubicConfig{})
-	var wg sync.WaitGroup
-	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 1000; i++ {
-				now := at(time.Duration(i) * 10 * time.Millisecond)
-				c.AdmitAt(now)
-				c.RecordAt(now, i%50 == 0)
-				if r, _ := c.RateAt(now); !(r >= DefaultMinRate) || math.IsInf(r, 0) {
-					t.Errorf("rate %v, want a finite rate ≥ MinRate", r)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	hammer(8, 1000, func(i int) bool {
+		now := at(time.Duration(i) * 10 * time.Millisecond)
+		c.AdmitAt(now)
+		c.RecordAt(now, i%50 == 0)
+		if r, _ := c.RateAt(now); !(r >= DefaultMinRate) || math.IsInf(r, 0) {
+			t.Errorf("rate %v, want a finite rate ≥ MinRate", r)
+			return false
+		}
+		return true
+	})
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.enabled || c.tokens > c.capacity || c.capacity < 1 {
