@@ -66,6 +66,28 @@ func send(t *testing.T, rt http.RoundTripper, req *http.Request) (*http.Response
 	return resp, string(b), nil
 }
 
+// wantAnswer stops the test unless a call answered status with body and
+// no error.
+func wantAnswer(t *testing.T, resp *http.Response, body string, err error, status int, wantBody string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("got error %v, want %d %q and no error", err, status, wantBody)
+	}
+	if resp.StatusCode != status || body != wantBody {
+		t.Fatalf("got %d %q, want %d %q", resp.StatusCode, body, status, wantBody)
+	}
+}
+
+// wantAttempts stops the test unless srv saw n attempts, and returns them.
+func wantAttempts(t *testing.T, srv *retrytest.Server, n int) []retrytest.Attempt {
+	t.Helper()
+	as := srv.Attempts()
+	if len(as) != n {
+		t.Fatalf("got %d attempts, want %d", len(as), n)
+	}
+	return as
+}
+
 func header(as []retrytest.Attempt, name string) []string {
 	var out []string
 	for _, a := range as {
@@ -78,16 +100,8 @@ func TestRetryableStatusThenSuccess(t *testing.T) {
 	srv := retrytest.NewServer(t, "503,500:body=oops,200:body=hello")
 	tr := serverTransport(t, srv, &httpretry.Transport{})
 	resp, body, err := do(t, tr, "GET", srv.URL+"/x", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != 200 || body != "hello" {
-		t.Fatalf("got %d %q, want 200 \"hello\"", resp.StatusCode, body)
-	}
-	as := srv.Attempts()
-	if len(as) != 3 {
-		t.Fatalf("got %d attempts, want 3", len(as))
-	}
+	wantAnswer(t, resp, body, err, 200, "hello")
+	as := wantAttempts(t, srv, 3)
 	if got := strings.Join(header(as, "Attempt-Count"), ","); got != "1,2,3" {
 		t.Errorf("Attempt-Count headers: got %s, want 1,2,3", got)
 	}
@@ -97,15 +111,8 @@ func TestExhaustedReturnsLastResponseReadable(t *testing.T) {
 	srv := retrytest.NewServer(t, "503:body=first,502:body=second,504:body=last,200")
 	tr := serverTransport(t, srv, &httpretry.Transport{})
 	resp, body, err := do(t, tr, "GET", srv.URL, nil)
-	if err != nil {
-		t.Fatalf("got error %v, want the last response and no error", err)
-	}
-	if resp.StatusCode != 504 || body != "last" {
-		t.Fatalf("got %d %q, want 504 \"last\"", resp.StatusCode, body)
-	}
-	if n := len(srv.Attempts()); n != 3 {
-		t.Fatalf("got %d attempts, want 3 (the default)", n)
-	}
+	wantAnswer(t, resp, body, err, 504, "last") // the last response, readable
+	wantAttempts(t, srv, 3)                     // the default
 }
 
 func TestNonRetryableStatusReturnedAtOnce(t *testing.T) {
@@ -162,16 +169,8 @@ func TestPostWithoutKeySentOnce(t *testing.T) {
 			rec := &retrytest.Recorder{}
 			tr := serverTransport(t, srv, &httpretry.Transport{Observer: rec})
 			resp, body, err := do(t, tr, m, srv.URL, strings.NewReader(`{"pay":10}`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if resp.StatusCode != 503 || body != "busy" {
-				t.Fatalf("got %d %q, want the 503 \"busy\"", resp.StatusCode, body)
-			}
-			as := srv.Attempts()
-			if len(as) != 1 {
-				t.Fatalf("got %d attempts, want exactly 1", len(as))
-			}
+			wantAnswer(t, resp, body, err, 503, "busy")
+			as := wantAttempts(t, srv, 1)
 			if k := as[0].Header.Get("Idempotency-Key"); k != "" {
 				t.Errorf("got Idempotency-Key %q with KeyOff, want none", k)
 			}
@@ -206,16 +205,8 @@ func TestPostWithKeyRetriedSameKey(t *testing.T) {
 				req.Header.Set(c.header, "caller-key-1")
 			}
 			resp, body, err := send(t, tr, req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if resp.StatusCode != 200 || body != "done" {
-				t.Fatalf("got %d %q, want 200 \"done\"", resp.StatusCode, body)
-			}
-			as := srv.Attempts()
-			if len(as) != 3 {
-				t.Fatalf("got %d attempts, want 3", len(as))
-			}
+			wantAnswer(t, resp, body, err, 200, "done")
+			as := wantAttempts(t, srv, 3)
 			keys := header(as, "Idempotency-Key")
 			for i, k := range keys {
 				if k != keys[0] {
@@ -285,10 +276,7 @@ func TestBodyIdenticalOnEveryAttempt(t *testing.T) {
 			if resp.StatusCode != 200 {
 				t.Fatalf("got %d, want 200", resp.StatusCode)
 			}
-			as := srv.Attempts()
-			if len(as) != 4 {
-				t.Fatalf("got %d attempts, want 4", len(as))
-			}
+			as := wantAttempts(t, srv, 4)
 			want := as[0].Body
 			if name != "buffered, empty" && string(want) != payload {
 				t.Fatalf("attempt 1 body has %d bytes, want the %d sent", len(want), len(payload))
@@ -473,9 +461,7 @@ func TestDoNotRetry(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := len(srv.Attempts()); n != c.attempts {
-				t.Fatalf("got %d attempts, want %d", n, c.attempts)
-			}
+			wantAttempts(t, srv, c.attempts)
 			if c.attempts == 1 {
 				if g := rec.Events(event.GaveUp); len(g) != 1 || g[0].Reason != "do_not_retry" {
 					t.Errorf("got give-up events %+v, want reason do_not_retry", g)
