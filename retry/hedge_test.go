@@ -91,6 +91,20 @@ func (s *script) discard(v int) {
 	s.mu.Unlock()
 }
 
+// answers runs HedgeValue with p (in a synctest bubble) and stops the test
+// unless attempt want's answer comes back, after d of virtual time.
+func (s *script) answers(t *testing.T, p retry.Policy, want int, d time.Duration) {
+	t.Helper()
+	start := time.Now()
+	v, err := retry.HedgeValue(context.Background(), p, s.call, s.discard)
+	if err != nil || v != want {
+		t.Fatalf("HedgeValue = %v, %v; want attempt %d's answer", v, err, want)
+	}
+	if took := time.Since(start); took != d {
+		t.Errorf("answered after %v, want %v", took, d)
+	}
+}
+
 func fixedHedger(t *testing.T, delay time.Duration, maxHedges int) *hedge.Hedger {
 	t.Helper()
 	h, err := hedge.New(hedge.Config{Delay: delay, MaxHedges: maxHedges, Budget: hedge.Off, Brownout: hedge.Off})
@@ -108,14 +122,8 @@ func TestHedgeWins(t *testing.T) {
 		obs := &events{}
 		s := &script{lat: []time.Duration{time.Second, 10 * time.Millisecond}}
 		p := retry.Policy{Env: &retry.Env{Hedger: fixedHedger(t, 50*time.Millisecond, 2), Observer: obs}}
-		start := time.Now()
-		v, err := retry.HedgeValue(context.Background(), p, s.call, s.discard)
-		if err != nil || v != 2 {
-			t.Fatalf("HedgeValue = %v, %v; want attempt 2's answer", v, err)
-		}
-		if d := time.Since(start); d != 60*time.Millisecond {
-			t.Errorf("answered after %v, want 60ms (hedge at 50ms, its answer 10ms later)", d)
-		}
+		// The hedge is sent at 50ms and answers 10ms later.
+		s.answers(t, p, 2, 60*time.Millisecond)
 		synctest.Wait() // the cancelled first attempt returns
 		if !slices.Equal(s.cancelled, []int{1}) || !slices.Equal(s.discarded, []int{1}) {
 			t.Errorf("cancelled %v, discarded %v; want the first attempt both", s.cancelled, s.discarded)
@@ -139,9 +147,7 @@ func TestHedgeNotNeeded(t *testing.T) {
 		obs := &events{}
 		s := &script{lat: []time.Duration{20 * time.Millisecond}}
 		p := retry.Policy{Env: &retry.Env{Hedger: fixedHedger(t, 50*time.Millisecond, 2), Observer: obs}}
-		if v, err := retry.HedgeValue(context.Background(), p, s.call, s.discard); err != nil || v != 1 {
-			t.Fatalf("HedgeValue = %v, %v; want attempt 1's answer", v, err)
-		}
+		s.answers(t, p, 1, 20*time.Millisecond)
 		time.Sleep(time.Second) // virtual time: the synctest bubble advances its clock
 		if s.n.Load() != 1 || obs.count(event.Hedge) != 0 || len(s.discarded) != 0 {
 			t.Errorf("%d attempts, %d hedges, discarded %v; want 1 attempt, none", s.n.Load(), obs.count(event.Hedge), s.discarded)
@@ -155,14 +161,8 @@ func TestHedgeMaxHedges(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := &script{lat: []time.Duration{time.Second, time.Second, 30 * time.Millisecond, time.Millisecond}}
 		p := retry.Policy{Env: &retry.Env{Hedger: fixedHedger(t, 50*time.Millisecond, 2)}}
-		start := time.Now()
-		v, err := retry.HedgeValue(context.Background(), p, s.call, s.discard)
-		if err != nil || v != 3 {
-			t.Fatalf("HedgeValue = %v, %v; want attempt 3's answer", v, err)
-		}
-		if d := time.Since(start); d != 130*time.Millisecond {
-			t.Errorf("answered after %v, want 130ms (hedges at 50ms and 100ms, the second answers 30ms later)", d)
-		}
+		// Hedges are sent at 50ms and 100ms; the second answers 30ms later.
+		s.answers(t, p, 3, 130*time.Millisecond)
 		synctest.Wait()
 		if s.n.Load() != 3 {
 			t.Errorf("%d attempts, want 3 (2 hedges at most)", s.n.Load())
