@@ -16,12 +16,6 @@ import (
 	"github.com/yaoki-go/yaoki/event"
 )
 
-type timeoutErr struct{}
-
-func (timeoutErr) Error() string   { return "slow" }
-func (timeoutErr) Timeout() bool   { return true }
-func (timeoutErr) Temporary() bool { return true }
-
 type codeErr struct{ code int }
 
 // namedErr names its own error type.
@@ -52,7 +46,7 @@ func TestErrorType(t *testing.T) {
 		{"a status out of range is no status", nil, 600, ""},
 		{"caller cancelled", fmt.Errorf("call: %w", context.Canceled), 0, event.ErrorCancelled},
 		{"deadline", context.DeadlineExceeded, 0, event.ErrorTimeout},
-		{"Timeout() true", fmt.Errorf("wrapped: %w", timeoutErr{}), 0, event.ErrorTimeout},
+		{"Timeout() true", fmt.Errorf("wrapped: %w", os.ErrDeadlineExceeded), 0, event.ErrorTimeout},
 		{"refused, deep in url.Error", refused, 0, event.ErrorConnectionRefused},
 		{"reset", reset, 0, event.ErrorConnectionReset},
 		{"broken pipe", syscall.EPIPE, 0, event.ErrorConnectionReset},

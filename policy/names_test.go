@@ -14,14 +14,6 @@ import (
 	"github.com/yaoki-go/yaoki/retry"
 )
 
-type timeoutErr struct{}
-
-func (timeoutErr) Error() string   { return "i/o timeout" }
-func (timeoutErr) Timeout() bool   { return true }
-func (timeoutErr) Temporary() bool { return true }
-
-var _ net.Error = timeoutErr{}
-
 func TestNameAndMatches(t *testing.T) {
 	attemptTimeout := fmt.Errorf("retry: attempt timed out: %w", retry.ErrAttemptTimeout)
 	for _, tc := range []struct {
@@ -34,7 +26,7 @@ func TestNameAndMatches(t *testing.T) {
 		{fmt.Errorf("get: %w", status(403)), "HTTP.403", []string{"States.Permissions", "HTTP.4XX"}, []string{"HTTP.5XX"}},
 		{named("HTTP.429"), "HTTP.429", []string{"HTTP.429", "HTTP.4XX"}, []string{"HTTP.503"}},
 		{attemptTimeout, "States.Timeout", []string{"States.Timeout", "Net.Timeout", "States.ALL"}, []string{"States.TaskFailed", "Net.Reset"}},
-		{&net.OpError{Op: "read", Err: timeoutErr{}}, "Net.Timeout", []string{"Net.Timeout", "States.Timeout", "States.Http.Socket"}, []string{"States.TaskFailed"}},
+		{&net.OpError{Op: "read", Err: os.NewSyscallError("read", syscall.ETIMEDOUT)}, "Net.Timeout", []string{"Net.Timeout", "States.Timeout", "States.Http.Socket"}, []string{"States.TaskFailed"}},
 		{os.ErrDeadlineExceeded, "Net.Timeout", []string{"Net.Timeout"}, nil},
 		{context.DeadlineExceeded, "Net.Timeout", []string{"Net.Timeout"}, nil},
 		{&net.OpError{Op: "read", Err: syscall.ECONNRESET}, "Net.Reset", []string{"Net.Reset", "States.Http.Socket", "States.TaskFailed"}, []string{"Net.Refused"}},
