@@ -147,15 +147,7 @@ func (c *configReader) route(n *yaml.Node, name string) *routeConfig {
 	before := len(c.errs)
 	r := &routeConfig{name: name, at: fmt.Sprintf("%s:%d", c.file, n.Line), policySource: "defaults"}
 	var upstream, pol, key *yaml.Node
-	seen := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], yamlResolve(n.Content[i+1])
-		path := name + "." + k.Value
-		if seen[k.Value] {
-			c.fail(k, path, "given twice")
-			continue
-		}
-		seen[k.Value] = true
+	c.fields(n, name, func(k, v *yaml.Node, path string) {
 		switch k.Value {
 		case "path":
 			if s, ok := c.scalar(v, path, "a path prefix such as /payments/"); ok {
@@ -174,13 +166,7 @@ func (c *configReader) route(n *yaml.Node, name string) *routeConfig {
 			}
 		case "upstream":
 			upstream = v
-			if s, ok := c.scalar(v, path, "an http or https URL"); ok {
-				u, err := parseUpstream(s)
-				if err != nil {
-					c.fail(v, path, "%v", err)
-				}
-				r.upstream = u
-			}
+			r.upstream = parseScalar(c, v, path, "an http or https URL", parseUpstream)
 		case "policy":
 			pol = v
 		case "idempotency_key":
@@ -195,19 +181,13 @@ func (c *configReader) route(n *yaml.Node, name string) *routeConfig {
 				}
 			}
 		case "max_buffered_body":
-			if s, ok := c.scalar(v, path, "a size in bytes"); ok {
-				m, err := parseByteSize(s)
-				if err != nil {
-					c.fail(v, path, "%v", err)
-				}
-				r.maxBody = m
-			}
+			r.maxBody = parseScalar(c, v, path, "a size in bytes", parseByteSize)
 		case "hedge":
 			r.hedge = c.hedge(v, path)
 		default:
 			c.fail(k, path, "unknown key: want one of %s", strings.Join(routeFields, ", "))
 		}
-	}
+	})
 	if upstream == nil {
 		c.fail(n, name+".upstream", "missing: every route needs an upstream URL, e.g. upstream: http://127.0.0.1:9000")
 	}
@@ -264,13 +244,7 @@ func (c *configReader) policy(r *routeConfig, n *yaml.Node, path string) {
 // policyErrors records the errors of a route's policy document, each with
 // its place in the file and its path from the config's root.
 func (c *configReader) policyErrors(n *yaml.Node, path string, err error) {
-	var list []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		list = j.Unwrap()
-	} else {
-		list = []error{err}
-	}
-	for _, e := range list {
+	for _, e := range joinedErrors(err) {
 		var pe *policy.Error
 		if errors.As(e, &pe) && (pe.File == c.file || pe.Line > 0) {
 			p := path
@@ -298,6 +272,32 @@ func (c *configReader) shadowed(routes []*routeConfig, list *yaml.Node) {
 	}
 }
 
+// joinedErrors returns the errors that err joins (errors.Join, as
+// parseProxyConfig returns them), or err alone.
+func joinedErrors(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// fields calls field for each key of the mapping n with its value (aliases
+// followed) and its path from the config's root; a key given twice is an
+// error, and field is not called for it.
+func (c *configReader) fields(n *yaml.Node, path string, field func(k, v *yaml.Node, path string)) {
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], yamlResolve(n.Content[i+1])
+		p := path + "." + k.Value
+		if seen[k.Value] {
+			c.fail(k, p, "given twice")
+			continue
+		}
+		seen[k.Value] = true
+		field(k, v, p)
+	}
+}
+
 // scalar returns n's value when it is a scalar.
 func (c *configReader) scalar(n *yaml.Node, path, want string) (string, bool) {
 	if n.Kind != yaml.ScalarNode {
@@ -305,6 +305,19 @@ func (c *configReader) scalar(n *yaml.Node, path, want string) (string, bool) {
 		return "", false
 	}
 	return n.Value, true
+}
+
+// parseScalar reads the scalar n with parse, recording in c a node that is
+// not a scalar or that parse refuses; the zero T then.
+func parseScalar[T any](c *configReader, n *yaml.Node, path, want string, parse func(string) (T, error)) T {
+	var v T
+	if s, ok := c.scalar(n, path, want); ok {
+		var err error
+		if v, err = parse(s); err != nil {
+			c.fail(n, path, "%v", err)
+		}
+	}
+	return v
 }
 
 // resolve follows aliases.

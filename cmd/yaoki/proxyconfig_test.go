@@ -195,13 +195,7 @@ func FuzzProxyConfig(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := parseProxyConfig("f.yaml", data)
 		if err != nil {
-			var list []error
-			if j, ok := err.(interface{ Unwrap() []error }); ok {
-				list = j.Unwrap()
-			} else {
-				list = []error{err}
-			}
-			for _, e := range list {
+			for _, e := range joinedErrors(err) {
 				if !strings.HasPrefix(e.Error(), "proxy: ") {
 					t.Fatalf("error %q does not start with proxy:", e)
 				}

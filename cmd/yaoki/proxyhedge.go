@@ -34,22 +34,14 @@ func (c *configReader) hedge(n *yaml.Node, path string) *hedge.Config {
 		c.fail(n, path, "%s: want %s", yamlKindName(n), want)
 		return nil
 	}
-	seen := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], yamlResolve(n.Content[i+1])
-		p := path + "." + k.Value
-		if seen[k.Value] {
-			c.fail(k, p, "given twice")
-			continue
-		}
-		seen[k.Value] = true
+	c.fields(n, path, func(k, v *yaml.Node, p string) {
 		if !slices.Contains(hedgeFields, k.Value) {
 			c.fail(k, p, "unknown key: want one of %s", strings.Join(hedgeFields, ", "))
-			continue
+			return
 		}
 		s, ok := c.scalar(v, p, "a value")
 		if !ok {
-			continue
+			return
 		}
 		switch k.Value {
 		case "delay":
@@ -83,7 +75,7 @@ func (c *configReader) hedge(n *yaml.Node, path string) *hedge.Config {
 		case "brownout":
 			cfg.Brownout = c.shareOrOff(v, p, s, 1, "a share of slow first attempts above 0 and up to 1 (default 0.5), or off to hedge however many are slow")
 		}
-	}
+	})
 	if len(c.errs) > before {
 		return nil
 	}
