@@ -1,11 +1,9 @@
 package idempotency
 
 import (
-	"encoding/json"
 	"net/http"
-	"strconv"
 
-	"github.com/yaoki-go/yaoki/header"
+	"github.com/yaoki-go/yaoki/internal/problem"
 )
 
 // Problem is the body of every answer the middleware gives itself: an RFC
@@ -49,23 +47,10 @@ const (
 )
 
 // ProblemContentType is the media type of a Problem (RFC 9457 §3).
-const ProblemContentType = "application/problem+json"
+const ProblemContentType = problem.ContentType
 
 func writeProblem(w http.ResponseWriter, p Problem, retryAfter int) {
 	p.Type = "about:blank"
 	p.Title = http.StatusText(p.Status)
-	b, err := json.Marshal(p)
-	if err != nil { // cannot happen: strings and ints only
-		b = []byte(`{"type":"about:blank"}`)
-	}
-	h := w.Header()
-	h.Set("Content-Type", ProblemContentType)
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	h.Set("Cache-Control", "no-store")
-	h.Del("Content-Encoding")
-	if retryAfter >= 0 {
-		h.Set(header.RetryAfter, strconv.Itoa(retryAfter))
-	}
-	w.WriteHeader(p.Status)
-	_, _ = w.Write(b)
+	problem.Write(w, p.Status, p, retryAfter)
 }

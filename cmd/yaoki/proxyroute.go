@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"math"
 	"net"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/yaoki-go/yaoki/header"
 	"github.com/yaoki-go/yaoki/httpretry"
+	"github.com/yaoki-go/yaoki/internal/problem"
 	"github.com/yaoki-go/yaoki/layer"
 	"github.com/yaoki-go/yaoki/policy"
 	"github.com/yaoki-go/yaoki/retry"
@@ -193,7 +193,8 @@ func mayRetry(req *http.Request) bool {
 }
 
 // proxyProblem is the body of an answer the proxy makes itself: an RFC
-// 9457 problem details object, as package idempotency writes them.
+// 9457 problem details object, sent by internal/problem as the
+// idempotency middleware's are.
 type proxyProblem struct {
 	Type     string `json:"type"`
 	Title    string `json:"title"`
@@ -281,19 +282,7 @@ func problemFor(err error, retryingCaller bool) (p proxyProblem, retryAfter int,
 func writeProxyProblem(w http.ResponseWriter, p proxyProblem, retryAfter int) {
 	p.Type = "about:blank"
 	p.Title = http.StatusText(p.Status)
-	b, err := json.Marshal(p)
-	if err != nil { // cannot happen: strings and ints only
-		b = []byte(`{"type":"about:blank"}`)
-	}
-	h := w.Header()
-	h.Set("Content-Type", "application/problem+json")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	h.Set("Cache-Control", "no-store")
-	if retryAfter >= 0 {
-		h.Set(header.RetryAfter, strconv.Itoa(retryAfter))
-	}
-	w.WriteHeader(p.Status)
-	_, _ = w.Write(b)
+	problem.Write(w, p.Status, p, retryAfter)
 }
 
 // bufferPool lends the reverse proxies their 32 KiB copy buffers, so that
