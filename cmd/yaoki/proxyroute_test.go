@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,12 +15,6 @@ import (
 	"github.com/yaoki-go/yaoki/httpretry"
 	"github.com/yaoki-go/yaoki/retry"
 )
-
-// timeoutErr is a network timeout, as net reports one.
-type timeoutErr struct{}
-
-func (timeoutErr) Error() string { return "i/o timeout" }
-func (timeoutErr) Timeout() bool { return true }
 
 // Each way the transport can end without an answer, and the proxy's answer
 // for it: status, reason, Retry-After and Do-Not-Retry.
@@ -36,7 +32,7 @@ func TestProblemFor(t *testing.T) {
 		doNotRetry bool
 	}{
 		{"connection refused 3 times", wrap(3, &retry.Error{Reason: retry.ReasonExhausted, Last: syscall.ECONNREFUSED}), false, 502, "attempts_exhausted", -1, true},
-		{"every attempt timed out", wrap(3, &retry.Error{Reason: retry.ReasonExhausted, Last: timeoutErr{}}), false, 504, "attempts_exhausted", -1, true},
+		{"every attempt timed out", wrap(3, &retry.Error{Reason: retry.ReasonExhausted, Last: &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}}), false, 504, "attempts_exhausted", -1, true},
 		{"breaker open", wrap(0, &retry.Error{Reason: retry.ReasonBreakerOpen, Wait: 12300 * time.Millisecond}), false, 503, "breaker_open", 13, true},
 		{"budget exhausted", wrap(1, &retry.Error{Reason: retry.ReasonBudgetExhausted, Last: syscall.ECONNRESET}), false, 503, "budget_exhausted", -1, true},
 		{"throttled locally", wrap(0, &retry.Error{Reason: retry.ReasonRejectedLocally}), false, 503, "rejected_locally", -1, true},
