@@ -231,7 +231,7 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 		return err
 	}
 	for _, name := range checkWriteOut(format) {
-		fmt.Fprintf(stderr, "yaoki: unknown --write-out variable: '%s' (known: %s)\n", name, strings.Join(writeOutVars, ", "))
+		fmt.Fprintf(stderr, "yaoki: unknown --write-out variable: '%s' (known: %s)\n", name, writeOutNames())
 	}
 	cp, err := o.pf.build(cmd)
 	if err != nil {

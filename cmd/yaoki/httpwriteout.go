@@ -3,14 +3,33 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 )
 
-// writeOutVars are the -w variables yaoki http knows, as curl names them.
-var writeOutVars = []string{"content_type", "errormsg", "exitcode", "http_code", "method", "num_redirects",
-	"num_retries", "response_code", "size_download", "time_total", "url_effective"}
+// writeOutVars are the -w variables yaoki http knows, as curl names them,
+// and how each is written.
+var writeOutVars = map[string]func(ti *transferInfo) string{
+	"content_type":  func(ti *transferInfo) string { return ti.contentType },
+	"errormsg":      func(ti *transferInfo) string { return ti.errMsg },
+	"exitcode":      func(ti *transferInfo) string { return fmt.Sprint(ti.exitCode) },
+	"http_code":     func(ti *transferInfo) string { return fmt.Sprintf("%03d", ti.status) },
+	"method":        func(ti *transferInfo) string { return ti.method },
+	"num_redirects": func(ti *transferInfo) string { return fmt.Sprint(ti.redirects) },
+	"num_retries":   func(ti *transferInfo) string { return fmt.Sprint(ti.retries) },
+	"response_code": func(ti *transferInfo) string { return fmt.Sprintf("%03d", ti.status) },
+	"size_download": func(ti *transferInfo) string { return fmt.Sprint(ti.size) },
+	"time_total":    func(ti *transferInfo) string { return fmt.Sprintf("%.6f", ti.took.Seconds()) },
+	"url_effective": func(ti *transferInfo) string { return ti.url },
+}
+
+// writeOutNames lists the -w variables in order, for messages.
+func writeOutNames() string {
+	return strings.Join(slices.Sorted(maps.Keys(writeOutVars)), ", ")
+}
 
 // transferInfo is what -w can write about a finished request.
 type transferInfo struct {
@@ -51,12 +70,9 @@ func readWriteOut(v string, stdin io.Reader) (string, error) {
 func checkWriteOut(format string) []string {
 	var unknown []string
 	expandWriteOut(format, func(name string) (string, bool) {
-		for _, k := range writeOutVars {
-			if k == name {
-				return "", true
-			}
+		if _, ok := writeOutVars[name]; !ok {
+			unknown = append(unknown, name)
 		}
-		unknown = append(unknown, name)
 		return "", false
 	})
 	return unknown
@@ -69,27 +85,8 @@ func (ti *transferInfo) writeOut(format string) string {
 }
 
 func (ti *transferInfo) value(name string) (string, bool) {
-	switch name {
-	case "http_code", "response_code":
-		return fmt.Sprintf("%03d", ti.status), true
-	case "time_total":
-		return fmt.Sprintf("%.6f", ti.took.Seconds()), true
-	case "num_retries":
-		return fmt.Sprint(ti.retries), true
-	case "num_redirects":
-		return fmt.Sprint(ti.redirects), true
-	case "url_effective":
-		return ti.url, true
-	case "method":
-		return ti.method, true
-	case "exitcode":
-		return fmt.Sprint(ti.exitCode), true
-	case "errormsg":
-		return ti.errMsg, true
-	case "content_type":
-		return ti.contentType, true
-	case "size_download":
-		return fmt.Sprint(ti.size), true
+	if f, ok := writeOutVars[name]; ok {
+		return f(ti), true
 	}
 	return "", false
 }
