@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,100 +18,95 @@ var (
 	breakerFields = []string{"FailureRatio", "MinCalls", "WindowSeconds", "ConsecutiveFailures", "OpenSeconds", "MaxOpenSeconds", "HalfOpenProbes", "RetriesOnly"}
 )
 
-// budgetConfig decodes a Budget object: a share-of-traffic retry budget
-// (package budget's Share). Absent fields take budget's defaults (20 % of
-// requests over 10 s, with a floor of 10 retries per second).
-func (d *decoder) budgetConfig(n *node, path string) *budget.ShareConfig {
+// guardObject decodes a Budget or Breaker object (named name in messages)
+// into c: field reads the value v of one of fields, at path fp, and
+// returns false when it refused it (the message is written); check builds
+// the guard, to refuse a configuration out of range. Unknown fields are
+// reported and skipped. It returns nil when anything was refused.
+func guardObject[C any](d *decoder, n *node, path, name, example string, fields []string, c *C,
+	field func(k string, v *node, fp string) bool, check func(C) error) *C {
 	if n.kind != 'o' {
-		d.fail(n.off, path, n.raw()+" is "+n.kindName()+`: want an object such as {"Ratio": 0.2, "WindowSeconds": 10, "MinPerSecond": 10} ({} for the defaults)`)
+		d.fail(n.off, path, n.raw()+" is "+n.kindName()+": want an object such as "+example+" ({} for the defaults)")
 		return nil
 	}
-	c := &budget.ShareConfig{}
-	ok := true
 	for i, k := range n.keys {
-		v, fp := n.vals[i], path+"."+k
-		switch k {
-		case "Ratio":
-			c.Ratio, ok = d.number(v, fp, "want a share of the successful requests, such as 0.2")
-		case "WindowSeconds":
-			var f float64
-			f, ok = d.number(v, fp, "want seconds, such as 10")
-			c.Window = seconds(f)
-		case "MinPerSecond":
-			c.MinPerSecond, ok = d.number(v, fp, "want retries per second, such as 10, or -1 for no floor")
-		default:
-			d.unknown(n.koff[i], path, k, budgetFields, "Budget")
+		if !slices.Contains(fields, k) {
+			d.unknown(n.koff[i], path, k, fields, name)
+			continue
 		}
-		if !ok {
+		if !field(k, n.vals[i], path+"."+k) {
 			return nil
 		}
 	}
-	if _, err := budget.NewShare(*c); err != nil {
+	if err := check(*c); err != nil {
 		d.fail(n.off, path, guardMsg(err))
 		return nil
 	}
 	return c
 }
 
+// checkBudget and checkBreaker refuse what budget.NewShare and breaker.New
+// refuse.
+func checkBudget(c budget.ShareConfig) error { _, err := budget.NewShare(c); return err }
+func checkBreaker(c breaker.Config) error    { _, err := breaker.New(c); return err }
+
+// budgetConfig decodes a Budget object: a share-of-traffic retry budget
+// (package budget's Share). Absent fields take budget's defaults (20 % of
+// requests over 10 s, with a floor of 10 retries per second).
+func (d *decoder) budgetConfig(n *node, path string) *budget.ShareConfig {
+	c := &budget.ShareConfig{}
+	return guardObject(d, n, path, "Budget", `{"Ratio": 0.2, "WindowSeconds": 10, "MinPerSecond": 10}`, budgetFields, c,
+		func(k string, v *node, fp string) (ok bool) {
+			switch k {
+			case "Ratio":
+				c.Ratio, ok = d.number(v, fp, "want a share of the successful requests, such as 0.2")
+			case "WindowSeconds":
+				var f float64
+				f, ok = d.number(v, fp, "want seconds, such as 10")
+				c.Window = seconds(f)
+			case "MinPerSecond":
+				c.MinPerSecond, ok = d.number(v, fp, "want retries per second, such as 10, or -1 for no floor")
+			}
+			return ok
+		}, checkBudget)
+}
+
 // breakerConfig decodes a Breaker object (package breaker.Config).
 // Absent fields take breaker's defaults (trips at 50 % failures over 30 s
 // with at least 20 calls; open 30 s, doubling on re-trips up to 5 min).
 func (d *decoder) breakerConfig(n *node, path string) *breaker.Config {
-	if n.kind != 'o' {
-		d.fail(n.off, path, n.raw()+" is "+n.kindName()+`: want an object such as {"FailureRatio": 0.5, "MinCalls": 20, "WindowSeconds": 30, "OpenSeconds": 30} ({} for the defaults)`)
-		return nil
-	}
 	s := &breaker.Config{Name: "policy"}
-	ok := true
-	secs := func(v *node, fp string, dst *time.Duration) {
-		var f float64
-		f, ok = d.number(v, fp, "want seconds")
-		*dst = seconds(f)
-	}
-	ints := func(v *node, fp string, dst *int) {
-		var f float64
-		f, ok = d.number(v, fp, "want an integer")
-		if ok && (f != float64(int(f)) || f < -1e9 || f > 1e9) {
-			d.fail(v.off, fp, v.raw()+" is not an integer in range: want an integer from 0 to 1e9")
-			ok = false
-		}
-		*dst = int(f)
-	}
-	for i, k := range n.keys {
-		v, fp := n.vals[i], path+"."+k
-		switch k {
-		case "FailureRatio":
-			s.FailureRatio, ok = d.number(v, fp, "want a share of calls, such as 0.5")
-		case "MinCalls":
-			ints(v, fp, &s.MinCalls)
-		case "WindowSeconds":
-			secs(v, fp, &s.Window)
-		case "ConsecutiveFailures":
-			ints(v, fp, &s.ConsecutiveFailures)
-		case "OpenSeconds":
-			secs(v, fp, &s.OpenTimeout)
-		case "MaxOpenSeconds":
-			secs(v, fp, &s.MaxOpenTimeout)
-		case "HalfOpenProbes":
-			ints(v, fp, &s.HalfOpenProbes)
-		case "RetriesOnly":
-			if v.kind != 'b' {
-				d.fail(v.off, fp, v.raw()+" is "+v.kindName()+": want true or false")
-				ok = false
+	durations := map[string]*time.Duration{"WindowSeconds": &s.Window, "OpenSeconds": &s.OpenTimeout, "MaxOpenSeconds": &s.MaxOpenTimeout}
+	integers := map[string]*int{"MinCalls": &s.MinCalls, "ConsecutiveFailures": &s.ConsecutiveFailures, "HalfOpenProbes": &s.HalfOpenProbes}
+	return guardObject(d, n, path, "Breaker", `{"FailureRatio": 0.5, "MinCalls": 20, "WindowSeconds": 30, "OpenSeconds": 30}`, breakerFields, s,
+		func(k string, v *node, fp string) (ok bool) {
+			if dst, found := durations[k]; found {
+				var f float64
+				f, ok = d.number(v, fp, "want seconds")
+				*dst = seconds(f)
+				return ok
 			}
-			s.RetriesOnly = v.b
-		default:
-			d.unknown(n.koff[i], path, k, breakerFields, "Breaker")
-		}
-		if !ok {
-			return nil
-		}
-	}
-	if _, err := breaker.New(*s); err != nil {
-		d.fail(n.off, path, guardMsg(err))
-		return nil
-	}
-	return s
+			if dst, found := integers[k]; found {
+				var f float64
+				f, ok = d.number(v, fp, "want an integer")
+				if ok && (f != float64(int(f)) || f < -1e9 || f > 1e9) {
+					d.fail(v.off, fp, v.raw()+" is not an integer in range: want an integer from 0 to 1e9")
+					return false
+				}
+				*dst = int(f)
+				return ok
+			}
+			switch k {
+			case "FailureRatio":
+				s.FailureRatio, ok = d.number(v, fp, "want a share of calls, such as 0.5")
+			case "RetriesOnly":
+				s.RetriesOnly, ok = v.b, v.kind == 'b'
+				if !ok {
+					d.fail(v.off, fp, v.raw()+" is "+v.kindName()+": want true or false")
+				}
+			}
+			return ok
+		}, checkBreaker)
 }
 
 // guardMsg turns a budget or breaker configuration error into the
@@ -132,12 +128,12 @@ func guardMsg(err error) string {
 // validateGuards is Validate's part for Budget and Breaker.
 func (d *Document) validateGuards(bad func(path, msg string)) {
 	if d.Budget != nil {
-		if _, err := budget.NewShare(*d.Budget); err != nil {
+		if err := checkBudget(*d.Budget); err != nil {
 			bad("Budget", guardMsg(err))
 		}
 	}
 	if d.Breaker != nil {
-		if _, err := breaker.New(*d.Breaker); err != nil {
+		if err := checkBreaker(*d.Breaker); err != nil {
 			bad("Breaker", guardMsg(err))
 		}
 	}
