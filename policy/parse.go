@@ -141,28 +141,30 @@ func (d *decoder) unknown(off int64, path, key string, known []string, what stri
 	d.fail(off, path, msg)
 }
 
-// eachObject calls each with every element of n, an array of objects, its
-// index and its path. What is not an array, or not an object, fails with
-// wantArray or wantObject; eachObject reports whether n was an array.
-func (d *decoder) eachObject(n *node, path, wantArray, wantObject string, each func(i int, e *node, p string)) bool {
+// objects decodes n, an array of objects, with each: it calls each with
+// every element, its index and its path, and returns what each returned, in
+// order (an empty array gives an empty, non-nil slice). What is not an
+// array, or not an object, fails with wantArray or wantObject; objects
+// returns nil when n is not an array.
+func objects[T any](d *decoder, n *node, path, wantArray, wantObject string, each func(i int, e *node, p string) T) []T {
 	if n.kind != 'a' {
 		d.fail(n.off, path, n.raw()+" is "+n.kindName()+": "+wantArray)
-		return false
+		return nil
 	}
+	out := make([]T, 0, len(n.elems))
 	for i, e := range n.elems {
 		p := fmt.Sprintf("%s[%d]", path, i)
 		if e.kind != 'o' {
 			d.fail(e.off, p, e.raw()+" is "+e.kindName()+": "+wantObject)
 			continue
 		}
-		each(i, e, p)
+		out = append(out, each(i, e, p))
 	}
-	return true
+	return out
 }
 
 func (d *decoder) retriers(n *node, path string) []Retrier {
-	out := make([]Retrier, 0, len(n.elems))
-	array := d.eachObject(n, path, "want an array of retriers such as [{\"ErrorEquals\": [\"States.ALL\"]}]", "want a retrier object with ErrorEquals", func(i int, e *node, p string) {
+	return objects(d, n, path, "want an array of retriers such as [{\"ErrorEquals\": [\"States.ALL\"]}]", "want a retrier object with ErrorEquals", func(i int, e *node, p string) Retrier {
 		r := Retrier{Interval: DefaultInterval, MaxAttempts: DefaultMaxAttempts, BackoffRate: DefaultBackoffRate, Jitter: backoff.None}
 		seen := false
 		for j, k := range e.keys {
@@ -202,17 +204,12 @@ func (d *decoder) retriers(n *node, path string) []Retrier {
 		if !seen {
 			d.fail(e.off, p, "ErrorEquals is missing: each retrier lists the errors it retries, e.g. \"ErrorEquals\": [\"States.ALL\"]")
 		}
-		out = append(out, r)
+		return r
 	})
-	if !array {
-		return nil
-	}
-	return out
 }
 
 func (d *decoder) catchers(n *node, path string) []Catcher {
-	out := make([]Catcher, 0, len(n.elems))
-	array := d.eachObject(n, path, "want an array of catchers such as [{\"ErrorEquals\": [\"States.ALL\"], \"Next\": \"Fallback\"}]", "want a catcher object with ErrorEquals and Next", func(i int, e *node, p string) {
+	return objects(d, n, path, "want an array of catchers such as [{\"ErrorEquals\": [\"States.ALL\"], \"Next\": \"Fallback\"}]", "want a catcher object with ErrorEquals and Next", func(i int, e *node, p string) Catcher {
 		var c Catcher
 		seenErrs, seenNext := false, false
 		for j, k := range e.keys {
@@ -248,12 +245,8 @@ func (d *decoder) catchers(n *node, path string) []Catcher {
 		if !seenNext {
 			d.fail(e.off, p, "Next is missing: each catcher names where caught errors go")
 		}
-		out = append(out, c)
+		return c
 	})
-	if !array {
-		return nil
-	}
-	return out
 }
 
 // names decodes an ErrorEquals array; last says whether its retrier (or
