@@ -3,7 +3,6 @@ package policy
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -29,14 +28,8 @@ func guardObject[C any](d *decoder, n *node, path, name, example string, fields 
 		d.fail(n.off, path, n.raw()+" is "+n.kindName()+": want an object such as "+example+" ({} for the defaults)")
 		return nil
 	}
-	for i, k := range n.keys {
-		if !slices.Contains(fields, k) {
-			d.unknown(n.koff[i], path, k, fields, name)
-			continue
-		}
-		if !field(k, n.vals[i], path+"."+k) {
-			return nil
-		}
+	if !d.fields(n, path, name, fields, field) {
+		return nil
 	}
 	if err := check(*c); err != nil {
 		d.fail(n.off, path, guardMsg(err))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -141,6 +142,23 @@ func (d *decoder) unknown(off int64, path, key string, known []string, what stri
 	d.fail(off, path, msg)
 }
 
+// fields calls field with each field of n, an object at path, that is one
+// of known: its name, value and path. Other fields are reported as unknown
+// (what names the object: "retrier", "Budget") and skipped. fields stops at
+// the first field for which field returns false, and returns false.
+func (d *decoder) fields(n *node, path, what string, known []string, field func(k string, v *node, fp string) bool) bool {
+	for i, k := range n.keys {
+		if !slices.Contains(known, k) {
+			d.unknown(n.koff[i], path, k, known, what)
+			continue
+		}
+		if !field(k, n.vals[i], path+"."+k) {
+			return false
+		}
+	}
+	return true
+}
+
 // objects decodes n, an array of objects, with each: it calls each with
 // every element, its index and its path, and returns what each returned, in
 // order (an empty array gives an empty, non-nil slice). What is not an
@@ -167,8 +185,7 @@ func (d *decoder) retriers(n *node, path string) []Retrier {
 	return objects(d, n, path, "want an array of retriers such as [{\"ErrorEquals\": [\"States.ALL\"]}]", "want a retrier object with ErrorEquals", func(i int, e *node, p string) Retrier {
 		r := Retrier{Interval: DefaultInterval, MaxAttempts: DefaultMaxAttempts, BackoffRate: DefaultBackoffRate, Jitter: backoff.None}
 		seen := false
-		for j, k := range e.keys {
-			v, fp := e.vals[j], p+"."+k
+		d.fields(e, p, "retrier", retrierFields, func(k string, v *node, fp string) bool {
 			switch k {
 			case "ErrorEquals":
 				seen = true
@@ -197,10 +214,9 @@ func (d *decoder) retriers(n *node, path string) []Retrier {
 				}
 			case "Comment":
 				r.Comment, _ = d.str(v, fp, "want a string")
-			default:
-				d.unknown(e.koff[j], p, k, retrierFields, "retrier")
 			}
-		}
+			return true
+		})
 		if !seen {
 			d.fail(e.off, p, "ErrorEquals is missing: each retrier lists the errors it retries, e.g. \"ErrorEquals\": [\"States.ALL\"]")
 		}
@@ -212,8 +228,7 @@ func (d *decoder) catchers(n *node, path string) []Catcher {
 	return objects(d, n, path, "want an array of catchers such as [{\"ErrorEquals\": [\"States.ALL\"], \"Next\": \"Fallback\"}]", "want a catcher object with ErrorEquals and Next", func(i int, e *node, p string) Catcher {
 		var c Catcher
 		seenErrs, seenNext := false, false
-		for j, k := range e.keys {
-			v, fp := e.vals[j], p+"."+k
+		d.fields(e, p, "catcher", catcherFields, func(k string, v *node, fp string) bool {
 			switch k {
 			case "ErrorEquals":
 				seenErrs = true
@@ -234,11 +249,10 @@ func (d *decoder) catchers(n *node, path string) []Catcher {
 				c.ResultPath, _ = d.str(v, fp, "want a JSON path such as \"$.error\", or null to discard the error")
 			case "Comment":
 				c.Comment, _ = d.str(v, fp, "want a string")
-			case "Output", "Assign":
-			default:
-				d.unknown(e.koff[j], p, k, catcherFields, "catcher")
+			case "Output", "Assign": // accepted, and nothing to do here
 			}
-		}
+			return true
+		})
 		if !seenErrs {
 			d.fail(e.off, p, "ErrorEquals is missing: each catcher lists the errors it catches")
 		}
