@@ -6,12 +6,16 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"sync/atomic"
 	"time"
 
 	"github.com/yaoki-go/yaoki/backoff"
+	"github.com/yaoki-go/yaoki/breaker"
+	"github.com/yaoki-go/yaoki/hedge"
 	"github.com/yaoki-go/yaoki/httpretry"
 	"github.com/yaoki-go/yaoki/retry"
+	"github.com/yaoki-go/yaoki/retrytest"
 )
 
 func Example() {
@@ -83,4 +87,69 @@ func ExampleTransport() {
 	}
 	fmt.Println(client.Transport.(*httpretry.Transport).Validate())
 	// Output: <nil>
+}
+
+// A server whose first answer hangs: the transport sends a copy of the GET
+// after 20 ms and hands over the copy's answer; the first request is
+// cancelled.
+func ExampleTransport_hedge() {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			<-r.Context().Done() // hangs until the client gives up on it
+			return
+		}
+		fmt.Fprintf(w, "answered attempt %s", r.Header.Get("Attempt-Count"))
+	}))
+	defer srv.Close()
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	client := (&httpretry.Transport{Base: base, Hedge: &hedge.Config{Delay: 20 * time.Millisecond}}).Client()
+
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		panic(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Println(resp.StatusCode, string(body))
+	// Output:
+	// 200 answered attempt 2
+}
+
+// Per-host guards: each destination host gets its own budget (on by
+// default) and, here, its own circuit breaker, which trips on the host that
+// keeps failing and stops the calls to it.
+func ExampleGuards() {
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer down.Close()
+
+	p, _ := retrytest.NoWait(retry.Policy{}) // no waiting, for the example
+	tr := &httpretry.Transport{Policy: p, Guards: httpretry.Guards{
+		Breaker: func(host string) retry.Breaker {
+			b, _ := breaker.New(breaker.Config{Name: host, ConsecutiveFailures: 3, OpenTimeout: time.Minute})
+			return b
+		},
+	}}
+	defer tr.CloseIdleConnections()
+	for i := 0; i < 3; i++ {
+		resp, err := tr.Client().Get(down.URL)
+		var he *httpretry.Error
+		if errors.As(err, &he) {
+			fmt.Println("refused:", he.Reason)
+			continue
+		}
+		resp.Body.Close()
+		fmt.Println(resp.StatusCode)
+	}
+	u, _ := url.Parse(down.URL)
+	_, br, _ := tr.GuardsFor(u.Host)
+	fmt.Println(br.(*breaker.Breaker).State())
+	// Output:
+	// 503
+	// refused: breaker open
+	// refused: breaker open
+	// open
 }
