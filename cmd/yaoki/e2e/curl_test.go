@@ -23,10 +23,6 @@ func runCurl(t *testing.T, args ...string) result {
 	return runProgram(t, curlPath, nil, args...)
 }
 
-// fastRetries make yaoki's retries quick; curl's own retry waits are at
-// least a second, so comparisons that retry use --retry 1.
-var fastRetries = []string{"--base", "1ms", "--throttle-base", "1ms"}
-
 func ok(body string) answer {
 	return answer{status: 200, headers: map[string]string{"Content-Type": "text/plain"}, body: body}
 }

@@ -8,14 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -136,13 +133,6 @@ func parseLines(t *testing.T, out string) []jsonLetter {
 		ls = append(ls, l)
 	}
 	return ls
-}
-
-// lines returns the server's stderr lines so far.
-func (s *server) lines() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.log)
 }
 
 // afterRE finds the next page's --after in list's stderr.
@@ -484,9 +474,7 @@ func TestDeadLetter(t *testing.T) {
 			w.WriteHeader(http.StatusNoContent)
 		}))
 		defer target.Close()
-		c := exec.Command(yaoki, "deadletter", "redrive", "--queue", "hooks", "--interval", "50ms", "--postgres", db.dsn)
-		s := start(t, c)
-		defer s.stop()
+		s := startYaoki(t, "deadletter", "redrive", "--queue", "hooks", "--interval", "50ms", "--postgres", db.dsn)
 		// Letters put while it runs are redriven at a later pass.
 		for i := range 3 {
 			req, _ := http.NewRequest(http.MethodPut, fmt.Sprintf("%s/items/%d", target.URL, i), nil)
@@ -508,11 +496,9 @@ func TestDeadLetter(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		_ = c.Process.Signal(os.Interrupt)
-		<-s.done
-		err := c.Wait()
-		if err != nil {
-			t.Errorf("redrive stopped by SIGINT: %v; want exit 0", err)
+		_ = s.cmd.Process.Signal(os.Interrupt)
+		if code := s.wait(t); code != 0 {
+			t.Errorf("redrive stopped by SIGINT: exit %d; want 0", code)
 		}
 		log := strings.Join(s.lines(), "\n")
 		if !strings.Contains(log, "queue hooks:") || !strings.Contains(log, "pass: claimed") || !strings.Contains(log, "stopped") {
@@ -551,13 +537,7 @@ func TestDeadLetter(t *testing.T) {
 			}
 		}
 		// A port nothing listens on: a store error, exit 1.
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		r = run(t, nil, "deadletter", "count", "--postgres", "postgres://postgres@"+addr+"/postgres?sslmode=disable&connect_timeout=5")
+		r = run(t, nil, "deadletter", "count", "--postgres", "postgres://postgres@"+freePort(t)+"/postgres?sslmode=disable&connect_timeout=5")
 		if r.code != 1 || !strings.Contains(r.stderr, "cannot connect") {
 			t.Errorf("unreachable database: exit %d, %q; want 1", r.code, r.stderr)
 		}

@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bufio"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -97,28 +95,22 @@ func TestExecAttemptTimeout(t *testing.T) {
 
 // SIGTERM sent to yaoki reaches the command, and no attempt follows.
 func TestExecForwardsSignals(t *testing.T) {
-	c := exec.Command(yaoki, "exec", "--max-attempts", "5", "--base", "0", "--", "sh", "-c", "echo started; exec sleep 30")
-	out, _ := c.StdoutPipe()
-	var stderr strings.Builder
-	c.Stderr = &stderr
 	start := time.Now()
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, _ := bufio.NewReader(out).ReadString('\n')
-	if line != "started\n" {
+	s, line, _ := startPrinting(t, nil, yaoki, "exec", "--max-attempts", "5", "--base", "0", "--", "sh", "-c", "echo started; exec sleep 30")
+	t.Cleanup(s.kill)
+	if line != "started" {
 		t.Fatalf("got %q before the signal", line)
 	}
-	c.Process.Signal(syscall.SIGTERM)
-	err := c.Wait()
-	ee, _ := err.(*exec.ExitError)
-	if ee == nil || ee.ExitCode() != 128+15 {
-		t.Fatalf("exit %v; want 143 (the command's, killed by the forwarded SIGTERM)\n%s", err, stderr.String())
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	code := s.wait(t)
+	stderr := strings.Join(s.lines(), "\n")
+	if code != 128+15 {
+		t.Fatalf("exit %d; want 143 (the command's, killed by the forwarded SIGTERM)\n%s", code, stderr)
 	}
-	if time.Since(start) > 10*time.Second || strings.Contains(stderr.String(), "retrying") {
-		t.Fatalf("a retry followed the signal:\n%s", stderr.String())
+	if time.Since(start) > 10*time.Second || strings.Contains(stderr, "retrying") {
+		t.Fatalf("a retry followed the signal:\n%s", stderr)
 	}
-	if !strings.Contains(stderr.String(), "stopped by a signal") {
-		t.Errorf("stderr %q: want it to say why it stopped", stderr.String())
+	if !strings.Contains(stderr, "stopped by a signal") {
+		t.Errorf("stderr %q: want it to say why it stopped", stderr)
 	}
 }

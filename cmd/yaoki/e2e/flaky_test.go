@@ -99,8 +99,7 @@ func TestFlakyRatesAreSeeded(t *testing.T) {
 				}
 			}
 		}
-		<-s.done // --max-requests stops it
-		s.cmd.Wait()
+		s.wait(t) // --max-requests stops it
 		var out []string
 		for _, l := range s.requests() {
 			out = append(out, field(l, "answer"))

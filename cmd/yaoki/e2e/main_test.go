@@ -11,9 +11,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -78,35 +80,80 @@ func runProgram(t *testing.T, path string, env []string, args ...string) result 
 	return result{code: code, stdout: out.String(), stderr: errb.String()}
 }
 
-// server is a running `yaoki flaky`.
+// fastRetries make yaoki's backoff waits 1 ms, so that tests run quickly;
+// a server's Retry-After is still honoured. (curl's own retry waits are
+// at least a second, so the comparisons with curl that retry use --retry 1.)
+var fastRetries = []string{"--base", "1ms", "--throttle-base", "1ms"}
+
+// server is a running program: yaoki flaky, proxy or another subcommand,
+// the proxy tests' upstream, a Pushgateway.
 type server struct {
 	url  string
 	cmd  *exec.Cmd
 	mu   sync.Mutex
-	log  []string
+	log  []string // its stderr lines so far
 	done chan struct{}
 }
 
 // startFlaky starts `yaoki flaky args...` and returns once it printed its
-// URL. The server is stopped (SIGTERM) at the end of the test.
+// URL. The server is stopped (SIGINT) at the end of the test.
 func startFlaky(t *testing.T, args ...string) *server {
 	t.Helper()
-	c := exec.Command(yaoki, append([]string{"flaky"}, args...)...)
+	return serve(t, append([]string{"flaky"}, args...)...)
+}
+
+// serve starts `yaoki args...`, a command that serves on a loopback port
+// and prints its URL first, and returns once it did; the rest of its
+// stdout is discarded. It is stopped (SIGINT) at the end of the test.
+func serve(t *testing.T, args ...string) *server {
+	t.Helper()
+	s, url, rest := startPrinting(t, nil, yaoki, args...)
+	go io.Copy(io.Discard, rest)
+	s.url = url
+	t.Cleanup(s.stop)
+	return s
+}
+
+// startPrinting starts the program at path with args (and env added to the
+// environment) as start does, and returns once it printed its first line
+// on stdout: that line without its newline, and the rest of stdout for
+// the caller to read.
+func startPrinting(t *testing.T, env []string, path string, args ...string) (*server, string, *bufio.Reader) {
+	t.Helper()
+	c := exec.Command(path, args...)
+	if env != nil {
+		c.Env = append(os.Environ(), env...)
+	}
 	stdout, err := c.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := start(t, c)
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	rd := bufio.NewReader(stdout)
+	line, err := rd.ReadString('\n')
 	if err != nil {
-		c.Process.Kill()
-		c.Wait()
-		t.Fatalf("flaky printed no URL: %v", err)
+		s.kill()
+		t.Fatalf("%s %q printed no line on stdout: %v\n%s", filepath.Base(path), args, err, strings.Join(s.lines(), "\n"))
 	}
-	go io.Copy(io.Discard, stdout)
-	s.url = strings.TrimSpace(line)
-	t.Cleanup(func() { s.stop() })
+	return s, strings.TrimSpace(line), rd
+}
+
+// startYaoki starts yaoki with args in the background, its stdout
+// discarded; it is stopped at the end of the test if still running.
+func startYaoki(t *testing.T, args ...string) *server {
+	t.Helper()
+	s := startProgram(t, yaoki, args...)
+	t.Cleanup(s.stop)
 	return s
+}
+
+// startProgram starts the program at path with args as start does, its
+// stdout discarded.
+func startProgram(t *testing.T, path string, args ...string) *server {
+	t.Helper()
+	c := exec.Command(path, args...)
+	c.Stdout = io.Discard
+	return start(t, c)
 }
 
 // start starts c, collecting its stderr lines into the returned server's
@@ -133,13 +180,65 @@ func start(t *testing.T, c *exec.Cmd) *server {
 	return s
 }
 
-// stop ends the server and waits for it and its log.
-func (s *server) stop() {
+// stop ends the process with SIGINT, as Ctrl-C does, and waits for it and
+// its log.
+func (s *server) stop() { s.end(os.Interrupt) }
+
+// kill ends the process with SIGKILL: no answer in progress is finished.
+func (s *server) kill() { s.end(os.Kill) }
+
+func (s *server) end(sig os.Signal) {
 	if s.cmd.ProcessState == nil {
-		_ = s.cmd.Process.Signal(os.Interrupt)
+		_ = s.cmd.Process.Signal(sig)
 		<-s.done
 		_ = s.cmd.Wait()
 	}
+}
+
+// wait waits for the process to end and returns its exit code.
+func (s *server) wait(t *testing.T) int {
+	t.Helper()
+	<-s.done
+	err := s.cmd.Wait()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return 0
+}
+
+// lines returns the server's stderr lines so far.
+func (s *server) lines() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.log)
+}
+
+// waitLine waits (polling, at most 10 s: the log reaches us through a
+// pipe) for a line of the log that holds sub, and returns it.
+func (s *server) waitLine(t *testing.T, sub string) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		for _, l := range s.lines() {
+			if strings.Contains(l, sub) {
+				return l
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q on stderr after 10 s:\n%s", sub, strings.Join(s.lines(), "\n"))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// metricsURL waits for the "metrics on URL" line of a log.
+func (s *server) metricsURL(t *testing.T) string {
+	t.Helper()
+	_, url, _ := strings.Cut(s.waitLine(t, ": metrics on "), ": metrics on ")
+	return url
 }
 
 // requests returns the request lines of the log so far.
@@ -178,4 +277,26 @@ func field(line, name string) string {
 		}
 	}
 	return ""
+}
+
+// freePort returns a loopback address whose port was free a moment ago.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// needProgram returns the path of the program name, or skips the test
+// when it is not installed.
+func needProgram(t *testing.T, name string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		t.Skipf("%s is not installed", name)
+	}
+	return path
 }

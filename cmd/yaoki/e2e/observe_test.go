@@ -3,13 +3,11 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -121,25 +119,6 @@ func lines(m map[string]float64) string {
 	}
 	sort.Strings(l)
 	return strings.Join(l, "")
-}
-
-// metricsURL waits (at most 5 s) for the "metrics on URL" line of a log.
-func (s *server) metricsURL(t *testing.T) string {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		s.mu.Lock()
-		for _, l := range s.log {
-			if _, url, ok := strings.Cut(l, ": metrics on "); ok {
-				s.mu.Unlock()
-				return url
-			}
-		}
-		s.mu.Unlock()
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatal("no \"metrics on\" line on stderr")
-	return ""
 }
 
 // TestFlakyMetrics drives yaoki flaky through httpretry, with the
@@ -260,31 +239,6 @@ func TestFlakyLogFormatJSON(t *testing.T) {
 	}
 }
 
-// startYaoki starts yaoki with args in the background, collecting its
-// stderr lines; it is stopped at the end of the test if still running.
-func startYaoki(t *testing.T, args ...string) *server {
-	t.Helper()
-	c := exec.Command(yaoki, args...)
-	c.Stdout = io.Discard
-	s := start(t, c)
-	t.Cleanup(func() { s.stop() })
-	return s
-}
-
-// wait waits for the process to end and returns its exit code.
-func (s *server) wait(t *testing.T) int {
-	t.Helper()
-	<-s.done
-	err := s.cmd.Wait()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return 0
-}
-
 // TestHTTPMetricsAndLogs runs yaoki http against flaky (503, then 429 with
 // Retry-After: 1, then 200) with --metrics-addr and --log-format json, and
 // scrapes its metrics during the second wait (the server's second).
@@ -341,17 +295,6 @@ func TestHTTPMetricsAndLogs(t *testing.T) {
 	if fmt.Sprint(sources) != "[backoff 503 server 429]" {
 		t.Errorf("retry records: %v, want [backoff 503 server 429]\n%s", sources, strings.Join(h.log, "\n"))
 	}
-}
-
-// freePort returns a loopback address whose port was free a moment ago.
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // TestExecMetrics runs a command that fails twice through yaoki exec with

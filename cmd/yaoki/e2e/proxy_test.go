@@ -21,36 +21,14 @@ import (
 	"time"
 )
 
-// proxyProc is a running `yaoki proxy`.
-type proxyProc struct {
-	*server
-}
-
 // startProxy starts `yaoki proxy --listen 127.0.0.1:0 args...` and returns
 // once it printed its URL (without the final slash).
-func startProxy(t *testing.T, args ...string) *proxyProc {
+func startProxy(t *testing.T, args ...string) *server {
 	t.Helper()
-	c := exec.Command(yaoki, append([]string{"proxy", "--listen", "127.0.0.1:0"}, args...)...)
-	stdout, err := c.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := start(t, c)
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		<-s.done
-		c.Wait()
-		t.Fatalf("the proxy printed no URL: %v\n%s", err, strings.Join(s.log, "\n"))
-	}
-	go io.Copy(io.Discard, stdout)
-	s.url = strings.TrimSuffix(strings.TrimSpace(line), "/")
-	t.Cleanup(func() { s.stop() })
-	return &proxyProc{s}
+	s := serve(t, append([]string{"proxy", "--listen", "127.0.0.1:0"}, args...)...)
+	s.url = strings.TrimSuffix(s.url, "/")
+	return s
 }
-
-// fast makes the proxy's backoff waits 1 ms, so that tests run quickly;
-// the server's Retry-After is still honoured.
-var fast = []string{"--base", "1ms", "--throttle-base", "1ms"}
 
 // writeConfig writes a proxy config into the test's directory.
 func writeConfig(t *testing.T, name, text string) string {
@@ -96,7 +74,7 @@ func attempts(s []upSeen) string {
 // waited out; a POST without a key is sent once and its 503 relayed.
 func TestProxyGoClient(t *testing.T) {
 	up := startUpstream(t)
-	p := startProxy(t, append([]string{"--upstream", up.url}, fast...)...)
+	p := startProxy(t, append([]string{"--upstream", up.url}, fastRetries...)...)
 	c := &http.Client{Timeout: 20 * time.Second}
 	defer c.CloseIdleConnections()
 
@@ -132,7 +110,7 @@ func TestProxyGoClient(t *testing.T) {
 	// The proxy's retries ended on a retryable status: the layers above
 	// are told not to retry again. (A proxy of its own: the failures
 	// above have spent the default budget's retries for this upstream.)
-	p = startProxy(t, append([]string{"--upstream", up.url}, fast...)...)
+	p = startProxy(t, append([]string{"--upstream", up.url}, fastRetries...)...)
 	resp, _ = do(t, c, "GET", p.url+"/script/d?s=503", nil)
 	if resp.StatusCode != 503 || resp.Header.Get("Do-Not-Retry") != "true" || len(up.requests(t, "/script/d")) != 3 {
 		t.Fatalf("503 for ever: client got %d, Do-Not-Retry %q, upstream saw %d; want 503 with Do-Not-Retry: true after 3 attempts",
@@ -198,12 +176,9 @@ func TestProxyKeysAndBodies(t *testing.T) {
 // curl through the proxy: retries, hop-by-hop headers dropped both ways,
 // and server-sent events arriving as they are sent.
 func TestProxyCurl(t *testing.T) {
-	curl, err := exec.LookPath("curl")
-	if err != nil {
-		t.Skip("curl is not installed")
-	}
+	curl := needProgram(t, "curl")
 	up := startUpstream(t)
-	p := startProxy(t, append([]string{"--upstream", up.url}, fast...)...)
+	p := startProxy(t, append([]string{"--upstream", up.url}, fastRetries...)...)
 
 	out, err := exec.Command(curl, "-sS", "-i", p.url+"/script/a?s=502,200").Output()
 	if err != nil || !strings.HasPrefix(string(out), "HTTP/1.1 200") || len(up.requests(t, "/script/a")) != 2 {
@@ -256,12 +231,9 @@ func TestProxyCurl(t *testing.T) {
 // Python's urllib (standard library) through the proxy: a POST with its
 // own Idempotency-Key is retried with that key and body.
 func TestProxyPythonUrllib(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 is not installed")
-	}
+	py := needProgram(t, "python3")
 	up := startUpstream(t)
-	p := startProxy(t, append([]string{"--upstream", up.url}, fast...)...)
+	p := startProxy(t, append([]string{"--upstream", up.url}, fastRetries...)...)
 	script := `
 import sys, urllib.request, urllib.error
 req = urllib.request.Request(sys.argv[1], data=b'{"amount": 100}', method="POST",
@@ -274,7 +246,7 @@ except urllib.error.HTTPError as e:
     print(e.code, e.headers.get("Content-Type"), e.read().decode())
 `
 	dead := freePort(t)
-	p2 := startProxy(t, append([]string{"--upstream", "http://" + dead}, fast...)...)
+	p2 := startProxy(t, append([]string{"--upstream", "http://" + dead}, fastRetries...)...)
 	out, err := exec.Command(py, "-c", script, p.url+"/script/pay?s=500,503,200", p2.url+"/anything").CombinedOutput()
 	if err != nil {
 		t.Fatalf("python: %v\n%s", err, out)
@@ -306,7 +278,7 @@ except urllib.error.HTTPError as e:
 // 502 answer, since nothing listens any more.
 func TestProxyUpstreamKilledMidStream(t *testing.T) {
 	up := startUpstream(t)
-	p := startProxy(t, append([]string{"--upstream", up.url}, fast...)...)
+	p := startProxy(t, append([]string{"--upstream", up.url}, fastRetries...)...)
 	c := &http.Client{Timeout: 20 * time.Second}
 	defer c.CloseIdleConnections()
 	resp, err := c.Get(p.url + "/stream?n=1000&every=50ms")
@@ -358,7 +330,7 @@ func TestProxyClientCancels(t *testing.T) {
 // the upgraded connection; a refused upgrade (503) is not retried.
 func TestProxyUpgrade(t *testing.T) {
 	up := startUpstream(t)
-	p := startProxy(t, append([]string{"--upstream", up.url}, fast...)...)
+	p := startProxy(t, append([]string{"--upstream", up.url}, fastRetries...)...)
 	upgrade := func(proto string) (string, *bufio.Reader, net.Conn) {
 		conn, err := net.Dial("tcp", strings.TrimPrefix(p.url, "http://"))
 		if err != nil {
@@ -393,7 +365,7 @@ func TestProxyUpgrade(t *testing.T) {
 // including retries that start after the signal, all finish.
 func TestProxySIGTERMFinishesCalls(t *testing.T) {
 	up := startUpstream(t)
-	p := startProxy(t, append([]string{"--upstream", up.url, "--grace", "20s"}, fast...)...)
+	p := startProxy(t, append([]string{"--upstream", up.url, "--grace", "20s"}, fastRetries...)...)
 	c := &http.Client{Timeout: 20 * time.Second}
 	defer c.CloseIdleConnections()
 	type result struct {
@@ -473,17 +445,7 @@ func TestProxySIGHUPReload(t *testing.T) {
 		if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
-			p.mu.Lock()
-			log := strings.Join(p.log, "\n")
-			p.mu.Unlock()
-			if strings.Contains(log, want) {
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		t.Fatalf("no %q on stderr after SIGHUP:\n%s", want, strings.Join(p.log, "\n"))
+		p.waitLine(t, want)
 	}
 	if s := get("/script/a?s=200"); s != 200 {
 		t.Fatalf("before reload: %d", s)
@@ -602,10 +564,7 @@ func TestProxyGuardsAndMetrics(t *testing.T) {
 // ends, or skips the test when it is not installed.
 func startRedis(t *testing.T) string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server is not installed (apt-get install redis-server; .ci/run does)")
-	}
+	bin := needProgram(t, "redis-server")
 	addr := freePort(t)
 	_, port, _ := net.SplitHostPort(addr)
 	c := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -171,11 +170,11 @@ func serveUpstream() int {
 // upstream is a running scripted upstream.
 type upstream struct {
 	url   string
-	cmd   *exec.Cmd
+	proc  *server
 	mu    sync.Mutex
 	log   []upSeen
-	marks int // requests made to /mark
-	done  chan struct{}
+	marks int           // requests made to /mark
+	read  chan struct{} // closed when the log's pipe ends
 }
 
 // startUpstream starts the scripted upstream; it is killed at the end of
@@ -186,28 +185,11 @@ func startUpstream(t *testing.T) *upstream {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := exec.Command(self)
-	c.Env = append(os.Environ(), upstreamEnv+"=1")
-	c.Stderr = os.Stderr
-	stdout, err := c.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	u := &upstream{cmd: c, done: make(chan struct{})}
-	rd := bufio.NewReader(stdout)
-	line, err := rd.ReadString('\n')
-	if err != nil {
-		c.Process.Kill()
-		c.Wait()
-		t.Fatalf("the upstream printed no URL: %v", err)
-	}
-	u.url = strings.TrimSpace(line)
+	s, url, rest := startPrinting(t, []string{upstreamEnv + "=1"}, self)
+	u := &upstream{url: url, proc: s, read: make(chan struct{})}
 	go func() {
-		defer close(u.done)
-		sc := bufio.NewScanner(rd)
+		defer close(u.read)
+		sc := bufio.NewScanner(rest)
 		for sc.Scan() {
 			var s upSeen
 			if json.Unmarshal(sc.Bytes(), &s) == nil {
@@ -223,11 +205,8 @@ func startUpstream(t *testing.T) *upstream {
 
 // kill ends the upstream with SIGKILL: no answer in progress is finished.
 func (u *upstream) kill() {
-	if u.cmd.ProcessState == nil {
-		_ = u.cmd.Process.Kill()
-		<-u.done
-		_ = u.cmd.Wait()
-	}
+	u.proc.kill()
+	<-u.read
 }
 
 // requests returns the requests the upstream saw for path until now: it

@@ -3,7 +3,6 @@ package e2e
 import (
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -21,13 +20,8 @@ func startPushgateway(t *testing.T) string {
 		t.Skipf("no Pushgateway at %s (Debian package prometheus-pushgateway)", pushgatewayPath)
 	}
 	addr := freePort(t)
-	c := exec.Command(pushgatewayPath, "--web.listen-address="+addr, "--persistence.file=")
-	s := start(t, c)
-	t.Cleanup(func() {
-		_ = c.Process.Kill()
-		<-s.done
-		_ = c.Wait()
-	})
+	s := startProgram(t, pushgatewayPath, "--web.listen-address="+addr, "--persistence.file=")
+	t.Cleanup(s.kill)
 	url := "http://" + addr
 	client := &http.Client{Timeout: time.Second}
 	defer client.CloseIdleConnections()
@@ -41,9 +35,7 @@ func startPushgateway(t *testing.T) string {
 			}
 		}
 		if time.Now().After(deadline) {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			t.Fatalf("the Pushgateway on %s is not ready after 15 s: %v\n%s", addr, err, strings.Join(s.log, "\n"))
+			t.Fatalf("the Pushgateway on %s is not ready after 15 s: %v\n%s", addr, err, strings.Join(s.lines(), "\n"))
 		}
 		time.Sleep(20 * time.Millisecond) // a real process starting: poll it
 	}
