@@ -42,11 +42,7 @@ func TestExecRetriesUntilSuccess(t *testing.T) {
 	if r.stdout != "run 1\nrun 2\nrun 3\n" {
 		t.Errorf("stdout %q: want the command's own output", r.stdout)
 	}
-	for _, want := range []string{"attempt 1 of 3 failed (exit code 3); retrying in", "attempt 2 of 3 failed", "succeeded on attempt 3"} {
-		if !strings.Contains(r.stderr, want) {
-			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
-		}
-	}
+	r.wantStderr(t, "attempt 1 of 3 failed (exit code 3); retrying in", "attempt 2 of 3 failed", "succeeded on attempt 3")
 }
 
 func TestExecGivesUpWithLastCode(t *testing.T) {

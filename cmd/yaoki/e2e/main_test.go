@@ -300,3 +300,13 @@ func needProgram(t *testing.T, name string) string {
 	}
 	return path
 }
+
+// wantStderr reports each of wants that r's stderr lacks.
+func (r result) wantStderr(t *testing.T, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+}
