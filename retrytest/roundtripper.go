@@ -8,7 +8,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -33,13 +32,10 @@ import (
 // out, closes and sees read to the end, so that tests can check that none
 // is leaked. It is safe for concurrent use.
 type RoundTripper struct {
-	steps []Step
-
-	mu       sync.Mutex
-	attempts []Attempt
-	opened   int
-	closed   int
-	drained  int
+	played
+	opened  int // response bodies handed out, closed, read to their end
+	closed  int
+	drained int
 }
 
 // NewRoundTripper returns a RoundTripper for script (see ParseScript). A
@@ -55,7 +51,7 @@ func NewRoundTripper(tb testing.TB, script string) *RoundTripper {
 
 // NewRoundTripperSteps returns a RoundTripper that answers with steps.
 func NewRoundTripperSteps(steps ...Step) *RoundTripper {
-	return &RoundTripper{steps: steps}
+	return &RoundTripper{played: played{steps: steps}}
 }
 
 // RoundTrip answers req with the next step of the script.
@@ -65,13 +61,7 @@ func (rt *RoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		reqBody, _ = io.ReadAll(req.Body)
 		_ = req.Body.Close()
 	}
-	at := time.Now()
-	rt.mu.Lock()
-	n := len(rt.attempts) + 1
-	step := next(rt.steps, n)
-	rt.attempts = append(rt.attempts, Attempt{N: n, Method: req.Method, URL: req.URL.String(),
-		Header: req.Header.Clone(), Body: reqBody, At: at, Step: step})
-	rt.mu.Unlock()
+	step := rt.take(req.Method, req.URL.String(), req.Header, reqBody, time.Now())
 
 	ctx := req.Context()
 	if step.Delay > 0 {
@@ -120,11 +110,7 @@ func wait(ctx context.Context, d time.Duration) error {
 }
 
 // Attempts returns the requests received so far, in order of arrival.
-func (rt *RoundTripper) Attempts() []Attempt {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	return append([]Attempt(nil), rt.attempts...)
-}
+func (rt *RoundTripper) Attempts() []Attempt { return rt.list() }
 
 // OpenBodies returns how many response bodies were handed out and not
 // closed yet.

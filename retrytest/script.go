@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/yaoki-go/yaoki/header"
@@ -284,11 +285,34 @@ type Attempt struct {
 	Step   Step        // how it was answered
 }
 
-// next returns the step for the n-th request (from 1): the script's, or a
-// 200 once the script is over.
-func next(steps []Step, n int) Step {
-	if n <= len(steps) {
-		return steps[n-1]
+// played is what a RoundTripper and a Server share: the script, and the
+// requests it answered. mu also guards the counters of the type that
+// embeds it.
+type played struct {
+	steps []Step
+
+	mu       sync.Mutex
+	attempts []Attempt
+}
+
+// take records a request that arrived at at and returns its step: the
+// script's n-th for the n-th request (from 1), or a 200 once the script is
+// over.
+func (p *played) take(method, url string, h http.Header, body []byte, at time.Time) Step {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(p.attempts) + 1
+	step := Step{Status: http.StatusOK}
+	if n <= len(p.steps) {
+		step = p.steps[n-1]
 	}
-	return Step{Status: http.StatusOK}
+	p.attempts = append(p.attempts, Attempt{N: n, Method: method, URL: url, Header: h.Clone(), Body: body, At: at, Step: step})
+	return step
+}
+
+// list returns the requests received so far, in order of arrival.
+func (p *played) list() []Attempt {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Attempt(nil), p.attempts...)
 }

@@ -24,14 +24,12 @@ type Server struct {
 	// URL is the server's base URL, "http://127.0.0.1:port".
 	URL string
 
-	srv   *httptest.Server
-	steps []Step
-	done  chan struct{}
-	once  sync.Once
+	srv  *httptest.Server
+	done chan struct{}
+	once sync.Once
 
-	mu       sync.Mutex
-	attempts []Attempt
-	conns    int
+	played
+	conns int // TCP connections accepted
 }
 
 // NewServer starts a Server for script (see ParseScript) and closes it
@@ -65,7 +63,7 @@ func StartServerSteps(steps ...Step) (*Server, error) {
 			return nil, errors.New("retrytest: step " + strconv.Itoa(i+1) + " is \"refused\": a Server cannot refuse its own connections; use a RoundTripper, or a closed port")
 		}
 	}
-	s := &Server{steps: steps, done: make(chan struct{})}
+	s := &Server{played: played{steps: steps}, done: make(chan struct{})}
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	s.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
 		if st == http.StateNew {
@@ -81,13 +79,7 @@ func StartServerSteps(steps ...Step) (*Server, error) {
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	at := time.Now()
-	s.mu.Lock()
-	n := len(s.attempts) + 1
-	step := next(s.steps, n)
-	s.attempts = append(s.attempts, Attempt{N: n, Method: r.Method, URL: r.URL.RequestURI(),
-		Header: r.Header.Clone(), Body: body, At: at, Step: step})
-	s.mu.Unlock()
+	step := s.take(r.Method, r.URL.RequestURI(), r.Header, body, time.Now())
 
 	if step.Delay > 0 {
 		t := time.NewTimer(step.Delay)
@@ -129,11 +121,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // Attempts returns the requests received so far, in order of arrival.
-func (s *Server) Attempts() []Attempt {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Attempt(nil), s.attempts...)
-}
+func (s *Server) Attempts() []Attempt { return s.list() }
 
 // Conns returns the number of TCP connections accepted so far: with
 // keep-alive, fewer than the requests.
