@@ -2,12 +2,9 @@ package sim
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"math"
 	"time"
-
-	"github.com/yaoki-go/yaoki/internal/configerr"
 )
 
 // Collapse is a metastable failure: a short trigger pushes a server into a
@@ -131,37 +128,22 @@ func (c Collapse) withDefaults() Collapse {
 
 // Validate reports the first field out of range.
 func (c Collapse) Validate() error {
-	bad := func(field string, v any, want string) error {
-		return configerr.Invalid(ErrInvalidConfig, "Collapse."+field, v, want)
-	}
 	rate := func(v float64) bool { return v >= 0 && v <= 1e6 }
-	switch {
-	case !rate(c.Rate):
-		return bad("Rate", c.Rate, "0 < Rate ≤ 1e6 per second (0 means 40)")
-	case c.Trigger.Kind > NoTrigger:
-		return bad("Trigger.Kind", c.Trigger.Kind, "Spike, Slowdown or NoTrigger")
-	case c.Trigger.At < 0:
-		return bad("Trigger.At", c.Trigger.At, "≥ 0 (0 means 20s)")
-	case c.Trigger.Width < 0:
-		return bad("Trigger.Width", c.Trigger.Width, "≥ 0 (0 means 5s)")
-	case !rate(c.Trigger.Peak):
-		return bad("Trigger.Peak", c.Trigger.Peak, "0 < Peak ≤ 1e6 per second (0 means 80)")
-	case !(c.Trigger.Factor >= 0 && c.Trigger.Factor <= 1000):
-		return bad("Trigger.Factor", c.Trigger.Factor, "0 < Factor ≤ 1000 (0 means 2)")
-	case c.Timeout < 0:
-		return bad("Timeout", c.Timeout, "> 0 (0 means 3s)")
-	case c.HopMean < 0:
-		return bad("HopMean", c.HopMean, "≥ 0 (0 means 100ms)")
-	case c.ServiceBase < 0 || c.ServicePerRequest < 0:
-		return bad("service time", fmt.Sprint(c.ServiceBase, " + ", c.ServicePerRequest, "·C"), "both ≥ 0 (0 means 1s + 10ms·C)")
-	case c.Duration < 0 || c.Duration > 24*time.Hour:
-		return bad("Duration", c.Duration, "0 < Duration ≤ 24h (0 means 80s)")
-	case c.Threshold < 0:
-		return bad("Threshold", c.Threshold, "≥ 1 (0 means 150)")
-	case c.Clients < 0 || c.Clients > 1e6:
-		return bad("Clients", c.Clients, "1 to 1e6 (0 means 1)")
-	}
-	return nil
+	k := checks{scenario: "Collapse"}
+	tr := c.Trigger
+	k.need(rate(c.Rate), "Rate", c.Rate, "0 < Rate ≤ 1e6 per second (0 means 40)")
+	k.need(tr.Kind <= NoTrigger, "Trigger.Kind", tr.Kind, "Spike, Slowdown or NoTrigger")
+	k.need(tr.At >= 0, "Trigger.At", tr.At, "≥ 0 (0 means 20s)")
+	k.need(tr.Width >= 0, "Trigger.Width", tr.Width, "≥ 0 (0 means 5s)")
+	k.need(rate(tr.Peak), "Trigger.Peak", tr.Peak, "0 < Peak ≤ 1e6 per second (0 means 80)")
+	k.need(tr.Factor >= 0 && tr.Factor <= 1000, "Trigger.Factor", tr.Factor, "0 < Factor ≤ 1000 (0 means 2)")
+	k.need(c.Timeout >= 0, "Timeout", c.Timeout, "> 0 (0 means 3s)")
+	k.need(c.HopMean >= 0, "HopMean", c.HopMean, "≥ 0 (0 means 100ms)")
+	k.need(c.ServiceBase >= 0 && c.ServicePerRequest >= 0, "service time", fmt.Sprint(c.ServiceBase, " + ", c.ServicePerRequest, "·C"), "both ≥ 0 (0 means 1s + 10ms·C)")
+	k.need(c.Duration >= 0 && c.Duration <= 24*time.Hour, "Duration", c.Duration, "0 < Duration ≤ 24h (0 means 80s)")
+	k.need(c.Threshold >= 0, "Threshold", c.Threshold, "≥ 1 (0 means 150)")
+	k.need(c.Clients >= 0 && c.Clients <= 1e6, "Clients", c.Clients, "1 to 1e6 (0 means 1)")
+	return k.err
 }
 
 // rateAt returns the arrival rate at t and when it next changes.
@@ -225,36 +207,23 @@ type colReq struct {
 
 // collapseRun holds what one run needs; it is reused across runs.
 type collapseRun struct {
-	eng    engine
-	rnd    rng
-	grnd   rng // the guards' random source
+	runBase
 	reqs   []colReq
 	free   []int32
-	guards guardSet
 	nextID int64
 }
 
 // Run simulates the scenario once under policy p with the given seed.
 func (c Collapse) Run(p Policy, seed uint64) (CollapseResult, error) {
-	if err := c.Validate(); err != nil {
-		return CollapseResult{}, err
-	}
-	if err := p.Validate(); err != nil {
-		return CollapseResult{}, err
-	}
-	var w collapseRun
-	cp := compile(p)
-	return w.run(c.withDefaults(), &cp, seed), nil
+	return runOnce[Collapse, CollapseResult, collapseRun](c, p, seed)
 }
 
 func (w *collapseRun) run(c Collapse, cp *compiled, seed uint64) CollapseResult {
 	secs := int((c.Duration + time.Second - 1) / time.Second)
 	res := CollapseResult{Goodput: make([]int, secs), InFlight: make([]int, secs)}
 	e, r := &w.eng, &w.rnd
-	e.Reset()
-	r.Seed(seed, 0xc011a95e)
+	w.start(cp, c.Clients, seed, 0xc011a95e, r)
 	w.reqs, w.free, w.nextID = w.reqs[:0], w.free[:0], 0
-	w.guards.build(cp, c.Clients, &w.grnd, seed, r)
 	inService := 0
 	lastAbove := time.Duration(-1)
 	tr := c.Trigger
@@ -278,14 +247,11 @@ func (w *collapseRun) run(c Collapse, cp *compiled, seed uint64) CollapseResult 
 	}
 	begin := func(id int32, now time.Duration) {
 		q := &w.reqs[id]
-		wait, refused := q.loop.begin(context.Background(), w.guards.of(q.client), now)
+		ok, refused := w.ask(&q.loop, q.client, id, colBegin, now, &res.GaveUp)
 		switch {
 		case refused != 0:
-			res.GaveUp[refused]++
 			w.free = append(w.free, id)
-		case wait > 0:
-			e.Add(simEvent{At: now + wait, Kind: colBegin, ID: id})
-		default:
+		case ok:
 			res.Attempts++
 			w.nextID++
 			q.attempt = w.nextID
@@ -319,9 +285,8 @@ func (w *collapseRun) run(c Collapse, cp *compiled, seed uint64) CollapseResult 
 	for s := 1; s <= secs; s++ {
 		e.Add(simEvent{At: min(time.Duration(s)*time.Second, c.Duration), Kind: colTick, Arg: int64(s - 1)})
 	}
-	for {
-		ev, ok := e.Pop()
-		if !ok || ev.At > c.Duration {
+	for ev := range e.Events() {
+		if ev.At > c.Duration {
 			break
 		}
 		now := ev.At
@@ -331,14 +296,7 @@ func (w *collapseRun) run(c Collapse, cp *compiled, seed uint64) CollapseResult 
 				e.Add(simEvent{At: t, Kind: colArrive})
 			}
 			res.FirstTries++
-			var id int32
-			if n := len(w.free); n > 0 {
-				id = w.free[n-1]
-				w.free = w.free[:n-1]
-			} else {
-				id = int32(len(w.reqs))
-				w.reqs = append(w.reqs, colReq{})
-			}
+			id := take(&w.free, &w.reqs)
 			client := int32(0)
 			if c.Clients > 1 {
 				client = int32(r.r.IntN(c.Clients))

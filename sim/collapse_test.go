@@ -2,8 +2,6 @@ package sim
 
 import (
 	"errors"
-	"math"
-	"strings"
 	"testing"
 	"time"
 
@@ -116,19 +114,10 @@ func (b *timeoutBudget) AllowRetryAt(_ time.Time, timeout bool) bool {
 }
 func (b *timeoutBudget) RecordAt(time.Time, bool, bool) {}
 
-func TestCollapseValidate(t *testing.T) {
-	bad := []Collapse{
-		{Rate: -1}, {Rate: math.NaN()}, {Trigger: Trigger{Kind: 9}}, {Trigger: Trigger{At: -1}},
-		{Trigger: Trigger{Peak: -5}}, {Trigger: Trigger{Factor: -1}}, {Timeout: -1},
-		{ServiceBase: -1}, {Duration: -1}, {Threshold: -1}, {Clients: -1},
-	}
-	for _, c := range bad {
-		_, err := c.Run(NoBackoff(), 1)
-		if err == nil || !strings.HasPrefix(err.Error(), "sim: invalid configuration: Collapse.") || !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("%+v: got %v, want a sim: collapse error matching ErrInvalidConfig", c, err)
+func TestTriggerKindString(t *testing.T) {
+	for k, want := range map[TriggerKind]string{Spike: "spike", Slowdown: "slowdown", NoTrigger: "none", 9: "TriggerKind(9)"} {
+		if s := k.String(); s != want {
+			t.Errorf("TriggerKind(%d).String() = %q, want %q", uint8(k), s, want)
 		}
-	}
-	if s := (Trigger{Kind: Slowdown}).Kind.String(); s != "slowdown" {
-		t.Errorf("Slowdown.String() = %q", s)
 	}
 }

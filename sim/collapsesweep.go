@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"math"
 	"time"
 
@@ -87,23 +88,18 @@ type CollapsePoint struct {
 // Run runs the sweep for each policy and returns one point per policy and
 // trigger, policy by policy in the order given.
 func (s CollapseSweep) Run(policies []Policy) ([]CollapsePoint, error) {
-	triggers := s.Triggers
-	if triggers == nil {
-		triggers = DefaultTriggers()
+	sw := sweep{runs: cmp.Or(max(s.Runs, 0), 20), seed: s.Seed, workers: s.Workers, progress: s.Progress}
+	key := func(c Collapse) uint64 {
+		tr := c.Trigger
+		return pointKey(uint64(tr.Kind), uint64(tr.At), uint64(tr.Width), math.Float64bits(tr.Peak), math.Float64bits(tr.Factor))
 	}
-	runs := s.Runs
-	if runs <= 0 {
-		runs = 20
-	}
-	return sweepPoints(s.Collapse, triggers, func(c *Collapse, tr Trigger) { c.Trigger = tr }, policies, s.Workers, s.Progress,
-		func(state *collapseRun, c Collapse, cp *compiled, pi int) CollapsePoint {
+	return sweepPoints[collapseRun](s.Collapse, orDefault(s.Triggers, DefaultTriggers), func(c *Collapse, tr Trigger) { c.Trigger = tr }, key, sw, policies,
+		func(c Collapse, pi int, rs []CollapseResult) CollapsePoint {
 			var rec, amp stat
 			collapsed := 0
 			var good, busy []float64
-			tr := c.Trigger
-			key := pointKey(uint64(tr.Kind), uint64(tr.At), uint64(tr.Width), math.Float64bits(tr.Peak), math.Float64bits(tr.Factor))
-			for run := range runs {
-				r := state.run(c, cp, seedOf(s.Seed, key, run))
+			runs := len(rs)
+			for _, r := range rs {
 				if r.Collapsed {
 					collapsed++
 				} else {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"iter"
 	"math/rand/v2"
 	"time"
 )
@@ -52,6 +53,20 @@ type engine struct {
 // Reset empties the queue and sets the clock back to 0.
 func (e *engine) Reset() {
 	e.now, e.seq, e.heap = 0, 0, e.heap[:0]
+}
+
+// Events pops the events in order until the queue is empty, those added
+// while the caller handles one included: a scenario's loop is
+// for ev := range e.Events().
+func (e *engine) Events() iter.Seq[simEvent] {
+	return func(yield func(simEvent) bool) {
+		for {
+			ev, ok := e.Pop()
+			if !ok || !yield(ev) {
+				return
+			}
+		}
+	}
 }
 
 // Now returns the virtual time of the event being processed (or of the last

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/yaoki-go/yaoki/backoff"
-	"github.com/yaoki-go/yaoki/internal/configerr"
 	"github.com/yaoki-go/yaoki/retry"
 )
 
@@ -98,72 +97,44 @@ const (
 
 // herdRun holds what one run needs; it is reused across runs.
 type herdRun struct {
-	eng    engine
-	rnd    rng
-	grnd   rng // the guards' random source
-	loops  []loop
-	guards guardSet
+	runBase
+	loops []loop
 }
 
 // Validate reports the first field out of range.
 func (h Herd) Validate() error {
-	bad := func(field string, v any, want string) error {
-		return configerr.Invalid(ErrInvalidConfig, "Herd."+field, v, want)
-	}
-	switch {
-	case h.Clients < 0 || h.Clients > 1e6:
-		return bad("Clients", h.Clients, "1 to 1e6 (0 means 100)")
-	case h.HopMean < 0:
-		return bad("HopMean", h.HopMean, "≥ 0 (0 means 10ms)")
-	case h.HopStdDev < 0:
-		return bad("HopStdDev", h.HopStdDev, "≥ 0 (0 means 2ms)")
-	}
-	return nil
+	c := checks{scenario: "Herd"}
+	c.need(h.Clients >= 0 && h.Clients <= 1e6, "Clients", h.Clients, "1 to 1e6 (0 means 100)")
+	c.need(h.HopMean >= 0, "HopMean", h.HopMean, "≥ 0 (0 means 10ms)")
+	c.need(h.HopStdDev >= 0, "HopStdDev", h.HopStdDev, "≥ 0 (0 means 2ms)")
+	return c.err
 }
 
 // Run simulates the scenario once under policy p with the given seed.
 func (h Herd) Run(p Policy, seed uint64) (HerdResult, error) {
-	if err := h.Validate(); err != nil {
-		return HerdResult{}, err
-	}
-	if err := p.Validate(); err != nil {
-		return HerdResult{}, err
-	}
-	var w herdRun
-	c := compile(p)
-	return w.run(h.withDefaults(), &c, seed), nil
+	return runOnce[Herd, HerdResult, herdRun](h, p, seed)
 }
 
 func (w *herdRun) run(h Herd, c *compiled, seed uint64) HerdResult {
 	var res HerdResult
 	e, r := &w.eng, &w.rnd
-	e.Reset()
-	r.Seed(seed, uint64(h.Clients))
+	w.start(c, h.Clients, seed, uint64(h.Clients), r)
 	w.loops = append(w.loops[:0], make([]loop, h.Clients)...)
-	w.guards.build(c, h.Clients, &w.grnd, seed, r)
 	hop := func() time.Duration { return r.AbsNormal(h.HopMean, h.HopStdDev) }
 	res.Time = 0
 	for i := range h.Clients {
 		e.Add(simEvent{At: 0, Kind: herdBegin, ID: int32(i)})
 	}
 	lastWrite := time.Duration(math.MinInt64) // when the version last changed
-	for {
-		ev, ok := e.Pop()
-		if !ok {
-			break
-		}
+	for ev := range e.Events() {
 		now := ev.At
 		switch ev.Kind {
 		case herdBegin:
-			l, g := &w.loops[ev.ID], w.guards.of(ev.ID)
-			wait, refused := l.begin(context.Background(), g, now)
+			ok, refused := w.ask(&w.loops[ev.ID], ev.ID, ev.ID, herdBegin, now, &res.GaveUp)
 			switch {
 			case refused != 0:
-				res.GaveUp[refused]++
 				res.Time = max(res.Time, now)
-			case wait > 0:
-				e.Add(simEvent{At: now + wait, Kind: herdBegin, ID: ev.ID})
-			default:
+			case ok:
 				w.send(e, h, ev.ID, now)
 			}
 		case herdWrite:
@@ -261,30 +232,17 @@ type HerdPoint struct {
 // Run runs the sweep for each policy and returns one point per policy and
 // client count, policy by policy in the order given.
 func (s HerdSweep) Run(policies []Policy) ([]HerdPoint, error) {
-	for _, p := range policies {
-		if err := p.Validate(); err != nil {
-			return nil, err
-		}
-	}
-	clients := s.Clients
-	if clients == nil {
-		clients = DefaultHerdClients()
-	}
-	runs := s.Runs
-	if runs <= 0 {
-		runs = 100
-	}
-	return sweepPoints(s.Herd, clients, func(h *Herd, n int) { h.Clients = n }, policies, s.Workers, s.Progress,
-		func(state *herdRun, h Herd, c *compiled, pi int) HerdPoint {
+	sw := sweep{runs: cmp.Or(max(s.Runs, 0), 100), seed: s.Seed, workers: s.Workers, progress: s.Progress}
+	return sweepPoints[herdRun](s.Herd, orDefault(s.Clients, DefaultHerdClients), func(h *Herd, n int) { h.Clients = n },
+		func(h Herd) uint64 { return pointKey(uint64(h.Clients)) }, sw, policies,
+		func(h Herd, pi int, runs []HerdResult) HerdPoint {
 			var calls, tm, gave stat
-			key := pointKey(uint64(h.Clients))
-			for run := range runs {
-				r := state.run(h, c, seedOf(s.Seed, key, run))
+			for _, r := range runs {
 				calls.add(float64(r.Calls))
 				tm.add(r.Time.Seconds())
 				gave.add(float64(r.GaveUp.Total()))
 			}
-			return HerdPoint{Policy: policies[pi].Name, Clients: h.Clients, Runs: runs,
+			return HerdPoint{Policy: policies[pi].Name, Clients: h.Clients, Runs: len(runs),
 				Calls: calls.result(), Time: tm.result(), GaveUp: gave.result()}
 		})
 }

@@ -1,9 +1,7 @@
 package sim
 
 import (
-	"errors"
 	"math"
-	"strings"
 	"testing"
 	"time"
 
@@ -154,23 +152,6 @@ func TestHerdSharedGuards(t *testing.T) {
 	r := mustHerd(t, Herd{Clients: 20}, p, 1)
 	if r.Succeeded+r.GaveUp.Total() != 20 || r.GaveUp[retry.ReasonBudgetExhausted] == 0 {
 		t.Fatalf("shared bucket: %d succeeded, gave up %v; want 20 accounted for, some refused by the budget", r.Succeeded, r.GaveUp)
-	}
-}
-
-// A herd out of range is an error, as for the other scenarios, not a
-// panic.
-func TestHerdValidate(t *testing.T) {
-	for _, h := range []Herd{{Clients: -1}, {HopMean: -1}, {HopStdDev: -time.Millisecond}} {
-		_, err := h.Run(NoRetries(), 1)
-		if !errors.Is(err, ErrInvalidConfig) || !strings.HasPrefix(err.Error(), "sim: invalid configuration: Herd.") {
-			t.Errorf("%+v: got %v, want a sim: herd error matching ErrInvalidConfig", h, err)
-		}
-	}
-	if _, err := (HerdSweep{Clients: []int{10, -5}, Runs: 1}).Run(HerdStrategies(time.Millisecond, time.Second)); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("sweep with -5 clients: got %v, want ErrInvalidConfig", err)
-	}
-	if _, err := (Herd{}).Run(Policy{MaxAttempts: -2}, 1); !errors.Is(err, retry.ErrInvalidConfig) {
-		t.Errorf("MaxAttempts -2: got %v, want retry.ErrInvalidConfig", err)
 	}
 }
 

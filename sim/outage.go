@@ -2,11 +2,8 @@ package sim
 
 import (
 	"cmp"
-	"context"
 	"math"
 	"time"
-
-	"github.com/yaoki-go/yaoki/internal/configerr"
 )
 
 // Outage is the partial-outage scenario of Marc Brooker's "Fixing retries
@@ -50,22 +47,13 @@ func (o Outage) withDefaults() Outage {
 
 // Validate reports the first field out of range.
 func (o Outage) Validate() error {
-	bad := func(field string, v any, want string) error {
-		return configerr.Invalid(ErrInvalidConfig, "Outage."+field, v, want)
-	}
-	switch {
-	case o.Clients < 0:
-		return bad("Clients", o.Clients, "≥ 1 (0 means 100)")
-	case o.Rate < 0 || math.IsNaN(o.Rate) || math.IsInf(o.Rate, 0):
-		return bad("Rate", o.Rate, "a finite rate > 0 per second (0 means 10)")
-	case o.Duration < 0:
-		return bad("Duration", o.Duration, "> 0 (0 means 10s)")
-	case o.HopMean < 0:
-		return bad("HopMean", o.HopMean, "≥ 0 (0 means 10ms)")
-	case !(o.FailureRate >= 0 && o.FailureRate <= 1):
-		return bad("FailureRate", o.FailureRate, "a probability in [0, 1]")
-	}
-	return nil
+	c := checks{scenario: "Outage"}
+	c.need(o.Clients >= 0, "Clients", o.Clients, "≥ 1 (0 means 100)")
+	c.need(o.Rate >= 0 && !math.IsInf(o.Rate, 0), "Rate", o.Rate, "a finite rate > 0 per second (0 means 10)")
+	c.need(o.Duration >= 0, "Duration", o.Duration, "> 0 (0 means 10s)")
+	c.need(o.HopMean >= 0, "HopMean", o.HopMean, "≥ 0 (0 means 10ms)")
+	c.need(o.FailureRate >= 0 && o.FailureRate <= 1, "FailureRate", o.FailureRate, "a probability in [0, 1]")
+	return c.err
 }
 
 // OutageResult is what one run of the outage scenario measured.
@@ -112,42 +100,29 @@ type outCall struct {
 
 // outageRun holds what one run needs; it is reused across runs.
 type outageRun struct {
-	eng    engine
-	rnd    rng
-	retry  rng // retries' answers, round trips and jitter
-	grnd   rng // the guards' random source
-	calls  []outCall
-	free   []int32
-	guards guardSet
+	runBase
+	retry rng // retries' answers, round trips and jitter
+	calls []outCall
+	free  []int32
 }
 
 // Run simulates the scenario once under policy p with the given seed.
 func (o Outage) Run(p Policy, seed uint64) (OutageResult, error) {
-	if err := o.Validate(); err != nil {
-		return OutageResult{}, err
-	}
-	if err := p.Validate(); err != nil {
-		return OutageResult{}, err
-	}
-	var w outageRun
-	c := compile(p)
-	return w.run(o.withDefaults(), &c, seed), nil
+	return runOnce[Outage, OutageResult, outageRun](o, p, seed)
 }
 
 func (w *outageRun) run(o Outage, c *compiled, seed uint64) OutageResult {
 	var res OutageResult
 	e, r := &w.eng, &w.rnd
-	e.Reset()
 	// Arrivals and first attempts draw from r, in arrival order, and
 	// retries from another source: every policy's first attempts meet the
 	// same answers (common random numbers), so that a policy that never
 	// refuses a first attempt succeeds on at least the calls that no
 	// retries does, run by run, not just on average.
-	r.Seed(seed, uint64(o.Clients))
 	w.retry.Seed(seed, uint64(o.Clients)|1<<40)
 	rr := &w.retry
+	w.start(c, o.Clients, seed, uint64(o.Clients), rr) // jitter: a retry's draw
 	w.calls, w.free = w.calls[:0], w.free[:0]
-	w.guards.build(c, o.Clients, &w.grnd, seed, rr) // jitter: a retry's draw
 	gap := time.Duration(float64(time.Second) / o.Rate)
 	fail := failed
 	if o.Overload {
@@ -178,25 +153,18 @@ func (w *outageRun) run(o Outage, c *compiled, seed uint64) OutageResult {
 	// begin asks the guards and sends, retries later or gives up.
 	begin := func(id int32, now time.Duration) {
 		call := &w.calls[id]
-		wait, refused := call.loop.begin(context.Background(), w.guards.of(call.client), now)
+		ok, refused := w.ask(&call.loop, call.client, id, outBegin, now, &res.GaveUp)
 		switch {
 		case refused != 0:
-			res.GaveUp[refused]++
 			if call.m.Attempts() == 0 {
 				res.Refused++
 			}
 			w.free = append(w.free, id)
-		case wait > 0:
-			e.Add(simEvent{At: now + wait, Kind: outBegin, ID: id})
-		default:
+		case ok:
 			send(id, now)
 		}
 	}
-	for {
-		ev, ok := e.Pop()
-		if !ok {
-			break
-		}
+	for ev := range e.Events() {
 		now := ev.At
 		switch ev.Kind {
 		case outArrive:
@@ -205,14 +173,7 @@ func (w *outageRun) run(o Outage, c *compiled, seed uint64) OutageResult {
 			}
 			e.Add(simEvent{At: now + r.Exp(gap), Kind: outArrive, ID: ev.ID})
 			res.FirstTries++
-			var id int32
-			if n := len(w.free); n > 0 {
-				id = w.free[n-1]
-				w.free = w.free[:n-1]
-			} else {
-				id = int32(len(w.calls))
-				w.calls = append(w.calls, outCall{})
-			}
+			id := take(&w.free, &w.calls)
 			out, trip := draw(r)
 			w.calls[id] = outCall{client: ev.ID, first: out, trip: trip}
 			begin(id, now)
@@ -285,30 +246,22 @@ func (s OutageSweep) Run(policies []Policy) ([]OutagePoint, error) {
 	if err := s.Outage.Validate(); err != nil {
 		return nil, err
 	}
-	rates := s.FailureRates
-	if rates == nil {
-		rates = DefaultFailureRates()
-	}
-	runs := s.Runs
-	if runs <= 0 {
-		runs = 3
-	}
-	return sweepPoints(s.Outage, rates, func(o *Outage, p float64) { o.FailureRate = p }, policies, s.Workers, s.Progress,
-		func(state *outageRun, o Outage, c *compiled, pi int) OutagePoint {
+	sw := sweep{runs: cmp.Or(max(s.Runs, 0), 3), seed: s.Seed, workers: s.Workers, progress: s.Progress}
+	return sweepPoints[outageRun](s.Outage, orDefault(s.FailureRates, DefaultFailureRates), func(o *Outage, p float64) { o.FailureRate = p },
+		func(o Outage) uint64 { return pointKey(math.Float64bits(o.FailureRate)) }, sw, policies,
+		func(o Outage, pi int, runs []OutageResult) OutagePoint {
 			var succ, amp, refused stat
 			var gave GaveUp
-			key := pointKey(math.Float64bits(o.FailureRate))
-			for run := range runs {
-				r := state.run(o, c, seedOf(s.Seed, key, run))
+			for _, r := range runs {
 				succ.add(r.Success())
 				amp.add(r.Amplification())
 				refused.add(ratio(r.Refused, r.FirstTries))
 				gave.add(&r.GaveUp)
 			}
-			pt := OutagePoint{Policy: policies[pi].Name, Clients: o.Clients, FailureRate: o.FailureRate, Runs: runs,
+			pt := OutagePoint{Policy: policies[pi].Name, Clients: o.Clients, FailureRate: o.FailureRate, Runs: len(runs),
 				Success: succ.result(), Amplification: amp.result(), Refused: refused.result()}
 			for k, v := range gave {
-				pt.GaveUp[k] = float64(v) / float64(runs)
+				pt.GaveUp[k] = float64(v) / float64(len(runs))
 			}
 			return pt
 		})

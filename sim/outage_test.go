@@ -3,7 +3,6 @@ package sim
 import (
 	"errors"
 	"math"
-	"strings"
 	"testing"
 	"time"
 
@@ -125,23 +124,6 @@ type countingBudget struct{ seen *int }
 
 func (b *countingBudget) AllowRetryAt(time.Time, bool) bool { return true }
 func (b *countingBudget) RecordAt(time.Time, bool, bool)    { *b.seen++ }
-
-func TestOutageValidate(t *testing.T) {
-	bad := []Outage{
-		{Clients: -1}, {Rate: -1}, {Rate: math.Inf(1)}, {Duration: -time.Second},
-		{HopMean: -1}, {FailureRate: 1.5}, {FailureRate: math.NaN()},
-	}
-	for _, o := range bad {
-		_, err := o.Run(NoRetries(), 1)
-		if err == nil || !strings.HasPrefix(err.Error(), "sim: invalid configuration: Outage.") || !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("%+v: got error %v, want a sim: outage error matching ErrInvalidConfig", o, err)
-		}
-	}
-	_, err := Outage{}.Run(Policy{MaxAttempts: -2}, 1)
-	if !errors.Is(err, retry.ErrInvalidConfig) {
-		t.Errorf("MaxAttempts -2: got %v, want retry.ErrInvalidConfig", err)
-	}
-}
 
 // reservingThrottle makes each of its first 1000 answers a wait of 100 ms
 // (a rate limiter that reserves a token for each question, so that a loop

@@ -318,14 +318,7 @@ func (l *loop) begin(ctx context.Context, p *retry.Policy, now time.Duration) (w
 		l.m.Start(ctx, p, at)
 		l.started = true
 	}
-	switch d := l.m.Before(ctx, at, &l.t); d.Verdict {
-	case retry.Send:
-		return 0, 0
-	case retry.Sleep:
-		return d.Wait, 0
-	default:
-		return 0, d.Reason
-	}
+	return waitOrReason(l.m.Before(ctx, at, &l.t))
 }
 
 // end reports, at now, how the attempt in flight ended (err nil for a
@@ -334,14 +327,17 @@ func (l *loop) begin(ctx context.Context, p *retry.Policy, now time.Duration) (w
 func (l *loop) end(ctx context.Context, now time.Duration, err error) (wait time.Duration, stop retry.Reason) {
 	d := l.m.After(ctx, instant(now), &l.t, err)
 	l.t = retry.Ticket{}
-	switch d.Verdict {
-	case retry.Done:
-		return 0, 0
-	case retry.Sleep:
+	return waitOrReason(d)
+}
+
+// waitOrReason is what a scenario acts on in the loop's decision d: the
+// wait of a Sleep, the reason of a GiveUp, or neither (Send: send the
+// attempt now; Done: the request succeeded).
+func waitOrReason(d retry.Decision) (wait time.Duration, stop retry.Reason) {
+	if d.Verdict == retry.Sleep {
 		return d.Wait, 0
-	default:
-		return 0, d.Reason
 	}
+	return 0, d.Reason
 }
 
 // GaveUp counts requests that ended without success, by reason (indexed by

@@ -40,16 +40,29 @@ func (s *stat) result() Stat {
 // Run, never concurrently.
 type Progress func(done, total int)
 
+// sweep is what a scenario's sweep says beside the swept values: runs per
+// point, the sweep's seed, the goroutines to run it on, and who hears of
+// its progress.
+type sweep struct {
+	runs     int
+	seed     uint64
+	workers  int
+	progress Progress
+}
+
 // sweepPoints is what the scenarios' sweeps share: it checks the scenario
 // with each value of the swept parameter (set puts one in a copy of base),
 // compiles the policies, and returns one point per policy and value,
-// policy by policy, each made by point on one of workers goroutines with
-// that worker's reusable state W and the scenario with its defaults.
-func sweepPoints[S interface {
-	Validate() error
-	withDefaults() S
-}, V, W, P any](base S, values []V, set func(*S, V), policies []Policy, workers int, progress Progress,
-	point func(state *W, s S, c *compiled, pi int) P) ([]P, error) {
+// policy by policy. A point runs the scenario, with its defaults, sw.runs
+// times on one of sw.workers goroutines, on that worker's reusable
+// workspace W, each run with its seed from the sweep's seed, the point's
+// key (key of the scenario) and the run's index (seedOf); point makes the
+// point from the runs' results, in run order.
+func sweepPoints[W any, PW interface {
+	*W
+	run(s S, c *compiled, seed uint64) R
+}, S scenario[S], V, R, P any](base S, values []V, set func(*S, V), key func(S) uint64, sw sweep, policies []Policy,
+	point func(s S, pi int, runs []R) P) ([]P, error) {
 	for _, v := range values {
 		s := base
 		set(&s, v)
@@ -62,15 +75,31 @@ func sweepPoints[S interface {
 		return nil, err
 	}
 	points := make([]P, len(policies)*len(values))
-	workers = max(workers, 1)
+	workers := max(sw.workers, 1)
 	state := make([]W, workers)
-	forEach(len(points), workers, progress, func(w, i int) {
+	results := make([][]R, workers)
+	forEach(len(points), workers, sw.progress, func(w, i int) {
 		pi, vi := i/len(values), i%len(values)
 		s := base
 		set(&s, values[vi])
-		points[i] = point(&state[w], s.withDefaults(), &compiled[pi], pi)
+		s = s.withDefaults()
+		k := key(s)
+		rs := results[w][:0]
+		for run := range sw.runs {
+			rs = append(rs, PW(&state[w]).run(s, &compiled[pi], seedOf(sw.seed, k, run)))
+		}
+		results[w] = rs
+		points[i] = point(s, pi, rs)
 	})
 	return points, nil
+}
+
+// orDefault returns values, or def() when values is nil.
+func orDefault[V any](values []V, def func() []V) []V {
+	if values == nil {
+		return def()
+	}
+	return values
 }
 
 // forEach runs job(worker, i) for i in [0, n) on workers goroutines (at
@@ -97,14 +126,12 @@ func forEach(n, workers int, progress Progress, job func(worker, i int)) {
 	done := make(chan struct{}, n)
 	var wg sync.WaitGroup
 	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range jobs {
 				job(w, i)
 				done <- struct{}{}
 			}
-		}()
+		})
 	}
 	go func() {
 		for i := range n {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/yaoki-go/yaoki/hedge"
-	"github.com/yaoki-go/yaoki/internal/configerr"
 )
 
 // Tail is the tail-at-scale scenario of Dean and Barroso ("The Tail at
@@ -93,32 +92,18 @@ func (t Tail) withDefaults() Tail {
 
 // Validate reports the first field out of range.
 func (t Tail) Validate() error {
-	bad := func(field string, v any, want string) error {
-		return configerr.Invalid(ErrInvalidConfig, "Tail."+field, v, want)
-	}
-	switch {
-	case t.Fanout < 0 || t.Fanout > 10000:
-		return bad("Fanout", t.Fanout, "1 to 10000 (0 means 100)")
-	case t.Rate < 0 || t.Rate > 1e5 || math.IsNaN(t.Rate):
-		return bad("Rate", t.Rate, "0 < Rate ≤ 100000 per second (0 means 100)")
-	case t.Duration < 0:
-		return bad("Duration", t.Duration, "> 0 (0 means 60s)")
-	case t.Fast < 0:
-		return bad("Fast", t.Fast, "> 0 (0 means 5ms)")
-	case t.Slow < 0:
-		return bad("Slow", t.Slow, "> 0 (0 means 1s)")
-	case t.SlowShare != NoSlow && !(t.SlowShare >= 0 && t.SlowShare <= 1):
-		return bad("SlowShare", t.SlowShare, "a probability in [0, 1] (0 means 0.01, NoSlow (-1) none)")
-	case t.BrownoutLatency < 0:
-		return bad("BrownoutLatency", t.BrownoutLatency, "> 0 (0 means 100ms)")
-	}
-	if d := t.withDefaults(); d.Warmup >= d.Duration {
-		return bad("Warmup", t.Warmup, "shorter than Duration (0 means 1s, negative none)")
-	}
-	if d := t.withDefaults(); float64(d.Fanout)*d.Rate*(d.Duration+d.Brownout+d.Recovery).Seconds() > 2e9 {
-		return bad("Rate", t.Rate, "fewer than 2e9 backend calls per run (Fanout × Rate × the phases' length)")
-	}
-	return nil
+	c := checks{scenario: "Tail"}
+	c.need(t.Fanout >= 0 && t.Fanout <= 10000, "Fanout", t.Fanout, "1 to 10000 (0 means 100)")
+	c.need(t.Rate >= 0 && t.Rate <= 1e5, "Rate", t.Rate, "0 < Rate ≤ 100000 per second (0 means 100)")
+	c.need(t.Duration >= 0, "Duration", t.Duration, "> 0 (0 means 60s)")
+	c.need(t.Fast >= 0, "Fast", t.Fast, "> 0 (0 means 5ms)")
+	c.need(t.Slow >= 0, "Slow", t.Slow, "> 0 (0 means 1s)")
+	c.need(t.SlowShare == NoSlow || t.SlowShare >= 0 && t.SlowShare <= 1, "SlowShare", t.SlowShare, "a probability in [0, 1] (0 means 0.01, NoSlow (-1) none)")
+	c.need(t.BrownoutLatency >= 0, "BrownoutLatency", t.BrownoutLatency, "> 0 (0 means 100ms)")
+	d := t.withDefaults()
+	c.need(d.Warmup < d.Duration, "Warmup", t.Warmup, "shorter than Duration (0 means 1s, negative none)")
+	c.need(float64(d.Fanout)*d.Rate*(d.Duration+d.Brownout+d.Recovery).Seconds() <= 2e9, "Rate", t.Rate, "fewer than 2e9 backend calls per run (Fanout × Rate × the phases' length)")
+	return c.err
 }
 
 // TailPolicy is how the backend calls of the tail scenario are hedged.
@@ -289,11 +274,7 @@ func (w *tailRun) run(t Tail, p TailPolicy, seed uint64) TailResult {
 	}
 	gap := time.Duration(float64(time.Second) / t.Rate)
 	e.Add(simEvent{At: w.rnd.Exp(gap), Kind: tailArrive})
-	for {
-		ev, ok := e.Pop()
-		if !ok {
-			break
-		}
+	for ev := range e.Events() {
 		now := ev.At
 		switch ev.Kind {
 		case tailArrive:
@@ -301,11 +282,11 @@ func (w *tailRun) run(t Tail, p TailPolicy, seed uint64) TailResult {
 				break
 			}
 			e.Add(simEvent{At: now + w.rnd.Exp(gap), Kind: tailArrive})
-			rid := pop(&w.rfree, func() int32 { w.reqs = append(w.reqs, tailReq{}); return int32(len(w.reqs) - 1) })
+			rid := take(&w.rfree, &w.reqs)
 			w.reqs[rid] = tailReq{start: now, left: t.Fanout, calls: t.Fanout}
 			at := instant(now)
 			for range t.Fanout {
-				id := pop(&w.free, func() int32 { w.calls = append(w.calls, tailCall{}); return int32(len(w.calls) - 1) })
+				id := take(&w.free, &w.calls)
 				l := latency(&w.rnd, now)
 				w.tok += 2
 				c := tailCall{req: rid, start: now, primary: now + l, finish: now + l, done: w.tok - 1, next: w.tok}
@@ -379,16 +360,6 @@ func (w *tailRun) run(t Tail, p TailPolicy, seed uint64) TailResult {
 		res.Seconds[i].P99 = quantile(w.bins[i], 0.99)
 	}
 	return res
-}
-
-// pop takes an index from a free list, or makes one with grow.
-func pop(free *[]int32, grow func() int32) int32 {
-	if n := len(*free); n > 0 {
-		id := (*free)[n-1]
-		*free = (*free)[:n-1]
-		return id
-	}
-	return grow()
 }
 
 // quantile returns the q-quantile of xs by rank (0 for none); it sorts xs.

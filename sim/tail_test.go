@@ -1,13 +1,11 @@
 package sim
 
 import (
-	"errors"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/yaoki-go/yaoki/hedge"
-	"github.com/yaoki-go/yaoki/internal/configerr"
 )
 
 // tailTest is the default shape at half the rate with shorter phases, so
@@ -110,27 +108,5 @@ func TestTailRepeatable(t *testing.T) {
 	}
 	if len(one[0].Seconds) != 5 {
 		t.Fatalf("%d seconds in the series, want 5", len(one[0].Seconds))
-	}
-}
-
-func TestTailValidate(t *testing.T) {
-	for _, c := range []struct {
-		tail  Tail
-		field string
-	}{
-		{Tail{Fanout: -1}, "Fanout"},
-		{Tail{Rate: -1}, "Rate"},
-		{Tail{SlowShare: 2}, "SlowShare"},
-		{Tail{Rate: 1e5, Fanout: 10000}, "Rate"},
-		{Tail{Fast: -time.Second}, "Fast"},
-	} {
-		_, err := c.tail.Run(TailPolicy{}, 1)
-		var ce *configerr.Error
-		if !errors.Is(err, ErrInvalidConfig) || !errors.As(err, &ce) || ce.Field != "Tail."+c.field {
-			t.Errorf("Run(%+v): got %v, want an invalid configuration error on %s", c.tail, err, c.field)
-		}
-	}
-	if _, err := (Tail{}).Run(TailPolicy{Hedge: &hedge.Config{Quantile: 2}}, 1); !errors.Is(err, hedge.ErrInvalidConfig) {
-		t.Errorf("a bad hedge configuration: got %v, want hedge.ErrInvalidConfig", err)
 	}
 }

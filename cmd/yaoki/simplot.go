@@ -295,12 +295,16 @@ func (r *simReport) figures() []*figure {
 		secs.params = calls.params
 		if h.PostBase == 5*time.Millisecond && h.PostCap == 2*time.Second && h.Hop.HopMean == 10*time.Millisecond && h.Hop.HopStdDev == 2*time.Millisecond &&
 			slices.ContainsFunc(h.Points, func(p sim.HerdPoint) bool { return p.Clients == 100 }) {
-			// The 2015 post's figures at 100 clients.
-			for name, v := range map[string][2]float64{"none": {2420, 2.0}, "exponential": {1850, 63}, "full": {795, 4.9},
-				"equal": {810, 6.6}, "decorrelated": {1000, 4.5}} {
-				if i, ok := idx[name]; ok {
-					calls.refs = append(calls.refs, refPoint{100, v[0], i})
-					secs.refs = append(secs.refs, refPoint{100, v[1], i})
+			// The 2015 post's figures at 100 clients, in the post's order
+			// (a slice, not a map, so that the plots are drawn alike every
+			// time).
+			for _, v := range []struct {
+				name        string
+				calls, secs float64
+			}{{"none", 2420, 2.0}, {"exponential", 1850, 63}, {"full", 795, 4.9}, {"equal", 810, 6.6}, {"decorrelated", 1000, 4.5}} {
+				if i, ok := idx[v.name]; ok {
+					calls.refs = append(calls.refs, refPoint{100, v.calls, i})
+					secs.refs = append(secs.refs, refPoint{100, v.secs, i})
 				}
 			}
 			calls.refName, secs.refName = "published (2015 post)", "published (2015 post)"

@@ -1,0 +1,82 @@
+package sim
+
+import (
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/yaoki-go/yaoki/hedge"
+	"github.com/yaoki-go/yaoki/internal/configerr"
+	"github.com/yaoki-go/yaoki/retry"
+)
+
+// errOf returns the error that a scenario's Run (run, a method expression
+// such as Herd.Run) returns for a scenario under policy p.
+func errOf[S, P, R any](run func(S, P, uint64) (R, error), p P) func(S) error {
+	return func(s S) error {
+		_, err := run(s, p, 1)
+		return err
+	}
+}
+
+// TestScenariosValidate: a scenario with a field out of range is an error
+// from Run, not a panic: it matches ErrInvalidConfig and names the first
+// field out of range as Scenario.Field; a policy out of range is its own
+// package's error.
+func TestScenariosValidate(t *testing.T) {
+	herd, outage := errOf(Herd.Run, NoRetries()), errOf(Outage.Run, NoRetries())
+	collapse, tail := errOf(Collapse.Run, NoBackoff()), errOf(Tail.Run, TailPolicy{})
+	for i, c := range []struct {
+		err   error
+		field string
+	}{
+		{herd(Herd{Clients: -1}), "Herd.Clients"},
+		{herd(Herd{HopMean: -1}), "Herd.HopMean"},
+		{herd(Herd{HopStdDev: -time.Millisecond}), "Herd.HopStdDev"},
+		{outage(Outage{Clients: -1}), "Outage.Clients"},
+		{outage(Outage{Rate: -1}), "Outage.Rate"},
+		{outage(Outage{Rate: math.Inf(1)}), "Outage.Rate"},
+		{outage(Outage{Duration: -time.Second}), "Outage.Duration"},
+		{outage(Outage{HopMean: -1}), "Outage.HopMean"},
+		{outage(Outage{FailureRate: 1.5}), "Outage.FailureRate"},
+		{outage(Outage{FailureRate: math.NaN()}), "Outage.FailureRate"},
+		{collapse(Collapse{Rate: -1}), "Collapse.Rate"},
+		{collapse(Collapse{Rate: math.NaN()}), "Collapse.Rate"},
+		{collapse(Collapse{Trigger: Trigger{Kind: 9}}), "Collapse.Trigger.Kind"},
+		{collapse(Collapse{Trigger: Trigger{At: -1}}), "Collapse.Trigger.At"},
+		{collapse(Collapse{Trigger: Trigger{Peak: -5}}), "Collapse.Trigger.Peak"},
+		{collapse(Collapse{Trigger: Trigger{Factor: -1}}), "Collapse.Trigger.Factor"},
+		{collapse(Collapse{Timeout: -1}), "Collapse.Timeout"},
+		{collapse(Collapse{ServiceBase: -1}), "Collapse.service time"},
+		{collapse(Collapse{Duration: -1}), "Collapse.Duration"},
+		{collapse(Collapse{Threshold: -1}), "Collapse.Threshold"},
+		{collapse(Collapse{Clients: -1}), "Collapse.Clients"},
+		{collapse(Collapse{Clients: -1, Rate: -1}), "Collapse.Rate"},
+		{tail(Tail{Fanout: -1}), "Tail.Fanout"},
+		{tail(Tail{Rate: -1}), "Tail.Rate"},
+		{tail(Tail{SlowShare: 2}), "Tail.SlowShare"},
+		{tail(Tail{Rate: 1e5, Fanout: 10000}), "Tail.Rate"},
+		{tail(Tail{Fast: -time.Second}), "Tail.Fast"},
+		{tail(Tail{Warmup: time.Minute}), "Tail.Warmup"},
+	} {
+		var ce *configerr.Error
+		if !errors.Is(c.err, ErrInvalidConfig) || !errors.As(c.err, &ce) || ce.Field != c.field {
+			t.Errorf("case %d: got %v, want an invalid configuration error on %s matching ErrInvalidConfig", i, c.err, c.field)
+		}
+	}
+
+	if _, err := (HerdSweep{Clients: []int{10, -5}, Runs: 1}).Run(HerdStrategies(time.Millisecond, time.Second)); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("herd sweep with -5 clients: got %v, want ErrInvalidConfig", err)
+	}
+	bad := Policy{MaxAttempts: -2}
+	for name, err := range map[string]error{"herd": errOf(Herd.Run, bad)(Herd{}), "outage": errOf(Outage.Run, bad)(Outage{}),
+		"collapse": errOf(Collapse.Run, bad)(Collapse{})} {
+		if !errors.Is(err, retry.ErrInvalidConfig) {
+			t.Errorf("%s, MaxAttempts -2: got %v, want retry.ErrInvalidConfig", name, err)
+		}
+	}
+	if err := errOf(Tail.Run, TailPolicy{Hedge: &hedge.Config{Quantile: 2}})(Tail{}); !errors.Is(err, hedge.ErrInvalidConfig) {
+		t.Errorf("a bad hedge configuration: got %v, want hedge.ErrInvalidConfig", err)
+	}
+}
