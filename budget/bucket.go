@@ -3,7 +3,6 @@ package budget
 import (
 	"cmp"
 	"math"
-	"sync/atomic"
 	"time"
 )
 
@@ -64,7 +63,7 @@ type BucketConfig struct {
 // *Bucket allows every retry.
 type Bucket struct {
 	capacity, cost, throttleCost, timeoutCost, increment int64
-	tokens                                               atomic.Int64
+	tokens                                               tokens
 }
 
 // NewBucket returns a full Bucket configured by c, or an error naming the
@@ -137,15 +136,7 @@ func (b *Bucket) RecordAt(now time.Time, first, success bool) {
 	if !first {
 		n = b.cost
 	}
-	for {
-		t := b.tokens.Load()
-		if t >= b.capacity {
-			return // full: the success path stays a load
-		}
-		if b.tokens.CompareAndSwap(t, min(b.capacity, t+n)) {
-			return
-		}
-	}
+	b.tokens.refill(n, b.capacity)
 }
 
 // Level returns the tokens in the bucket. A nil *Bucket returns +Inf.

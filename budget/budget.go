@@ -38,6 +38,7 @@ package budget
 
 import (
 	"errors"
+	"sync/atomic"
 
 	"github.com/yaoki-go/yaoki/internal/configerr"
 )
@@ -49,4 +50,22 @@ var ErrInvalidConfig = errors.New("budget: invalid configuration")
 
 func invalid(field string, value any, want string) error {
 	return configerr.Invalid(ErrInvalidConfig, field, value, want)
+}
+
+// tokens is the lock-free token count of Bucket and GRPC.
+type tokens struct{ atomic.Int64 }
+
+// refill adds n tokens, up to size. A full bucket is left as it is after a
+// single load, so that the success path of a healthy dependency writes
+// nothing.
+func (t *tokens) refill(n, size int64) {
+	for {
+		v := t.Load()
+		if v >= size {
+			return
+		}
+		if t.CompareAndSwap(v, min(size, v+n)) {
+			return
+		}
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"math"
-	"sync/atomic"
 	"time"
 )
 
@@ -70,7 +69,7 @@ func Recommended() GRPCConfig {
 // *GRPC allows every retry.
 type GRPC struct {
 	max, ratio int64 // in thousandths of a token
-	tokens     atomic.Int64
+	tokens     tokens
 }
 
 // NewGRPC returns a GRPC budget configured by c, or an error naming the
@@ -110,18 +109,13 @@ func (g *GRPC) RecordAt(now time.Time, first, success bool) {
 	if g == nil {
 		return
 	}
+	if success {
+		g.tokens.refill(g.ratio, g.max)
+		return
+	}
 	for {
 		t := g.tokens.Load()
-		var n int64
-		if success {
-			if t >= g.max {
-				return
-			}
-			n = min(g.max, t+g.ratio)
-		} else {
-			n = max(0, t-1000)
-		}
-		if n == t || g.tokens.CompareAndSwap(t, n) {
+		if n := max(0, t-1000); n == t || g.tokens.CompareAndSwap(t, n) {
 			return
 		}
 	}
