@@ -482,19 +482,16 @@ func TestDeadLetter(t *testing.T) {
 			l.ID, l.Due = fmt.Sprintf("r%d", i), time.Now()
 			db.put(t, l)
 		}
-		deadline := time.Now().Add(20 * time.Second)
-		for {
+		var left deadletter.Counts
+		if !poll(20*time.Second, 20*time.Millisecond, func() bool {
 			n, err := db.store.Count(context.Background(), "hooks", time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n.Total() == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("letters left after 20 s: %+v\n%s", n, strings.Join(s.lines(), "\n"))
-			}
-			time.Sleep(20 * time.Millisecond)
+			left = n
+			return n.Total() == 0
+		}) {
+			t.Fatalf("letters left after 20 s: %+v\n%s", left, strings.Join(s.lines(), "\n"))
 		}
 		_ = s.cmd.Process.Signal(os.Interrupt)
 		if code := s.wait(t); code != 0 {

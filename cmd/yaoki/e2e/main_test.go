@@ -220,18 +220,18 @@ func (s *server) lines() []string {
 // pipe) for a line of the log that holds sub, and returns it.
 func (s *server) waitLine(t *testing.T, sub string) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		for _, l := range s.lines() {
-			if strings.Contains(l, sub) {
-				return l
-			}
+	var line string
+	if !poll(10*time.Second, 5*time.Millisecond, func() bool {
+		lines := s.lines()
+		i := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, sub) })
+		if i >= 0 {
+			line = lines[i]
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q on stderr after 10 s:\n%s", sub, strings.Join(s.lines(), "\n"))
-		}
-		time.Sleep(5 * time.Millisecond)
+		return i >= 0
+	}) {
+		t.Fatalf("no %q on stderr after 10 s:\n%s", sub, strings.Join(s.lines(), "\n"))
 	}
+	return line
 }
 
 // metricsURL waits for the "metrics on URL" line of a log.
@@ -259,14 +259,27 @@ func (s *server) requests() []string {
 // through a pipe.
 func (s *server) waitRequests(t *testing.T, n int) []string {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		r := s.requests()
-		if len(r) >= n || time.Now().After(deadline) {
-			return r
+	var r []string
+	poll(5*time.Second, 5*time.Millisecond, func() bool {
+		r = s.requests()
+		return len(r) >= n
+	})
+	return r
+}
+
+// poll calls done every so often until it returns true, for at most
+// within, and reports whether it did. The tests talk to real processes,
+// whose state reaches them through pipes and sockets: where they wait for
+// it, they poll.
+func poll(within, every time.Duration, done func() bool) bool {
+	deadline := time.Now().Add(within)
+	for !done() {
+		if time.Now().After(deadline) {
+			return false
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(every)
 	}
+	return true
 }
 
 // field returns the value of name=value in a log line.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -143,24 +142,14 @@ func TestFlakyMetrics(t *testing.T) {
 	// No budget: 3 retries on a new host, more than the default budget's
 	// starting credit grants.
 	client := (&httpretry.Transport{Base: base, Policy: p, Observer: obs, Guards: httpretry.Guards{Budget: httpretry.NoBudget}}).Client()
-	do := func(method, key string) {
-		req, _ := http.NewRequest(method, s.url+"orders", strings.NewReader("{}"))
-		if key != "" {
-			req.Header.Set("Idempotency-Key", key)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatalf("%s: %v", method, err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
+	order := func(method string, hdr ...string) {
+		if resp, _ := do(t, client, method, s.url+"orders", strings.NewReader("{}"), hdr...); resp.StatusCode != 200 {
 			t.Fatalf("%s: %s, want 200", method, resp.Status)
 		}
 	}
-	do("GET", "")    // 503, 429, reset, 200
-	do("POST", "k1") // its own walk: 503, 429, reset, 200
-	do("POST", "k1") // replayed: 200
+	order("GET")                           // 503, 429, reset, 200
+	order("POST", "Idempotency-Key", "k1") // its own walk: 503, 429, reset, 200
+	order("POST", "Idempotency-Key", "k1") // replayed: 200
 	s.waitRequests(t, 9)
 
 	// The client's view.
@@ -250,14 +239,10 @@ func TestHTTPMetricsAndLogs(t *testing.T) {
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(strings.TrimSuffix(s.url, "/"), "http://"))
 	get := "http_request_method=GET,retry_component=httpretry,server_address=127.0.0.1,server_port=" + port
 	var got map[string]float64
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	poll(5*time.Second, 10*time.Millisecond, func() bool {
 		got = scrape(t, metrics)
-		if len(only(got, "yaoki_retries_total")) == 2 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return len(only(got, "yaoki_retries_total")) == 2
+	})
 	expectSamples(t, "yaoki http's attempts during the wait", only(got, "yaoki_attempts_total"), map[string]float64{
 		"yaoki_attempts_total{error_type=503,http_response_status_code=503," + get + ",retry_outcome=throttled,retry_status_class=5xx}": 1,
 		"yaoki_attempts_total{error_type=429,http_response_status_code=429," + get + ",retry_outcome=throttled,retry_status_class=4xx}": 1,

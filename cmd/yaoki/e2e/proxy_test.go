@@ -567,23 +567,19 @@ func startRedis(t *testing.T) string {
 	bin := needProgram(t, "redis-server")
 	addr := freePort(t)
 	_, port, _ := net.SplitHostPort(addr)
-	c := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		conn, err := net.Dial("tcp", addr)
-		if err == nil {
+	s := startProgram(t, bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	t.Cleanup(s.kill)
+	var err error
+	if !poll(10*time.Second, 10*time.Millisecond, func() bool {
+		var conn net.Conn
+		if conn, err = net.Dial("tcp", addr); err == nil {
 			conn.Close()
-			return "redis://" + addr + "/0"
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redis-server did not listen on %s: %v", addr, err)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return err == nil
+	}) {
+		t.Fatalf("redis-server did not listen on %s: %v", addr, err)
 	}
+	return "redis://" + addr + "/0"
 }
 
 // --redis: two proxies in front of the same dead upstream share its
@@ -613,16 +609,11 @@ func TestProxyFleetBreaker(t *testing.T) {
 	if resp.StatusCode != 503 || !strings.Contains(body, `"reason":"breaker_open"`) {
 		t.Fatalf("A after tripping: %d %s", resp.StatusCode, body)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if !poll(10*time.Second, 100*time.Millisecond, func() bool {
 		resp, body = do(t, c, "GET", b.url+"/x", nil)
-		if resp.StatusCode == 503 && strings.Contains(body, `"reason":"breaker_open"`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("B never refused: %d %s", resp.StatusCode, body)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return resp.StatusCode == 503 && strings.Contains(body, `"reason":"breaker_open"`)
+	}) {
+		t.Fatalf("B never refused: %d %s", resp.StatusCode, body)
 	}
 	if ra := resp.Header.Get("Retry-After"); ra == "" || ra == "0" {
 		t.Errorf("B's refusal: Retry-After %q, want the fleet's open period left", ra)

@@ -239,19 +239,17 @@ func (u *upstream) requests(t *testing.T, path string) []upSeen {
 // entries that keep says are wanted: the log reaches us through a pipe.
 func (u *upstream) waitFor(t *testing.T, n int, keep func(upSeen) bool) []upSeen {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var out []upSeen
+	poll(10*time.Second, 5*time.Millisecond, func() bool {
 		u.mu.Lock()
-		var out []upSeen
+		defer u.mu.Unlock()
+		out = nil
 		for _, s := range u.log {
 			if keep(s) {
 				out = append(out, s)
 			}
 		}
-		u.mu.Unlock()
-		if len(out) >= n || time.Now().After(deadline) {
-			return out
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return len(out) >= n
+	})
+	return out
 }

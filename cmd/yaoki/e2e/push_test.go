@@ -25,20 +25,18 @@ func startPushgateway(t *testing.T) string {
 	url := "http://" + addr
 	client := &http.Client{Timeout: time.Second}
 	defer client.CloseIdleConnections()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		resp, err := client.Get(url + "/-/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return url
-			}
+	var err error
+	if !poll(15*time.Second, 20*time.Millisecond, func() bool {
+		var resp *http.Response
+		if resp, err = client.Get(url + "/-/ready"); err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the Pushgateway on %s is not ready after 15 s: %v\n%s", addr, err, strings.Join(s.lines(), "\n"))
-		}
-		time.Sleep(20 * time.Millisecond) // a real process starting: poll it
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}) {
+		t.Fatalf("the Pushgateway on %s is not ready after 15 s: %v\n%s", addr, err, strings.Join(s.lines(), "\n"))
 	}
+	return url
 }
 
 // sum adds the samples of got whose series holds every one of parts.
