@@ -80,21 +80,14 @@ HTTP.409 for the herd's conflicts and States.Timeout).`
 
 func newSimCmd() *cobra.Command {
 	o := &simOptions{}
-	cmd := &cobra.Command{
-		Use:   "sim [herd|outage|collapse|tail|all]",
-		Short: "Simulate retry policies on virtual time: herd, outage, collapse, tail",
-		Long:  simLong,
-		Example: `  yaoki sim                                  # herd, outage and collapse, report in yaoki-report/
+	cmd := o.command("sim [herd|outage|collapse|tail|all]", "Simulate retry policies on virtual time: herd, outage, collapse, tail", simLong,
+		&simJob{herd: defaultHerdParams(), outage: defaultOutageParams(), collapse: defaultCollapseParams(), collapseRuns: 10}, nil)
+	cmd.Example = `  yaoki sim                                  # herd, outage and collapse, report in yaoki-report/
   yaoki sim herd --clients 50,100 --runs 20
   yaoki sim outage --p 0.01,0.1,0.5 --budget share --format csv
   yaoki sim outage --clients 10,100,1000 --total-rate 100
   yaoki sim collapse --peak 60,80,100 --width 5s,10s --base 1s
-  yaoki sim tail --runs 5`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd, &simJob{herd: defaultHerdParams(), outage: defaultOutageParams(), collapse: defaultCollapseParams(), collapseRuns: 10})
-		},
-	}
+  yaoki sim tail --runs 5`
 	o.register(cmd.PersistentFlags())
 	cmd.AddCommand(newSimHerdCmd(o), newSimOutageCmd(o), newSimCollapseCmd(o), newSimTailCmd(o), newSimAllCmd(o))
 	return cmd
@@ -140,6 +133,20 @@ type simJob struct {
 }
 
 // run runs job and writes what --format and --out ask for.
+// command is a `yaoki sim` command: it takes no arguments, refuses its
+// flags when check (if not nil) says so, and runs job.
+func (o *simOptions) command(use, short, long string, job *simJob, check func(*pflag.FlagSet) error) *cobra.Command {
+	return &cobra.Command{Use: use, Short: short, Long: long, Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if check != nil {
+				if err := check(cmd.Flags()); err != nil {
+					return err
+				}
+			}
+			return o.run(cmd, job)
+		}}
+}
+
 func (o *simOptions) run(cmd *cobra.Command, job *simJob) error {
 	switch o.format {
 	case "table", "csv", "json":
@@ -175,14 +182,14 @@ func (o *simOptions) run(cmd *cobra.Command, job *simJob) error {
 		if err != nil {
 			return simUsage(err)
 		}
-		rep.Herd = &herdReport{Runs: s.Runs, Policies: describe(pols), Points: pts, Hop: s.Herd, PostBase: p.postBase, PostCap: p.postCap}
+		rep.Herd = &herdReport{reportHead: reportHead{Runs: s.Runs, Policies: describe(pols)}, Points: pts, Hop: s.Herd, PostBase: p.postBase, PostCap: p.postCap}
 	}
 	if p := job.outage; p != nil {
 		pols, err := o.pick(outagePolicies(yours))
 		if err != nil {
 			return err
 		}
-		r := &outageReport{Runs: o.runsOr(3), Policies: describe(pols), Duration: p.duration, HopMean: p.hopMean, Overload: p.overload}
+		r := &outageReport{reportHead: reportHead{Runs: o.runsOr(3), Policies: describe(pols)}, Duration: p.duration, HopMean: p.hopMean, Overload: p.overload}
 		for _, n := range p.clients {
 			rate := p.rate
 			if p.totalRate > 0 {
@@ -215,7 +222,7 @@ func (o *simOptions) run(cmd *cobra.Command, job *simJob) error {
 		if err != nil {
 			return simUsage(err)
 		}
-		rep.Collapse = &collapseReport{Runs: s.Runs, Policies: describe(pols), Base: p.base, Points: pts}
+		rep.Collapse = &collapseReport{reportHead: reportHead{Runs: s.Runs, Policies: describe(pols)}, Base: p.base, Points: pts}
 	}
 	if p := job.tail; p != nil {
 		if rep.Tail, err = o.runTail(p, yours, bar); err != nil {

@@ -27,19 +27,38 @@ type simReport struct {
 	Tail     *tailReport
 }
 
+// reportHead is what every scenario's part of a report starts with, also
+// in JSON: the runs per point and the policies compared.
+type reportHead struct {
+	Runs     int          `json:"runs"`
+	Policies []policyInfo `json:"policies"`
+}
+
+func (h *reportHead) head() *reportHead { return h }
+
+// policiesOf returns the policies compared in a scenario's part of the
+// report, none when the scenario did not run (p nil).
+func policiesOf[T any, PT interface {
+	*T
+	head() *reportHead
+}](p PT) []policyInfo {
+	if p == nil {
+		return nil
+	}
+	return p.head().Policies
+}
+
 type herdReport struct {
-	Runs     int
-	Policies []policyInfo
-	Points   []sim.HerdPoint
-	Hop      sim.Herd // the hops
+	reportHead
+	Points []sim.HerdPoint
+	Hop    sim.Herd // the hops
 	// PostBase and PostCap are the base and cap of the 2015 post's
 	// strategies.
 	PostBase, PostCap time.Duration
 }
 
 type outageReport struct {
-	Runs     int
-	Policies []policyInfo
+	reportHead
 	Duration time.Duration
 	HopMean  time.Duration
 	Overload bool
@@ -49,10 +68,9 @@ type outageReport struct {
 }
 
 type collapseReport struct {
-	Runs     int
-	Policies []policyInfo
-	Base     sim.Collapse
-	Points   []sim.CollapsePoint
+	reportHead
+	Base   sim.Collapse
+	Points []sim.CollapsePoint
 }
 
 // triggerLabel names a trigger in tables, e.g. "spike 80/s × 5s".
@@ -180,7 +198,7 @@ func (r *simReport) writeTables(w io.Writer) error {
 	}
 	seen := map[string]bool{}
 	fmt.Fprintln(w, "policies:")
-	for _, ps := range [][]policyInfo{r.herdPolicies(), r.outagePolicies(), r.collapsePolicies(), r.tailPolicies()} {
+	for _, ps := range [][]policyInfo{policiesOf(r.Herd), policiesOf(r.Outage), policiesOf(r.Collapse), policiesOf(r.Tail)} {
 		for _, p := range ps {
 			key := p.Name + "\x00" + p.Description
 			if seen[key] {
@@ -192,34 +210,6 @@ func (r *simReport) writeTables(w io.Writer) error {
 	}
 	_, err := fmt.Fprintf(w, "seed %d; simulated in %.1f s\n", r.Seed, r.Elapsed.Seconds())
 	return err
-}
-
-func (r *simReport) herdPolicies() []policyInfo {
-	if r.Herd == nil {
-		return nil
-	}
-	return r.Herd.Policies
-}
-
-func (r *simReport) outagePolicies() []policyInfo {
-	if r.Outage == nil {
-		return nil
-	}
-	return r.Outage.Policies
-}
-
-func (r *simReport) tailPolicies() []policyInfo {
-	if r.Tail == nil {
-		return nil
-	}
-	return r.Tail.Policies
-}
-
-func (r *simReport) collapsePolicies() []policyInfo {
-	if r.Collapse == nil {
-		return nil
-	}
-	return r.Collapse.Policies
 }
 
 // csvHeader is the one tidy layout of every scenario: one row per point
@@ -340,9 +330,8 @@ func (r *simReport) writeJSON(w io.Writer) error {
 		InFlight      []jnum  `json:"in_flight"`
 	}
 	type section[T any] struct {
-		Runs     int          `json:"runs"`
-		Policies []policyInfo `json:"policies"`
-		Points   []T          `json:"points"`
+		reportHead
+		Points []T `json:"points"`
 	}
 	doc := struct {
 		Seed     uint64               `json:"seed"`
@@ -356,20 +345,20 @@ func (r *simReport) writeJSON(w io.Writer) error {
 		doc.Tail = t.json()
 	}
 	if h := r.Herd; h != nil {
-		doc.Herd = &section[herdPt]{Runs: h.Runs, Policies: h.Policies}
+		doc.Herd = &section[herdPt]{reportHead: h.reportHead}
 		for _, p := range h.Points {
 			doc.Herd.Points = append(doc.Herd.Points, herdPt{p.Policy, p.Clients, p.Runs, js(p.Calls), js(p.Time), js(p.GaveUp)})
 		}
 	}
 	if o := r.Outage; o != nil {
-		doc.Outage = &section[outagePt]{Runs: o.Runs, Policies: o.Policies}
+		doc.Outage = &section[outagePt]{reportHead: o.reportHead}
 		for _, p := range o.Points {
 			doc.Outage.Points = append(doc.Outage.Points, outagePt{p.Policy, p.Clients, jnum(p.FailureRate), p.Runs,
 				js(p.Success), js(p.Amplification), js(p.Refused), gaveUp(p.GaveUp[:])})
 		}
 	}
 	if c := r.Collapse; c != nil {
-		doc.Collapse = &section[collapsePt]{Runs: c.Runs, Policies: c.Policies}
+		doc.Collapse = &section[collapsePt]{reportHead: c.reportHead}
 		for _, p := range c.Points {
 			t := p.Trigger
 			pt := collapsePt{Policy: p.Policy, Runs: p.Runs, Collapsed: jnum(p.Collapsed), RecoveryS: js(p.Recovery),

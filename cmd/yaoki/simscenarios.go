@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/yaoki-go/yaoki/retry"
 	"github.com/yaoki-go/yaoki/sim"
@@ -27,10 +28,7 @@ func defaultHerdParams() *herdParams {
 
 func newSimHerdCmd(o *simOptions) *cobra.Command {
 	p := defaultHerdParams()
-	cmd := &cobra.Command{
-		Use:   "herd",
-		Short: "Clients contending for one row, all at once (AWS Architecture Blog, 2015)",
-		Long: `Clients contending for one row under optimistic concurrency, all starting at
+	cmd := o.command("herd", "Clients contending for one row, all at once (AWS Architecture Blog, 2015)", `Clients contending for one row under optimistic concurrency, all starting at
 t = 0 (AWS Architecture Blog, "Exponential Backoff And Jitter", 2015). Each
 client wants one successful write: it reads the row's version, then writes with
 it; the write succeeds if the version has not changed since. Every network hop
@@ -40,12 +38,7 @@ limits your policy).
 
 Compared: the post's strategies with its base and cap (none, exponential,
 full, equal, decorrelated), yaoki's default backoff, and yours. Reported: the
-writes that reached the server, and the time until the last client's write.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd, &simJob{herd: p})
-		},
-	}
+writes that reached the server, and the time until the last client's write.`, &simJob{herd: p}, nil)
 	fs := cmd.Flags()
 	fs.IntSliceVar(&p.clients, "clients", p.clients, "client counts to run")
 	fs.DurationVar(&p.hopMean, "hop-mean", p.hopMean, "mean of one network hop")
@@ -93,10 +86,7 @@ func defaultOutageParams() *outageParams {
 
 func newSimOutageCmd(o *simOptions) *cobra.Command {
 	p := defaultOutageParams()
-	cmd := &cobra.Command{
-		Use:   "outage",
-		Short: "A server failing a share of attempts (Marc Brooker, 2022)",
-		Long: `A server that fails each attempt independently with probability p, with no
+	cmd := o.command("outage", "A server failing a share of attempts (Marc Brooker, 2022)", `A server that fails each attempt independently with probability p, with no
 capacity limit (Marc Brooker, "Fixing retries with token buckets and circuit
 breakers", 2022). Each client sends calls as a Poisson process of --rate per
 second for --duration, then the calls in flight drain; every hop takes
@@ -111,15 +101,12 @@ client, a retry breaker per client, all retrying at once), yaoki's defaults
 whole fleet ("yaoki + fleet budget", what redis.Budget keeps), yaoki with the
 default breaker per client ("yaoki + breaker"), and yours. With several --clients and --total-rate, the same traffic is split
 over more, smaller clients (the post: per-client estimates of the failure rate
-get worse).`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cmd.Flags().Changed("total-rate") && cmd.Flags().Changed("rate") {
-				return exit(ExitUsage, "--rate and --total-rate: give one (per client, or split over the clients)")
-			}
-			return o.run(cmd, &simJob{outage: p})
-		},
-	}
+get worse).`, &simJob{outage: p}, func(fs *pflag.FlagSet) error {
+		if fs.Changed("total-rate") && fs.Changed("rate") {
+			return exit(ExitUsage, "--rate and --total-rate: give one (per client, or split over the clients)")
+		}
+		return nil
+	})
 	fs := cmd.Flags()
 	fs.IntSliceVar(&p.clients, "clients", p.clients, "client counts to run (one sweep each)")
 	fs.Float64Var(&p.rate, "rate", p.rate, "calls per second from each client")
@@ -184,10 +171,7 @@ func (p *collapseParams) triggers() []sim.Trigger {
 
 func newSimCollapseCmd(o *simOptions) *cobra.Command {
 	p := defaultCollapseParams()
-	cmd := &cobra.Command{
-		Use:   "collapse",
-		Short: "A metastable failure: a short spike, and retries that keep the server down",
-		Long: `A metastable failure. Requests arrive as a Poisson process of --rate per
+	cmd := o.command("collapse", "A metastable failure: a short spike, and retries that keep the server down", `A metastable failure. Requests arrive as a Poisson process of --rate per
 second. The server never cancels work and slows down with the work in flight:
 an attempt's service time is --service-base + --service-per-request × C, C the
 attempts in service including it. Clients time out after --timeout and retry
@@ -200,23 +184,18 @@ add load, and the server stays down. A run is collapsed if more than
 
 Compared: clients without backoff, with backoff and jitter (from 10 s), yaoki's
 defaults, and yours. Reported: runs collapsed at the end, recovery time after
-the trigger, attempts per request, and goodput second by second.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch p.kind {
-			case "spike", "slowdown", "none":
-			default:
-				return exit(ExitUsage, fmt.Sprintf("--trigger %q: want spike, slowdown or none", p.kind))
-			}
-			return o.run(cmd, &simJob{collapse: p})
-		},
-	}
-	registerCollapseFlags(cmd, p)
+the trigger, attempts per request, and goodput second by second.`, &simJob{collapse: p}, func(*pflag.FlagSet) error {
+		switch p.kind {
+		case "spike", "slowdown", "none":
+			return nil
+		}
+		return exit(ExitUsage, fmt.Sprintf("--trigger %q: want spike, slowdown or none", p.kind))
+	})
+	registerCollapseFlags(cmd.Flags(), p)
 	return cmd
 }
 
-func registerCollapseFlags(cmd *cobra.Command, p *collapseParams) {
-	fs := cmd.Flags()
+func registerCollapseFlags(fs *pflag.FlagSet, p *collapseParams) {
 	b := &p.base
 	fs.Float64Var(&b.Rate, "rate", b.Rate, "requests per second before and after the trigger")
 	fs.StringVar(&p.kind, "trigger", p.kind, "spike, slowdown or none")
@@ -243,14 +222,6 @@ func collapsePolicies(yours *yourPolicy) []sim.Policy {
 }
 
 func newSimAllCmd(o *simOptions) *cobra.Command {
-	cp := defaultCollapseParams()
-	cmd := &cobra.Command{
-		Use:   "all",
-		Short: "All the scenarios with their default parameters, in one report",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd, &simJob{herd: defaultHerdParams(), outage: defaultOutageParams(), collapse: cp, tail: defaultTailParams()})
-		},
-	}
-	return cmd
+	return o.command("all", "All the scenarios with their default parameters, in one report", "",
+		&simJob{herd: defaultHerdParams(), outage: defaultOutageParams(), collapse: defaultCollapseParams(), tail: defaultTailParams()}, nil)
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/yaoki-go/yaoki/sim"
 )
@@ -23,10 +24,7 @@ func defaultTailParams() *tailParams {
 
 func newSimTailCmd(o *simOptions) *cobra.Command {
 	p := defaultTailParams()
-	cmd := &cobra.Command{
-		Use:   "tail",
-		Short: "Requests that fan out to 100 backends, a 1 % slow tail, and hedged requests (Dean and Barroso, 2013)",
-		Long: `The tail at scale (Dean and Barroso, "The Tail at Scale", CACM 2013). Requests
+	cmd := o.command("tail", "Requests that fan out to 100 backends, a 1 % slow tail, and hedged requests (Dean and Barroso, 2013)", `The tail at scale (Dean and Barroso, "The Tail at Scale", CACM 2013). Requests
 arrive as a Poisson process of --rate per second; each fans out to --fanout
 backend calls and waits for the last. A backend answer is slow (mean --slow)
 with probability --slow-share, fast (mean --fast) otherwise, drawn afresh for
@@ -41,18 +39,12 @@ delay within yaoki's budget and brownout stop; yaoki's defaults (hedge after
 the 97th percentile of the last 10 s, budget 5 %, brownout stop). Reported per
 phase: the 50th, 99th and 99.9th percentiles of whole requests and the extra
 requests the hedges sent; second by second, the 99th percentile and the extra
-load.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd, &simJob{tail: p})
-		},
-	}
-	registerTailFlags(cmd, p)
+load.`, &simJob{tail: p}, nil)
+	registerTailFlags(cmd.Flags(), p)
 	return cmd
 }
 
-func registerTailFlags(cmd *cobra.Command, p *tailParams) {
-	fs := cmd.Flags()
+func registerTailFlags(fs *pflag.FlagSet, p *tailParams) {
 	b := &p.base
 	fs.IntVar(&b.Fanout, "fanout", b.Fanout, "backend calls per request")
 	fs.Float64Var(&b.Rate, "rate", b.Rate, "requests per second")
@@ -92,14 +84,13 @@ func (o *simOptions) runTail(p *tailParams, yours *yourPolicy, bar *simProgress)
 	for i, pol := range pols {
 		info[i] = policyInfo{Name: pol.Name, Description: pol.Description}
 	}
-	return &tailReport{Runs: s.Runs, Policies: info, Tail: p.base, Points: pts}, nil
+	return &tailReport{reportHead: reportHead{Runs: s.Runs, Policies: info}, Tail: p.base, Points: pts}, nil
 }
 
 type tailReport struct {
-	Runs     int
-	Policies []policyInfo
-	Tail     sim.Tail
-	Points   []sim.TailPoint
+	reportHead
+	Tail   sim.Tail
+	Points []sim.TailPoint
 }
 
 // tailPhaseNames name the phases of a tail point, in the order of
@@ -163,13 +154,12 @@ type tailPointJSON struct {
 }
 
 type tailJSON struct {
-	Runs     int             `json:"runs"`
-	Policies []policyInfo    `json:"policies"`
-	Points   []tailPointJSON `json:"points"`
+	reportHead
+	Points []tailPointJSON `json:"points"`
 }
 
 func (r *tailReport) json() *tailJSON {
-	out := &tailJSON{Runs: r.Runs, Policies: r.Policies}
+	out := &tailJSON{reportHead: r.reportHead}
 	for _, p := range r.Points {
 		pt := tailPointJSON{Policy: p.Policy, Runs: p.Runs, Phases: map[string]tailPhaseJSON{}}
 		for i, ph := range tailPhases(p) {
