@@ -234,19 +234,6 @@ type proxyServer struct {
 	inFlight atomic.Int64
 }
 
-// newUpstreamTransport is the connection pool to the upstreams: the
-// defaults of http.DefaultTransport, with room for as many idle
-// connections per upstream as a busy proxy keeps open, and no transparent
-// compression (the client's Accept-Encoding and the upstream's encoding
-// pass through unchanged).
-func newUpstreamTransport() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConns = 0
-	t.MaxIdleConnsPerHost = 512
-	t.DisableCompression = true
-	return t
-}
-
 func (s *proxyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.inFlight.Add(1)
 	defer s.inFlight.Add(-1)

@@ -31,6 +31,7 @@ func BenchmarkProxyServe(b *testing.B) {
 
 	run := func(b *testing.B, h http.Handler) {
 		b.ReportAllocs()
+		cpu := cpuTime()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				w := httptest.NewRecorder()
@@ -40,13 +41,19 @@ func BenchmarkProxyServe(b *testing.B) {
 				}
 			}
 		})
+		b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
 	}
 	b.Run("plain", func(b *testing.B) {
 		rp := httputil.NewSingleHostReverseProxy(u)
-		t := newUpstreamTransport()
+		t := newUpstreamTransport().fallback // http.Transport, set up as yaoki proxy's
 		defer t.CloseIdleConnections()
 		rp.Transport, rp.BufferPool = t, &bufferPool{}
 		run(b, rp)
+	})
+	b.Run("yaoki-stdlib-transport", func(b *testing.B) {
+		t := newUpstreamTransport().fallback
+		defer t.CloseIdleConnections()
+		run(b, benchProxy(b, t, nil, u))
 	})
 	yaoki := func(b *testing.B, obs *observing) {
 		t := newUpstreamTransport()

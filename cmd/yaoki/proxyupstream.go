@@ -1,0 +1,403 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// upstreamTransport is the proxy's connection pool to its upstreams. A
+// request to a plain-http upstream that has no body and may be sent again
+// on a new connection (see replayable) is exchanged on the caller's
+// goroutine: written with (*http.Request).Write, its answer read with
+// http.ReadResponse, over a keep-alive connection of its own pool.
+// http.Transport runs every exchange between a writer and a reader
+// goroutine of the connection and hands the request and the answer between
+// them and the caller; on a busy sidecar those hand-offs, and the threads
+// they wake, cost more than the proxying itself. Everything else goes
+// through fallback, an http.Transport: https, requests with a body (whose
+// answer may come while the body is still being sent), other methods,
+// Upgrade (WebSocket), Expect, and requests that an environment proxy
+// (HTTP_PROXY) takes.
+//
+// It keeps http.Transport's rules where they show: the same bytes on the
+// wire (the same writer; no compression asked for), 1xx
+// answers passed to the request's httptrace.ClientTrace.Got1xxResponse
+// (its other hooks are not called), response headers limited to 10 MiB, a
+// connection kept only when its answer was read to the end and neither
+// side said Connection: close, a request sent again once on a new
+// connection when a reused one turns out to have been closed by the
+// upstream before any answer came, and the request's context cancels the
+// exchange at any step, the reading of the body included. A connection is
+// not watched while idle (that takes a goroutine): one the upstream closed
+// is found when it is next used, which is why only requests that may be
+// sent again take this path. Idle connections are closed after
+// idleTimeout; at most maxIdle are kept per upstream host.
+//
+// It is safe for concurrent use.
+type upstreamTransport struct {
+	fallback    *http.Transport
+	dialer      net.Dialer
+	maxIdle     int           // idle connections kept per host
+	idleTimeout time.Duration // an idle connection older than this is closed
+
+	mu   sync.Mutex
+	idle map[string][]*upstreamConn // by host:port, the most recently used last
+}
+
+// maxResponseHeaderBytes is http.Transport's default limit on the size of
+// an answer's header: 10 MiB.
+const maxResponseHeaderBytes = 10 << 20
+
+// newUpstreamTransport is the connection pool to the upstreams: the
+// defaults of http.DefaultTransport (dial timeout and keep-alive, idle
+// timeout, the environment's proxy), with room for as many idle
+// connections per upstream as a busy proxy keeps open, and no transparent
+// compression (the client's Accept-Encoding and the upstream's encoding
+// pass through unchanged).
+func newUpstreamTransport() *upstreamTransport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 0
+	t.MaxIdleConnsPerHost = 512
+	t.DisableCompression = true
+	return &upstreamTransport{
+		fallback:    t,
+		dialer:      net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second},
+		maxIdle:     t.MaxIdleConnsPerHost,
+		idleTimeout: t.IdleConnTimeout,
+		idle:        map[string][]*upstreamConn{},
+	}
+}
+
+// direct reports whether req is exchanged on the caller's goroutine.
+func (u *upstreamTransport) direct(req *http.Request) bool {
+	if req.URL.Scheme != "http" || req.URL.Host == "" || (req.Body != nil && req.Body != http.NoBody) || !replayable(req) {
+		return false
+	}
+	if _, ok := req.Header["Upgrade"]; ok {
+		return false
+	}
+	if _, ok := req.Header["Expect"]; ok {
+		return false
+	}
+	if u.fallback.Proxy != nil {
+		if p, err := u.fallback.Proxy(req); err != nil || p != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// RoundTrip implements http.RoundTripper.
+func (u *upstreamTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !u.direct(req) {
+		return u.fallback.RoundTrip(req)
+	}
+	addr := hostPort(req.URL)
+	ctx := req.Context()
+	for fresh := false; ; fresh = true {
+		var c *upstreamConn
+		if !fresh {
+			c = u.get(addr)
+		}
+		if c == nil {
+			nc, err := u.dialer.DialContext(ctx, "tcp", addr)
+			if err != nil {
+				return nil, err
+			}
+			c = newUpstreamConn(u, addr, nc)
+		}
+		resp, err := c.exchange(ctx, req)
+		if err == nil {
+			return resp, nil
+		}
+		if _, stale := err.(*staleConnError); !stale {
+			return nil, err
+		}
+		// The upstream had closed the idle connection before the request
+		// reached it: send it on a new one, as http.Transport does.
+	}
+}
+
+// hostPort returns the address to dial for an http URL.
+func hostPort(u *url.URL) string {
+	p := u.Port()
+	if p == "" {
+		p = "80"
+	}
+	return net.JoinHostPort(u.Hostname(), p)
+}
+
+// replayable is http.Transport's rule for sending a request without body
+// again on a new connection after it was written on a reused one that
+// failed before any answer came: its method is GET, HEAD, OPTIONS or
+// TRACE, or it carries an Idempotency-Key.
+func replayable(req *http.Request) bool {
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	_, k := req.Header["Idempotency-Key"]
+	_, x := req.Header["X-Idempotency-Key"]
+	return k || x
+}
+
+// get returns an idle connection to addr, or nil.
+func (u *upstreamTransport) get(addr string) *upstreamConn {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.prune(addr, time.Now())
+	list := u.idle[addr]
+	if len(list) == 0 {
+		return nil
+	}
+	c := list[len(list)-1]
+	list[len(list)-1] = nil
+	u.idle[addr] = list[:len(list)-1]
+	return c
+}
+
+// put keeps c for the next request to its host, or closes it when the
+// host has maxIdle idle connections already.
+func (u *upstreamTransport) put(c *upstreamConn) {
+	now := time.Now()
+	c.idleAt, c.reused = now, true
+	u.mu.Lock()
+	u.prune(c.addr, now)
+	list := u.idle[c.addr]
+	keep := len(list) < u.maxIdle
+	if keep {
+		u.idle[c.addr] = append(list, c)
+	}
+	u.mu.Unlock()
+	if !keep {
+		c.nc.Close()
+	}
+}
+
+// prune closes the connections to addr that have been idle longer than
+// idleTimeout; the oldest are first in the list. u.mu is held.
+func (u *upstreamTransport) prune(addr string, now time.Time) {
+	list := u.idle[addr]
+	n := 0
+	for n < len(list) && u.idleTimeout > 0 && now.Sub(list[n].idleAt) > u.idleTimeout {
+		list[n].nc.Close()
+		n++
+	}
+	if n > 0 {
+		rest := copy(list, list[n:])
+		clear(list[rest:])
+		u.idle[addr] = list[:rest]
+	}
+}
+
+// CloseIdleConnections closes the idle connections, those of fallback
+// too.
+func (u *upstreamTransport) CloseIdleConnections() {
+	u.mu.Lock()
+	idle := u.idle
+	u.idle = map[string][]*upstreamConn{}
+	u.mu.Unlock()
+	for _, list := range idle {
+		for _, c := range list {
+			c.nc.Close()
+		}
+	}
+	u.fallback.CloseIdleConnections()
+}
+
+// upstreamConn is one keep-alive connection to an upstream, used by one
+// exchange at a time.
+type upstreamConn struct {
+	u      *upstreamTransport
+	addr   string
+	nc     net.Conn
+	r      countingReader // nc, counted and limited
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	reused bool      // it served an exchange before
+	idleAt time.Time // when it was put in the pool
+}
+
+func newUpstreamConn(u *upstreamTransport, addr string, nc net.Conn) *upstreamConn {
+	c := &upstreamConn{u: u, addr: addr, nc: nc}
+	c.r = countingReader{nc: nc, left: -1}
+	c.br = bufio.NewReader(&c.r)
+	c.bw = bufio.NewWriter(nc)
+	return c
+}
+
+// countingReader reads nc, counting the bytes, and refusing to read more
+// than left bytes when left ≥ 0 (the limit on an answer's header).
+type countingReader struct {
+	nc   net.Conn
+	n    int64
+	left int64
+}
+
+// errHeaderTooLong is the error of an answer whose header passes
+// maxResponseHeaderBytes.
+var errHeaderTooLong = errors.New("proxy: upstream response headers exceeded 10 MiB; aborted")
+
+func (r *countingReader) Read(p []byte) (int, error) {
+	if r.left == 0 {
+		return 0, errHeaderTooLong
+	}
+	if r.left > 0 && int64(len(p)) > r.left {
+		p = p[:r.left]
+	}
+	n, err := r.nc.Read(p)
+	r.n += int64(n)
+	if r.left > 0 {
+		r.left -= int64(n)
+	}
+	return n, err
+}
+
+// staleConnError is an exchange on a reused connection that failed before
+// any byte of an answer came: the upstream had closed the connection
+// while it was idle.
+type staleConnError struct{ err error }
+
+func (e *staleConnError) Error() string {
+	return "proxy: upstream closed an idle connection: " + e.err.Error()
+}
+func (e *staleConnError) Unwrap() error { return e.err }
+
+// exchange sends req (which has no body) on c and reads the answer's
+// header. The connection goes back to the pool when the answer's body has
+// been read to its end, and is closed when the exchange fails, the body is
+// closed before its end, or ctx ends first.
+func (c *upstreamConn) exchange(ctx context.Context, req *http.Request) (*http.Response, error) {
+	stop := alwaysStopped
+	if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Unix(1, 0)) })
+	}
+	before := c.r.n
+	fail := func(err error) (*http.Response, error) {
+		stop()
+		c.nc.Close()
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		if c.reused && c.r.n == before && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+			errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)) {
+			return nil, &staleConnError{err: err}
+		}
+		return nil, err
+	}
+	if err := req.Write(c.bw); err != nil {
+		return fail(err)
+	}
+	if err := c.bw.Flush(); err != nil {
+		return fail(err)
+	}
+	resp, err := c.readResponse(req)
+	if err != nil {
+		return fail(err)
+	}
+	keep := !resp.Close && !req.Close
+	if resp.Body == http.NoBody {
+		c.done(stop, keep)
+		return resp, nil
+	}
+	resp.Body = &upstreamBody{rc: resp.Body, c: c, ctx: ctx, stop: stop, keep: keep}
+	return resp, nil
+}
+
+func alwaysStopped() bool { return true }
+
+// readResponse reads the answer to req, passing 1xx answers to the
+// request's trace, within maxResponseHeaderBytes.
+func (c *upstreamConn) readResponse(req *http.Request) (*http.Response, error) {
+	trace := httptrace.ContextClientTrace(req.Context())
+	c.r.left = maxResponseHeaderBytes
+	defer func() { c.r.left = -1 }()
+	for {
+		resp, err := http.ReadResponse(c.br, req)
+		if err != nil {
+			return nil, err
+		}
+		code := resp.StatusCode
+		if code == http.StatusSwitchingProtocols {
+			// Not asked for: Upgrade requests go through fallback.
+			return nil, errors.New("proxy: upstream switched protocols without being asked to")
+		}
+		if code < 100 || code > 199 {
+			return resp, nil
+		}
+		if trace != nil && trace.Got1xxResponse != nil {
+			if err := trace.Got1xxResponse(code, textproto.MIMEHeader(resp.Header)); err != nil {
+				return nil, err
+			}
+			c.r.left = maxResponseHeaderBytes
+		}
+	}
+}
+
+// done ends an exchange whose answer was read whole (keep) or not: the
+// connection goes back to the pool if it may, and is closed otherwise.
+func (c *upstreamConn) done(stop func() bool, keep bool) {
+	if stop() && keep && c.br.Buffered() == 0 {
+		c.u.put(c)
+		return
+	}
+	c.nc.Close()
+}
+
+// upstreamBody is an answer's body: it puts the connection back in the
+// pool when read to its end, and closes it when closed before (as
+// http.Transport does). Close may be called while a Read waits: it closes
+// the connection, which ends the Read.
+type upstreamBody struct {
+	rc     io.Reader
+	c      *upstreamConn
+	ctx    context.Context
+	stop   func() bool
+	keep   bool
+	ended  atomic.Bool // the exchange is over: the connection is back in the pool or closed
+	closed atomic.Bool
+	err    error // what Read returns once ended
+}
+
+func (b *upstreamBody) Read(p []byte) (int, error) {
+	if b.closed.Load() {
+		return 0, http.ErrBodyReadAfterClose
+	}
+	if b.err != nil {
+		return 0, b.err
+	}
+	n, err := b.rc.Read(p)
+	if err == nil {
+		return n, nil
+	}
+	if err != io.EOF && b.ctx.Err() != nil {
+		err = context.Cause(b.ctx)
+	}
+	if b.closed.Load() {
+		err = http.ErrBodyReadAfterClose
+	}
+	b.err = err
+	if b.ended.CompareAndSwap(false, true) {
+		b.c.done(b.stop, err == io.EOF && b.keep)
+	}
+	return n, err
+}
+
+func (b *upstreamBody) Close() error {
+	b.closed.Store(true)
+	if b.ended.CompareAndSwap(false, true) {
+		b.c.done(b.stop, false) // not read to its end: the rest is not worth reading
+	}
+	return nil
+}
