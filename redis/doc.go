@@ -15,9 +15,10 @@
 //
 // Budget is a retry budget (a retry.Budget) shared by every process that
 // uses the same Redis and name: budget.Share's rule (retries ≤ 20 % of the
-// successful requests over 10 s, plus 10 retries/s) counted over the whole
+// successful requests over 10 s, plus a floor) counted over the whole
 // fleet, so that many light clients get one floor between them rather than
-// one each. Its hot path does no I/O; Run syncs it once a second in one
+// one each: 1 retry/s for the fleet by default
+// (budget.DefaultFleetMinPerSecond). Its hot path does no I/O; Run syncs it once a second in one
 // round trip, each process reserving its share of what is left, and a
 // process that cannot reach Redis decides alone meanwhile.
 //
