@@ -45,7 +45,8 @@ func checkBreaker(c breaker.Config) error    { _, err := breaker.New(c); return 
 
 // budgetConfig decodes a Budget object: a share-of-traffic retry budget
 // (package budget's Share). Absent fields take budget's defaults (20 % of
-// requests over 10 s, with a floor of 10 retries per second).
+// requests over 10 s, with a floor of 10 retries per second; shared by a
+// fleet in yaoki proxy --redis, the fleet's floor of 1 per second).
 func (d *decoder) budgetConfig(n *node, path string) *budget.ShareConfig {
 	c := &budget.ShareConfig{}
 	return guardObject(d, n, path, "Budget", `{"Ratio": 0.2, "WindowSeconds": 10, "MinPerSecond": 10}`, budgetFields, c,
