@@ -2,6 +2,9 @@ package postgres_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,4 +122,26 @@ func TestIdempotencyCleanup(t *testing.T) {
 func TestIdempotencyScoped(t *testing.T) {
 	_, pool := start(t)
 	idempotencytest.Scoped(t, postgres.NewIdempotencyStore(pool))
+}
+
+// TestScopeNotUTF8Postgres: a scope that the text column cannot hold is
+// refused with 400 before the store is asked (the database would refuse
+// it, and its error would be a 503, which a retry cannot fix).
+func TestScopeNotUTF8Postgres(t *testing.T) {
+	_, pool := start(t)
+	m, err := idempotency.New(idempotency.Config{
+		Store: postgres.NewIdempotencyStore(pool),
+		Scope: func(r *http.Request) string { return r.Header.Get("X-Principal") },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest("POST", "/x", strings.NewReader("{}"))
+	r.Header.Set("Idempotency-Key", "k")
+	r.Header.Set("X-Principal", "caf\xe9")
+	w := httptest.NewRecorder()
+	m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(201) })).ServeHTTP(w, r)
+	if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), idempotency.ReasonScopeMalformed) {
+		t.Fatalf("scope not UTF-8: %d %s, want 400 %s", w.Code, w.Body, idempotency.ReasonScopeMalformed)
+	}
 }

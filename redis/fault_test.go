@@ -17,7 +17,8 @@ import (
 // checks the handler's runs and every client's answers; the scenarios are
 // in internal/idemproc.
 
-func redisFaults(t *testing.T) (idemproc.Faults, *redistest.Server) {
+// redisFaults starts a redis-server and describes it to the scenarios.
+func redisFaults(t *testing.T) idemproc.Faults {
 	srv := redistest.Start(t)
 	return idemproc.Faults{
 		Target:    srv.Addr,
@@ -27,39 +28,14 @@ func redisFaults(t *testing.T) (idemproc.Faults, *redistest.Server) {
 			t.Cleanup(func() { _ = c.Close() })
 			return redis.NewIdempotencyStore(c, redis.IdempotencyConfig{})
 		},
-	}, srv
-}
-
-// TestFaultRedisLinkCutAtComplete: the link to Redis is cut for 1.5 s as
-// the handler returns (lease 3 s): Complete gets through when it is back.
-func TestFaultRedisLinkCutAtComplete(t *testing.T) {
-	f, srv := redisFaults(t)
-	px := srv.Proxy(t)
-	idemproc.OutageAtComplete(t, f.Open(t, px.Addr), idemproc.FaultLease, px.Down, px.Up, 1500*time.Millisecond)
-}
-
-// TestFaultRedisLostBeginReply: go-redis runs Begin's script again after
-// its reply was lost; the script recognises its own claim.
-func TestFaultRedisLostBeginReply(t *testing.T) {
-	f, _ := redisFaults(t)
-	idemproc.LostBeginReply(t, f)
-}
-
-func TestFaultRedisLostCompleteReply(t *testing.T) {
-	f, _ := redisFaults(t)
-	idemproc.LostCompleteReply(t, f)
-}
-
-func TestFaultRedisHolderCutOff(t *testing.T) {
-	f, _ := redisFaults(t)
-	idemproc.HolderCutOff(t, f)
-}
-
-func TestFaultRedisKill(t *testing.T) {
-	f, _ := redisFaults(t)
-	for _, step := range []string{idemproc.StepClaimed, idemproc.StepHandled, idemproc.StepCompleted} {
-		t.Run(step, func(t *testing.T) { idemproc.KillAt(t, f, step) })
 	}
+}
+
+// TestFaultRedis runs the scenarios every store shares, each against a
+// server of its own. When Begin's reply is lost, go-redis runs Begin's
+// script again; the script recognises its own claim.
+func TestFaultRedis(t *testing.T) {
+	idemproc.Suite(t, redisFaults)
 }
 
 // TestFaultRedisCrashAtComplete: redis-server (append-only file, fsync

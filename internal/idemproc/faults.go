@@ -138,6 +138,39 @@ func charge(runs *atomic.Int64, hook func(r *http.Request)) http.Handler {
 // FaultLease is the lease of the scenarios that do not say otherwise.
 const FaultLease = 3 * time.Second
 
+// Suite runs the fault scenarios that every store's fault suite shares,
+// each in a subtest against a server of its own (start starts it and
+// describes it): LinkCutAtComplete, LostBeginReply, LostCompleteReply,
+// HolderCutOff, and Kill at each step (StepClaimed, StepHandled,
+// StepCompleted). A store's own faults (a restart, a crash of the server)
+// are its suite's own tests.
+func Suite(t *testing.T, start func(t *testing.T) Faults) {
+	for _, sc := range []struct {
+		name string
+		run  func(*testing.T, Faults)
+	}{
+		{"LinkCutAtComplete", LinkCutAtComplete},
+		{"LostBeginReply", LostBeginReply},
+		{"LostCompleteReply", LostCompleteReply},
+		{"HolderCutOff", HolderCutOff},
+		{"Kill", func(t *testing.T, f Faults) {
+			for _, step := range []string{StepClaimed, StepHandled, StepCompleted} {
+				t.Run(step, func(t *testing.T) { KillAt(t, f, step) })
+			}
+		}},
+	} {
+		t.Run(sc.name, func(t *testing.T) { sc.run(t, start(t)) })
+	}
+}
+
+// LinkCutAtComplete: the link to the store is cut for 1.5 s as the
+// handler returns (lease FaultLease): Complete gets through when it is
+// back (OutageAtComplete).
+func LinkCutAtComplete(t *testing.T, f Faults) {
+	px := faultproxy.New(t, f.Target)
+	OutageAtComplete(t, f.Open(t, px.Addr), FaultLease, px.Down, px.Up, 1500*time.Millisecond)
+}
+
 // OutageAtComplete: the store goes away as the handler returns (down) and
 // comes back after the given time (up, run on another goroutine). The
 // middleware, with the given lease, tries Complete again until it gets
