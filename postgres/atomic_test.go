@@ -150,6 +150,19 @@ func (w testLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// servePanicking serves a keyed POST with h, which must panic with want.
+func servePanicking(t *testing.T, h http.Handler, key string, want any) {
+	t.Helper()
+	r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(`{}`))
+	r.Header.Set("Idempotency-Key", key)
+	defer func() {
+		if p := recover(); p != want {
+			t.Errorf("recovered %v, want the panic %v", p, want)
+		}
+	}()
+	h.ServeHTTP(httptest.NewRecorder(), r)
+}
+
 func TestAtomic(t *testing.T) {
 	_, pool := start(t)
 	if _, err := pool.Exec(context.Background(), chargesTable); err != nil {
@@ -232,16 +245,7 @@ func TestAtomic(t *testing.T) {
 			}
 			panic("boom")
 		}))
-		r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(`{}`))
-		r.Header.Set("Idempotency-Key", key)
-		func() {
-			defer func() {
-				if p := recover(); p != "boom" {
-					t.Errorf("recovered %v, want the handler's panic", p)
-				}
-			}()
-			h.ServeHTTP(httptest.NewRecorder(), r)
-		}()
+		servePanicking(t, h, key, "boom")
 		if _, ok := record(t, pool, key); ok || charges(t, pool, key) != 0 {
 			t.Fatalf("after a panic: record %v, %d charges; want neither", ok, charges(t, pool, key))
 		}
@@ -253,16 +257,7 @@ func TestAtomic(t *testing.T) {
 		// key.
 		keepPanics := newAtomic(t, pool, idempotency.Config{Keep: func(int) bool { panic("keep") }})
 		key := newKey()
-		r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(`{}`))
-		r.Header.Set("Idempotency-Key", key)
-		func() {
-			defer func() {
-				if p := recover(); p != "keep" {
-					t.Errorf("recovered %v, want Keep's panic", p)
-				}
-			}()
-			keepPanics.Handler(http.HandlerFunc(charge)).ServeHTTP(httptest.NewRecorder(), r)
-		}()
+		servePanicking(t, keepPanics.Handler(http.HandlerFunc(charge)), key, "keep")
 		if got := post(t, srv.URL, key, `{}`); got.status != 201 || charges(t, pool, key) != 1 {
 			t.Fatalf("retry: %v, %d charges; want 201 and 1 (the key free, nothing committed before)", got, charges(t, pool, key))
 		}
