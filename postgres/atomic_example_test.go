@@ -9,8 +9,6 @@ import (
 	"net/http/httptest"
 	"strings"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/yaoki-go/yaoki/idempotency"
 	"github.com/yaoki-go/yaoki/postgres"
 )
@@ -18,21 +16,12 @@ import (
 // A payment endpoint whose charge and idempotency record commit in one
 // transaction: the retry of a charge replays its response, and a charge
 // that fails after its INSERT leaves no row behind. (This example runs
-// against a PostgreSQL server that the test binary starts on loopback; it
-// is skipped when PostgreSQL is not installed.)
+// against a migrated PostgreSQL server that the test binary starts on
+// loopback; it is skipped when PostgreSQL is not installed.)
 func ExampleAtomic() {
-	dsn, stop := exampleServer()
-	defer stop()
-
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer pool.Close()
-	if err := postgres.Migrate(ctx, pool); err != nil {
-		log.Fatal(err)
-	}
+	pool, stop := exampleDB(ctx)
+	defer stop()
 	if _, err := pool.Exec(ctx, `CREATE TABLE charges (id bigserial PRIMARY KEY, client text NOT NULL, amount integer NOT NULL)`); err != nil {
 		log.Fatal(err)
 	}

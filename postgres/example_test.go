@@ -52,25 +52,16 @@ func ExampleNewIdempotencyStore() {
 
 // A letter put by a retry loop that gave up, claimed by a redriver once it
 // is due, and deleted when its redrive worked. (This example runs against
-// a PostgreSQL server that the test binary starts on loopback; it is
-// skipped when PostgreSQL is not installed.)
+// a migrated PostgreSQL server that the test binary starts on loopback;
+// it is skipped when PostgreSQL is not installed.)
 func ExampleDeadLetters() {
-	dsn, stop := exampleServer()
-	defer stop()
-
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer pool.Close()
-	if err := postgres.Migrate(ctx, pool); err != nil {
-		log.Fatal(err)
-	}
+	pool, stop := exampleDB(ctx)
+	defer stop()
 	letters := postgres.NewDeadLetters(pool)
 
 	gaveUp := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
-	err = letters.Put(ctx, deadletter.Letter{
+	err := letters.Put(ctx, deadletter.Letter{
 		ID: "charge-42", Queue: "charges", Key: "3f1c9a", Payload: []byte(`{"amount":1200}`),
 		Reason: "attempts exhausted", Error: "503 Service Unavailable", Attempts: 3,
 		Created: gaveUp, Due: gaveUp.Add(5 * time.Minute),

@@ -1,10 +1,14 @@
 package postgres_test
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/yaoki-go/yaoki/postgres"
 	"github.com/yaoki-go/yaoki/postgres/pgtest"
 )
 
@@ -30,12 +34,27 @@ func skipExamplesWithoutServer() {
 	fmt.Fprintln(os.Stderr, pgtest.NotInstalled+" (examples "+examplesNeedingServer+")")
 }
 
-// exampleServer starts a PostgreSQL server for an example and returns its
-// DSN and the function that stops it and removes its files.
-func exampleServer() (dsn string, stop func()) {
+// exampleDB starts a PostgreSQL server for an example, migrated (as
+// ExampleNewIdempotencyStore shows), and returns a pool to it and the
+// function that closes the pool, stops the server and removes its files.
+func exampleDB(ctx context.Context) (pool *pgxpool.Pool, stop func()) {
 	srv, err := pgtest.Open()
 	if err != nil {
 		panic("postgres example: " + err.Error())
 	}
-	return srv.DSN, srv.Close
+	pool, err = pgxpool.New(ctx, srv.DSN)
+	if err == nil {
+		err = postgres.Migrate(ctx, pool)
+	}
+	if err != nil {
+		if pool != nil {
+			pool.Close()
+		}
+		srv.Close()
+		panic("postgres example: " + err.Error())
+	}
+	return pool, func() {
+		pool.Close()
+		srv.Close()
+	}
 }
