@@ -17,7 +17,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/yaoki-go/yaoki/deadletter"
-	"github.com/yaoki-go/yaoki/deadletter/deadlettertest"
 	"github.com/yaoki-go/yaoki/postgres"
 	"github.com/yaoki-go/yaoki/postgres/pgtest"
 	"github.com/yaoki-go/yaoki/retry"
@@ -83,14 +82,6 @@ func when(t time.Time) string {
 		return "-"
 	}
 	return t.Sub(t0).String()
-}
-
-// TestDeadLettersContract runs the store contract's suite, on one server
-// shared by its subtests.
-func TestDeadLettersContract(t *testing.T) {
-	_, pool := start(t)
-	store := postgres.NewDeadLetters(pool)
-	deadlettertest.TestStore(t, func(t *testing.T) deadletter.Store { return store })
 }
 
 // TestDeadLettersLikeMemory runs the same random operations on a

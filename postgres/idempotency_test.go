@@ -12,6 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/yaoki-go/yaoki/deadletter"
+	"github.com/yaoki-go/yaoki/deadletter/deadlettertest"
 	"github.com/yaoki-go/yaoki/idempotency"
 	"github.com/yaoki-go/yaoki/idempotency/idempotencytest"
 	"github.com/yaoki-go/yaoki/internal/idemproc"
@@ -43,10 +45,16 @@ func start(tb testing.TB) (*pgtest.Server, *pgxpool.Pool) {
 	return srv, pool
 }
 
-func TestIdempotencyStoreContract(t *testing.T) {
+// TestContracts runs the contract suites of both stores, on one server
+// shared by their subtests.
+func TestContracts(t *testing.T) {
 	_, pool := start(t)
-	store := postgres.NewIdempotencyStore(pool)
-	idempotencytest.TestStore(t, func(t *testing.T) idempotency.Store { return store })
+	t.Run("IdempotencyStore", func(t *testing.T) {
+		idempotencytest.TestStore(t, func(*testing.T) idempotency.Store { return postgres.NewIdempotencyStore(pool) })
+	})
+	t.Run("DeadLetters", func(t *testing.T) {
+		deadlettertest.TestStore(t, func(*testing.T) deadletter.Store { return postgres.NewDeadLetters(pool) })
+	})
 }
 
 func TestIdempotencyExactlyOnce(t *testing.T) {
