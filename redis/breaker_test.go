@@ -3,7 +3,6 @@ package redis_test
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"strings"
 	"sync"
@@ -277,101 +276,20 @@ func TestBreakerPrefix(t *testing.T) {
 	mustAllow(t, "a breaker with the default prefix", d, at(time.Second))
 }
 
-// cutter is a loopback TCP relay in front of a real redis-server that a
-// test can cut: while cut, it drops every connection and closes new ones at
-// once, which is what a Redis outage or a partition looks like to a client.
-type cutter struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	cut    bool
-	conns  map[net.Conn]struct{}
-	wg     sync.WaitGroup
-}
-
-func newCutter(t *testing.T, target string) *cutter {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &cutter{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
-	c.wg.Add(1)
-	go c.accept()
-	t.Cleanup(func() {
-		ln.Close()
-		c.setCut(true)
-		c.wg.Wait()
-	})
-	return c
-}
-
-func (c *cutter) Addr() string { return c.ln.Addr().String() }
-
-func (c *cutter) accept() {
-	defer c.wg.Done()
-	for {
-		in, err := c.ln.Accept()
-		if err != nil {
-			return
-		}
-		c.mu.Lock()
-		cut := c.cut
-		c.mu.Unlock()
-		if cut {
-			in.Close()
-			continue
-		}
-		out, err := net.Dial("tcp", c.target)
-		if err != nil {
-			in.Close()
-			continue
-		}
-		c.mu.Lock()
-		c.conns[in], c.conns[out] = struct{}{}, struct{}{}
-		c.mu.Unlock()
-		c.wg.Add(2)
-		go c.pipe(in, out)
-		go c.pipe(out, in)
-	}
-}
-
-func (c *cutter) pipe(dst, src net.Conn) {
-	defer c.wg.Done()
-	_, _ = io.Copy(dst, src)
-	dst.Close()
-	src.Close()
-	c.mu.Lock()
-	delete(c.conns, dst)
-	delete(c.conns, src)
-	c.mu.Unlock()
-}
-
-// setCut cuts (true) or restores (false) the link.
-func (c *cutter) setCut(cut bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.cut = cut
-	if cut {
-		for conn := range c.conns {
-			conn.Close()
-		}
-	}
-}
-
 // TestBreakerRedisUnreachable: while A cannot reach Redis its local breaker
 // goes on alone and SyncAt says why; its trip reaches the fleet at the first
 // sync that succeeds, unless its open period has ended by then. A client
 // pointed at a closed port fails the same way.
 func TestBreakerRedisUnreachable(t *testing.T) {
 	srv := redistest.Start(t)
-	link := newCutter(t, srv.Addr)
-	ca := goredis.NewClient(&goredis.Options{Addr: link.Addr(), MaxRetries: -1, DialTimeout: time.Second})
+	link := srv.Proxy(t) // cut (Down) as a Redis outage or a partition looks to a client
+	ca := goredis.NewClient(&goredis.Options{Addr: link.Addr, MaxRetries: -1, DialTimeout: time.Second})
 	t.Cleanup(func() { _ = ca.Close() })
 	a := newProc(t, ca, "payments", nil)
 	b := newProc(t, srv.Client(t), "payments", nil)
 	mustSync(t, a, at(0))
 
-	link.setCut(true)
+	link.Down()
 	fail(t, a, at(time.Second), 20) // open until +31s
 	err := a.SyncAt(t.Context(), at(2*time.Second))
 	if err == nil || !strings.Contains(err.Error(), `redis: breaker "payments" sync with the fleet (key yaoki:breaker:payments)`) {
@@ -384,7 +302,7 @@ func TestBreakerRedisUnreachable(t *testing.T) {
 	mustSync(t, b, at(3*time.Second))
 	mustAllow(t, "B (A's trip not published)", b, at(3*time.Second))
 
-	link.setCut(false)
+	link.Up()
 	mustSync(t, a, at(5*time.Second))
 	mustSync(t, b, at(6*time.Second))
 	mustRefuseFleet(t, "B", b, at(6*time.Second), 25*time.Second)
@@ -393,12 +311,12 @@ func TestBreakerRedisUnreachable(t *testing.T) {
 	// published.
 	x := newProc(t, ca, "search", nil)
 	y := newProc(t, srv.Client(t), "search", nil)
-	link.setCut(true)
+	link.Down()
 	fail(t, x, at(0), 20) // open until +30s
 	if err := x.SyncAt(t.Context(), at(time.Second)); err == nil {
 		t.Fatal("sync through a cut link succeeded")
 	}
-	link.setCut(false)
+	link.Up()
 	mustSync(t, x, at(30*time.Second))
 	mustSync(t, y, at(30*time.Second))
 	mustAllow(t, "Y", y, at(30*time.Second))
