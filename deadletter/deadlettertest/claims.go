@@ -14,9 +14,7 @@ import (
 // The behaviours of Claim and of what ends a claim: Done, Fail, Requeue and
 // the lease.
 
-func testClaimOrder(t *testing.T, c *contract) {
-	s := c.newStore(t)
-	q, p := c.names(t)
+func testClaimOrder(t *testing.T, c *contract, s deadletter.Store, q, p string) {
 	other, _ := c.names(t)
 	other += " other"
 	t0 := c.t0
@@ -59,9 +57,7 @@ func testClaimOrder(t *testing.T, c *contract) {
 	}
 }
 
-func testLeaseEnds(t *testing.T, c *contract) {
-	s := c.newStore(t)
-	q, p := c.names(t)
+func testLeaseEnds(t *testing.T, c *contract, s deadletter.Store, q, p string) {
 	t0 := c.t0
 	first := c.held(t, s, q, p)
 	if got := claim(t, s, q, t0.Add(Lease-time.Second), 1); len(got) != 0 {
@@ -90,9 +86,7 @@ func testLeaseEnds(t *testing.T, c *contract) {
 	}
 }
 
-func testDoneAfterLease(t *testing.T, c *contract) {
-	s := c.newStore(t)
-	q, p := c.names(t)
+func testDoneAfterLease(t *testing.T, c *contract, s deadletter.Store, q, p string) {
 	h := c.held(t, s, q, p)
 	if err := s.Done(t.Context(), p+"1", h.Token); err != nil {
 		t.Fatalf("Done by the last holder after its lease: %v, want nil (the work was done)", err)
@@ -130,9 +124,7 @@ func (c *contract) failed(t *testing.T, s deadletter.Store, q, p string) string 
 	return h.ID
 }
 
-func testFail(t *testing.T, c *contract) {
-	s := c.newStore(t)
-	q, p := c.names(t)
+func testFail(t *testing.T, c *contract, s deadletter.Store, q, p string) {
 	id := c.failed(t, s, q, p)
 	got, err := s.Get(t.Context(), id)
 	if err != nil {
@@ -148,9 +140,7 @@ func testFail(t *testing.T, c *contract) {
 	}
 }
 
-func testParkedNotClaimed(t *testing.T, c *contract) {
-	s := c.newStore(t)
-	q, p := c.names(t)
+func testParkedNotClaimed(t *testing.T, c *contract, s deadletter.Store, q, p string) {
 	c.failed(t, s, q, p)
 	h := claim(t, s, q, c.t0.Add(time.Hour), 1)[0]
 	h.Parked, h.Redrives = true, 5
@@ -162,9 +152,7 @@ func testParkedNotClaimed(t *testing.T, c *contract) {
 	}
 }
 
-func testFailInvalid(t *testing.T, c *contract) {
-	s := c.newStore(t)
-	q, p := c.names(t)
+func testFailInvalid(t *testing.T, c *contract, s deadletter.Store, q, p string) {
 	c.stored(t, s, q, p)
 	bad := claim(t, s, q, c.t0, 1)[0]
 	bad.Attempts = -1
@@ -173,9 +161,7 @@ func testFailInvalid(t *testing.T, c *contract) {
 	}
 }
 
-func testRequeue(t *testing.T, c *contract) {
-	s := c.newStore(t)
-	q, p := c.names(t)
+func testRequeue(t *testing.T, c *contract, s deadletter.Store, q, p string) {
 	t0 := c.t0
 	l := c.letter(q, p+"1", t0)
 	l.Parked, l.Redrives = true, 5
@@ -195,9 +181,7 @@ func testRequeue(t *testing.T, c *contract) {
 	}
 }
 
-func testRequeueEndsClaim(t *testing.T, c *contract) {
-	s := c.newStore(t)
-	q, p := c.names(t)
+func testRequeueEndsClaim(t *testing.T, c *contract, s deadletter.Store, q, p string) {
 	t0 := c.t0
 	h := c.held(t, s, q, p)
 	if err := s.Requeue(t.Context(), p+"1", t0); err != nil {
@@ -211,9 +195,7 @@ func testRequeueEndsClaim(t *testing.T, c *contract) {
 	}
 }
 
-func testConcurrentClaims(t *testing.T, c *contract) {
-	s := c.newStore(t)
-	q, p := c.names(t)
+func testConcurrentClaims(t *testing.T, c *contract, s deadletter.Store, q, p string) {
 	const letters, claimers = 60, 6
 	for i := range letters {
 		put(t, s, c.letter(q, fmt.Sprintf("%s%03d", p, i), c.t0))

@@ -13,9 +13,7 @@ import (
 
 // The behaviours of Put, Get, List, Count and Delete.
 
-func testPutGet(t *testing.T, c *contract) {
-	s := c.newStore(t)
-	q, p := c.names(t)
+func testPutGet(t *testing.T, c *contract, s deadletter.Store, q, p string) {
 	l := c.letter(q, p+"1", c.t0)
 	l.Token, l.LeaseEnd = "ignored", c.t0.Add(time.Hour)
 	put(t, s, l)
@@ -33,9 +31,7 @@ func testPutGet(t *testing.T, c *contract) {
 	}
 }
 
-func testPutSameWork(t *testing.T, c *contract) {
-	s := c.newStore(t)
-	q, p := c.names(t)
+func testPutSameWork(t *testing.T, c *contract, s deadletter.Store, q, p string) {
 	l := c.stored(t, s, q, p)
 	again := l
 	again.Reason, again.Attempts = "deadline", 7 // the outcome may differ: same work
@@ -45,9 +41,7 @@ func testPutSameWork(t *testing.T, c *contract) {
 	unchanged(t, s, l, "the second Put")
 }
 
-func testPutConflict(t *testing.T, c *contract) {
-	s := c.newStore(t)
-	q, p := c.names(t)
+func testPutConflict(t *testing.T, c *contract, s deadletter.Store, q, p string) {
 	l := c.stored(t, s, q, p)
 	other := l
 	other.Payload = []byte(`{"charge":"other"}`)
@@ -65,9 +59,7 @@ func unchanged(t *testing.T, s deadletter.Store, l deadletter.Letter, after stri
 	}
 }
 
-func testPutInvalid(t *testing.T, c *contract) {
-	s := c.newStore(t)
-	q, p := c.names(t)
+func testPutInvalid(t *testing.T, c *contract, s deadletter.Store, q, p string) {
 	for name, mod := range map[string]func(*deadletter.Letter){
 		"no queue":         func(l *deadletter.Letter) { l.Queue = "" },
 		"zero Created":     func(l *deadletter.Letter) { l.Created = time.Time{} },
@@ -90,9 +82,7 @@ func testPutInvalid(t *testing.T, c *contract) {
 	}
 }
 
-func testMessages(t *testing.T, c *contract) {
-	s := c.newStore(t)
-	q, p := c.names(t)
+func testMessages(t *testing.T, c *contract, s deadletter.Store, q, p string) {
 	l := c.letter(q, p+"1", c.t0)
 	l.Reason, l.Error = "bad \xff byte", "a \x00 NUL"
 	put(t, s, l)
@@ -113,9 +103,7 @@ func testMessages(t *testing.T, c *contract) {
 	}
 }
 
-func testNoSharing(t *testing.T, c *contract) {
-	s := c.newStore(t)
-	q, p := c.names(t)
+func testNoSharing(t *testing.T, c *contract, s deadletter.Store, q, p string) {
 	l := c.stored(t, s, q, p)
 	l.Payload[0] = 'X'
 	got, _ := s.Get(t.Context(), p+"1")
@@ -129,9 +117,7 @@ func testNoSharing(t *testing.T, c *contract) {
 	}
 }
 
-func testDelete(t *testing.T, c *contract) {
-	s := c.newStore(t)
-	q, p := c.names(t)
+func testDelete(t *testing.T, c *contract, s deadletter.Store, q, p string) {
 	c.stored(t, s, q, p)
 	claim(t, s, q, c.t0, 1)
 	if err := s.Delete(t.Context(), p+"1"); err != nil {
@@ -155,9 +141,7 @@ func (c *contract) putSeven(t *testing.T, s deadletter.Store, q, p string) []str
 	return want
 }
 
-func testListPages(t *testing.T, c *contract) {
-	s := c.newStore(t)
-	q, p := c.names(t)
+func testListPages(t *testing.T, c *contract, s deadletter.Store, q, p string) {
 	want := c.putSeven(t, s, q, p)
 	var got []string
 	after := ""
@@ -180,9 +164,7 @@ func testListPages(t *testing.T, c *contract) {
 	}
 }
 
-func testListEveryQueue(t *testing.T, c *contract) {
-	s := c.newStore(t)
-	q, p := c.names(t)
+func testListEveryQueue(t *testing.T, c *contract, s deadletter.Store, q, p string) {
 	want := c.putSeven(t, s, q, p)
 	all, err := s.List(t.Context(), "", p, 100)
 	if err != nil {
@@ -199,9 +181,7 @@ func testListEveryQueue(t *testing.T, c *contract) {
 	}
 }
 
-func testCount(t *testing.T, c *contract) {
-	s := c.newStore(t)
-	q, p := c.names(t)
+func testCount(t *testing.T, c *contract, s deadletter.Store, q, p string) {
 	t0 := c.t0
 	put(t, s, c.letter(q, p+"waiting", t0.Add(time.Hour)))
 	put(t, s, c.letter(q, p+"due1", t0))
@@ -230,9 +210,7 @@ func testCount(t *testing.T, c *contract) {
 	}
 }
 
-func testBadArguments(t *testing.T, c *contract) {
-	s := c.newStore(t)
-	q, _ := c.names(t)
+func testBadArguments(t *testing.T, c *contract, s deadletter.Store, q, p string) {
 	if _, err := s.Claim(t.Context(), q, c.t0, 0, Lease); !errors.Is(err, deadletter.ErrInvalidLetter) {
 		t.Errorf("Claim of 0 letters: %v, want ErrInvalidLetter", err)
 	}

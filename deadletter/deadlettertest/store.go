@@ -26,7 +26,9 @@ func TestStore(t *testing.T, newStore func(t *testing.T) deadletter.Store) {
 	c := &contract{newStore: newStore, run: time.Now().UnixNano(), t0: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
 	for _, b := range []struct {
 		name string
-		test func(*testing.T, *contract)
+		// test gets the subtest's store, and a queue and an ID prefix
+		// of its own (names).
+		test func(t *testing.T, c *contract, s deadletter.Store, queue, prefix string)
 	}{
 		{"put then get returns the letter without a claim", testPutGet},
 		{"put of the same work again changes nothing", testPutSameWork},
@@ -49,7 +51,10 @@ func TestStore(t *testing.T, newStore func(t *testing.T) deadletter.Store) {
 		{"bad arguments", testBadArguments},
 		{"concurrent claims take every letter once", testConcurrentClaims},
 	} {
-		t.Run(b.name, func(t *testing.T) { b.test(t, c) })
+		t.Run(b.name, func(t *testing.T) {
+			queue, prefix := c.names(t)
+			b.test(t, c, c.newStore(t), queue, prefix)
+		})
 	}
 }
 
