@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/yaoki-go/yaoki/deadletter"
-	"github.com/yaoki-go/yaoki/event"
 	yotel "github.com/yaoki-go/yaoki/otel"
 )
 
@@ -37,23 +36,4 @@ func TestDeadLetterGauge(t *testing.T) {
 	if got := collect().values(yotel.MetricDeadLetters); len(got) != 0 {
 		t.Fatalf("after untrack: %v, want no points", got)
 	}
-}
-
-func TestRedriveCounter(t *testing.T) {
-	ctx := context.Background()
-	o, collect := newObserver(t)
-	for _, e := range []event.Event{
-		{Kind: event.Redrive, Component: "deadletter", Name: "payments", Outcome: event.Success, Key: "a", Attempt: 1},
-		{Kind: event.Redrive, Component: "deadletter", Name: "payments", Outcome: event.Success, Key: "b", Attempt: 2},
-		{Kind: event.Redrive, Component: "deadletter", Name: "payments", Outcome: event.Rejected, Reason: "permanent_error", Key: "c"},
-		{Kind: event.Redrive, Component: "deadletter", Name: "orders", Outcome: event.Failure, Reason: "redrive_failed", Key: "d"},
-	} {
-		o.Observe(ctx, e)
-	}
-	const c = "retry.component=deadletter,"
-	collect().expect(t, yotel.MetricRedrives, map[string]float64{
-		c + "retry.name=payments,retry.outcome=success":                               2,
-		c + "retry.name=payments,retry.outcome=rejected,retry.reason=permanent_error": 1,
-		c + "retry.name=orders,retry.outcome=failure,retry.reason=redrive_failed":     1,
-	})
 }

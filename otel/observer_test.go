@@ -132,37 +132,86 @@ func TestHTTPAttributes(t *testing.T) {
 	})
 }
 
-func TestRejectionsReplaysConflicts(t *testing.T) {
-	o, collect := newObserver(t)
-	ctx := context.Background()
-	for _, e := range []event.Event{
-		{Kind: event.BudgetRefused, Component: "retry", Level: 0},
-		{Kind: event.BudgetRefused, Component: "retry", Level: 0},
-		{Kind: event.BreakerRejected, Component: "httpretry", Name: "api", Host: "api", Wait: time.Second},
-		{Kind: event.ThrottleRejected, Component: "retry"},
-		{Kind: event.ThrottleRejected, Component: "retry", Reason: "bulkhead_full"},
-		{Kind: event.Replay, Component: "idempotency", Method: "POST", Status: 201, Key: "k1"},
-		{Kind: event.Replay, Component: "idempotency", Method: "POST", Status: 201, Key: "k2"},
-		{Kind: event.Conflict, Component: "idempotency", Method: "POST", Status: 409, Reason: "in_progress", Key: "k1"},
-		{Kind: event.Conflict, Component: "idempotency", Method: "POST", Status: 422, Reason: "fingerprint_mismatch", Key: "k3"},
-	} {
-		o.Observe(ctx, e)
+// TestEventCounters feeds events to Observe and checks the counters they
+// land on, with their attributes.
+func TestEventCounters(t *testing.T) {
+	const hedged = "http.request.method=GET,retry.component=httpretry,server.address=api.example.com"
+	const redrive = "retry.component=deadletter,"
+	for _, c := range []struct {
+		name   string
+		events []event.Event
+		want   map[string]map[string]float64 // metric name: points
+	}{{
+		name: "rejections, replays and conflicts",
+		events: []event.Event{
+			{Kind: event.BudgetRefused, Component: "retry", Level: 0},
+			{Kind: event.BudgetRefused, Component: "retry", Level: 0},
+			{Kind: event.BreakerRejected, Component: "httpretry", Name: "api", Host: "api", Wait: time.Second},
+			{Kind: event.ThrottleRejected, Component: "retry"},
+			{Kind: event.ThrottleRejected, Component: "retry", Reason: "bulkhead_full"},
+			{Kind: event.Replay, Component: "idempotency", Method: "POST", Status: 201, Key: "k1"},
+			{Kind: event.Replay, Component: "idempotency", Method: "POST", Status: 201, Key: "k2"},
+			{Kind: event.Conflict, Component: "idempotency", Method: "POST", Status: 409, Reason: "in_progress", Key: "k1"},
+			{Kind: event.Conflict, Component: "idempotency", Method: "POST", Status: 422, Reason: "fingerprint_mismatch", Key: "k3"},
+		},
+		want: map[string]map[string]float64{
+			yotel.MetricRejections: {
+				"retry.component=retry,retry.reason=budget_exhausted":                                   2,
+				"retry.component=httpretry,retry.name=api,retry.reason=breaker_open,server.address=api": 1,
+				"retry.component=retry,retry.reason=rejected_locally":                                   1,
+				"retry.component=retry,retry.reason=bulkhead_full":                                      1,
+			},
+			// The key is never an attribute: it would make a series per request.
+			yotel.MetricReplays: {
+				"http.request.method=POST,http.response.status_code=201,retry.component=idempotency,retry.status_class=2xx": 2,
+			},
+			yotel.MetricConflicts: {
+				"http.request.method=POST,http.response.status_code=409,retry.component=idempotency,retry.reason=in_progress,retry.status_class=4xx":          1,
+				"http.request.method=POST,http.response.status_code=422,retry.component=idempotency,retry.reason=fingerprint_mismatch,retry.status_class=4xx": 1,
+			},
+		},
+	}, {
+		// Hedges sent and won have their own counters; refused ones are
+		// local rejections, by reason.
+		name: "hedges",
+		events: []event.Event{
+			{Kind: event.Hedge, Component: "httpretry", Method: "GET", Host: "api.example.com", Attempt: 2, Wait: 50 * time.Millisecond},
+			{Kind: event.Hedge, Component: "httpretry", Method: "GET", Host: "api.example.com", Attempt: 3, Wait: 100 * time.Millisecond},
+			{Kind: event.HedgeWon, Component: "httpretry", Method: "GET", Host: "api.example.com", Attempt: 3, Duration: 120 * time.Millisecond},
+			{Kind: event.HedgeRefused, Component: "httpretry", Method: "GET", Host: "api.example.com", Attempt: 2, Reason: "hedge_brownout"},
+		},
+		want: map[string]map[string]float64{
+			yotel.MetricHedges:     {hedged: 2},
+			yotel.MetricHedgesWon:  {hedged: 1},
+			yotel.MetricRejections: {hedged + ",retry.reason=hedge_brownout": 1},
+		},
+	}, {
+		name: "redrives",
+		events: []event.Event{
+			{Kind: event.Redrive, Component: "deadletter", Name: "payments", Outcome: event.Success, Key: "a", Attempt: 1},
+			{Kind: event.Redrive, Component: "deadletter", Name: "payments", Outcome: event.Success, Key: "b", Attempt: 2},
+			{Kind: event.Redrive, Component: "deadletter", Name: "payments", Outcome: event.Rejected, Reason: "permanent_error", Key: "c"},
+			{Kind: event.Redrive, Component: "deadletter", Name: "orders", Outcome: event.Failure, Reason: "redrive_failed", Key: "d"},
+		},
+		want: map[string]map[string]float64{
+			yotel.MetricRedrives: {
+				redrive + "retry.name=payments,retry.outcome=success":                               2,
+				redrive + "retry.name=payments,retry.outcome=rejected,retry.reason=permanent_error": 1,
+				redrive + "retry.name=orders,retry.outcome=failure,retry.reason=redrive_failed":     1,
+			},
+		},
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			o, collect := newObserver(t)
+			for _, e := range c.events {
+				o.Observe(t.Context(), e)
+			}
+			s := collect()
+			for name, want := range c.want {
+				s.expect(t, name, want)
+			}
+		})
 	}
-	s := collect()
-	s.expect(t, yotel.MetricRejections, map[string]float64{
-		"retry.component=retry,retry.reason=budget_exhausted":                                   2,
-		"retry.component=httpretry,retry.name=api,retry.reason=breaker_open,server.address=api": 1,
-		"retry.component=retry,retry.reason=rejected_locally":                                   1,
-		"retry.component=retry,retry.reason=bulkhead_full":                                      1,
-	})
-	// The key is never an attribute: it would make a series per request.
-	s.expect(t, yotel.MetricReplays, map[string]float64{
-		"http.request.method=POST,http.response.status_code=201,retry.component=idempotency,retry.status_class=2xx": 2,
-	})
-	s.expect(t, yotel.MetricConflicts, map[string]float64{
-		"http.request.method=POST,http.response.status_code=409,retry.component=idempotency,retry.reason=in_progress,retry.status_class=4xx":          1,
-		"http.request.method=POST,http.response.status_code=422,retry.component=idempotency,retry.reason=fingerprint_mismatch,retry.status_class=4xx": 1,
-	})
 }
 
 func TestBreakerGauge(t *testing.T) {
