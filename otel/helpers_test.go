@@ -2,8 +2,6 @@ package otel_test
 
 import (
 	"context"
-	"fmt"
-	"sort"
 	"strings"
 	"testing"
 
@@ -11,6 +9,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/yaoki-go/yaoki/internal/metrictest"
 	yotel "github.com/yaoki-go/yaoki/otel"
 )
 
@@ -92,8 +91,7 @@ func attrs(set attribute.Set) string {
 	for _, a := range set.ToSlice() {
 		kv = append(kv, string(a.Key)+"="+a.Value.Emit())
 	}
-	sort.Strings(kv)
-	return strings.Join(kv, ",")
+	return metrictest.Key(kv)
 }
 
 // values returns the metric's values by attributes (a histogram's counts).
@@ -112,30 +110,9 @@ func (s snapshot) values(name string) map[string]float64 {
 // expect checks that metric name has exactly the points want.
 func (s snapshot) expect(t *testing.T, name string, want map[string]float64) {
 	t.Helper()
-	got := s.values(name)
-	norm := map[string]float64{}
-	for k, v := range want {
-		norm[sorted(k)] = v
-	}
-	want = norm
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("%s:\n got  %v\n want %v", name, pretty(got), pretty(want))
-	}
-}
-
-func pretty(m map[string]float64) string {
-	var lines []string
-	for k, v := range m {
-		lines = append(lines, fmt.Sprintf("\n   {%s} %v", k, v))
-	}
-	sort.Strings(lines)
-	return strings.Join(lines, "")
+	metrictest.Expect(t, name, s.values(name), want)
 }
 
 // sorted returns the comma-separated attributes k in the order a snapshot
 // keys them.
-func sorted(k string) string {
-	kv := strings.Split(k, ",")
-	sort.Strings(kv)
-	return strings.Join(kv, ",")
-}
+func sorted(k string) string { return metrictest.Key(strings.Split(k, ",")) }

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/yaoki-go/yaoki/httpretry"
+	"github.com/yaoki-go/yaoki/internal/metrictest"
 	yotel "github.com/yaoki-go/yaoki/otel"
 	"github.com/yaoki-go/yaoki/retry"
 	"github.com/yaoki-go/yaoki/retrytest"
@@ -79,8 +79,7 @@ func series(name string, labels []*dto.LabelPair) string {
 			kv = append(kv, l.GetName()+"="+l.GetValue())
 		}
 	}
-	sort.Strings(kv)
-	return name + "{" + strings.Join(kv, ",") + "}"
+	return name + "{" + metrictest.Key(kv) + "}"
 }
 
 // only returns the samples of s whose name starts with prefix.
@@ -92,32 +91,6 @@ func only(s map[string]float64, prefix string) map[string]float64 {
 		}
 	}
 	return out
-}
-
-func expectSamples(t *testing.T, what string, got, want map[string]float64) {
-	t.Helper()
-	norm := map[string]float64{}
-	for k, v := range want {
-		if name, labels, ok := strings.Cut(k, "{"); ok {
-			kv := strings.Split(strings.TrimSuffix(labels, "}"), ",")
-			sort.Strings(kv)
-			k = name + "{" + strings.Join(kv, ",") + "}"
-		}
-		norm[k] = v
-	}
-	want = norm
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("%s:\n got  %v\n want %v", what, lines(got), lines(want))
-	}
-}
-
-func lines(m map[string]float64) string {
-	var l []string
-	for k, v := range m {
-		l = append(l, fmt.Sprintf("\n   %s %v", k, v))
-	}
-	sort.Strings(l)
-	return strings.Join(l, "")
 }
 
 // TestFlakyMetrics drives yaoki flaky through httpretry, with the
@@ -172,13 +145,13 @@ func TestFlakyMetrics(t *testing.T) {
 		"GET 503 503": 1, "GET 429 429": 1, "GET 0 connection_reset": 1, "GET 200 ": 1,
 		"POST 503 503": 1, "POST 429 429": 1, "POST 0 connection_reset": 1, "POST 200 ": 2,
 	}
-	expectSamples(t, "attempts the client counted (method, status, error.type)", seen, want)
+	metrictest.Expect(t, "attempts the client counted (method, status, error.type)", seen, want)
 
 	// The server's view, scraped over HTTP.
 	got := scrape(t, metrics)
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(strings.TrimSuffix(s.url, "/"), "http://"))
 	dest := ",retry_component=flaky,server_address=127.0.0.1,server_port=" + port
-	expectSamples(t, "flaky's yaoki_attempts_total", only(got, "yaoki_attempts_total"), map[string]float64{
+	metrictest.Expect(t, "flaky's yaoki_attempts_total", only(got, "yaoki_attempts_total"), map[string]float64{
 		"yaoki_attempts_total{error_type=503,http_request_method=GET,http_response_status_code=503" + dest + ",retry_outcome=throttled,retry_status_class=5xx}":  1,
 		"yaoki_attempts_total{error_type=429,http_request_method=GET,http_response_status_code=429" + dest + ",retry_outcome=throttled,retry_status_class=4xx}":  1,
 		"yaoki_attempts_total{error_type=connection_reset,http_request_method=GET" + dest + ",retry_outcome=failure}":                                            1,
@@ -188,7 +161,7 @@ func TestFlakyMetrics(t *testing.T) {
 		"yaoki_attempts_total{error_type=connection_reset,http_request_method=POST" + dest + ",retry_outcome=failure}":                                           1,
 		"yaoki_attempts_total{http_request_method=POST,http_response_status_code=200" + dest + ",retry_outcome=success,retry_status_class=2xx}":                  2,
 	})
-	expectSamples(t, "flaky's yaoki_idempotency_replays_total", only(got, "yaoki_idempotency_replays_total"), map[string]float64{
+	metrictest.Expect(t, "flaky's yaoki_idempotency_replays_total", only(got, "yaoki_idempotency_replays_total"), map[string]float64{
 		"yaoki_idempotency_replays_total{http_request_method=POST,http_response_status_code=200" + dest + ",retry_status_class=2xx}": 1,
 	})
 }
@@ -243,15 +216,15 @@ func TestHTTPMetricsAndLogs(t *testing.T) {
 		got = scrape(t, metrics)
 		return len(only(got, "yaoki_retries_total")) == 2
 	})
-	expectSamples(t, "yaoki http's attempts during the wait", only(got, "yaoki_attempts_total"), map[string]float64{
+	metrictest.Expect(t, "yaoki http's attempts during the wait", only(got, "yaoki_attempts_total"), map[string]float64{
 		"yaoki_attempts_total{error_type=503,http_response_status_code=503," + get + ",retry_outcome=throttled,retry_status_class=5xx}": 1,
 		"yaoki_attempts_total{error_type=429,http_response_status_code=429," + get + ",retry_outcome=throttled,retry_status_class=4xx}": 1,
 	})
-	expectSamples(t, "yaoki http's retries during the wait", only(got, "yaoki_retries_total"), map[string]float64{
+	metrictest.Expect(t, "yaoki http's retries during the wait", only(got, "yaoki_retries_total"), map[string]float64{
 		"yaoki_retries_total{error_type=503,http_response_status_code=503," + get + ",retry_status_class=5xx,retry_wait_source=backoff}": 1,
 		"yaoki_retries_total{error_type=429,http_response_status_code=429," + get + ",retry_status_class=4xx,retry_wait_source=server}":  1,
 	})
-	expectSamples(t, "yaoki http's waits (histogram counts)", only(got, "yaoki_retry_wait_seconds_count"), map[string]float64{
+	metrictest.Expect(t, "yaoki http's waits (histogram counts)", only(got, "yaoki_retry_wait_seconds_count"), map[string]float64{
 		"yaoki_retry_wait_seconds_count{error_type=503,http_response_status_code=503," + get + ",retry_status_class=5xx,retry_wait_source=backoff}": 1,
 		"yaoki_retry_wait_seconds_count{error_type=429,http_response_status_code=429," + get + ",retry_status_class=4xx,retry_wait_source=server}":  1,
 	})
@@ -259,7 +232,7 @@ func TestHTTPMetricsAndLogs(t *testing.T) {
 	// budget (it could only cut the retries asked for), so there is no
 	// budget level to show.
 	if lv, ok := got["yaoki_budget_level{retry_name=127.0.0.1:"+port+"}"]; ok {
-		t.Errorf("yaoki_budget_level of 127.0.0.1:%s: %v, want none (yaoki http keeps no budget)%s", port, lv, lines(got))
+		t.Errorf("yaoki_budget_level of 127.0.0.1:%s: %v, want none (yaoki http keeps no budget)%s", port, lv, metrictest.Lines(got))
 	}
 	if code := h.wait(t); code != 0 {
 		t.Fatalf("yaoki http exited %d:\n%s", code, strings.Join(h.log, "\n"))
@@ -314,7 +287,7 @@ exec %[2]s http -o %[3]s http://%[4]s/metrics`, counter, yaoki, scraped, addr)
 			got[series(name, m.GetLabel())] = m.GetCounter().GetValue()
 		}
 	}
-	expectSamples(t, "yaoki exec's metrics during attempt 3", got, map[string]float64{
+	metrictest.Expect(t, "yaoki exec's metrics during attempt 3", got, map[string]float64{
 		"yaoki_attempts_total{error_type=exit_7,retry_component=retry,retry_outcome=failure}":    2,
 		"yaoki_retries_total{error_type=exit_7,retry_component=retry,retry_wait_source=backoff}": 2,
 	})

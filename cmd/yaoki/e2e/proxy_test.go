@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/yaoki-go/yaoki/internal/metrictest"
 )
 
 // startProxy starts `yaoki proxy --listen 127.0.0.1:0 args...` and returns
@@ -548,10 +550,10 @@ func TestProxyGuardsAndMetrics(t *testing.T) {
 		}
 	}
 	if retries != 2 {
-		t.Errorf("yaoki_retries_total for the 503 and the 500: %v, want 2%s", retries, lines(only(got, "yaoki_retries_total")))
+		t.Errorf("yaoki_retries_total for the 503 and the 500: %v, want 2%s", retries, metrictest.Lines(only(got, "yaoki_retries_total")))
 	}
 	if len(only(got, "yaoki_breaker_state")) == 0 || len(only(got, "yaoki_budget_level")) == 0 {
-		t.Errorf("no breaker state or budget level on /metrics:%s", lines(got))
+		t.Errorf("no breaker state or budget level on /metrics:%s", metrictest.Lines(got))
 	}
 	resp, err := http.Get(strings.TrimSuffix(metrics, "/metrics") + "/healthz")
 	if err != nil || resp.StatusCode != 200 {

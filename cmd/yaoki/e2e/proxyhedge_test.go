@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/yaoki-go/yaoki/internal/metrictest"
 )
 
 // A route with hedge: {delay: 200ms}: of six GETs, the first attempt of
@@ -69,7 +71,7 @@ func TestProxyHedgeConfig(t *testing.T) {
 		return n
 	}
 	if h, w := sum("yaoki_hedges_total"), sum("yaoki_hedges_won_total"); h != float64(copies) || w < 3 {
-		t.Errorf("/metrics: %v hedges, %v won; want %d (the copies the upstream saw), at least 3 won (one per hanging first attempt)%s", h, w, copies, lines(got))
+		t.Errorf("/metrics: %v hedges, %v won; want %d (the copies the upstream saw), at least 3 won (one per hanging first attempt)%s", h, w, copies, metrictest.Lines(got))
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/yaoki-go/yaoki/internal/metrictest"
 )
 
 // pushgatewayPath is Debian's prometheus-pushgateway, which .ci/run installs.
@@ -66,10 +68,10 @@ func TestMetricsPushToPushgateway(t *testing.T) {
 	}
 	got := scrape(t, pg+"/metrics")
 	if n := sum(got, "yaoki_attempts_total{", "job=yaoki_http"); n != 2 {
-		t.Errorf("pushed yaoki_attempts_total for job yaoki_http: %v, want 2 (a 503, then a 200)\n%s", n, lines(got))
+		t.Errorf("pushed yaoki_attempts_total for job yaoki_http: %v, want 2 (a 503, then a 200)\n%s", n, metrictest.Lines(got))
 	}
 	if n := sum(got, "yaoki_retries_total{", "job=yaoki_http"); n != 1 {
-		t.Errorf("pushed yaoki_retries_total for job yaoki_http: %v, want 1\n%s", n, lines(got))
+		t.Errorf("pushed yaoki_retries_total for job yaoki_http: %v, want 1\n%s", n, metrictest.Lines(got))
 	}
 
 	// exec, with a job of its own, giving up: the give-up is pushed.
@@ -79,7 +81,7 @@ func TestMetricsPushToPushgateway(t *testing.T) {
 	}
 	got = scrape(t, pg+"/metrics")
 	if n := sum(got, "yaoki_give_ups_total{", "job=nightly_sync"); n != 1 {
-		t.Errorf("pushed yaoki_give_ups_total for job nightly_sync: %v, want 1\n%s", n, lines(got))
+		t.Errorf("pushed yaoki_give_ups_total for job nightly_sync: %v, want 1\n%s", n, metrictest.Lines(got))
 	}
 	if n := sum(got, "yaoki_attempts_total{", "job=yaoki_http"); n != 2 {
 		t.Errorf("the exec push changed job yaoki_http's samples: %v, want 2", n)
