@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -38,15 +37,9 @@ const (
 // request stops for good after printing "paused STEP", for the test to kill
 // the process there.
 func atomicChildMain() {
-	dsn, ok := os.LookupEnv(envAtomicChild)
-	if !ok {
-		return
-	}
-	if err := serveAtomic(dsn, os.Getenv(envAtomicPause), os.Getenv(envAtomicHold) == "1"); err != nil {
-		fmt.Fprintln(os.Stderr, "atomic child:", err)
-		os.Exit(2)
-	}
-	os.Exit(0)
+	idemproc.RunChild(envAtomicChild, "atomic child", func(dsn string) error {
+		return serveAtomic(dsn, os.Getenv(envAtomicPause), os.Getenv(envAtomicHold) == "1")
+	})
 }
 
 func serveAtomic(dsn, pause string, hold bool) error {
@@ -71,8 +64,7 @@ func serveAtomic(dsn, pause string, hold bool) error {
 	}
 	at := func(step string) {
 		if step == pause {
-			fmt.Printf("paused %s\n", step)
-			select {} // until the test kills the process
+			idemproc.Pause(step)
 		}
 	}
 	postgres.SetAtomicStep(a, at)
@@ -101,12 +93,7 @@ func serveAtomic(dsn, pause string, hold bool) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("POST /charges", a.Require(http.HandlerFunc(charge)))
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	fmt.Printf("listening http://%s\n", l.Addr())
-	return http.Serve(l, mux)
+	return idemproc.Serve(mux)
 }
 
 // spawnAtomic starts an Atomic child whose connections carry the

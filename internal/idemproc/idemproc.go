@@ -56,15 +56,43 @@ const (
 // never returns then; otherwise it returns at once. Call it first in
 // TestMain; open builds the store from the address given to Start.
 func Main(open func(addr string) (idempotency.Store, error)) {
-	addr, ok := os.LookupEnv(envChild)
+	RunChild(envChild, "idemproc child", func(addr string) error { return serve(addr, open) })
+}
+
+// RunChild is how a test's TestMain becomes the child that Spawn started:
+// when the variable env is set, it runs serve with its value and exits (2,
+// after printing serve's error after what, when serve fails); otherwise it
+// returns at once.
+func RunChild(env, what string, serve func(value string) error) {
+	v, ok := os.LookupEnv(env)
 	if !ok {
 		return
 	}
-	if err := serve(addr, open); err != nil {
-		fmt.Fprintln(os.Stderr, "idemproc child:", err)
+	if err := serve(v); err != nil {
+		fmt.Fprintln(os.Stderr, what+":", err)
 		os.Exit(2)
 	}
 	os.Exit(0)
+}
+
+// Serve is the child's side of Spawn: it listens on a loopback port,
+// prints "listening URL" as its first line of output, and serves h until
+// the process ends.
+func Serve(h http.Handler) error {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("listening http://%s\n", l.Addr())
+	return http.Serve(l, h)
+}
+
+// Pause stops the calling goroutine of a child for good at a named step,
+// after printing "paused STEP" (what WaitLine waits for), for the test to
+// kill the process there.
+func Pause(step string) {
+	fmt.Printf("paused %s\n", step)
+	select {} // until the test kills the process
 }
 
 func serve(addr string, open func(string) (idempotency.Store, error)) error {
@@ -117,12 +145,7 @@ func serve(addr string, open func(string) (idempotency.Store, error)) error {
 		}
 		charge(w, r)
 	})))
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	fmt.Printf("listening http://%s\n", l.Addr())
-	return http.Serve(l, mux)
+	return Serve(mux)
 }
 
 // Options of a child.
@@ -211,26 +234,21 @@ type pausing struct {
 	at string
 }
 
-func pause(step string) {
-	fmt.Printf("paused %s\n", step)
-	select {} // until the test kills the process
-}
-
 func (p *pausing) Begin(ctx context.Context, id idempotency.ID, fp idempotency.Fingerprint, token string, now time.Time, lease time.Duration) (idempotency.Record, bool, error) {
 	rec, claimed, err := p.Store.Begin(ctx, id, fp, token, now, lease)
 	if claimed && p.at == StepClaimed {
-		pause(StepClaimed)
+		Pause(StepClaimed)
 	}
 	return rec, claimed, err
 }
 
 func (p *pausing) Complete(ctx context.Context, id idempotency.ID, token string, resp idempotency.Response, now time.Time, ttl time.Duration) error {
 	if p.at == StepHandled {
-		pause(StepHandled)
+		Pause(StepHandled)
 	}
 	err := p.Store.Complete(ctx, id, token, resp, now, ttl)
 	if err == nil && p.at == StepCompleted {
-		pause(StepCompleted)
+		Pause(StepCompleted)
 	}
 	return err
 }

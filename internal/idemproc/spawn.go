@@ -17,8 +17,9 @@ import (
 // it), waits until the child prints "listening URL" as its first line of
 // output, and kills it when t ends (if Kill did not before). Start uses it
 // for the middleware's child; a test package that serves something else
-// from its TestMain (postgres.Atomic's fault tests) uses it directly. The
-// lines the child prints afterwards are read by WaitLine.
+// from its TestMain (postgres.Atomic's fault tests) uses it directly, with
+// RunChild, Serve and Pause on the child's side. The lines the child
+// prints afterwards are read by WaitLine.
 func Spawn(t *testing.T, env ...string) *Child {
 	t.Helper()
 	exe, err := os.Executable()
