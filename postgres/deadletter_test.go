@@ -467,16 +467,13 @@ func TestDeadLettersNotText(t *testing.T) {
 	ctx := context.Background()
 	store := postgres.NewDeadLetters(pool)
 	for _, bad := range []string{"\xff", "a\x00b", "\xc3("} {
-		for _, field := range []string{"ID", "Queue", "Key"} {
+		for field, set := range map[string]func(*deadletter.Letter){
+			"ID":    func(l *deadletter.Letter) { l.ID = bad },
+			"Queue": func(l *deadletter.Letter) { l.Queue = bad },
+			"Key":   func(l *deadletter.Letter) { l.Key = bad },
+		} {
 			l := letter("ok", "q", t0)
-			switch field {
-			case "ID":
-				l.ID = bad
-			case "Queue":
-				l.Queue = bad
-			case "Key":
-				l.Key = bad
-			}
+			set(&l)
 			if err := store.Put(ctx, l); !errors.Is(err, deadletter.ErrInvalidLetter) || !strings.Contains(err.Error(), field) {
 				t.Errorf("put with %s %q: %v, want ErrInvalid naming %s", field, bad, err, field)
 			}
