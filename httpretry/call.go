@@ -264,10 +264,13 @@ func hint(resp *http.Response, now time.Time) time.Duration {
 
 // request returns the request for the next attempt: a clone of the
 // caller's, with ctx, the attempt header, the Idempotency-Key and a fresh
-// body.
+// body; or the caller's own request for a first attempt that needs none of
+// these changes, such as one whose header already says "Attempt-Count: 1"
+// (a reverse proxy that builds the outgoing request can set it there, and
+// spare each request a copy of the request and of its header).
 func (cl *call) request(ctx context.Context) (*http.Request, error) {
 	orig := cl.req
-	hdr := cl.c.attemptHdr != "" || cl.key != ""
+	hdr := cl.key != "" || (cl.c.attemptHdr != "" && !cl.numbered())
 	if !hdr && cl.n == 1 && cl.buf == nil && cl.firstBody == nil && ctx == orig.Context() {
 		cl.sent = true
 		return orig, nil // nothing to change: no clone needed
@@ -302,6 +305,13 @@ func (cl *call) request(ctx context.Context) (*http.Request, error) {
 		return nil, errors.New("httpretry: request body cannot be sent again")
 	}
 	return r, nil
+}
+
+// numbered reports whether the caller's request already carries the
+// attempt header with this attempt's number, and nothing else in it.
+func (cl *call) numbered() bool {
+	vs := cl.req.Header[cl.c.attemptHdr]
+	return len(vs) == 1 && vs[0] == attemptNumber(cl.n)
 }
 
 // header returns a copy of the caller's header map with the attempt number

@@ -25,7 +25,8 @@
 //
 // A Transport reads status codes, which a RoundTripper normally must not
 // interpret; otherwise it keeps the RoundTripper contract: each attempt is
-// sent as a clone of the caller's request (the request is never modified),
+// sent as a clone of the caller's request, or as the request itself when
+// nothing in it is to change (the request is never modified),
 // bodies are replayed only through GetBody (a body without GetBody is
 // buffered up to MaxBufferedBody, and a longer one is sent once), every
 // response thrown away is drained (up to 64 KiB) and closed so that its
@@ -148,6 +149,10 @@ type Transport struct {
 	// AttemptHeader names the request header that carries the attempt
 	// number ("1", "2", ...), replacing any value the caller set. Empty:
 	// header.AttemptCount ("Attempt-Count"); NoHeader ("-"): not sent.
+	// A request that already carries it with the value "1" (and needs no
+	// Idempotency-Key nor buffered body) is sent as it is on its first
+	// attempt, without the copy of the request that a header to change
+	// takes.
 	AttemptHeader string
 
 	// DoNotRetryHeader names the response header by which a server asks not

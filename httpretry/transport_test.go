@@ -492,6 +492,53 @@ func TestAttemptHeader(t *testing.T) {
 	}
 }
 
+// sentRequests is a RoundTripper that records the requests it is given
+// and answers them with the statuses of codes, in turn.
+type sentRequests struct {
+	codes []int
+	sent  []*http.Request
+}
+
+func (s *sentRequests) RoundTrip(req *http.Request) (*http.Response, error) {
+	code := s.codes[min(len(s.sent), len(s.codes)-1)]
+	s.sent = append(s.sent, req)
+	return &http.Response{StatusCode: code, Status: http.StatusText(code), Header: http.Header{}, Body: http.NoBody, Request: req}, nil
+}
+
+func TestAttemptHeaderAlreadySet(t *testing.T) {
+	// A request whose header already says it is attempt 1 is sent as it
+	// is on its first attempt: no copy; any other value is replaced in a
+	// copy, and the caller's request is never changed.
+	for _, c := range []struct {
+		caller string
+		same   bool // the first attempt is the caller's own request
+	}{{"1", true}, {"2", false}, {"", false}, {"1 ", false}} {
+		base := &sentRequests{codes: []int{503, 200}}
+		tr := &httpretry.Transport{Base: base, Policy: fast(retry.Policy{})}
+		req, _ := http.NewRequest("GET", "http://api.test/x", nil)
+		if c.caller != "" {
+			req.Header.Set("Attempt-Count", c.caller)
+		}
+		resp, err := tr.RoundTrip(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("caller's %q: got %v, %v; want 200 after a retry", c.caller, resp, err)
+		}
+		var got []string
+		for _, r := range base.sent {
+			got = append(got, r.Header.Get("Attempt-Count"))
+		}
+		if strings.Join(got, ",") != "1,2" {
+			t.Errorf("caller's %q: attempts sent with Attempt-Count %q, want 1,2", c.caller, got)
+		}
+		if same := base.sent[0] == req; same != c.same {
+			t.Errorf("caller's %q: first attempt sent the caller's request %v, want %v", c.caller, same, c.same)
+		}
+		if v := req.Header.Get("Attempt-Count"); v != c.caller {
+			t.Errorf("caller's %q: the caller's request now says %q", c.caller, v)
+		}
+	}
+}
+
 func TestSingleAttemptContext(t *testing.T) {
 	srv := retrytest.NewServer(t, "503,200")
 	tr := serverTransport(t, srv, &httpretry.Transport{})
