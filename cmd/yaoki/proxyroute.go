@@ -115,6 +115,12 @@ func newProxyRoute(rc *routeConfig, base http.RoundTripper, s *proxyServer, ctx 
 			r.Out.Header["X-Forwarded-For"] = r.In.Header["X-Forwarded-For"] // keep the chain; SetXForwarded appends the client
 			r.SetXForwarded()
 			r.Out.Header["Via"] = addVia(r.In.Header["Via"], r.In.ProtoMajor, r.In.ProtoMinor)
+			if _, up := r.Out.Header["Upgrade"]; !up {
+				// The number httpretry gives a first attempt, set in the
+				// request the proxy owns: the first attempt is then sent
+				// without a copy of the request and its header.
+				r.Out.Header[header.AttemptCount] = firstAttempt
+			}
 		},
 		Transport:      &upgradeOrRetry{retrying: t, base: base},
 		ModifyResponse: pr.relay,
@@ -145,10 +151,13 @@ func addVia(vs []string, major, minor int) []string {
 	return append(vs[:len(vs):len(vs)], v)
 }
 
-// The Via values of a message without Via, by version.
+// The Via values of a message without Via, by version, and the
+// Attempt-Count value of a first attempt. Shared: header values are not
+// written in place.
 var (
-	via11 = []string{"1.1 yaoki"}
-	via2  = []string{"2 yaoki"}
+	via11        = []string{"1.1 yaoki"}
+	via2         = []string{"2 yaoki"}
+	firstAttempt = []string{"1"}
 )
 
 // upgradeOrRetry sends a request that asks for a protocol upgrade
