@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -197,7 +196,7 @@ func TestFaultAtomicLink(t *testing.T) {
 	if _, err := direct.Exec(ctx, chargesTable); err != nil {
 		t.Fatal(err)
 	}
-	proxy := faultproxy.New(t, "127.0.0.1:"+strconv.Itoa(srv.Port))
+	proxy := faultproxy.New(t, srv.Addr)
 	defer http.DefaultClient.CloseIdleConnections()
 
 	for _, tc := range []struct {

@@ -1,7 +1,6 @@
 package postgres_test
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -19,7 +18,7 @@ import (
 func pgFaults(t *testing.T) (idemproc.Faults, *pgtest.Server) {
 	srv, _ := start(t)
 	return idemproc.Faults{
-		Target:    fmt.Sprintf("127.0.0.1:%d", srv.Port),
+		Target:    srv.Addr,
 		ChildAddr: srv.DSN,
 		Open: func(t *testing.T, addr string) idempotency.Store {
 			return postgres.NewIdempotencyStore(newPool(t, "postgres://postgres@"+addr+"/postgres?sslmode=disable&connect_timeout=2", 4))

@@ -58,7 +58,7 @@ func TestStartSkipsOrServes(t *testing.T) {
 	if err := conn.QueryRow(ctx, "SELECT current_setting('port')::int").Scan(&port); err != nil {
 		t.Fatal(err)
 	}
-	if port != srv.Port {
-		t.Errorf("server on port %d, Port says %d", port, srv.Port)
+	if port != srv.Port || srv.Addr != fmt.Sprintf("127.0.0.1:%d", port) {
+		t.Errorf("server on port %d, Port says %d, Addr %q", port, srv.Port, srv.Addr)
 	}
 }

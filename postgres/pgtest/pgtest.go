@@ -43,6 +43,9 @@ type Server struct {
 	DSN string
 	// Port is the loopback TCP port it listens on.
 	Port int
+	// Addr is 127.0.0.1:Port, for a client or a proxy (internal/faultproxy)
+	// that takes a host:port.
+	Addr string
 
 	bin  string // directory of the binaries
 	dir  string // cluster directory (data/ and the socket)
@@ -144,7 +147,8 @@ func (s *Server) open() error {
 	if err != nil {
 		return err
 	}
-	s.DSN = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.Port)
+	s.Addr = fmt.Sprintf("127.0.0.1:%d", s.Port)
+	s.DSN = "postgres://postgres@" + s.Addr + "/postgres?sslmode=disable"
 	return nil
 }
 
