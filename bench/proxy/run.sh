@@ -100,6 +100,9 @@ upstream=http://127.0.0.1:$up_port
 start plain "$dir/plainproxy" --upstream "$upstream"
 start yaoki "$dir/yaoki" proxy --listen 127.0.0.1:0 --upstream "$upstream"
 start yaoki+metrics "$dir/yaoki" proxy --listen 127.0.0.1:0 --upstream "$upstream" --admin-addr 127.0.0.1:0
+# yaoki proxy collects garbage at GOGC=400 unless GOGC is set: this one
+# runs at Go's default, for what that setting buys.
+start yaoki+gogc100 env GOGC=100 "$dir/yaoki" proxy --listen 127.0.0.1:0 --upstream "$upstream"
 url[upstream]=$upstream/
 url[nginx]=http://127.0.0.1:$ngx_port/
 pid[upstream]=$(cat "$dir/upstream/nginx.pid")
@@ -115,7 +118,7 @@ cpu_ticks() {
 	done
 	echo "$sum"
 }
-targets=(upstream nginx plain yaoki yaoki+metrics)
+targets=(upstream nginx plain yaoki yaoki+metrics yaoki+gogc100)
 for t in "${targets[@]}"; do
 	[ "$(curl -s "${url[$t]}")" = ok ] || { echo "run.sh: $t (${url[$t]}) does not answer ok" >&2; exit 1; }
 done
@@ -168,7 +171,7 @@ u = by["upstream"]
 print(f"| none (upstream directly) | {med(u[r][0] for r in rounds):.0f} | {med(u[r][1] for r in rounds) / 1000:.2f} ms | | | |"
       f" {med(u[r][2] for r in rounds):.0f} µs (upstream) | |")
 names = {"nginx": "nginx proxy_pass", "plain": "httputil.ReverseProxy", "yaoki": "yaoki proxy",
-         "yaoki+metrics": "yaoki proxy --admin-addr (metrics)"}
+         "yaoki+metrics": "yaoki proxy --admin-addr (metrics)", "yaoki+gogc100": "yaoki proxy, GOGC=100"}
 for t, name in names.items():
     v = by[t]
     cpu = med(v[r][2] for r in rounds)

@@ -1,9 +1,11 @@
 // Command plainproxy is the baseline of bench/proxy/run.sh: a plain
-// httputil.ReverseProxy in front of one upstream, over a connection pool
-// set up as yaoki proxy's is (512 idle connections per host, no
-// transparent compression) and with a pool of copy buffers as yaoki
-// proxy has, so that what the benchmark compares is what yaoki proxy adds:
-// its routing, the retrying transport (httpretry) and its headers.
+// httputil.ReverseProxy in front of one upstream, over an http.Transport
+// set up as yaoki proxy's fallback transport is (512 idle connections per
+// host, no transparent compression) and with a pool of copy buffers as
+// yaoki proxy has. What the benchmark compares is then what yaoki proxy
+// does differently: its routing, the retrying transport (httpretry), its
+// headers, its own connection pool for requests without a body
+// (cmd/yaoki/proxyupstream.go) and its garbage collector setting.
 package main
 
 import (
