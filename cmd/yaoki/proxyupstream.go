@@ -113,6 +113,9 @@ func (u *upstreamTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		if c == nil {
 			nc, err := u.dialer.DialContext(ctx, "tcp", addr)
 			if err != nil {
+				if ctx.Err() != nil {
+					return nil, context.Cause(ctx)
+				}
 				return nil, err
 			}
 			c = newUpstreamConn(u, addr, nc)
@@ -129,13 +132,13 @@ func (u *upstreamTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	}
 }
 
-// hostPort returns the address to dial for an http URL.
+// hostPort returns the address to dial for an http URL: its host as it
+// is when it has a port.
 func hostPort(u *url.URL) string {
-	p := u.Port()
-	if p == "" {
-		p = "80"
+	if u.Port() != "" {
+		return u.Host
 	}
-	return net.JoinHostPort(u.Hostname(), p)
+	return net.JoinHostPort(u.Hostname(), "80")
 }
 
 // replayable is http.Transport's rule for sending a request without body

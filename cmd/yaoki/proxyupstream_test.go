@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"net/textproto"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -451,6 +452,20 @@ func (u *upstreamTransport) idleCount() int {
 		n += len(list)
 	}
 	return n
+}
+
+func TestHostPort(t *testing.T) {
+	for raw, want := range map[string]string{
+		"http://127.0.0.1:9000/x": "127.0.0.1:9000",
+		"http://api.test/x":       "api.test:80",
+		"http://[::1]:81/":        "[::1]:81",
+		"http://[::1]/":           "[::1]:80",
+	} {
+		u, _ := url.Parse(raw)
+		if got := hostPort(u); got != want {
+			t.Errorf("hostPort(%s) = %q, want %q", raw, got, want)
+		}
+	}
 }
 
 func TestUpstreamRefused(t *testing.T) {
