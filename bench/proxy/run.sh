@@ -103,6 +103,8 @@ start yaoki+metrics "$dir/yaoki" proxy --listen 127.0.0.1:0 --upstream "$upstrea
 # yaoki proxy collects garbage at GOGC=400 unless GOGC is set: this one
 # runs at Go's default, for what that setting buys.
 start yaoki+gogc100 env GOGC=100 "$dir/yaoki" proxy --listen 127.0.0.1:0 --upstream "$upstream"
+# And one on one thread, as a sidecar given one core would be.
+start yaoki+procs1 env GOMAXPROCS=1 "$dir/yaoki" proxy --listen 127.0.0.1:0 --upstream "$upstream"
 url[upstream]=$upstream/
 url[nginx]=http://127.0.0.1:$ngx_port/
 pid[upstream]=$(cat "$dir/upstream/nginx.pid")
@@ -118,7 +120,7 @@ cpu_ticks() {
 	done
 	echo "$sum"
 }
-targets=(upstream nginx plain yaoki yaoki+metrics yaoki+gogc100)
+targets=(upstream nginx plain yaoki yaoki+metrics yaoki+gogc100 yaoki+procs1)
 for t in "${targets[@]}"; do
 	[ "$(curl -s "${url[$t]}")" = ok ] || { echo "run.sh: $t (${url[$t]}) does not answer ok" >&2; exit 1; }
 done
@@ -171,7 +173,7 @@ u = by["upstream"]
 print(f"| none (upstream directly) | {med(u[r][0] for r in rounds):.0f} | {med(u[r][1] for r in rounds) / 1000:.2f} ms | | | |"
       f" {med(u[r][2] for r in rounds):.0f} µs (upstream) | |")
 names = {"nginx": "nginx proxy_pass", "plain": "httputil.ReverseProxy", "yaoki": "yaoki proxy",
-         "yaoki+metrics": "yaoki proxy --admin-addr (metrics)", "yaoki+gogc100": "yaoki proxy, GOGC=100"}
+         "yaoki+metrics": "yaoki proxy --admin-addr (metrics)", "yaoki+gogc100": "yaoki proxy, GOGC=100", "yaoki+procs1": "yaoki proxy, GOMAXPROCS=1"}
 for t, name in names.items():
     v = by[t]
     cpu = med(v[r][2] for r in rounds)
