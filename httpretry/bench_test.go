@@ -108,7 +108,7 @@ func BenchmarkTransportRetry503(b *testing.B) {
 	srv := benchServer(b, true)
 	noWait := func(ctx context.Context, d time.Duration) error { return ctx.Err() }
 	// Without a retry budget: every request retries once, which the
-	// default per-host budget (retries ≤ 20 % of the requests that succeed, plus a floor) would refuse.
+	// default per-host budget (budget.Recommended: two retries before any success) would refuse.
 	client := &http.Client{Transport: &httpretry.Transport{Base: newBase(b), Policy: retry.Policy{Env: &retry.Env{Sleep: noWait}},
 		Guards: httpretry.Guards{Budget: httpretry.NoBudget}}}
 	b.ReportAllocs()
