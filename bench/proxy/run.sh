@@ -7,10 +7,19 @@
 # request, which other load on the machine disturbs less than throughput.
 # Everything listens on 127.0.0.1 only.
 #
-# usage: bench/proxy/run.sh [SECONDS] [ROUNDS]
+# Two phases, a table each. Saturated: every connection sends its next
+# request as soon as the answer is in, so throughput is each proxy's most,
+# and its p99 is mostly the wait for a core. Paced: every connection waits
+# PACE_MS between requests (64 connections: about 64000/(PACE_MS + the
+# latency) requests/s offered, the same to every target, well below what
+# any of them serves), so that the p99 added is the proxy's own latency.
+#
+# usage: bench/proxy/run.sh [SECONDS] [ROUNDS] [PACE_MS]
 #   SECONDS  length of each measurement, 1 to 30 (default 5)
 #   ROUNDS   measurements of each target, interleaved, 1 to 9 (default 5);
 #            the table gives medians over the rounds
+#   PACE_MS  the paced phase's wait per connection, 1 to 1000 ms (default
+#            20: about 3000 requests/s); 0 skips the paced phase
 #
 # Needs go, wrk and nginx (Debian: apt-get install wrk nginx-light).
 set -euo pipefail
@@ -18,12 +27,17 @@ cd "$(dirname "$0")/../.."
 
 secs=${1:-5}
 rounds=${2:-5}
+pace=${3:-20}
 if ! [[ $secs =~ ^[0-9]+$ ]] || ((secs < 1 || secs > 30)); then
 	echo "run.sh: SECONDS $secs: want 1 to 30" >&2
 	exit 2
 fi
 if ! [[ $rounds =~ ^[0-9]+$ ]] || ((rounds < 1 || rounds > 9)); then
 	echo "run.sh: ROUNDS $rounds: want 1 to 9" >&2
+	exit 2
+fi
+if ! [[ $pace =~ ^[0-9]+$ ]] || ((pace > 1000)); then
+	echo "run.sh: PACE_MS $pace: want 0 (no paced phase) or 1 to 1000" >&2
 	exit 2
 fi
 for bin in go wrk; do
@@ -134,28 +148,43 @@ to_us() {
 	}'
 }
 
-echo "wrk -t2 -c64 -d${secs}s --latency, $rounds rounds, $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ), load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-for r in $(seq "$rounds"); do
-	for t in "${targets[@]}"; do
-		wrk -t2 -c64 -d1s "${url[$t]}" >/dev/null # warm the connections
-		before=$(cpu_ticks "$t")
-		out=$(wrk -t2 -c64 -d"${secs}s" --latency "${url[$t]}")
-		ticks=$(($(cpu_ticks "$t") - before))
-		rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
-		n=$(awk '/requests in/ {print $1}' <<<"$out")
-		p99=$(to_us "$(awk '$1 == "99%" {print $2}' <<<"$out")")
-		errors=$(awk '/Non-2xx|Socket errors/' <<<"$out")
-		[ -z "$errors" ] || echo "run.sh: $t round $r: $errors" >&2
-		cpu=$(awk -v t="$ticks" -v n="$n" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", t / hz * 1e6 / n }')
-		echo "$t $r $rps $p99 $cpu" >>"$dir/results"
-		echo "  round $r $t: $rps req/s, p99 ${p99} µs, ${cpu} µs of CPU per request" >&2
+# measure FILE [WRK-OPTION...]: every round, every target, one after the
+# other: wrk with the options, a line "target round requests/s p99-µs
+# cpu-µs-per-request" in FILE.
+measure() {
+	local file=$1 r t before out ticks rps n p99 errors cpu
+	shift
+	for r in $(seq "$rounds"); do
+		for t in "${targets[@]}"; do
+			wrk -t2 -c64 -d1s "${url[$t]}" >/dev/null # warm the connections
+			before=$(cpu_ticks "$t")
+			out=$(wrk -t2 -c64 -d"${secs}s" --latency "$@" "${url[$t]}")
+			ticks=$(($(cpu_ticks "$t") - before))
+			rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
+			n=$(awk '/requests in/ {print $1}' <<<"$out")
+			p99=$(to_us "$(awk '$1 == "99%" {print $2}' <<<"$out")")
+			errors=$(awk '/Non-2xx|Socket errors/' <<<"$out")
+			[ -z "$errors" ] || echo "run.sh: $t round $r: $errors" >&2
+			cpu=$(awk -v t="$ticks" -v n="$n" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", t / hz * 1e6 / n }')
+			echo "$t $r $rps $p99 $cpu" >>"$file"
+			echo "  round $r $t: $rps req/s, p99 ${p99} µs, ${cpu} µs of CPU per request" >&2
+		done
 	done
-done
+}
+
+echo "saturated: wrk -t2 -c64 -d${secs}s --latency, $rounds rounds, $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ), load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+measure "$dir/results"
+if ((pace > 0)); then
+	printf 'function delay()\n\treturn %d\nend\n' "$pace" >"$dir/paced.lua"
+	echo "paced: the same with each connection waiting ${pace} ms between requests (wrk -s paced.lua, delay() = $pace)" >&2
+	measure "$dir/paced" -s "$dir/paced.lua"
+fi
 
 # The table: each figure is the median over the rounds, and each ratio the
 # median of the ratios within a round (the targets of a round are measured
 # one after the other), which a burst of load elsewhere upsets less.
-python3 - "$dir/results" <<'EOF'
+table() { # FILE
+python3 - "$1" <<'EOF'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
 by = {}  # target -> round -> (rps, p99 µs)
@@ -181,4 +210,12 @@ for t, name in names.items():
     print(f"| {name} | {med(v[r][0] for r in rounds):.0f} | {med(v[r][1] for r in rounds) / 1000:.2f} ms | {added(t):.2f} ms"
           f" | {ratio(t, 'plain'):.2f}× | {ratio(t, 'nginx'):.2f}× | {cpu:.0f} µs | {cpu_ratio:.2f}× |")
 EOF
+}
+echo "Saturated (64 connections, each sends its next request as soon as it has the answer):"
+table "$dir/results"
+if ((pace > 0)); then
+	echo
+	echo "Paced (64 connections, each waits $pace ms between requests; the throughput ratios say only that every target kept up):"
+	table "$dir/paced"
+fi
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
