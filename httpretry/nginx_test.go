@@ -120,6 +120,22 @@ func startNginx(t *testing.T) (string, string) {
 	return "http://" + addr, filepath.Join(dir, "access.log")
 }
 
+// loggedStatuses reads nginx's access log until done says it holds every
+// answer the clients got (nginx writes a request's line after it has sent
+// the answer, so the last lines may come a moment after the client has
+// them), or 10 s have passed; it returns the last count.
+func loggedStatuses(t *testing.T, path string, done func(map[string]map[string]int) bool) map[string]map[string]int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c := countStatuses(t, path)
+		if done(c) || time.Now().After(deadline) {
+			return c
+		}
+		time.Sleep(10 * time.Millisecond) // a real nginx writing its log: polled
+	}
+}
+
 // countStatuses reads nginx's access log: status counts for each path.
 func countStatuses(t *testing.T, path string) map[string]map[string]int {
 	t.Helper()
@@ -242,7 +258,9 @@ func TestNginxRateLimit(t *testing.T) {
 	}()
 	wg.Wait()
 
-	counts := countStatuses(t, logPath)
+	counts := loggedStatuses(t, logPath, func(c map[string]map[string]int) bool {
+		return c["/waits"]["200"] >= waitsOK && c["/hammers"]["200"] >= hammersOK
+	})
 	w, h := counts["/waits"], counts["/hammers"]
 	t.Logf("nginx limit_req 50 r/s (burst 5), 200 GETs from 20 goroutines:")
 	t.Logf("  httpretry (waits Retry-After: 1 + jitter): %d ok, %d × 429 logged by nginx, %v", waitsOK, w["429"], waitsTook.Round(time.Millisecond))
