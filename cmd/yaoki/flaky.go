@@ -163,6 +163,11 @@ func (o *flakyOptions) run(cmd *cobra.Command) error {
 	}
 	defer ob.stop()
 	fl.ob = ob
+	// The signals are ours before the address is printed: one sent as soon
+	// as it is must end the server the clean way, not by Go's default.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return exit(1, fmt.Sprintf("flaky: cannot listen on %s: %v (is the port taken? use port 0 for a free one)", o.addr, err))
@@ -178,9 +183,6 @@ func (o *flakyOptions) run(cmd *cobra.Command) error {
 	fl.ob.say(fl.log, "listening", "flaky: listening on %s (%s)\n", url, mode)
 
 	srv := &http.Server{Handler: fl, ReadHeaderTimeout: 10 * time.Second}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {

@@ -184,6 +184,13 @@ func (o *proxyOptions) run(cmd *cobra.Command) error {
 	defer func() { s.routes.Load().close() }()
 
 	setProxyGC()
+	// The signals are ours before the first request can be served: a
+	// SIGTERM or SIGHUP sent as soon as the proxy answers (by a test, an
+	// orchestrator) must reach the shutdown or the reload, not Go's
+	// default action, which ends the process.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer signal.Stop(sigs)
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return exit(1, fmt.Sprintf("proxy: cannot listen on %s: %v (is the port taken? use port 0 for a free one)", o.listen, err))
@@ -198,9 +205,6 @@ func (o *proxyOptions) run(cmd *cobra.Command) error {
 		fmt.Fprintf(stderr, "yaoki proxy: admin on http://%s (/metrics, /healthz, /readyz)\n", strings.TrimSuffix(strings.TrimPrefix(obs.url, "http://"), "/metrics"))
 	}
 
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	defer signal.Stop(sigs)
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()

@@ -414,6 +414,40 @@ func TestProxySIGTERMFinishesCalls(t *testing.T) {
 	}
 }
 
+// A signal sent as soon as yaoki proxy (or yaoki flaky) has printed its
+// address, by an orchestrator that starts it and stops or reloads it at
+// once, reaches the reload or the graceful shutdown, not Go's default
+// action for an unhandled SIGHUP or SIGTERM, which ends the process.
+func TestSignalAtStart(t *testing.T) {
+	up := startUpstream(t)
+	cfg := writeConfig(t, "proxy.yaml", fmt.Sprintf("routes:\n  - path: /script/\n    upstream: %s\n", up.url))
+	p := startProxy(t, "--config", cfg)
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	p.waitLine(t, "reloaded "+cfg)
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(t); code != 0 {
+		t.Errorf("exit %d after SIGHUP then SIGTERM, want 0 (a reload, then a graceful shutdown)\n%s", code, strings.Join(p.log, "\n"))
+	}
+	q := startProxy(t, "--upstream", up.url)
+	if err := q.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := q.wait(t); code != 0 {
+		t.Errorf("exit %d after SIGTERM at start, want 0 (a graceful shutdown)\n%s", code, strings.Join(q.log, "\n"))
+	}
+	f := startFlaky(t)
+	if err := f.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := f.wait(t); code != 0 {
+		t.Errorf("yaoki flaky: exit %d after SIGTERM at start, want 0\n%s", code, strings.Join(f.log, "\n"))
+	}
+}
+
 // SIGHUP reloads the config file on the same connections; a broken file is
 // refused, with its position, and the routes loaded before stay.
 func TestProxySIGHUPReload(t *testing.T) {
