@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/yaoki-go/yaoki/header"
 )
 
 // upstreamTransport is the proxy's connection pool to its upstreams. A
@@ -150,8 +152,8 @@ func replayable(req *http.Request) bool {
 	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
 		return true
 	}
-	_, k := req.Header["Idempotency-Key"]
-	_, x := req.Header["X-Idempotency-Key"]
+	_, k := req.Header[header.IdempotencyKey]
+	_, x := req.Header[header.XIdempotencyKey]
 	return k || x
 }
 
