@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Overhead of yaoki proxy, side by side with nginx proxy_pass and a plain
-# httputil.ReverseProxy (bench/proxy/plainproxy), in one run: wrk with 64
+# httputil.ReverseProxy (bench/proxy/plainproxy), in one run, with the floor
+# of any Go proxy on this machine (bench/proxy/floorproxy: a Go program that
+# only copies the bytes of a request and its answer): wrk with 64
 # connections (2 threads) sends GETs through each proxy to the same trivial
 # upstream (an nginx of its own, answering "ok"), and once to it directly, for
 # the latency the proxies add; and the CPU time each proxy process uses per
@@ -60,6 +62,7 @@ trap cleanup EXIT
 
 go build -o "$dir/yaoki" ./cmd/yaoki
 go build -o "$dir/plainproxy" ./bench/proxy/plainproxy
+go build -o "$dir/floorproxy" ./bench/proxy/floorproxy
 
 free_port() {
 	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -112,6 +115,7 @@ start() {
 }
 upstream=http://127.0.0.1:$up_port
 start plain "$dir/plainproxy" --upstream "$upstream"
+start floor "$dir/floorproxy" --upstream "$upstream"
 start yaoki "$dir/yaoki" proxy --listen 127.0.0.1:0 --upstream "$upstream"
 start yaoki+metrics "$dir/yaoki" proxy --listen 127.0.0.1:0 --upstream "$upstream" --admin-addr 127.0.0.1:0
 # yaoki proxy collects garbage at GOGC=400 unless GOGC is set: this one
@@ -134,7 +138,7 @@ cpu_ticks() {
 	done
 	echo "$sum"
 }
-targets=(upstream nginx plain yaoki yaoki+metrics yaoki+gogc100 yaoki+procs1)
+targets=(upstream nginx floor plain yaoki yaoki+metrics yaoki+gogc100 yaoki+procs1)
 for t in "${targets[@]}"; do
 	[ "$(curl -s "${url[$t]}")" = ok ] || { echo "run.sh: $t (${url[$t]}) does not answer ok" >&2; exit 1; }
 done
@@ -201,7 +205,7 @@ print("|---|---:|---:|---:|---:|---:|---:|---:|")
 u = by["upstream"]
 print(f"| none (upstream directly) | {med(u[r][0] for r in rounds):.0f} | {med(u[r][1] for r in rounds) / 1000:.2f} ms | | | |"
       f" {med(u[r][2] for r in rounds):.0f} µs (upstream) | |")
-names = {"nginx": "nginx proxy_pass", "plain": "httputil.ReverseProxy", "yaoki": "yaoki proxy",
+names = {"nginx": "nginx proxy_pass", "floor": "Go floor: bytes copied, no HTTP proxying (floorproxy)", "plain": "httputil.ReverseProxy", "yaoki": "yaoki proxy",
          "yaoki+metrics": "yaoki proxy --admin-addr (metrics)", "yaoki+gogc100": "yaoki proxy, GOGC=100", "yaoki+procs1": "yaoki proxy, GOMAXPROCS=1"}
 for t, name in names.items():
     v = by[t]
