@@ -105,6 +105,49 @@ func BenchmarkProxyHandler(b *testing.B) {
 	})
 }
 
+// BenchmarkProxyServePOST is BenchmarkProxyServe for a POST with an
+// Idempotency-Key and a 1 KiB body, which the proxy buffers for its
+// retries: through yaoki proxy over an http.Transport, and over its own
+// pool, which sends such a body on the caller's goroutine.
+func BenchmarkProxyServePOST(b *testing.B) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		if n != 1024 {
+			w.WriteHeader(http.StatusBadRequest)
+		}
+		io.WriteString(w, "ok\n")
+	}))
+	defer up.Close()
+	u, _ := url.Parse(up.URL)
+	body := strings.Repeat("x", 1024)
+	for _, c := range []struct {
+		name string
+		base func() http.RoundTripper
+	}{
+		{"yaoki-stdlib-transport", func() http.RoundTripper { return newUpstreamTransport().fallback }},
+		{"yaoki", func() http.RoundTripper { return newUpstreamTransport() }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			t := c.base()
+			defer t.(interface{ CloseIdleConnections() }).CloseIdleConnections()
+			h := benchProxy(b, t, nil, u)
+			measureCPU(b, func() {
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						w := httptest.NewRecorder()
+						req := httptest.NewRequest("POST", "http://proxy/charges", strings.NewReader(body))
+						req.Header.Set("Idempotency-Key", "k1")
+						h.ServeHTTP(w, req)
+						if w.Code != 200 {
+							b.Errorf("status %d", w.Code)
+						}
+					}
+				})
+			})
+		})
+	}
+}
+
 // measureCPU runs loop, which makes b.N calls, and reports their
 // allocations and the process's CPU time per call (cpu-ns/op).
 func measureCPU(b *testing.B, loop func()) {

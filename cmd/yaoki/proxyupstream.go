@@ -19,18 +19,19 @@ import (
 )
 
 // upstreamTransport is the proxy's connection pool to its upstreams. A
-// request to a plain-http upstream that has no body and may be sent again
-// on a new connection (see replayable) is exchanged on the caller's
-// goroutine: written with (*http.Request).Write, its answer read with
+// request to a plain-http upstream that may be sent again on a new
+// connection (see replayable), without a body or with one that can be
+// read again (GetBody) of at most maxDirectBody bytes, is exchanged on the
+// caller's goroutine: written with (*http.Request).Write, its answer read with
 // http.ReadResponse, over a keep-alive connection of its own pool.
 // http.Transport runs every exchange between a writer and a reader
 // goroutine of the connection and hands the request and the answer between
 // them and the caller; on a busy sidecar those hand-offs, and the threads
 // they wake, cost more than the proxying itself. Everything else goes
-// through fallback, an http.Transport: https, requests with a body (whose
-// answer may come while the body is still being sent), other methods,
-// Upgrade (WebSocket), Expect, and requests that an environment proxy
-// (HTTP_PROXY) takes.
+// through fallback, an http.Transport: https, longer bodies and bodies of
+// unknown length (whose answer may come while the body is still being
+// sent), other methods, Upgrade (WebSocket), Expect, and requests that an
+// environment proxy (HTTP_PROXY) takes.
 //
 // It keeps http.Transport's rules where they show: the same bytes on the
 // wire (the same writer; no compression asked for), 1xx
@@ -56,6 +57,12 @@ type upstreamTransport struct {
 	mu   sync.Mutex
 	idle map[string][]*upstreamConn // by host:port, the most recently used last
 }
+
+// maxDirectBody is the longest body the direct path sends: one that the
+// kernel's buffers at the two ends take whole, so that writing it does not
+// wait for the upstream to read it, and an upstream that answers before
+// reading (a 413, a 401) is heard once the write is done.
+const maxDirectBody = 64 << 10
 
 // maxResponseHeaderBytes is http.Transport's default limit on the size of
 // an answer's header: 10 MiB.
@@ -83,7 +90,10 @@ func newUpstreamTransport() *upstreamTransport {
 
 // direct reports whether req is exchanged on the caller's goroutine.
 func (u *upstreamTransport) direct(req *http.Request) bool {
-	if req.URL.Scheme != "http" || req.URL.Host == "" || (req.Body != nil && req.Body != http.NoBody) || !replayable(req) {
+	if req.URL.Scheme != "http" || req.URL.Host == "" || !replayable(req) {
+		return false
+	}
+	if withBody(req) && (req.GetBody == nil || req.ContentLength <= 0 || req.ContentLength > maxDirectBody) {
 		return false
 	}
 	if _, ok := req.Header["Upgrade"]; ok {
@@ -111,10 +121,20 @@ func (u *upstreamTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		var c *upstreamConn
 		if !fresh {
 			c = u.get(addr)
+		} else if withBody(req) {
+			// The first send read the body: send it again from the start.
+			body, err := req.GetBody()
+			if err != nil {
+				return nil, err
+			}
+			again := *req
+			again.Body = body
+			req = &again
 		}
 		if c == nil {
 			nc, err := u.dialer.DialContext(ctx, "tcp", addr)
 			if err != nil {
+				closeBody(req)
 				if ctx.Err() != nil {
 					return nil, context.Cause(ctx)
 				}
@@ -122,7 +142,7 @@ func (u *upstreamTransport) RoundTrip(req *http.Request) (*http.Response, error)
 			}
 			c = newUpstreamConn(u, addr, nc)
 		}
-		resp, err := c.exchange(ctx, req)
+		resp, err := c.exchange(ctx, req) // closes req.Body
 		if err == nil {
 			return resp, nil
 		}
@@ -131,6 +151,17 @@ func (u *upstreamTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		}
 		// The upstream had closed the idle connection before the request
 		// reached it: send it on a new one, as http.Transport does.
+	}
+}
+
+// withBody reports whether req has a body to send.
+func withBody(req *http.Request) bool { return req.Body != nil && req.Body != http.NoBody }
+
+// closeBody closes the body of a request that will not be sent, as a
+// RoundTripper must.
+func closeBody(req *http.Request) {
+	if withBody(req) {
+		req.Body.Close()
 	}
 }
 
@@ -143,10 +174,11 @@ func hostPort(u *url.URL) string {
 	return net.JoinHostPort(u.Hostname(), "80")
 }
 
-// replayable is http.Transport's rule for sending a request without body
-// again on a new connection after it was written on a reused one that
-// failed before any answer came: its method is GET, HEAD, OPTIONS or
-// TRACE, or it carries an Idempotency-Key.
+// replayable is http.Transport's rule for sending a request again on a
+// new connection after it was written on a reused one that failed before
+// any answer came: its method is GET, HEAD, OPTIONS or TRACE, or it
+// carries an Idempotency-Key (a body must also be readable again, which
+// direct checks).
 func replayable(req *http.Request) bool {
 	switch req.Method {
 	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
@@ -228,6 +260,7 @@ type upstreamConn struct {
 	addr   string
 	nc     net.Conn
 	r      countingReader // nc, counted and limited
+	w      errWriter      // nc, its first error kept
 	br     *bufio.Reader
 	bw     *bufio.Writer
 	reused bool      // it served an exchange before
@@ -238,7 +271,8 @@ func newUpstreamConn(u *upstreamTransport, addr string, nc net.Conn) *upstreamCo
 	c := &upstreamConn{u: u, addr: addr, nc: nc}
 	c.r = countingReader{nc: nc, left: -1}
 	c.br = bufio.NewReader(&c.r)
-	c.bw = bufio.NewWriter(nc)
+	c.w = errWriter{nc: nc}
+	c.bw = bufio.NewWriter(&c.w)
 	return c
 }
 
@@ -269,6 +303,22 @@ func (r *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// errWriter writes to nc and keeps the first error. (It has no ReadFrom,
+// so that a body copied through the bufio.Writer above it is written
+// here too.)
+type errWriter struct {
+	nc  net.Conn
+	err error
+}
+
+func (w *errWriter) Write(p []byte) (int, error) {
+	n, err := w.nc.Write(p)
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+	return n, err
+}
+
 // staleConnError is an exchange on a reused connection that failed before
 // any byte of an answer came: the upstream had closed the connection
 // while it was idle.
@@ -279,8 +329,8 @@ func (e *staleConnError) Error() string {
 }
 func (e *staleConnError) Unwrap() error { return e.err }
 
-// exchange sends req (which has no body) on c and reads the answer's
-// header. The connection goes back to the pool when the answer's body has
+// exchange sends req (its header, then its body if any, which it closes)
+// on c and reads the answer's header. The connection goes back to the pool when the answer's body has
 // been read to its end, and is closed when the exchange fails, the body is
 // closed before its end, or ctx ends first.
 func (c *upstreamConn) exchange(ctx context.Context, req *http.Request) (*http.Response, error) {
@@ -290,6 +340,12 @@ func (c *upstreamConn) exchange(ctx context.Context, req *http.Request) (*http.R
 	}
 	before := c.r.n
 	fail := func(err error) (*http.Response, error) {
+		if c.w.err != nil {
+			// What the connection refused, which Request.Write reports
+			// as an error reading the body when it came while the body
+			// was copied.
+			err = c.w.err
+		}
 		stop()
 		c.nc.Close()
 		if ctx.Err() != nil {
