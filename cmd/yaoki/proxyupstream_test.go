@@ -12,6 +12,7 @@ import (
 	"net/http/httptrace"
 	"net/textproto"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -182,49 +183,80 @@ func readRequest(t *testing.T, br *bufio.Reader) (*http.Request, bool) {
 func TestUpstreamSameBytesAsTransport(t *testing.T) {
 	// The direct path writes what http.Transport writes for the same
 	// request.
-	seen := make(chan string, 2)
-	url, _ := rawUpstream(t, func(c net.Conn, br *bufio.Reader) {
-		for {
-			var head strings.Builder
-			for {
-				line, err := br.ReadString('\n')
-				if err != nil {
-					return
-				}
-				head.WriteString(line)
-				if line == "\r\n" {
-					break
-				}
-			}
-			seen <- head.String()
-			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-		}
-	})
-	u := newUpstreamTransport()
-	defer u.CloseIdleConnections()
 	for _, ua := range []string{"", "curl/8"} {
-		var wire [2]string
-		for i, rt := range []http.RoundTripper{u.fallback, u} {
+		transport, direct := wireOfBoth(t, func(url string) *http.Request {
 			req, _ := http.NewRequest("GET", url+"/a/b?c=d", nil)
 			req.Header["X-Forwarded-For"] = []string{"10.0.0.1"}
 			req.Header["Via"] = []string{"1.1 yaoki"}
 			req.Header["Attempt-Count"] = []string{"1"}
 			req.Header.Set("User-Agent", ua) // "": none, as httputil.ReverseProxy asks
-			if i == 1 && !u.direct(req) {
-				t.Fatal("the request does not take the direct path")
-			}
-			resp, err := rt.RoundTrip(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			wire[i] = <-seen
-		}
-		if wire[0] != wire[1] {
-			t.Errorf("User-Agent %q: the direct path wrote\n%q\nhttp.Transport wrote\n%q", ua, wire[1], wire[0])
+			return req
+		})
+		if transport != direct {
+			t.Errorf("User-Agent %q: the direct path wrote\n%q\nhttp.Transport wrote\n%q", ua, direct, transport)
 		}
 	}
+}
+
+// wireOfBoth sends the request that newReq makes for an upstream's URL
+// through http.Transport and through the direct path, to an upstream that
+// keeps each request as it came on the wire, and returns the two.
+func wireOfBoth(t *testing.T, newReq func(url string) *http.Request) (transport, direct string) {
+	t.Helper()
+	seen := make(chan string, 2)
+	url, _ := rawUpstream(t, func(c net.Conn, br *bufio.Reader) {
+		for {
+			msg, err := readMessage(br)
+			if err != nil {
+				return
+			}
+			seen <- msg
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+	})
+	u := newUpstreamTransport()
+	defer u.CloseIdleConnections()
+	var wire [2]string
+	for i, rt := range []http.RoundTripper{u.fallback, u} {
+		req := newReq(url)
+		if i == 1 && !u.direct(req) {
+			t.Fatal("the request does not take the direct path")
+		}
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		wire[i] = <-seen
+	}
+	return wire[0], wire[1]
+}
+
+// readMessage reads one request from br as it came on the wire: its
+// header and its body (by Content-Length).
+func readMessage(br *bufio.Reader) (string, error) {
+	var msg strings.Builder
+	length := 0
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return "", err
+		}
+		msg.WriteString(line)
+		if name, value, ok := strings.Cut(line, ":"); ok && strings.EqualFold(name, "Content-Length") {
+			length, _ = strconv.Atoi(strings.TrimSpace(value))
+		}
+		if line == "\r\n" {
+			break
+		}
+	}
+	body := make([]byte, length)
+	if _, err := io.ReadFull(br, body); err != nil {
+		return "", err
+	}
+	msg.Write(body)
+	return msg.String(), nil
 }
 
 func TestUpstreamClosesIdleConnection(t *testing.T) {

@@ -51,71 +51,19 @@ func TestUpstreamBodyDirect(t *testing.T) {
 	}
 }
 
-// readMessage reads one request from br as it came on the wire: its
-// header and its body (by Content-Length).
-func readMessage(br *bufio.Reader) (string, error) {
-	var msg strings.Builder
-	length := 0
-	for {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			return "", err
-		}
-		msg.WriteString(line)
-		if name, value, ok := strings.Cut(line, ":"); ok && strings.EqualFold(name, "Content-Length") {
-			length, _ = strconv.Atoi(strings.TrimSpace(value))
-		}
-		if line == "\r\n" {
-			break
-		}
-	}
-	body := make([]byte, length)
-	if _, err := io.ReadFull(br, body); err != nil {
-		return "", err
-	}
-	msg.Write(body)
-	return msg.String(), nil
-}
-
 func TestUpstreamBodySameBytesAsTransport(t *testing.T) {
 	// A keyed POST on the direct path is the same bytes on the wire as
 	// http.Transport writes: header, then the body by Content-Length.
-	seen := make(chan string, 2)
-	url, _ := rawUpstream(t, func(c net.Conn, br *bufio.Reader) {
-		for {
-			msg, err := readMessage(br)
-			if err != nil {
-				return
-			}
-			seen <- msg
-			io.WriteString(c, "HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok")
-		}
-	})
-	u := newUpstreamTransport()
-	defer u.CloseIdleConnections()
-	var wire [2]string
-	for i, rt := range []http.RoundTripper{u.fallback, u} {
+	transport, direct := wireOfBoth(t, func(url string) *http.Request {
 		req := keyedPost(t, url+"/charges", `{"amount":100}`)
 		req.Header["Attempt-Count"] = []string{"1"}
-		if i == 1 && !u.direct(req) {
-			t.Fatal("the request does not take the direct path")
-		}
-		resp, err := rt.RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusCreated {
-			t.Errorf("status %d, want 201", resp.StatusCode)
-		}
-		wire[i] = <-seen
+		return req
+	})
+	if transport != direct {
+		t.Errorf("the direct path wrote\n%q\nhttp.Transport wrote\n%q", direct, transport)
 	}
-	if wire[0] != wire[1] {
-		t.Errorf("the direct path wrote\n%q\nhttp.Transport wrote\n%q", wire[1], wire[0])
-	}
-	if !strings.HasSuffix(wire[1], "\r\n\r\n"+`{"amount":100}`) {
-		t.Errorf("the direct path wrote %q, want the body after the header", wire[1])
+	if !strings.HasSuffix(direct, "\r\n\r\n"+`{"amount":100}`) {
+		t.Errorf("the direct path wrote %q, want the body after the header", direct)
 	}
 }
 
