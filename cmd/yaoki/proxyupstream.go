@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -125,7 +126,7 @@ func (u *upstreamTransport) RoundTrip(req *http.Request) (*http.Response, error)
 			// The first send read the body: send it again from the start.
 			body, err := req.GetBody()
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("proxy: the upstream had closed an idle connection, and the body could not be read again to send it on a new one: %w", err)
 			}
 			again := *req
 			again.Body = body
@@ -330,9 +331,9 @@ func (e *staleConnError) Error() string {
 func (e *staleConnError) Unwrap() error { return e.err }
 
 // exchange sends req (its header, then its body if any, which it closes)
-// on c and reads the answer's header. The connection goes back to the pool when the answer's body has
-// been read to its end, and is closed when the exchange fails, the body is
-// closed before its end, or ctx ends first.
+// on c and reads the answer's header. The connection goes back to the pool
+// when the answer's body has been read to its end, and is closed when the
+// exchange fails, the body is closed before its end, or ctx ends first.
 func (c *upstreamConn) exchange(ctx context.Context, req *http.Request) (*http.Response, error) {
 	stop := alwaysStopped
 	if ctx.Done() != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -179,6 +180,36 @@ func TestUpstreamBodyClosed(t *testing.T) {
 		}
 		if !body.closed.Load() {
 			t.Errorf("%s: the request's body was not closed", c.name)
+		}
+	}
+}
+
+func TestUpstreamBodyNotReadAgain(t *testing.T) {
+	// The resend of TestUpstreamBodyResent when the body cannot be read
+	// again: the error says so and wraps GetBody's.
+	url, _ := rawUpstream(t, func(c net.Conn, br *bufio.Reader) {
+		if req, ok := readRequest(t, br); ok {
+			io.Copy(io.Discard, req.Body)
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+	})
+	u := newUpstreamTransport()
+	defer u.CloseIdleConnections()
+	gone := errors.New("the body is gone")
+	for i := range 2 {
+		req := keyedPost(t, url, "data")
+		req.GetBody = func() (io.ReadCloser, error) { return nil, gone }
+		resp, err := u.RoundTrip(req)
+		if i == 0 {
+			if err != nil {
+				t.Fatalf("POST 1: %v", err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			continue
+		}
+		if !errors.Is(err, gone) || !strings.Contains(err.Error(), "could not be read again") {
+			t.Errorf("POST 2 on the closed connection: error %v, want GetBody's, said", err)
 		}
 	}
 }
