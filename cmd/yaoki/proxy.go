@@ -266,6 +266,14 @@ func (s *proxyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Detail: fmt.Sprintf("proxy: no route takes %s %s (host %s)", r.Method, r.URL.Path, requestHost(r))}, -1)
 		return
 	}
+	// An answer is relayed with the Content-Type its upstream gave, or
+	// none: a key without values keeps net/http's server from adding one
+	// it guessed from the first bytes (RFC 9110 §7.7: a proxy does not
+	// transform what it relays). httputil.ReverseProxy adds the upstream's
+	// value to the key; the proxy's own answers set theirs. (After a 1xx
+	// answer, for which httputil.ReverseProxy clears the header, net/http
+	// guesses again.)
+	w.Header()["Content-Type"] = nil
 	if _, ok := r.Header[header.AttemptCount]; ok {
 		// The client retries: the route's loop makes one attempt.
 		pr.layered.ServeHTTP(w, r)

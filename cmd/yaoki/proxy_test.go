@@ -1,8 +1,14 @@
 package main
 
 import (
+	"bufio"
+	"io"
+	"net"
+	"net/http/httptest"
+	neturl "net/url"
 	"os"
 	"runtime/debug"
+	"slices"
 	"testing"
 )
 
@@ -20,5 +26,48 @@ func TestProxyGC(t *testing.T) {
 	setProxyGC()
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Errorf("GOGC=100: GC percent %d, want 100 (the environment's)", got)
+	}
+}
+
+func TestProxyContentTypeRelayed(t *testing.T) {
+	// An upstream answer without Content-Type reaches the client without
+	// one (net/http's server would add one guessed from the body, as
+	// "text/html; charset=utf-8" here); one with Content-Type keeps it.
+	url, _ := rawUpstream(t, func(c net.Conn, br *bufio.Reader) {
+		for {
+			req, ok := readRequest(t, br)
+			if !ok {
+				return
+			}
+			typ := ""
+			if req.URL.Path == "/json" {
+				typ = "Content-Type: application/json\r\n"
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\n"+typ+"Content-Length: 15\r\n\r\n<html>hi</html>")
+		}
+	})
+	up, _ := neturl.Parse(url)
+	base := newUpstreamTransport()
+	defer base.CloseIdleConnections()
+	s := &proxyServer{base: base, buffers: &bufferPool{}}
+	rs, err := s.build(&proxyConfig{routes: []*routeConfig{{name: "--upstream", upstream: up}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.close()
+	s.routes.Store(rs)
+	front := httptest.NewServer(s)
+	defer front.Close()
+	defer front.Client().CloseIdleConnections()
+	for path, want := range map[string][]string{"/none": nil, "/json": {"application/json"}} {
+		resp, err := front.Client().Get(front.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if got := resp.Header["Content-Type"]; !slices.Equal(got, want) || string(body) != "<html>hi</html>" {
+			t.Errorf("GET %s: Content-Type %q, body %q; want %q and the upstream's body", path, got, body, want)
+		}
 	}
 }
