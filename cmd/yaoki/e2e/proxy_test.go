@@ -367,7 +367,21 @@ func TestProxyUpgrade(t *testing.T) {
 // including retries that start after the signal, all finish.
 func TestProxySIGTERMFinishesCalls(t *testing.T) {
 	up := startUpstream(t)
-	p := startProxy(t, append([]string{"--upstream", up.url, "--grace", "20s"}, fastRetries...)...)
+	// A budget that grants every retry: under the default one (a bucket
+	// of 10 that starts at 8, retries stop at 5), three first attempts
+	// that fail before the three others succeed leave the third no retry,
+	// and this test is about the shutdown, not the budget.
+	cfg := writeConfig(t, "proxy.yaml", fmt.Sprintf(`routes:
+  - path: /
+    upstream: %s
+    policy:
+      Retry:
+        - ErrorEquals: [States.ALL]
+          IntervalSeconds: 0.001
+          MaxAttempts: 2
+      Budget: {MinPerSecond: 100}
+`, up.url))
+	p := startProxy(t, "--config", cfg, "--grace", "20s")
 	c := &http.Client{Timeout: 20 * time.Second}
 	defer c.CloseIdleConnections()
 	type result struct {
