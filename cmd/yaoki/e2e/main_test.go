@@ -107,7 +107,13 @@ func startFlaky(t *testing.T, args ...string) *server {
 // stdout is discarded. It is stopped (SIGINT) at the end of the test.
 func serve(t *testing.T, args ...string) *server {
 	t.Helper()
-	s, url, rest := startPrinting(t, nil, yaoki, args...)
+	return serveEnv(t, nil, args...)
+}
+
+// serveEnv is serve with env added to the environment.
+func serveEnv(t *testing.T, env []string, args ...string) *server {
+	t.Helper()
+	s, url, rest := startPrinting(t, env, yaoki, args...)
 	go io.Copy(io.Discard, rest)
 	s.url = url
 	t.Cleanup(s.stop)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -27,7 +28,13 @@ import (
 // once it printed its URL (without the final slash).
 func startProxy(t *testing.T, args ...string) *server {
 	t.Helper()
-	s := serve(t, append([]string{"proxy", "--listen", "127.0.0.1:0"}, args...)...)
+	return startProxyEnv(t, nil, args...)
+}
+
+// startProxyEnv is startProxy with env added to the environment.
+func startProxyEnv(t *testing.T, env []string, args ...string) *server {
+	t.Helper()
+	s := serveEnv(t, env, append([]string{"proxy", "--listen", "127.0.0.1:0"}, args...)...)
 	s.url = strings.TrimSuffix(s.url, "/")
 	return s
 }
@@ -667,5 +674,50 @@ func TestProxyFleetBreaker(t *testing.T) {
 	}
 	if ra := resp.Header.Get("Retry-After"); ra == "" || ra == "0" {
 		t.Errorf("B's refusal: Retry-After %q, want the fleet's open period left", ra)
+	}
+}
+
+// An https upstream, the case the proxy is for (a partner's API): the
+// proxy verifies the upstream's certificate against the roots it is given
+// (SSL_CERT_FILE, which Go reads on Linux), retries over TLS as over TCP,
+// and answers an upstream it cannot verify with a 502 that says why,
+// without sending the request there or retrying.
+func TestProxyHTTPSUpstream(t *testing.T) {
+	up := startScripted(t, true, answer{status: 503}, answer{status: 200, body: "secure\n"})
+	roots := func(der []byte) string {
+		path := filepath.Join(t.TempDir(), "roots.pem")
+		if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// SSL_CERT_DIR too: no root from the machine's directory.
+		return "SSL_CERT_FILE=" + path
+	}
+	noDir := "SSL_CERT_DIR=" + t.TempDir()
+	c := &http.Client{Timeout: 20 * time.Second}
+	defer c.CloseIdleConnections()
+	upstream := strings.TrimSuffix(up.url, "/")
+
+	p := startProxyEnv(t, []string{roots(up.cert), noDir}, append([]string{"--upstream", upstream}, fastRetries...)...)
+	resp, body := do(t, c, "GET", p.url+"/pay?id=7", nil)
+	got := up.requests()
+	if resp.StatusCode != 200 || body != "secure\n" || len(got) != 2 {
+		t.Fatalf("through the proxy to an https upstream answering 503, 200: %d %q, upstream saw %d requests; want 200 \"secure\" after 2", resp.StatusCode, body, len(got))
+	}
+	for i, s := range got {
+		if s.uri != "/pay?id=7" || s.header.Get("Attempt-Count") != fmt.Sprint(i+1) {
+			t.Errorf("attempt %d: %s with Attempt-Count %q; want /pay?id=7 with %d", i+1, s.uri, s.header.Get("Attempt-Count"), i+1)
+		}
+	}
+
+	up.restart()
+	other := selfSigned(t) // a root that did not sign the upstream's certificate
+	p = startProxyEnv(t, []string{roots(other.Certificate[0]), noDir}, append([]string{"--upstream", upstream}, fastRetries...)...)
+	resp, body = do(t, c, "GET", p.url+"/pay", nil)
+	if resp.StatusCode != http.StatusBadGateway || resp.Header.Get("Content-Type") != "application/problem+json" ||
+		!strings.Contains(body, `"reason":"permanent_error"`) || !strings.Contains(body, "certificate") {
+		t.Errorf("an upstream whose certificate the proxy cannot verify: %d %s %s; want 502 problem+json, permanent_error, about the certificate", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	if n := len(up.requests()); n != 0 {
+		t.Errorf("the unverified upstream got %d requests, want none", n)
 	}
 }

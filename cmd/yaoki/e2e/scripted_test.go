@@ -66,6 +66,7 @@ type seen struct {
 // it writes its answers as raw bytes and records each request.
 type scripted struct {
 	url    string
+	cert   []byte // with TLS: the server's certificate, DER
 	ln     net.Listener
 	mu     sync.Mutex
 	script []answer
@@ -84,7 +85,9 @@ func startScripted(t *testing.T, tlsOn bool, script ...answer) *scripted {
 	}
 	s := &scripted{ln: ln, script: script, url: "http://" + ln.Addr().String() + "/"}
 	if tlsOn {
-		s.ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}})
+		cert := selfSigned(t)
+		s.cert = cert.Certificate[0]
+		s.ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}})
 		s.url = "https://" + ln.Addr().String() + "/"
 	}
 	s.wg.Add(1)
