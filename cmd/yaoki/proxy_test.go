@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -46,19 +47,7 @@ func TestProxyContentTypeRelayed(t *testing.T) {
 			io.WriteString(c, "HTTP/1.1 200 OK\r\n"+typ+"Content-Length: 15\r\n\r\n<html>hi</html>")
 		}
 	})
-	up, _ := neturl.Parse(url)
-	base := newUpstreamTransport()
-	defer base.CloseIdleConnections()
-	s := &proxyServer{base: base, buffers: &bufferPool{}}
-	rs, err := s.build(&proxyConfig{routes: []*routeConfig{{name: "--upstream", upstream: up}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.close()
-	s.routes.Store(rs)
-	front := httptest.NewServer(s)
-	defer front.Close()
-	defer front.Client().CloseIdleConnections()
+	front := proxyFront(t, url)
 	for path, want := range map[string][]string{"/none": nil, "/json": {"application/json"}} {
 		resp, err := front.Client().Get(front.URL + path)
 		if err != nil {
@@ -68,6 +57,62 @@ func TestProxyContentTypeRelayed(t *testing.T) {
 		resp.Body.Close()
 		if got := resp.Header["Content-Type"]; !slices.Equal(got, want) || string(body) != "<html>hi</html>" {
 			t.Errorf("GET %s: Content-Type %q, body %q; want %q and the upstream's body", path, got, body, want)
+		}
+	}
+}
+
+// proxyFront serves the proxy of one --upstream route to upstream on a
+// loopback net/http server, as yaoki proxy does; both close when the test
+// ends.
+func proxyFront(t *testing.T, upstream string) *httptest.Server {
+	t.Helper()
+	up, err := neturl.Parse(upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := newUpstreamTransport()
+	s := &proxyServer{base: base, buffers: &bufferPool{}}
+	rs, err := s.build(&proxyConfig{routes: []*routeConfig{{name: "--upstream", upstream: up}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.routes.Store(rs)
+	front := httptest.NewServer(s)
+	t.Cleanup(func() {
+		front.Client().CloseIdleConnections()
+		front.Close()
+		rs.close()
+		base.CloseIdleConnections()
+	})
+	return front
+}
+
+func TestProxyUpstreamPath(t *testing.T) {
+	// The request's path is added to the upstream's, escapes kept, and
+	// its query passed on.
+	url, _ := rawUpstream(t, func(c net.Conn, br *bufio.Reader) {
+		for {
+			req, ok := readRequest(t, br)
+			if !ok {
+				return
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: "+strconv.Itoa(len(req.RequestURI))+"\r\n\r\n"+req.RequestURI)
+		}
+	})
+	front := proxyFront(t, url+"/v2")
+	for _, c := range []struct{ path, want string }{
+		{"/x?a=1&b=%20", "/v2/x?a=1&b=%20"},
+		{"/", "/v2/"},
+		{"/a%2Fb/c", "/v2/a%2Fb/c"},
+	} {
+		resp, err := front.Client().Get(front.URL + c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(got) != c.want {
+			t.Errorf("GET %s: the upstream saw %s, want %s", c.path, got, c.want)
 		}
 	}
 }
