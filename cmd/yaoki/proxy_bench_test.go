@@ -48,12 +48,12 @@ func BenchmarkProxyServe(b *testing.B) {
 	b.Run("yaoki-stdlib-transport", func(b *testing.B) {
 		t := newUpstreamTransport().fallback
 		defer t.CloseIdleConnections()
-		run(b, benchProxy(b, t, nil, u))
+		run(b, routeProxy(b, t, nil, u))
 	})
 	yaoki := func(b *testing.B, obs *observing) {
 		t := newUpstreamTransport()
 		defer t.CloseIdleConnections()
-		run(b, benchProxy(b, t, obs, u))
+		run(b, routeProxy(b, t, obs, u))
 	}
 	b.Run("yaoki", func(b *testing.B) { yaoki(b, nil) })
 	b.Run("yaoki+metrics", func(b *testing.B) {
@@ -101,7 +101,7 @@ func BenchmarkProxyHandler(b *testing.B) {
 		run(b, rp)
 	})
 	b.Run("yaoki", func(b *testing.B) {
-		run(b, benchProxy(b, stubUpstream{}, nil, u))
+		run(b, routeProxy(b, stubUpstream{}, nil, u))
 	})
 }
 
@@ -130,7 +130,7 @@ func BenchmarkProxyServePOST(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			t := c.base()
 			defer t.(interface{ CloseIdleConnections() }).CloseIdleConnections()
-			h := benchProxy(b, t, nil, u)
+			h := routeProxy(b, t, nil, u)
 			measureCPU(b, func() {
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
@@ -167,16 +167,17 @@ func serveGET(b *testing.B, h http.Handler) {
 	}
 }
 
-// benchProxy returns the proxy of one --upstream route to u over base,
-// its routes closed when b ends.
-func benchProxy(b *testing.B, base http.RoundTripper, obs *observing, u *url.URL) *proxyServer {
+// routeProxy returns the proxy of one --upstream route to u over base,
+// its routes closed when the test or benchmark ends.
+func routeProxy(tb testing.TB, base http.RoundTripper, obs *observing, u *url.URL) *proxyServer {
+	tb.Helper()
 	s := &proxyServer{base: base, buffers: &bufferPool{}, obs: obs}
 	rs, err := s.build(&proxyConfig{routes: []*routeConfig{{name: "--upstream", upstream: u}}})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	s.routes.Store(rs)
-	b.Cleanup(rs.close)
+	tb.Cleanup(rs.close)
 	return s
 }
 

@@ -71,18 +71,11 @@ func proxyFront(t *testing.T, upstream string) *httptest.Server {
 		t.Fatal(err)
 	}
 	base := newUpstreamTransport()
-	s := &proxyServer{base: base, buffers: &bufferPool{}}
-	rs, err := s.build(&proxyConfig{routes: []*routeConfig{{name: "--upstream", upstream: up}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.routes.Store(rs)
-	front := httptest.NewServer(s)
+	t.Cleanup(base.CloseIdleConnections) // after the routes close (cleanups run last first)
+	front := httptest.NewServer(routeProxy(t, base, nil, up))
 	t.Cleanup(func() {
 		front.Client().CloseIdleConnections()
 		front.Close()
-		rs.close()
-		base.CloseIdleConnections()
 	})
 	return front
 }
