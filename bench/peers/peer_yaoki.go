@@ -17,10 +17,10 @@ import (
 // executor); the backoff is the pure backoff.Schedule with a math/rand/v2
 // draw per call.
 
-func init() {
-	RegisterLib(Lib{Name: "yaoki", Module: "github.com/yaoki-go/yaoki"})
+func addYaoki(r *registry) {
+	r.lib(Lib{Name: "yaoki", Module: "github.com/yaoki-go/yaoki"})
 
-	RegisterRetrier(Retrier{
+	r.retrier(Retrier{
 		Lib: "yaoki",
 		New: func(p RetryPolicy, op func() error) func() error {
 			r, err := retry.New(retry.Policy{
@@ -40,7 +40,7 @@ func init() {
 	// every call (retry.Do(ctx, policy, fn)), the form of yaoki's quick
 	// start; "yaoki" is the prepared Retrier its documentation recommends
 	// for hot paths.
-	RegisterRetrier(Retrier{
+	r.retrier(Retrier{
 		Lib: "yaoki-do",
 		New: func(p RetryPolicy, op func() error) func() error {
 			pol := retry.Policy{
@@ -56,7 +56,7 @@ func init() {
 		},
 	})
 
-	RegisterBackoff(Backoff{
+	r.backoff(Backoff{
 		Lib: "yaoki",
 		New: func(base, max time.Duration, attempt int) func() time.Duration {
 			s := backoff.Schedule{Base: base, Cap: max} // exponential ×2, full jitter
@@ -70,7 +70,7 @@ func init() {
 	// draws are all 0. The default per-host budget (retries ≤ 20 % of
 	// successful requests + 10/s) is off: HTTPRetry503 retries every request, which a
 	// budget refuses by design after its share, and no peer has one.
-	RegisterHTTPClient(HTTPClient{
+	r.httpClient(HTTPClient{
 		Lib: "yaoki",
 		New: func(rt http.RoundTripper, p HTTPPolicy) func(*http.Request) (*http.Response, error) {
 			pol := retry.Policy{MaxAttempts: p.MaxAttempts}
@@ -111,7 +111,7 @@ func init() {
 			}
 		}
 	}
-	RegisterBreaker(Breaker{
+	r.breaker(Breaker{
 		Lib: "yaoki",
 		New: func(p BreakerPolicy, op func() error) (func() error, func()) {
 			b := newBreaker(p)
@@ -120,7 +120,7 @@ func init() {
 			return func() error { return b.Execute(ctx, fn) }, forceOpen(b, p)
 		},
 	})
-	RegisterBreaker(Breaker{
+	r.breaker(Breaker{
 		Lib: "yaoki-permit",
 		New: func(p BreakerPolicy, op func() error) (func() error, func()) {
 			b := newBreaker(p)

@@ -17,8 +17,6 @@ import (
 	"github.com/yaoki-go/yaoki/postgres"
 )
 
-func init() { subcommands = append(subcommands, newDeadLetterCmd) }
-
 // dlFailed is the exit code of a deadletter command that the store failed
 // (the database unreachable, the table missing) or that was given an ID no
 // letter has.

@@ -20,8 +20,6 @@ import (
 	"github.com/yaoki-go/yaoki/retry"
 )
 
-func init() { subcommands = append(subcommands, newExecCmd) }
-
 // Exit codes of yaoki exec besides the command's own.
 const (
 	execNotExecutable = 126 // the command was found but could not be run

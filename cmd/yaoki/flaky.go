@@ -19,8 +19,6 @@ import (
 	"github.com/yaoki-go/yaoki/header"
 )
 
-func init() { subcommands = append(subcommands, newFlakyCmd) }
-
 type flakyOptions struct {
 	addr          string
 	script        string

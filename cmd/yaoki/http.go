@@ -25,8 +25,6 @@ import (
 	"github.com/yaoki-go/yaoki/retry"
 )
 
-func init() { subcommands = append(subcommands, newHTTPCmd) }
-
 // defaultMaxRedirs is curl's default for --max-redirs.
 const defaultMaxRedirs = 50
 

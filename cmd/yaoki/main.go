@@ -41,9 +41,8 @@ func run(args []string) int {
 // given (unknown flag, bad value, missing argument).
 const ExitUsage = 2
 
-// subcommands is filled by the init functions of the subcommand files.
-var subcommands []func() *cobra.Command
-
+// newRoot builds the yaoki command and its subcommands, anew at each call
+// (the tests build one per case).
 func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "yaoki",
@@ -58,8 +57,7 @@ func newRoot() *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return exit(ExitUsage, fmt.Sprintf("%v\nsee '%s --help' for the flags and the values they accept", err, c.CommandPath()))
 	})
-	for _, sub := range subcommands {
-		root.AddCommand(sub())
-	}
+	root.AddCommand(newSimCmd(), newPlanCmd(), newExecCmd(), newFlakyCmd(), newHTTPCmd(),
+		newProxyCmd(), newDeadLetterCmd(), newVersionCmd())
 	return root
 }

@@ -15,8 +15,6 @@ import (
 	"github.com/yaoki-go/yaoki/retry"
 )
 
-func init() { subcommands = append(subcommands, newPlanCmd) }
-
 type planOptions struct {
 	pf     policyFlags
 	layers int

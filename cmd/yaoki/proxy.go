@@ -21,8 +21,6 @@ import (
 	"github.com/yaoki-go/yaoki/httpretry"
 )
 
-func init() { subcommands = append(subcommands, newProxyCmd) }
-
 type proxyOptions struct {
 	listen   string
 	upstream string

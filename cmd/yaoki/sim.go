@@ -19,8 +19,6 @@ import (
 	"github.com/yaoki-go/yaoki/sim"
 )
 
-func init() { subcommands = append(subcommands, newSimCmd) }
-
 // simOptions are the flags every `yaoki sim` command shares: output, runs,
 // and the policy to try.
 type simOptions struct {

@@ -8,8 +8,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { subcommands = append(subcommands, newVersionCmd) }
-
 // buildVersion returns the module version the binary was built from
 // ("(devel)" for a build inside the repository), as the Go toolchain
 // stamped it.
