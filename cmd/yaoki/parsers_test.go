@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -120,6 +122,75 @@ func FuzzYAMLToJSON(f *testing.F) {
 		}
 		if !json.Valid(js) {
 			t.Fatalf("YAML %q gave invalid JSON %q", data, js)
+		}
+	})
+}
+
+// errNames fails t unless err's message quotes the input and says what is
+// accepted.
+func errNames(t *testing.T, err error, quoted string) {
+	t.Helper()
+	if msg := err.Error(); !strings.Contains(msg, strconv.Quote(quoted)) || !strings.Contains(msg, "want ") {
+		t.Fatalf("error %q: want the input %q quoted and what is accepted", msg, quoted)
+	}
+}
+
+func FuzzParseSeconds(f *testing.F) {
+	for _, s := range []string{"0", "1.5", " 2 ", "250ms", "1h2m3.5s", "1e3", "0x1p-2", "-0", "-1", "-1s", "NaN", "+Inf", "1e400",
+		"9223372036", "9223372036.854775807", "2562047h47m16.854775807s", "2562047h47m16.854775808s", "", "soon"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := parseSeconds(s)
+		if err != nil {
+			errNames(t, err, strings.TrimSpace(s))
+			return
+		}
+		if d < 0 {
+			t.Fatalf("%q gave %v, want ≥ 0", s, d)
+		}
+		if back, err := parseSeconds(d.String()); err != nil || back != d {
+			t.Fatalf("%q gave %v, which parses back to %v, %v", s, d, back, err)
+		}
+	})
+}
+
+func FuzzParseByteSize(f *testing.F) {
+	for _, s := range []string{"65536", "64KiB", "1MiB", " 2 MiB ", "+1", "-1", "-1KiB", "0", "2147483647", "2147483648",
+		"2097151KiB", "2097152KiB", "2047MiB", "2048MiB", "1GB", "KiB", "1KiBKiB", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := parseByteSize(s)
+		if err != nil {
+			errNames(t, err, s)
+			return
+		}
+		if n != -1 && (n < 1 || n > math.MaxInt32) {
+			t.Fatalf("%q gave %d, want -1 or 1 to %d", s, n, math.MaxInt32)
+		}
+		if back, err := parseByteSize(strconv.FormatInt(n, 10)); err != nil || back != n {
+			t.Fatalf("%q gave %d, which parses back to %d, %v", s, n, back, err)
+		}
+	})
+}
+
+func FuzzParseUpstream(f *testing.F) {
+	for _, s := range []string{"http://127.0.0.1:9000", "https://api.partner.example/v1", "HTTPS://h/a%2Fb/", "http://[::1]:8080/",
+		"http://h?", "ftp://h", "http://", "http:///p", "http:h", "http://:80", "http://h?x=1", "http://h#f", "http://u:p@h", "/v1", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		u, err := parseUpstream(s)
+		if err != nil {
+			errNames(t, err, s)
+			return
+		}
+		if u.Scheme != "http" && u.Scheme != "https" || u.Hostname() == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			t.Fatalf("%q gave %#v, want http or https, a host, no query, fragment or user info", s, u)
+		}
+		if back, err := parseUpstream(u.String()); err != nil || back.String() != u.String() {
+			t.Fatalf("%q gave %q, which parses back to %v, %v", s, u, back, err)
 		}
 	})
 }

@@ -415,8 +415,10 @@ func (s *seconds) Type() string { return "duration" }
 func parseSeconds(v string) (time.Duration, error) {
 	v = strings.TrimSpace(v)
 	if f, err := strconv.ParseFloat(v, 64); err == nil {
-		if f < 0 || f > math.MaxInt64/float64(time.Second) || math.IsNaN(f) {
-			return 0, fmt.Errorf("%q out of range: want seconds ≥ 0", v)
+		// ≥: the bound as a float64, in nanoseconds, rounds up to 2⁶³,
+		// which a time.Duration does not hold.
+		if f < 0 || f >= math.MaxInt64/float64(time.Second) || math.IsNaN(f) {
+			return 0, fmt.Errorf("%q out of range: want seconds from 0 to 9223372036 (292 years)", v)
 		}
 		return time.Duration(f * float64(time.Second)), nil
 	}

@@ -347,7 +347,7 @@ func yamlKindName(n *yaml.Node) string {
 func parseUpstream(s string) (*url.URL, error) {
 	u, err := url.Parse(s)
 	switch {
-	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "": // a port alone ("http://:80") names no host
 		return nil, fmt.Errorf("%q is not an http or https URL: want e.g. http://127.0.0.1:9000 or https://api.partner.example/v1", s)
 	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
 		return nil, fmt.Errorf("%q: want a URL without query, fragment or user info (the request's path and query are added to it)", s)
@@ -355,7 +355,7 @@ func parseUpstream(s string) (*url.URL, error) {
 	return u, nil
 }
 
-// parseSize reads max_buffered_body: bytes, with an optional KiB or MiB
+// parseByteSize reads max_buffered_body: bytes, with an optional KiB or MiB
 // suffix; -1 never buffers.
 func parseByteSize(s string) (int64, error) {
 	mult := int64(1)
