@@ -14,23 +14,6 @@ import (
 
 func TestMain(m *testing.M) { leakcheck.Main(m) }
 
-// exampleT stands in for the *testing.T of a test, which an example has
-// not: it keeps the cleanups, run in reverse by cleanup, and panics on a
-// failure. Other methods of testing.TB are not provided (nil).
-type exampleT struct {
-	testing.TB
-	cleanups []func()
-}
-
-func (*exampleT) Helper()                           {}
-func (*exampleT) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
-func (t *exampleT) Cleanup(f func())                { t.cleanups = append(t.cleanups, f) }
-func (t *exampleT) cleanup() {
-	for i := len(t.cleanups) - 1; i >= 0; i-- {
-		t.cleanups[i]()
-	}
-}
-
 // A test puts the proxy between its client and a real server, then
 // injects faults: a reply lost after the server handled the request, then
 // a cut link, then the link back.
@@ -40,10 +23,13 @@ func Example() {
 		fmt.Fprintf(w, "charge %d", handled.Add(1))
 	}))
 	defer srv.Close()
-	t := &exampleT{}
-	defer t.cleanup()
-
-	p := faultproxy.New(t, srv.Listener.Addr().String())
+	// (A test calls faultproxy.New(t, addr), closed when the test ends.)
+	p, err := faultproxy.Start(srv.Listener.Addr().String())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close()
 	// A new connection for each request: the transport sends none again.
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	post := func(what string) {

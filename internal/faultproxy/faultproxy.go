@@ -38,19 +38,33 @@ const (
 // New returns a proxy to target (host:port), closed when tb ends.
 func New(tb testing.TB, target string) *Proxy {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := Start(target)
 	if err != nil {
 		tb.Fatalf("faultproxy: %v", err)
+	}
+	tb.Cleanup(p.Close)
+	return p
+}
+
+// Start returns a proxy to target (host:port) outside a test; the caller
+// closes it.
+func Start(target string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
 	}
 	p := &Proxy{Addr: ln.Addr().String(), target: target, ln: ln, conns: map[net.Conn]struct{}{}}
 	p.wg.Add(1)
 	go p.accept()
-	tb.Cleanup(func() {
-		_ = ln.Close()
-		p.cut()
-		p.wg.Wait()
-	})
-	return p
+	return p, nil
+}
+
+// Close stops accepting, cuts every connection and waits until the
+// proxy's goroutines are gone.
+func (p *Proxy) Close() {
+	_ = p.ln.Close()
+	p.cut()
+	p.wg.Wait()
 }
 
 // Up passes everything through again.

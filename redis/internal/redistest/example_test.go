@@ -6,6 +6,8 @@ import (
 	"os"
 	"testing"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/yaoki-go/yaoki/internal/leakcheck"
 	"github.com/yaoki-go/yaoki/redis/internal/redistest"
 )
@@ -20,51 +22,38 @@ func TestMain(m *testing.M) {
 	leakcheck.Main(m)
 }
 
-// exampleT stands in for the *testing.T of a test, which an example has
-// not: it keeps the cleanups, run in reverse by cleanup, makes temporary
-// directories and panics on a failure. Other methods of testing.TB are not
-// provided (nil).
-type exampleT struct {
-	testing.TB
-	cleanups []func()
-}
-
-func (*exampleT) Helper()                           {}
-func (*exampleT) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
-func (t *exampleT) Cleanup(f func())                { t.cleanups = append(t.cleanups, f) }
-func (t *exampleT) TempDir() string {
+// A durable server keeps what it acknowledged through a crash: Kill is
+// SIGKILL, Resume starts it again on the same port and directory. (A test
+// calls StartDurable(t), which also stops the server and removes its
+// directory when the test ends.)
+func Example() {
 	dir, err := os.MkdirTemp("", "redistest-example-")
 	if err != nil {
-		panic(err)
+		fmt.Println(err)
+		return
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	return dir
-}
-func (t *exampleT) cleanup() {
-	for i := len(t.cleanups) - 1; i >= 0; i-- {
-		t.cleanups[i]()
+	defer os.RemoveAll(dir)
+	s, err := redistest.Open(dir, true)
+	if err != nil {
+		fmt.Println(err)
+		return
 	}
-}
-
-// A durable server keeps what it acknowledged through a crash: Kill is
-// SIGKILL, Resume starts it again on the same port and directory.
-func Example() {
-	t := &exampleT{}
-	defer t.cleanup()
+	defer s.Kill()
 	ctx := context.Background()
-
-	s := redistest.StartDurable(t)
-	c := s.Client(t)
+	c := goredis.NewClient(&goredis.Options{Addr: s.Addr})
 	c.Incr(ctx, "charges")
 	n, err := c.Incr(ctx, "charges").Result()
 	fmt.Println("before the crash:", n, err)
+	c.Close()
 
 	s.Kill()
 	if err := s.Resume(); err != nil {
 		fmt.Println(err)
 		return
 	}
-	n, err = s.Client(t).Get(ctx, "charges").Int64()
+	c = goredis.NewClient(&goredis.Options{Addr: s.Addr})
+	defer c.Close()
+	n, err = c.Get(ctx, "charges").Int64()
 	fmt.Println("after it:", n, err)
 	// Output:
 	// before the crash: 2 <nil>

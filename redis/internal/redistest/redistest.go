@@ -7,6 +7,7 @@ package redistest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -55,46 +56,72 @@ func Start(tb testing.TB) *Server {
 // acknowledged survives Kill and Resume.
 func StartDurable(tb testing.TB) *Server {
 	tb.Helper()
-	return startOrSkip(tb, "", func(string) []string { return []string{"--appendonly", "yes", "--appendfsync", "always"} })
+	return startOrSkip(tb, "", durable)
 }
 
-// startOrSkip starts a server with the extra arguments (mode says which
-// for an error), trying five times, or skips tb when redis-server is
-// missing.
+// durable is the append-only file on, written at every command.
+func durable(string) []string { return []string{"--appendonly", "yes", "--appendfsync", "always"} }
+
+// startOrSkip starts a server in a directory of tb's, with the extra
+// arguments (mode says which, for an error), stopped when tb ends, or skips
+// tb when redis-server is missing.
 func startOrSkip(tb testing.TB, mode string, extra func(dir string) []string) *Server {
 	tb.Helper()
+	if Binary() == "" {
+		tb.Skip("redistest: redis-server is not installed (apt-get install redis-server); skipping the Redis integration test")
+	}
+	s, err := open(tb.TempDir(), mode, extra)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(s.Kill)
+	return s
+}
+
+// Open starts a server in dir outside a test: with durableAOF set, the
+// append-only file is on and written at every command, as StartDurable's.
+// The caller stops the server with Kill and removes dir.
+func Open(dir string, durableAOF bool) (*Server, error) {
+	if durableAOF {
+		return open(dir, "", durable)
+	}
+	return open(dir, "", nil)
+}
+
+// open starts a server in dir with the extra arguments, trying five free
+// ports before it gives up.
+func open(dir, mode string, extra func(dir string) []string) (*Server, error) {
 	bin := Binary()
 	if bin == "" {
-		tb.Skip("redistest: redis-server is not installed (apt-get install redis-server); skipping the Redis integration test")
+		return nil, errors.New("redistest: redis-server is not installed (apt-get install redis-server)")
+	}
+	var args []string
+	if extra != nil {
+		args = extra(dir)
 	}
 	var lastErr error
 	for range 5 { // a free port may be taken between choosing and binding it
-		s, err := start(tb, bin, extra)
+		s, err := start(bin, dir, args)
 		if err == nil {
-			return s
+			return s, nil
 		}
 		lastErr = err
 	}
-	tb.Fatalf("redistest: could not start redis-server%s: %v", mode, lastErr)
-	return nil
+	return nil, fmt.Errorf("redistest: could not start redis-server%s in %s: %w", mode, dir, lastErr)
 }
 
-func start(tb testing.TB, bin string, extra func(dir string) []string) (*Server, error) {
+func start(bin, dir string, extra []string) (*Server, error) {
 	port, err := childproc.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	dir := tb.TempDir()
 	args := []string{bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", dir, "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning"}
-	if extra != nil {
-		args = append(args, extra(dir)...)
-	}
+	args = append(args, extra...)
 	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), args: args}
 	if err := s.run(); err != nil {
 		return nil, err
 	}
-	tb.Cleanup(s.Kill)
 	return s, nil
 }
 
