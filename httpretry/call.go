@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/yaoki-go/yaoki/event"
 	"github.com/yaoki-go/yaoki/header"
 	"github.com/yaoki-go/yaoki/retry"
 )
@@ -103,28 +102,32 @@ func (cl *call) noReplay(prefix []byte) {
 }
 
 // run makes the attempts through the retry loop and turns its outcome into
-// RoundTrip's. cl stays on the caller's stack unless there is an observer.
+// RoundTrip's. cl stays on the caller's stack unless the call is observed
+// or hedged: it is then copied to the heap once, in one allocation with
+// the observer's state.
 func (cl *call) run() (*http.Response, error) {
 	if cl.c.hedge != nil && cl.hedgeable() {
+		if o := cl.c.observer; o != nil {
+			oc := newObservedCall(cl, o)
+			return oc.call.hedged(oc)
+		}
 		h := new(call) // its attempts share it
 		*h = *cl
-		return h.hedged()
+		return h.hedged(nil)
 	}
 	if o := cl.c.observer; o != nil {
-		h := new(call) // the observer keeps a pointer to it
-		*h = *cl
-		return h.observed(o)
+		return newObservedCall(cl, o).observed()
 	}
 	resp, err := retry.DoValueWith(cl.req.Context(), cl.c.retrierFor(cl.req), cl.attempt)
 	return cl.finish(resp, err)
 }
 
-// observed is run with the loop's events passed to o, completed with what
-// HTTP knows.
-func (cl *call) observed(o event.Observer) (*http.Response, error) {
+// observed is run with the loop's events passed to the Transport's
+// observer, completed with what HTTP knows.
+func (oc *observedCall) observed() (*http.Response, error) {
+	cl := &oc.call
 	p := cl.c.retrierFor(cl.req).Policy()
-	p.Env = p.Env.Clone()
-	p.Env.Observer = &observer{next: o, cl: cl, method: methodOf(cl.req), host: cl.req.URL.Host}
+	p.Env = oc.env(p.Env)
 	resp, err := retry.DoValue(cl.req.Context(), p, cl.attempt)
 	return cl.finish(resp, err)
 }

@@ -94,18 +94,18 @@ func (a answer) release() {
 
 // hedged runs the call through its host's hedging retrier. cl is a copy on
 // the heap (see run): its attempts run concurrently and share it under
-// cl.hs.mu.
-func (cl *call) hedged() (*http.Response, error) {
+// cl.hs.mu. oc is cl's observedCall when the Transport has an observer
+// (cl is then &oc.call), nil otherwise.
+func (cl *call) hedged(oc *observedCall) (*http.Response, error) {
 	cl.hs = new(hedgeState)
 	r := cl.c.hedgedRetrierFor(cl.req)
 	var (
 		a   answer
 		err error
 	)
-	if o := cl.c.observer; o != nil {
+	if oc != nil {
 		p := r.Policy()
-		p.Env = p.Env.Clone()
-		p.Env.Observer = &observer{next: o, cl: cl, method: methodOf(cl.req), host: cl.req.URL.Host}
+		p.Env = oc.env(p.Env)
 		a, err = retry.HedgeValue(cl.req.Context(), p, cl.hedgeAttempt, answer.release)
 	} else {
 		a, err = retry.HedgeValueWith(cl.req.Context(), r, cl.hedgeAttempt, answer.release)

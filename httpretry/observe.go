@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/yaoki-go/yaoki/event"
+	"github.com/yaoki-go/yaoki/retry"
 )
 
 // observer passes the retry loop's events of one request on to the
@@ -15,6 +16,31 @@ type observer struct {
 	cl     *call
 	method string
 	host   string
+}
+
+// observedCall is an observed call's state on the heap, in one
+// allocation: the call (the observer keeps a pointer to it), the observer
+// that completes the loop's events, and the copy of the retrier's Env that
+// carries that observer.
+type observedCall struct {
+	call
+	obs   observer
+	envCp retry.Env
+}
+
+func newObservedCall(cl *call, o event.Observer) *observedCall {
+	oc := &observedCall{call: *cl}
+	oc.obs = observer{next: o, cl: &oc.call, method: methodOf(cl.req), host: cl.req.URL.Host}
+	return oc
+}
+
+// env returns a copy of e (nil: the zero Env) whose Observer is oc's.
+func (oc *observedCall) env(e *retry.Env) *retry.Env {
+	if e != nil {
+		oc.envCp = *e
+	}
+	oc.envCp.Observer = &oc.obs
+	return &oc.envCp
 }
 
 // permanentKey is retry.ReasonPermanent.Key(), the give-up reason of a

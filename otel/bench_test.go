@@ -103,6 +103,40 @@ func TestAllocations(t *testing.T) {
 	}
 }
 
+// answerOK answers every request with the same 200 at once, without a
+// network, so that what a request through httpretry allocates is
+// httpretry's own doing.
+type answerOK struct{ resp *http.Response }
+
+func (a answerOK) RoundTrip(*http.Request) (*http.Response, error) {
+	a.resp.Body = http.NoBody
+	return a.resp, nil
+}
+
+// TestObservedCallAllocations: observing a request through
+// httpretry.Transport costs it one allocation (the call, its observer and
+// their Env together), and nothing in this package once its attribute set
+// has been seen.
+func TestObservedCallAllocations(t *testing.T) {
+	o, _ := newObserver(t)
+	base := answerOK{&http.Response{StatusCode: 200, Header: http.Header{}}}
+	req, _ := http.NewRequest("GET", "http://api.example.com/", nil)
+	allocs := func(obs event.Observer) float64 {
+		rt := &httpretry.Transport{Base: base, Observer: obs}
+		_, _ = rt.RoundTrip(req) // the first request caches the attribute set
+		return testing.AllocsPerRun(200, func() {
+			resp, err := rt.RoundTrip(req)
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("RoundTrip = %v, %v", resp, err)
+			}
+		})
+	}
+	plain, observed := allocs(nil), allocs(o)
+	if observed-plain != 1 {
+		t.Errorf("an observed request allocates %v times, an unobserved one %v: want exactly one more", observed, plain)
+	}
+}
+
 // BenchmarkHTTPGet is a GET answered 200 over loopback through
 // httpretry.Transport, without an observer and with this package's
 // Observer: the cost of the metrics on the path most users take.
