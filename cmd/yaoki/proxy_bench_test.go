@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -188,4 +189,36 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkUpstreamQuiet is the look at an idle connection that the
+// proxy's pool takes again (one recv with MSG_PEEK), paid once per request
+// on a reused connection.
+func BenchmarkUpstreamQuiet(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		if c, err := ln.Accept(); err == nil {
+			io.Copy(io.Discard, c) // until the benchmark closes its end
+			c.Close()
+		}
+	}()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := newUpstreamConn(nil, ln.Addr().String(), nc)
+	b.ReportAllocs()
+	for b.Loop() {
+		if !c.quiet() {
+			b.Fatal("an idle connection with nothing on it is not quiet")
+		}
+	}
+	nc.Close()
+	<-served
 }

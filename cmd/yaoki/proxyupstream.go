@@ -34,6 +34,12 @@ import (
 // sent), other methods, Upgrade (WebSocket), Expect, and requests that an
 // environment proxy (HTTP_PROXY) takes.
 //
+// A connection is not watched while idle (that takes a goroutine); it is
+// looked at when taken from the pool instead (quiet): one that the
+// upstream closed, or on which bytes came that no request asked for, is
+// closed there, as http.Transport closes an idle connection on which an
+// unsolicited answer comes.
+//
 // It keeps http.Transport's rules where they show: the same bytes on the
 // wire (the same writer; no compression asked for), 1xx
 // answers passed to the request's httptrace.ClientTrace.Got1xxResponse
@@ -42,10 +48,10 @@ import (
 // side said Connection: close, a request sent again once on a new
 // connection when a reused one turns out to have been closed by the
 // upstream before any answer came, and the request's context cancels the
-// exchange at any step, the reading of the body included. A connection is
-// not watched while idle (that takes a goroutine): one the upstream closed
-// is found when it is next used, which is why only requests that may be
-// sent again take this path. Idle connections are closed after
+// exchange at any step, the reading of the body included. An upstream may
+// still close a connection as it is taken, which is found only when the
+// request is written on it; that is why only requests that may be sent
+// again take this path. Idle connections are closed after
 // idleTimeout; at most maxIdle are kept per upstream host.
 //
 // It is safe for concurrent use.
@@ -122,6 +128,12 @@ func (u *upstreamTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		var c *upstreamConn
 		if !fresh {
 			c = u.get(addr)
+			for c != nil && !c.quiet() {
+				// Closed by the upstream, or holding bytes nobody asked
+				// for, which the next answer must not start with.
+				c.nc.Close()
+				c = u.get(addr)
+			}
 		} else if withBody(req) {
 			// The first send read the body: send it again from the start.
 			body, err := req.GetBody()
@@ -266,10 +278,12 @@ type upstreamConn struct {
 	bw     *bufio.Writer
 	reused bool      // it served an exchange before
 	idleAt time.Time // when it was put in the pool
+	fd     int       // nc's socket, for quiet; -1 where it does not look
+	peek   [1]byte   // what quiet peeks into
 }
 
 func newUpstreamConn(u *upstreamTransport, addr string, nc net.Conn) *upstreamConn {
-	c := &upstreamConn{u: u, addr: addr, nc: nc}
+	c := &upstreamConn{u: u, addr: addr, nc: nc, fd: socket(nc)}
 	c.r = countingReader{nc: nc, left: -1}
 	c.br = bufio.NewReader(&c.r)
 	c.w = errWriter{nc: nc}

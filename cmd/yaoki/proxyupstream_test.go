@@ -262,8 +262,9 @@ func readMessage(br *bufio.Reader) (string, error) {
 func TestUpstreamClosesIdleConnection(t *testing.T) {
 	// The fault: the upstream answers with keep-alive, then closes the
 	// connection while it is idle in the pool (as an upstream whose
-	// keep-alive timeout passes does). The next GET finds it closed
-	// before any answer and is sent again on a new connection.
+	// keep-alive timeout passes does). The next GET finds it closed, when
+	// the pool takes it or when the request is written on it, and goes on
+	// a new connection.
 	url, conns := rawUpstream(t, func(c net.Conn, br *bufio.Reader) {
 		if _, ok := readRequest(t, br); !ok {
 			return
@@ -280,6 +281,92 @@ func TestUpstreamClosesIdleConnection(t *testing.T) {
 	if n := conns.Load(); n != 3 {
 		t.Errorf("3 GETs on connections closed after each answer: %d connections, want 3", n)
 	}
+}
+
+func TestUpstreamUnsolicitedAnswer(t *testing.T) {
+	// The fault: an upstream that answers a request, then sends a second
+	// answer nobody asked for while the connection is idle in the pool (a
+	// handler that writes after its answer, a body sent after a HEAD's).
+	// Read as the answer to the next request, it would reach another
+	// client, and every answer after it would be one late. The pool finds
+	// the bytes when it takes the connection again, closes it, and sends
+	// the request on a new one.
+	extra, extraSent := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	url, conns := rawUpstream(t, func(c net.Conn, br *bufio.Reader) {
+		if _, ok := readRequest(t, br); !ok {
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nyours\n")
+		if first.CompareAndSwap(false, true) {
+			<-extra
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nnot yours!\n")
+			close(extraSent)
+			io.Copy(io.Discard, br) // until the proxy closes it (a reset: it left bytes unread)
+			return
+		}
+		for {
+			if _, ok := readRequest(t, br); !ok {
+				return
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nyours\n")
+		}
+	})
+	u := newUpstreamTransport()
+	defer u.CloseIdleConnections()
+	if code, body := get(t, u, url+"/"); code != 200 || body != "yours\n" {
+		t.Fatalf("GET 1: got %d %q, want 200 yours", code, body)
+	}
+	close(extra)
+	<-extraSent // on loopback, in the proxy's socket once written
+	for i := 2; i <= 3; i++ {
+		if code, body := get(t, u, url+"/"); code != 200 || body != "yours\n" {
+			t.Fatalf("GET %d: got %d %q, want 200 yours (its own answer, not the one sent unasked)", i, code, body)
+		}
+	}
+	if n := conns.Load(); n != 2 {
+		t.Errorf("upstream connections: %d, want 2 (the one with the unsolicited answer closed, one new)", n)
+	}
+}
+
+func TestUpstreamIdleClosedFoundBeforeSending(t *testing.T) {
+	// An idle connection the upstream has closed is found when the pool
+	// takes it, before the request is written: the request goes on a new
+	// connection without the resend that a write on the closed one would
+	// need (which a request that may not be sent again could not have).
+	closed := make(chan struct{})
+	url, _ := rawUpstream(t, func(c net.Conn, br *bufio.Reader) {
+		if _, ok := readRequest(t, br); !ok {
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		c.(*net.TCPConn).CloseWrite() // the FIN reaches the proxy's socket
+		close(closed)
+		io.Copy(io.Discard, br) // a request written here would be read, not answered
+	})
+	u := newUpstreamTransport()
+	defer u.CloseIdleConnections()
+	if code, body := get(t, u, url+"/"); code != 200 || body != "ok" {
+		t.Fatalf("GET 1: got %d %q, want 200 ok", code, body)
+	}
+	<-closed
+	c := u.get(hostPort(mustURL(t, url)))
+	if c == nil {
+		t.Fatal("the answered connection is not in the pool")
+	}
+	if c.quiet() {
+		t.Error("quiet() = true for a connection whose upstream has sent its FIN, want false")
+	}
+	c.nc.Close()
+}
+
+func mustURL(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }
 
 func TestUpstreamAnswerEndsConnection(t *testing.T) {

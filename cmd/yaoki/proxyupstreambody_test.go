@@ -68,22 +68,33 @@ func TestUpstreamBodySameBytesAsTransport(t *testing.T) {
 	}
 }
 
-func TestUpstreamBodyResent(t *testing.T) {
-	// The fault: the upstream closes each connection after its answer,
-	// without saying so, as an upstream whose keep-alive timeout passes
-	// does. The next keyed POST is written on the closed connection,
-	// fails before any answer, and is sent again on a new one with its
-	// whole body; the upstream gets each body once, whole.
-	got := make(chan string, 8)
-	url, conns := rawUpstream(t, func(c net.Conn, br *bufio.Reader) {
+// closesAsNextComes serves the first request of each connection with
+// answer, then closes the connection when the next request's header
+// comes, without answering it: an upstream whose keep-alive timeout passes
+// just as the proxy takes the connection again, a race that only the
+// write of the request finds.
+func closesAsNextComes(t *testing.T, answer func(c net.Conn, req *http.Request)) func(net.Conn, *bufio.Reader) {
+	return func(c net.Conn, br *bufio.Reader) {
 		req, ok := readRequest(t, br)
 		if !ok {
 			return
 		}
+		answer(c, req)
+		readRequest(t, br) // then closed
+	}
+}
+
+func TestUpstreamBodyResent(t *testing.T) {
+	// The fault: the upstream closes the connection as the next keyed
+	// POST comes, without answering it. The POST, written on the closed
+	// connection, fails before any answer and is sent again on a new one
+	// with its whole body; the upstream answers each body once, whole.
+	got := make(chan string, 8)
+	url, conns := rawUpstream(t, closesAsNextComes(t, func(c net.Conn, req *http.Request) {
 		b, _ := io.ReadAll(req.Body)
 		got <- string(b)
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-	})
+	}))
 	u := newUpstreamTransport()
 	defer u.CloseIdleConnections()
 	for i := range 3 {
@@ -187,12 +198,10 @@ func TestUpstreamBodyClosed(t *testing.T) {
 func TestUpstreamBodyNotReadAgain(t *testing.T) {
 	// The resend of TestUpstreamBodyResent when the body cannot be read
 	// again: the error says so and wraps GetBody's.
-	url, _ := rawUpstream(t, func(c net.Conn, br *bufio.Reader) {
-		if req, ok := readRequest(t, br); ok {
-			io.Copy(io.Discard, req.Body)
-			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-		}
-	})
+	url, _ := rawUpstream(t, closesAsNextComes(t, func(c net.Conn, req *http.Request) {
+		io.Copy(io.Discard, req.Body)
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+	}))
 	u := newUpstreamTransport()
 	defer u.CloseIdleConnections()
 	gone := errors.New("the body is gone")
