@@ -121,18 +121,29 @@ func (e *StatusError) discard() {
 	drain(e.resp)
 }
 
-// maxDrain bounds how much of a thrown-away response body is read so that
-// its connection can be reused. A longer body is closed unread and its
-// connection with it: reading on would cost more than a new connection.
-const maxDrain = 64 << 10
+// maxDrain and maxDrainTime bound how much of a thrown-away response body
+// is read, and for how long, so that its connection can be reused. A
+// longer body, or one that has not ended within maxDrainTime (a server that
+// stalls after the headers), is closed and its connection with it: reading
+// on would cost more than a new connection, and would hold up the retry.
+const (
+	maxDrain     = 64 << 10
+	maxDrainTime = 250 * time.Millisecond
+)
 
-// drain reads up to maxDrain bytes of resp's body and closes it.
+// drain reads up to maxDrain bytes of resp's body, for up to maxDrainTime,
+// and closes it. A read still blocked when the time is up is ended by
+// closing the body from a timer (closing a net/http response body ends a
+// Read blocked on it).
 func drain(resp *http.Response) {
 	if resp == nil || resp.Body == nil {
 		return
 	}
-	_, _ = io.CopyN(io.Discard, resp.Body, maxDrain)
-	_ = resp.Body.Close()
+	body := resp.Body
+	t := time.AfterFunc(maxDrainTime, func() { _ = body.Close() })
+	_, _ = io.CopyN(io.Discard, body, maxDrain)
+	t.Stop()
+	_ = body.Close()
 }
 
 // Classify is the HTTP classification the Transport applies to what an

@@ -29,8 +29,8 @@
 // nothing in it is to change (the request is never modified),
 // bodies are replayed only through GetBody (a body without GetBody is
 // buffered up to MaxBufferedBody, and a longer one is sent once), every
-// response thrown away is drained (up to 64 KiB) and closed so that its
-// connection is reused, the request body is closed even when no attempt is
+// response thrown away is drained (up to 64 KiB, for up to 250 ms) and
+// closed so that its connection is reused, the request body is closed even when no attempt is
 // made, and RoundTrip returns a response or an error, never both. When
 // retries end on a retryable status, the caller gets the last response,
 // untouched and readable, with no error, as http.Client would give it; when
