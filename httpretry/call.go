@@ -165,14 +165,14 @@ func (cl *call) gaveUp(resp *http.Response, err error) (*http.Response, error) {
 
 // fail builds RoundTrip's error.
 func (cl *call) fail(err error) error {
-	e := &Error{Method: methodOf(cl.req), URL: cl.req.URL.Redacted(), Attempts: cl.n, LastStatus: cl.lastStatus, Key: cl.idempotencyKey(), Err: err}
+	e := &Error{Method: methodOf(cl.req), URL: cl.req.URL.Redacted(), Attempts: cl.attemptsSent(), LastStatus: cl.lastStatus, Key: cl.idempotencyKey(), Err: err}
 	var re *retry.Error
 	if errors.As(err, &re) {
 		if cl.unsent {
 			// The loop counted the attempt whose request could not be
 			// built; it never left. re is this call's own: say what was
 			// sent in its message too.
-			re.Attempts = cl.n
+			re.Attempts = e.Attempts
 		}
 		e.Reason = re.Reason
 		if re.Reason == retry.ReasonPermanent && cl.notRetried != nil && cl.n == 1 {
@@ -180,6 +180,16 @@ func (cl *call) fail(err error) error {
 		}
 	}
 	return e
+}
+
+// attemptsSent returns the number of attempts sent: those made, less those
+// whose request could not be built. A hedged call's are counted apart, as
+// its attempts run concurrently (fail is called under cl.hs.mu).
+func (cl *call) attemptsSent() int {
+	if cl.hs != nil {
+		return cl.n - cl.hs.unbuilt
+	}
+	return cl.n
 }
 
 // attempt sends one attempt. actx is the loop's context for it: the

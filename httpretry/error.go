@@ -43,8 +43,9 @@ type Error struct {
 	// URL is the request's URL with its password redacted (url.Redacted).
 	URL string
 	// Attempts is the number of attempts sent. An attempt whose request
-	// could not be built (its GetBody failed) ends the call and is not
-	// counted.
+	// could not be built (its GetBody failed) is not counted; it ends the
+	// call, unless it is a hedge beside attempts that may still answer,
+	// whose answers then decide.
 	Attempts int
 	// Reason is why the retry loop stopped: retry.ReasonPermanent for an
 	// error that is not retried and for a request that could be sent only

@@ -74,6 +74,14 @@ func (cl *call) hedgeable() bool {
 type hedgeState struct {
 	mu       sync.Mutex
 	statuses []int // by attempt number, from 1; 0 while unknown
+	// pending counts the attempts sent that have not failed: those whose
+	// answer may still end the call. failed is closed (and cleared) when
+	// one of them fails, for an unbuilt attempt waiting on them.
+	pending int
+	failed  chan struct{}
+	// unbuilt counts the attempts the loop made whose request could not
+	// be built: they were not sent.
+	unbuilt int
 }
 
 // answer is what an attempt of a hedged call returns: the response, and
@@ -142,16 +150,19 @@ func (cl *call) hedgeAttempt(actx context.Context) (answer, error) {
 	cl.n++
 	n := cl.n
 	req, err := cl.request(ctx)
+	hs.statuses = append(hs.statuses, 0)
 	if err != nil {
 		cl.unsent = true
+		hs.unbuilt++
+	} else {
+		hs.pending++
 	}
-	hs.statuses = append(hs.statuses, 0)
 	hs.mu.Unlock()
 	if err != nil {
 		if b != nil {
 			b.release(nil, err)
 		}
-		return answer{}, retry.Permanent(err)
+		return answer{}, cl.unbuiltAttempt(actx, err)
 	}
 	resp, err := cl.c.base.RoundTrip(req)
 	if b != nil {
@@ -161,24 +172,70 @@ func (cl *call) hedgeAttempt(actx context.Context) (answer, error) {
 		if resp != nil {
 			drain(resp) // a RoundTripper must not return both
 		}
+		hs.mu.Lock()
+		hs.fail()
+		hs.mu.Unlock()
 		return answer{}, err
 	}
+	se := (*StatusError)(nil)
+	if cl.c.statuses.has(resp.StatusCode) {
+		se = &StatusError{Code: resp.StatusCode, Status: resp.Status, Hint: -1, req: cl.req, resp: resp}
+	}
+	dnr := se != nil && cl.c.dnrHdr != "" && strings.EqualFold(strings.TrimSpace(resp.Header.Get(cl.c.dnrHdr)), "true")
 	hs.mu.Lock()
 	hs.statuses[n-1] = resp.StatusCode
 	cl.lastStatus = resp.StatusCode
-	hs.mu.Unlock()
-	if !cl.c.statuses.has(resp.StatusCode) {
-		return answer{resp: resp}, nil
-	}
-	se := &StatusError{Code: resp.StatusCode, Status: resp.Status, Hint: -1, req: cl.req, resp: resp}
-	if cl.c.dnrHdr != "" && strings.EqualFold(strings.TrimSpace(resp.Header.Get(cl.c.dnrHdr)), "true") {
-		hs.mu.Lock()
+	if dnr {
 		cl.final = "do_not_retry"
-		hs.mu.Unlock()
+	} else if se != nil {
+		hs.fail()
+	}
+	hs.mu.Unlock()
+	switch {
+	case se == nil:
+		return answer{resp: resp}, nil
+	case dnr:
 		return answer{resp, se}, retry.Permanent(se)
 	}
 	se.Hint = hint(resp, time.Now())
 	return answer{resp, se}, se
+}
+
+// fail records, under hs.mu, that a pending attempt failed, and wakes an
+// unbuilt attempt waiting on it.
+func (hs *hedgeState) fail() {
+	hs.pending--
+	if hs.failed != nil {
+		close(hs.failed)
+		hs.failed = nil
+	}
+}
+
+// unbuiltAttempt is the outcome of an attempt of a hedged call whose
+// request could not be built (the caller's GetBody failed): it was not
+// sent. While attempts sent before it may still end the call, it waits for
+// them, so that their answers decide: it returns the cause of actx when the
+// loop cancels it (another attempt won, or the call ended). Once none may,
+// it ends the call with err, as an unbuilt attempt of a call that is not
+// hedged does.
+func (cl *call) unbuiltAttempt(actx context.Context, err error) error {
+	hs := cl.hs
+	hs.mu.Lock()
+	for hs.pending > 0 {
+		if hs.failed == nil {
+			hs.failed = make(chan struct{})
+		}
+		failed := hs.failed
+		hs.mu.Unlock()
+		select {
+		case <-failed:
+		case <-actx.Done():
+			return context.Cause(actx)
+		}
+		hs.mu.Lock()
+	}
+	hs.mu.Unlock()
+	return retry.Permanent(err)
 }
 
 // statusOf returns the status of attempt n (from 1) of a hedged call, or,

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/yaoki-go/yaoki/event"
@@ -323,5 +324,49 @@ func BenchmarkHedgeTail(b *testing.B) {
 		b.ReportMetric(float64(hedges.Load())/10, "extra-%")
 		_, lat = tailRun(b, &httpretry.Transport{Base: base}, srv.URL, 1000, 8)
 		b.ReportMetric(float64(p99(lat))/1e6, "p99-ms-plain")
+	}
+}
+
+// A hedge whose request cannot be built (the caller's GetBody fails) was
+// never sent: it does not end the call while the first attempt runs, whose
+// answer is handed over; when nothing else can answer any more, the call
+// ends with the GetBody error, counting only the attempts sent.
+func TestHedgeUnbuiltLeavesFirstAttempt(t *testing.T) {
+	for _, first := range []int{200, 503} {
+		t.Run(strconv.Itoa(first), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var n atomic.Int64
+				base, _ := pipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					n.Add(1)
+					_, _ = io.Copy(io.Discard, r.Body)
+					select { // virtual time: slower than the hedge delay
+					case <-time.After(time.Second):
+					case <-r.Context().Done():
+						return
+					}
+					w.WriteHeader(first)
+					_, _ = w.Write([]byte("first"))
+				}))
+				tr := &httpretry.Transport{Base: base, Hedge: &hedge.Config{Delay: 20 * time.Millisecond, Budget: hedge.Off}}
+				req, _ := http.NewRequest("PUT", "http://api.test/", strings.NewReader("payload"))
+				errGone := errors.New("payload gone")
+				req.GetBody = func() (io.ReadCloser, error) { return nil, errGone }
+				resp, body, err := send(t, tr, req)
+				if first == 200 {
+					wantAnswer(t, resp, body, err, 200, "first")
+				} else {
+					var he *httpretry.Error
+					if !errors.As(err, &he) || !errors.Is(err, errGone) || he.Attempts != 1 || he.LastStatus != 503 {
+						t.Fatalf("got %v, %v; want an *httpretry.Error matching the GetBody error, 1 attempt sent, last status 503", resp, err)
+					}
+					if strings.Contains(err.Error(), "2 attempts") {
+						t.Errorf("message %q counts the hedge that was not sent", err)
+					}
+				}
+				if n.Load() != 1 {
+					t.Errorf("server saw %d requests, want 1", n.Load())
+				}
+			})
+		})
 	}
 }
