@@ -49,6 +49,7 @@ type httpOptions struct {
 	connectTimeout seconds
 	writeOut       string
 	userAgent      string
+	noUserAgent    bool // -A "": send no User-Agent
 	referer        string
 	verbose        bool
 	key            string
@@ -112,7 +113,7 @@ each attempt).
 	o.pf.registerShort(f, "m")
 	f.IntVar(&o.retries, "retry", 0, "retries after the first attempt, as curl's --retry: --max-attempts N+1")
 	f.StringVarP(&o.method, "request", "X", "", "method (default GET, HEAD with -I, POST with data)")
-	f.StringArrayVarP(&o.headers, "header", "H", nil, "request header 'Name: value' (repeatable); 'Name:' removes a header yaoki would send")
+	f.StringArrayVarP(&o.headers, "header", "H", nil, "request header 'Name: value' (repeatable); 'Name:' removes a header yaoki would send, 'Name;' sends Name empty")
 	f.VarP(dataFlag{dataAscii, &o.data}, "data", "d", "request body (POST, form-encoded); @FILE reads a file without its newlines, @- stdin; several are joined with &")
 	f.Var(dataFlag{dataBinary, &o.data}, "data-binary", "request body as is; @FILE reads a file, @- stdin")
 	f.Var(dataFlag{dataRaw, &o.data}, "data-raw", "request body; a leading @ is sent as it is")
@@ -195,15 +196,19 @@ func (o *httpOptions) check(cmd *cobra.Command) error {
 	if o.head && len(o.data) > 0 && !o.get {
 		return usagef("-I cannot send a body: drop -I, or add -G to send the data in the query string")
 	}
+	o.noUserAgent = changed("user-agent") && o.userAgent == ""
 	for _, h := range o.headers {
-		name, value, ok := strings.Cut(h, ":")
+		name, value, ok := cutHeader(h)
 		if !ok {
-			return usagef("-H %q: want 'Name: value', e.g. -H 'Content-Type: application/json'", h)
+			return usagef("-H %q: want 'Name: value', 'Name:' (send no Name) or 'Name;' (send Name empty), e.g. -H 'Content-Type: application/json'", h)
+		}
+		if strings.EqualFold(name, "Host") && value == "" {
+			return usagef("-H %q: yaoki http always sends Host (HTTP/1.1 requires it): want 'Host: name' to send another", h)
 		}
 		if !validHeaderName(name) {
 			return usagef("-H %q: %q is not a header name: want letters, digits and !#$%%&'*+-.^_`|~ without spaces, e.g. -H 'Content-Type: application/json'", h, name)
 		}
-		if !validHeaderValue(strings.TrimSpace(value)) {
+		if !validHeaderValue(value) {
 			return usagef("-H %q: a header value cannot hold control characters", h)
 		}
 	}
@@ -428,8 +433,8 @@ func (o *httpOptions) setHeaders(req *http.Request, hasBody, isJSON bool) {
 			h.Set("Content-Type", "application/x-www-form-urlencoded")
 		}
 	}
-	if o.userAgent != "" {
-		h.Set("User-Agent", o.userAgent)
+	if o.userAgent != "" || o.noUserAgent {
+		h.Set("User-Agent", o.userAgent) // empty: net/http sends none
 	}
 	if o.referer != "" {
 		h.Set("Referer", o.referer)
@@ -437,20 +442,45 @@ func (o *httpOptions) setHeaders(req *http.Request, hasBody, isJSON bool) {
 	if o.user != "" {
 		h.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(o.user)))
 	}
+	// As curl: the first -H of a name replaces the header yaoki would
+	// send, the others are added; "Name:" removes the header yaoki would
+	// send (not one given by -H); "Name;" sends Name empty.
+	given := map[string]bool{}
 	for _, hv := range o.headers {
-		name, value, _ := strings.Cut(hv, ":")
-		name, value = http.CanonicalHeaderKey(strings.TrimSpace(name)), strings.TrimSpace(value)
-		if value == "" {
-			// curl: "Name:" removes the header; an empty User-Agent is
-			// how net/http sends none.
-			h.Del(name)
-			if name == "User-Agent" {
-				h.Set(name, "")
+		name, value, _ := cutHeader(hv)
+		name = http.CanonicalHeaderKey(name)
+		if name == "Host" {
+			req.Host = value
+			continue
+		}
+		if value == "" && !strings.HasSuffix(hv, ";") {
+			if !given[name] {
+				h.Del(name)
+				if name == "User-Agent" {
+					h.Set(name, "") // how net/http sends none
+				}
 			}
 			continue
 		}
-		h.Set(name, value)
+		if !given[name] {
+			h.Del(name)
+			given[name] = true
+		}
+		h.Add(name, value)
 	}
+}
+
+// cutHeader splits a -H value as curl reads it: "Name: value", "Name:"
+// (value empty: send no Name) or "Name;" (value empty: send Name empty;
+// the ";" ends the value).
+// Name and value are trimmed of spaces and tabs.
+func cutHeader(hv string) (name, value string, ok bool) {
+	name, value, ok = strings.Cut(hv, ":")
+	if !ok {
+		name, ok = strings.CutSuffix(hv, ";")
+		value = ""
+	}
+	return strings.TrimSpace(name), strings.TrimSpace(value), ok
 }
 
 // baseTransport is the transport each attempt goes through: net/http's

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -206,6 +207,11 @@ func TestHTTPSendsLikeCurl(t *testing.T) {
 		{"-H", []string{"-H", "X-Trace: abc", "-H", "Accept: text/plain"}, []string{"X-Trace", "Accept"}},
 		{"-H removes", []string{"-H", "User-Agent:", "-H", "Accept:"}, []string{"User-Agent", "Accept"}},
 		{"-I", []string{"-I"}, nil},
+		{"-H Host", []string{"-H", "Host: example.test"}, nil},
+		{"-H twice", []string{"-H", "X-Tag: a", "-H", "X-Tag: b", "-H", "Accept: text/a", "-H", "Accept: text/b"}, []string{"X-Tag", "Accept"}},
+		{"-H empty value", []string{"-H", "X-Empty;"}, []string{"X-Empty"}},
+		{"-H removes a default only", []string{"-H", "X-Tag: a", "-H", "X-Tag:"}, []string{"X-Tag"}},
+		{"-A empty", []string{"-A", ""}, []string{"User-Agent"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := startScripted(t, false, ok("ok\n"))
@@ -219,11 +225,11 @@ func TestHTTPSendsLikeCurl(t *testing.T) {
 				t.Fatalf("yaoki exit %d (%d requests), curl exit %d (%d requests)\n%s", y.code, len(ys), c.code, len(cs), y.stderr)
 			}
 			a, b := ys[0], cs[0]
-			if a.method != b.method || a.uri != b.uri || a.body != b.body {
-				t.Errorf("yaoki sent %s %s %q; curl %s %s %q", a.method, a.uri, a.body, b.method, b.uri, b.body)
+			if a.method != b.method || a.uri != b.uri || a.body != b.body || a.host != b.host {
+				t.Errorf("yaoki sent %s %s (Host %s) %q; curl %s %s (Host %s) %q", a.method, a.uri, a.host, a.body, b.method, b.uri, b.host, b.body)
 			}
 			for _, h := range tc.headers {
-				if got, want := a.header.Values(h), b.header.Values(h); strings.Join(got, ",") != strings.Join(want, ",") {
+				if got, want := a.header.Values(h), b.header.Values(h); fmt.Sprintf("%q", got) != fmt.Sprintf("%q", want) {
 					t.Errorf("%s: yaoki sent %q, curl %q", h, got, want)
 				}
 			}
@@ -319,6 +325,9 @@ func TestHTTPBadInput(t *testing.T) {
 		{[]string{"--idempotency-key", ""}, "--idempotency-key"},
 		{[]string{"-H", "Bad Name: v"}, "is not a header name"},
 		{[]string{"-H", "NoColon"}, "want 'Name: value'"},
+		{[]string{"-H", "X-Half; v"}, "want 'Name: value'"},
+		{[]string{"-H", "X-Half; "}, "want 'Name: value'"},
+		{[]string{"-H", "Host:"}, "always sends Host"},
 		{[]string{"--retry", "-1"}, "--retry -1"},
 		{[]string{"--retry", "2", "--max-attempts", "3"}, "say the same thing"},
 		{[]string{"--max-redirs", "-2"}, "--max-redirs"},
