@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -500,15 +501,48 @@ func (o *httpOptions) baseTransport() *http.Transport {
 	return t
 }
 
-// checkRedirect follows redirects with -L, up to --max-redirs.
-func (o *httpOptions) checkRedirect(_ *http.Request, via []*http.Request) error {
+// checkRedirect follows redirects with -L, up to --max-redirs, sending
+// the next request as curl does: with -X's method (curl keeps it, while
+// a 301, 302 or 303 still drops the body), with the Referer given (no
+// Referer of its own), and without credentials (Authorization, Cookie)
+// when the redirect leaves the first URL's origin: scheme, host and port.
+func (o *httpOptions) checkRedirect(req *http.Request, via []*http.Request) error {
 	if !o.location {
 		return http.ErrUseLastResponse
 	}
 	if o.maxRedirs >= 0 && len(via) > o.maxRedirs {
 		return &errTooManyRedirects{n: o.maxRedirs}
 	}
+	first := via[0]
+	if o.method != "" {
+		req.Method = strings.ToUpper(o.method)
+	}
+	if ref := first.Header.Values("Referer"); len(ref) > 0 {
+		req.Header["Referer"] = ref
+	} else {
+		req.Header.Del("Referer")
+	}
+	if !sameOrigin(first.URL, req.URL) {
+		for _, h := range []string{"Authorization", "Cookie", "Cookie2", "Www-Authenticate"} {
+			req.Header.Del(h)
+		}
+	}
 	return nil
+}
+
+// sameOrigin reports whether a and b have the same scheme, host and port
+// (the scheme's default port when none is written).
+func sameOrigin(a, b *url.URL) bool {
+	port := func(u *url.URL) string {
+		if p := u.Port(); p != "" {
+			return p
+		}
+		if strings.EqualFold(u.Scheme, "https") {
+			return "443"
+		}
+		return "80"
+	}
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
 }
 
 // checkOutput makes sure -o can be created before the request is sent:

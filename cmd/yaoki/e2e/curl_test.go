@@ -351,3 +351,70 @@ func TestHTTPBadInput(t *testing.T) {
 		t.Errorf("-d @missing: exit %d, %q; want 26 (curl's read error)", r.code, r.stderr)
 	}
 }
+
+// TestHTTPRedirectsLikeCurl compares, for -L, what the redirect's target
+// receives from yaoki http and from curl: the method (kept by -X, as curl
+// keeps it), the body, no Referer of yaoki's own, and no credentials for
+// another origin (another port is another origin, as in curl).
+func TestHTTPRedirectsLikeCurl(t *testing.T) {
+	redirect := func(code int, to string) answer {
+		return answer{status: code, headers: map[string]string{"Location": to}, body: "moved\n"}
+	}
+	for _, tc := range []struct {
+		name  string
+		code  int
+		other bool // redirect to another port
+		args  []string
+	}{
+		{"-d 302", 302, false, []string{"-d", "a=1"}},
+		{"-d 303", 303, false, []string{"-d", "a=1"}},
+		{"-d 307", 307, false, []string{"-d", "a=1"}},
+		{"-d 308", 308, false, []string{"-d", "a=1"}},
+		{"-X DELETE 301", 301, false, []string{"-X", "DELETE"}},
+		{"-X PUT -d 302", 302, false, []string{"-X", "PUT", "-d", "a=1"}},
+		{"-X PUT -d 307", 307, false, []string{"-X", "PUT", "-d", "a=1"}},
+		{"-e", 302, false, []string{"-e", "http://from.example/"}},
+		{"-u same origin", 302, false, []string{"-u", "ann:s3cret", "-H", "Cookie: c=1"}},
+		{"-u another port", 302, true, []string{"-u", "ann:s3cret", "-H", "Cookie: c=1"}},
+		{"-H Authorization another port", 307, true, []string{"-H", "Authorization: Bearer t", "-d", "a=1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			target := startScripted(t, false, ok("there\n"))
+			to := "/next"
+			if tc.other {
+				to = target.url + "next"
+			}
+			s := startScripted(t, false, redirect(tc.code, to), ok("there\n"))
+			if !tc.other {
+				target = s
+			}
+			landed := func() []seen {
+				if tc.other {
+					return target.requests()
+				}
+				if r := s.requests(); len(r) > 1 {
+					return r[1:]
+				}
+				return nil
+			}
+			y := run(t, nil, append(append([]string{"http", "-sSL"}, tc.args...), s.url+"first")...)
+			ys := landed()
+			s.restart()
+			target.restart()
+			c := runCurl(t, append(append([]string{"-sSL"}, tc.args...), s.url+"first")...)
+			cs := landed()
+			if y.code != 0 || c.code != 0 || len(ys) != 1 || len(cs) != 1 {
+				t.Fatalf("yaoki exit %d (%d requests at the target), curl exit %d (%d requests)\n%s", y.code, len(ys), c.code, len(cs), y.stderr)
+			}
+			a, b := ys[0], cs[0]
+			if a.method != b.method || a.uri != b.uri || a.body != b.body {
+				t.Errorf("yaoki sent %s %s %q; curl %s %s %q", a.method, a.uri, a.body, b.method, b.uri, b.body)
+			}
+			for _, h := range []string{"Authorization", "Cookie", "Referer", "Content-Type"} {
+				if got, want := a.header.Values(h), b.header.Values(h); fmt.Sprintf("%q", got) != fmt.Sprintf("%q", want) {
+					t.Errorf("%s: yaoki sent %q, curl %q", h, got, want)
+				}
+			}
+		})
+	}
+}
