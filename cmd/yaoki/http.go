@@ -349,16 +349,20 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 			msg += fmt.Sprintf(" (after %d attempts in %s)", total, secondsText(time.Since(start)))
 		}
 		o.notRetried(stderr, method, err, 0, obs.gaveUp())
+		if resp != nil {
+			// Past --max-redirs: the redirect not followed, its body
+			// closed; -i writes its headers and -w its status, as curl.
+			info.answered(resp)
+			if _, werr := o.write(cmd.OutOrStdout(), resp, true); werr != nil {
+				code, msg = curlWriteError, werr.Error()
+			}
+		}
 		info.took, info.retries, info.exitCode, info.errMsg = time.Since(start), retries, code, msg
 		o.writeInfo(cmd.OutOrStdout(), format, &info)
 		return o.failWith(code, msg)
 	}
 	defer resp.Body.Close()
-	info.status, info.url, info.contentType = resp.StatusCode, resp.Request.URL.String(), resp.Header.Get("Content-Type")
-	info.method = resp.Request.Method
-	for r := resp.Request; r.Response != nil; r = r.Response.Request {
-		info.redirects++
-	}
+	info.answered(resp)
 	reason := obs.gaveUp()
 	code, msg := curlOK, ""
 	switch {
@@ -570,7 +574,7 @@ func checkOutput(path string) error {
 var errReadBody = errors.New("failure when receiving data from the peer")
 
 // write writes the answer: headers with -i or -I (with -f too, as curl
-// does), then the body (not with noBody, nor for -I), to -o or stdout. It
+// does; with -L those of each redirect first), then the body (not with noBody, nor for -I), to -o or stdout. It
 // returns the body's size.
 func (o *httpOptions) write(stdout io.Writer, resp *http.Response, noBody bool) (int64, error) {
 	if noBody && !o.include && !o.head {
@@ -586,10 +590,17 @@ func (o *httpOptions) write(stdout io.Writer, resp *http.Response, noBody bool) 
 		out = f
 	}
 	if o.include || o.head {
+		// Every answer's headers, the redirects followed first, as curl.
+		var hops []*http.Response
+		for r := resp; r != nil; r = r.Request.Response {
+			hops = append(hops, r)
+		}
 		var b bytes.Buffer
-		fmt.Fprintf(&b, "%s %s\r\n", resp.Proto, resp.Status)
-		_ = resp.Header.Write(&b)
-		b.WriteString("\r\n")
+		for i := len(hops) - 1; i >= 0; i-- {
+			fmt.Fprintf(&b, "%s %s\r\n", hops[i].Proto, hops[i].Status)
+			_ = hops[i].Header.Write(&b)
+			b.WriteString("\r\n")
+		}
 		if _, err := out.Write(b.Bytes()); err != nil {
 			return 0, fmt.Errorf("failure writing output to destination: %v", err)
 		}

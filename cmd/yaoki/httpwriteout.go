@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -43,6 +44,17 @@ type transferInfo struct {
 	errMsg      string
 	contentType string
 	size        int64
+}
+
+// answered sets what -w says of the final answer resp: its status, URL,
+// method, Content-Type and the redirects followed to reach it.
+func (ti *transferInfo) answered(resp *http.Response) {
+	ti.status, ti.url, ti.contentType = resp.StatusCode, resp.Request.URL.String(), resp.Header.Get("Content-Type")
+	ti.method = resp.Request.Method
+	ti.redirects = 0
+	for r := resp.Request; r.Response != nil; r = r.Response.Request {
+		ti.redirects++
+	}
 }
 
 // readWriteOut returns the -w format: the value itself, or the contents of
