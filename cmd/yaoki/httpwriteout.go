@@ -91,7 +91,8 @@ func checkWriteOut(format string) []string {
 }
 
 // writeOut expands format as curl's -w does: %{name} variables, %% for %,
-// and the escapes \n, \r, \t and \\. An unknown variable writes nothing.
+// and the escapes \n, \r and \t; a backslash before any other character
+// is written with it (\\ writes \\). An unknown variable writes nothing.
 func (ti *transferInfo) writeOut(format string) string {
 	return expandWriteOut(format, ti.value)
 }
@@ -128,8 +129,6 @@ func expandWriteOut(format string, value func(string) (string, bool)) string {
 				b.WriteByte('\r')
 			case 't':
 				b.WriteByte('\t')
-			case '\\':
-				b.WriteByte('\\')
 			default:
 				b.WriteByte('\\')
 				b.WriteByte(format[i+1])

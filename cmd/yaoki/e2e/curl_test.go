@@ -84,6 +84,8 @@ func TestHTTPLikeCurl(t *testing.T) {
 		{name: "-k", script: []answer{ok("secret\n")}, tls: true, args: []string{"-k"}},
 		{name: "refused", args: []string{"-sS", "--retry", "0"}, path: "refused", stderr: true, code: 7},
 		{name: "bad port", args: []string{"-sS"}, path: "http://127.0.0.1:99999/", stderr: true, code: 3},
+		{name: "space in the URL", args: []string{"-sS"}, path: "http://127.0.0.1:1/a b", stderr: true, code: 3},
+		{name: "-w backslashes", script: []answer{ok("x")}, args: []string{"-s", "-o", "/dev/null", "-w", `a\\b\q\%{http_code}\n`}},
 		{name: "unsupported protocol", args: []string{"-sS"}, path: "foo://127.0.0.1/", stderr: true, code: 1},
 		{name: "empty reply", script: []answer{{close: true}}, args: []string{"-sS", "--retry", "0"}, stderr: true, code: 52},
 		{name: "reset", script: []answer{{reset: true}}, args: []string{"-sS", "--retry", "0"}, stderr: true, code: 56},
