@@ -110,6 +110,13 @@ each attempt).
 		},
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args[0]) },
 	}
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		msg := err.Error()
+		if hint := curlFlagHint(msg); hint != "" {
+			msg += ": " + hint
+		}
+		return exit(ExitUsage, fmt.Sprintf("%s\nsee '%s --help' for the flags and the values they accept", msg, c.CommandPath()))
+	})
 	f := cmd.Flags()
 	o.pf.registerShort(f, "m")
 	f.IntVar(&o.retries, "retry", 0, "retries after the first attempt, as curl's --retry: --max-attempts N+1")
@@ -140,6 +147,40 @@ each attempt).
 	o.hedge.register(f)
 	o.obs.register(f)
 	return cmd
+}
+
+// curlOnlyFlags are curl flags that yaoki http does not take, with what to
+// use instead.
+var curlOnlyFlags = map[string]string{
+	"--retry-delay":       "curl's fixed wait; the waits come from --base (the first), --multiplier and --cap (--jitter none for no randomness)",
+	"--retry-max-time":    "use -m/--max-time, which bounds the whole run, attempts and waits",
+	"--retry-all-errors":  "yaoki http retries 408, 429, 500, 502, 503, 504 and connection failures; a --policy file names more (e.g. HTTP.404)",
+	"--retry-connrefused": "yaoki http retries refused connections without it",
+	"-O":                  "name the file with -o FILE",
+	"--remote-name":       "name the file with -o FILE",
+	"--output-dir":        "name the file with -o DIR/FILE",
+	"-D":                  "-i writes the headers before the body",
+	"--dump-header":       "-i writes the headers before the body",
+	"-b":                  "send cookies with -H 'Cookie: name=value'",
+	"--cookie":            "send cookies with -H 'Cookie: name=value'",
+	"--data-urlencode":    "encode the value and send it with -d",
+	"-g":                  "yaoki http does not expand {} and [] in URLs",
+	"--globoff":           "yaoki http does not expand {} and [] in URLs",
+}
+
+// curlFlagHint returns what to use instead of the curl flag that pflag's
+// unknown-flag message names ("unknown flag: --retry-delay", "unknown
+// shorthand flag: 'O' in -O"), or "".
+func curlFlagHint(msg string) string {
+	name, ok := strings.CutPrefix(msg, "unknown flag: ")
+	if !ok {
+		var short string
+		if _, err := fmt.Sscanf(msg, "unknown shorthand flag: '%1s'", &short); err != nil {
+			return ""
+		}
+		name = "-" + short
+	}
+	return curlOnlyFlags[name]
 }
 
 // say writes an informational line on stderr, unless -s.

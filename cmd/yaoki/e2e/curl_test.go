@@ -347,6 +347,14 @@ func TestHTTPBadInput(t *testing.T) {
 		{[]string{"-u", "nopassword"}, "USER:PASSWORD"},
 		{[]string{"--json", "{}", "-d", "x"}, "--json cannot be combined"},
 		{[]string{"--bogus"}, "unknown flag"},
+		{[]string{"--retry-delay", "1"}, "unknown flag: --retry-delay: curl's fixed wait; the waits come from --base"},
+		{[]string{"--retry-max-time", "5"}, "use -m/--max-time"},
+		{[]string{"--retry-connrefused"}, "retries refused connections without it"},
+		{[]string{"--retry-all-errors"}, "a --policy file names more"},
+		{[]string{"-sO"}, "'O' in -O: name the file with -o FILE"},
+		{[]string{"-D", "h.txt"}, "-i writes the headers"},
+		{[]string{"-b", "a=1"}, "-H 'Cookie: name=value'"},
+		{[]string{"--data-urlencode", "a=b c"}, "encode the value"},
 	} {
 		r := run(t, nil, append(append([]string{"http"}, tc.args...), s.url)...)
 		if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
