@@ -137,6 +137,7 @@ each attempt).
 	f.BoolVarP(&o.location, "location", "L", false, "follow redirects (each hop retried on its own)")
 	f.IntVar(&o.maxRedirs, "max-redirs", defaultMaxRedirs, "with -L, most redirects followed (-1: no limit)")
 	f.BoolVarP(&o.insecure, "insecure", "k", false, "accept any TLS certificate")
+	f.BoolP("globoff", "g", false, "send {} and [] in the URL as written (yaoki http always does)")
 	f.StringVarP(&o.user, "user", "u", "", "USER:PASSWORD for basic authentication")
 	f.Var(&o.connectTimeout, "connect-timeout", "bound on each connection's setup, TCP and TLS (default: none)")
 	f.StringVarP(&o.writeOut, "write-out", "w", "", "write FORMAT on stdout at the end: %{http_code} %{time_total} %{num_retries} %{url_effective} %{exitcode} ... and \\n; @FILE reads it")
@@ -164,8 +165,6 @@ var curlOnlyFlags = map[string]string{
 	"-b":                  "send cookies with -H 'Cookie: name=value'",
 	"--cookie":            "send cookies with -H 'Cookie: name=value'",
 	"--data-urlencode":    "encode the value and send it with -d",
-	"-g":                  "yaoki http does not expand {} and [] in URLs",
-	"--globoff":           "yaoki http does not expand {} and [] in URLs",
 }
 
 // curlFlagHint returns what to use instead of the curl flag that pflag's

@@ -86,6 +86,7 @@ func TestHTTPLikeCurl(t *testing.T) {
 		{name: "bad port", args: []string{"-sS"}, path: "http://127.0.0.1:99999/", stderr: true, code: 3},
 		{name: "space in the URL", args: []string{"-sS"}, path: "http://127.0.0.1:1/a b", stderr: true, code: 3},
 		{name: "-w backslashes", script: []answer{ok("x")}, args: []string{"-s", "-o", "/dev/null", "-w", `a\\b\q\%{http_code}\n`}},
+		{name: "-g", script: []answer{ok("x\n")}, args: []string{"-sg"}},
 		{name: "unsupported protocol", args: []string{"-sS"}, path: "foo://127.0.0.1/", stderr: true, code: 1},
 		{name: "empty reply", script: []answer{{close: true}}, args: []string{"-sS", "--retry", "0"}, stderr: true, code: 52},
 		{name: "reset", script: []answer{{reset: true}}, args: []string{"-sS", "--retry", "0"}, stderr: true, code: 56},
