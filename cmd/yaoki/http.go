@@ -385,7 +385,7 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 			msg = fmt.Sprintf("operation timed out: --max-time %s passed without an answer", secondsText(cp.retry.MaxElapsed))
 		}
 		_, total, retries := obs.counts()
-		if total > 1 {
+		if total > 1 && code != curlTooManyRedirect {
 			msg += fmt.Sprintf(" (after %d attempts in %s)", total, secondsText(time.Since(start)))
 		}
 		o.notRetried(stderr, method, err, 0, obs.gaveUp())

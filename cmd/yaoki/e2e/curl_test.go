@@ -437,3 +437,13 @@ func TestHTTPRedirectsLikeCurl(t *testing.T) {
 		})
 	}
 }
+
+// Past --max-redirs, the message counts no attempts: each redirect was
+// one answer, not a failed attempt.
+func TestHTTPMaxRedirsMessage(t *testing.T) {
+	s := startScripted(t, false, answer{status: 302, headers: map[string]string{"Location": "/again"}, body: "moved\n"})
+	r := run(t, nil, "http", "-sSL", "--max-redirs", "1", s.url)
+	if r.code != 47 || r.stderr != "yaoki: (47) maximum (1) redirects followed\n" {
+		t.Errorf("exit %d, stderr %q; want 47 and \"yaoki: (47) maximum (1) redirects followed\"", r.code, r.stderr)
+	}
+}
