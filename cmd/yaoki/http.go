@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -49,6 +50,7 @@ type httpOptions struct {
 	connectTimeout seconds
 	writeOut       string
 	userAgent      string
+	noUserAgent    bool // -A "": send no User-Agent
 	referer        string
 	verbose        bool
 	key            string
@@ -108,11 +110,18 @@ each attempt).
 		},
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args[0]) },
 	}
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		msg := err.Error()
+		if hint := curlFlagHint(msg); hint != "" {
+			msg += ": " + hint
+		}
+		return exit(ExitUsage, fmt.Sprintf("%s\nsee '%s --help' for the flags and the values they accept", msg, c.CommandPath()))
+	})
 	f := cmd.Flags()
 	o.pf.registerShort(f, "m")
 	f.IntVar(&o.retries, "retry", 0, "retries after the first attempt, as curl's --retry: --max-attempts N+1")
 	f.StringVarP(&o.method, "request", "X", "", "method (default GET, HEAD with -I, POST with data)")
-	f.StringArrayVarP(&o.headers, "header", "H", nil, "request header 'Name: value' (repeatable); 'Name:' removes a header yaoki would send")
+	f.StringArrayVarP(&o.headers, "header", "H", nil, "request header 'Name: value' (repeatable); 'Name:' removes a header yaoki would send, 'Name;' sends Name empty")
 	f.VarP(dataFlag{dataAscii, &o.data}, "data", "d", "request body (POST, form-encoded); @FILE reads a file without its newlines, @- stdin; several are joined with &")
 	f.Var(dataFlag{dataBinary, &o.data}, "data-binary", "request body as is; @FILE reads a file, @- stdin")
 	f.Var(dataFlag{dataRaw, &o.data}, "data-raw", "request body; a leading @ is sent as it is")
@@ -128,6 +137,7 @@ each attempt).
 	f.BoolVarP(&o.location, "location", "L", false, "follow redirects (each hop retried on its own)")
 	f.IntVar(&o.maxRedirs, "max-redirs", defaultMaxRedirs, "with -L, most redirects followed (-1: no limit)")
 	f.BoolVarP(&o.insecure, "insecure", "k", false, "accept any TLS certificate")
+	f.BoolP("globoff", "g", false, "send {} and [] in the URL as written (yaoki http always does)")
 	f.StringVarP(&o.user, "user", "u", "", "USER:PASSWORD for basic authentication")
 	f.Var(&o.connectTimeout, "connect-timeout", "bound on each connection's setup, TCP and TLS (default: none)")
 	f.StringVarP(&o.writeOut, "write-out", "w", "", "write FORMAT on stdout at the end: %{http_code} %{time_total} %{num_retries} %{url_effective} %{exitcode} ... and \\n; @FILE reads it")
@@ -138,6 +148,38 @@ each attempt).
 	o.hedge.register(f)
 	o.obs.register(f)
 	return cmd
+}
+
+// curlOnlyFlags are curl flags that yaoki http does not take, with what to
+// use instead.
+var curlOnlyFlags = map[string]string{
+	"--retry-delay":       "curl's fixed wait; the waits come from --base (the first), --multiplier and --cap (--jitter none for no randomness)",
+	"--retry-max-time":    "use -m/--max-time, which bounds the whole run, attempts and waits",
+	"--retry-all-errors":  "yaoki http retries 408, 429, 500, 502, 503, 504 and connection failures; a --policy file names more (e.g. HTTP.404)",
+	"--retry-connrefused": "yaoki http retries refused connections without it",
+	"-O":                  "name the file with -o FILE",
+	"--remote-name":       "name the file with -o FILE",
+	"--output-dir":        "name the file with -o DIR/FILE",
+	"-D":                  "-i writes the headers before the body",
+	"--dump-header":       "-i writes the headers before the body",
+	"-b":                  "send cookies with -H 'Cookie: name=value'",
+	"--cookie":            "send cookies with -H 'Cookie: name=value'",
+	"--data-urlencode":    "encode the value and send it with -d",
+}
+
+// curlFlagHint returns what to use instead of the curl flag that pflag's
+// unknown-flag message names ("unknown flag: --retry-delay", "unknown
+// shorthand flag: 'O' in -O"), or "".
+func curlFlagHint(msg string) string {
+	name, ok := strings.CutPrefix(msg, "unknown flag: ")
+	if !ok {
+		var short string
+		if _, err := fmt.Sscanf(msg, "unknown shorthand flag: '%1s'", &short); err != nil {
+			return ""
+		}
+		name = "-" + short
+	}
+	return curlOnlyFlags[name]
 }
 
 // say writes an informational line on stderr, unless -s.
@@ -195,15 +237,19 @@ func (o *httpOptions) check(cmd *cobra.Command) error {
 	if o.head && len(o.data) > 0 && !o.get {
 		return usagef("-I cannot send a body: drop -I, or add -G to send the data in the query string")
 	}
+	o.noUserAgent = changed("user-agent") && o.userAgent == ""
 	for _, h := range o.headers {
-		name, value, ok := strings.Cut(h, ":")
+		name, value, ok := cutHeader(h)
 		if !ok {
-			return usagef("-H %q: want 'Name: value', e.g. -H 'Content-Type: application/json'", h)
+			return usagef("-H %q: want 'Name: value', 'Name:' (send no Name) or 'Name;' (send Name empty), e.g. -H 'Content-Type: application/json'", h)
+		}
+		if strings.EqualFold(name, "Host") && value == "" {
+			return usagef("-H %q: yaoki http always sends Host (HTTP/1.1 requires it): want 'Host: name' to send another", h)
 		}
 		if !validHeaderName(name) {
 			return usagef("-H %q: %q is not a header name: want letters, digits and !#$%%&'*+-.^_`|~ without spaces, e.g. -H 'Content-Type: application/json'", h, name)
 		}
-		if !validHeaderValue(strings.TrimSpace(value)) {
+		if !validHeaderValue(value) {
 			return usagef("-H %q: a header value cannot hold control characters", h)
 		}
 	}
@@ -339,20 +385,24 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 			msg = fmt.Sprintf("operation timed out: --max-time %s passed without an answer", secondsText(cp.retry.MaxElapsed))
 		}
 		_, total, retries := obs.counts()
-		if total > 1 {
+		if total > 1 && code != curlTooManyRedirect {
 			msg += fmt.Sprintf(" (after %d attempts in %s)", total, secondsText(time.Since(start)))
 		}
 		o.notRetried(stderr, method, err, 0, obs.gaveUp())
+		if resp != nil {
+			// Past --max-redirs: the redirect not followed, its body
+			// closed; -i writes its headers and -w its status, as curl.
+			info.answered(resp)
+			if _, werr := o.write(cmd.OutOrStdout(), resp, true); werr != nil {
+				code, msg = curlWriteError, werr.Error()
+			}
+		}
 		info.took, info.retries, info.exitCode, info.errMsg = time.Since(start), retries, code, msg
 		o.writeInfo(cmd.OutOrStdout(), format, &info)
 		return o.failWith(code, msg)
 	}
 	defer resp.Body.Close()
-	info.status, info.url, info.contentType = resp.StatusCode, resp.Request.URL.String(), resp.Header.Get("Content-Type")
-	info.method = resp.Request.Method
-	for r := resp.Request; r.Response != nil; r = r.Response.Request {
-		info.redirects++
-	}
+	info.answered(resp)
 	reason := obs.gaveUp()
 	code, msg := curlOK, ""
 	switch {
@@ -428,8 +478,8 @@ func (o *httpOptions) setHeaders(req *http.Request, hasBody, isJSON bool) {
 			h.Set("Content-Type", "application/x-www-form-urlencoded")
 		}
 	}
-	if o.userAgent != "" {
-		h.Set("User-Agent", o.userAgent)
+	if o.userAgent != "" || o.noUserAgent {
+		h.Set("User-Agent", o.userAgent) // empty: net/http sends none
 	}
 	if o.referer != "" {
 		h.Set("Referer", o.referer)
@@ -437,20 +487,45 @@ func (o *httpOptions) setHeaders(req *http.Request, hasBody, isJSON bool) {
 	if o.user != "" {
 		h.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(o.user)))
 	}
+	// As curl: the first -H of a name replaces the header yaoki would
+	// send, the others are added; "Name:" removes the header yaoki would
+	// send (not one given by -H); "Name;" sends Name empty.
+	given := map[string]bool{}
 	for _, hv := range o.headers {
-		name, value, _ := strings.Cut(hv, ":")
-		name, value = http.CanonicalHeaderKey(strings.TrimSpace(name)), strings.TrimSpace(value)
-		if value == "" {
-			// curl: "Name:" removes the header; an empty User-Agent is
-			// how net/http sends none.
-			h.Del(name)
-			if name == "User-Agent" {
-				h.Set(name, "")
+		name, value, _ := cutHeader(hv)
+		name = http.CanonicalHeaderKey(name)
+		if name == "Host" {
+			req.Host = value
+			continue
+		}
+		if value == "" && !strings.HasSuffix(hv, ";") {
+			if !given[name] {
+				h.Del(name)
+				if name == "User-Agent" {
+					h.Set(name, "") // how net/http sends none
+				}
 			}
 			continue
 		}
-		h.Set(name, value)
+		if !given[name] {
+			h.Del(name)
+			given[name] = true
+		}
+		h.Add(name, value)
 	}
+}
+
+// cutHeader splits a -H value as curl reads it: "Name: value", "Name:"
+// (value empty: send no Name) or "Name;" (value empty: send Name empty;
+// the ";" ends the value).
+// Name and value are trimmed of spaces and tabs.
+func cutHeader(hv string) (name, value string, ok bool) {
+	name, value, ok = strings.Cut(hv, ":")
+	if !ok {
+		name, ok = strings.CutSuffix(hv, ";")
+		value = ""
+	}
+	return strings.TrimSpace(name), strings.TrimSpace(value), ok
 }
 
 // baseTransport is the transport each attempt goes through: net/http's
@@ -470,15 +545,48 @@ func (o *httpOptions) baseTransport() *http.Transport {
 	return t
 }
 
-// checkRedirect follows redirects with -L, up to --max-redirs.
-func (o *httpOptions) checkRedirect(_ *http.Request, via []*http.Request) error {
+// checkRedirect follows redirects with -L, up to --max-redirs, sending
+// the next request as curl does: with -X's method (curl keeps it, while
+// a 301, 302 or 303 still drops the body), with the Referer given (no
+// Referer of its own), and without credentials (Authorization, Cookie)
+// when the redirect leaves the first URL's origin: scheme, host and port.
+func (o *httpOptions) checkRedirect(req *http.Request, via []*http.Request) error {
 	if !o.location {
 		return http.ErrUseLastResponse
 	}
 	if o.maxRedirs >= 0 && len(via) > o.maxRedirs {
 		return &errTooManyRedirects{n: o.maxRedirs}
 	}
+	first := via[0]
+	if o.method != "" {
+		req.Method = strings.ToUpper(o.method)
+	}
+	if ref := first.Header.Values("Referer"); len(ref) > 0 {
+		req.Header["Referer"] = ref
+	} else {
+		req.Header.Del("Referer")
+	}
+	if !sameOrigin(first.URL, req.URL) {
+		for _, h := range []string{"Authorization", "Cookie", "Cookie2", "Www-Authenticate"} {
+			req.Header.Del(h)
+		}
+	}
 	return nil
+}
+
+// sameOrigin reports whether a and b have the same scheme, host and port
+// (the scheme's default port when none is written).
+func sameOrigin(a, b *url.URL) bool {
+	port := func(u *url.URL) string {
+		if p := u.Port(); p != "" {
+			return p
+		}
+		if strings.EqualFold(u.Scheme, "https") {
+			return "443"
+		}
+		return "80"
+	}
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
 }
 
 // checkOutput makes sure -o can be created before the request is sent:
@@ -506,7 +614,7 @@ func checkOutput(path string) error {
 var errReadBody = errors.New("failure when receiving data from the peer")
 
 // write writes the answer: headers with -i or -I (with -f too, as curl
-// does), then the body (not with noBody, nor for -I), to -o or stdout. It
+// does; with -L those of each redirect first), then the body (not with noBody, nor for -I), to -o or stdout. It
 // returns the body's size.
 func (o *httpOptions) write(stdout io.Writer, resp *http.Response, noBody bool) (int64, error) {
 	if noBody && !o.include && !o.head {
@@ -522,10 +630,17 @@ func (o *httpOptions) write(stdout io.Writer, resp *http.Response, noBody bool) 
 		out = f
 	}
 	if o.include || o.head {
+		// Every answer's headers, the redirects followed first, as curl.
+		var hops []*http.Response
+		for r := resp; r != nil; r = r.Request.Response {
+			hops = append(hops, r)
+		}
 		var b bytes.Buffer
-		fmt.Fprintf(&b, "%s %s\r\n", resp.Proto, resp.Status)
-		_ = resp.Header.Write(&b)
-		b.WriteString("\r\n")
+		for i := len(hops) - 1; i >= 0; i-- {
+			fmt.Fprintf(&b, "%s %s\r\n", hops[i].Proto, hops[i].Status)
+			_ = hops[i].Header.Write(&b)
+			b.WriteString("\r\n")
+		}
 		if _, err := out.Write(b.Bytes()); err != nil {
 			return 0, fmt.Errorf("failure writing output to destination: %v", err)
 		}

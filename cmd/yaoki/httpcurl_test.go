@@ -12,7 +12,7 @@ func TestWriteOut(t *testing.T) {
 		`%{response_code}|%{exitcode}`:        "503|22",
 		`%{time_total}`:                       "1.234567",
 		`%{num_retries} %{url_effective}\t%%`: "2 http://h/p\t%",
-		`%{nosuch}x\\y\q`:                     `x\y\q`,
+		`%{nosuch}x\\y\q`:                     `x\\y\q`,
 		`%{unclosed`:                          `%{unclosed`,
 	} {
 		if got := ti.writeOut(format); got != want {
@@ -38,6 +38,10 @@ func TestCheckURL(t *testing.T) {
 		"http://h:x/":             curlBadURL,
 		"http:///path":            curlBadURL,
 		"ftp://h/":                curlUnsupported,
+		"http://h/a b":            curlBadURL,
+		"http://h/?q=a b":         curlBadURL,
+		"http://h/\x7f":           curlBadURL,
+		"http://h/\ta":            curlBadURL,
 		"foo://h/":                curlUnsupported,
 	} {
 		_, err := checkURL(raw)

@@ -49,7 +49,8 @@ Exit codes (curl's where curl has one):
        as curl --retry does, and says so on stderr
   1    unsupported protocol: the URL is not http or https
   2    bad usage: unknown flag, a value that cannot be used
-  3    malformed URL (no host, a port out of 1-65535)
+  3    malformed URL (a space or control character, no host, a port out
+       of 1-65535)
   6    the host name did not resolve
   7    the connection failed (refused, unreachable)
   22   -f/--fail-with-body: the final status is 400 or more
@@ -143,8 +144,12 @@ func lastMessage(err error) string {
 
 // checkURL parses a URL as curl reads it: without a scheme it is http, a
 // scheme other than http or https is unsupported (exit 1), and a URL
-// without a host or with a port outside 1-65535 is malformed (exit 3).
+// with a space or a control character, without a host or with a port
+// outside 1-65535 is malformed (exit 3).
 func checkURL(raw string) (*url.URL, error) {
+	if i := strings.IndexFunc(raw, func(r rune) bool { return r <= ' ' || r == 0x7f }); i >= 0 {
+		return nil, exit(curlBadURL, fmt.Sprintf("(3) %q holds %q at byte %d: a URL has no spaces or control characters; write a space as %%20", raw, raw[i], i))
+	}
 	s := raw
 	if !strings.Contains(s, "://") {
 		s = "http://" + s

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -45,6 +46,17 @@ type transferInfo struct {
 	size        int64
 }
 
+// answered sets what -w says of the final answer resp: its status, URL,
+// method, Content-Type and the redirects followed to reach it.
+func (ti *transferInfo) answered(resp *http.Response) {
+	ti.status, ti.url, ti.contentType = resp.StatusCode, resp.Request.URL.String(), resp.Header.Get("Content-Type")
+	ti.method = resp.Request.Method
+	ti.redirects = 0
+	for r := resp.Request; r.Response != nil; r = r.Response.Request {
+		ti.redirects++
+	}
+}
+
 // readWriteOut returns the -w format: the value itself, or the contents of
 // a file for @FILE (@- for stdin), as curl reads it.
 func readWriteOut(v string, stdin io.Reader) (string, error) {
@@ -79,7 +91,8 @@ func checkWriteOut(format string) []string {
 }
 
 // writeOut expands format as curl's -w does: %{name} variables, %% for %,
-// and the escapes \n, \r, \t and \\. An unknown variable writes nothing.
+// and the escapes \n, \r and \t; a backslash before any other character
+// is written with it (\\ writes \\). An unknown variable writes nothing.
 func (ti *transferInfo) writeOut(format string) string {
 	return expandWriteOut(format, ti.value)
 }
@@ -116,8 +129,6 @@ func expandWriteOut(format string, value func(string) (string, bool)) string {
 				b.WriteByte('\r')
 			case 't':
 				b.WriteByte('\t')
-			case '\\':
-				b.WriteByte('\\')
 			default:
 				b.WriteByte('\\')
 				b.WriteByte(format[i+1])

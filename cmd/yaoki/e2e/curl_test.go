@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -71,10 +72,21 @@ func TestHTTPLikeCurl(t *testing.T) {
 			args: []string{"-sSL", "-w", `%{url_effective} %{num_redirects}\n`}},
 		{name: "-L --max-redirs", script: []answer{{status: 302, headers: map[string]string{"Location": "/again"}, body: "moved\n"}},
 			args: []string{"-sSL", "--max-redirs", "2"}, stderr: true, code: 47},
+		{name: "-L --max-redirs -w", script: []answer{{status: 302, headers: map[string]string{"Location": "/again"}, body: "moved\n"}},
+			args: []string{"-sSL", "--max-redirs", "1", "-w", `%{http_code} %{num_redirects} %{url_effective}\n`}, stderr: true, code: 47},
+		{name: "-iL --max-redirs", script: []answer{{status: 302, headers: map[string]string{"Location": "/again"}, body: "moved\n"}},
+			args: []string{"-sSiL", "--max-redirs", "1"}, stderr: true, code: 47},
+		{name: "-iL", script: []answer{{status: 302, headers: map[string]string{"Location": "/next"}, body: "moved\n"}, {status: 301, headers: map[string]string{"Location": "/last"}, body: "moved\n"}, ok("there\n")},
+			args: []string{"-sSiL"}},
+		{name: "-IL", script: []answer{{status: 302, headers: map[string]string{"Location": "/next"}, body: "moved\n"}, ok("there\n")},
+			args: []string{"-sIL"}},
 		{name: "TLS untrusted", script: []answer{ok("secret\n")}, tls: true, args: []string{"-sS", "--retry", "0"}, stderr: true, code: 60},
 		{name: "-k", script: []answer{ok("secret\n")}, tls: true, args: []string{"-k"}},
 		{name: "refused", args: []string{"-sS", "--retry", "0"}, path: "refused", stderr: true, code: 7},
 		{name: "bad port", args: []string{"-sS"}, path: "http://127.0.0.1:99999/", stderr: true, code: 3},
+		{name: "space in the URL", args: []string{"-sS"}, path: "http://127.0.0.1:1/a b", stderr: true, code: 3},
+		{name: "-w backslashes", script: []answer{ok("x")}, args: []string{"-s", "-o", "/dev/null", "-w", `a\\b\q\%{http_code}\n`}},
+		{name: "-g", script: []answer{ok("x\n")}, args: []string{"-sg"}},
 		{name: "unsupported protocol", args: []string{"-sS"}, path: "foo://127.0.0.1/", stderr: true, code: 1},
 		{name: "empty reply", script: []answer{{close: true}}, args: []string{"-sS", "--retry", "0"}, stderr: true, code: 52},
 		{name: "reset", script: []answer{{reset: true}}, args: []string{"-sS", "--retry", "0"}, stderr: true, code: 56},
@@ -206,6 +218,11 @@ func TestHTTPSendsLikeCurl(t *testing.T) {
 		{"-H", []string{"-H", "X-Trace: abc", "-H", "Accept: text/plain"}, []string{"X-Trace", "Accept"}},
 		{"-H removes", []string{"-H", "User-Agent:", "-H", "Accept:"}, []string{"User-Agent", "Accept"}},
 		{"-I", []string{"-I"}, nil},
+		{"-H Host", []string{"-H", "Host: example.test"}, nil},
+		{"-H twice", []string{"-H", "X-Tag: a", "-H", "X-Tag: b", "-H", "Accept: text/a", "-H", "Accept: text/b"}, []string{"X-Tag", "Accept"}},
+		{"-H empty value", []string{"-H", "X-Empty;"}, []string{"X-Empty"}},
+		{"-H removes a default only", []string{"-H", "X-Tag: a", "-H", "X-Tag:"}, []string{"X-Tag"}},
+		{"-A empty", []string{"-A", ""}, []string{"User-Agent"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := startScripted(t, false, ok("ok\n"))
@@ -219,11 +236,11 @@ func TestHTTPSendsLikeCurl(t *testing.T) {
 				t.Fatalf("yaoki exit %d (%d requests), curl exit %d (%d requests)\n%s", y.code, len(ys), c.code, len(cs), y.stderr)
 			}
 			a, b := ys[0], cs[0]
-			if a.method != b.method || a.uri != b.uri || a.body != b.body {
-				t.Errorf("yaoki sent %s %s %q; curl %s %s %q", a.method, a.uri, a.body, b.method, b.uri, b.body)
+			if a.method != b.method || a.uri != b.uri || a.body != b.body || a.host != b.host {
+				t.Errorf("yaoki sent %s %s (Host %s) %q; curl %s %s (Host %s) %q", a.method, a.uri, a.host, a.body, b.method, b.uri, b.host, b.body)
 			}
 			for _, h := range tc.headers {
-				if got, want := a.header.Values(h), b.header.Values(h); strings.Join(got, ",") != strings.Join(want, ",") {
+				if got, want := a.header.Values(h), b.header.Values(h); fmt.Sprintf("%q", got) != fmt.Sprintf("%q", want) {
 					t.Errorf("%s: yaoki sent %q, curl %q", h, got, want)
 				}
 			}
@@ -319,6 +336,9 @@ func TestHTTPBadInput(t *testing.T) {
 		{[]string{"--idempotency-key", ""}, "--idempotency-key"},
 		{[]string{"-H", "Bad Name: v"}, "is not a header name"},
 		{[]string{"-H", "NoColon"}, "want 'Name: value'"},
+		{[]string{"-H", "X-Half; v"}, "want 'Name: value'"},
+		{[]string{"-H", "X-Half; "}, "want 'Name: value'"},
+		{[]string{"-H", "Host:"}, "always sends Host"},
 		{[]string{"--retry", "-1"}, "--retry -1"},
 		{[]string{"--retry", "2", "--max-attempts", "3"}, "say the same thing"},
 		{[]string{"--max-redirs", "-2"}, "--max-redirs"},
@@ -328,6 +348,14 @@ func TestHTTPBadInput(t *testing.T) {
 		{[]string{"-u", "nopassword"}, "USER:PASSWORD"},
 		{[]string{"--json", "{}", "-d", "x"}, "--json cannot be combined"},
 		{[]string{"--bogus"}, "unknown flag"},
+		{[]string{"--retry-delay", "1"}, "unknown flag: --retry-delay: curl's fixed wait; the waits come from --base"},
+		{[]string{"--retry-max-time", "5"}, "use -m/--max-time"},
+		{[]string{"--retry-connrefused"}, "retries refused connections without it"},
+		{[]string{"--retry-all-errors"}, "a --policy file names more"},
+		{[]string{"-sO"}, "'O' in -O: name the file with -o FILE"},
+		{[]string{"-D", "h.txt"}, "-i writes the headers"},
+		{[]string{"-b", "a=1"}, "-H 'Cookie: name=value'"},
+		{[]string{"--data-urlencode", "a=b c"}, "encode the value"},
 	} {
 		r := run(t, nil, append(append([]string{"http"}, tc.args...), s.url)...)
 		if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
@@ -340,5 +368,82 @@ func TestHTTPBadInput(t *testing.T) {
 	r := run(t, nil, "http", "-d", "@/nonexistent/file", s.url)
 	if r.code != 26 || !strings.Contains(r.stderr, "/nonexistent/file") {
 		t.Errorf("-d @missing: exit %d, %q; want 26 (curl's read error)", r.code, r.stderr)
+	}
+}
+
+// TestHTTPRedirectsLikeCurl compares, for -L, what the redirect's target
+// receives from yaoki http and from curl: the method (kept by -X, as curl
+// keeps it), the body, no Referer of yaoki's own, and no credentials for
+// another origin (another port is another origin, as in curl).
+func TestHTTPRedirectsLikeCurl(t *testing.T) {
+	redirect := func(code int, to string) answer {
+		return answer{status: code, headers: map[string]string{"Location": to}, body: "moved\n"}
+	}
+	for _, tc := range []struct {
+		name  string
+		code  int
+		other bool // redirect to another port
+		args  []string
+	}{
+		{"-d 302", 302, false, []string{"-d", "a=1"}},
+		{"-d 303", 303, false, []string{"-d", "a=1"}},
+		{"-d 307", 307, false, []string{"-d", "a=1"}},
+		{"-d 308", 308, false, []string{"-d", "a=1"}},
+		{"-X DELETE 301", 301, false, []string{"-X", "DELETE"}},
+		{"-X PUT -d 302", 302, false, []string{"-X", "PUT", "-d", "a=1"}},
+		{"-X PUT -d 307", 307, false, []string{"-X", "PUT", "-d", "a=1"}},
+		{"-e", 302, false, []string{"-e", "http://from.example/"}},
+		{"-u same origin", 302, false, []string{"-u", "ann:s3cret", "-H", "Cookie: c=1"}},
+		{"-u another port", 302, true, []string{"-u", "ann:s3cret", "-H", "Cookie: c=1"}},
+		{"-H Authorization another port", 307, true, []string{"-H", "Authorization: Bearer t", "-d", "a=1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			target := startScripted(t, false, ok("there\n"))
+			to := "/next"
+			if tc.other {
+				to = target.url + "next"
+			}
+			s := startScripted(t, false, redirect(tc.code, to), ok("there\n"))
+			if !tc.other {
+				target = s
+			}
+			landed := func() []seen {
+				if tc.other {
+					return target.requests()
+				}
+				if r := s.requests(); len(r) > 1 {
+					return r[1:]
+				}
+				return nil
+			}
+			y := run(t, nil, append(append([]string{"http", "-sSL"}, tc.args...), s.url+"first")...)
+			ys := landed()
+			s.restart()
+			target.restart()
+			c := runCurl(t, append(append([]string{"-sSL"}, tc.args...), s.url+"first")...)
+			cs := landed()
+			if y.code != 0 || c.code != 0 || len(ys) != 1 || len(cs) != 1 {
+				t.Fatalf("yaoki exit %d (%d requests at the target), curl exit %d (%d requests)\n%s", y.code, len(ys), c.code, len(cs), y.stderr)
+			}
+			a, b := ys[0], cs[0]
+			if a.method != b.method || a.uri != b.uri || a.body != b.body {
+				t.Errorf("yaoki sent %s %s %q; curl %s %s %q", a.method, a.uri, a.body, b.method, b.uri, b.body)
+			}
+			for _, h := range []string{"Authorization", "Cookie", "Referer", "Content-Type"} {
+				if got, want := a.header.Values(h), b.header.Values(h); fmt.Sprintf("%q", got) != fmt.Sprintf("%q", want) {
+					t.Errorf("%s: yaoki sent %q, curl %q", h, got, want)
+				}
+			}
+		})
+	}
+}
+
+// Past --max-redirs, the message counts no attempts: each redirect was
+// one answer, not a failed attempt.
+func TestHTTPMaxRedirsMessage(t *testing.T) {
+	s := startScripted(t, false, answer{status: 302, headers: map[string]string{"Location": "/again"}, body: "moved\n"})
+	r := run(t, nil, "http", "-sSL", "--max-redirs", "1", s.url)
+	if r.code != 47 || r.stderr != "yaoki: (47) maximum (1) redirects followed\n" {
+		t.Errorf("exit %d, stderr %q; want 47 and \"yaoki: (47) maximum (1) redirects followed\"", r.code, r.stderr)
 	}
 }

@@ -57,6 +57,7 @@ func (a answer) raw() []byte {
 // seen is a request as the scripted server received it.
 type seen struct {
 	method, uri string
+	host        string // the Host header (net/http keeps it out of header)
 	header      http.Header
 	body        string
 }
@@ -136,7 +137,7 @@ func (s *scripted) conn(c net.Conn) {
 		}
 		body, _ := io.ReadAll(req.Body)
 		s.mu.Lock()
-		s.got = append(s.got, seen{method: req.Method, uri: req.RequestURI, header: req.Header, body: string(body)})
+		s.got = append(s.got, seen{method: req.Method, uri: req.RequestURI, host: req.Host, header: req.Header, body: string(body)})
 		a := s.script[min(s.next, len(s.script)-1)]
 		s.next++
 		s.mu.Unlock()
