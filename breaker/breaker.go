@@ -176,7 +176,7 @@ func New(s Config) (*Breaker, error) {
 		b.failures, b.slow = window.NewRing(n), window.NewRing(n)
 	} else {
 		b.clock = window.NewClock(s.Window / timeBuckets)
-		b.calls, b.failures, b.slow = window.NewRing(timeBuckets), window.NewRing(timeBuckets), window.NewRing(timeBuckets)
+		b.calls, b.failures, b.slow = window.NewClockRing(timeBuckets), window.NewClockRing(timeBuckets), window.NewClockRing(timeBuckets)
 	}
 	b.word.Store(genOne | uint64(Closed))
 	return b, nil

@@ -17,9 +17,9 @@ const (
 	countBits = 32
 	countMask = 1<<countBits - 1
 	tagMask   = 1<<(64-countBits) - 1
-	// lagLimit bounds how far ahead of an event its bucket's epoch may be
-	// for the event to count as late (and be dropped) rather than the
-	// bucket as stale (and be reset).
+	// lagLimit bounds how far ahead of an event its bucket's epoch may be,
+	// in a ring made with NewRing, for the event to count as late (and be
+	// dropped) rather than the bucket as stale (and be reset).
 	lagLimit = 1 << 24
 )
 
@@ -38,17 +38,37 @@ const (
 // Add that races with the reset of its bucket by an event a whole window
 // later may land in the newer epoch.
 //
-// The zero Ring is unusable; make one with NewRing.
+// The zero Ring is unusable; make one with NewRing or NewClockRing.
 type Ring struct {
 	slots []atomic.Uint64
+	lag   uint64 // an event whose bucket holds an epoch less than lag ahead is dropped
 }
 
-// NewRing returns a ring of n buckets (n ≥ 1).
+// NewRing returns a ring of n buckets (n ≥ 1) for epochs that only go up,
+// such as blocks of calls numbered by a counter: an event whose bucket
+// already holds a later epoch arrived late (its caller was descheduled
+// while others counted) and is dropped.
 func NewRing(n int) Ring {
 	if n < 1 {
 		n = 1
 	}
-	return Ring{slots: make([]atomic.Uint64, n)}
+	return Ring{slots: make([]atomic.Uint64, n), lag: lagLimit}
+}
+
+// NewClockRing returns a ring of n buckets (n ≥ 1) for the epochs of a
+// Clock, which follow a wall clock that may step back (an NTP correction,
+// callers passing instants older than others did). An event whose bucket
+// holds a later epoch replaces it, as one whose bucket holds an earlier
+// epoch does: after the clock steps back by more than the window, counting
+// starts again from the stepped clock, instead of dropping every event
+// until the clock catches up with the instants counted before the step.
+// The price: an event a whole window older than the newest one (a caller
+// that held its instant for that long) empties its bucket, losing at most
+// one bucket of counts.
+func NewClockRing(n int) Ring {
+	r := NewRing(n)
+	r.lag = 0
+	return r
 }
 
 // Len returns the number of buckets.
@@ -66,7 +86,9 @@ func (r *Ring) slot(e int64) *atomic.Uint64 {
 }
 
 // Add adds n to the bucket of epoch e. An event older than the window (its
-// bucket already holds a later epoch) is dropped.
+// bucket already holds a later epoch) is dropped by a ring made with
+// NewRing, and replaces the bucket's content in one made with
+// NewClockRing.
 func (r *Ring) Add(e int64, n uint64) {
 	s := r.slot(e)
 	tag := uint64(e) & tagMask
@@ -76,7 +98,7 @@ func (r *Ring) Add(e int64, n uint64) {
 		case t == tag:
 			s.Add(n)
 			return
-		case w&countMask != 0 && (t-tag)&tagMask < lagLimit:
+		case w&countMask != 0 && (t-tag)&tagMask < r.lag:
 			// The bucket holds a later epoch: this event is at least a
 			// whole window old.
 			return
@@ -150,7 +172,9 @@ func (c *Clock) Epoch(now time.Time) int64 {
 
 // Counter counts events over a sliding time window: Buckets buckets of
 // Window/Buckets each, so that the window slides in steps of one bucket.
-// Safe for concurrent use and free of allocations and locks.
+// When the clock steps back by more than the window, it counts again from
+// the stepped clock (see NewClockRing). Safe for concurrent use and free of
+// allocations and locks.
 type Counter struct {
 	clock Clock
 	ring  Ring
@@ -169,7 +193,7 @@ func (c *Counter) Init(window time.Duration, buckets int) {
 		buckets = 1
 	}
 	c.clock = NewClock(window / time.Duration(buckets))
-	c.ring = NewRing(buckets)
+	c.ring = NewClockRing(buckets)
 }
 
 // Add counts n events at now.

@@ -36,17 +36,52 @@ func TestCounterSlides(t *testing.T) {
 	}
 }
 
-func TestCounterDropsEventsOlderThanWindow(t *testing.T) {
+func TestCounterIgnoresEventsOlderThanWindow(t *testing.T) {
 	c := NewCounter(time.Second, 4)
+	c.Add(t0.Add(9*time.Second), 4)
 	c.Add(t0.Add(10*time.Second), 1)
-	c.Add(t0, 5) // same slot as +10 s modulo 4 buckets? it is older: dropped or kept in its own epoch
-	if got := c.Sum(t0.Add(10 * time.Second)); got != 1 {
-		t.Fatalf("sum %d, want 1 (the old event is outside the window)", got)
+	// An event 10 s older, in the bucket of +10 s (4 buckets of 250 ms): it
+	// is outside the window, and empties that bucket (one bucket's count
+	// lost, the price of following a clock that steps back).
+	c.Add(t0, 5)
+	if got := c.Sum(t0.Add(10 * time.Second)); got != 0 {
+		t.Fatalf("sum %d, want 0 (the old event is outside the window, the bucket it emptied too)", got)
 	}
 	// An event slightly in the past but inside the window is kept.
 	c.Add(t0.Add(9800*time.Millisecond), 2)
-	if got := c.Sum(t0.Add(10 * time.Second)); got != 3 {
-		t.Fatalf("sum %d, want 3", got)
+	if got := c.Sum(t0.Add(10 * time.Second)); got != 2 {
+		t.Fatalf("sum %d, want 2", got)
+	}
+}
+
+// TestRingDropsLateEvents: a ring made with NewRing (epochs that only go
+// up) drops an event whose bucket holds a later epoch.
+func TestRingDropsLateEvents(t *testing.T) {
+	r := NewRing(4)
+	r.Add(40, 1)
+	r.Add(36, 5) // the same bucket, a whole window late
+	if got := r.Sum(40); got != 1 {
+		t.Fatalf("sum %d, want 1 (the late event dropped)", got)
+	}
+}
+
+// TestCounterClockStepsBack: after the clock steps back by more than the
+// window, events are counted from the stepped clock; the counts made
+// before the step come back only if the clock reaches their instants
+// again.
+func TestCounterClockStepsBack(t *testing.T) {
+	for _, back := range []time.Duration{3 * time.Second, time.Hour, 400 * 24 * time.Hour} {
+		c := NewCounter(time.Second, 4)
+		for i := range 4 {
+			c.Add(t0.Add(time.Duration(i)*250*time.Millisecond), 10)
+		}
+		now := t0.Add(-back)
+		for i := range 4 {
+			c.Add(now.Add(time.Duration(i)*250*time.Millisecond), 1)
+		}
+		if got := c.Sum(now.Add(750 * time.Millisecond)); got != 4 {
+			t.Errorf("stepped back %v: sum %d over the window after the step, want the 4 events counted since", back, got)
+		}
 	}
 }
 
