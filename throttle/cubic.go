@@ -55,7 +55,9 @@ type CubicConfig struct {
 //
 // where Wmax is the rate at the last throttling answer and t the time since
 // it: back up quickly, flat around Wmax, then probing beyond it. The rate
-// never exceeds twice the measured send rate.
+// never exceeds twice the measured send rate. An instant earlier than one
+// seen before (the clock stepped back) restarts the refill, the measuring
+// bucket and the curve from it.
 //
 // Cubic is safe for concurrent use (a mutex; it is meant for one
 // dependency's traffic, not for a hot loop) and allocates nothing when it
@@ -162,6 +164,10 @@ func (c *Cubic) RecordAt(now time.Time, throttled bool) {
 		c.started, c.lastThrot = true, now
 	}
 	c.measure(now)
+	if now.Before(c.lastThrot) {
+		// The clock stepped back: the curve goes on from now.
+		c.lastThrot = now
+	}
 	var rate float64
 	if throttled {
 		w := c.measured
@@ -199,7 +205,8 @@ func (c *Cubic) RateAt(now time.Time) (perSecond float64, limiting bool) {
 // measure updates the smoothed send rate with one more response.
 func (c *Cubic) measure(now time.Time) {
 	b := now.UnixNano() / int64(measureBucket)
-	if !c.bucketSeen {
+	if !c.bucketSeen || b < c.bucket {
+		// The first response, or the clock stepped back: measure from now.
 		c.bucket, c.bucketSeen = b, true
 	}
 	c.count++
@@ -216,8 +223,12 @@ func (c *Cubic) refill(now time.Time) {
 		c.refilled = now
 		return
 	}
-	if d := now.Sub(c.refilled); d > 0 {
+	switch d := now.Sub(c.refilled); {
+	case d > 0:
 		c.tokens = min(c.capacity, c.tokens+d.Seconds()*c.rate)
+		c.refilled = now
+	case d < 0:
+		// The clock stepped back: refill from now on.
 		c.refilled = now
 	}
 }

@@ -1,0 +1,88 @@
+package throttle
+
+import (
+	"testing"
+	"time"
+)
+
+// TestAdaptiveClockStepsBack: the clock steps back (an NTP correction) by
+// more than two windows while the dependency throttles everything. The
+// outcomes after the step are counted, so the throttle keeps shedding
+// instead of admitting everything until the clock catches up.
+func TestAdaptiveClockStepsBack(t *testing.T) {
+	for _, back := range []time.Duration{5 * time.Minute, 5 * time.Hour} {
+		a, err := NewAdaptive(AdaptiveConfig{Rand: fixed(0.5)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A healthy dependency over one window: every bucket holds counts.
+		for i := range 1200 {
+			a.RecordAt(at(time.Duration(i)*100*time.Millisecond), false)
+		}
+		// After the step, the dependency throttles everything for a
+		// window's time.
+		start := at(2*time.Minute - back)
+		sent := 0
+		for i := range 1200 {
+			now := start.Add(time.Duration(i) * 100 * time.Millisecond)
+			if _, err := a.AdmitAt(now); err == nil {
+				sent++
+				a.RecordAt(now, true)
+			}
+		}
+		if p := a.ProbabilityAt(start.Add(2 * time.Minute)); p < 0.9 || sent > 10 {
+			t.Errorf("clock stepped back %v, every answer throttled: %d of 1200 sent, rejection probability %.3f, want a few and ≥ 0.9", back, sent, p)
+		}
+	}
+}
+
+// TestCubicClockStepsBack: the clock steps back by an hour while the limiter
+// limits. Tokens keep refilling at the current rate and the rate grows back
+// after successes, instead of every request being refused until the clock
+// reaches the instants seen before the step.
+func TestCubicClockStepsBack(t *testing.T) {
+	c, err := NewCubic(CubicConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := send(c, t0, 10*time.Second, 1000) // 100 requests/s
+	c.RecordAt(now, true)                    // throttled: limiting from here
+	rate, limiting := c.RateAt(now)
+	if !limiting || rate < 50 {
+		t.Fatalf("after the throttle: rate %v, limiting %v; want ~70/s and limiting", rate, limiting)
+	}
+	now = now.Add(-time.Hour)
+	admitted := 0
+	for i := range 600 { // 60 s of calls, 10 per second, all answered at once
+		at := now.Add(time.Duration(i) * 100 * time.Millisecond)
+		if w, err := c.AdmitAt(at); err == nil && w == 0 {
+			admitted++
+			c.RecordAt(at, false)
+		}
+	}
+	if admitted < 590 {
+		t.Errorf("clock stepped back 1h, 10 requests/s well under the rate: %d of 600 admitted without waiting", admitted)
+	}
+}
+
+// TestCubicClockFaults: zero, out-of-order and far-future instants neither
+// panic nor leave a rate that is not a positive number.
+func TestCubicClockFaults(t *testing.T) {
+	c, _ := NewCubic(CubicConfig{})
+	for i, now := range []time.Time{{}, t0, t0.Add(-time.Millisecond), t0.Add(1000 * 24 * time.Hour), t0, {}, time.Unix(1<<40, 0)} {
+		c.RecordAt(now, i%2 == 0)
+		_, _ = c.AdmitAt(now)
+		c.CancelAt(now)
+		if r, _ := c.RateAt(now); !(r > 0) || r != r {
+			t.Fatalf("after instant %d (%v): rate %v", i, now, r)
+		}
+	}
+	a, _ := NewAdaptive(AdaptiveConfig{})
+	for _, now := range []time.Time{{}, t0, time.Unix(1<<40, 0), t0.Add(-time.Hour)} {
+		a.RecordAt(now, true)
+		_, _ = a.AdmitAt(now)
+		if p := a.ProbabilityAt(now); p < 0 || p > 1 {
+			t.Fatalf("probability %v at %v", p, now)
+		}
+	}
+}
