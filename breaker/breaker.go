@@ -23,7 +23,10 @@
 // Decisions are functions of the instant they are given (AllowAt, DoneAt,
 // StateAt take now), so the simulator drives breakers on virtual time, and
 // there is no background goroutine: an open breaker becomes half-open when
-// it is next asked after its open period.
+// it is next asked after its open period. An instant before the start of
+// the open period (the clock stepped back) starts the period again from
+// that instant, so the breaker stays open for the period's length on the
+// stepped clock.
 //
 // The closed path is lock-free: AllowAt is one atomic load, and recording a
 // success is one atomic add (plus a load), allocating nothing. Transitions
@@ -98,9 +101,10 @@ type Breaker struct {
 	open atomic.Pointer[period] // the current or last open period
 
 	mu      sync.Mutex
-	trips   int // consecutive trips, reset when the breaker closes
-	probing int // half-open probes in flight
-	probeOK int // half-open probes that succeeded
+	trips   int   // consecutive trips, reset when the breaker closes
+	probing int   // half-open probes in flight
+	probeOK int   // half-open probes that succeeded
+	probeAt int64 // UnixNano at which the last probe slot was taken
 
 	s    Config
 	kind windowKind
@@ -135,6 +139,7 @@ func (b *Breaker) clockless() bool { return b.kind != timeWindow && !b.slowOn() 
 // period is one open period, published atomically so that refusals need no
 // lock.
 type period struct {
+	from  int64 // UnixNano at which the period started
 	until int64 // UnixNano at which the breaker becomes half-open
 	trips int
 	cause error
@@ -142,6 +147,22 @@ type period struct {
 	// same millisecond share it, so that an open breaker under load
 	// refuses without allocating. It is never modified once published.
 	last atomic.Pointer[OpenError]
+}
+
+// at returns the open period as it stands at ns (UnixNano): p itself, or,
+// when ns is before p started (the clock stepped back), a period of the same
+// length starting at ns, which replaces p, so that the breaker stays open
+// for its open period on the stepped clock rather than until the clock
+// reaches p's end.
+func (b *Breaker) at(p *period, ns int64) *period {
+	if ns >= p.from {
+		return p
+	}
+	q := &period{from: ns, until: ns + (p.until - p.from), trips: p.trips, cause: p.cause}
+	if b.open.CompareAndSwap(p, q) {
+		return q
+	}
+	return b.at(b.open.Load(), ns)
 }
 
 // refusal returns the *OpenError for a call refused at ns (UnixNano) during
@@ -209,9 +230,9 @@ func (b *Breaker) allowNotClosed(now time.Time, w uint64, retry bool) (uint64, e
 //
 //go:noinline
 func (b *Breaker) allowSlow(ctx context.Context, now time.Time, w uint64, retry bool) (uint64, error) {
+	ns := now.UnixNano()
 	if State(w&stateMask) == Open {
-		p := b.open.Load()
-		if ns := now.UnixNano(); ns < p.until {
+		if p := b.at(b.open.Load(), ns); ns < p.until {
 			return 0, b.refuse(ctx, now, b.refusal(p, ns))
 		}
 	}
@@ -223,8 +244,7 @@ func (b *Breaker) allowSlow(ctx context.Context, now time.Time, w uint64, retry 
 		b.mu.Unlock()
 		return w, nil
 	case Open:
-		p := b.open.Load()
-		if ns := now.UnixNano(); ns < p.until {
+		if p := b.at(b.open.Load(), ns); ns < p.until {
 			b.mu.Unlock()
 			return 0, b.refuse(ctx, now, b.refusal(p, ns))
 		}
@@ -232,13 +252,23 @@ func (b *Breaker) allowSlow(ctx context.Context, now time.Time, w uint64, retry 
 		ch = change{from: Open, to: HalfOpen}
 	}
 	// Half-open: a probe slot is free while the probes in flight and those
-	// that succeeded are fewer than HalfOpenProbes.
+	// that succeeded are fewer than HalfOpenProbes. Probes whose outcome
+	// has not come OpenTimeout after the last slot was taken are deemed
+	// lost: a new half-open generation starts, which drops their outcomes
+	// should they come after all.
 	if b.probing+b.probeOK >= b.s.HalfOpenProbes {
-		b.mu.Unlock()
-		b.report(ctx, now, ch)
-		return 0, b.refuse(ctx, now, &OpenError{Name: b.s.Name, State: HalfOpen, Trips: b.open.Load().trips})
+		if ns < b.probeAt {
+			b.probeAt = ns // the clock stepped back: the wait runs from now
+		}
+		if b.probing == 0 || ns-b.probeAt < int64(b.s.OpenTimeout) {
+			b.mu.Unlock()
+			b.report(ctx, now, ch)
+			return 0, b.refuse(ctx, now, &OpenError{Name: b.s.Name, State: HalfOpen, Trips: b.open.Load().trips})
+		}
+		w = b.moveLocked(w, HalfOpen)
 	}
 	b.probing++
+	b.probeAt = ns
 	b.mu.Unlock()
 	b.report(ctx, now, ch)
 	return w | probeFlag, nil
@@ -246,8 +276,9 @@ func (b *Breaker) allowSlow(ctx context.Context, now time.Time, w uint64, retry 
 
 // DoneAt reports the outcome of a call allowed by AllowAt: err is nil on
 // success, elapsed is how long the call took (for SlowCall), ticket is what
-// AllowAt returned. Outcomes of calls allowed in an earlier state (before a
-// trip, or before the breaker closed) are dropped. Closed, recording a fast
+// AllowAt returned, reported once. Outcomes of calls allowed in an earlier
+// state (before a trip, or before the breaker closed, or probes deemed lost)
+// are dropped. Closed, recording a fast
 // success is one atomic add and allocates nothing.
 func (b *Breaker) DoneAt(now time.Time, ticket uint64, elapsed time.Duration, err error) {
 	w := b.word.Load()
@@ -379,6 +410,11 @@ func (b *Breaker) probeDone(ctx context.Context, now time.Time, ticket uint64, o
 		return
 	}
 	if ticket&probeFlag != 0 {
+		if b.probing == 0 {
+			// More outcomes than probes: a ticket reported twice.
+			b.mu.Unlock()
+			return
+		}
 		b.probing--
 	}
 	if o == Failure || slow && o == Success {
@@ -428,7 +464,8 @@ func (b *Breaker) trip(ctx context.Context, now time.Time, w uint64, cause error
 func (b *Breaker) tripLocked(now time.Time, w uint64, cause error) {
 	b.trips++
 	d := b.openFor(b.trips)
-	b.open.Store(&period{until: now.Add(d).UnixNano(), trips: b.trips, cause: cause})
+	ns := now.UnixNano()
+	b.open.Store(&period{from: ns, until: ns + int64(d), trips: b.trips, cause: cause})
 	b.moveLocked(w, Open)
 }
 
@@ -488,7 +525,7 @@ func (b *Breaker) refuse(ctx context.Context, now time.Time, e *OpenError) error
 // AllowAt).
 func (b *Breaker) StateAt(now time.Time) State {
 	s := State(b.word.Load() & stateMask)
-	if s == Open && now.UnixNano() >= b.open.Load().until {
+	if ns := now.UnixNano(); s == Open && ns >= b.at(b.open.Load(), ns).until {
 		return HalfOpen
 	}
 	return s
@@ -503,8 +540,9 @@ func (b *Breaker) OpenUntil(now time.Time) (time.Time, bool) {
 	if State(b.word.Load()&stateMask) != Open {
 		return time.Time{}, false
 	}
-	until := b.open.Load().until
-	if now.UnixNano() >= until {
+	ns := now.UnixNano()
+	until := b.at(b.open.Load(), ns).until
+	if ns >= until {
 		return time.Time{}, false
 	}
 	return time.Unix(0, until), true

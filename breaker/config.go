@@ -99,7 +99,11 @@ type Config struct {
 	OpenJitter float64
 	// HalfOpenProbes is how many calls may be in flight while half-open,
 	// and how many must succeed to close the breaker; any failure opens it
-	// again. Zero: DefaultHalfOpenProbes (1). Accepted: 1 to 1e6.
+	// again. Probes whose outcomes have not come OpenTimeout after the last
+	// probe went are deemed lost (a goroutine that died, a Done never
+	// called): new probes go, and the lost ones' outcomes are dropped if
+	// they come after all. Zero: DefaultHalfOpenProbes (1). Accepted: 1 to
+	// 1e6.
 	HalfOpenProbes int
 
 	// RetriesOnly makes the breaker refuse retries only: first attempts
