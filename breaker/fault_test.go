@@ -127,3 +127,46 @@ func TestDoneFaults(t *testing.T) {
 	b.DoneAt(at(20*time.Second), p2, -time.Second, nil) // before the AllowAt, a negative duration
 	wantState(t, b, at(31*time.Second), Closed)
 }
+
+// TestBoundaries: a call exactly SlowCall long is slow; a count window of
+// one call trips on one failure with FailureRatio 1 and forgets it after one
+// success; the zero time and instants far away neither panic nor leave the
+// breaker open for longer than its period.
+func TestBoundaries(t *testing.T) {
+	b := newB(t, Config{FailureRatio: Disabled, SlowCall: time.Second, SlowRatio: 1, MinCalls: 1, WindowCalls: 1})
+	tk, _ := b.AllowAt(at(0), false)
+	b.DoneAt(at(0), tk, time.Second-time.Nanosecond, nil)
+	wantState(t, b, at(0), Closed)
+	tk, _ = b.AllowAt(at(0), false)
+	b.DoneAt(at(0), tk, time.Second, nil)
+	wantState(t, b, at(0), Open)
+
+	b = newB(t, Config{FailureRatio: 1, WindowCalls: 1})
+	call(t, b, at(0), nil)
+	call(t, b, at(0), boom)
+	wantState(t, b, at(0), Open)
+
+	b = newB(t, Config{WindowCalls: 1, FailureRatio: 1})
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Go(func() {
+			if tk, err := b.AllowAt(at(0), false); err == nil {
+				b.DoneAt(at(0), tk, 0, map[bool]error{true: boom}[i%2 == 0])
+			}
+		})
+	}
+	wg.Wait()
+
+	for _, now := range []time.Time{{}, time.Unix(1<<40, 0), t0.Add(-100 * 365 * 24 * time.Hour)} {
+		b := newB(t, Config{ConsecutiveFailures: 1})
+		call(t, b, now, boom)
+		if s := b.StateAt(now); s != Open {
+			t.Errorf("tripped at %v: %v", now, s)
+		}
+		if s := b.StateAt(now.Add(31 * time.Second)); s != HalfOpen {
+			t.Errorf("tripped at %v: %v 31 s later, want half_open", now, s)
+		}
+		call(t, b, now.Add(31*time.Second), nil)
+		wantState(t, b, now.Add(31*time.Second), Closed)
+	}
+}

@@ -1,7 +1,10 @@
 package throttle
 
 import (
+	"context"
+	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -83,6 +86,59 @@ func TestCubicClockFaults(t *testing.T) {
 		_, _ = a.AdmitAt(now)
 		if p := a.ProbabilityAt(now); p < 0 || p > 1 {
 			t.Fatalf("probability %v at %v", p, now)
+		}
+	}
+}
+
+// TestBulkheadCancelledWhileWaiting: a caller whose context ends while it
+// waits for a slot gets the context's error and holds no slot; the slot
+// freed later goes to the next caller.
+func TestBulkheadCancelledWhileWaiting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := NewBulkhead(BulkheadConfig{Limit: 1, MaxWait: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Acquire(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		for range 100 {
+			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+			if err := b.Acquire(ctx); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Acquire while full, context ending after 1 s: %v", err)
+			}
+			cancel()
+		}
+		if n := b.InUse(); n != 1 {
+			t.Fatalf("in use %d after 100 abandoned waits, want 1", n)
+		}
+		b.Release()
+		if err := b.Acquire(t.Context()); err != nil {
+			t.Fatalf("after the release: %v", err)
+		}
+		b.Release()
+		defer func() {
+			if recover() == nil {
+				t.Error("Release without Acquire: no panic (documented)")
+			}
+		}()
+		b.Release()
+	})
+}
+
+// TestAdaptiveKExtremes: with K = 1 a dependency that accepts everything is
+// never shed, with K = 100 one that accepts 1 % is not either.
+func TestAdaptiveKExtremes(t *testing.T) {
+	for _, c := range []struct {
+		k      float64
+		accept int // of 100
+	}{{1, 100}, {100, 1}} {
+		a, _ := NewAdaptive(AdaptiveConfig{K: c.k, Rand: fixed(0)})
+		for i := range 100000 {
+			a.RecordAt(t0, i%100 >= c.accept)
+		}
+		if p := a.ProbabilityAt(t0); p != 0 {
+			t.Errorf("K %v, %d %% accepted: probability %v, want 0", c.k, c.accept, p)
 		}
 	}
 }
