@@ -7,10 +7,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/textproto"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -264,20 +266,80 @@ func (s *proxyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Detail: fmt.Sprintf("proxy: no route takes %s %s (host %s)", r.Method, r.URL.Path, requestHost(r))}, -1)
 		return
 	}
-	// An answer is relayed with the Content-Type its upstream gave, or
-	// none: a key without values keeps net/http's server from adding one
-	// it guessed from the first bytes (RFC 9110 §7.7: a proxy does not
-	// transform what it relays). httputil.ReverseProxy adds the upstream's
-	// value to the key; the proxy's own answers set theirs. (After a 1xx
-	// answer, for which httputil.ReverseProxy clears the header, net/http
-	// guesses again.)
-	w.Header()["Content-Type"] = nil
+	rw := relayWriters.Get().(*relayWriter)
+	rw.ResponseWriter = w
+	defer func() {
+		*rw = relayWriter{}
+		relayWriters.Put(rw)
+	}()
 	if _, ok := r.Header[header.AttemptCount]; ok {
 		// The client retries: the route's loop makes one attempt.
-		pr.layered.ServeHTTP(w, r)
+		pr.layered.ServeHTTP(rw, r)
 		return
 	}
-	pr.proxy.ServeHTTP(w, r)
+	pr.proxy.ServeHTTP(rw, r)
+}
+
+// relayWriter is the ResponseWriter a route's reverse proxy writes to. It
+// gives the 1xx answers that httputil.ReverseProxy relays as they come
+// (through its ClientTrace.Got1xxResponse, which copies the upstream's
+// fields as they are) the rules of the final answer: their hop-by-hop
+// fields stay with the upstream (RFC 9110 §7.6.1). And it relays an answer
+// with the Content-Type its upstream gave, or none: a key without values,
+// set when the final answer's header is written (httputil.ReverseProxy
+// clears the header after each 1xx), keeps net/http's server from adding
+// one it guessed from the first bytes (§7.7: a proxy does not transform
+// what it relays). The proxy's own answers set theirs. Pooled
+// (relayWriters): a request costs no allocation for it.
+type relayWriter struct {
+	http.ResponseWriter
+	final bool // the final answer's header is written
+}
+
+var relayWriters = sync.Pool{New: func() any { return new(relayWriter) }}
+
+func (w *relayWriter) WriteHeader(code int) {
+	h := w.ResponseWriter.Header()
+	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
+		removeHopByHop(h)
+	} else if !w.final {
+		w.final = true
+		if _, ok := h["Content-Type"]; !ok {
+			h["Content-Type"] = nil
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *relayWriter) Write(p []byte) (int, error) {
+	if !w.final {
+		w.WriteHeader(http.StatusOK) // as net/http does on a Write before WriteHeader
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap returns the server's ResponseWriter, for http.ResponseController
+// (flushes, the hijack of an upgraded connection).
+func (w *relayWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// hopByHop are the hop-by-hop fields of RFC 9110 §7.6.1 and the ones
+// httputil.ReverseProxy removes besides: those a proxy does not relay.
+var hopByHop = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization",
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// removeHopByHop removes from h the fields that its Connection names and
+// the hopByHop fields.
+func removeHopByHop(h http.Header) {
+	for _, v := range h["Connection"] {
+		for name := range strings.SplitSeq(v, ",") {
+			if name = textproto.TrimString(name); name != "" {
+				delete(h, http.CanonicalHeaderKey(name))
+			}
+		}
+	}
+	for _, name := range hopByHop {
+		delete(h, name)
+	}
 }
 
 // build makes the routes of cfg.

@@ -2,9 +2,13 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net"
+	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
+	"net/textproto"
 	neturl "net/url"
 	"os"
 	"runtime/debug"
@@ -58,6 +62,54 @@ func TestProxyContentTypeRelayed(t *testing.T) {
 		if got := resp.Header["Content-Type"]; !slices.Equal(got, want) || string(body) != "<html>hi</html>" {
 			t.Errorf("GET %s: Content-Type %q, body %q; want %q and the upstream's body", path, got, body, want)
 		}
+	}
+}
+
+func TestProxy1xxRelayed(t *testing.T) {
+	// A 1xx answer (a 103 Early Hints) is relayed as it comes, with the
+	// rules of the final answer: its hop-by-hop fields (RFC 9110 §7.6.1),
+	// and those its Connection names, stay with the upstream; and the
+	// final answer after it, without Content-Type, reaches the client
+	// without one (§7.7), as TestProxyContentTypeRelayed shows without a
+	// 1xx.
+	url, _ := rawUpstream(t, func(c net.Conn, br *bufio.Reader) {
+		for {
+			if _, ok := readRequest(t, br); !ok {
+				return
+			}
+			io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n"+
+				"Connection: X-Hop\r\nX-Hop: internal\r\nKeep-Alive: timeout=5\r\nProxy-Connection: keep-alive\r\nUpgrade: h2c\r\n\r\n"+
+				"HTTP/1.1 200 OK\r\nContent-Length: 15\r\n\r\n<html>hi</html>")
+		}
+	})
+	front := proxyFront(t, url)
+	var hints []textproto.MIMEHeader
+	trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+		if code == http.StatusEarlyHints {
+			hints = append(hints, h)
+		}
+		return nil
+	}}
+	req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "GET", front.URL+"/", nil)
+	resp, err := front.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if len(hints) != 1 {
+		t.Fatalf("the client got %d 103 answers, want 1", len(hints))
+	}
+	if got := hints[0].Get("Link"); got != "</style.css>; rel=preload" {
+		t.Errorf("103: Link %q, want the upstream's", got)
+	}
+	for _, name := range []string{"Connection", "X-Hop", "Keep-Alive", "Proxy-Connection", "Upgrade"} {
+		if v, ok := hints[0][name]; ok {
+			t.Errorf("103: %s: %q relayed, want it dropped (hop-by-hop)", name, v)
+		}
+	}
+	if got, ok := resp.Header["Content-Type"]; ok || string(body) != "<html>hi</html>" {
+		t.Errorf("200 after the 103: Content-Type %q, body %q; want no Content-Type and the upstream's body", got, body)
 	}
 }
 
