@@ -140,9 +140,11 @@ func drain(resp *http.Response) {
 		return
 	}
 	body := resp.Body
-	t := time.AfterFunc(maxDrainTime, func() { _ = body.Close() })
-	_, _ = io.CopyN(io.Discard, body, maxDrain)
-	t.Stop()
+	if body != http.NoBody {
+		t := time.AfterFunc(maxDrainTime, func() { _ = body.Close() })
+		_, _ = io.CopyN(io.Discard, body, maxDrain)
+		t.Stop()
+	}
 	_ = body.Close()
 }
 

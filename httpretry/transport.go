@@ -110,7 +110,9 @@ func (m KeyMode) String() string {
 // for concurrent use and, like http.Transport, meant to be shared; do not
 // copy it after first use.
 type Transport struct {
-	// Base sends each attempt. Nil: http.DefaultTransport.
+	// Base sends each attempt. Nil: http.DefaultTransport. The body of a
+	// response it returns may be closed while a Read waits on it (to cut
+	// the drain of a thrown-away answer), as net/http's transports allow.
 	Base http.RoundTripper
 
 	// Policy says how often and when to retry. Its AttemptTimeout bounds

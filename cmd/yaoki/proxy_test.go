@@ -14,7 +14,9 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestProxyGC(t *testing.T) {
@@ -110,6 +112,44 @@ func TestProxy1xxRelayed(t *testing.T) {
 	}
 	if got, ok := resp.Header["Content-Type"]; ok || string(body) != "<html>hi</html>" {
 		t.Errorf("200 after the 103: Content-Type %q, body %q; want no Content-Type and the upstream's body", got, body)
+	}
+}
+
+func TestProxyRetryAfterStalledBody(t *testing.T) {
+	// The fault: the upstream answers 502 with a Content-Length it does
+	// not send, and holds the connection open (an overloaded upstream
+	// whose error page stalls). The answer is thrown away for a retry;
+	// reading the rest of its body, to keep the connection, must not hold
+	// the retry back for as long as the upstream stalls: the client gets
+	// the second attempt's 200.
+	stalled := make(chan struct{})
+	defer close(stalled)
+	var n atomic.Int32
+	url, _ := rawUpstream(t, func(c net.Conn, br *bufio.Reader) {
+		for {
+			if _, ok := readRequest(t, br); !ok {
+				return
+			}
+			if n.Add(1) == 1 {
+				io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 100\r\n\r\nbusy")
+				<-stalled
+				return
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+	})
+	front := proxyFront(t, url)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a bound on the failure, not a wait
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", front.URL+"/", nil)
+	resp, err := front.Client().Do(req)
+	if err != nil {
+		t.Fatalf("GET: %v after %d attempt(s); want the second attempt's 200", err, n.Load())
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != "ok" || n.Load() != 2 {
+		t.Errorf("got %d %q after %d attempts, want 200 ok after 2", resp.StatusCode, body, n.Load())
 	}
 }
 
