@@ -54,11 +54,14 @@ func (e Encoder) dropQuery(name string) bool {
 	return credentialQuery(name) || slices.ContainsFunc(e.DropQuery, func(d string) bool { return strings.EqualFold(d, name) })
 }
 
-// cleanURL returns u without its userinfo and its credential query
-// parameters. The other parameters keep their order and their encoding.
+// cleanURL returns u without its userinfo, its credential query
+// parameters and its fragment (never sent; OAuth's implicit flow puts an
+// access token there). The other parameters keep their order and their
+// encoding.
 func (e Encoder) cleanURL(u *url.URL) url.URL {
 	c := *u
 	c.User = nil
+	c.Fragment, c.RawFragment = "", ""
 	if c.RawQuery == "" {
 		return c
 	}

@@ -8,9 +8,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/yaoki-go/yaoki/deadletter"
 	"github.com/yaoki-go/yaoki/header"
@@ -36,7 +38,10 @@ type Encoder struct {
 // reads the body through req.GetBody, so that req itself stays unread; a
 // request with a body but no GetBody (its body may have been sent already)
 // is refused, as is a body that would make the payload larger than
-// deadletter.MaxPayloadBytes.
+// deadletter.MaxPayloadBytes, and a header name or value that is not UTF-8
+// (bytes 0x80-0xFF of another charset: a JSON string cannot keep them). The
+// URL's fragment is left out (it is never sent, and may hold a token); a
+// Host other than the URL's is kept.
 func Encode(req *http.Request) ([]byte, error) { return Encoder{}.Encode(req) }
 
 // Encode returns req as a letter's payload, without its credentials (see
@@ -50,9 +55,15 @@ func (e Encoder) Encode(req *http.Request) ([]byte, error) {
 	if r.Method == "" {
 		r.Method = http.MethodGet
 	}
+	if req.Host != "" && req.Host != req.URL.Host {
+		r.Host = req.Host
+	}
 	for name, vs := range req.Header {
 		c := http.CanonicalHeaderKey(name)
 		if kept(c) && !e.dropHeader(c) {
+			if !utf8.ValidString(c) || slices.ContainsFunc(vs, notUTF8) {
+				return nil, fmt.Errorf("httpletter: encode: header %q has a name or value that is not UTF-8 (%q): a letter is JSON text and cannot keep its bytes", clip(c), clip(strings.Join(vs, ", ")))
+			}
 			if r.Header == nil {
 				r.Header = http.Header{}
 			}
@@ -88,6 +99,9 @@ func (e Encoder) Encode(req *http.Request) ([]byte, error) {
 	}
 	return p, nil
 }
+
+// notUTF8 reports whether s is not valid UTF-8.
+func notUTF8(s string) bool { return !utf8.ValidString(s) }
 
 func urlString(u *url.URL) string {
 	if u == nil {

@@ -7,13 +7,14 @@
 // Credentials are not kept, so that a dead-letter table never holds a
 // token that outlives its use; the redrive's client (or Handler's prepare
 // function) adds fresh ones. Encode leaves out the URL's userinfo
-// (user:password@), the headers Authorization, Proxy-Authorization, Cookie,
+// (user:password@) and fragment, the headers Authorization, Proxy-Authorization, Cookie,
 // Api-Key, X-Api-Key, X-Auth-Token, X-Access-Token and X-Amz-Security-Token,
 // and the query parameters api_key, apikey, api-key, access_token,
 // client_secret, password, X-Amz-Security-Token, X-Amz-Signature and
 // X-Amz-Credential (names compared case-insensitively); an Encoder adds
 // the caller's own. Capture also takes them out of the error message it
-// keeps.
+// keeps. Credentials elsewhere (in the URL's path, in the body) are kept: the
+// encoder cannot tell them from data.
 package httpletter
 
 import (
@@ -39,6 +40,7 @@ import (
 type Request struct {
 	Method string      `json:"method"`
 	URL    string      `json:"url"`
+	Host   string      `json:"host,omitempty"` // the Host header when it is not the URL's host
 	Header http.Header `json:"header,omitempty"`
 	Body   []byte      `json:"body,omitempty"` // base64 in the JSON
 }
@@ -46,7 +48,7 @@ type Request struct {
 // Decode parses a payload that Encode made. It refuses, saying what is
 // wrong, a payload that is not such a document, a method that is not an
 // HTTP token, a URL that is not absolute http or https (or whose port is
-// not in 1..65535), and a header name
+// not in 1..65535), a Host with a byte a host cannot hold, and a header name
 // or value that net/http would not send (a value with a control byte other
 // than a tab): Handler parks such a letter, since no redrive can send it.
 func Decode(payload []byte) (Request, error) {
@@ -66,6 +68,9 @@ func Decode(payload []byte) (Request, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return Request{}, fmt.Errorf("httpletter: decode: URL %q: want an absolute http or https URL", clip(r.URL))
 	}
+	if r.Host != "" && !validHost(r.Host) {
+		return Request{}, fmt.Errorf("httpletter: decode: host %q: want a host name or address, with an optional port", clip(r.Host))
+	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
 			return Request{}, fmt.Errorf("httpletter: decode: URL %q: port %s out of range: want 1 to 65535", clip(r.URL), clip(p))
@@ -82,6 +87,18 @@ func Decode(payload []byte) (Request, error) {
 		}
 	}
 	return r, nil
+}
+
+// validHost reports whether net/http sends h as a Host header: the bytes
+// that golang.org/x/net/http/httpguts.ValidHostHeader accepts.
+func validHost(h string) bool {
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || strings.IndexByte("!$%&'()*+,-.:;=[]_~", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // control reports whether r is a control character that a header value
@@ -123,6 +140,9 @@ func (r Request) New(ctx context.Context) (*http.Request, error) {
 	}
 	for name, vs := range r.Header {
 		req.Header[name] = append([]string(nil), vs...)
+	}
+	if r.Host != "" {
+		req.Host = r.Host
 	}
 	return req, nil
 }

@@ -165,6 +165,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"method":"GET","url":"http://h/","header":{"X":["a\nb"]}}`))
 	f.Add([]byte(`{"method":"GET","url":"http://h/","header":{"X":["a\u001bb\tc"]}}`))
 	f.Add([]byte(`{"method":"GET","url":"http://h:99999/%zz"}`))
+	f.Add([]byte(`{"method":"POST","url":"http://10.0.0.1:8080/x#f","host":"api.example:443","body":"eA=="}`))
 	f.Fuzz(func(t *testing.T, p []byte) {
 		r, err := httpletter.Decode(p)
 		if err != nil {
