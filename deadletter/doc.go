@@ -16,7 +16,9 @@
 // ends, so that several redrivers (one per process of a fleet, over a
 // shared store such as the PostgreSQL one of the postgres module) never
 // hand the same letter to two handlers at once, and a redriver that died
-// holding a letter loses it when the lease ends. A handler's deadline is
+// holding a letter loses it when the lease ends: the next claim counts that
+// claim as a failed redrive, so that a letter that kills its redriver is
+// parked after MaxRedrives of them. A handler's deadline is
 // its claim's lease end, and a letter whose lease ended before its turn is
 // not started; a handler that ignores its context may still run alongside
 // another, and the letter's Key is there so that the receiver executes the

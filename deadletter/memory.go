@@ -103,6 +103,12 @@ func (m *Memory) Claim(_ context.Context, queue string, now time.Time, max int, 
 	due = due[:min(len(due), max)]
 	out := make([]Letter, len(due))
 	for i, l := range due {
+		if l.Token != "" {
+			// Its last claim ended with its lease, no outcome stored.
+			l.Attempts++
+			l.Redrives++
+			l.Reason = ReasonLeaseEnded
+		}
 		m.claims++
 		l.Token = fmt.Sprintf("m%d", m.claims)
 		l.LeaseEnd = now.Add(lease)

@@ -55,6 +55,11 @@ const (
 	// ReasonPermanent: the handler's error was permanent (retry.Permanent,
 	// or a *retry.Error with reason ReasonPermanent); parked.
 	ReasonPermanent = "permanent error"
+	// ReasonLeaseEnded: the letter's last claim ended with its lease, no
+	// outcome stored (its redriver stopped or was killed, or its handler
+	// outlived the lease). Store.Claim writes it when it counts that claim
+	// as a failed redrive.
+	ReasonLeaseEnded = "lease ended"
 )
 
 // Handler does a letter's work again, once. Its context says that it must
@@ -82,8 +87,8 @@ type Config struct {
 	// Lease is how long a pass's claim holds its letters. They are handled
 	// one after another, each with the lease end as its deadline, and a
 	// letter whose turn comes after the lease ended is not started
-	// (Report.Expired): it is claimed again, by any redriver, once the
-	// lease has passed. So Lease should cover Batch handlers. Zero:
+	// (Report.Expired): its claim is ended, uncounted, and any redriver
+	// claims it again. So Lease should cover Batch handlers. Zero:
 	// DefaultLease.
 	Lease time.Duration
 	// Backoff gives the wait after the n-th failed redrive (n from 1).
@@ -165,22 +170,27 @@ type Report struct {
 	// Expired counts letters claimed and not started because the claim's
 	// lease ended while the letters before them were handled (the lease is
 	// too short for the batch): another redriver may hold them already.
-	// Their claim ends by itself; they are claimed again after it.
+	// The pass ends their claim, uncounted, unless another claim took them.
 	Expired int
 }
 
 // RedriveAt makes one pass at now: it claims up to Batch due letters and
 // hands each to the handler, one after the other; a letter whose handler
 // succeeded is deleted, one whose handler failed is stored with its outcome
-// and a later Due (or parked). When ctx ends it stores the outcome of the
-// redrive in hand if the handler finished it (a success is not lost to a
-// shutdown), then stops, leaving the claims it still holds to end with
-// their lease; the error is then ctx's. A store
-// error ends the pass too, with what was done so far.
+// and a later Due (or parked). A letter whose Redrives reached MaxRedrives
+// when it was claimed (its earlier claims ended with their lease: see
+// Store.Claim) is parked without being run, so that a letter that takes its
+// redriver down is not run forever. When ctx ends it stores the outcome of
+// the redrive in hand if the handler finished it (a success is not lost to
+// a shutdown), ends the claims of the letters it has not started, and
+// stops; the error is then ctx's. A handler cut by ctx leaves its claim to
+// end with its lease (the next claim counts it). A store error ends the
+// pass too, with what was done so far.
 //
 // Each handler's deadline is its claim's lease end, and a letter whose
 // lease has ended before its turn is not started (Report.Expired): past
-// it, another redriver may be running the letter. The lease ends are in
+// it, another redriver may be running the letter. Its claim, unless
+// another has taken the letter, is ended uncounted. The lease ends are in
 // the frame of now (the store computes them from it); the pass measures
 // the time since its start on the process's monotonic clock, so that a now
 // other than the clock's (a test's fixed instant) still gives each
@@ -195,25 +205,37 @@ func (r *Redriver) RedriveAt(ctx context.Context, now time.Time) (Report, error)
 	rep.Claimed = len(letters)
 	for i, l := range letters {
 		if err := ctx.Err(); err != nil {
-			return rep, err
+			return rep, r.release(ctx, letters[i:], err)
 		}
 		end := began.Add(r.leaseLeft(l, now))
 		if !time.Now().Before(end) {
 			// The letters were claimed together: the ones after this one
 			// have ended too.
 			rep.Expired += len(letters) - i
-			break
+			return rep, r.release(ctx, letters[i:], nil)
 		}
 		redrive := l.Redrives + 1 // this redrive's number
 		var start time.Time
 		if r.c.Observer != nil {
 			start = time.Now()
 		}
-		herr := r.handle(ctx, l, end)
-		if herr != nil && ctx.Err() != nil {
-			// The handler stopped because the caller did: its outcome says
-			// nothing about the work. The claim ends with its lease.
-			return rep, ctx.Err()
+		var herr error
+		if r.c.MaxRedrives > 0 && l.Redrives >= r.c.MaxRedrives {
+			// Counted claims that ended with their lease reached the
+			// limit: the letter may be what stops its redrivers.
+			herr = fmt.Errorf("deadletter: letter %q: %d redrives failed or ended with their lease (%d allowed): parked without another", l.ID, l.Redrives, r.c.MaxRedrives)
+			l.Reason, l.Error, l.Parked = ReasonRedrivesExhausted, cut(Message(herr.Error()), MaxErrorBytes), true
+		} else {
+			herr = r.handle(ctx, l, end)
+			if herr != nil && ctx.Err() != nil {
+				// The handler stopped because the caller did: its outcome
+				// says nothing about the work. Its claim ends with its
+				// lease; the letters not started are let go at once.
+				return rep, r.release(ctx, letters[i+1:], ctx.Err())
+			}
+			if herr != nil {
+				l = r.outcome(l, herr, now)
+			}
 		}
 		// The outcome is stored even if the caller is stopping (a shutdown
 		// during a redrive that worked must not make it run again), within
@@ -222,7 +244,6 @@ func (r *Redriver) RedriveAt(ctx context.Context, now time.Time) (Report, error)
 		if herr == nil {
 			err = r.c.Store.Done(sctx, l.ID, l.Token)
 		} else {
-			l = r.outcome(l, herr, now)
 			err = r.c.Store.Fail(sctx, l)
 		}
 		cancel()
@@ -243,6 +264,25 @@ func (r *Redriver) RedriveAt(ctx context.Context, now time.Time) (Report, error)
 		}
 	}
 	return rep, nil
+}
+
+// release ends the claims on letters, which were not started, storing
+// them as claimed (Fail of an unchanged letter), so that the next claim
+// does not count them as redrives that ended with their lease. A letter
+// that another claim holds already is left to it. It returns cause, or the
+// store's error when it failed to end a claim and cause is nil.
+func (r *Redriver) release(ctx context.Context, letters []Letter, cause error) error {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), StoreTimeout)
+	defer cancel()
+	for _, l := range letters {
+		if err := r.c.Store.Fail(sctx, l); err != nil && !errors.Is(err, ErrLeaseLost) {
+			if cause == nil {
+				cause = fmt.Errorf("deadletter: redrive %q: end the claim on %q, not started: %w", r.c.Queue, l.ID, err)
+			}
+			break
+		}
+	}
+	return cause
 }
 
 // observe reports the redrive number n of l, whose handler returned herr

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -292,16 +293,22 @@ func TestRedriveCallerCancels(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || calls != 1 || rep.Failed+rep.Done+rep.Parked != 0 {
 		t.Fatalf("%+v, %v, %d calls: want context.Canceled after one call, no outcome stored", rep, err, calls)
 	}
-	// The outcome is unknown: both letters stay as they were, held until
-	// the lease ends, then due again.
-	for _, id := range []string{"a", "b"} {
-		if l := get(t, m, id); l.Redrives != 0 || l.Token == "" {
-			t.Fatalf("%s after the caller cancelled: %+v, want unchanged and still held", id, l)
-		}
+	// The outcome of a is unknown: it stays held until the lease ends. b was
+	// not started: its claim is ended at once, uncounted.
+	if l := get(t, m, "a"); l.Redrives != 0 || l.Token == "" {
+		t.Fatalf("a after the caller cancelled: %+v, want unchanged and still held", l)
+	}
+	if l := get(t, m, "b"); l.Redrives != 0 || l.Attempts != 3 || l.Token != "" {
+		t.Fatalf("b after the caller cancelled: %+v, want unchanged and not held", l)
 	}
 	r2 := newRedriver(t, deadletter.Config{Store: m, Handler: func(context.Context, deadletter.Letter) error { return nil }})
-	if rep, _ := r2.RedriveAt(context.Background(), t0.Add(deadletter.DefaultLease)); rep.Done != 2 {
-		t.Fatalf("when the lease ended: %+v, want both redriven", rep)
+	if rep, _ := r2.RedriveAt(context.Background(), t0); rep.Done != 1 {
+		t.Fatalf("right after: %+v, want b redriven", rep)
+	}
+	var attempts int
+	r3 := newRedriver(t, deadletter.Config{Store: m, Handler: func(_ context.Context, l deadletter.Letter) error { attempts = l.Attempts; return nil }})
+	if rep, _ := r3.RedriveAt(context.Background(), t0.Add(deadletter.DefaultLease)); rep.Done != 1 || attempts != 4 {
+		t.Fatalf("when the lease ended: %+v, a's attempts %d: want a redriven, its cancelled attempt counted (4)", rep, attempts)
 	}
 }
 
@@ -320,8 +327,8 @@ func TestRedriveStoresASuccessDuringShutdown(t *testing.T) {
 	if _, err := m.Get(context.Background(), "a"); !errors.Is(err, deadletter.ErrNotFound) {
 		t.Fatalf("the letter whose redrive worked: %v, want deleted", err)
 	}
-	if l := get(t, m, "b"); l.Token == "" {
-		t.Fatalf("the letter not yet redriven: %+v, want still held until its lease ends", l)
+	if l := get(t, m, "b"); l.Token != "" || l.Redrives != 0 || l.Attempts != 3 {
+		t.Fatalf("the letter not yet redriven: %+v, want its claim ended, nothing counted", l)
 	}
 }
 
@@ -548,8 +555,8 @@ func TestRedriveExpiredLettersNotStarted(t *testing.T) {
 		if strings.Join(started, ",") != "a,b" || deadlines[0] != 10*time.Second || deadlines[1] != 10*time.Second {
 			t.Fatalf("started %v with deadlines %v after the pass began, want a and b, both with the lease end, 10s", started, deadlines)
 		}
-		if l := get(t, m, "c"); l.Token == "" || l.Redrives != 0 {
-			t.Fatalf("the expired letter: %+v, want untouched, held until its claim ends", l)
+		if l := get(t, m, "c"); l.Token != "" || l.Redrives != 0 || l.Attempts != 3 {
+			t.Fatalf("the expired letter: %+v, want its claim ended, nothing counted", l)
 		}
 	})
 }
@@ -566,5 +573,47 @@ func TestRedriveNotAttempted(t *testing.T) {
 	}
 	if l := get(t, m, "x"); l.Attempts != 3 || l.Redrives != 1 || !strings.Contains(l.Error, "no fresh token") {
 		t.Fatalf("%+v, want Attempts still 3, one redrive, the cause in Error", l)
+	}
+}
+
+// TestFaultRedriverKilled: a poison letter takes its redriver down while
+// its handler runs (runtime.Goexit here: the pass stores nothing more, as
+// after a SIGKILL), three times. Each claim that ended with its lease, no
+// outcome stored, counts as a failed redrive with an attempt, and at
+// MaxRedrives the letter is parked without being run again.
+func TestFaultRedriverKilled(t *testing.T) {
+	m := memoryWith(t, "poison")
+	const maxRedrives = 3
+	ran := 0
+	killed := func(ctx context.Context, l deadletter.Letter) error {
+		ran++
+		runtime.Goexit()
+		return nil
+	}
+	now := t0
+	for kill := range maxRedrives {
+		r := newRedriver(t, deadletter.Config{Store: m, MaxRedrives: maxRedrives, Handler: killed})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = r.RedriveAt(context.Background(), now)
+		}()
+		<-done
+		if ran != kill+1 {
+			t.Fatalf("pass %d: handler ran %d times, want %d", kill+1, ran, kill+1)
+		}
+		l := get(t, m, "poison")
+		if l.Token == "" || l.Attempts != 3+kill || l.Redrives != kill {
+			t.Fatalf("after kill %d: %+v: want held, Attempts %d, Redrives %d", kill+1, l, 3+kill, kill)
+		}
+		now = now.Add(deadletter.DefaultLease)
+	}
+	r := newRedriver(t, deadletter.Config{Store: m, MaxRedrives: maxRedrives, Handler: killed})
+	rep, err := r.RedriveAt(context.Background(), now)
+	if err != nil || rep != (deadletter.Report{Claimed: 1, Parked: 1}) || ran != maxRedrives {
+		t.Fatalf("pass after %d kills: %+v, %v, handler ran %d times: want the letter parked, not run", maxRedrives, rep, err, ran)
+	}
+	if l := get(t, m, "poison"); !l.Parked || l.Attempts != 3+maxRedrives || l.Redrives != maxRedrives || l.Reason != deadletter.ReasonRedrivesExhausted || l.Token != "" {
+		t.Fatalf("the poison letter: %+v: want parked, unclaimed, %d attempts, %d redrives, reason %q", l, 3+maxRedrives, maxRedrives, deadletter.ReasonRedrivesExhausted)
 	}
 }

@@ -15,8 +15,10 @@ import (
 // lease and gives it a token; the holder then either deletes it (Done: the
 // redrive worked) or stores the outcome of the failed redrive and ends the
 // claim (Fail), which may park it. A claim whose lease ended without Done
-// or Fail ends by itself: the letter can be claimed again. An operator may
-// Requeue or Delete any letter, claimed or not.
+// or Fail ends by itself: the letter can be claimed again, and that claim
+// counts as a failed redrive that made an attempt (its redriver may have
+// been killed by the letter). An operator may Requeue or Delete any letter,
+// claimed or not.
 type Store interface {
 	// Put stores l, unclaimed (its Token and LeaseEnd are ignored), after
 	// checking it with Validate. When l.ID is stored already, Put changes
@@ -26,7 +28,10 @@ type Store interface {
 	Put(ctx context.Context, l Letter) error
 	// Claim holds up to max letters of queue that are due at now (Due ≤
 	// now), not parked and not held by a claim whose lease runs past now.
-	// Each gets a new Token and LeaseEnd now+lease. They are returned
+	// Each gets a new Token and LeaseEnd now+lease. A letter still
+	// carrying an earlier claim (which ended with its lease, neither Done
+	// nor Fail stored) has that claim counted: Attempts and Redrives one
+	// more, Reason ReasonLeaseEnded, Error kept. They are returned
 	// earliest Due first (then by ID). max must be ≥ 1 and lease > 0.
 	Claim(ctx context.Context, queue string, now time.Time, max int, lease time.Duration) ([]Letter, error)
 	// Done deletes the letter id held by token: its redrive worked. It

@@ -116,8 +116,15 @@ func (s *DeadLetters) Put(ctx context.Context, l deadletter.Letter) error {
 // go through an array (= ANY (ARRAY(...)), an InitPlan) rather than IN
 // (...): with IN, the generic plan of the prepared statement joins them
 // with a scan of the whole table.
+//
+// A row that still has a token carries a claim that ended with its lease,
+// no outcome stored: SET, which reads the row as it was, counts it
+// (deadletter.Store's Claim).
 const claimSQL = `UPDATE yaoki_dead_letters
-SET token = replace(gen_random_uuid()::text, '-', ''), lease_end = $4
+SET token = replace(gen_random_uuid()::text, '-', ''), lease_end = $4,
+	attempts = attempts + (token IS NOT NULL)::integer,
+	redrives = redrives + (token IS NOT NULL)::integer,
+	reason = CASE WHEN token IS NULL THEN reason ELSE $5 END
 WHERE id = ANY (ARRAY(
 	SELECT id FROM yaoki_dead_letters
 	WHERE queue = $1 AND NOT parked AND due_at <= $2 AND (token IS NULL OR lease_end <= $2)
@@ -137,7 +144,7 @@ func (s *DeadLetters) Claim(ctx context.Context, queue string, now time.Time, ma
 	if !storableText(queue) {
 		return nil, nil // no letter has such a queue
 	}
-	out, err := s.query(ctx, claimSQL, queue, now, max, now.Add(lease))
+	out, err := s.query(ctx, claimSQL, queue, now, max, now.Add(lease), deadletter.ReasonLeaseEnded)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: dead letter claim in queue %q: %w", queue, err)
 	}

@@ -22,7 +22,8 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	atomicChildMain() // the Atomic fault tests run this binary again as a server
+	atomicChildMain()     // the Atomic fault tests run this binary again as a server
+	deadLetterChildMain() // TestFaultRedriverKilled runs it again as a redriver
 	// The restart and lease tests run this binary again as a server.
 	idemproc.Main(func(dsn string) (idempotency.Store, error) {
 		pool, err := pgxpool.New(context.Background(), dsn)

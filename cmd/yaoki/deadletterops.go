@@ -186,6 +186,10 @@ twice at once. -v prints each letter's outcome on stderr.
 The letters of a pass share one claim: each request's deadline is the end of
 its --lease, and a letter whose turn comes after it is not sent (another
 redriver may hold it by then); choose --lease to cover --batch requests.
+A claim that ends with its lease, no outcome stored (the redriver was killed
+while it sent the request), counts as a failed redrive with an attempt when
+the letter is claimed again: a letter that kills its redriver is parked after
+--max-redrives of them, without being sent again.
 ` + observeFlagsHelp + `
 For redrive, each letter handled is an event: logged at INFO when it was
 redriven, WARN when it was parked, DEBUG when it is due again, and counted in
@@ -266,7 +270,7 @@ func (o *redriveOptions) run(ctx context.Context, cmd *cobra.Command, c *dlConn)
 		fmt.Fprintln(stdout, report(rep))
 		switch {
 		case err != nil && ctx.Err() != nil:
-			return exit(dlFailed, "deadletter redrive: interrupted; letters claimed and not handled are claimed again when their lease ends")
+			return exit(dlFailed, "deadletter redrive: interrupted; the letter being sent is claimed again when its lease ends (that redrive counted as failed), the letters not yet sent are due again now")
 		case err != nil:
 			return failed("redrive", err)
 		}

@@ -67,6 +67,16 @@ func testLeaseEnds(t *testing.T, c *contract, s deadletter.Store, q, p string) {
 	if len(second) != 1 || second[0].Token == first.Token {
 		t.Fatalf("Claim when the lease ended: %+v, want the letter with a new token", second)
 	}
+	// The first claim ended with its lease, no outcome stored (its
+	// redriver died, or its handler outlived the lease): it counts as a
+	// failed redrive that made an attempt.
+	if l := second[0]; l.Attempts != first.Attempts+1 || l.Redrives != first.Redrives+1 || l.Reason != deadletter.ReasonLeaseEnded || l.Error != first.Error {
+		t.Fatalf("Claim after a claim that ended with its lease: Attempts %d Redrives %d Reason %q Error %q, want %d, %d, %q, %q",
+			l.Attempts, l.Redrives, l.Reason, l.Error, first.Attempts+1, first.Redrives+1, deadletter.ReasonLeaseEnded, first.Error)
+	}
+	if g, err := s.Get(t.Context(), p+"1"); err != nil || g.Attempts != first.Attempts+1 || g.Redrives != first.Redrives+1 || g.Reason != deadletter.ReasonLeaseEnded {
+		t.Fatalf("Get after a claim that counted the lease's end: %+v, %v", g, err)
+	}
 	if err := s.Done(t.Context(), p+"1", first.Token); !errors.Is(err, deadletter.ErrLeaseLost) {
 		t.Fatalf("Done with the first claim's token: %v, want ErrLeaseLost", err)
 	}
@@ -138,6 +148,10 @@ func testFail(t *testing.T, c *contract, s deadletter.Store, q, p string) {
 	if got := claim(t, s, q, c.t0.Add(time.Hour-time.Second), 1); len(got) != 0 {
 		t.Fatalf("Claim before the new Due: %q, want none", ids(got))
 	}
+	// A claim that Fail ended is not counted again.
+	if got := claim(t, s, q, c.t0.Add(time.Hour), 1); len(got) != 1 || got[0].Attempts != 4 || got[0].Redrives != 1 || got[0].Reason != "redrive failed" {
+		t.Fatalf("Claim at the new Due: %+v, want the letter as Fail stored it", got)
+	}
 }
 
 func testParkedNotClaimed(t *testing.T, c *contract, s deadletter.Store, q, p string) {
@@ -190,8 +204,8 @@ func testRequeueEndsClaim(t *testing.T, c *contract, s deadletter.Store, q, p st
 	if err := s.Done(t.Context(), p+"1", h.Token); !errors.Is(err, deadletter.ErrLeaseLost) {
 		t.Fatalf("Done by a claim that a Requeue ended: %v, want ErrLeaseLost", err)
 	}
-	if got := claim(t, s, q, t0.Add(time.Minute), 1); len(got) != 1 {
-		t.Fatalf("Claim after the Requeue that ended a claim: %d letters, want 1", len(got))
+	if got := claim(t, s, q, t0.Add(time.Minute), 1); len(got) != 1 || got[0].Attempts != h.Attempts || got[0].Redrives != 0 || got[0].Reason != h.Reason {
+		t.Fatalf("Claim after the Requeue that ended a claim: %+v, want the letter, its claim not counted", got)
 	}
 }
 
