@@ -2,6 +2,7 @@ package httpletter_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/yaoki-go/yaoki/deadletter"
 	"github.com/yaoki-go/yaoki/deadletter/httpletter"
+	"github.com/yaoki-go/yaoki/retry"
 )
 
 // seen is a request as a server received it.
@@ -150,5 +152,37 @@ func TestEncodeHeaderNotUTF8(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "Content-Disposition") || !strings.Contains(err.Error(), "UTF-8") {
 		t.Fatalf("the refusal does not say which header and why: %v", err)
+	}
+}
+
+// TestRedriveWithoutCredentials: a letter holds no credentials, so a
+// Handler without prepare sends none; the server's 401 parks the letter
+// with an error that says why and what to do, and a Handler whose prepare
+// adds a fresh token redrives it.
+func TestRedriveWithoutCredentials(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer fresh" {
+			w.WriteHeader(http.StatusUnauthorized)
+		}
+	}))
+	defer srv.Close()
+	req, err := http.NewRequest("POST", srv.URL+"/charges", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer old")
+	l, err := httpletter.Letter("q", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.ID, l.Created = "l", time.Now()
+	err = httpletter.Handler(srv.Client(), nil)(context.Background(), l)
+	var se *httpletter.StatusError
+	if !retry.IsPermanent(err) || !errors.As(err, &se) || se.Code != 401 || !strings.Contains(err.Error(), "no credentials") || !strings.Contains(err.Error(), "prepare") {
+		t.Fatalf("redrive without credentials: %v: want a permanent 401 that says the letter holds no credentials and to add them with prepare", err)
+	}
+	prepare := func(r *http.Request) error { r.Header.Set("Authorization", "Bearer fresh"); return nil }
+	if err := httpletter.Handler(srv.Client(), prepare)(context.Background(), l); err != nil {
+		t.Fatalf("redrive with prepare adding a token: %v", err)
 	}
 }

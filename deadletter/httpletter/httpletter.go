@@ -157,7 +157,8 @@ func (r Request) New(ctx context.Context) (*http.Request, error) {
 //     503, 504, and transport errors: failed, redriven later, not before
 //     the server's Retry-After (or rate-limit reset);
 //   - any other status (400, 404, 422, 501...): permanent, the letter is
-//     parked for an operator.
+//     parked for an operator. Without prepare, a 401 or 407 says in its
+//     error that the letter holds no credentials and that prepare adds them.
 //
 // A payload that Decode refuses is permanent too, and is not counted as an
 // attempt (deadletter.ErrNotAttempted): nothing was sent. So is a request
@@ -190,7 +191,12 @@ func Handler(client *http.Client, prepare func(*http.Request) error) deadletter.
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
-		return outcome(req, resp, time.Now())
+		err = outcome(req, resp, time.Now())
+		var se *StatusError
+		if prepare == nil && errors.As(err, &se) && (se.Code == http.StatusUnauthorized || se.Code == http.StatusProxyAuthRequired) {
+			err = retry.Permanent(fmt.Errorf("%w (the letter holds no credentials, which httpletter leaves out: the redrive must add fresh ones, with Handler's prepare function)", se))
+		}
+		return err
 	}
 }
 
