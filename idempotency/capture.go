@@ -147,11 +147,17 @@ func keep(k string, vs []string, outer http.Header) bool {
 	return true
 }
 
+// skipField reports whether the field named k is never kept. k is compared
+// in canonical form: net/http sends a field under the name it has in the
+// header map, so "set-cookie" is a Set-Cookie field like any other.
 func skipField(k string) bool {
-	switch k {
+	if len(k) > len(http.TrailerPrefix) && k[:len(http.TrailerPrefix)] == http.TrailerPrefix {
+		return true
+	}
+	switch http.CanonicalHeaderKey(k) {
 	case "Connection", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding", "Te", "Trailer", "Upgrade",
 		"Date", "Content-Length", "Set-Cookie", header.IdempotentReplayed:
 		return true
 	}
-	return len(k) > len(http.TrailerPrefix) && k[:len(http.TrailerPrefix)] == http.TrailerPrefix
+	return false
 }

@@ -214,10 +214,11 @@ func (c *Config) answer(w http.ResponseWriter, r *http.Request, key string, fp F
 func (c *Config) replay(w http.ResponseWriter, r *http.Request, key string, resp *Response) {
 	// The stored fields are the handler's; the fields outer layers set for
 	// this request (a request id, CORS) stay as they are. Set-Cookie is
-	// never replayed (records written before it was left out may hold one).
+	// never replayed, under any spelling of its name (records written
+	// before it was left out may hold one).
 	h := w.Header()
 	for k, vs := range resp.Header {
-		if k != "Set-Cookie" {
+		if http.CanonicalHeaderKey(k) != "Set-Cookie" {
 			h[k] = vs
 		}
 	}
