@@ -255,3 +255,45 @@ func TestLoopbackKeys(t *testing.T) {
 		t.Errorf("Idempotency-Key low with another X-Idempotency-Key: not the replay of low")
 	}
 }
+
+// TestLoopbackReplayHeaderNotShared: a layer outside the middleware that
+// edits the response's header values in place (rewriting a Location) edits
+// its own response, never the record: the next replay is the handler's.
+func TestLoopbackReplayHeaderNotShared(t *testing.T) {
+	var runs atomic.Int64
+	m := newMiddleware(t, idempotency.Config{})
+	inner := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		w.Header().Set("Location", "/charges/1")
+		w.WriteHeader(201)
+	}))
+	rewrite := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inner.ServeHTTP(&prefixLocation{ResponseWriter: w, prefix: r.Header.Get("X-Prefix")}, r)
+	})
+	srv, send := loopback(t, rewrite)
+	var locs []string
+	for _, p := range []string{"https://a.example", "https://b.example", "https://c.example"} {
+		r := request(t, srv, "POST", "/c", "k", "{}")
+		r.Header.Set("X-Prefix", p)
+		resp, _ := send(r)
+		locs = append(locs, resp.Header.Get("Location"))
+	}
+	want := []string{"https://a.example/charges/1", "https://b.example/charges/1", "https://c.example/charges/1"}
+	if strings.Join(locs, " ") != strings.Join(want, " ") || runs.Load() != 1 {
+		t.Errorf("Locations %q, want %q (runs %d)", locs, want, runs.Load())
+	}
+}
+
+// prefixLocation rewrites the Location field in place as the header is
+// written.
+type prefixLocation struct {
+	http.ResponseWriter
+	prefix string
+}
+
+func (p *prefixLocation) WriteHeader(code int) {
+	if vs := p.Header()["Location"]; len(vs) > 0 {
+		vs[0] = p.prefix + vs[0]
+	}
+	p.ResponseWriter.WriteHeader(code)
+}

@@ -215,11 +215,19 @@ func (c *Config) replay(w http.ResponseWriter, r *http.Request, key string, resp
 	// The stored fields are the handler's; the fields outer layers set for
 	// this request (a request id, CORS) stay as they are. Set-Cookie is
 	// never replayed, under any spelling of its name (records written
-	// before it was left out may hold one).
+	// before it was left out may hold one). The values are copied, in one
+	// backing array: the record's slices may be shared (the MemoryStore's
+	// are) and an outer layer may edit its response's values in place.
 	h := w.Header()
+	nv := 0
+	for _, vs := range resp.Header {
+		nv += len(vs)
+	}
+	values := make([]string, 0, nv)
 	for k, vs := range resp.Header {
 		if http.CanonicalHeaderKey(k) != "Set-Cookie" {
-			h[k] = vs
+			values = append(values, vs...)
+			h[k] = values[len(values)-len(vs) : len(values) : len(values)]
 		}
 	}
 	h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
