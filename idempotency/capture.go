@@ -1,11 +1,18 @@
 package idempotency
 
 import (
+	"bufio"
+	"fmt"
+	"net"
 	"net/http"
 	"slices"
 
 	"github.com/yaoki-go/yaoki/header"
 )
+
+// ErrHijack is the error of Hijack on the ResponseWriter of a request that
+// holds its key. It matches http.ErrNotSupported.
+var ErrHijack = fmt.Errorf("idempotency: the connection of a request with an Idempotency-Key cannot be hijacked: the middleware records the response for replay and cannot see one written to the connection; serve the route without the middleware, or send the request without a key: %w", http.ErrNotSupported)
 
 // capture passes a handler's response through to the client and keeps a
 // copy of it (status, header, up to max bytes of body) for the store.
@@ -80,6 +87,12 @@ func (c *capture) Flush() {
 	}
 	_ = http.NewResponseController(c.w).Flush()
 }
+
+// Hijack refuses with ErrHijack: a response written to the raw connection
+// would be neither seen nor stored, and the request executed without a
+// record to replay. It takes precedence over Unwrap for
+// http.ResponseController.
+func (c *capture) Hijack() (net.Conn, *bufio.ReadWriter, error) { return nil, nil, ErrHijack }
 
 // Unwrap gives http.ResponseController access to the underlying writer.
 func (c *capture) Unwrap() http.ResponseWriter { return c.w }

@@ -297,3 +297,38 @@ func (p *prefixLocation) WriteHeader(code int) {
 	}
 	p.ResponseWriter.WriteHeader(code)
 }
+
+// TestLoopbackHijack: the connection of a keyed request cannot be hijacked
+// (the middleware would not see the response written to it, and would
+// store an empty 200 in its place); Hijack says so with an error matching
+// ErrHijack and http.ErrNotSupported. Requests without a key pass through
+// and may hijack.
+func TestLoopbackHijack(t *testing.T) {
+	var runs atomic.Int64
+	errs := make(chan error, 2)
+	m := newMiddleware(t, idempotency.Config{})
+	srv, send := loopback(t, m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		conn, bw, err := http.NewResponseController(w).Hijack()
+		errs <- err
+		if err != nil {
+			io.WriteString(w, "answered without hijacking")
+			return
+		}
+		defer conn.Close()
+		bw.WriteString("HTTP/1.1 202 Accepted\r\nContent-Length: 3\r\nConnection: close\r\n\r\nraw")
+		bw.Flush()
+	})))
+	first, _ := send(request(t, srv, "POST", "/h", "k", "{}"))
+	if err := <-errs; !errors.Is(err, idempotency.ErrHijack) || !errors.Is(err, http.ErrNotSupported) {
+		t.Fatalf("Hijack of a keyed request: %v; want an error matching ErrHijack and http.ErrNotSupported (the first answer: %d)", err, first.StatusCode)
+	}
+	again, body := send(request(t, srv, "POST", "/h", "k", "{}"))
+	if again.StatusCode != 200 || string(body) != "answered without hijacking" || !replayed(again) || runs.Load() != 1 {
+		t.Errorf("retry %d %q replayed %v, runs %d; want the replay of the handler's answer", again.StatusCode, body, replayed(again), runs.Load())
+	}
+	plain, body := send(request(t, srv, "POST", "/h", "", "{}"))
+	if err := <-errs; err != nil || plain.StatusCode != 202 || string(body) != "raw" {
+		t.Errorf("without a key: Hijack %v, answer %d %q; want the hijacked connection's 202", err, plain.StatusCode, body)
+	}
+}

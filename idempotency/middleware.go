@@ -42,7 +42,8 @@
 // that did its work must write its answer even when the client has gone,
 // or the retry does the work again). A response
 // larger than Config.MaxResponseBytes is not kept; see there for what a
-// retry gets.
+// retry gets. The handler of a keyed request cannot hijack its connection
+// (ErrHijack): a response written to it could not be stored.
 //
 // Faults. A Complete that fails (the store cut off as the handler returns)
 // is tried again with backoff for up to Config.StoreTimeout, the lease being
