@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/yaoki-go/yaoki/header"
 )
@@ -98,19 +99,58 @@ func (c *capture) Hijack() (net.Conn, *bufio.ReadWriter, error) { return nil, ni
 func (c *capture) Unwrap() http.ResponseWriter { return c.w }
 
 // response returns what the handler sent: the final status (200 if the
-// handler wrote nothing) and the header as it was then.
+// handler wrote nothing), the header as it was then, and the trailers as
+// they are now, under http.TrailerPrefix.
 func (c *capture) response() Response {
 	if c.status == 0 {
 		c.status = http.StatusOK
 		c.header = keptHeader(c.w.Header(), c.outer)
 	}
-	r := Response{Status: c.status, Header: c.header, Size: c.size}
+	r := Response{Status: c.status, Header: withTrailers(c.header, c.w.Header()), Size: c.size}
 	if c.size > int64(c.max) {
 		r.Omitted = true
 	} else {
 		r.Body = c.body
 	}
 	return r
+}
+
+// withTrailers returns kept with the trailers of h added under
+// http.TrailerPrefix: the fields declared in h's Trailer field and those
+// set under the prefix, as net/http sends them when the handler returns.
+// Trailers named like a field that is never kept (Set-Cookie) are left
+// out. Without trailers it returns kept itself.
+func withTrailers(kept, h http.Header) http.Header {
+	var out http.Header
+	add := func(name string, vs []string) {
+		if len(vs) == 0 || skipField(name) {
+			return
+		}
+		if out == nil {
+			out = make(http.Header, len(kept)+1)
+			for k, vs := range kept {
+				out[k] = vs
+			}
+		}
+		out[http.TrailerPrefix+name] = slices.Clone(vs)
+	}
+	for _, v := range h["Trailer"] {
+		for name := range strings.SplitSeq(v, ",") {
+			name = http.CanonicalHeaderKey(strings.TrimSpace(name))
+			if name != "" {
+				add(name, h[name])
+			}
+		}
+	}
+	for k, vs := range h {
+		if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok {
+			add(http.CanonicalHeaderKey(name), vs)
+		}
+	}
+	if out == nil {
+		return kept
+	}
+	return out
 }
 
 // snapshot copies h: the fields that layers outside the middleware set

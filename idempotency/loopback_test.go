@@ -293,3 +293,38 @@ func TestLoopbackConcurrent(t *testing.T) {
 		t.Fatalf("first %d, conflicts %d of %d, runs %d", s, conflicts.Load(), n, h.runs.Load())
 	}
 }
+
+// TestLoopbackTrailers: trailers the handler sends (declared in Trailer,
+// or set under http.TrailerPrefix) are part of its response and come back
+// on a replay, as trailers; a Set-Cookie sent as a trailer does not.
+func TestLoopbackTrailers(t *testing.T) {
+	var runs atomic.Int64
+	m := newMiddleware(t, idempotency.Config{})
+	srv, send := loopback(t, m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		w.Header().Set("Trailer", "X-Checksum, Set-Cookie")
+		w.WriteHeader(201)
+		io.WriteString(w, "data")
+		w.Header().Set("X-Checksum", "c1")
+		w.Header().Set("Set-Cookie", "session=alice-secret")
+		w.Header().Add(http.TrailerPrefix+"X-Late", "l1")
+		w.Header().Add(http.TrailerPrefix+"X-Late", "l2")
+	})))
+	first, _ := send(request(t, srv, "POST", "/t", "k", "{}"))
+	if first.Trailer.Get("X-Checksum") != "c1" || first.Trailer.Get("X-Late") != "l1" {
+		t.Fatalf("first trailers %v", first.Trailer)
+	}
+	again, body := send(request(t, srv, "POST", "/t", "k", "{}"))
+	if !replayed(again) || again.StatusCode != 201 || string(body) != "data" || runs.Load() != 1 {
+		t.Fatalf("replay %v %d %q runs %d", replayed(again), again.StatusCode, body, runs.Load())
+	}
+	if again.Trailer.Get("X-Checksum") != "c1" || strings.Join(again.Trailer.Values("X-Late"), ",") != "l1,l2" {
+		t.Errorf("replay trailers %v (header %v), want X-Checksum: c1 and X-Late: l1, l2", again.Trailer, again.Header)
+	}
+	if c := again.Trailer.Values("Set-Cookie"); len(c) != 0 || again.Header.Get("Set-Cookie") != "" {
+		t.Errorf("the replay carries the first request's cookie: trailer %q", c)
+	}
+	if again.Header.Get("X-Checksum") != "" || again.Header.Get("X-Late") != "" {
+		t.Errorf("trailers replayed as header fields: %v", again.Header)
+	}
+}

@@ -33,7 +33,7 @@
 // What is stored: statuses that Config.Keep accepts (by default 2xx, 3xx and
 // 4xx except 408 and 429), with the header fields the handler set (not
 // those that layers outside the middleware set before it ran, and never
-// Set-Cookie); a replay keeps the current request's own outer fields (a
+// Set-Cookie) and its trailers; a replay keeps the current request's own outer fields (a
 // request id, CORS). Any other response releases the record, so that a
 // retry runs the handler again; so do a handler that panics (the middleware
 // releases the key and the panic goes on) and a handler that returns
@@ -224,14 +224,25 @@ func (c *Config) replay(w http.ResponseWriter, r *http.Request, key string, resp
 	for _, vs := range resp.Header {
 		nv += len(vs)
 	}
+	// Trailers, stored under http.TrailerPrefix, are declared and sent as
+	// trailers, which needs a chunked body: no Content-Length then.
 	values := make([]string, 0, nv)
+	trailers := false
 	for k, vs := range resp.Header {
-		if http.CanonicalHeaderKey(k) != "Set-Cookie" {
-			values = append(values, vs...)
-			h[k] = values[len(values)-len(vs) : len(values) : len(values)]
+		name, trailer := strings.CutPrefix(k, http.TrailerPrefix)
+		if http.CanonicalHeaderKey(name) == "Set-Cookie" {
+			continue
+		}
+		values = append(values, vs...)
+		h[k] = values[len(values)-len(vs) : len(values) : len(values)]
+		if trailer {
+			h.Add("Trailer", name)
+			trailers = true
 		}
 	}
-	h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
+	if !trailers {
+		h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
+	}
 	h.Set(header.IdempotentReplayed, "true")
 	if c.Observer != nil {
 		c.Observer.Observe(r.Context(), event.Event{Kind: event.Replay, Time: c.Now(), Component: "idempotency",

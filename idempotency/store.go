@@ -72,6 +72,8 @@ type Record struct {
 // key and fingerprint.
 type Response struct {
 	Status int
+	// Header holds the header fields to replay and, under names that
+	// start with http.TrailerPrefix, the trailers.
 	Header http.Header
 	Body   []byte
 	// Omitted says the body was larger than Config.MaxResponseBytes and was
