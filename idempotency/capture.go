@@ -21,6 +21,7 @@ type capture struct {
 	w      http.ResponseWriter
 	max    int
 	outer  http.Header // the header as it was before the handler ran: outer layers' fields
+	head   bool        // a HEAD request: the handler's Content-Length is kept
 	status int         // 0 until the final header is written
 	header http.Header // the header as sent with the final status
 	body   []byte
@@ -39,8 +40,22 @@ func (c *capture) WriteHeader(code int) {
 		return
 	}
 	c.status = code
-	c.header = keptHeader(c.w.Header(), c.outer)
+	c.header = c.kept()
 	c.w.WriteHeader(code)
+}
+
+// kept returns the fields of the header to store: keptHeader's, and for a
+// HEAD request the Content-Length the handler set, which describes the
+// body a GET would get and which no replay can compute.
+func (c *capture) kept() http.Header {
+	h := keptHeader(c.w.Header(), c.outer)
+	if cl, ok := c.w.Header()["Content-Length"]; ok && c.head {
+		if h == nil {
+			h = make(http.Header, 1)
+		}
+		h["Content-Length"] = slices.Clone(cl)
+	}
+	return h
 }
 
 func (c *capture) Write(p []byte) (int, error) {
@@ -104,7 +119,7 @@ func (c *capture) Unwrap() http.ResponseWriter { return c.w }
 func (c *capture) response() Response {
 	if c.status == 0 {
 		c.status = http.StatusOK
-		c.header = keptHeader(c.w.Header(), c.outer)
+		c.header = c.kept()
 	}
 	r := Response{Status: c.status, Header: withTrailers(c.header, c.w.Header()), Size: c.size}
 	if c.size > int64(c.max) {

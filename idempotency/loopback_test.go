@@ -328,3 +328,32 @@ func TestLoopbackTrailers(t *testing.T) {
 		t.Errorf("trailers replayed as header fields: %v", again.Header)
 	}
 }
+
+// TestLoopbackHead: with HEAD among Config.Methods, the replay of a HEAD
+// request carries the Content-Length the handler announced (that of the
+// body a GET would get), or none when it announced none, as the first
+// answer did.
+func TestLoopbackHead(t *testing.T) {
+	var runs atomic.Int64
+	m := newMiddleware(t, idempotency.Config{Methods: []string{"HEAD", "POST"}})
+	srv, send := loopback(t, m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		if r.URL.Path == "/sized" {
+			w.Header().Set("Content-Length", "5")
+		}
+		w.Header().Set("Content-Type", "text/plain")
+	})))
+	for _, path := range []string{"/sized", "/unsized"} {
+		first, _ := send(request(t, srv, "HEAD", path, "k"+path, ""))
+		again, _ := send(request(t, srv, "HEAD", path, "k"+path, ""))
+		if !replayed(again) || again.StatusCode != first.StatusCode {
+			t.Fatalf("%s: replay %v %d, first %d", path, replayed(again), again.StatusCode, first.StatusCode)
+		}
+		if g, w := again.Header.Values("Content-Length"), first.Header.Values("Content-Length"); strings.Join(g, ",") != strings.Join(w, ",") || again.ContentLength != first.ContentLength {
+			t.Errorf("%s: replay Content-Length %q (%d), first %q (%d)", path, g, again.ContentLength, w, first.ContentLength)
+		}
+	}
+	if runs.Load() != 2 {
+		t.Errorf("runs %d, want 2", runs.Load())
+	}
+}

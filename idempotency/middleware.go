@@ -225,13 +225,20 @@ func (c *Config) replay(w http.ResponseWriter, r *http.Request, key string, resp
 		nv += len(vs)
 	}
 	// Trailers, stored under http.TrailerPrefix, are declared and sent as
-	// trailers, which needs a chunked body: no Content-Length then.
+	// trailers, which needs a chunked body: no Content-Length then. A
+	// HEAD request's record keeps the handler's Content-Length, if any (the
+	// fingerprint holds the method, so only a HEAD request replays it).
 	values := make([]string, 0, nv)
 	trailers := false
 	for k, vs := range resp.Header {
 		name, trailer := strings.CutPrefix(k, http.TrailerPrefix)
-		if http.CanonicalHeaderKey(name) == "Set-Cookie" {
+		switch http.CanonicalHeaderKey(name) {
+		case "Set-Cookie":
 			continue
+		case "Content-Length":
+			if trailer || r.Method != http.MethodHead {
+				continue
+			}
 		}
 		values = append(values, vs...)
 		h[k] = values[len(values)-len(vs) : len(values) : len(values)]
@@ -240,7 +247,7 @@ func (c *Config) replay(w http.ResponseWriter, r *http.Request, key string, resp
 			trailers = true
 		}
 	}
-	if !trailers {
+	if !trailers && r.Method != http.MethodHead {
 		h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
 	}
 	h.Set(header.IdempotentReplayed, "true")
@@ -267,7 +274,7 @@ func (c *Config) refuse(w http.ResponseWriter, r *http.Request, key string, p Pr
 func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, id ID, token string, begun time.Time) {
 	c := &h.m.c
 	// One allocation for what the request needs while it holds the key.
-	f := &inflight{cw: capture{w: w, max: c.MaxResponseBytes, outer: snapshot(w.Header())}}
+	f := &inflight{cw: capture{w: w, max: c.MaxResponseBytes, outer: snapshot(w.Header()), head: r.Method == http.MethodHead}}
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	ls := &f.ls
