@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/yaoki-go/yaoki/idempotency"
 )
@@ -355,5 +356,55 @@ func TestLoopbackHead(t *testing.T) {
 	}
 	if runs.Load() != 2 {
 		t.Errorf("runs %d, want 2", runs.Load())
+	}
+}
+
+// TestLoopbackGzipResponse: a body the handler compressed itself comes
+// back byte for byte, with its Content-Encoding and its length.
+func TestLoopbackGzipResponse(t *testing.T) {
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(bytes.Repeat([]byte("hello "), 100))
+	zw.Close()
+	var runs atomic.Int64
+	m := newMiddleware(t, idempotency.Config{})
+	srv, send := loopback(t, m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write(gz.Bytes())
+	})))
+	_, fb := send(request(t, srv, "POST", "/g", "k", "{}"))
+	again, ab := send(request(t, srv, "POST", "/g", "k", "{}"))
+	if !replayed(again) || runs.Load() != 1 || !bytes.Equal(fb, gz.Bytes()) || !bytes.Equal(ab, gz.Bytes()) ||
+		again.Header.Get("Content-Encoding") != "gzip" || again.ContentLength != int64(gz.Len()) {
+		t.Errorf("replay %v runs %d: %d bytes (first %d, sent %d), Content-Encoding %q, Content-Length %d",
+			replayed(again), runs.Load(), len(ab), len(fb), gz.Len(), again.Header.Get("Content-Encoding"), again.ContentLength)
+	}
+}
+
+// TestLoopbackScopesAndExpiry: one key in two scopes runs twice, each
+// scope replays its own; after the TTL (on a stepped clock) the key runs
+// again.
+func TestLoopbackScopesAndExpiry(t *testing.T) {
+	clk := newClock()
+	h := &charges{}
+	m := newMiddleware(t, idempotency.Config{Now: clk.Now, TTL: time.Hour, Scope: func(r *http.Request) string { return r.Header.Get("X-User") }})
+	srv, send := loopback(t, m.Handler(h))
+	do := func(user string) (*http.Response, string) {
+		r := request(t, srv, "POST", "/c", "k", "{}")
+		r.Header.Set("X-User", user)
+		resp, b := send(r)
+		return resp, string(b)
+	}
+	_, a := do("alice")
+	b, bb := do("bob")
+	a2, a2b := do("alice")
+	if replayed(b) || bb == a || !replayed(a2) || a2b != a || h.runs.Load() != 2 {
+		t.Fatalf("alice %s; bob %s (replayed %v); alice again %s (replayed %v); runs %d", a, bb, replayed(b), a2b, replayed(a2), h.runs.Load())
+	}
+	clk.Step(time.Hour)
+	if a3, _ := do("alice"); replayed(a3) || h.runs.Load() != 3 {
+		t.Errorf("after the TTL: replayed %v runs %d; want a new run", replayed(a3), h.runs.Load())
 	}
 }
