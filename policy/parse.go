@@ -31,8 +31,16 @@ func Load(path string) (*Document, error) {
 func Parse(data []byte) (*Document, error) { return ParseFile("", data) }
 
 // ParseFile is Parse with a file name for the error positions.
+//
+// A UTF-8 byte order mark at the start of data is skipped (RFC 8259 §8.1
+// allows a parser to ignore it): columns count from the character after
+// it, as editors show them, and offsets count it.
 func ParseFile(name string, data []byte) (*Document, error) {
-	src := &source{name: name, data: data}
+	var bom int64
+	if rest, ok := bytes.CutPrefix(data, []byte("\xef\xbb\xbf")); ok {
+		data, bom = rest, 3
+	}
+	src := &source{name: name, data: data, bom: bom}
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
 		return nil, &Error{File: name, Msg: `the document is empty: write a JSON object such as {"Retry": [{"ErrorEquals": ["States.ALL"]}]}`}
@@ -42,7 +50,7 @@ func ParseFile(name string, data []byte) (*Document, error) {
 		body = bytes.TrimSuffix(body, []byte(",")) // the docs' fragments end with the comma before the next field
 		wrapped := make([]byte, 0, len(body)+2)
 		wrapped = append(append(append(wrapped, '{'), body...), '}')
-		src = &source{name: name, data: wrapped, shift: 1}
+		src = &source{name: name, data: wrapped, shift: 1, bom: bom}
 	}
 	root, err := parseTree(src.data, src)
 	if err != nil {

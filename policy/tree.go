@@ -204,6 +204,7 @@ type source struct {
 	name  string
 	data  []byte
 	shift int64 // bytes added in front of the user's text
+	bom   int64 // bytes of a byte order mark in the file before the text, left out of data
 }
 
 // position returns the 1-based line and column (in bytes) of offset off.
@@ -227,5 +228,5 @@ func (s *source) errAt(off int64, path, msg string) *Error {
 	// clamped to the user's own text.
 	off = min(max(off, s.shift), int64(len(s.data))-s.shift)
 	line, col := s.position(off)
-	return &Error{File: s.name, Line: line, Column: col, Offset: off - s.shift, Path: path, Msg: msg}
+	return &Error{File: s.name, Line: line, Column: col, Offset: off - s.shift + s.bom, Path: path, Msg: msg}
 }
