@@ -57,6 +57,7 @@ func (d *decoder) budgetConfig(n *node, path string) *budget.ShareConfig {
 			case "WindowSeconds":
 				var f float64
 				f, ok = d.number(v, fp, "want seconds, such as 10")
+				ok = ok && d.keepsSeconds(v, fp, f, "want seconds, such as 10")
 				c.Window = seconds(f)
 			case "MinPerSecond":
 				c.MinPerSecond, ok = d.number(v, fp, "want retries per second, such as 10, or -1 for no floor")
@@ -77,6 +78,7 @@ func (d *decoder) breakerConfig(n *node, path string) *breaker.Config {
 			if dst, found := durations[k]; found {
 				var f float64
 				f, ok = d.number(v, fp, "want seconds")
+				ok = ok && d.keepsSeconds(v, fp, f, "want seconds")
 				*dst = seconds(f)
 				return ok
 			}

@@ -329,7 +329,21 @@ func (d *decoder) seconds(n *node, path string, check func(float64) (string, str
 		d.fail(n.off, path, n.raw()+msg)
 		return 0
 	}
+	if !d.keepsSeconds(n, path, f, want) {
+		return 0
+	}
 	return seconds(f)
+}
+
+// keepsSeconds reports whether f seconds, read from n, is kept as a
+// duration: a value other than 0 that rounds to 0 ns would read as 0
+// (none, or the default) and is refused.
+func (d *decoder) keepsSeconds(n *node, path string, f float64, want string) bool {
+	if f != 0 && seconds(f) == 0 {
+		d.fail(n.off, path, n.raw()+" is less than a nanosecond (1e-9), the smallest duration kept: "+want)
+		return false
+	}
+	return true
 }
 
 func (d *decoder) integer(n *node, path string, check func(int) (string, string)) int {
