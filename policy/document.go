@@ -193,11 +193,14 @@ func (r *Retrier) Schedule() backoff.Schedule {
 	if r.BackoffRate == 1 {
 		s.Kind, s.Multiplier = backoff.Constant, 0
 	}
-	if s.Base == 0 {
-		s.Base = 1 // backoff reads 0 as its default; 1 ns is "at once"
-	}
 	if s.Cap == 0 {
 		s.Cap = noCap
+	}
+	if s.Base == 0 {
+		// Interval·BackoffRate^(n−1) is 0 for every retry. backoff reads
+		// a zero Base and Cap as its defaults: a constant 1 ns, capped at
+		// 1 ns (which decorrelated jitter also keeps to), is "at once".
+		s.Kind, s.Multiplier, s.Base, s.Cap = backoff.Constant, 0, 1, 1
 	}
 	return s
 }
