@@ -185,7 +185,7 @@ func makePlan(cp *cliPolicy, o *planOptions) *plan {
 		}
 	} else {
 		for i, r := range cp.doc.Retry {
-			s := schedule{s: r.Schedule(), retries: r.MaxAttempts, noCap: r.MaxDelay == 0}
+			s := schedule{s: r.Schedule(), retries: r.MaxAttempts, noCap: r.MaxDelay == 0 && r.Interval > 0}
 			pl.addTrack(fmt.Sprintf("Retry[%d] %s", i, strings.Join(r.ErrorEquals, ", ")), s, o.rows)
 		}
 	}
@@ -248,19 +248,19 @@ func (pl *plan) addTrack(label string, s schedule, maxRows int) {
 }
 
 // longest returns the longest total wait of the first k retries of s, in
-// seconds, for any k ≥ 0 without walking k retries: waits grow until they
-// reach the cap, then stay there.
+// seconds, for any k ≥ 0 without walking k retries: the first waits are
+// walked one by one (up to exactRetries of them) until they reach the cap,
+// after which every wait is the cap; past exactRetries, waits still below
+// the cap are summed in closed form.
 func longest(s schedule) func(k int) float64 {
-	var ws []float64 // longest waits below the cap, in order
-	var sums []float64
-	capped, total := 0.0, 0.0
-	for n := 1; ; n++ {
+	var sums []float64 // sums[i]: the longest total of retries 1 to i+1, each below the cap
+	total, capped := 0.0, -1.0
+	for n := 1; n <= exactRetries; n++ {
 		m := s.s.Bounds(n).Max
-		if m >= s.s.Cap || m == noCapDuration || n > 200 {
+		if m >= s.s.Cap || m == noCapDuration {
 			capped = m.Seconds()
 			break
 		}
-		ws = append(ws, m.Seconds())
 		total += m.Seconds()
 		sums = append(sums, total)
 	}
@@ -268,11 +268,58 @@ func longest(s schedule) func(k int) float64 {
 		switch {
 		case k <= 0:
 			return 0
-		case k <= len(ws):
+		case k <= len(sums):
 			return sums[k-1]
+		case capped >= 0:
+			return total + float64(k-len(sums))*capped
 		}
-		return total + float64(k-len(ws))*capped
+		return total + growingWaits(s.s, len(sums)+1, k)
 	}
+}
+
+// exactRetries is how many retries longest walks one by one.
+const exactRetries = 1 << 16
+
+// growingWaits returns the sum, in seconds, of the longest waits of
+// retries a to b of s (a ≤ b), each the growth curve clamped to the cap, as
+// backoff.Schedule.Bounds gives them. Decorrelated jitter reaches any cap
+// within 40 retries, and is never summed here.
+func growingWaits(s backoff.Schedule, a, b int) float64 {
+	s = s.WithDefaults()
+	base, limit := float64(s.Base), float64(s.Cap)
+	if s.Cap == noCapDuration {
+		limit = float64(math.MaxInt64)
+	}
+	sec := float64(time.Second)
+	// below: the number of retries from a to b whose wait is below the
+	// cap; the others wait the cap.
+	var below int
+	var sum float64 // nanoseconds
+	switch s.Kind {
+	case backoff.Constant:
+		return float64(b-a+1) * math.Min(base, limit) / sec
+	case backoff.Linear: // retry n waits base·n
+		last := min(b, int(math.Ceil(limit/base))-1)
+		if last >= a {
+			below = last - a + 1
+			sum = base * float64(a+last) * float64(below) / 2
+		}
+	default: // retry n waits base·m^(n−1)
+		m := s.Multiplier
+		if !(m > 1) || math.IsInf(m, 0) {
+			m = backoff.DefaultMultiplier
+		}
+		last := b
+		if c := 1 + math.Ceil(math.Log(limit/base)/math.Log(m)); c-1 < float64(b) {
+			last = int(c) - 1
+		}
+		if last >= a {
+			below = last - a + 1
+			// base·m^(a−1)·(m^below − 1)/(m − 1), exact for m near 1
+			sum = base * math.Pow(m, float64(a-1)) * math.Expm1(float64(below)*math.Log1p(m-1)) / (m - 1)
+		}
+	}
+	return (sum + float64(b-a+1-below)*limit) / sec
 }
 
 // worst returns the longest a call can take, in seconds: every attempt at
