@@ -125,6 +125,14 @@ func TestPlanPolicyWorstCaseBoundsTheLoop(t *testing.T) {
 	}
 }
 
+// A policy file saved with a UTF-8 byte order mark loads.
+func TestPlanPolicyByteOrderMark(t *testing.T) {
+	pl := runPlan(t, "p.json", "\xef\xbb\xbf"+`{"Retry": [{"ErrorEquals": ["States.ALL"], "MaxAttempts": 2}]}`)
+	if pl.Attempts != 3 {
+		t.Errorf("attempts %d, want 3", pl.Attempts)
+	}
+}
+
 // Past the retries that longest walks one by one, its closed form gives
 // the sum of the waits that backoff.Schedule.Bounds gives.
 func TestPlanPolicyLongWaitsClosedForm(t *testing.T) {

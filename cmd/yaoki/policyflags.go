@@ -385,7 +385,8 @@ func loadDocument(path string) (*policy.Document, error) {
 		}
 		return policy.ParseFile(path, js)
 	}
-	if t := bytes.TrimSpace(data); len(t) > 0 && !bytes.ContainsAny(t[:1], `{["`) {
+	// A byte order mark is left to policy.ParseFile, which skips it.
+	if t := bytes.TrimSpace(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))); len(t) > 0 && !bytes.ContainsAny(t[:1], `{["`) {
 		return nil, fmt.Errorf("policy: %s: the file does not start with {, [ or \": is it YAML? name it .yaml or .yml", path)
 	}
 	return policy.ParseFile(path, data)
