@@ -34,7 +34,8 @@
 //
 //	ErrorEquals      non-empty array of error names (required)
 //	IntervalSeconds  wait before the retrier's first retry, ≥ 0 and ≤ 99999999; default 1
-//	                 (Step Functions wants an integer ≥ 1: fractions and 0 are ours)
+//	                 (Step Functions wants an integer ≥ 1: fractions and 0, every retry at
+//	                 once, are ours)
 //	MaxAttempts      integer 0..99999999; default 3
 //	BackoffRate      multiplier ≥ 1.0 applied after each retry; default 2.0
 //	MaxDelaySeconds  cap on one wait, > 0 and ≤ 31622400; default none (waits grow unbounded)
@@ -76,6 +77,8 @@
 // Catch holds catchers ({"ErrorEquals": [...], "Next": "Fallback"}): when a
 // call gives up, Document.Caught returns the first catcher that matches the last
 // error, so the caller can route it (to a fallback, a dead-letter queue).
+// A catcher's ResultPath is kept for the caller; its Output and Assign are
+// accepted and ignored.
 //
 // # The rest of the document
 //
