@@ -54,7 +54,11 @@ killed by SIGINT, SIGTERM, SIGHUP or SIGQUIT, or exiting 130, 143, 129 or 131).
 
 Signals: SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to yaoki are forwarded to
 the running command, and no attempt is started after them. A command still
-running --grace after a timeout or a forwarded signal is killed.
+running --grace after a timeout or a forwarded signal is killed. Each attempt
+runs in a process group of its own, which gets these signals, so that what
+the command started ends with it; when yaoki is in the foreground of its
+terminal, the command stays in yaoki's group (it can read the terminal, and
+Ctrl-C reaches it) and only the command is signalled.
 
 Exit code: the command's last exit code (128+N if a signal N ended it);
 124 if the last attempt was ended by --attempt-timeout or --max-time; 126
@@ -143,6 +147,13 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 		say("warning: unlimited attempts and no --max-time: this runs until the command succeeds or you stop it")
 	}
 
+	group := ownGroup()
+	send := func(p *os.Process, s os.Signal) error {
+		if group {
+			return signalGroup(p, s)
+		}
+		return p.Signal(s)
+	}
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
 	var (
@@ -162,7 +173,7 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 			stopped.Store(true)
 			mu.Lock()
 			if current != nil {
-				_ = current.Signal(s)
+				_ = send(current, s)
 			} else {
 				pending = s // the command is starting: it gets the signal once it runs
 			}
@@ -206,12 +217,17 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 		c := exec.CommandContext(actx, args[0], args[1:]...)
 		c.Stdin, c.Stdout, c.Stderr = os.Stdin, cmd.OutOrStdout(), stderr
 		c.WaitDelay = grace
+		var cancelled time.Time // when the attempt's context ended while the command ran
 		c.Cancel = func() error {
+			cancelled = time.Now()
 			if stopped.Load() {
 				return nil // the user's signal was forwarded: let the command handle it
 			}
 			timedOut.Store(true)
-			return c.Process.Signal(syscall.SIGTERM)
+			return send(c.Process, syscall.SIGTERM)
+		}
+		if group {
+			setGroup(c)
 		}
 		timedOut.Store(false)
 		if err := c.Start(); err != nil {
@@ -225,7 +241,7 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 		mu.Lock()
 		current = c.Process
 		if pending != nil { // the signal came between the check above and now
-			_ = c.Process.Signal(pending)
+			_ = send(c.Process, pending)
 			pending = nil
 		}
 		mu.Unlock()
@@ -233,6 +249,11 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 		mu.Lock()
 		current = nil
 		mu.Unlock()
+		if group && !cancelled.IsZero() {
+			// What the command started must not run on beside the next
+			// attempt, nor after yaoki.
+			endGroup(c.Process.Pid, cancelled.Add(grace))
+		}
 		st := c.ProcessState
 		if werr == nil && st != nil && st.Success() {
 			last = 0

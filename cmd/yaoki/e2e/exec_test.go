@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"bufio"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -108,5 +111,75 @@ func TestExecForwardsSignals(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "stopped by a signal") {
 		t.Errorf("stderr %q: want it to say why it stopped", stderr)
+	}
+}
+
+// gone reports whether the process pid has ended: it is no more, or a
+// zombie that its new parent has not reaped yet.
+func gone(pid string) bool {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return true
+	}
+	_, after, _ := strings.Cut(string(b), ") ")
+	return strings.HasPrefix(after, "Z") || strings.HasPrefix(after, "X")
+}
+
+// An attempt ended by --attempt-timeout, or by a signal sent to yaoki,
+// ends the processes its command started too, not only the command: none
+// of them runs on beside the next attempt or after yaoki exits. yaoki runs in a session of its own, without
+// a controlling terminal, as under CI or a service manager.
+func TestExecEndsTheCommandsChildren(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("needs /proc")
+	}
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		script string
+		signal os.Signal // sent to yaoki once the command printed its child's PID
+		code   int
+	}{
+		// sleep ends on the SIGTERM sent to the command's process group.
+		{"timeout", []string{"--attempt-timeout", "100ms", "--max-attempts", "1"}, "sleep 300 >/dev/null 2>&1 & echo $!; wait", nil, 124},
+		// Nothing ends on SIGTERM: SIGKILL after --grace.
+		{"timeout, SIGTERM ignored", []string{"--attempt-timeout", "100ms", "--max-attempts", "1", "--grace", "100ms"}, "trap '' TERM; sleep 300 >/dev/null 2>&1 & echo $!; wait", nil, 124},
+		// The forwarded SIGTERM reaches sleep too; sh dies of it.
+		{"forwarded signal", []string{"--max-attempts", "3"}, "sleep 300 >/dev/null 2>&1 & echo $!; wait", syscall.SIGTERM, 143},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append(append([]string{"exec", "--base", "0"}, tc.args...), "--", "sh", "-c", tc.script)
+			c := exec.Command(yaoki, args...)
+			c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			stdout, err := c.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := start(t, c)
+			t.Cleanup(s.kill)
+			rd := bufio.NewReader(stdout)
+			line, err := rd.ReadString('\n')
+			pid := strings.TrimSpace(line)
+			if err != nil || pid == "" {
+				t.Fatalf("the command printed no PID: %q, %v\n%s", line, err, strings.Join(s.lines(), "\n"))
+			}
+			t.Cleanup(func() { // a test that fails leaves no sleep behind
+				if n, err := strconv.Atoi(pid); err == nil && !gone(pid) {
+					syscall.Kill(n, syscall.SIGKILL)
+				}
+			})
+			if tc.signal != nil {
+				s.cmd.Process.Signal(tc.signal)
+			}
+			code := s.wait(t)
+			if code != tc.code {
+				t.Errorf("exit %d; want %d\n%s", code, tc.code, strings.Join(s.lines(), "\n"))
+			}
+			// yaoki has exited: the command's child is gone with it, or
+			// at most dying of the SIGKILL it was sent.
+			if !poll(5*time.Second, 5*time.Millisecond, func() bool { return gone(pid) }) {
+				t.Fatalf("the command's child (PID %s) still runs after yaoki exited\n%s", pid, strings.Join(s.lines(), "\n"))
+			}
+		})
 	}
 }
