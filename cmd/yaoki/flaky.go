@@ -52,6 +52,7 @@ connection is closed with a TCP reset), with options after colons:
   retry-after=N       a Retry-After header of N seconds
   retry-after=date+N  a Retry-After header as an HTTP date N seconds ahead
   slow=D              wait D (e.g. 2s, 300ms) before answering
+Each option at most once; reset takes slow only (it sends no header).
 After the last answer, the last one repeats. Requests with an
 Idempotency-Key are one operation per key: each key walks the script from
 its start (attempt 1 gets the first answer, attempt 2 the second...), and
@@ -210,11 +211,11 @@ func (o *flakyOptions) makeRates() (*rates, error) {
 		r.slowFor = 2 * time.Second
 	}
 	if o.retryAfter != "" {
-		st, err := parseStep("429:retry-after=" + o.retryAfter)
+		n, date, err := parseRetryAfter(o.retryAfter)
 		if err != nil {
-			return nil, usagef("--retry-after %q: want whole seconds (2) or date+SECONDS (date+2)", o.retryAfter)
+			return nil, usagef("--retry-after %q: %v", o.retryAfter, err)
 		}
-		r.retryAfter, r.dateAfter = st.retryAfter, st.dateAfter
+		r.retryAfter, r.dateAfter = n, date
 	}
 	return r, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -76,18 +77,23 @@ func parseStep(s string) (step, error) {
 		}
 		st.status = code
 	}
+	seen := map[string]bool{}
 	for _, opt := range fields[1:] {
 		name, val, _ := strings.Cut(opt, "=")
+		if seen[name] {
+			return st, fmt.Errorf("%s given twice: want each option at most once", name)
+		}
+		seen[name] = true
 		switch name {
 		case "retry-after":
-			if d, ok := strings.CutPrefix(val, "date+"); ok {
-				st.dateAfter, val = true, d
+			if st.reset {
+				return st, fmt.Errorf("reset sends no answer, so no Retry-After: want reset or reset:slow=DURATION")
 			}
-			n, err := strconv.Atoi(val)
-			if err != nil || n < 0 {
-				return st, fmt.Errorf("retry-after=%s: want whole seconds ≥ 0 (retry-after=2) or an HTTP date that many seconds ahead (retry-after=date+2)", val)
+			n, date, err := parseRetryAfter(val)
+			if err != nil {
+				return st, fmt.Errorf("retry-after=%s: %v", val, err)
 			}
-			st.retryAfter = n
+			st.retryAfter, st.dateAfter = n, date
 		case "slow":
 			d, err := parseSeconds(val)
 			if err != nil {
@@ -99,6 +105,25 @@ func parseStep(s string) (step, error) {
 		}
 	}
 	return st, nil
+}
+
+// maxDateAfter is the largest N of a Retry-After date N seconds ahead: the
+// most seconds a time.Duration holds, less the second that rounding up to
+// whole seconds may add.
+const maxDateAfter = (math.MaxInt64 - int64(time.Second) + 1) / int64(time.Second)
+
+// parseRetryAfter reads a Retry-After option's value: whole seconds ("2"),
+// or "date+N" for an HTTP date N seconds ahead.
+func parseRetryAfter(val string) (n int, date bool, err error) {
+	s, date := strings.CutPrefix(val, "date+")
+	n, err = strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, false, fmt.Errorf("want whole seconds ≥ 0 (2) or an HTTP date that many seconds ahead (date+2)")
+	}
+	if date && int64(n) > maxDateAfter {
+		return 0, false, fmt.Errorf("want at most date+%d (an HTTP date about 292 years ahead)", maxDateAfter)
+	}
+	return n, date, nil
 }
 
 // rates is the random mode: each request draws its fate.

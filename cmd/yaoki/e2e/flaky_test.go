@@ -126,6 +126,13 @@ func TestFlakyBadUsage(t *testing.T) {
 		{[]string{"flaky", "--script", "503", "--rate-429", "0.5"}, "cannot be combined"},
 		{[]string{"flaky", "--rate-429", "1.5"}, "--rate-429 1.5: want a share from 0 to 1"},
 		{[]string{"flaky", "--addr", "0.0.0.0:0"}, "loopback only"},
+		// A reset sends no header: a Retry-After on it would be lost.
+		{[]string{"flaky", "--script", "503,reset:retry-after=2"}, `step 2 "reset:retry-after=2": reset sends no answer, so no Retry-After: want reset or reset:slow=DURATION`},
+		// An option given twice: which one counts is not for flaky to guess.
+		{[]string{"flaky", "--script", "429:retry-after=1:retry-after=2"}, `step 1 "429:retry-after=1:retry-after=2": retry-after given twice`},
+		// The date would be past what a time can hold (about 292 years).
+		{[]string{"flaky", "--script", "429:retry-after=date+99999999999"}, "retry-after=date+99999999999: want at most date+9223372035"},
+		{[]string{"flaky", "--rate-429", "0.5", "--retry-after", "date+99999999999"}, "--retry-after \"date+99999999999\""},
 	} {
 		r := run(t, nil, tc.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
