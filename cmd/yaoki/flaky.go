@@ -62,8 +62,9 @@ the header Idempotent-Replayed: true. Requests without a key share one walk.
 Rate mode (--rate-429, --rate-5xx, --rate-reset, --rate-slow): each request
 draws its fate from a seeded generator (--seed), so a run is repeatable.
 
-It stops on SIGINT or SIGTERM, or after --max-requests requests, and prints
-a summary of the answers on stderr.
+It stops on SIGINT or SIGTERM (at once: a slow answer under way is not sent,
+its connection is closed), or after --max-requests requests, and prints a
+summary of the answers on stderr.
 ` + observeFlagsHelp + "\n" + flakyMetricsHelp,
 		Example: `  # 503, then 429 with Retry-After: 1, then 200 for ever after
   yaoki flaky --addr 127.0.0.1:8080 --script 503,429:retry-after=1,200
@@ -109,6 +110,7 @@ type flaky struct {
 	answers  map[string]int // summary: answer → count
 	done     chan struct{}
 	doneOnce sync.Once
+	stopping chan struct{} // closed when the server stops: slow answers under way end
 	start    time.Time
 }
 
@@ -119,7 +121,7 @@ type keyOp struct {
 }
 
 func (o *flakyOptions) run(cmd *cobra.Command) error {
-	fl := &flaky{o: o, log: cmd.ErrOrStderr(), keys: map[string]*keyOp{}, answers: map[string]int{}, done: make(chan struct{}), start: time.Now()}
+	fl := &flaky{o: o, log: cmd.ErrOrStderr(), keys: map[string]*keyOp{}, answers: map[string]int{}, done: make(chan struct{}), stopping: make(chan struct{}), start: time.Now()}
 	for _, r := range []struct {
 		name string
 		v    float64
@@ -191,6 +193,7 @@ func (o *flakyOptions) run(cmd *cobra.Command) error {
 		return exit(1, fmt.Sprintf("flaky: server stopped: %v", err))
 	case <-cmd.Context().Done():
 	}
+	close(fl.stopping)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(ctx)
@@ -293,6 +296,11 @@ func (fl *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			t.Stop()
 			return
+		case <-fl.stopping:
+			// Not the scripted answer: close the connection, as a
+			// server that stops does.
+			t.Stop()
+			panic(http.ErrAbortHandler)
 		}
 	}
 	if st.reset {

@@ -140,3 +140,33 @@ func TestFlakyBadUsage(t *testing.T) {
 		}
 	}
 }
+
+// SIGTERM stops the server at once, though a slow answer is under way: the
+// client waiting for it sees its connection closed, and the summary is
+// written.
+func TestFlakyStopsDuringSlowAnswer(t *testing.T) {
+	s := startFlaky(t, "--script", "200:slow=1h")
+	c := &http.Client{Timeout: time.Minute}
+	defer c.CloseIdleConnections()
+	got := make(chan error, 1)
+	go func() {
+		_, err := get(t, c, "GET", s.url, "")
+		got <- err
+	}()
+	s.waitRequests(t, 1) // the answer is under way
+	stop := time.Now()
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	if code := s.wait(t); code != 0 {
+		t.Fatalf("exit %d; want 0", code)
+	}
+	// The server's own bound on a graceful stop is 5 s.
+	if d := time.Since(stop); d > 2*time.Second {
+		t.Errorf("stopped %v after SIGTERM: want at once", d)
+	}
+	if err := <-got; err == nil {
+		t.Error("the slow answer came as if scripted: want the connection closed")
+	}
+	if l := s.lines(); len(l) == 0 || !strings.Contains(l[len(l)-1], "flaky: 1 request") {
+		t.Errorf("no summary last:\n%s", strings.Join(l, "\n"))
+	}
+}
