@@ -1,4 +1,4 @@
-//go:build !unix
+//go:build !(linux || darwin || freebsd || netbsd || openbsd || dragonfly)
 
 package main
 
@@ -8,7 +8,8 @@ import (
 	"time"
 )
 
-// ownGroup reports false: without Unix process groups, yaoki exec signals
+// ownGroup reports false: where yaoki does not manage process groups (not
+// Linux or a BSD), yaoki exec signals
 // the command only.
 func ownGroup() bool { return false }
 
