@@ -185,3 +185,26 @@ func (t *Transport) GuardsFor(host string) (retry.Budget, retry.Breaker, retry.T
 	g := c.hosts.get(hostKey(host))
 	return g.budget, g.breaker, g.throttle
 }
+
+// Guarded returns the guards the transport keeps for host, as GuardsFor
+// does, but makes none: ok is false when the transport has no guards of
+// host's own (no request went there and GuardsFor was not asked, or host
+// came past MaxGuardedHosts and shares the guards of the hosts beyond).
+// When the transport's policy sets every guard, they are host's (ok is
+// true). For observers that read the guards of hosts they learned from
+// elsewhere, without making guards for hosts the transport never calls.
+func (t *Transport) Guarded(host string) (b retry.Budget, br retry.Breaker, th retry.Throttle, ok bool) {
+	c, err := t.config()
+	if err != nil {
+		return nil, nil, nil, false
+	}
+	if c.hosts == nil {
+		b, br, th = t.GuardsFor(host)
+		return b, br, th, true
+	}
+	g, ok := (*c.hosts.m.Load())[hostKey(host)]
+	if !ok {
+		return nil, nil, nil, false
+	}
+	return g.budget, g.breaker, g.throttle, true
+}

@@ -162,6 +162,25 @@ func TestGuardsForIsCaseInsensitive(t *testing.T) {
 	}
 }
 
+// TestGuardedMakesNoGuards: Guarded finds the guards a host has and makes
+// none for a host the transport has not guarded.
+func TestGuardedMakesNoGuards(t *testing.T) {
+	made := 0
+	tr := &httpretry.Transport{Guards: httpretry.Guards{Budget: func(string) retry.Budget {
+		made++
+		b, _ := budget.NewBucket(budget.BucketConfig{})
+		return b
+	}}}
+	if _, _, _, ok := tr.Guarded("api.example:443"); ok || made != 0 {
+		t.Fatalf("Guarded of a host never called: ok %v, %d budgets made; want false, 0", ok, made)
+	}
+	b, _, _ := tr.GuardsFor("api.example:443")
+	g, _, _, ok := tr.Guarded("API.example:443")
+	if !ok || g != b || made != 1 {
+		t.Fatalf("Guarded after GuardsFor: ok %v, same budget %v, %d made; want true, true, 1", ok, g == b, made)
+	}
+}
+
 func BenchmarkTransportGetGuarded(b *testing.B) {
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer s.Close()

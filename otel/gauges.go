@@ -159,7 +159,10 @@ func (g *gauges) observe(_ context.Context, o metric.Observer) error {
 	// level and their breaker's state.
 	for _, t := range transports {
 		for _, h := range hosts {
-			budget, brk, _ := t.GuardsFor(h.host)
+			budget, brk, _, ok := t.Guarded(h.host)
+			if !ok {
+				continue // a host of another transport
+			}
 			if l, ok := budget.(interface{ Level() float64 }); ok {
 				o.ObserveFloat64(g.level, l.Level(), h.opt...)
 			}
@@ -225,7 +228,8 @@ func (o *Observer) TrackBreakerFunc(name string, state func() string) (untrack f
 // with its port). The hosts are those of the events of component
 // "httpretry" that this Observer has recorded, so give the Observer to t
 // (Transport.Observer). With several transports tracked, each reports the
-// hosts of all. The returned function stops tracking.
+// hosts it has guards of its own for (httpretry.Transport.Guarded); reading
+// makes none. The returned function stops tracking.
 func (o *Observer) TrackTransport(t *httpretry.Transport) (untrack func()) {
 	return track(&o.gauges.mu, o.gauges.transports, t, true)
 }

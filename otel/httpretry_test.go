@@ -130,3 +130,55 @@ func TestTrackTransport(t *testing.T) {
 	s.expect(t, yotel.MetricBudgetLevel, map[string]float64{})
 	s.expect(t, yotel.MetricBreakerState, map[string]float64{"retry.name=" + host: 2})
 }
+
+// TestTrackTransportsReadOnlyTheirHosts tracks two transports, each calling
+// a host of its own (as the routes of the proxy do): each host's gauges are
+// its own transport's guards at every collection, and reading them makes no
+// guards in the other transport for a host it never called.
+func TestTrackTransportsReadOnlyTheirHosts(t *testing.T) {
+	o, collect := newObserver(t)
+	p, _ := retrytest.NoWait(retry.Policy{})
+	transport := func(srv *retrytest.Server, made *[]string) *httpretry.Transport {
+		return &httpretry.Transport{Base: srv.Client().Transport, Policy: p, Observer: o, Guards: httpretry.Guards{
+			Budget: func(host string) retry.Budget {
+				*made = append(*made, host)
+				b, _ := budget.NewBucket(budget.BucketConfig{})
+				return b
+			},
+			Breaker: func(host string) retry.Breaker {
+				b, _ := breaker.New(breaker.Config{Name: host, ConsecutiveFailures: 3, Observer: o})
+				return b
+			},
+		}}
+	}
+	down, up := retrytest.NewServer(t, "503,503,503"), retrytest.NewServer(t, "200")
+	var madeDown, madeUp []string
+	trDown, trUp := transport(down, &madeDown), transport(up, &madeUp)
+	defer o.TrackTransport(trDown)()
+	defer o.TrackTransport(trUp)()
+	for _, c := range []struct {
+		tr  *httpretry.Transport
+		url string
+	}{{trDown, down.URL}, {trUp, up.URL}} {
+		client := c.tr.Client()
+		resp, err := client.Get(c.url + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		client.CloseIdleConnections()
+	}
+	hostDown, hostUp := strings.TrimPrefix(down.URL, "http://"), strings.TrimPrefix(up.URL, "http://")
+	for i := 0; i < 20; i++ {
+		s := collect()
+		s.expect(t, yotel.MetricBudgetLevel, map[string]float64{"retry.name=" + hostDown: 490, "retry.name=" + hostUp: 500})
+		s.expect(t, yotel.MetricBreakerState, map[string]float64{"retry.name=" + hostDown: 2, "retry.name=" + hostUp: 0})
+		if t.Failed() {
+			break
+		}
+	}
+	if fmt.Sprint(madeDown) != "["+hostDown+"]" || fmt.Sprint(madeUp) != "["+hostUp+"]" {
+		t.Errorf("budgets made: %v by the transport calling %s, %v by the one calling %s; want one each, for its own host",
+			madeDown, hostDown, madeUp, hostUp)
+	}
+}
