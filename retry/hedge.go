@@ -52,7 +52,9 @@ func Hedge(ctx context.Context, p Policy, fn func(context.Context) error) error 
 // with itself and must be safe for that. The loop works in rounds: a
 // round starts with an attempt (the first, or a retry after a wait) and,
 // each time the Hedger's delay passes without an answer, sends a hedge,
-// up to Hedger.MaxHedges() hedges per call. A hedge is an attempt: it
+// up to Hedger.MaxHedges() hedges per call; an answer that has come when a
+// hedge falls due is taken before it, and no hedge is sent once ctx has
+// ended. A hedge is an attempt: it
 // counts towards MaxAttempts, and it goes through what a retry goes
 // through (see Loop.Hedge). The first attempt that succeeds ends the call
 // and the others are cancelled (their contexts end). An attempt that fails
@@ -366,6 +368,22 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 			select {
 			case o = <-results:
 			case <-timerC:
+				if ctx.Err() != nil {
+					timerC = nil // the call has ended: its attempts are returning
+					continue
+				}
+				var answered bool
+				select {
+				case o = <-results:
+					// An answer came as the hedge fell due: it goes first,
+					// and the hedge stays due if the call goes on.
+					answered = true
+					timer.Reset(0)
+				default:
+				}
+				if answered {
+					break
+				}
 				hf := new(flight)
 				if l.Hedge(caller, time.Now(), &hf.t).Verdict != Send {
 					timerC = nil // no more hedges for this call
