@@ -176,9 +176,9 @@ const (
 // again, within the budget.
 //
 // A Hedger is shared by every call to one dependency; it is safe for
-// concurrent use, lock-free, and allocates nothing after New. Like the
-// retry budgets, it may grant one hedge per concurrent caller beyond the
-// budget (the check and the count are two steps).
+// concurrent use, lock-free, and allocates nothing after New. Concurrent
+// callers are never granted more hedges than the budget together; two
+// that race for the last hedge may both be refused.
 type Hedger struct {
 	c     Config
 	floor float64 // hedges per budget horizon from MinPerSecond
@@ -278,11 +278,16 @@ func (h *Hedger) AllowAt(now time.Time) error {
 		h.sent.Add(now, 1)
 		return nil
 	}
+	// Count the hedge first and take it back if it goes beyond the budget:
+	// concurrent callers each see the others' hedges, so that together
+	// they are never granted more than the budget (at worst, two that
+	// race are both refused where one would have fitted).
 	e := h.sent.Epoch(now)
-	if float64(h.sent.SumEpoch(e)+1) > h.c.Budget*float64(h.calls.SumEpoch(e))+h.floor {
+	h.sent.AddEpoch(e, 1)
+	if float64(h.sent.SumEpoch(e)) > h.c.Budget*float64(h.calls.SumEpoch(e))+h.floor {
+		h.sent.SubEpoch(e, 1)
 		return ErrBudget
 	}
-	h.sent.AddEpoch(e, 1)
 	return nil
 }
 

@@ -109,6 +109,24 @@ func (r *Ring) Add(e int64, n uint64) {
 	}
 }
 
+// Sub takes back n events that Add counted in epoch e: it subtracts n
+// from the bucket of e if the bucket still holds e and at least n, and
+// does nothing once the bucket has moved on to another epoch (the events
+// have left the window).
+func (r *Ring) Sub(e int64, n uint64) {
+	s := r.slot(e)
+	tag := uint64(e) & tagMask
+	for {
+		w := s.Load()
+		if w>>countBits != tag || w&countMask < n {
+			return
+		}
+		if s.CompareAndSwap(w, w-n) {
+			return
+		}
+	}
+}
+
 // Sum returns the total of the buckets of epochs e−Len()+1 … e.
 func (r *Ring) Sum(e int64) uint64 { return r.SumLast(e, len(r.slots)) }
 
@@ -208,6 +226,10 @@ func (c *Counter) Epoch(now time.Time) int64 { return c.clock.Epoch(now) }
 
 // AddEpoch is Add with the epoch already computed by Epoch.
 func (c *Counter) AddEpoch(e int64, n uint64) { c.ring.Add(e, n) }
+
+// SubEpoch takes back n events that AddEpoch counted in epoch e (see
+// Ring.Sub).
+func (c *Counter) SubEpoch(e int64, n uint64) { c.ring.Sub(e, n) }
 
 // SumEpoch is Sum with the epoch already computed by Epoch.
 func (c *Counter) SumEpoch(e int64) uint64 { return c.ring.Sum(e) }

@@ -193,3 +193,23 @@ func TestRingNegativeEpochs(t *testing.T) {
 		t.Fatalf("events at -1 s and +5 s, sum at +5 s = %d, want 2", got)
 	}
 }
+
+// Sub takes back what Add counted in the same epoch, and nothing once the
+// bucket holds another epoch.
+func TestRingSub(t *testing.T) {
+	r := NewClockRing(2)
+	r.Add(5, 3)
+	r.Sub(5, 1)
+	if got := r.Sum(5); got != 2 {
+		t.Fatalf("3 added, 1 taken back: Sum %d, want 2", got)
+	}
+	r.Sub(5, 5)
+	if got := r.Sum(5); got != 2 {
+		t.Fatalf("taking back more than counted: Sum %d, want 2 unchanged", got)
+	}
+	r.Add(7, 4) // epoch 7 takes epoch 5's bucket
+	r.Sub(5, 1)
+	if got := r.Sum(7); got != 4 {
+		t.Fatalf("taking back from an epoch gone: Sum %d, want 4", got)
+	}
+}
