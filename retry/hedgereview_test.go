@@ -3,11 +3,13 @@ package retry_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/yaoki-go/yaoki/backoff"
 	"github.com/yaoki-go/yaoki/event"
 	"github.com/yaoki-go/yaoki/retry"
 )
@@ -71,6 +73,80 @@ func TestHedgeNotSentAfterCancel(t *testing.T) {
 		time.Sleep(time.Second) // the attempts in flight return
 		if n.Load() != 1 || obs.count(event.Hedge) != 0 {
 			t.Errorf("%d attempts, %d hedges after the call was cancelled; want 1 attempt, no hedge", n.Load(), obs.count(event.Hedge))
+		}
+	})
+}
+
+// countBudget allows up to n retries and counts what it is asked.
+type countBudget struct {
+	mu    sync.Mutex
+	left  int
+	asked int
+}
+
+func (b *countBudget) AllowRetryAt(time.Time, bool) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.asked++
+	if b.left == 0 {
+		return false
+	}
+	b.left--
+	return true
+}
+
+func (b *countBudget) RecordAt(time.Time, bool, bool) {}
+
+// A hedge is charged to the retry budget as a retry is; a hedge it refuses
+// leaves the call to its first attempt. After a round whose attempts all
+// failed, the retry waits its backoff before it is sent.
+func TestHedgeRetryBudgetAndWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &countBudget{left: 0}
+		obs := &events{}
+		s := &script{lat: []time.Duration{200 * time.Millisecond, time.Millisecond}}
+		p := retry.Policy{Env: &retry.Env{Hedger: fixedHedger(t, 50*time.Millisecond, 2), Budget: b, Observer: obs}}
+		s.answers(t, p, 1, 200*time.Millisecond)
+		if b.asked != 1 || s.n.Load() != 1 || obs.count(event.HedgeRefused) != 1 {
+			t.Errorf("empty retry budget: asked %d times, %d attempts, %d refused; want 1, 1, 1", b.asked, s.n.Load(), obs.count(event.HedgeRefused))
+		}
+
+		boom := errors.New("boom")
+		b = &countBudget{left: 5}
+		s = &script{lat: []time.Duration{60 * time.Millisecond, 20 * time.Millisecond, 10 * time.Millisecond}, errs: []error{boom, boom}}
+		p = retry.Policy{MaxAttempts: 3, Backoff: backoff.Schedule{Kind: backoff.Constant, Base: time.Second, Jitter: backoff.None},
+			Env: &retry.Env{Hedger: fixedHedger(t, 50*time.Millisecond, 1), Budget: b}}
+		// The hedge (sent at 50ms) fails at 70ms, the first attempt at
+		// 60ms; the retry goes at 70ms + 1s and answers 10ms later.
+		s.answers(t, p, 3, 1080*time.Millisecond)
+		if b.asked != 2 {
+			t.Errorf("retry budget asked %d times, want 2 (the hedge and the retry)", b.asked)
+		}
+	})
+}
+
+// Cancelling the call cancels every attempt in flight, first attempt and
+// hedges, and the call returns at once; nothing is left running (the
+// bubble would not end otherwise, and leakcheck checks the package).
+func TestHedgeCancelEndsEveryAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &script{lat: []time.Duration{time.Hour}}
+		p := retry.Policy{Env: &retry.Env{Hedger: fixedHedger(t, 50*time.Millisecond, 2)}}
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(120*time.Millisecond, cancel)
+		start := time.Now()
+		_, err := retry.HedgeValue(ctx, p, s.call, s.discard)
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("err %v, want context.Canceled", err)
+		}
+		if took := time.Since(start); took != 120*time.Millisecond {
+			t.Errorf("returned after %v, want 120ms", took)
+		}
+		synctest.Wait()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.n.Load() != 3 || len(s.cancelled) != 3 {
+			t.Errorf("%d attempts, cancelled %v; want all 3 cancelled", s.n.Load(), s.cancelled)
 		}
 	})
 }
