@@ -70,7 +70,7 @@ func TestHedgeNotSentAfterCancel(t *testing.T) {
 		if _, err := retry.HedgeValue(ctx, p, slow, nil); err == nil {
 			t.Fatal("HedgeValue succeeded on a cancelled context")
 		}
-		time.Sleep(time.Second) // the attempts in flight return
+		time.Sleep(time.Second) // on synctest's virtual clock: the attempts in flight return
 		if n.Load() != 1 || obs.count(event.Hedge) != 0 {
 			t.Errorf("%d attempts, %d hedges after the call was cancelled; want 1 attempt, no hedge", n.Load(), obs.count(event.Hedge))
 		}
