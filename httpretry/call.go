@@ -34,7 +34,7 @@ type call struct {
 	n          int          // attempts made (sent, once the call has ended)
 	status     int          // the last attempt's status, 0 if it had none
 	lastStatus int          // the last status received by any attempt, 0 if none
-	unsent     bool         // the last attempt's request could not be built: it was not sent
+	unsent     bool         // the last attempt was not sent: its request could not be built, or the caller's context had ended
 	last       *StatusError // the last attempt's retryable (or final) status answer
 	final      string       // why a retryable status was made final: an event reason
 
@@ -196,6 +196,12 @@ func (cl *call) attemptsSent() int {
 // caller's, or a child bounded by Policy.AttemptTimeout and
 // Policy.MaxElapsed.
 func (cl *call) attempt(actx context.Context) (*http.Response, error) {
+	if ctx := cl.req.Context(); ctx.Err() != nil {
+		// The caller's context ended before this attempt left: nothing is
+		// sent, and it is not counted.
+		cl.unsent = true
+		return nil, context.Cause(ctx)
+	}
 	cl.n++
 	cl.status = 0
 	if l := cl.last; l != nil {

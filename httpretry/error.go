@@ -42,9 +42,9 @@ type Error struct {
 	Method string
 	// URL is the request's URL with its password redacted (url.Redacted).
 	URL string
-	// Attempts is the number of attempts sent. An attempt whose request
-	// could not be built (its GetBody failed) is not counted; it ends the
-	// call, unless it is a hedge beside attempts that may still answer,
+	// Attempts is the number of attempts sent. An attempt that was not
+	// sent, because the caller's context had ended or its request could
+	// not be built (its GetBody failed), is not counted; it ends the call, unless it is a hedge beside attempts that may still answer,
 	// whose answers then decide.
 	Attempts int
 	// Reason is why the retry loop stopped: retry.ReasonPermanent for an

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -259,4 +262,28 @@ func TestTimeoutSeenThroughClient(t *testing.T) {
 			t.Errorf("got %d attempts, want 3", n)
 		}
 	})
+}
+
+// TestCancelledBeforeSending: a request whose context has ended before
+// RoundTrip is not sent, and the error counts no attempt.
+func TestCancelledBeforeSending(t *testing.T) {
+	var got atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { got.Add(1) }))
+	defer srv.Close()
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
+	resp, err := (&httpretry.Transport{Base: base}).RoundTrip(req)
+	var he *httpretry.Error
+	if resp != nil || !errors.Is(err, context.Canceled) || !errors.As(err, &he) {
+		t.Fatalf("got %v, %v; want an *httpretry.Error matching context.Canceled", resp, err)
+	}
+	if he.Attempts != 0 || strings.Contains(err.Error(), "1 attempt") {
+		t.Errorf("Attempts %d, error %q: want 0 attempts, none said", he.Attempts, err)
+	}
+	if n := got.Load(); n != 0 {
+		t.Errorf("the server got %d requests, want 0", n)
+	}
 }
