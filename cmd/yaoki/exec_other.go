@@ -9,8 +9,7 @@ import (
 )
 
 // ownGroup reports false: where yaoki does not manage process groups (not
-// Linux or a BSD), yaoki exec signals
-// the command only.
+// Linux or a BSD), yaoki exec signals the command only.
 func ownGroup() bool { return false }
 
 func setGroup(*exec.Cmd) {}
