@@ -93,5 +93,5 @@ func (o *Observer) TrackDeadLetters(queue string, s deadletter.Store) (untrack f
 		t.opts[i] = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(
 			attribute.String(event.AttrName, queue), attribute.String(AttrDeadLetterState, state)))}
 	}
-	return track(&o.deadLetters.mu, o.deadLetters.queues, queue, t)
+	return track(&o.deadLetters.mu, o.deadLetters.queues, queue, t, nil)
 }

@@ -71,6 +71,11 @@
 // destination host (its default share-of-traffic budget, and breakers if
 // it makes them), named by the host. TrackDeadLetters counts a dead-letter
 // queue's letters by state at each collection (deadletter.Store.Count).
+// What is untracked leaves the gauges at the next collection, with the
+// names it served: a breaker's later events do not bring its name back,
+// and a host whose transport was replaced shows the new transport's guards
+// once it has made them. A breaker known only from its events stays for
+// as long as the Observer.
 //
 // A breaker that has the Observer reports its refusals itself
 // (retry.component "breaker"), and so does the retry loop that asked it

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -39,8 +40,14 @@ func StateValue(state string) (int64, bool) {
 }
 
 // gauges are the two observable gauges and what they read: breakers and
-// budgets registered with TrackBreaker and TrackBudget, and the last state
-// of every other breaker that reported a transition.
+// budgets registered with TrackBreaker and TrackBudget, the guards of
+// transports registered with TrackTransport, and the last state of every
+// other breaker that reported a transition.
+//
+// A name whose tracked breaker stops being tracked is retired: what its
+// events said is forgotten, and its later events are not learned (they come
+// from the breaker that was untracked, a call still finishing on it), so
+// that the name leaves the gauge, unless a breaker tracked since serves it.
 type gauges struct {
 	state metric.Int64ObservableGauge
 	level metric.Float64ObservableGauge
@@ -49,7 +56,9 @@ type gauges struct {
 	breakers   map[string]*tracked[string]
 	budgets    map[string]*tracked[float64]
 	learned    map[string]learnedState
-	transports map[*httpretry.Transport]bool
+	retired    map[string]bool                 // names whose tracking ended: not learned
+	transports map[*httpretry.Transport]uint64 // the number of its tracking: an earlier one's untrack leaves it
+	trackings  atomic.Uint64
 	hosts      map[string][]metric.ObserveOption // destinations seen in httpretry's events, with their name set
 }
 
@@ -71,7 +80,8 @@ func (g *gauges) register(m metric.Meter) error {
 	g.breakers = make(map[string]*tracked[string])
 	g.budgets = make(map[string]*tracked[float64])
 	g.learned = make(map[string]learnedState)
-	g.transports = make(map[*httpretry.Transport]bool)
+	g.retired = make(map[string]bool)
+	g.transports = make(map[*httpretry.Transport]uint64)
 	g.hosts = make(map[string][]metric.ObserveOption)
 	var err error
 	g.state, err = m.Int64ObservableGauge(MetricBreakerState, metric.WithUnit("{state}"),
@@ -89,7 +99,8 @@ func (g *gauges) register(m metric.Meter) error {
 }
 
 // learn records a breaker's state from a BreakerStateChange event, for
-// breakers that nobody tracks (those a transport makes per destination).
+// breakers that nobody tracks (those a transport makes per destination,
+// when the transport is not tracked).
 func (g *gauges) learn(name, to string) {
 	v, ok := StateValue(to)
 	if !ok {
@@ -97,12 +108,22 @@ func (g *gauges) learn(name, to string) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.retired[name] {
+		return
+	}
 	if l, seen := g.learned[name]; seen {
 		l.value = v
 		g.learned[name] = l
 		return
 	}
 	g.learned[name] = learnedState{value: v, opt: nameSet(name)}
+}
+
+// retireLocked forgets what the events of name said and learns no more of
+// them; g.mu is held.
+func (g *gauges) retireLocked(name string) {
+	delete(g.learned, name)
+	g.retired[name] = true
 }
 
 // sawHost records a destination of httpretry's events, for the transports
@@ -204,10 +225,15 @@ type Breaker interface {
 // Tracking a name again replaces the earlier breaker. The returned function
 // stops tracking (later calls do nothing).
 //
+// Untracked, the name leaves the gauge (at the next collection; so
+// Prometheus marks its series stale), and the events of that name are no
+// longer taken for its state, since they come from the breaker untracked.
+//
 // Breakers that nobody tracks are reported too, from their last
 // event.BreakerStateChange (when the Observer is their Config.Observer),
 // keyed by the event's Name; such a breaker shows "open" until a call finds
-// its open period over.
+// its open period over, and stays on the gauge for as long as the Observer
+// lives: track a breaker that a program may drop.
 func (o *Observer) TrackBreaker(b Breaker) (untrack func()) {
 	return o.TrackBreakerFunc(b.Name(), func() string { return b.State().String() })
 }
@@ -217,8 +243,9 @@ func (o *Observer) TrackBreaker(b Breaker) (untrack func()) {
 // "half-open") or "open" (any other answer is not reported) and be safe for
 // concurrent use.
 func (o *Observer) TrackBreakerFunc(name string, state func() string) (untrack func()) {
+	g := &o.gauges
 	t := &tracked[string]{read: state, opt: nameSet(name)}
-	return track(&o.gauges.mu, o.gauges.breakers, name, t)
+	return track(&g.mu, g.breakers, name, t, func() { g.retireLocked(name) })
 }
 
 // TrackTransport reports the guards that t keeps per destination host (see
@@ -229,23 +256,42 @@ func (o *Observer) TrackBreakerFunc(name string, state func() string) (untrack f
 // "httpretry" that this Observer has recorded, so give the Observer to t
 // (Transport.Observer). With several transports tracked, each reports the
 // hosts it has guards of its own for (httpretry.Transport.Guarded); reading
-// makes none. The returned function stops tracking.
+// makes none. A host that no tracked transport has guards for is not
+// reported: after the transport of a host is replaced, the host shows the
+// new transport's guards from its first request to the host on, and
+// nothing before. Tracking t again replaces the earlier tracking. The
+// returned function stops tracking; the hosts whose breaker t read leave
+// the gauge as a breaker untracked from TrackBreaker does, with the events
+// of that name.
 func (o *Observer) TrackTransport(t *httpretry.Transport) (untrack func()) {
-	return track(&o.gauges.mu, o.gauges.transports, t, true)
+	g := &o.gauges
+	return track(&g.mu, g.transports, t, g.trackings.Add(1), func() {
+		for h := range g.hosts {
+			if _, brk, _, ok := t.Guarded(h); ok {
+				if _, reads := brk.(interface{ State() breaker.State }); reads {
+					g.retireLocked(h)
+				}
+			}
+		}
+	})
 }
 
 // track puts v in m under key, with mu held, and returns the function that
-// takes it out again if it is still the one there.
-func track[K, V comparable](mu *sync.Mutex, m map[K]V, key K, v V) (untrack func()) {
+// takes it out again if it is still the one there, and then calls
+// removed (if not nil) with mu still held.
+func track[K, V comparable](mu *sync.Mutex, m map[K]V, key K, v V, removed func()) (untrack func()) {
 	mu.Lock()
 	m[key] = v
 	mu.Unlock()
 	return func() {
 		mu.Lock()
+		defer mu.Unlock()
 		if m[key] == v {
 			delete(m, key)
+			if removed != nil {
+				removed()
+			}
 		}
-		mu.Unlock()
 	}
 }
 
@@ -258,5 +304,5 @@ func track[K, V comparable](mu *sync.Mutex, m map[K]V, key K, v V) (untrack func
 // function stops tracking.
 func (o *Observer) TrackBudget(name string, level func() float64) (untrack func()) {
 	t := &tracked[float64]{read: level, opt: nameSet(name)}
-	return track(&o.gauges.mu, o.gauges.budgets, name, t)
+	return track(&o.gauges.mu, o.gauges.budgets, name, t, nil)
 }

@@ -123,12 +123,12 @@ func TestTrackTransport(t *testing.T) {
 	s.expect(t, yotel.MetricBreakerTransitions, map[string]float64{
 		"retry.component=breaker,retry.name=" + host + ",retry.state.from=closed,retry.state.to=open": 1,
 	})
-	// Untracked: the budget is gone, the breaker is still known from its
-	// transition.
+	// Untracked: the host's budget and breaker are gone, though the breaker
+	// reported its transition to open.
 	untrack()
 	s = collect()
 	s.expect(t, yotel.MetricBudgetLevel, map[string]float64{})
-	s.expect(t, yotel.MetricBreakerState, map[string]float64{"retry.name=" + host: 2})
+	s.expect(t, yotel.MetricBreakerState, map[string]float64{})
 }
 
 // TestTrackTransportsReadOnlyTheirHosts tracks two transports, each calling

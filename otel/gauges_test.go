@@ -1,0 +1,216 @@
+package otel_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/yaoki-go/yaoki/breaker"
+	"github.com/yaoki-go/yaoki/budget"
+	"github.com/yaoki-go/yaoki/httpretry"
+	yotel "github.com/yaoki-go/yaoki/otel"
+	"github.com/yaoki-go/yaoki/retry"
+	"github.com/yaoki-go/yaoki/retrytest"
+)
+
+// get sends a GET to url through tr and closes the answer.
+func get(t *testing.T, tr *httpretry.Transport, url string) {
+	t.Helper()
+	client := tr.Client()
+	defer client.CloseIdleConnections()
+	resp, err := client.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+}
+
+// guardedTransport returns a transport over base whose hosts get a token
+// bucket and a breaker that trips after three failures in a row and
+// reports its transitions to o, as a program that wants the transitions
+// counted sets them up.
+func guardedTransport(base http.RoundTripper, o *yotel.Observer) *httpretry.Transport {
+	p, _ := retrytest.NoWait(retry.Policy{})
+	return &httpretry.Transport{Base: base, Policy: p, Observer: o, Guards: httpretry.Guards{
+		Budget: func(string) retry.Budget { b, _ := budget.NewBucket(budget.BucketConfig{}); return b },
+		Breaker: func(host string) retry.Breaker {
+			b, _ := breaker.New(breaker.Config{Name: host, ConsecutiveFailures: 3, OpenJitter: breaker.Disabled, Observer: o})
+			return b
+		},
+	}}
+}
+
+// finishLate moves b as a call still in flight on a retired transport
+// does: a probe hours after b tripped finds the open period over (open to
+// half-open) and fails (half-open to open), each move reported to b's
+// Observer.
+func finishLate(t *testing.T, b retry.Breaker, hours int) {
+	t.Helper()
+	br, ok := b.(*breaker.Breaker)
+	if !ok {
+		t.Fatalf("breaker %T, want *breaker.Breaker", b)
+	}
+	later := time.Now().Add(time.Duration(hours) * time.Hour)
+	tk, err := br.AllowAt(later, true)
+	if err != nil {
+		t.Fatalf("probe refused: %v", err)
+	}
+	br.DoneAt(later, tk, time.Millisecond, errors.New("connection refused"))
+	if s := br.StateAt(later); s != breaker.Open {
+		t.Fatalf("breaker %v after the failed probe, want open", s)
+	}
+}
+
+// TestUntrackedBreakerIsNotReported tracks a breaker that also reports its
+// transitions: once untracked, its name leaves the gauge, and transitions
+// it reports later (a call still finishing on it) do not bring it back.
+func TestUntrackedBreakerIsNotReported(t *testing.T) {
+	o, collect := newObserver(t)
+	b, err := breaker.New(breaker.Config{Name: "payments", ConsecutiveFailures: 1, OpenJitter: breaker.Disabled, Observer: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	untrack := o.TrackBreaker(b)
+	now := time.Now()
+	tk, _ := b.AllowAt(now, false)
+	b.DoneAt(now, tk, time.Millisecond, errors.New("connection refused"))
+	collect().expect(t, yotel.MetricBreakerState, map[string]float64{"retry.name=payments": 2})
+
+	untrack()
+	collect().expect(t, yotel.MetricBreakerState, map[string]float64{})
+	finishLate(t, b, 1)
+	s := collect()
+	s.expect(t, yotel.MetricBreakerState, map[string]float64{})
+	// The transitions are counted all the same.
+	s.expect(t, yotel.MetricBreakerTransitions, map[string]float64{
+		"retry.component=breaker,retry.name=payments,retry.state.from=closed,retry.state.to=open":    1,
+		"retry.component=breaker,retry.name=payments,retry.state.from=open,retry.state.to=half_open": 1,
+		"retry.component=breaker,retry.name=payments,retry.state.from=half_open,retry.state.to=open": 1,
+	})
+
+	// Tracked again (a new breaker of that name), it is read.
+	fresh, _ := breaker.New(breaker.Config{Name: "payments", Observer: o})
+	defer o.TrackBreaker(fresh)()
+	collect().expect(t, yotel.MetricBreakerState, map[string]float64{"retry.name=payments": 0})
+}
+
+// TestTrackTransportReload replaces a tracked transport as yaoki proxy
+// does on SIGHUP: the new transport is tracked, then the old one
+// untracked. The old one called hosts A (its breaker tripped) and B; the
+// new one calls A only. Each host shows the guards of a tracked transport
+// that has guards for it, and nothing otherwise: not the old breaker's
+// last state, even when a call still finishing on the old transport moves
+// that breaker.
+func TestTrackTransportReload(t *testing.T) {
+	o, collect := newObserver(t)
+	a, b := retrytest.NewServer(t, "503,503,503,200"), retrytest.NewServer(t, "200")
+	hostA, hostB := strings.TrimPrefix(a.URL, "http://"), strings.TrimPrefix(b.URL, "http://")
+	nameA, nameB := "retry.name="+hostA, "retry.name="+hostB
+
+	base := a.Client().Transport // both servers are plain HTTP on loopback
+	old := guardedTransport(base, o)
+	untrackOld := o.TrackTransport(old)
+	get(t, old, a.URL+"/") // 503 three times: A's breaker trips
+	get(t, old, b.URL+"/")
+	s := collect()
+	s.expect(t, yotel.MetricBreakerState, map[string]float64{nameA: 2, nameB: 0})
+	s.expect(t, yotel.MetricBudgetLevel, map[string]float64{nameA: 490, nameB: 500})
+
+	renewed := guardedTransport(base, o)
+	untrackNew := o.TrackTransport(renewed)
+	untrackOld()
+	// The new transport has not called A yet: it has no guards to show.
+	s = collect()
+	s.expect(t, yotel.MetricBreakerState, map[string]float64{})
+	s.expect(t, yotel.MetricBudgetLevel, map[string]float64{})
+
+	_, oldA, _ := old.GuardsFor(hostA) // made already: GuardsFor makes none
+	finishLate(t, oldA, 1)
+	collect().expect(t, yotel.MetricBreakerState, map[string]float64{})
+
+	get(t, renewed, a.URL+"/") // 200
+	s = collect()
+	s.expect(t, yotel.MetricBreakerState, map[string]float64{nameA: 0})
+	s.expect(t, yotel.MetricBudgetLevel, map[string]float64{nameA: 500})
+	finishLate(t, oldA, 2) // the old breaker moves again: the new one is still what shows
+	collect().expect(t, yotel.MetricBreakerState, map[string]float64{nameA: 0})
+
+	untrackNew()
+	s = collect()
+	s.expect(t, yotel.MetricBreakerState, map[string]float64{})
+	s.expect(t, yotel.MetricBudgetLevel, map[string]float64{})
+}
+
+// TestUntrackedSeriesLeaveTheScrape checks, through the Prometheus
+// exporter, that an untracked breaker's and budget's series are gone from
+// the next scrape (so that Prometheus marks them stale and an alert on
+// them resolves), while a breaker known only from its events stays.
+func TestUntrackedSeriesLeaveTheScrape(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	exporter, err := otelprom.New(otelprom.WithRegisterer(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
+	defer provider.Shutdown(context.Background())
+	o, err := yotel.New(provider)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trip := func(name string) *breaker.Breaker {
+		b, err := breaker.New(breaker.Config{Name: name, ConsecutiveFailures: 1, Observer: o})
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		tk, _ := b.AllowAt(now, false)
+		b.DoneAt(now, tk, time.Millisecond, errors.New("connection refused"))
+		return b
+	}
+	untrackBreaker := o.TrackBreaker(trip("payments"))
+	trip("search") // never tracked: known from its transition
+	untrackBudget := o.TrackBudget("payments", func() float64 { return 0 })
+	series := func() map[string]float64 {
+		families, _ := scrape(t, reg)
+		out := map[string]float64{}
+		for _, name := range []string{"yaoki_breaker_state", "yaoki_budget_level"} {
+			for _, m := range families[name].GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "retry_name" {
+						out[name+"{"+l.GetValue()+"}"] = m.GetGauge().GetValue()
+					}
+				}
+			}
+		}
+		return out
+	}
+	want := map[string]float64{"yaoki_breaker_state{payments}": 2, "yaoki_breaker_state{search}": 2, "yaoki_budget_level{payments}": 0}
+	if got := series(); !equal(got, want) {
+		t.Fatalf("tracked: %v, want %v", got, want)
+	}
+	untrackBreaker()
+	untrackBudget()
+	want = map[string]float64{"yaoki_breaker_state{search}": 2}
+	if got := series(); !equal(got, want) {
+		t.Fatalf("untracked: %v, want %v", got, want)
+	}
+}
+
+func equal(a, b map[string]float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
