@@ -144,6 +144,11 @@ const maxHosts = httpretry.MaxGuardedHosts
 // observe is the gauges' callback. It reads the tracked functions outside
 // the lock, so that they may take their own locks (or even track or
 // untrack) without deadlocking.
+//
+// Each name is observed once: a breaker or budget tracked by name wins;
+// otherwise the guards of the tracked transports that have guards for the
+// host, the worst of them when several have (a breaker's highest state, a
+// budget's lowest level); otherwise, for breakers, the learned state.
 func (g *gauges) observe(_ context.Context, o metric.Observer) error {
 	type breakerRead struct {
 		name string
@@ -159,9 +164,9 @@ func (g *gauges) observe(_ context.Context, o metric.Observer) error {
 		budgets = append(budgets, t)
 	}
 	type hostRead struct {
-		host           string
-		opt            []metric.ObserveOption
-		breakerTracked bool // by TrackBreaker, which wins
+		host                          string
+		opt                           []metric.ObserveOption
+		breakerTracked, budgetTracked bool // by name, which wins
 	}
 	var hosts []hostRead
 	var transports []*httpretry.Transport
@@ -170,35 +175,53 @@ func (g *gauges) observe(_ context.Context, o metric.Observer) error {
 			transports = append(transports, t)
 		}
 		for h, opt := range g.hosts {
-			_, tracked := g.breakers[h]
-			hosts = append(hosts, hostRead{h, opt, tracked})
+			_, brk := g.breakers[h]
+			_, bud := g.budgets[h]
+			hosts = append(hosts, hostRead{h, opt, brk, bud})
 		}
 	}
-	readByTransport := map[string]bool{}
 	g.mu.Unlock()
 	// The guards of tracked transports, per destination: their budget's
 	// level and their breaker's state.
+	type worst[T int64 | float64] struct {
+		v   T
+		opt []metric.ObserveOption
+	}
+	states := map[string]worst[int64]{}
+	levels := map[string]worst[float64]{}
 	for _, t := range transports {
 		for _, h := range hosts {
 			budget, brk, _, ok := t.Guarded(h.host)
 			if !ok {
 				continue // a host of another transport
 			}
-			if l, ok := budget.(interface{ Level() float64 }); ok {
-				o.ObserveFloat64(g.level, l.Level(), h.opt...)
+			if l, ok := budget.(interface{ Level() float64 }); ok && !h.budgetTracked {
+				v := l.Level()
+				if w, seen := levels[h.host]; !seen || v < w.v {
+					levels[h.host] = worst[float64]{v, h.opt}
+				}
 			}
 			if s, ok := brk.(interface{ State() breaker.State }); ok && !h.breakerTracked {
 				if v, ok := StateValue(s.State().String()); ok {
-					o.ObserveInt64(g.state, v, h.opt...)
-					readByTransport[h.host] = true
+					if w, seen := states[h.host]; !seen || v > w.v {
+						states[h.host] = worst[int64]{v, h.opt}
+					}
 				}
 			}
 		}
 	}
+	for _, w := range states {
+		o.ObserveInt64(g.state, w.v, w.opt...)
+	}
+	for _, w := range levels {
+		o.ObserveFloat64(g.level, w.v, w.opt...)
+	}
 	g.mu.Lock()
 	for name, l := range g.learned {
-		if _, tracked := g.breakers[name]; !tracked && !readByTransport[name] {
-			o.ObserveInt64(g.state, l.value, l.opt...)
+		if _, tracked := g.breakers[name]; !tracked {
+			if _, read := states[name]; !read {
+				o.ObserveInt64(g.state, l.value, l.opt...)
+			}
 		}
 	}
 	g.mu.Unlock()
@@ -256,7 +279,10 @@ func (o *Observer) TrackBreakerFunc(name string, state func() string) (untrack f
 // "httpretry" that this Observer has recorded, so give the Observer to t
 // (Transport.Observer). With several transports tracked, each reports the
 // hosts it has guards of its own for (httpretry.Transport.Guarded); reading
-// makes none. A host that no tracked transport has guards for is not
+// makes none. A host that several tracked transports have guards for (two
+// routes to one upstream) shows the worst of them: the highest breaker
+// state, the lowest budget level. A breaker or budget tracked by the
+// host's name (TrackBreaker, TrackBudget) is shown instead. A host that no tracked transport has guards for is not
 // reported: after the transport of a host is replaced, the host shows the
 // new transport's guards from its first request to the host on, and
 // nothing before. Tracking t again replaces the earlier tracking. The

@@ -214,3 +214,37 @@ func equal(a, b map[string]float64) bool {
 	}
 	return true
 }
+
+// TestTrackTransportsSharingAHost tracks two transports that call the same
+// host (two routes of yaoki proxy to one upstream), each with guards of its
+// own: one's breaker is open and its budget spent in part, the other's
+// closed and full. The host's series is the worse of the two at every
+// collection (the breaker's highest state, the budget's lowest level), as
+// the dashboard aggregates replicas, rather than whichever transport was
+// read last.
+func TestTrackTransportsSharingAHost(t *testing.T) {
+	o, collect := newObserver(t)
+	srv := retrytest.NewServer(t, "503,503,503,200")
+	host := "retry.name=" + strings.TrimPrefix(srv.URL, "http://")
+	failing, healthy := guardedTransport(srv.Client().Transport, o), guardedTransport(srv.Client().Transport, o)
+	defer o.TrackTransport(healthy)()
+	defer o.TrackTransport(failing)()
+	get(t, failing, srv.URL+"/") // 503 three times: its breaker trips
+	get(t, healthy, srv.URL+"/") // 200
+	for i := 0; i < 20 && !t.Failed(); i++ {
+		s := collect()
+		s.expect(t, yotel.MetricBreakerState, map[string]float64{host: 2})
+		s.expect(t, yotel.MetricBudgetLevel, map[string]float64{host: 490})
+	}
+	// Tracked by name, a breaker and a budget are what shows, whatever the
+	// transports' guards of that host say.
+	name := strings.TrimPrefix(host, "retry.name=")
+	closed, _ := breaker.New(breaker.Config{Name: name})
+	defer o.TrackBreaker(closed)()
+	defer o.TrackBudget(name, func() float64 { return 1000 })()
+	for i := 0; i < 20 && !t.Failed(); i++ {
+		s := collect()
+		s.expect(t, yotel.MetricBreakerState, map[string]float64{host: 0})
+		s.expect(t, yotel.MetricBudgetLevel, map[string]float64{host: 1000})
+	}
+}
