@@ -3,8 +3,10 @@ package otel_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 
 	"github.com/yaoki-go/yaoki/breaker"
 	"github.com/yaoki-go/yaoki/budget"
+	"github.com/yaoki-go/yaoki/event"
 	"github.com/yaoki-go/yaoki/httpretry"
 	yotel "github.com/yaoki-go/yaoki/otel"
 	"github.com/yaoki-go/yaoki/retry"
@@ -247,4 +250,49 @@ func TestTrackTransportsSharingAHost(t *testing.T) {
 		s.expect(t, yotel.MetricBreakerState, map[string]float64{host: 0})
 		s.expect(t, yotel.MetricBudgetLevel, map[string]float64{host: 1000})
 	}
+}
+
+// TestTrackingConcurrent tracks and untracks transports and breakers on
+// several goroutines while their breakers move, other breakers report
+// transitions and the gauges are collected (run with -race). Once all is
+// untracked, only the breakers known from their events alone are left.
+func TestTrackingConcurrent(t *testing.T) {
+	o, collect := newObserver(t)
+	ctx := context.Background()
+	const goroutines, rounds = 4, 50
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			host := fmt.Sprintf("h%d.example:8443", g)
+			for range rounds {
+				tr := guardedTransport(nil, o) // sends nothing: its guards are made with GuardsFor
+				untrackTransport := o.TrackTransport(tr)
+				untrackBreaker := o.TrackBreakerFunc(fmt.Sprint("named", g), func() string { return "open" })
+				o.Observe(ctx, event.Event{Kind: event.AttemptEnd, Component: "httpretry", Host: host, Method: "GET",
+					Status: 503, Outcome: event.Throttled})
+				_, b, _ := tr.GuardsFor(host)
+				br := b.(*breaker.Breaker)
+				now := time.Now()
+				for range 3 {
+					tk, err := br.AllowAt(now, false)
+					if err == nil {
+						br.DoneAt(now, tk, time.Millisecond, errors.New("connection refused"))
+					}
+				}
+				o.Observe(ctx, event.Event{Kind: event.BreakerStateChange, Component: "breaker", Name: fmt.Sprint("learned", g),
+					From: "closed", To: "open"})
+				untrackBreaker()
+				untrackTransport()
+			}
+		})
+	}
+	for range 20 {
+		collect()
+	}
+	wg.Wait()
+	s := collect()
+	s.expect(t, yotel.MetricBreakerState, map[string]float64{
+		"retry.name=learned0": 2, "retry.name=learned1": 2, "retry.name=learned2": 2, "retry.name=learned3": 2,
+	})
+	s.expect(t, yotel.MetricBudgetLevel, map[string]float64{})
 }
