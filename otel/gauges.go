@@ -248,9 +248,9 @@ type Breaker interface {
 // Tracking a name again replaces the earlier breaker. The returned function
 // stops tracking (later calls do nothing).
 //
-// Untracked, the name leaves the gauge (at the next collection; so
-// Prometheus marks its series stale), and the events of that name are no
-// longer taken for its state, since they come from the breaker untracked.
+// Untracked, the name leaves the gauge at the next collection (so
+// Prometheus marks its series stale), and from then on the events of that
+// name are not taken for its state: they come from the breaker untracked.
 //
 // Breakers that nobody tracks are reported too, from their last
 // event.BreakerStateChange (when the Observer is their Config.Observer),

@@ -223,8 +223,8 @@ func equal(a, b map[string]float64) bool {
 // own: one's breaker is open and its budget spent in part, the other's
 // closed and full. The host's series is the worse of the two at every
 // collection (the breaker's highest state, the budget's lowest level), as
-// the dashboard aggregates replicas, rather than whichever transport was
-// read last.
+// the dashboard aggregates replicas, rather than whichever transport a
+// collection happens to read last.
 func TestTrackTransportsSharingAHost(t *testing.T) {
 	o, collect := newObserver(t)
 	srv := retrytest.NewServer(t, "503,503,503,200")
