@@ -54,10 +54,11 @@ func (f *proxyFleet) onError(err error) {
 }
 
 // share replaces t's guards with fleet-wide ones, synced until ctx ends:
-// the route's own budget and breaker (from its policy document) under the
-// route's upstream host; otherwise the per-host guards httpretry makes by
-// default, each under its host: a budget is shared as a redis.Budget with
-// budget.Share's defaults, a breaker by its name.
+// the route's own budget (from its policy document) under the route's
+// upstream host, and its breaker (routeBreaker) under that host too;
+// otherwise the per-host guards httpretry makes by default, each under its
+// host: a budget is shared as a redis.Budget with budget.Share's defaults,
+// a breaker by its name.
 func (f *proxyFleet) share(ctx context.Context, t *httpretry.Transport, rc *routeConfig) error {
 	name := "proxy:" + rc.upstream.Host
 	if d := rc.doc; d != nil && (d.Budget != nil || d.Breaker != nil) {
@@ -69,13 +70,7 @@ func (f *proxyFleet) share(ctx context.Context, t *httpretry.Transport, rc *rout
 			}
 			e.Budget = b
 		}
-		if d.Breaker != nil {
-			s := *d.Breaker
-			s.Name = name
-			local, err := breaker.New(s)
-			if err != nil {
-				return err
-			}
+		if local, ok := e.Breaker.(*breaker.Breaker); ok && d.Breaker != nil {
 			b, err := f.breaker(ctx, local)
 			if err != nil {
 				return err
@@ -117,8 +112,13 @@ func (f *proxyFleet) budget(ctx context.Context, c redis.BudgetConfig) (*redis.B
 	return b, nil
 }
 
+// fleetBreakerPrefix starts the Redis key of a fleet breaker, which goes
+// on with the breaker's name: the upstream host (routeBreaker, and the
+// breakers httpretry makes per host).
+const fleetBreakerPrefix = redis.DefaultBreakerPrefix + "proxy:"
+
 func (f *proxyFleet) breaker(ctx context.Context, local *breaker.Breaker) (*redis.Breaker, error) {
-	b, err := redis.NewBreaker(redis.BreakerConfig{Client: f.client, Local: local, OnError: f.onError})
+	b, err := redis.NewBreaker(redis.BreakerConfig{Client: f.client, Local: local, Prefix: fleetBreakerPrefix, OnError: f.onError})
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/yaoki-go/yaoki/breaker"
+	"github.com/yaoki-go/yaoki/event"
 	"github.com/yaoki-go/yaoki/header"
 	"github.com/yaoki-go/yaoki/httpretry"
 	"github.com/yaoki-go/yaoki/internal/problem"
@@ -83,14 +85,23 @@ func requestHost(r *http.Request) string {
 // with --redis (s.fleet), its guards are shared by the fleet, synced until
 // ctx ends.
 func newProxyRoute(rc *routeConfig, base http.RoundTripper, s *proxyServer, ctx context.Context) (*proxyRoute, error) {
+	var obs event.Observer
+	if s.obs != nil {
+		obs = s.obs.observer
+	}
 	p := rc.policy
 	if rc.doc != nil {
 		p = rc.doc.Policy(policy.Options{})
+		if rc.doc.Breaker != nil {
+			br, err := routeBreaker(rc, obs)
+			if err != nil {
+				return nil, err
+			}
+			p.Env = p.Env.Clone()
+			p.Env.Breaker = br
+		}
 	}
-	t := &httpretry.Transport{Base: base, Policy: p, IdempotencyKey: rc.keyMode, MaxBufferedBody: rc.maxBody, Hedge: rc.hedge}
-	if o := s.obs; o != nil && o.observer != nil {
-		t.Observer = o.observer
-	}
+	t := &httpretry.Transport{Base: base, Policy: p, IdempotencyKey: rc.keyMode, MaxBufferedBody: rc.maxBody, Hedge: rc.hedge, Observer: obs}
 	statuses := httpretry.DefaultStatuses()
 	if rc.doc != nil {
 		statuses = statusesFor(rc.doc)
@@ -129,6 +140,20 @@ func newProxyRoute(rc *routeConfig, base http.RoundTripper, s *proxyServer, ctx 
 	}
 	pr.layered = layer.Middleware(pr.proxy)
 	return pr, nil
+}
+
+// routeBreaker makes the breaker of a route whose policy document has one:
+// named after the route's upstream host, as the metrics name the guards
+// httpretry keeps per host (so that the breaker's state and its changes
+// are one series, and a fleet shares it per host), and reporting its
+// changes to obs (nil: to nobody).
+func routeBreaker(rc *routeConfig, obs event.Observer) (*breaker.Breaker, error) {
+	c := *rc.doc.Breaker
+	c.Name = rc.upstream.Host
+	if c.Observer == nil {
+		c.Observer = obs
+	}
+	return breaker.New(c)
 }
 
 // addVia returns the values of a Via header (RFC 9110 §7.6.3) with this

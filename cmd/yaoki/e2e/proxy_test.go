@@ -559,7 +559,7 @@ func TestProxyGuardsAndMetrics(t *testing.T) {
         - ErrorEquals: [States.ALL]
           IntervalSeconds: 0.001
 `, dead, up.url))
-	p := startProxy(t, "--config", cfg, "--admin-addr", "127.0.0.1:0")
+	p := startProxy(t, "--config", cfg, "--admin-addr", "127.0.0.1:0", "--log-format", "text")
 	c := &http.Client{Timeout: 20 * time.Second}
 	defer c.CloseIdleConnections()
 	problem := func(resp *http.Response, body string) map[string]any {
@@ -586,6 +586,7 @@ func TestProxyGuardsAndMetrics(t *testing.T) {
 	if ra := resp.Header.Get("Retry-After"); ra == "" || ra == "0" || len(ra) > 2 {
 		t.Errorf("breaker open: Retry-After %q, want the seconds until its probe (≤ 30 plus jitter)", ra)
 	}
+	p.waitLine(t, "breaker state changed")
 
 	resp, body = do(t, c, "GET", p.url+"/budget/x", nil)
 	if m := problem(resp, body); resp.StatusCode != 503 || m["reason"] != "budget_exhausted" || m["attempts"] != float64(1) || resp.Header.Get("Retry-After") != "" {
@@ -609,6 +610,24 @@ func TestProxyGuardsAndMetrics(t *testing.T) {
 	}
 	if len(only(got, "yaoki_breaker_state")) == 0 || len(only(got, "yaoki_budget_level")) == 0 {
 		t.Errorf("no breaker state or budget level on /metrics:%s", metrictest.Lines(got))
+	}
+	// The route's breaker is reported under its upstream's host: open
+	// (2), and its trip counted.
+	deadHost := strings.TrimPrefix(dead, "http://")
+	var open, trips float64 = -1, 0
+	for k, v := range only(got, "yaoki_breaker_state") {
+		if strings.Contains(k, "retry_name="+deadHost+"}") || strings.Contains(k, "retry_name="+deadHost+",") {
+			open = v
+		}
+	}
+	for k, v := range only(got, "yaoki_breaker_transitions_total") {
+		if strings.Contains(k, "retry_name="+deadHost+",") && strings.Contains(k, "retry_state_to=open") {
+			trips += v
+		}
+	}
+	if open != 2 || trips != 1 {
+		t.Errorf("breaker of %s: state %v, %v trips; want 2 (open) and 1%s%s", deadHost, open, trips,
+			metrictest.Lines(only(got, "yaoki_breaker_state")), metrictest.Lines(only(got, "yaoki_breaker_transitions_total")))
 	}
 	resp, err := http.Get(strings.TrimSuffix(metrics, "/metrics") + "/healthz")
 	if err != nil || resp.StatusCode != 200 {
