@@ -34,7 +34,7 @@ type call struct {
 	n          int          // attempts made (sent, once the call has ended)
 	status     int          // the last attempt's status, 0 if it had none
 	lastStatus int          // the last status received by any attempt, 0 if none
-	unsent     bool         // the last attempt was not sent: its request could not be built, or the caller's context had ended
+	unsent     bool         // an attempt was not sent (the last one, unless hedged): its request could not be built, or its context had ended
 	last       *StatusError // the last attempt's retryable (or final) status answer
 	final      string       // why a retryable status was made final: an event reason
 
@@ -168,10 +168,12 @@ func (cl *call) fail(err error) error {
 	e := &Error{Method: methodOf(cl.req), URL: cl.req.URL.Redacted(), Attempts: cl.attemptsSent(), LastStatus: cl.lastStatus, Key: cl.idempotencyKey(), Err: err}
 	var re *retry.Error
 	if errors.As(err, &re) {
-		if cl.unsent {
-			// The loop counted the attempt whose request could not be
-			// built; it never left. re is this call's own: say what was
-			// sent in its message too.
+		if cl.unsent || cl.hs != nil {
+			// The loop counted attempts that never left: one whose
+			// request could not be built or whose context had ended,
+			// and for a hedged call, hedges that the call ended before
+			// they started. re is this call's own: say what was sent in
+			// its message too.
 			re.Attempts = e.Attempts
 		}
 		e.Reason = re.Reason

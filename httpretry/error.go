@@ -43,9 +43,12 @@ type Error struct {
 	// URL is the request's URL with its password redacted (url.Redacted).
 	URL string
 	// Attempts is the number of attempts sent. An attempt that was not
-	// sent, because the caller's context had ended or its request could
-	// not be built (its GetBody failed), is not counted; it ends the call, unless it is a hedge beside attempts that may still answer,
-	// whose answers then decide.
+	// sent is not counted: one due after the caller's context had ended
+	// (hedged or not: a request whose context ended before RoundTrip
+	// counts 0), a hedge that the call ended before it started, and one
+	// whose request could not be built (its GetBody failed), which ends
+	// the call unless it is a hedge beside attempts that may still
+	// answer, whose answers then decide.
 	Attempts int
 	// Reason is why the retry loop stopped: retry.ReasonPermanent for an
 	// error that is not retried and for a request that could be sent only

@@ -137,7 +137,10 @@ func (cl *call) hedged(oc *observedCall) (*http.Response, error) {
 
 // hedgeAttempt is attempt for a hedged call: it may run concurrently with
 // the call's other attempts, so it numbers itself and builds its request
-// under cl.hs.mu, and keeps its status by its number.
+// under cl.hs.mu, and keeps its status by its number. An attempt that
+// starts after the caller's context has ended (as in attempt), or after
+// the loop cancelled it (the call ended before it started), is not sent
+// and not counted.
 func (cl *call) hedgeAttempt(actx context.Context) (answer, error) {
 	var b *bound
 	ctx := cl.req.Context()
@@ -147,6 +150,21 @@ func (cl *call) hedgeAttempt(actx context.Context) (answer, error) {
 	}
 	hs := cl.hs
 	hs.mu.Lock()
+	// Checked under hs.mu: an attempt is counted before the call's error
+	// is built (under hs.mu, after the loop cancelled the attempts it
+	// leaves), or not at all.
+	if caller := cl.req.Context(); caller.Err() != nil || actx.Err() != nil {
+		cl.unsent = true
+		hs.mu.Unlock()
+		cause := context.Cause(actx)
+		if caller.Err() != nil {
+			cause = context.Cause(caller)
+		}
+		if b != nil {
+			b.release(nil, cause)
+		}
+		return answer{}, cause
+	}
 	cl.n++
 	n := cl.n
 	req, err := cl.request(ctx)

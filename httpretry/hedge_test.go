@@ -370,3 +370,123 @@ func TestHedgeUnbuiltLeavesFirstAttempt(t *testing.T) {
 		})
 	}
 }
+
+// countingRT counts the requests handed to its base.
+type countingRT struct {
+	base http.RoundTripper
+	n    atomic.Int32
+}
+
+func (c *countingRT) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.base.RoundTrip(req)
+}
+
+// A hedged request whose context has ended before its first attempt is
+// treated as one that is not hedged (TestCancelledBeforeSending): nothing
+// is handed to Base, its body is closed and not replayed, and the error
+// counts no attempt, matches the context's error and says the call was
+// cancelled after 0 attempts. The observer sees what it sees for the same
+// request without hedging.
+func TestHedgedCancelledBeforeSending(t *testing.T) {
+	var got atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { got.Add(1) }))
+	defer srv.Close()
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel2()
+	for _, ctx := range []context.Context{cancelled, expired} {
+		for _, observed := range []bool{false, true} {
+			t.Run(ctx.Err().Error()+"/observed="+strconv.FormatBool(observed), func(t *testing.T) {
+				kinds := func(hc *hedge.Config) ([]string, error, *closeCounter, int32, int32) {
+					var (
+						mu  sync.Mutex
+						evs []string
+					)
+					rt := &countingRT{base: base}
+					tr := &httpretry.Transport{Base: rt, Hedge: hc}
+					if observed {
+						tr.Observer = event.Func(func(_ context.Context, e event.Event) {
+							mu.Lock()
+							defer mu.Unlock()
+							evs = append(evs, e.Kind.String()+"#"+strconv.Itoa(e.Attempt))
+						})
+					}
+					body := &closeCounter{Reader: strings.NewReader("payload")}
+					req, _ := http.NewRequestWithContext(ctx, "PUT", srv.URL, body)
+					var replays atomic.Int32
+					req.GetBody = func() (io.ReadCloser, error) {
+						replays.Add(1)
+						return io.NopCloser(strings.NewReader("payload")), nil
+					}
+					resp, err := tr.RoundTrip(req)
+					if resp != nil {
+						resp.Body.Close()
+						t.Fatalf("got a response %d with %v", resp.StatusCode, err)
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					return evs, err, body, rt.n.Load(), replays.Load()
+				}
+				plain, _, _, _, _ := kinds(nil)
+				evs, err, body, sent, replays := kinds(&hedge.Config{Delay: time.Hour, Budget: hedge.Off})
+				var he *httpretry.Error
+				if !errors.As(err, &he) || !errors.Is(err, ctx.Err()) || !errors.Is(err, retry.ErrCancelled) {
+					t.Fatalf("got %v; want an *httpretry.Error matching %v and retry.ErrCancelled", err, ctx.Err())
+				}
+				if he.Attempts != 0 || !strings.Contains(err.Error(), "gave up after 0 attempts") || strings.Contains(err.Error(), "1 attempt") {
+					t.Errorf("Attempts %d, error %q: want 0 attempts, said so", he.Attempts, err)
+				}
+				if sent != 0 || got.Load() != 0 || replays != 0 || body.closed != 1 {
+					t.Errorf("%d requests handed to Base, %d reached the server, GetBody called %d times, body closed %d times; want 0, 0, 0, 1",
+						sent, got.Load(), replays, body.closed)
+				}
+				if !slices.Equal(evs, plain) {
+					t.Errorf("events %q, want those without hedging: %q", evs, plain)
+				}
+			})
+		}
+	}
+}
+
+// A hedge that starts after the caller's context has ended is not sent
+// and not counted either: here the context ends as the hedge falls due,
+// while the first attempt waits at the server, and the error counts that
+// one attempt.
+func TestHedgeAfterCancelNotCounted(t *testing.T) {
+	arrived := make(chan struct{}, 1)
+	var got atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		got.Add(1)
+		arrived <- struct{}{}
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	rt := &countingRT{base: base}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tr := &httpretry.Transport{Base: rt, Hedge: &hedge.Config{Delay: time.Nanosecond, Budget: hedge.Off},
+		Observer: event.Func(func(_ context.Context, e event.Event) {
+			if e.Kind == event.Hedge { // the driver, about to start the hedge
+				<-arrived
+				cancel()
+			}
+		})}
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
+	resp, err := tr.RoundTrip(req)
+	var he *httpretry.Error
+	if resp != nil || !errors.As(err, &he) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, %v; want an *httpretry.Error matching context.Canceled", resp, err)
+	}
+	if he.Attempts != 1 || !strings.Contains(err.Error(), "gave up after 1 attempt ") {
+		t.Errorf("Attempts %d, error %q: want the 1 attempt sent, said so", he.Attempts, err)
+	}
+	if n, g := rt.n.Load(), got.Load(); n != 1 || g != 1 {
+		t.Errorf("%d requests handed to Base, %d reached the server; want 1, 1", n, g)
+	}
+}
