@@ -160,7 +160,9 @@ const (
 // (the budget and the brownout), and tells Observe the first attempt's
 // latency when it ends, or, if another attempt won and it was cancelled,
 // the time it had run (a lower bound, which is all a quantile above the
-// delay needs).
+// delay needs). retry's driver neither plans a call whose context has
+// already ended nor observes a first attempt that the call's end cut short
+// before the delay: neither says anything of the dependency's latency.
 //
 // The delay is Config.Delay, or the Config.Quantile of the first attempts'
 // latencies of the window (an Estimator), refreshed 64 times per window:

@@ -18,7 +18,8 @@ import (
 type Hedger interface {
 	// PlanAt is asked when a call starts at now: the wait before its
 	// first hedge (the same wait separates its later hedges), and whether
-	// the call is hedged at all.
+	// the call is hedged at all. It is not asked for a call whose context
+	// has already ended: that call is not hedged.
 	PlanAt(now time.Time) (delay time.Duration, ok bool)
 	// AllowAt is asked before each hedge: nil, or an error saying why the
 	// hedge is not sent (its event's reason is "hedge_" and the error's
@@ -27,7 +28,10 @@ type Hedger interface {
 	AllowAt(now time.Time) error
 	// ObserveAt is told the latency of a call's first attempt: its whole
 	// latency, or how long it had run when another attempt won and it was
-	// cancelled; slow says it ran past the delay PlanAt gave.
+	// cancelled, or when the call ended without it; slow says it ran past
+	// the delay PlanAt gave. A first attempt that the call's end (its
+	// context, or a give-up) cut short before the delay is not told: its
+	// short run says nothing of the dependency's latency.
 	ObserveAt(now time.Time, latency time.Duration, slow bool)
 	// MaxHedges is the most hedges of one call.
 	MaxHedges() int
@@ -259,7 +263,16 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 		ctx, cancel = context.WithDeadline(caller, l.elapsedAt)
 		defer cancel()
 	}
-	delay, on := h.PlanAt(now)
+	// A call whose context has already ended is not planned: it will not
+	// be hedged, and is not one of the calls that the Hedger's budget
+	// counts.
+	var (
+		delay time.Duration
+		on    bool
+	)
+	if caller.Err() == nil {
+		delay, on = h.PlanAt(now)
+	}
 	maxHedges := max(h.MaxHedges(), 0)
 	results := make(chan outcomeOf[T], maxHedges+1) // at most this many in flight
 	var (
@@ -334,6 +347,24 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 			}
 		}()
 	}
+	// observeFirst tells the Hedger, once, the latency of the first
+	// attempt at end: its whole latency, or how long it had run when the
+	// call ended without it. cut says the call's end (its context, or a
+	// give-up) cut it short: its latency is then told only if it ran past
+	// the delay (a lower bound, and a slow attempt for the brownout
+	// stop); below the delay it says nothing of the dependency's latency
+	// (the attempt may never have left).
+	observeFirst := func(end time.Time, cut bool) {
+		if observed {
+			return
+		}
+		observed = true
+		lat := end.Sub(flights[0].t.sent)
+		slow := delay > 0 && lat > delay
+		if slow || !cut {
+			h.ObserveAt(end, lat, slow)
+		}
+	}
 	// round asks the loop, from decision d, until it says send or stop.
 	round := func(d Decision, t *Ticket) Decision {
 		for {
@@ -404,10 +435,8 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 				leave()
 				panic(o.panic)
 			}
-			if o.k == 0 && !observed {
-				observed = true
-				lat := end.Sub(cur.t.sent)
-				h.ObserveAt(end, lat, delay > 0 && lat > delay)
+			if o.k == 0 {
+				observeFirst(end, o.err != nil && ctx.Err() != nil)
 			}
 			if o.err == nil {
 				if !observed { // a hedge beat the first attempt, cancelled now
@@ -432,6 +461,9 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 			timerC = nil
 			d = l.After(caller, end, &cur.t, o.err)
 			if d.Verdict != Sleep {
+				if !flights[0].done { // the call ends before its first attempt
+					observeFirst(end, true)
+				}
 				leave()
 				return o.v, l.Err()
 			}

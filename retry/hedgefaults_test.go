@@ -150,3 +150,43 @@ func TestHedgeCancelEndsEveryAttempt(t *testing.T) {
 		}
 	})
 }
+
+// The Hedger learns latencies from first attempts that the dependency
+// answered or kept past the delay: a call whose context has ended before
+// it starts is not planned (not counted among the budget's calls), and a
+// first attempt that the caller's context cut short before the delay is
+// not observed (its short run says nothing of the dependency's latency);
+// one cut after the delay is, as slow.
+func TestHedgerIgnoresCallsCutShort(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, c := range []struct {
+			name                    string
+			cancelAt                time.Duration // 0: before the call
+			calls, seen, slow, sent int
+		}{
+			{"ended before", 0, 0, 0, 0, 1}, // fn is called, as by Do
+			{"cut before the delay", 20 * time.Millisecond, 1, 0, 0, 1},
+			{"cut after the delay", 70 * time.Millisecond, 1, 1, 1, 2},
+		} {
+			h := fixedHedger(t, 50*time.Millisecond, 1)
+			s := &script{lat: []time.Duration{time.Hour}}
+			ctx, cancel := context.WithCancel(context.Background())
+			if c.cancelAt == 0 {
+				cancel()
+			} else {
+				time.AfterFunc(c.cancelAt, cancel)
+			}
+			_, err := retry.HedgeValue(ctx, retry.Policy{Env: &retry.Env{Hedger: h}}, s.call, s.discard)
+			cancel()
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("%s: err %v, want context.Canceled", c.name, err)
+			}
+			synctest.Wait()
+			st := h.StatsAt(time.Now())
+			if st.Calls != c.calls || st.Seen != c.seen || st.Slow != c.slow || int(s.n.Load()) != c.sent {
+				t.Errorf("%s: Hedger counted %d calls, %d first attempts seen, %d slow; %d attempts made; want %d, %d, %d; %d",
+					c.name, st.Calls, st.Seen, st.Slow, s.n.Load(), c.calls, c.seen, c.slow, c.sent)
+			}
+		}
+	})
+}
