@@ -70,16 +70,28 @@ func (s State) String() string {
 	return "unknown"
 }
 
-// The state word: generation << genShift | probe flag | state. Every
-// transition starts a new generation, so a ticket (the word seen by
-// AllowAt) tells DoneAt whether the state it was issued in is still the
-// current one; outcomes from an earlier state are dropped.
+// The state word: generation << genShift | state. Every transition starts
+// a new generation, so a ticket (the word seen by AllowAt) tells DoneAt
+// whether the state it was issued in is still the current one; outcomes
+// from an earlier state are dropped. A half-open ticket also carries its
+// probe's id (idMask: from 1, unique among the generation's probes whose
+// outcome has not come; the word's id bits are 0), so that each probe's
+// outcome counts once however often it is reported, even beside other
+// probes of the same generation. Closed tickets carry no id: the closed
+// path stays one atomic load and one add.
 const (
 	stateMask = 3
-	probeFlag = 4 // set in tickets of half-open probes that hold a slot
-	genShift  = 3
+	idShift   = 2
+	idBits    = 24 // ids wrap after 2^24-1, skipping those in flight
+	maxID     = 1<<idBits - 1
+	idMask    = maxID << idShift
+	genShift  = idShift + idBits
 	genOne    = 1 << genShift
 )
+
+// A probe that takes a slot always finds an id: at most HalfOpenProbes
+// (≤ 1e6) hold one at a time.
+const _ uint = maxID - 1e6
 
 // Breaker is a circuit breaker; see the package documentation. Build it
 // with New. It is safe for concurrent use.
@@ -102,9 +114,15 @@ type Breaker struct {
 
 	mu      sync.Mutex
 	trips   int   // consecutive trips, reset when the breaker closes
-	probing int   // half-open probes in flight
+	probing int   // half-open probes in flight that hold a slot
 	probeOK int   // half-open probes that succeeded
 	probeAt int64 // UnixNano at which the last probe slot was taken
+	// pending holds the ids of the generation's half-open tickets whose
+	// outcome has not come: true for a probe that holds a slot, false
+	// for a first attempt that RetriesOnly let through. An outcome counts
+	// only if its id is there, and takes it out.
+	pending map[uint32]bool
+	lastID  uint32 // the id last given in this generation
 
 	s    Config
 	kind windowKind
@@ -221,9 +239,49 @@ func (b *Breaker) AllowAt(now time.Time, retry bool) (ticket uint64, err error) 
 // allowNotClosed is AllowAt in the open and half-open states.
 func (b *Breaker) allowNotClosed(now time.Time, w uint64, retry bool) (uint64, error) {
 	if b.s.RetriesOnly && !retry {
-		return w, nil
+		return b.passFirst(w), nil
 	}
 	return b.allowSlow(context.Background(), now, w, retry)
+}
+
+// passFirst returns the ticket of a first attempt that RetriesOnly lets
+// through a breaker that was not closed in word w: w itself while open
+// (its outcome is dropped), or, half-open, a ticket with an id but no
+// slot, whose outcome counts as a probe's, once.
+func (b *Breaker) passFirst(w uint64) uint64 {
+	if State(w&stateMask) != HalfOpen {
+		return w
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	w = b.word.Load()
+	if State(w&stateMask) != HalfOpen {
+		return w
+	}
+	if len(b.pending) >= maxID {
+		return w // no id left: its outcome is not counted
+	}
+	return w | b.issueLocked(false)
+}
+
+// issueLocked gives the next id of the half-open generation to a ticket,
+// slot says whether it holds a probe slot, and returns the id's bits for
+// the ticket. b.mu is held, and fewer than maxID ids are pending.
+func (b *Breaker) issueLocked(slot bool) uint64 {
+	if b.pending == nil {
+		b.pending = make(map[uint32]bool)
+	}
+	for {
+		b.lastID++
+		if b.lastID > maxID {
+			b.lastID = 1 // 0 is no id
+		}
+		if _, used := b.pending[b.lastID]; !used {
+			break
+		}
+	}
+	b.pending[b.lastID] = slot
+	return uint64(b.lastID) << idShift
 }
 
 // allowSlow handles the open and half-open states.
@@ -269,20 +327,23 @@ func (b *Breaker) allowSlow(ctx context.Context, now time.Time, w uint64, retry 
 	}
 	b.probing++
 	b.probeAt = ns
+	w |= b.issueLocked(true) // probing ≤ HalfOpenProbes ≤ 1e6 < maxID
 	b.mu.Unlock()
 	b.report(ctx, now, ch)
-	return w | probeFlag, nil
+	return w, nil
 }
 
 // DoneAt reports the outcome of a call allowed by AllowAt: err is nil on
 // success, elapsed is how long the call took (for SlowCall), ticket is what
 // AllowAt returned, reported once. Outcomes of calls allowed in an earlier
 // state (before a trip, or before the breaker closed, or probes deemed lost)
-// are dropped. Closed, recording a fast
-// success is one atomic add and allocates nothing.
+// are dropped, and so is a half-open ticket's outcome reported again: each
+// probe's outcome counts once, whatever other probes are in flight. Closed,
+// recording a fast success is one atomic add and allocates nothing; a
+// closed ticket carries no identity, so one reported twice counts twice.
 func (b *Breaker) DoneAt(now time.Time, ticket uint64, elapsed time.Duration, err error) {
 	w := b.word.Load()
-	if ticket&^probeFlag != w {
+	if ticket&^idMask != w {
 		return // issued in an earlier state
 	}
 	o := Success
@@ -324,7 +385,7 @@ func (b *Breaker) classify(err error) Outcome {
 //
 //go:noinline
 func (b *Breaker) record(ctx context.Context, now time.Time, ticket uint64, o Outcome, slow bool, cause error) {
-	w := ticket &^ probeFlag
+	w := ticket &^ idMask
 	switch State(w & stateMask) {
 	case Closed:
 		if o == Ignore {
@@ -401,20 +462,25 @@ func (b *Breaker) closedShouldTrip(now time.Time, failed, slow bool) bool {
 		b.slowOn() && float64(slows) >= b.s.SlowRatio*float64(calls)
 }
 
-// probeDone decides on a half-open outcome.
+// probeDone decides on a half-open outcome: that of the ticket's probe,
+// if it has not come already.
 func (b *Breaker) probeDone(ctx context.Context, now time.Time, ticket uint64, o Outcome, slow bool, cause error) {
-	w := ticket &^ probeFlag
+	w := ticket &^ idMask
 	b.mu.Lock()
 	if b.word.Load() != w {
 		b.mu.Unlock()
 		return
 	}
-	if ticket&probeFlag != 0 {
-		if b.probing == 0 {
-			// More outcomes than probes: a ticket reported twice.
-			b.mu.Unlock()
-			return
-		}
+	id := uint32((ticket & idMask) >> idShift)
+	slot, ok := b.pending[id]
+	if !ok {
+		// Its outcome came already (a ticket reported twice), or it has
+		// no id: it is not counted.
+		b.mu.Unlock()
+		return
+	}
+	delete(b.pending, id)
+	if slot {
 		b.probing--
 	}
 	if o == Failure || slow && o == Success {
@@ -486,12 +552,15 @@ func (b *Breaker) draw() float64 {
 	return rand.Float64()
 }
 
-// moveLocked starts a new generation in state to and returns its word.
+// moveLocked starts a new generation in state to and returns its word. The
+// tickets of the generation that ends are dropped, and their ids with them.
 func (b *Breaker) moveLocked(w uint64, to State) uint64 {
 	if to == HalfOpen {
 		b.probing, b.probeOK = 0, 0
 	}
-	n := (w&^(stateMask|probeFlag) + genOne) | uint64(to)
+	clear(b.pending)
+	b.lastID = 0
+	n := (w&^(stateMask|idMask) + genOne) | uint64(to)
 	b.word.Store(n)
 	return n
 }

@@ -102,8 +102,8 @@ type Config struct {
 	// again. Probes whose outcomes have not come OpenTimeout after the last
 	// probe went are deemed lost (a goroutine that died, a Done never
 	// called): new probes go, and the lost ones' outcomes are dropped if
-	// they come after all. Zero: DefaultHalfOpenProbes (1). Accepted: 1 to
-	// 1e6.
+	// they come after all. Each probe's outcome counts once, however often
+	// it is reported. Zero: DefaultHalfOpenProbes (1). Accepted: 1 to 1e6.
 	HalfOpenProbes int
 
 	// RetriesOnly makes the breaker refuse retries only: first attempts

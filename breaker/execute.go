@@ -42,8 +42,11 @@ func (b *Breaker) begin(ctx context.Context) (ticket uint64, start time.Time, er
 		start = time.Now()
 	}
 	w := b.word.Load()
-	if w&stateMask == uint64(Closed) || b.s.RetriesOnly {
+	if w&stateMask == uint64(Closed) {
 		return w, start, nil
+	}
+	if b.s.RetriesOnly {
+		return b.passFirst(w), start, nil
 	}
 	now := start
 	if now.IsZero() {
@@ -79,7 +82,7 @@ func (b *Breaker) elapsed(start, now time.Time) time.Duration {
 
 // recordOutcome is DoneAt with the outcome already decided.
 func (b *Breaker) recordOutcome(ctx context.Context, now time.Time, ticket uint64, elapsed time.Duration, o Outcome, err error) {
-	if ticket&^probeFlag != b.word.Load() {
+	if ticket&^idMask != b.word.Load() {
 		return
 	}
 	b.record(ctx, now, ticket, o, b.slowOn() && elapsed >= b.s.SlowCall, err)

@@ -1,10 +1,12 @@
 package breaker
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -169,4 +171,185 @@ func TestBoundaries(t *testing.T) {
 		call(t, b, now.Add(31*time.Second), nil)
 		wantState(t, b, now.Add(31*time.Second), Closed)
 	}
+}
+
+// TestProbeReportedTwiceBesideAnother: a half-open probe whose outcome is
+// reported twice while another probe of the same half-open period is in
+// flight counts once: its repeated success neither closes the breaker on
+// one probe's evidence nor takes the other probe's place, its failure
+// reported after its success does not reopen the breaker, and its
+// ignored outcome frees one probe slot, not two.
+func TestProbeReportedTwiceBesideAnother(t *testing.T) {
+	canceled := context.Canceled // ignored by DefaultClassify: frees the slot
+	half := at(30 * time.Second)
+	probe := func(t *testing.T, b *Breaker, who string) uint64 {
+		t.Helper()
+		tk, err := b.AllowAt(half, false)
+		if err != nil {
+			t.Fatalf("probe %s refused: %v", who, err)
+		}
+		return tk
+	}
+	refused := func(t *testing.T, b *Breaker, why string) {
+		t.Helper()
+		if _, err := b.AllowAt(half, false); err == nil {
+			t.Errorf("a probe allowed %s", why)
+		}
+	}
+	state := func(t *testing.T, b *Breaker, want State, why string) {
+		t.Helper()
+		if got := b.StateAt(half); got != want {
+			t.Errorf("%s: state %v, want %v", why, got, want)
+		}
+	}
+	open := func(t *testing.T, probes int) *Breaker {
+		b := newB(t, Config{ConsecutiveFailures: 1, HalfOpenProbes: probes})
+		call(t, b, at(0), boom) // open until +30 s
+		return b
+	}
+
+	t.Run("success twice", func(t *testing.T) {
+		b := open(t, 2)
+		a, c := probe(t, b, "A"), probe(t, b, "B")
+		b.DoneAt(half, a, time.Millisecond, nil)
+		b.DoneAt(half, a, time.Millisecond, nil) // again
+		state(t, b, HalfOpen, "A's success reported twice, B in flight")
+		refused(t, b, "with one probe in flight and one success of two")
+		b.DoneAt(half, c, time.Millisecond, nil)
+		state(t, b, Closed, "A and B succeeded")
+	})
+	t.Run("success twice, three probes", func(t *testing.T) {
+		b := open(t, 3)
+		a, c := probe(t, b, "A"), probe(t, b, "B")
+		b.DoneAt(half, a, time.Millisecond, nil)
+		b.DoneAt(half, a, time.Millisecond, nil) // again
+		d := probe(t, b, "C")                    // one success, one in flight: one slot left
+		refused(t, b, "with two probes in flight and one success of three")
+		b.DoneAt(half, c, time.Millisecond, nil) // B's outcome counts
+		state(t, b, HalfOpen, "A and B succeeded, C in flight")
+		b.DoneAt(half, d, time.Millisecond, nil)
+		state(t, b, Closed, "A, B and C succeeded")
+	})
+	t.Run("success then failure", func(t *testing.T) {
+		b := open(t, 2)
+		a, c := probe(t, b, "A"), probe(t, b, "B")
+		b.DoneAt(half, a, time.Millisecond, nil)
+		b.DoneAt(half, a, time.Millisecond, boom) // A again, contradicting itself
+		state(t, b, HalfOpen, "A's failure reported after its success")
+		b.DoneAt(half, c, time.Millisecond, nil)
+		state(t, b, Closed, "A and B succeeded")
+	})
+	t.Run("ignored twice", func(t *testing.T) {
+		b := open(t, 2)
+		a, _ := probe(t, b, "A"), probe(t, b, "B")
+		b.DoneAt(half, a, time.Millisecond, canceled)
+		b.DoneAt(half, a, time.Millisecond, canceled) // again
+		probe(t, b, "C")                              // A's slot
+		refused(t, b, "beyond HalfOpenProbes 2: A's slot was freed twice")
+	})
+	t.Run("first attempt twice, RetriesOnly", func(t *testing.T) {
+		// A first attempt passes a half-open breaker without a slot, and
+		// its outcome counts as a probe's: once.
+		b := newB(t, Config{ConsecutiveFailures: 1, HalfOpenProbes: 2, RetriesOnly: true})
+		call(t, b, at(0), boom)
+		tk, err := b.AllowAt(half, true) // a retry: a probe, which moves it half-open
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := b.AllowAt(half, false) // a first attempt beside it
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.DoneAt(half, f, time.Millisecond, nil)
+		b.DoneAt(half, f, time.Millisecond, nil) // again
+		state(t, b, HalfOpen, "the first attempt's success reported twice, the probe in flight")
+		b.DoneAt(half, tk, time.Millisecond, nil)
+		state(t, b, Closed, "the first attempt and the probe succeeded")
+	})
+	t.Run("permit done twice", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) { // Allow reads the clock: a virtual one
+			b := newB(t, Config{ConsecutiveFailures: 1, HalfOpenProbes: 2})
+			call(t, b, time.Now(), boom) // open for 30 s
+			time.Sleep(30 * time.Second) // virtual time: the open period ends
+			pa, err := b.Allow()
+			if err != nil {
+				t.Fatal(err)
+			}
+			pb, err := b.Allow()
+			if err != nil {
+				t.Fatal(err)
+			}
+			pa.Done(nil)
+			pa.Done(nil) // again
+			if s := b.State(); s != HalfOpen {
+				t.Errorf("A's Done(nil) twice, B in flight: state %v, want half_open", s)
+			}
+			pb.Done(nil)
+			if s := b.State(); s != Closed {
+				t.Errorf("A and B succeeded: state %v, want closed", s)
+			}
+		})
+	})
+}
+
+// TestProbeIDsWrap: past the last id, a half-open generation's ids start
+// again from 1, skipping those whose outcome has not come; each outcome
+// still counts once.
+func TestProbeIDsWrap(t *testing.T) {
+	b := newB(t, Config{ConsecutiveFailures: 1, HalfOpenProbes: 3})
+	call(t, b, at(0), boom)
+	half := at(30 * time.Second)
+	first, err := b.AllowAt(half, false) // id 1
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.mu.Lock()
+	b.lastID = maxID - 1
+	b.mu.Unlock()
+	var tks []uint64
+	for range 2 { // ids maxID, then 2: 1 is in flight
+		tk, err := b.AllowAt(half, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tks = append(tks, tk)
+	}
+	ids := []uint64{first >> idShift & maxID, tks[0] >> idShift & maxID, tks[1] >> idShift & maxID}
+	if ids[0] != 1 || ids[1] != maxID || ids[2] != 2 {
+		t.Fatalf("probe ids %v, want [1 %d 2]", ids, maxID)
+	}
+	for _, tk := range []uint64{first, first, tks[0], tks[0]} {
+		b.DoneAt(half, tk, time.Millisecond, nil)
+	}
+	wantState(t, b, half, HalfOpen) // two of three, each once
+	b.DoneAt(half, tks[1], time.Millisecond, nil)
+	wantState(t, b, half, Closed)
+}
+
+// TestProbesReportedTwiceConcurrently: of 50 probes in flight, 49 report
+// their success twice at once; the breaker waits for the 50th.
+func TestProbesReportedTwiceConcurrently(t *testing.T) {
+	b := newB(t, Config{ConsecutiveFailures: 1, HalfOpenProbes: 50})
+	call(t, b, at(0), boom)
+	half := at(30 * time.Second)
+	tks := make([]uint64, 50)
+	for i := range tks {
+		var err error
+		if tks[i], err = b.AllowAt(half, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for _, tk := range tks[:49] {
+		for range 2 {
+			wg.Go(func() { b.DoneAt(half, tk, time.Millisecond, nil) })
+		}
+	}
+	wg.Wait()
+	wantState(t, b, half, HalfOpen)
+	if _, err := b.AllowAt(half, false); err == nil {
+		t.Error("a 51st probe allowed: 49 succeeded and one is in flight")
+	}
+	b.DoneAt(half, tks[49], time.Millisecond, nil)
+	wantState(t, b, half, Closed)
 }
