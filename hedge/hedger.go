@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -191,9 +192,10 @@ type Hedger struct {
 	seen  window.Counter // first attempts observed, over the brownout's
 	slow  window.Counter // of which slower than the delay
 
-	refresh atomic.Int64 // UnixNano after which the adaptive delay is read again
-	delay   atomic.Int64 // the adaptive delay, 0 until MinSamples are known
-	every   int64        // refresh interval in ns
+	refreshing sync.Mutex   // held by the one caller reading the adaptive delay again
+	refresh    atomic.Int64 // UnixNano after which the adaptive delay is read again
+	delay      atomic.Int64 // the adaptive delay, 0 until MinSamples are known
+	every      int64        // refresh interval in ns
 }
 
 // New returns a Hedger configured by c, or an error naming the first field
@@ -245,8 +247,16 @@ func (h *Hedger) DelayAt(now time.Time) time.Duration {
 		return h.c.Delay
 	}
 	ns := now.UnixNano()
-	next := h.refresh.Load()
-	if ns >= next && h.refresh.CompareAndSwap(next, ns+h.every) {
+	// One caller at a time reads the delay again, and writes it and the
+	// next refresh together; the others use the delay as it stands rather
+	// than wait. (A refresh that found too few latencies must not store its
+	// 0 over the delay of a later one that found enough, and an earlier
+	// time must not read again once a later one has.)
+	if ns >= h.refresh.Load() && h.refreshing.TryLock() {
+		defer h.refreshing.Unlock()
+		if ns < h.refresh.Load() {
+			return time.Duration(h.delay.Load()) // another caller read it meanwhile
+		}
 		d, n := h.lat.QuantileAt(now, h.c.Quantile)
 		// The lower of the window's quantile and its newest half's: the
 		// delay follows a fall in latency within half a window (after a
@@ -262,7 +272,8 @@ func (h *Hedger) DelayAt(now time.Time) time.Duration {
 			// hedging as soon as it knows enough (a low-traffic client that
 			// never does pays a histogram scan per call: BenchmarkEstimatorQuantile).
 			d = 0
-			h.refresh.CompareAndSwap(ns+h.every, next)
+		} else {
+			h.refresh.Store(ns + h.every)
 		}
 		h.delay.Store(int64(d))
 		return d
