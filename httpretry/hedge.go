@@ -49,9 +49,6 @@ func (c *config) hedgedRetrier(r *retry.Retrier) *retry.Retrier {
 
 // hedgedRetrierFor returns the retrier that hedges req: its host's.
 func (c *config) hedgedRetrierFor(req *http.Request) *retry.Retrier {
-	if c.hosts == nil {
-		return c.hedged
-	}
 	return c.hosts.get(hostKey(req.URL.Host)).hedged
 }
 

@@ -68,6 +68,11 @@ type hosts struct {
 	mu       sync.Mutex
 	overflow *hostGuards
 
+	// shared, when the policy sets every guard, is what every host gets:
+	// the policy's retrier and guards. The map still records the hosts
+	// called, for Guarded.
+	shared *hostGuards
+
 	// hedged, when requests are hedged, makes a host's hedging retrier
 	// (with a Hedger of its own) from its retrier.
 	hedged func(*retry.Retrier) *retry.Retrier
@@ -83,26 +88,23 @@ type hostGuards struct {
 }
 
 // newHosts returns the per-host guards of a transport whose policy is
-// base's, or nil when the policy sets every guard itself.
+// base's; when the policy sets every guard itself, every host shares them
+// (and base).
 func newHosts(g Guards, base *retry.Retrier) *hosts {
 	p := base.Policy()
-	if e := p.Env; e != nil && e.Budget != nil && e.Breaker != nil && e.Throttle != nil {
-		return nil
-	}
 	if g.Budget == nil {
 		g.Budget = defaultBudget
 	}
 	h := &hosts{g: g, base: p}
+	if e := p.Env; e != nil && e.Budget != nil && e.Breaker != nil && e.Throttle != nil {
+		h.shared = &hostGuards{r: base, budget: e.Budget, breaker: e.Breaker, throttle: e.Throttle}
+	}
 	h.m.Store(&map[string]*hostGuards{})
 	return h
 }
 
-// retrierFor returns the retrier of req's host; def when there are no
-// per-host guards.
-func (h *hosts) retrierFor(req *http.Request, def *retry.Retrier) *retry.Retrier {
-	if h == nil {
-		return def
-	}
+// retrierFor returns the retrier of req's host.
+func (h *hosts) retrierFor(req *http.Request) *retry.Retrier {
 	return h.get(hostKey(req.URL.Host)).r
 }
 
@@ -129,8 +131,12 @@ func (h *hosts) get(key string) *hostGuards {
 	return g
 }
 
-// build makes host's guards and the retrier that applies them.
+// build makes host's guards and the retrier that applies them (the shared
+// ones when the policy sets every guard).
 func (h *hosts) build(host string) *hostGuards {
+	if h.shared != nil {
+		return h.shared
+	}
 	p := h.base
 	e := p.Env.Clone() // the base policy's Env is shared by every host
 	if e.Budget == nil {
@@ -175,13 +181,6 @@ func (t *Transport) GuardsFor(host string) (retry.Budget, retry.Breaker, retry.T
 	if err != nil {
 		return nil, nil, nil
 	}
-	if c.hosts == nil {
-		p := c.retrier.Policy()
-		if e := p.Env; e != nil {
-			return e.Budget, e.Breaker, e.Throttle
-		}
-		return nil, nil, nil
-	}
 	g := c.hosts.get(hostKey(host))
 	return g.budget, g.breaker, g.throttle
 }
@@ -190,17 +189,13 @@ func (t *Transport) GuardsFor(host string) (retry.Budget, retry.Breaker, retry.T
 // does, but makes none: ok is false when the transport has no guards of
 // host's own (no request went there and GuardsFor was not asked, or host
 // came past MaxGuardedHosts and shares the guards of the hosts beyond).
-// When the transport's policy sets every guard, they are host's (ok is
-// true). For observers that read the guards of hosts they learned from
+// When the transport's policy sets every guard, they are those of every
+// host it has called. For observers that read the guards of hosts they learned from
 // elsewhere, without making guards for hosts the transport never calls.
 func (t *Transport) Guarded(host string) (b retry.Budget, br retry.Breaker, th retry.Throttle, ok bool) {
 	c, err := t.config()
 	if err != nil {
 		return nil, nil, nil, false
-	}
-	if c.hosts == nil {
-		b, br, th = t.GuardsFor(host)
-		return b, br, th, true
 	}
 	g, ok := (*c.hosts.m.Load())[hostKey(host)]
 	if !ok {

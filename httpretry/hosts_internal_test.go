@@ -33,11 +33,14 @@ func TestHostsOverflowShareOneSet(t *testing.T) {
 	if len(*h.m.Load()) != MaxGuardedHosts {
 		t.Fatalf("%d hosts kept, want %d", len(*h.m.Load()), MaxGuardedHosts)
 	}
-	// A transport whose policy sets every guard keeps no per-host state.
+	// A transport whose policy sets every guard builds no guards: every
+	// host gets the policy's retrier, and only the hosts are recorded.
 	p := retry.Policy{Env: &retry.Env{Budget: defaultBudget(""), Breaker: noBreaker{}, Throttle: noThrottle{}}}
 	r, _ = retry.New(p)
-	if newHosts(Guards{}, r) != nil {
-		t.Fatal("per-host guards built although the policy sets them all")
+	built = 0
+	h = newHosts(Guards{Budget: func(string) retry.Budget { built++; return defaultBudget("") }}, r)
+	if g := h.get("a:80"); g.r != r || g != h.get("b:80") || built != 0 {
+		t.Fatalf("policy with every guard: own retrier %v, one set for two hosts %v, %d budgets built; want true, true, 0", g.r == r, g == h.get("b:80"), built)
 	}
 }
 

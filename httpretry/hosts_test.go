@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/yaoki-go/yaoki/httpretry"
 	"github.com/yaoki-go/yaoki/retry"
 	"github.com/yaoki-go/yaoki/retrytest"
+	"github.com/yaoki-go/yaoki/throttle"
 )
 
 // counting starts a loopback server that answers status to every request
@@ -178,6 +180,36 @@ func TestGuardedMakesNoGuards(t *testing.T) {
 	g, _, _, ok := tr.Guarded("API.example:443")
 	if !ok || g != b || made != 1 {
 		t.Fatalf("Guarded after GuardsFor: ok %v, same budget %v, %d made; want true, true, 1", ok, g == b, made)
+	}
+}
+
+// A transport whose policy sets every guard uses them for every host, but
+// Guarded reports them only for the hosts it has called: an observer that
+// learned of other hosts elsewhere (another transport's events) must not
+// show this transport's breaker under their names.
+func TestGuardedSharedGuardsOnlyForHostsCalled(t *testing.T) {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer s.Close()
+	bud, _ := budget.NewBucket(budget.BucketConfig{})
+	br, _ := breaker.New(breaker.Config{})
+	th, _ := throttle.NewAdaptive(throttle.AdaptiveConfig{})
+	tr := &httpretry.Transport{Policy: retry.Policy{Env: &retry.Env{Budget: bud, Breaker: br, Throttle: th}}}
+	defer tr.CloseIdleConnections()
+	if _, _, _, ok := tr.Guarded("other.example:443"); ok {
+		t.Fatal("Guarded of a host never called: ok; want false")
+	}
+	resp, err := tr.Client().Get(s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	host := strings.TrimPrefix(s.URL, "http://")
+	b, k, h, ok := tr.Guarded(host)
+	if !ok || b != retry.Budget(bud) || k != retry.Breaker(br) || h != retry.Throttle(th) {
+		t.Fatalf("Guarded(%s) after a request: ok %v, the policy's guards %v %v %v; want true and the policy's", host, ok, b == retry.Budget(bud), k == retry.Breaker(br), h == retry.Throttle(th))
+	}
+	if _, _, _, ok := tr.Guarded("other.example:443"); ok {
+		t.Fatal("Guarded of a host never called, after a request to another: ok; want false")
 	}
 }
 

@@ -219,11 +219,10 @@ type config struct {
 	attemptTimeout time.Duration
 	keyMode        KeyMode
 	observer       event.Observer
-	hosts          *hosts // per-host guards; nil when Policy sets them all
+	hosts          *hosts // per-host guards (shared when Policy sets them all)
 	// hedge is the hedging configuration, nil when requests are not
-	// hedged; hedged is retrier with a Hedger, for when hosts is nil.
-	hedge  *hedge.Config
-	hedged *retry.Retrier
+	// hedged.
+	hedge *hedge.Config
 }
 
 // RoundTrip sends req, retrying as the Transport's fields say; see the
@@ -361,9 +360,9 @@ func (t *Transport) build() (*config, error) {
 	}
 	c.hosts = newHosts(t.Guards, c.retrier)
 	if c.hedge != nil {
-		c.hedged = c.hedgedRetrier(c.retrier)
-		if c.hosts != nil {
-			c.hosts.hedged = c.hedgedRetrier
+		c.hosts.hedged = c.hedgedRetrier
+		if g := c.hosts.shared; g != nil {
+			g.hedged = c.hedgedRetrier(c.retrier)
 		}
 	}
 	return c, nil
@@ -387,7 +386,7 @@ func headerName(field, v, def string) (string, error) {
 // per-host guards plug in: one Retrier per destination host, each with its
 // own budget, breaker and throttle.
 func (c *config) retrierFor(req *http.Request) *retry.Retrier {
-	return c.hosts.retrierFor(req, c.retrier)
+	return c.hosts.retrierFor(req)
 }
 
 // closeBody closes a request body that will not be handed to Base.
