@@ -29,7 +29,8 @@ import (
 // the outcome to them (the bulkhead's slot is released, then breaker,
 // throttle, budget), and then decides: the caller's context ended
 // (ReasonCancelled), Policy.MaxElapsed passed (ReasonDeadline), the error is final
-// (ReasonPermanent), the attempts are used up (ReasonExhausted), an outer layer
+// (ReasonPermanent: classed ClassPermanent, or not matched by the policy's
+// StepMatcher), the attempts are used up (ReasonExhausted), an outer layer
 // retries (ReasonOuterLayer), the policy's Stepper ends the call (ReasonExhausted), the
 // server's hint is too long (ReasonHintTooLong) or ends after the deadline
 // (ReasonDeadline), the backoff's wait ends after the deadline (ReasonDeadline), the
@@ -263,6 +264,9 @@ func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) D
 			class = l.p.classify(err)
 		}
 		gone = ctx.Err() != nil
+		if class != ClassPermanent && !gone && l.p.Stepper != nil && !l.matches(err) {
+			class = ClassPermanent
+		}
 	}
 	if e := l.p.Env; e != nil {
 		berr := err
@@ -402,6 +406,16 @@ func (l *Loop) giveUp(ctx context.Context, now time.Time, ge Error) Decision {
 			Duration: ge.Elapsed, Reason: ge.Reason.Key()})
 	}
 	return Decision{Verdict: GiveUp, Reason: ge.Reason}
+}
+
+// matches reports whether the call's Stepper, made now if it is not yet,
+// retries err at all: false if it is a StepMatcher that does not match err.
+func (l *Loop) matches(err error) bool {
+	if l.st == nil {
+		l.st = l.p.Stepper()
+	}
+	m, ok := l.st.(StepMatcher)
+	return !ok || m.Matches(err)
 }
 
 func (l *Loop) observe(ctx context.Context, ev event.Event) {

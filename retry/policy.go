@@ -55,7 +55,8 @@ type Policy struct {
 	MaxElapsed time.Duration
 	// AttemptTimeout bounds each attempt: the attempt's context is
 	// cancelled after it, and the attempt counts as a retryable timeout
-	// (unlike the caller's own deadline, which ends the loop). Zero: none.
+	// (unlike the caller's own deadline, which ends the loop), unless the
+	// policy's Stepper is a StepMatcher that does not match it. Zero: none.
 	AttemptTimeout time.Duration
 	// Backoff is the wait schedule. Zero: exponential ×2, full jitter, 50 ms
 	// base, 20 s cap.
@@ -70,7 +71,8 @@ type Policy struct {
 	// Classify says whether an error is retried. Nil: DefaultClassify.
 	// Errors marked with Permanent are final whatever it says, and so is
 	// the caller's own cancellation; an attempt that hit AttemptTimeout is
-	// retryable whatever it says. It must be safe for concurrent use.
+	// retryable whatever it says (a StepMatcher may still refuse it, see
+	// Stepper). It must be safe for concurrent use.
 	Classify func(err error) Class
 	// OnRetry, if set, is called before each wait with what is about to
 	// happen. It runs on the caller's goroutine, inline, and must not block.
@@ -84,12 +86,15 @@ type Policy struct {
 	// use it.
 	Env *Env
 	// Stepper, if set, is called once per call, after the call's first
-	// failed attempt that may be retried (never on the success path), and
-	// the Stepper it returns decides that call's waits instead of Backoff
-	// and ThrottleBase, and may end the call (Reason ReasonExhausted). A server
-	// hint still wins over its wait, and MaxAttempts still bounds the call.
+	// failed attempt whose error is not ClassPermanent (never on the
+	// success path), and the Stepper it returns decides that call's waits
+	// instead of Backoff and ThrottleBase, and may end the call: with
+	// ReasonExhausted when its Step says no more, and with ReasonPermanent
+	// at an error it does not match if it is a StepMatcher. A server hint
+	// still wins over its wait, and MaxAttempts still bounds the call.
 	// Package policy uses it to give each Step Functions retrier its own
-	// schedule and its own count. Nil: Backoff decides. It must be safe for
+	// schedule and its own count, and to end the call at an error that no
+	// retrier matches. Nil: Backoff decides. It must be safe for
 	// concurrent use if the policy is shared; each Stepper it returns is
 	// used by one call only.
 	Stepper func() Stepper
@@ -177,10 +182,34 @@ type Stepper interface {
 	// Step is asked after failed attempt number attempt (from 1), whose
 	// error err the classifier put in class (never ClassPermanent), for the wait
 	// before the next attempt; u is a random draw in [0, 1) from
-	// Env.Rand. ok false ends the call with Reason ReasonExhausted. Step is
+	// Env.Rand. ok false ends the call with Reason ReasonExhausted: err is
+	// one the Stepper retries, and its retries are used up. Step is
 	// asked even when err carries a server hint, which then replaces the
-	// returned wait, so that a Stepper counts every retry.
+	// returned wait, so that a Stepper counts every retry. It is not asked
+	// when the call ends for another reason first (MaxAttempts reached, an
+	// outer layer retries, an error that a StepMatcher does not match).
 	Step(attempt int, err error, class Class, u float64) (wait time.Duration, ok bool)
+}
+
+// StepMatcher is a Stepper that retries only the errors it matches, such
+// as package policy's, which matches an error when one of the document's
+// retriers lists it. After a failed attempt whose error is not
+// ClassPermanent (and while the caller's context has not ended), the loop
+// asks Matches as it classifies the error, before the attempt limit, an
+// outer layer or Step are considered. An error it does not match is taken
+// as ClassPermanent: the call ends at once with ReasonPermanent and the
+// error as the last (errors.Is and errors.As see through to it), the
+// attempt is reported with outcome event.Rejected, and Step is not asked.
+// This holds for an attempt that ran past Policy.AttemptTimeout too, which
+// the classifier is not asked about. A Stepper without the method retries
+// every error the classifier lets through, and ends a call only by Step's
+// ok false (ReasonExhausted).
+type StepMatcher interface {
+	Stepper
+	// Matches reports whether err is one of the errors the Stepper
+	// retries, whether or not it has retries left for it. It must not
+	// change the Stepper's state.
+	Matches(err error) bool
 }
 
 // Wait describes a retry about to be waited for; it is what OnRetry gets.
