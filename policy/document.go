@@ -16,11 +16,18 @@
 // # Retriers
 //
 // After a failed attempt, the first retrier whose ErrorEquals matches the
-// error decides; an error that no retrier matches is not retried. Each
-// retrier counts its own retries: with MaxAttempts 2 on a retrier for
-// Net.Reset and 5 on one for HTTP.429, a call may retry two resets and five
-// 429s. When the matching retrier has used its MaxAttempts, the call ends
-// (reason "attempts exhausted"), even if a later retrier would also match.
+// error decides. Each retrier counts its own retries: with MaxAttempts 2
+// on a retrier for Net.Reset and 5 on one for HTTP.429, a call may retry
+// two resets and five 429s. When the matching retrier has used its
+// MaxAttempts, the call ends (reason "attempts exhausted",
+// retry.ErrExhausted), even if a later retrier would also match.
+//
+// An error that no retrier matches is not retried: the call ends at once
+// with it (reason "permanent error", retry.ErrPermanent), as Step Functions
+// fails the state with that error, whether or not attempts remain. So does
+// an attempt that ran past TimeoutSeconds when no retrier lists
+// States.Timeout, Net.Timeout or States.ALL. The *retry.Error wraps the
+// attempt's own error, so errors.Is and errors.As see through it.
 //
 // MaxAttempts counts retries, as in Step Functions, not attempts: a
 // retrier with MaxAttempts 3 allows 3 retries, so up to 4 attempts of the
@@ -403,7 +410,7 @@ func classify(retriers []Retrier, err error) retry.Class {
 }
 
 // stepper is one call's state: each retrier's retries so far and its
-// previous wait (for decorrelated jitter).
+// previous wait (for decorrelated jitter). It is a retry.StepMatcher.
 type stepper struct {
 	retriers []Retrier
 	sched    []backoff.Schedule // shared by every call, read-only
@@ -411,11 +418,23 @@ type stepper struct {
 	prev     []time.Duration
 }
 
+var _ retry.StepMatcher = (*stepper)(nil)
+
 func newStepper(retriers []Retrier, sched []backoff.Schedule) *stepper {
 	return &stepper{retriers: retriers, sched: sched, count: make([]int, len(retriers)), prev: make([]time.Duration, len(retriers))}
 }
 
-// Step implements retry.Stepper.
+// Matches implements retry.StepMatcher: err is retried only if a retrier
+// matches it. The document's classifier already makes the other errors
+// ClassPermanent; Matches does the same for an attempt that ran past
+// TimeoutSeconds, which package retry does not show the classifier, so
+// that a timeout no retrier lists ends the call as a permanent error, as
+// Step Functions fails the state with States.Timeout.
+func (s *stepper) Matches(err error) bool { return match(s.retriers, infoOf(err)) >= 0 }
+
+// Step implements retry.Stepper. Its ok false means that the retrier
+// matching err has used its MaxAttempts (retry.ReasonExhausted), or, to a
+// caller that did not ask Matches first, that no retrier matches err.
 func (s *stepper) Step(_ int, err error, _ retry.Class, u float64) (time.Duration, bool) {
 	i := match(s.retriers, infoOf(err))
 	if i < 0 || s.count[i] >= s.retriers[i].MaxAttempts {
