@@ -416,6 +416,7 @@ type stepper struct {
 	sched    []backoff.Schedule // shared by every call, read-only
 	count    []int
 	prev     []time.Duration
+	matched  int // the retrier Matches found + 1, for the Step that follows; 0: none kept
 }
 
 var _ retry.StepMatcher = (*stepper)(nil)
@@ -430,13 +431,22 @@ func newStepper(retriers []Retrier, sched []backoff.Schedule) *stepper {
 // TimeoutSeconds, which package retry does not show the classifier, so
 // that a timeout no retrier lists ends the call as a permanent error, as
 // Step Functions fails the state with States.Timeout.
-func (s *stepper) Matches(err error) bool { return match(s.retriers, infoOf(err)) >= 0 }
+func (s *stepper) Matches(err error) bool {
+	i := match(s.retriers, infoOf(err))
+	s.matched = i + 1
+	return i >= 0
+}
 
-// Step implements retry.Stepper. Its ok false means that the retrier
+// Step implements retry.Stepper, with the retrier that Matches found for
+// err when the loop asked it first. Its ok false means that the retrier
 // matching err has used its MaxAttempts (retry.ReasonExhausted), or, to a
 // caller that did not ask Matches first, that no retrier matches err.
 func (s *stepper) Step(_ int, err error, _ retry.Class, u float64) (time.Duration, bool) {
-	i := match(s.retriers, infoOf(err))
+	i := s.matched - 1 // the retrier Matches found for err
+	if s.matched == 0 {
+		i = match(s.retriers, infoOf(err))
+	}
+	s.matched = 0
 	if i < 0 || s.count[i] >= s.retriers[i].MaxAttempts {
 		return 0, false
 	}

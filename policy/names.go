@@ -67,8 +67,7 @@ func Name(err error) string {
 	if err == nil {
 		return ""
 	}
-	var n Named
-	if errors.As(err, &n) {
+	if n, ok := as[Named](err); ok {
 		if name := n.ErrorName(); name != "" {
 			return name
 		}
@@ -86,8 +85,7 @@ func Name(err error) string {
 }
 
 func statusOf(err error) int {
-	var sc StatusCoder
-	if errors.As(err, &sc) {
+	if sc, ok := as[StatusCoder](err); ok {
 		return sc.StatusCode()
 	}
 	return 0
@@ -95,23 +93,28 @@ func statusOf(err error) int {
 
 // netName classifies network failures; "" when err is none.
 func netName(err error) string {
-	var dns *net.DNSError
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return NetRefused
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNABORTED),
 		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return NetReset
-	case errors.As(err, &dns) && !dns.IsTimeout:
+	case isDNSFailure(err):
 		return NetDNS
 	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
 		return NetTimeout
 	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
+	if ne, ok := as[net.Error](err); ok && ne.Timeout() {
 		return NetTimeout
 	}
 	return ""
+}
+
+// isDNSFailure reports whether err is a failed name lookup that did not
+// time out.
+func isDNSFailure(err error) bool {
+	dns, ok := as[*net.DNSError](err)
+	return ok && !dns.IsTimeout
 }
 
 // Matches reports whether the ErrorEquals entry name matches err. It is
@@ -227,4 +230,39 @@ func checkName(name string) string {
 		}
 	}
 	return ""
+}
+
+// as is errors.As for a target of type T, without its cost when no error
+// in err's chain has an As method (every error of the standard library and
+// of the toolkit): a type assertion on each, allocating nothing. From the
+// first error that has one, errors.As decides, so that the method is
+// asked as errors.As would ask it.
+func as[T any](err error) (T, bool) {
+	var zero T
+	for err != nil {
+		if t, ok := err.(T); ok {
+			return t, true
+		}
+		if _, ok := err.(interface{ As(any) bool }); ok {
+			var t T
+			if errors.As(err, &t) {
+				return t, true
+			}
+			return zero, false
+		}
+		switch x := err.(type) {
+		case interface{ Unwrap() error }:
+			err = x.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range x.Unwrap() {
+				if t, ok := as[T](e); ok {
+					return t, true
+				}
+			}
+			return zero, false
+		default:
+			return zero, false
+		}
+	}
+	return zero, false
 }

@@ -208,7 +208,9 @@ type StepMatcher interface {
 	Stepper
 	// Matches reports whether err is one of the errors the Stepper
 	// retries, whether or not it has retries left for it. It must not
-	// change the Stepper's state.
+	// change what the Stepper decides, but may keep what it found for the
+	// Step that follows: the loop asks Step, if at all, about the same
+	// err, before it asks Matches again.
 	Matches(err error) bool
 }
 
