@@ -60,12 +60,18 @@ type StatusCoder interface {
 }
 
 // Name returns the most specific name of err that ErrorEquals can list:
-// the error's own ErrorName, HTTP.<status>, States.Timeout for an attempt
-// that ran past TimeoutSeconds, Net.Timeout, Net.Reset, Net.Refused,
-// Net.DNS, and States.TaskFailed for every other error. Name(nil) is "".
+// States.Timeout for an attempt that ran past TimeoutSeconds (whatever the
+// attempt's own error: a command that the timeout stopped exits with a
+// code of its own, as Step Functions names a task that timed out
+// States.Timeout), the error's own ErrorName, HTTP.<status>, Net.Timeout,
+// Net.Reset, Net.Refused, Net.DNS, and States.TaskFailed for every other
+// error. Name(nil) is "".
 func Name(err error) string {
 	if err == nil {
 		return ""
+	}
+	if errors.Is(err, retry.ErrAttemptTimeout) {
+		return Timeout
 	}
 	if n, ok := as[Named](err); ok {
 		if name := n.ErrorName(); name != "" {
@@ -74,9 +80,6 @@ func Name(err error) string {
 	}
 	if code := statusOf(err); code > 0 {
 		return "HTTP." + strconv.Itoa(code)
-	}
-	if errors.Is(err, retry.ErrAttemptTimeout) {
-		return Timeout
 	}
 	if s := netName(err); s != "" {
 		return s

@@ -26,6 +26,8 @@ func TestNameAndMatches(t *testing.T) {
 		{fmt.Errorf("get: %w", status(403)), "HTTP.403", []string{"States.Permissions", "HTTP.4XX"}, []string{"HTTP.5XX"}},
 		{named("HTTP.429"), "HTTP.429", []string{"HTTP.429", "HTTP.4XX"}, []string{"HTTP.503"}},
 		{attemptTimeout, "States.Timeout", []string{"States.Timeout", "Net.Timeout", "States.ALL"}, []string{"States.TaskFailed", "Net.Reset"}},
+		// A command stopped by the timeout exits with a code of its own.
+		{fmt.Errorf("%w: %w", retry.ErrAttemptTimeout, named("Exit.143")), "States.Timeout", []string{"States.Timeout", "States.ALL"}, []string{"Exit.143", "States.TaskFailed"}},
 		{&net.OpError{Op: "read", Err: os.NewSyscallError("read", syscall.ETIMEDOUT)}, "Net.Timeout", []string{"Net.Timeout", "States.Timeout", "States.Http.Socket"}, []string{"States.TaskFailed"}},
 		{os.ErrDeadlineExceeded, "Net.Timeout", []string{"Net.Timeout"}, nil},
 		{context.DeadlineExceeded, "Net.Timeout", []string{"Net.Timeout"}, nil},

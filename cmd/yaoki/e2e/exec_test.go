@@ -92,6 +92,21 @@ func TestExecAttemptTimeout(t *testing.T) {
 	}
 }
 
+// A policy document's States.Timeout retrier retries an attempt that ran
+// past TimeoutSeconds, though the command it stopped exited with a code of
+// its own (143, which the policy could name as Exit.143): the timeout is
+// the more specific name, as in Step Functions.
+func TestExecPolicyRetriesTimeout(t *testing.T) {
+	doc := filepath.Join(t.TempDir(), "policy.json")
+	if err := os.WriteFile(doc, []byte(`{"Retry": [{"ErrorEquals": ["States.Timeout"], "IntervalSeconds": 0, "MaxAttempts": 1}], "TimeoutSeconds": 0.05}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, nil, "exec", "--policy", doc, "--", "sleep", "10")
+	if r.code != 124 || strings.Count(r.stderr, "attempt timed out") != 1 || !strings.Contains(r.stderr, "retrying") || !strings.Contains(r.stderr, "gave up after 2 attempts") {
+		t.Fatalf("exit %d; want 124 after 2 timed-out attempts, the first retried:\n%s", r.code, r.stderr)
+	}
+}
+
 // SIGTERM sent to yaoki reaches the command, and no attempt follows.
 func TestExecForwardsSignals(t *testing.T) {
 	start := time.Now()
