@@ -330,7 +330,8 @@ type Options struct {
 	Throttle retry.Throttle
 	// Base is the policy the document's fields are applied to: its Env
 	// (Budget, Breaker, Bulkhead, Observer, Rand, Sleep) and OnRetry are
-	// kept, the document's budget, breaker and throttle replacing Env's. Its MaxAttempts, MaxElapsed, AttemptTimeout, MaxRetryAfter,
+	// kept, the document's budget, breaker and throttle replacing Env's;
+	// the document's breaker reports its changes to Env's Observer. Its MaxAttempts, MaxElapsed, AttemptTimeout, MaxRetryAfter,
 	// Backoff and Classify are replaced.
 	Base retry.Policy
 }
@@ -381,7 +382,9 @@ func (d *Document) Policy(o Options) retry.Policy {
 		}
 	}
 	if d.Breaker != nil {
-		if b, err := breaker.New(*d.Breaker); err == nil {
+		c := *d.Breaker
+		c.Observer = e.Observer // the breaker's changes go where the policy's events go
+		if b, err := breaker.New(c); err == nil {
 			e.Breaker = b
 		}
 	}
