@@ -271,3 +271,32 @@ func TestDriversDecideAlike(t *testing.T) {
 		})
 	}
 }
+
+// onlyStepper retries only the errors it is given.
+type onlyStepper struct{ retried error }
+
+func (s onlyStepper) Step(int, error, retry.Class, float64) (time.Duration, bool) {
+	return time.Second, true
+}
+func (s onlyStepper) Matches(err error) bool { return errors.Is(err, s.retried) }
+
+// Policy.Immediate keeps what the policy's Stepper says of the errors it
+// does not retry (retry.StepMatcher): wrapped for no waits, it still ends
+// the request at such an error.
+func TestImmediateKeepsMatches(t *testing.T) {
+	retried := errors.New("retried")
+	c := compile(Policy{Immediate: true, Stepper: func() retry.Stepper { return onlyStepper{retried} }})
+	m, ok := c.rp.Stepper().(retry.StepMatcher)
+	if !ok {
+		t.Fatal("Immediate hides the Stepper's Matches")
+	}
+	if !m.Matches(retried) || m.Matches(errors.New("other")) {
+		t.Fatal("Immediate's Matches differs from the Stepper's")
+	}
+	if w, ok := m.Step(1, retried, retry.ClassTransient, 0); w != 0 || !ok {
+		t.Fatalf("Immediate's Step: %v, %v; want 0, true", w, ok)
+	}
+	if _, ok := compile(Policy{Immediate: true}).rp.Stepper().(retry.StepMatcher); ok {
+		t.Fatal("Immediate without a Stepper of the policy's claims to match errors")
+	}
+}

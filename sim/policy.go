@@ -184,7 +184,11 @@ func compile(p Policy) compiled {
 			if inner == nil {
 				return immediate{}
 			}
-			return immediate{inner()}
+			st := inner()
+			if m, ok := st.(retry.StepMatcher); ok {
+				return immediateMatcher{immediate{st}, m}
+			}
+			return immediate{st}
 		}
 	}
 	return c
@@ -211,6 +215,15 @@ func (s immediate) Step(attempt int, err error, class retry.Class, u float64) (t
 	}
 	return 0, true
 }
+
+// immediateMatcher is immediate over a retry.StepMatcher, whose Matches
+// it keeps: the errors the policy does not retry still end the request.
+type immediateMatcher struct {
+	immediate
+	m retry.StepMatcher
+}
+
+func (s immediateMatcher) Matches(err error) bool { return s.m.Matches(err) }
 
 // Validate reports the first field of p that is out of range.
 func (p Policy) Validate() error {
