@@ -69,6 +69,7 @@ package idempotency
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -161,18 +162,55 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The Begin may have claimed the key before its reply was lost:
 		// release it, or the client's retries would be refused with 409
 		// until the lease passed.
-		ctx, cancel := c.storeContext(context.WithoutCancel(r.Context()))
-		_ = c.Store.Release(ctx, id, token)
-		cancel()
-		c.refuse(w, r, key, Problem{Status: http.StatusServiceUnavailable, Reason: ReasonStoreUnavailable,
-			Detail: "idempotency: the request was not executed: its key could not be recorded, try again later"}, c.retryAfterSeconds())
+		c.unavailable(w, r, key, id, token, "idempotency: the request was not executed: its key could not be recorded, try again later")
 		return
 	}
 	if !claimed {
 		c.answer(w, r, key, fp, &rec)
 		return
 	}
+	if now, err = c.slowBegin(r.Context(), id, token, now); err != nil {
+		c.ErrorLog.Printf("idempotency: %s %s with key %q not executed: %v", r.Method, r.URL.Path, key, err)
+		c.unavailable(w, r, key, id, token, "idempotency: the request was not executed: the store answered too slowly to hold its key, try again later")
+		return
+	}
 	h.run(w, r, body, id, token, now)
+}
+
+// unavailable releases what token may hold of id and answers 503
+// store_unavailable: nothing was executed.
+func (c *Config) unavailable(w http.ResponseWriter, r *http.Request, key string, id ID, token, detail string) {
+	ctx, cancel := c.storeContext(context.WithoutCancel(r.Context()))
+	_ = c.Store.Release(ctx, id, token)
+	cancel()
+	c.refuse(w, r, key, Problem{Status: http.StatusServiceUnavailable, Reason: ReasonStoreUnavailable, Detail: detail}, c.retryAfterSeconds())
+}
+
+// slowBegin renews the lease that a Begin sent at begun claimed, when the
+// reply took a third of the lease or more (a store under load, a pool
+// with no free connection): the store counts the lease from begun, and
+// would let the key go before the first renewal, a third of a lease after
+// the handler starts, or has let it go already. It returns when the lease
+// now counts from, or an error when the handler must not run: the lease
+// ended before it could be renewed (another request may have claimed the
+// key; ErrLeaseLost when one has).
+func (c *Config) slowBegin(ctx context.Context, id ID, token string, begun time.Time) (time.Time, error) {
+	now := c.Now()
+	if now.Sub(begun) < c.Lease/3 {
+		return begun, nil
+	}
+	ctx, cancel := c.storeContext(ctx)
+	err := c.Store.Extend(ctx, id, token, now, c.Lease)
+	cancel()
+	switch {
+	case err == nil:
+		return now, nil
+	case !errors.Is(err, ErrLeaseLost) && c.Now().Sub(begun) < c.Lease:
+		// The claim still holds: the renewals go on trying.
+		c.ErrorLog.Printf("idempotency: renew the lease of key %q after a slow begin (%v): %v", id.Key, now.Sub(begun), err)
+		return begun, nil
+	}
+	return time.Time{}, fmt.Errorf("the reply to begin came after %v of its %v lease, and the lease could not be renewed: %w", now.Sub(begun), c.Lease, err)
 }
 
 // scopeProblem refuses a scope that no store can keep: not UTF-8, or with
