@@ -1,8 +1,12 @@
 package postgres_test
 
 import (
+	"context"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/yaoki-go/yaoki/idempotency"
 	"github.com/yaoki-go/yaoki/internal/idemproc"
@@ -16,14 +20,39 @@ import (
 // in internal/idemproc. (TestFaultAtomicKill covers postgres.Atomic.)
 
 func pgFaults(t *testing.T) (idemproc.Faults, *pgtest.Server) {
-	srv, _ := start(t)
+	srv, pool := start(t)
 	return idemproc.Faults{
 		Target:    srv.Addr,
 		ChildAddr: srv.DSN,
 		Open: func(t *testing.T, addr string) idempotency.Store {
 			return postgres.NewIdempotencyStore(newPool(t, "postgres://postgres@"+addr+"/postgres?sslmode=disable&connect_timeout=2", 4))
 		},
+		Stall: func(t *testing.T) (func() bool, func()) { return lockTable(t, pool) },
 	}, srv
+}
+
+// lockTable makes PostgreSQL hold every write to the records' table until
+// resume: a transaction locks it in SHARE mode (reads go on). held reports
+// whether a statement waits for the lock.
+func lockTable(t *testing.T, pool *pgxpool.Pool) (held func() bool, resume func()) {
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "LOCK TABLE "+postgres.IdempotencyTable+" IN SHARE MODE"); err != nil {
+		_ = tx.Rollback(ctx)
+		t.Fatal(err)
+	}
+	var once sync.Once
+	resume = func() { once.Do(func() { _ = tx.Rollback(ctx) }) }
+	t.Cleanup(resume)
+	held = func() bool {
+		var waiting bool
+		err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock')`).Scan(&waiting)
+		return err == nil && waiting
+	}
+	return held, resume
 }
 
 // TestFaultPostgres runs the scenarios every store shares, each against a

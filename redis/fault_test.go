@@ -1,6 +1,9 @@
 package redis_test
 
 import (
+	"context"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,7 +31,37 @@ func redisFaults(t *testing.T) idemproc.Faults {
 			t.Cleanup(func() { _ = c.Close() })
 			return redis.NewIdempotencyStore(c, redis.IdempotencyConfig{})
 		},
+		Stall: func(t *testing.T) (func() bool, func()) { return pauseWrites(t, srv) },
 	}
+}
+
+// pauseWrites makes srv hold every write command and script (CLIENT PAUSE
+// WRITE) until resume; held reports whether a client is waiting.
+func pauseWrites(t *testing.T, srv *redistest.Server) (held func() bool, resume func()) {
+	c := srv.Client(t)
+	ctx := context.Background()
+	if err := c.Do(ctx, "CLIENT", "PAUSE", 60_000, "WRITE").Err(); err != nil {
+		t.Fatalf("CLIENT PAUSE: %v", err)
+	}
+	var once sync.Once
+	resume = func() {
+		once.Do(func() {
+			if err := c.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
+				t.Errorf("CLIENT UNPAUSE: %v", err)
+			}
+		})
+	}
+	t.Cleanup(resume)
+	held = func() bool {
+		info, err := c.Info(ctx, "clients").Result()
+		for line := range strings.Lines(info) {
+			if n, ok := strings.CutPrefix(strings.TrimSpace(line), "blocked_clients:"); ok {
+				return err == nil && n != "0"
+			}
+		}
+		return false
+	}
+	return held, resume
 }
 
 // TestFaultRedis runs the scenarios every store shares, each against a

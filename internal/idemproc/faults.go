@@ -36,6 +36,12 @@ type Faults struct {
 	Open func(t *testing.T, addr string) idempotency.Store
 	// ChildAddr is the address Start passes to the children (Main's open).
 	ChildAddr string
+	// Stall, if set, makes the server hold every write that arrives from
+	// now on until resume is called (Redis: CLIENT PAUSE WRITE;
+	// PostgreSQL: the table locked in SHARE mode by a transaction), and
+	// returns held, which reports whether a write is being held. Scenarios
+	// that need it are skipped without it.
+	Stall func(t *testing.T) (held func() bool, resume func())
 }
 
 // instance is the middleware over a store, behind a loopback server, with
@@ -141,7 +147,7 @@ const FaultLease = 3 * time.Second
 // Suite runs the fault scenarios that every store's fault suite shares,
 // each in a subtest against a server of its own (start starts it and
 // describes it): LinkCutAtComplete, LostBeginReply, LostCompleteReply,
-// HolderCutOff, and Kill at each step (StepClaimed, StepHandled,
+// HolderCutOff, SlowBegin, and Kill at each step (StepClaimed, StepHandled,
 // StepCompleted). A store's own faults (a restart, a crash of the server)
 // are its suite's own tests.
 func Suite(t *testing.T, start func(t *testing.T) Faults) {
@@ -153,6 +159,7 @@ func Suite(t *testing.T, start func(t *testing.T) Faults) {
 		{"LostBeginReply", LostBeginReply},
 		{"LostCompleteReply", LostCompleteReply},
 		{"HolderCutOff", HolderCutOff},
+		{"SlowBegin", SlowBegin},
 		{"Kill", func(t *testing.T, f Faults) {
 			for _, step := range []string{StepClaimed, StepHandled, StepCompleted} {
 				t.Run(step, func(t *testing.T) { KillAt(t, f, step) })
