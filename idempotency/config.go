@@ -107,8 +107,12 @@ type Config struct {
 	// StoreTimeout bounds each store call made after the handler started
 	// (renewals, Complete, Release); they run even when the client has
 	// gone away. A failed Complete is tried again, with backoff (10 ms
-	// doubled per try, full jitter, at most 1 s), until StoreTimeout has
-	// passed since the first try. Zero: DefaultStoreTimeout (5 s).
+	// doubled per try, full jitter, at most 1 s), while the client waits
+	// for its response for up to StoreTimeout since the first try; then
+	// the response is sent and Complete is tried on in the background, the
+	// lease renewed, for as long as the lease then held the key (so that a
+	// store back within the lease gets the record). Zero:
+	// DefaultStoreTimeout (5 s).
 	StoreTimeout time.Duration
 	// Observer receives an event.Replay for each replay and an
 	// event.Conflict for each request the middleware refuses. Nil: none.

@@ -122,6 +122,42 @@ func TestFaultStoreAwayLongerThanStoreTimeout(t *testing.T) {
 	})
 }
 
+// TestFaultStoreBackWithinLease: the store goes away as the handler
+// returns, for longer than StoreTimeout (1 s) but not as long as the lease
+// (6 s). The client gets its 201 after StoreTimeout, as when the store
+// does not come back; the middleware goes on storing the response, and
+// renewing the lease, while the lease holds, so that the retry after the
+// store's return replays it instead of running the handler again.
+func TestFaultStoreBackWithinLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newFaultyStore()
+		h := &charges{}
+		var once sync.Once
+		cut := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h.ServeHTTP(w, r)
+			once.Do(func() {
+				store.down.Store(true) // as the handler returns
+				go func() {
+					time.Sleep(3 * time.Second)
+					store.down.Store(false)
+				}()
+			})
+		})
+		m := newMiddleware(t, idempotency.Config{Store: store, Lease: 6 * time.Second, StoreTimeout: time.Second})
+		start := time.Now()
+		first := post(m.Handler(cut), "POST", "/x", "k", "{}")
+		if d := time.Since(start); first.Code != http.StatusCreated || d != time.Second {
+			t.Fatalf("first: %d after %v, want 201 after StoreTimeout (1 s)", first.Code, d)
+		}
+		time.Sleep(time.Minute) // far past the lease
+		again := post(m.Handler(cut), "POST", "/x", "k", "{}")
+		if again.Code != http.StatusCreated || again.Header().Get("Idempotent-Replayed") != "true" || again.Body.String() != first.Body.String() || h.runs.Load() != 1 {
+			t.Fatalf("retry after the store came back (3 s) within the lease (6 s): %d %s replayed %q, runs %d; want the replay of %s and 1 run",
+				again.Code, again.Body, again.Header().Get("Idempotent-Replayed"), h.runs.Load(), first.Body)
+		}
+	})
+}
+
 // TestFaultLeaseEndsWhileStoreAway: the store cannot be reached while the
 // handler runs, for longer than the lease. The handler's context is
 // cancelled when the lease ends (not later: another instance may claim the

@@ -145,6 +145,17 @@ func (l *lease) renew() {
 	l.lost(cause)
 }
 
+// left returns how long the lease holds the key from now by c.Now: 0 once
+// it is lost or stopped.
+func (l *lease) left() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped {
+		return 0
+	}
+	return max(0, l.until.Sub(l.c.Now()))
+}
+
 // stop ends the renewals; a renewal under way is ignored.
 func (l *lease) stop() {
 	l.mu.Lock()
@@ -164,16 +175,16 @@ func retryDelay(n int, ceiling time.Duration) time.Duration {
 }
 
 // complete stores resp, trying again with backoff when the store fails,
-// for up to StoreTimeout: a Complete that does not get through leaves the
-// key in progress, and once the lease has passed a retry of the request
-// would run the handler again. It stops at ErrLeaseLost (another request
-// holds the key: the token fences this one off). The lease is renewed
-// meanwhile by the caller's lease.
-func (c *Config) complete(ctx context.Context, id ID, token string, resp Response) error {
+// for up to timeout: a Complete that does not get through leaves the key in
+// progress, and once the lease has passed a retry of the request would run
+// the handler again. It stops at ErrLeaseLost (another request holds the
+// key: the token fences this one off). The lease is renewed meanwhile by
+// the caller's lease.
+func (c *Config) complete(ctx context.Context, id ID, token string, resp Response, timeout time.Duration) error {
 	if _, ok := c.Store.(*MemoryStore); ok {
 		return c.Store.Complete(ctx, id, token, resp, c.Now(), c.TTL) // never fails but for a lost lease
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.StoreTimeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for n := 1; ; n++ {
 		err := c.Store.Complete(ctx, id, token, resp, c.Now(), c.TTL)
@@ -181,7 +192,7 @@ func (c *Config) complete(ctx context.Context, id ID, token string, resp Respons
 			return err
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("idempotency: %d tries in %v: %w", n, c.StoreTimeout, err)
+			return fmt.Errorf("idempotency: %d tries in %v: %w", n, timeout, err)
 		}
 		c.ErrorLog.Printf("idempotency: store the response to key %q (try %d, will try again): %v", id.Key, n, err)
 		t := time.NewTimer(retryDelay(n, time.Second))
@@ -189,7 +200,7 @@ func (c *Config) complete(ctx context.Context, id ID, token string, resp Respons
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("idempotency: %d tries in %v: %w", n, c.StoreTimeout, err)
+			return fmt.Errorf("idempotency: %d tries in %v: %w", n, timeout, err)
 		}
 	}
 }

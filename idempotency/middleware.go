@@ -46,10 +46,11 @@
 // (ErrHijack): a response written to it could not be stored.
 //
 // Faults. A Complete that fails (the store cut off as the handler returns)
-// is tried again with backoff for up to Config.StoreTimeout, the lease being
-// renewed meanwhile. If the store stays away longer, the client has its
-// response but the record stays in progress: retries get 409 until the
-// lease passes, then run the handler again. A process that dies while it
+// is tried again with backoff, the lease being renewed meanwhile: for up to
+// Config.StoreTimeout before the client gets its response, then in the
+// background while the lease holds the key. If the store stays away
+// longer, the record stays in progress: retries get 409 until the lease
+// passes, then run the handler again. A process that dies while it
 // holds a key stops renewing its lease, and the key is usable again once
 // the lease (Config.Lease, 30 s) has passed. A holder that cannot renew its
 // lease (the store refuses, or the lease ends before a renewal gets
@@ -317,7 +318,12 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, id ID
 	defer cancel(nil)
 	ls := &f.ls
 	c.hold(ls, r.Context(), id, token, begun, cancel)
-	defer ls.stop()
+	background := false // the lease goes on with a Complete tried in the background
+	defer func() {
+		if !background {
+			ls.stop()
+		}
+	}()
 	bg := context.Context(ls) // the request's values, without its cancellation
 	r2 := r.WithContext(ctx)
 	f.body.Reset(body)
@@ -351,7 +357,23 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, id ID
 		c.release(bg, id, token, "after status "+strconv.Itoa(resp.Status))
 	default:
 		// The lease is renewed while Complete is tried again.
-		err := c.complete(bg, id, token, resp)
+		err := c.complete(bg, id, token, resp, c.StoreTimeout)
+		if left := ls.left(); err != nil && !errors.Is(err, ErrLeaseLost) && left > 0 {
+			// The client has waited StoreTimeout: it gets its response,
+			// and Complete goes on while the lease holds the key. A store
+			// that comes back within the lease gets the record; otherwise
+			// a retry after the lease would run the handler again.
+			c.ErrorLog.Printf("idempotency: store the response to key %q (status %d): %v; trying on for the %v the lease holds the key", id.Key, resp.Status, err, left)
+			background = true
+			go func() {
+				err := c.complete(bg, id, token, resp, left)
+				ls.stop()
+				if err != nil {
+					c.ErrorLog.Printf("idempotency: store the response to key %q (status %d): %v", id.Key, resp.Status, err)
+				}
+			}()
+			return
+		}
 		ls.stop()
 		if err != nil {
 			c.ErrorLog.Printf("idempotency: store the response to key %q (status %d): %v", id.Key, resp.Status, err)

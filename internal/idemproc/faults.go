@@ -146,8 +146,8 @@ const FaultLease = 3 * time.Second
 
 // Suite runs the fault scenarios that every store's fault suite shares,
 // each in a subtest against a server of its own (start starts it and
-// describes it): LinkCutAtComplete, LostBeginReply, LostCompleteReply,
-// HolderCutOff, SlowBegin, and Kill at each step (StepClaimed, StepHandled,
+// describes it): LinkCutAtComplete, LinkCutPastStoreTimeout,
+// LostBeginReply, LostCompleteReply, HolderCutOff, SlowBegin, and Kill at each step (StepClaimed, StepHandled,
 // StepCompleted). A store's own faults (a restart, a crash of the server)
 // are its suite's own tests.
 func Suite(t *testing.T, start func(t *testing.T) Faults) {
@@ -156,6 +156,7 @@ func Suite(t *testing.T, start func(t *testing.T) Faults) {
 		run  func(*testing.T, Faults)
 	}{
 		{"LinkCutAtComplete", LinkCutAtComplete},
+		{"LinkCutPastStoreTimeout", LinkCutPastStoreTimeout},
 		{"LostBeginReply", LostBeginReply},
 		{"LostCompleteReply", LostCompleteReply},
 		{"HolderCutOff", HolderCutOff},
@@ -209,6 +210,54 @@ func OutageAtComplete(t *testing.T, store idempotency.Store, lease time.Duration
 	}
 	t.Logf("outage of %v as the handler returned (lease %v): 1 run, the client got %d, the retry its replay; %d failed tries of Complete",
 		after, lease, first.status, len(in.logs.containing("will try again")))
+}
+
+// LinkCutPastStoreTimeout: the link to the store is cut as the handler
+// returns, for longer than StoreTimeout (2 s against 500 ms) but not as
+// long as the lease (6 s). The client gets its 201 after StoreTimeout,
+// before the link is back; the middleware goes on trying Complete, with
+// the lease renewed, and stores the response once the link is back: a
+// retry after the lease replays it, one run.
+func LinkCutPastStoreTimeout(t *testing.T, f Faults) {
+	const (
+		lease        = 6 * time.Second
+		storeTimeout = 500 * time.Millisecond
+		outage       = 2 * time.Second
+	)
+	px := faultproxy.New(t, f.Target)
+	var runs atomic.Int64
+	var wg sync.WaitGroup
+	defer wg.Wait() // the link is back before the test ends
+	in := newInstance(t, idempotency.Config{Store: f.Open(t, px.Addr), Lease: lease, StoreTimeout: storeTimeout},
+		charge(&runs, func(*http.Request) {
+			px.Down()
+			wg.Go(func() {
+				time.Sleep(outage) // the outage's length, in real time: the server is real
+				px.Up()
+			})
+		}))
+	key := "past-store-timeout-" + rand.Text()
+	start := time.Now()
+	first := in.post(key)
+	if took := time.Since(start); first.err != nil || first.status != http.StatusCreated || took >= outage {
+		t.Fatalf("first: %v after %v; want 201 after StoreTimeout (%v), before the link is back (%v)", first, took, storeTimeout, outage)
+	}
+	// Until the response is stored, or the lease would have passed.
+	direct := f.Open(t, f.Target)
+	for time.Since(start) < lease {
+		rec, ok, err := direct.Get(context.Background(), idempotency.ID{Key: key}, time.Now())
+		if err == nil && ok && rec.State == idempotency.Completed {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	in.offset.Store(int64(lease + time.Second))
+	again := in.post(key)
+	if runs.Load() != 1 || again.status != http.StatusCreated || again.replayed != "true" || again.body != first.body {
+		t.Fatalf("retry after the lease: %v, runs %d; want the replay of %s and 1 run", again, runs.Load(), first.body)
+	}
+	t.Logf("link cut for %v as the handler returned (StoreTimeout %v, lease %v): the client got %d after StoreTimeout, the response was stored when the link came back, the retry got its replay; 1 run",
+		outage, storeTimeout, lease, first.status)
 }
 
 // LostBeginReply: the reply to Begin is lost (the claim was made). The
