@@ -147,7 +147,8 @@ const FaultLease = 3 * time.Second
 // Suite runs the fault scenarios that every store's fault suite shares,
 // each in a subtest against a server of its own (start starts it and
 // describes it): LinkCutAtComplete, LinkCutPastStoreTimeout,
-// LostBeginReply, LostCompleteReply, HolderCutOff, SlowBegin, and Kill at each step (StepClaimed, StepHandled,
+// LostBeginReply, LostCompleteReply, HolderCutOff, SlowBegin, ClockAhead,
+// and Kill at each step (StepClaimed, StepHandled,
 // StepCompleted). A store's own faults (a restart, a crash of the server)
 // are its suite's own tests.
 func Suite(t *testing.T, start func(t *testing.T) Faults) {
@@ -161,6 +162,7 @@ func Suite(t *testing.T, start func(t *testing.T) Faults) {
 		{"LostCompleteReply", LostCompleteReply},
 		{"HolderCutOff", HolderCutOff},
 		{"SlowBegin", SlowBegin},
+		{"ClockAhead", ClockAhead},
 		{"Kill", func(t *testing.T, f Faults) {
 			for _, step := range []string{StepClaimed, StepHandled, StepCompleted} {
 				t.Run(step, func(t *testing.T) { KillAt(t, f, step) })
@@ -367,6 +369,50 @@ func HolderCutOff(t *testing.T, f Faults) {
 	}
 	t.Logf("holder cut off: A's context cancelled %v after it started (lease %v): %v; A answered %d, B ran and its response is the record; 2 runs",
 		c.after.Round(time.Millisecond), lease, c.cause, fromA.status)
+}
+
+// ClockAhead: instance B's clock runs a lease and a second ahead of
+// instance A's. Every store decides by the now of the process that calls
+// it (Redis's own expiry of the key, by its clock, can only remove a
+// record sooner), so B takes the claim of A, whose handler is running, for
+// expired, and runs the request too. A learns it at its next renewal,
+// which the store refuses: its handler's context is cancelled with a lost
+// lease, its Complete is refused, and the record is B's. Two runs: clocks
+// apart by more than the lease defeat it, as the docs say.
+func ClockAhead(t *testing.T, f Faults) {
+	const lease = time.Second
+	key := "clock-ahead-" + rand.Text()
+	var runs atomic.Int64
+	var b *instance
+	fromB := make(chan answer, 1)
+	aCause := make(chan error, 1)
+	a := newInstance(t, idempotency.Config{Store: f.Open(t, f.Target), Lease: lease},
+		charge(&runs, func(r *http.Request) {
+			fromB <- b.post(key) // while A's handler runs
+			select {
+			case <-r.Context().Done():
+				aCause <- context.Cause(r.Context())
+			case <-time.After(10 * time.Second):
+				aCause <- nil
+			}
+			// A handler that answers anyway.
+		}))
+	b = newInstance(t, idempotency.Config{Store: f.Open(t, f.Target), Lease: lease}, charge(&runs, nil))
+	b.offset.Store(int64(lease + time.Second))
+	fromA := a.post(key)
+	gotB, cause := <-fromB, <-aCause
+	if gotB.status != http.StatusCreated || gotB.replayed != "" {
+		t.Fatalf("B, its clock %v ahead, during A's handler: %v; want its own run (the store decides by B's clock)", lease+time.Second, gotB)
+	}
+	if !errors.Is(cause, idempotency.ErrLeaseLost) {
+		t.Fatalf("A's handler context: cause %v, want a lost lease (its renewal refused)", cause)
+	}
+	third := b.post(key)
+	if third.replayed != "true" || third.body != gotB.body || runs.Load() != 2 {
+		t.Fatalf("A got %v, B %v, a third request %v, runs %d; want B's response replayed (A fenced off)", fromA, gotB, third, runs.Load())
+	}
+	t.Logf("B's clock %v ahead: B ran beside A; A's context cancelled (%v); A answered %d, the record is B's; 2 runs",
+		lease+time.Second, cause, fromA.status)
 }
 
 // KillAt kills a child process (SIGKILL) at step (StepClaimed, StepHandled
