@@ -158,6 +158,37 @@ func TestFaultStoreBackWithinLease(t *testing.T) {
 	})
 }
 
+// TestFaultReleaseFails: the handler answers 503 (not kept: the key is to
+// be released) and the store is cut off as it returns, so the Release
+// fails. The key is not held for good: the lease is no longer renewed, the
+// client's retries get 409 until it passes, then run the handler.
+func TestFaultReleaseFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lease = 3 * time.Second
+		store := newFaultyStore()
+		h := &charges{status: http.StatusServiceUnavailable}
+		var once sync.Once
+		cut := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h.ServeHTTP(w, r)
+			once.Do(func() { store.down.Store(true) }) // as the first handler returns
+		})
+		m := newMiddleware(t, idempotency.Config{Store: store, Lease: lease})
+		if w := post(m.Handler(cut), "POST", "/x", "k", "{}"); w.Code != http.StatusServiceUnavailable {
+			t.Fatalf("first: %d, want the handler's 503", w.Code)
+		}
+		store.down.Store(false)
+		time.Sleep(lease - time.Millisecond)
+		if w := post(m.Handler(cut), "POST", "/x", "k", "{}"); w.Code != http.StatusConflict || w.Header().Get("Retry-After") == "" {
+			t.Fatalf("retry within the lease after a failed Release: %d (Retry-After %q), want 409 with Retry-After", w.Code, w.Header().Get("Retry-After"))
+		}
+		time.Sleep(time.Millisecond)
+		h.status = http.StatusCreated
+		if w := post(m.Handler(cut), "POST", "/x", "k", "{}"); w.Code != http.StatusCreated || h.runs.Load() != 2 {
+			t.Fatalf("retry after the lease: %d, runs %d; want the handler to run again", w.Code, h.runs.Load())
+		}
+	})
+}
+
 // TestFaultLeaseEndsWhileStoreAway: the store cannot be reached while the
 // handler runs, for longer than the lease. The handler's context is
 // cancelled when the lease ends (not later: another instance may claim the
