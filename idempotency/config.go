@@ -73,8 +73,11 @@ type Config struct {
 	// renewed; see DefaultLease. The middleware renews it every third of
 	// it, and sooner after a failed renewal; when the store refuses a
 	// renewal or the lease ends before one gets through, the handler's
-	// context is cancelled (its cause a *LeaseLostError). At least MinLease
-	// (30 ms). Zero: 30 s.
+	// context is cancelled (its cause a *LeaseLostError). The store counts
+	// the lease from the time Begin was sent: when Begin's reply takes a
+	// third of the lease or more, the lease is renewed before the handler
+	// runs, and the request is refused with 503 if it has ended and cannot
+	// be. At least MinLease (30 ms). Zero: 30 s.
 	Lease time.Duration
 	// RetryAfter is the wait suggested to a request refused because the
 	// first request with its key is still running (409) or because the
