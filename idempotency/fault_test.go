@@ -138,7 +138,7 @@ func TestFaultStoreBackWithinLease(t *testing.T) {
 			once.Do(func() {
 				store.down.Store(true) // as the handler returns
 				go func() {
-					time.Sleep(3 * time.Second)
+					time.Sleep(3 * time.Second) // virtual time: the store is back 3 s after the cut
 					store.down.Store(false)
 				}()
 			})

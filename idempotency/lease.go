@@ -74,14 +74,15 @@ type lease struct {
 	stopped bool
 }
 
-// hold starts l for the request whose context is parent, which claimed id
-// with token at begun. The first renewal is due a third of the lease after
-// begun, as the store counts it, not after the claim's reply came.
-func (c *Config) hold(l *lease, parent context.Context, id ID, token string, begun time.Time, lost func(error)) {
+// hold starts l, at now, for the request whose context is parent, which
+// claimed id with token at begun. The first renewal is due a third of the
+// lease after begun, as the store counts it, not after the claim's reply
+// came.
+func (c *Config) hold(l *lease, parent context.Context, id ID, token string, begun, now time.Time, lost func(error)) {
 	l.c, l.parent, l.id, l.token, l.lost, l.until = c, parent, id, token, lost, begun.Add(c.Lease)
 	l.mu.Lock() // the timer may fire before l.t is set
 	defer l.mu.Unlock()
-	l.t = time.AfterFunc(begun.Add(c.Lease/3).Sub(c.Now()), l.renew)
+	l.t = time.AfterFunc(begun.Add(c.Lease/3).Sub(now), l.renew)
 }
 
 // Deadline, Done, Err and Value make a lease the context of its store

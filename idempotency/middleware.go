@@ -170,12 +170,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.answer(w, r, key, fp, &rec)
 		return
 	}
-	if now, err = c.slowBegin(r.Context(), id, token, now); err != nil {
+	at := c.Now() // when Begin's reply came
+	begun, err := c.slowBegin(r.Context(), id, token, now, at)
+	if err != nil {
 		c.ErrorLog.Printf("idempotency: %s %s with key %q not executed: %v", r.Method, r.URL.Path, key, err)
 		c.unavailable(w, r, key, id, token, "idempotency: the request was not executed: the store answered too slowly to hold its key, try again later")
 		return
 	}
-	h.run(w, r, body, id, token, now)
+	h.run(w, r, body, id, token, begun, at)
 }
 
 // unavailable releases what token may hold of id and answers 503
@@ -187,16 +189,15 @@ func (c *Config) unavailable(w http.ResponseWriter, r *http.Request, key string,
 	c.refuse(w, r, key, Problem{Status: http.StatusServiceUnavailable, Reason: ReasonStoreUnavailable, Detail: detail}, c.retryAfterSeconds())
 }
 
-// slowBegin renews the lease that a Begin sent at begun claimed, when the
-// reply took a third of the lease or more (a store under load, a pool
-// with no free connection): the store counts the lease from begun, and
-// would let the key go before the first renewal, a third of a lease after
-// the handler starts, or has let it go already. It returns when the lease
-// now counts from, or an error when the handler must not run: the lease
-// ended before it could be renewed (another request may have claimed the
-// key; ErrLeaseLost when one has).
-func (c *Config) slowBegin(ctx context.Context, id ID, token string, begun time.Time) (time.Time, error) {
-	now := c.Now()
+// slowBegin renews the lease that a Begin sent at begun claimed, when its
+// reply, in at now, took a third of the lease or more (a store under load,
+// a pool with no free connection): the store counts the lease from begun,
+// and would let the key go before the first renewal, due a third of a
+// lease after begun, got through, or has let it go already. It returns
+// when the lease counts from, or an error when the handler must not run:
+// the lease ended before it could be renewed (another request may have
+// claimed the key; ErrLeaseLost when one has).
+func (c *Config) slowBegin(ctx context.Context, id ID, token string, begun, now time.Time) (time.Time, error) {
 	if now.Sub(begun) < c.Lease/3 {
 		return begun, nil
 	}
@@ -310,14 +311,14 @@ func (c *Config) refuse(w http.ResponseWriter, r *http.Request, key string, p Pr
 // the record afterwards. The handler's context is cancelled, with a
 // *LeaseLostError as its cause, if the request loses its hold on the key
 // while the handler runs.
-func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, id ID, token string, begun time.Time) {
+func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, id ID, token string, begun, now time.Time) {
 	c := &h.m.c
 	// One allocation for what the request needs while it holds the key.
 	f := &inflight{cw: capture{w: w, max: c.MaxResponseBytes, outer: snapshot(w.Header()), head: r.Method == http.MethodHead}}
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	ls := &f.ls
-	c.hold(ls, r.Context(), id, token, begun, cancel)
+	c.hold(ls, r.Context(), id, token, begun, now, cancel)
 	background := false // the lease goes on with a Complete tried in the background
 	defer func() {
 		if !background {
@@ -358,7 +359,11 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, id ID
 	default:
 		// The lease is renewed while Complete is tried again.
 		err := c.complete(bg, id, token, resp, c.StoreTimeout)
-		if left := ls.left(); err != nil && !errors.Is(err, ErrLeaseLost) && left > 0 {
+		var left time.Duration // how long the lease holds the key, if Complete failed
+		if err != nil && !errors.Is(err, ErrLeaseLost) {
+			left = ls.left()
+		}
+		if left > 0 {
 			// The client has waited StoreTimeout: it gets its response,
 			// and Complete goes on while the lease holds the key. A store
 			// that comes back within the lease gets the record; otherwise
