@@ -120,7 +120,7 @@ each attempt).
 	f := cmd.Flags()
 	o.pf.registerShort(f, "m")
 	f.IntVar(&o.retries, "retry", 0, "retries after the first attempt, as curl's --retry: --max-attempts N+1")
-	f.StringVarP(&o.method, "request", "X", "", "method (default GET, HEAD with -I, POST with data)")
+	f.StringVarP(&o.method, "request", "X", "", "method, sent as written (case-sensitive: get is not GET); default GET, HEAD with -I, POST with data")
 	f.StringArrayVarP(&o.headers, "header", "H", nil, "request header 'Name: value' (repeatable); 'Name:' removes a header yaoki would send, 'Name;' sends Name empty")
 	f.VarP(dataFlag{dataAscii, &o.data}, "data", "d", "request body (POST, form-encoded); @FILE reads a file without its newlines, @- stdin; several are joined with &")
 	f.Var(dataFlag{dataBinary, &o.data}, "data-binary", "request body as is; @FILE reads a file, @- stdin")
@@ -299,7 +299,10 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 		u.RawQuery += string(body)
 		body, hasBody = nil, false
 	}
-	method := strings.ToUpper(o.method)
+	// As curl, -X's method is sent as written: methods are case-sensitive
+	// (RFC 9110 §9.1), so "get" is not GET and is retried as a method of
+	// unknown safety.
+	method := o.method
 	switch {
 	case method != "":
 	case o.head:
@@ -559,7 +562,7 @@ func (o *httpOptions) checkRedirect(req *http.Request, via []*http.Request) erro
 	}
 	first := via[0]
 	if o.method != "" {
-		req.Method = strings.ToUpper(o.method)
+		req.Method = o.method
 	}
 	if ref := first.Header.Values("Referer"); len(ref) > 0 {
 		req.Header["Referer"] = ref
