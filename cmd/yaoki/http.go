@@ -261,7 +261,7 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 		return err
 	}
 	stderr := cmd.ErrOrStderr()
-	u, err := checkURL(rawURL)
+	tg, err := checkURL(rawURL)
 	if err != nil {
 		if o.silent && !o.showError {
 			var ee *exitError
@@ -288,6 +288,7 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	for _, w := range cp.unmatchable("http") {
 		o.say(stderr, "%s", w)
 	}
+	u := tg.url
 	body, hasBody, isJSON, err := requestBody(o.data, cmd.InOrStdin())
 	if err != nil {
 		return err
@@ -361,6 +362,9 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	if o.verbose {
 		rt = &verboseTransport{base: base, w: lw}
 	}
+	if tg.written {
+		rt = writtenPath{base: rt, t: tg}
+	}
 	// No per-host budget: one call per process, so a budget could only cut
 	// the retries asked for (--retry, --policy), never protect a fleet (a
 	// policy document's own Budget still applies).
@@ -373,7 +377,7 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	defer t.CloseIdleConnections()
 	client := &http.Client{Transport: t, CheckRedirect: o.checkRedirect}
 	if o.verbose {
-		fmt.Fprintf(stderr, "* yaoki http: %s %s (attempts: %s, policy: %s, retry mode: %s", method, u.Redacted(), limit, cp.source, cp.modeText())
+		fmt.Fprintf(stderr, "* yaoki http: %s %s (attempts: %s, policy: %s, retry mode: %s", method, tg.text(u, true), limit, cp.source, cp.modeText())
 		if k := req.Header.Get(header.IdempotencyKey); k != "" {
 			fmt.Fprintf(stderr, ", Idempotency-Key: %s", k)
 		}
@@ -381,7 +385,7 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	}
 	start := time.Now()
 	resp, err := client.Do(req)
-	info := transferInfo{url: u.String(), method: method}
+	info := transferInfo{url: tg.text(u, false), method: method}
 	if err != nil {
 		code, msg := curlExit(ctx, err)
 		if code == curlTimeout && cp.retry.MaxElapsed > 0 && ctx.Err() != nil {
@@ -395,7 +399,7 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 		if resp != nil {
 			// Past --max-redirs: the redirect not followed, its body
 			// closed; -i writes its headers and -w its status, as curl.
-			info.answered(resp)
+			info.answered(resp, tg)
 			if _, werr := o.write(cmd.OutOrStdout(), resp, true); werr != nil {
 				code, msg = curlWriteError, werr.Error()
 			}
@@ -405,7 +409,7 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 		return o.failWith(code, msg)
 	}
 	defer resp.Body.Close()
-	info.answered(resp)
+	info.answered(resp, tg)
 	reason := obs.gaveUp()
 	code, msg := curlOK, ""
 	switch {

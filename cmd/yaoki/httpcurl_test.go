@@ -43,6 +43,11 @@ func TestCheckURL(t *testing.T) {
 		"http://h/\x7f":           curlBadURL,
 		"http://h/\ta":            curlBadURL,
 		"foo://h/":                curlUnsupported,
+		"http://h/a%zz":           0, // sent as written, as curl
+		"http://h/%":              0,
+		"http://h/?q=%":           0,
+		"http://h/#%zz":           0,
+		"http://u%zz:p@h/":        0,
 	} {
 		_, err := checkURL(raw)
 		got := 0
@@ -51,6 +56,32 @@ func TestCheckURL(t *testing.T) {
 		}
 		if got != code {
 			t.Errorf("checkURL(%q): exit %d, want %d (%v)", raw, got, code, err)
+		}
+	}
+}
+
+// A '%' that starts no escape is sent and shown as written; the URL
+// holds it as "%25".
+func TestTargetWritten(t *testing.T) {
+	for raw, want := range map[string]struct{ path, shown, parsed string }{
+		"http://h/a%zz/b%2?c=%q#f%zz": {"/a%zz/b%2", "http://h/a%zz/b%2?c=%q#f%zz", "http://h/a%25zz/b%252?c=%q#f%25zz"},
+		"http://h/%":                  {"/%", "http://h/%", "http://h/%25"},
+		"http://h#%zz":                {"/", "http://h/#%zz", "http://h#%25zz"},
+		"http://h/a%20%zz?":           {"/a%20%zz", "http://h/a%20%zz?", "http://h/a%20%25zz?"},
+		"http://h//a%zz":              {"//a%25zz", "http://h//a%25zz", "http://h//a%25zz"},
+	} {
+		tg, err := checkURL(raw)
+		if err != nil || !tg.written {
+			t.Errorf("checkURL(%q): %v, written %v; want it kept as written", raw, err, tg != nil && tg.written)
+			continue
+		}
+		if tg.path != want.path || tg.text(tg.url, false) != want.shown || tg.url.String() != want.parsed {
+			t.Errorf("checkURL(%q): path %q, shown %q, parsed %q; want %q, %q, %q", raw, tg.path, tg.text(tg.url, false), tg.url.String(), want.path, want.shown, want.parsed)
+		}
+	}
+	for _, raw := range []string{"http://h/a%41", "http://h/?q=%zz", "http://u%zz:p@h/"} {
+		if tg, err := checkURL(raw); err != nil || tg.written {
+			t.Errorf("checkURL(%q): %v, written %v; want url's own path", raw, err, tg != nil && tg.written)
 		}
 	}
 }

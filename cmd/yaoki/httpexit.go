@@ -143,10 +143,11 @@ func lastMessage(err error) string {
 }
 
 // checkURL parses a URL as curl reads it: without a scheme it is http, a
-// scheme other than http or https is unsupported (exit 1), and a URL
-// with a space or a control character, without a host or with a port
-// outside 1-65535 is malformed (exit 3).
-func checkURL(raw string) (*url.URL, error) {
+// '%' that starts no escape is kept as written (see target), a scheme
+// other than http or https is unsupported (exit 1), and a URL with a
+// space or a control character, without a host or with a port outside
+// 1-65535 is malformed (exit 3).
+func checkURL(raw string) (*target, error) {
 	if i := strings.IndexFunc(raw, func(r rune) bool { return r <= ' ' || r == 0x7f }); i >= 0 {
 		return nil, exit(curlBadURL, fmt.Sprintf("(3) %q holds %q at byte %d: a URL has no spaces or control characters; write a space as %%20", raw, raw[i], i))
 	}
@@ -154,10 +155,11 @@ func checkURL(raw string) (*url.URL, error) {
 	if !strings.Contains(s, "://") {
 		s = "http://" + s
 	}
-	u, err := url.Parse(s)
+	t, err := parseWritten(s)
 	if err != nil {
 		return nil, exit(curlBadURL, fmt.Sprintf("(3) %q is not a URL: %v; want e.g. http://127.0.0.1:8080/path", raw, trimURLError(err)))
 	}
+	u := t.url
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return nil, exit(curlUnsupported, fmt.Sprintf("(1) %q: protocol %q is not supported: want http or https", raw, u.Scheme))
 	}
@@ -178,7 +180,7 @@ func checkURL(raw string) (*url.URL, error) {
 	} else if strings.HasSuffix(u.Host, ":") {
 		return nil, exit(curlBadURL, fmt.Sprintf("(3) %q: the port after %q is empty: want 1 to 65535, or no colon", raw, u.Hostname()))
 	}
-	return u, nil
+	return t, nil
 }
 
 func trimURLError(err error) error {

@@ -46,10 +46,14 @@ type transferInfo struct {
 	size        int64
 }
 
-// answered sets what -w says of the final answer resp: its status, URL,
+// answered sets what -w says of the final answer resp to a request for
+// tg (or a redirect's URL): its status, URL (as written, for tg's),
 // method, Content-Type and the redirects followed to reach it.
-func (ti *transferInfo) answered(resp *http.Response) {
+func (ti *transferInfo) answered(resp *http.Response, tg *target) {
 	ti.status, ti.url, ti.contentType = resp.StatusCode, resp.Request.URL.String(), resp.Header.Get("Content-Type")
+	if resp.Request.Response == nil { // not a redirect's
+		ti.url = tg.text(resp.Request.URL, false)
+	}
 	ti.method = resp.Request.Method
 	ti.redirects = 0
 	for r := resp.Request; r.Response != nil; r = r.Response.Request {

@@ -450,3 +450,30 @@ func TestHTTPMaxRedirsMessage(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 47 and \"yaoki: (47) maximum (1) redirects followed\"", r.code, r.stderr)
 	}
 }
+
+// A '%' that starts no escape is sent as written, as curl sends it, in
+// the path, the query and the fragment (which is not sent, but is part
+// of %{url_effective}).
+func TestHTTPURLAsWrittenLikeCurl(t *testing.T) {
+	s := startScripted(t, false, ok("ok\n"))
+	for _, path := range []string{"a%zz/b%2?c=%q#f%zz", "%", "a%20b%zz", "x%zz/y?q=%e9%zz", "ok%41?%"} {
+		t.Run(path, func(t *testing.T) {
+			s.restart()
+			args := []string{"-sS", "-w", `|%{url_effective} %{exitcode}`, s.url + path}
+			y := run(t, nil, append([]string{"http"}, args...)...)
+			ys := s.requests()
+			s.restart()
+			c := runCurl(t, args...)
+			cs := s.requests()
+			if y.code != 0 || c.code != 0 || len(ys) != 1 || len(cs) != 1 {
+				t.Fatalf("yaoki exit %d (%d requests), curl exit %d (%d requests)\n%s", y.code, len(ys), c.code, len(cs), y.stderr)
+			}
+			if ys[0].uri != cs[0].uri {
+				t.Errorf("yaoki sent %q, curl %q", ys[0].uri, cs[0].uri)
+			}
+			if y.stdout != c.stdout {
+				t.Errorf("stdout: yaoki %q, curl %q", y.stdout, c.stdout)
+			}
+		})
+	}
+}

@@ -13,7 +13,10 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/textproto"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -131,13 +134,12 @@ func (s *scripted) conn(c net.Conn) {
 	rd := bufio.NewReader(c)
 	for {
 		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
-		req, err := http.ReadRequest(rd)
+		req, err := readRequest(rd)
 		if err != nil {
 			return
 		}
-		body, _ := io.ReadAll(req.Body)
 		s.mu.Lock()
-		s.got = append(s.got, seen{method: req.Method, uri: req.RequestURI, host: req.Host, header: req.Header, body: string(body)})
+		s.got = append(s.got, req)
 		a := s.script[min(s.next, len(s.script)-1)]
 		s.next++
 		s.mu.Unlock()
@@ -154,13 +156,58 @@ func (s *scripted) conn(c net.Conn) {
 			return
 		}
 		out := a.raw()
-		if req.Method == http.MethodHead {
+		if req.method == http.MethodHead {
 			out = out[:strings.Index(string(out), "\r\n\r\n")+4]
 		}
 		if _, err := c.Write(out); err != nil {
 			return
 		}
 	}
+}
+
+// readRequest reads one HTTP/1.1 request as it came. (net/http's
+// ReadRequest refuses a request target that is not a valid URI, such as
+// "/a%zz", which curl and yaoki http send as written.)
+func readRequest(rd *bufio.Reader) (seen, error) {
+	tp := textproto.NewReader(rd)
+	line, err := tp.ReadLine()
+	if err != nil {
+		return seen{}, err
+	}
+	method, rest, ok1 := strings.Cut(line, " ")
+	uri, proto, ok2 := strings.Cut(rest, " ")
+	if !ok1 || !ok2 || !strings.HasPrefix(proto, "HTTP/1.") {
+		return seen{}, fmt.Errorf("malformed request line %q", line)
+	}
+	mh, err := tp.ReadMIMEHeader()
+	if err != nil {
+		return seen{}, err
+	}
+	h := http.Header(mh)
+	var body io.Reader = strings.NewReader("")
+	chunked := strings.EqualFold(h.Get("Transfer-Encoding"), "chunked")
+	switch cl := h.Get("Content-Length"); {
+	case chunked:
+		body = httputil.NewChunkedReader(rd)
+	case cl != "":
+		n, err := strconv.ParseInt(cl, 10, 64)
+		if err != nil || n < 0 {
+			return seen{}, fmt.Errorf("bad Content-Length %q", cl)
+		}
+		body = io.LimitReader(rd, n)
+	}
+	b, err := io.ReadAll(body)
+	if err != nil {
+		return seen{}, err
+	}
+	if chunked { // the trailer section, empty or not
+		if _, err := tp.ReadMIMEHeader(); err != nil {
+			return seen{}, err
+		}
+	}
+	host := h.Get("Host")
+	h.Del("Host")
+	return seen{method: method, uri: uri, host: host, header: h, body: string(b)}, nil
 }
 
 // selfSigned makes a certificate for 127.0.0.1 that no one trusts.
