@@ -52,6 +52,8 @@ type httpOptions struct {
 	userAgent      string
 	noUserAgent    bool // -A "": send no User-Agent
 	referer        string
+	autoReferer    bool // -e 'URL;auto': each redirect sends the URL left as Referer
+	target         *target
 	verbose        bool
 	key            string
 	retries        int
@@ -142,7 +144,7 @@ each attempt).
 	f.Var(&o.connectTimeout, "connect-timeout", "bound on each connection's setup, TCP and TLS (default: none)")
 	f.StringVarP(&o.writeOut, "write-out", "w", "", "write FORMAT on stdout at the end: %{http_code} %{time_total} %{num_retries} %{url_effective} %{exitcode} ... and \\n; @FILE reads it")
 	f.StringVarP(&o.userAgent, "user-agent", "A", "", "User-Agent header (default yaoki/VERSION)")
-	f.StringVarP(&o.referer, "referer", "e", "", "Referer header")
+	f.StringVarP(&o.referer, "referer", "e", "", "Referer header; 'URL;auto' (or ';auto') with -L sends, on each redirect, the URL left")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "write each attempt's headers and each retry decision on stderr")
 	f.StringVar(&o.key, "idempotency-key", "", "auto (a new key for POST and PATCH), off, or the KEY to send on every attempt")
 	o.hedge.register(f)
@@ -238,6 +240,14 @@ func (o *httpOptions) check(cmd *cobra.Command) error {
 		return usagef("-I cannot send a body: drop -I, or add -G to send the data in the query string")
 	}
 	o.noUserAgent = changed("user-agent") && o.userAgent == ""
+	// As curl: ";auto" anywhere ends the Referer given and asks for the
+	// URL left on each redirect.
+	if ref, _, ok := strings.Cut(o.referer, ";auto"); ok {
+		o.referer, o.autoReferer = ref, true
+	}
+	if !validHeaderValue(o.referer) {
+		return usagef("-e %q: a Referer cannot hold control characters", o.referer)
+	}
 	for _, h := range o.headers {
 		name, value, ok := cutHeader(h)
 		if !ok {
@@ -289,6 +299,7 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 		o.say(stderr, "%s", w)
 	}
 	u := tg.url
+	o.target = tg
 	body, hasBody, isJSON, err := requestBody(o.data, cmd.InOrStdin())
 	if err != nil {
 		return err
@@ -555,8 +566,9 @@ func (o *httpOptions) baseTransport() *http.Transport {
 // checkRedirect follows redirects with -L, up to --max-redirs, sending
 // the next request as curl does: with -X's method (curl keeps it, while
 // a 301, 302 or 303 still drops the body), with the Referer given (no
-// Referer of its own), and without credentials (Authorization, Cookie)
-// when the redirect leaves the first URL's origin: scheme, host and port.
+// Referer of its own; with -e ';auto', the URL left, without credentials
+// and fragment), and without credentials (Authorization, Cookie) when the
+// redirect leaves the first URL's origin: scheme, host and port.
 func (o *httpOptions) checkRedirect(req *http.Request, via []*http.Request) error {
 	if !o.location {
 		return http.ErrUseLastResponse
@@ -568,7 +580,9 @@ func (o *httpOptions) checkRedirect(req *http.Request, via []*http.Request) erro
 	if o.method != "" {
 		req.Method = o.method
 	}
-	if ref := first.Header.Values("Referer"); len(ref) > 0 {
+	if o.autoReferer {
+		req.Header.Set("Referer", o.target.referer(via[len(via)-1]))
+	} else if ref := first.Header.Values("Referer"); len(ref) > 0 {
 		req.Header["Referer"] = ref
 	} else {
 		req.Header.Del("Referer")

@@ -92,8 +92,21 @@ func (t *target) is(u *url.URL) bool {
 
 // text is u as yaoki http shows it: the parts of the URL given as
 // written, credentials hidden if redact.
-func (t *target) text(u *url.URL, redact bool) string {
-	if !t.is(u) {
+func (t *target) text(u *url.URL, redact bool) string { return t.show(u, t.is(u), redact) }
+
+// referer is the Referer that -e ';auto' sends after leaving req: its URL
+// (as written, for the URL given) without credentials and fragment, as
+// curl sends it.
+func (t *target) referer(req *http.Request) string {
+	written := req.Response == nil && t.is(req.URL)
+	u := *req.URL
+	u.User, u.Fragment, u.RawFragment = nil, "", ""
+	return t.show(&u, written, false)
+}
+
+// show is u, with the parts of the URL given as written if written.
+func (t *target) show(u *url.URL, written, redact bool) string {
+	if !written {
 		if redact {
 			return u.Redacted()
 		}

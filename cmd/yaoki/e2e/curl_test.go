@@ -358,6 +358,7 @@ func TestHTTPBadInput(t *testing.T) {
 		{[]string{"-D", "h.txt"}, "-i writes the headers"},
 		{[]string{"-b", "a=1"}, "-H 'Cookie: name=value'"},
 		{[]string{"--data-urlencode", "a=b c"}, "encode the value"},
+		{[]string{"-e", "http://from.example/\r\nX-Injected: 1"}, "a Referer cannot hold control characters"},
 	} {
 		r := run(t, nil, append(append([]string{"http"}, tc.args...), s.url)...)
 		if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
@@ -473,6 +474,53 @@ func TestHTTPURLAsWrittenLikeCurl(t *testing.T) {
 			}
 			if y.stdout != c.stdout {
 				t.Errorf("stdout: yaoki %q, curl %q", y.stdout, c.stdout)
+			}
+		})
+	}
+}
+
+// -e 'URL;auto' sends URL on the first request and, with -L, the URL
+// left (without credentials and fragment) on each redirect followed, as
+// curl does; -e ';auto' sends no Referer on the first.
+func TestHTTPRefererAutoLikeCurl(t *testing.T) {
+	redirect := func(code int, to string) answer {
+		return answer{status: code, headers: map[string]string{"Location": to}, body: "moved\n"}
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		path string // after the first server's URL
+	}{
+		{"-e ;auto", []string{"-L", "-e", ";auto"}, "first?q=1#frag"},
+		{"-e URL;auto", []string{"-L", "-e", "http://from.example/;auto"}, "first"},
+		{"-e URL;autoXYZ", []string{"-L", "-e", "http://from.example/p;autoXYZ"}, "first"},
+		{"-e URL;auto without -L", []string{"-e", "http://from.example/;auto"}, "first"},
+		{"-e ;auto without -L", []string{"-e", ";auto"}, "first"},
+		{"-e ;auto with credentials", []string{"-L", "-e", ";auto"}, "CREDS"},
+		{"-e ;auto then -e URL", []string{"-L", "-e", ";auto", "-e", "http://from.example/"}, "first"},
+		{"-e ;auto on a written path", []string{"-L", "-e", ";auto"}, "a%zz/b?x=%q"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			target := startScripted(t, false, ok("there\n"))
+			s := startScripted(t, false, redirect(302, "/two"), redirect(307, target.url+"three#f"), ok("unused\n"))
+			url := s.url + tc.path
+			if tc.path == "CREDS" {
+				url = strings.Replace(s.url, "http://", "http://ann:pw@", 1) + "first#frag"
+			}
+			all := func() []seen { return append(s.requests(), target.requests()...) }
+			y := run(t, nil, append(append([]string{"http", "-sS"}, tc.args...), url)...)
+			ys := all()
+			s.restart()
+			target.restart()
+			c := runCurl(t, append(append([]string{"-sS"}, tc.args...), url)...)
+			cs := all()
+			if y.code != c.code || len(ys) != len(cs) || len(ys) == 0 {
+				t.Fatalf("yaoki exit %d (%d requests), curl exit %d (%d requests)\n%s", y.code, len(ys), c.code, len(cs), y.stderr)
+			}
+			for i := range ys {
+				if got, want := ys[i].header.Values("Referer"), cs[i].header.Values("Referer"); fmt.Sprintf("%q", got) != fmt.Sprintf("%q", want) {
+					t.Errorf("request %d (%s): yaoki sent Referer %q, curl %q", i+1, cs[i].uri, got, want)
+				}
 			}
 		})
 	}
