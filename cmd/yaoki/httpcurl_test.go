@@ -66,7 +66,7 @@ func TestTargetWritten(t *testing.T) {
 	for raw, want := range map[string]struct{ path, shown, parsed string }{
 		"http://h/a%zz/b%2?c=%q#f%zz": {"/a%zz/b%2", "http://h/a%zz/b%2?c=%q#f%zz", "http://h/a%25zz/b%252?c=%q#f%25zz"},
 		"http://h/%":                  {"/%", "http://h/%", "http://h/%25"},
-		"http://h#%zz":                {"/", "http://h/#%zz", "http://h#%25zz"},
+		"http://h#%zz":                {"/", "http://h/#%zz", "http://h/#%25zz"},
 		"http://h/a%20%zz?":           {"/a%20%zz", "http://h/a%20%zz?", "http://h/a%20%25zz?"},
 		"http://h//a%zz":              {"//a%25zz", "http://h//a%25zz", "http://h//a%25zz"},
 	} {

@@ -160,6 +160,9 @@ func checkURL(raw string) (*target, error) {
 		return nil, exit(curlBadURL, fmt.Sprintf("(3) %q is not a URL: %v; want e.g. http://127.0.0.1:8080/path", raw, trimURLError(err)))
 	}
 	u := t.url
+	if u.Path == "" && u.Opaque == "" {
+		u.Path = "/" // what is sent, and what curl shows (%{url_effective})
+	}
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return nil, exit(curlUnsupported, fmt.Sprintf("(1) %q: protocol %q is not supported: want http or https", raw, u.Scheme))
 	}

@@ -85,6 +85,7 @@ func TestHTTPLikeCurl(t *testing.T) {
 		{name: "refused", args: []string{"-sS", "--retry", "0"}, path: "refused", stderr: true, code: 7},
 		{name: "bad port", args: []string{"-sS"}, path: "http://127.0.0.1:99999/", stderr: true, code: 3},
 		{name: "space in the URL", args: []string{"-sS"}, path: "http://127.0.0.1:1/a b", stderr: true, code: 3},
+		{name: "-w url_effective without a path", script: []answer{ok("x")}, args: []string{"-s", "-w", `|%{url_effective}`}, path: "ROOT"},
 		{name: "-w backslashes", script: []answer{ok("x")}, args: []string{"-s", "-o", "/dev/null", "-w", `a\\b\q\%{http_code}\n`}},
 		{name: "-g", script: []answer{ok("x\n")}, args: []string{"-sg"}},
 		{name: "unsupported protocol", args: []string{"-sS"}, path: "foo://127.0.0.1/", stderr: true, code: 1},
@@ -102,6 +103,8 @@ func TestHTTPLikeCurl(t *testing.T) {
 			case "":
 			case "refused":
 				url = "http://127.0.0.1:1/"
+			case "ROOT":
+				url = strings.TrimSuffix(s.url, "/")
 			case "tls-on-plain":
 				url = "https://" + silentListener(t) + "/"
 			default:
