@@ -236,6 +236,9 @@ func (o *httpOptions) check(cmd *cobra.Command) error {
 	if changed("user") && !strings.Contains(o.user, ":") {
 		return usagef("-u %q: want USER:PASSWORD (yaoki http does not prompt for a password)", o.user)
 	}
+	if o.fail && o.failWithBody {
+		return usagef("-f and --fail-with-body cannot be combined, as in curl: -f writes no body when the status is 400 or more, --fail-with-body writes it; use one")
+	}
 	if o.head && len(o.data) > 0 && !o.get {
 		return usagef("-I cannot send a body: drop -I, or add -G to send the data in the query string")
 	}

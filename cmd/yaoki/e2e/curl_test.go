@@ -60,6 +60,8 @@ func TestHTTPLikeCurl(t *testing.T) {
 		{name: "-f 404", script: []answer{status(404, "no\n")}, args: []string{"-f"}, stderr: true, code: 22},
 		{name: "-fs 404", script: []answer{status(404, "no\n")}, args: []string{"-fs"}, code: 22},
 		{name: "-fsS 404", script: []answer{status(404, "no\n")}, args: []string{"-fsS"}, stderr: true, code: 22},
+		{name: "-f --fail-with-body", script: []answer{status(404, "no\n")}, args: []string{"-s", "-f", "--fail-with-body"}, stderr: true, code: 2},
+		{name: "--fail-with-body -f", script: []answer{status(404, "no\n")}, args: []string{"-s", "--fail-with-body", "-f"}, stderr: true, code: 2},
 		{name: "--fail-with-body 404", script: []answer{status(404, "no\n")}, args: []string{"--fail-with-body"}, stderr: true, code: 22},
 		{name: "final 503 without -f exits 0", script: []answer{status(503, "busy\n")}, args: []string{"-s", "--retry", "1"}, yaoki: fastRetries, curl: []string{"--retry-delay", "1"}, lastOnly: "busy\n"},
 		{name: "final 503 -fsS", script: []answer{status(503, "busy\n")}, args: []string{"-fsS", "--retry", "1"}, yaoki: fastRetries, curl: []string{"--retry-delay", "1"}, stderr: true, code: 22},
