@@ -57,6 +57,7 @@ type httpOptions struct {
 	verbose        bool
 	key            string
 	retries        int
+	retryDelay     seconds
 	hedge          hedgeFlags
 }
 
@@ -122,6 +123,8 @@ each attempt).
 	f := cmd.Flags()
 	o.pf.registerShort(f, "m")
 	f.IntVar(&o.retries, "retry", 0, "retries after the first attempt, as curl's --retry: --max-attempts N+1")
+	f.Var(&o.retryDelay, "retry-delay", "as curl's: the same wait before every retry (--base, --throttle-base and --cap D, --jitter none); a longer Retry-After is still honoured; 0: the policy's backoff")
+	f.Bool("retry-connrefused", false, "accepted as curl's: yaoki http retries refused connections without it")
 	f.StringVarP(&o.method, "request", "X", "", "method, sent as written (case-sensitive: get is not GET); default GET, HEAD with -I, POST with data")
 	f.StringArrayVarP(&o.headers, "header", "H", nil, "request header 'Name: value' (repeatable); 'Name:' removes a header yaoki would send, 'Name;' sends Name empty")
 	f.VarP(dataFlag{dataAscii, &o.data}, "data", "d", "request body (POST, form-encoded); @FILE reads a file without its newlines, @- stdin; several are joined with &")
@@ -155,10 +158,8 @@ each attempt).
 // curlOnlyFlags are curl flags that yaoki http does not take, with what to
 // use instead.
 var curlOnlyFlags = map[string]string{
-	"--retry-delay":       "curl's fixed wait; the waits come from --base (the first), --multiplier and --cap (--jitter none for no randomness)",
 	"--retry-max-time":    "use -m/--max-time, which bounds the whole run, attempts and waits",
 	"--retry-all-errors":  "yaoki http retries 408, 429, 500, 502, 503, 504 and connection failures; a --policy file names more (e.g. HTTP.404)",
-	"--retry-connrefused": "yaoki http retries refused connections without it",
 	"-O":                  "name the file with -o FILE",
 	"--remote-name":       "name the file with -o FILE",
 	"--output-dir":        "name the file with -o DIR/FILE",
@@ -225,6 +226,19 @@ func (o *httpOptions) check(cmd *cobra.Command) error {
 		}
 		if err := cmd.Flags().Set("max-attempts", strconv.Itoa(o.retries+1)); err != nil {
 			return usagef("--retry %d: %v", o.retries, err)
+		}
+	}
+	if changed("retry-delay") && o.retryDelay.d > 0 {
+		for _, name := range []string{"base", "throttle-base", "cap", "multiplier", "jitter", "policy"} {
+			if changed(name) {
+				return usagef("--retry-delay %s and --%s cannot be combined: --retry-delay makes every wait %s (--base, --throttle-base and --cap %s, --jitter none); use one", secondsText(o.retryDelay.d), name, secondsText(o.retryDelay.d), secondsText(o.retryDelay.d))
+			}
+		}
+		d := strconv.FormatInt(o.retryDelay.d.Nanoseconds(), 10) + "ns"
+		for _, set := range [][2]string{{"base", d}, {"throttle-base", d}, {"cap", d}, {"jitter", "none"}} {
+			if err := cmd.Flags().Set(set[0], set[1]); err != nil {
+				return usagef("--retry-delay %s: %v", secondsText(o.retryDelay.d), err)
+			}
 		}
 	}
 	if o.maxRedirs < -1 {

@@ -90,6 +90,7 @@ func TestHTTPLikeCurl(t *testing.T) {
 		{name: "-w url_effective without a path", script: []answer{ok("x")}, args: []string{"-s", "-w", `|%{url_effective}`}, path: "ROOT"},
 		{name: "-w backslashes", script: []answer{ok("x")}, args: []string{"-s", "-o", "/dev/null", "-w", `a\\b\q\%{http_code}\n`}},
 		{name: "-g", script: []answer{ok("x\n")}, args: []string{"-sg"}},
+		{name: "--retry-connrefused", script: []answer{ok("x\n")}, args: []string{"-sS", "--retry", "1", "--retry-connrefused"}},
 		{name: "unsupported protocol", args: []string{"-sS"}, path: "foo://127.0.0.1/", stderr: true, code: 1},
 		{name: "empty reply", script: []answer{{close: true}}, args: []string{"-sS", "--retry", "0"}, stderr: true, code: 52},
 		{name: "reset", script: []answer{{reset: true}}, args: []string{"-sS", "--retry", "0"}, stderr: true, code: 56},
@@ -285,6 +286,21 @@ func TestHTTPVerboseEveryAttempt(t *testing.T) {
 	}
 }
 
+// --retry-delay D makes every wait D, as curl's: after throttling answers
+// too, without jitter, without growth.
+func TestHTTPRetryDelay(t *testing.T) {
+	s := startScripted(t, false, status(503, "busy\n"), status(500, "oops\n"), ok("done\n"))
+	y := run(t, nil, "http", "-v", "--retry", "2", "--retry-delay", "0.01", s.url)
+	if y.code != 0 || y.stdout != "done\n" || len(s.requests()) != 3 {
+		t.Fatalf("exit %d, stdout %q after %d requests; want 0 and done after 3\n%s", y.code, y.stdout, len(s.requests()), y.stderr)
+	}
+	for _, want := range []string{"waiting 0.010s before attempt 2, from backoff", "waiting 0.010s before attempt 3, from backoff"} {
+		if !strings.Contains(y.stderr, want) {
+			t.Errorf("-v lacks %q:\n%s", want, y.stderr)
+		}
+	}
+}
+
 // %{num_retries} (newer curls have it; 7.88 does not) and %{time_total}.
 func TestHTTPWriteOutRetries(t *testing.T) {
 	s := startScripted(t, false, status(500, "x"), status(502, "y"), ok("z"))
@@ -355,9 +371,10 @@ func TestHTTPBadInput(t *testing.T) {
 		{[]string{"-u", "nopassword"}, "USER:PASSWORD"},
 		{[]string{"--json", "{}", "-d", "x"}, "--json cannot be combined"},
 		{[]string{"--bogus"}, "unknown flag"},
-		{[]string{"--retry-delay", "1"}, "unknown flag: --retry-delay: curl's fixed wait; the waits come from --base"},
 		{[]string{"--retry-max-time", "5"}, "use -m/--max-time"},
-		{[]string{"--retry-connrefused"}, "retries refused connections without it"},
+		{[]string{"--retry-delay", "1", "--base", "2s"}, "--retry-delay 1.000s and --base cannot be combined"},
+		{[]string{"--retry-delay", "1", "--jitter", "full"}, "--retry-delay 1.000s and --jitter cannot be combined"},
+		{[]string{"--retry-delay", "soon"}, `"soon" is not a duration`},
 		{[]string{"--retry-all-errors"}, "a --policy file names more"},
 		{[]string{"-sO"}, "'O' in -O: name the file with -o FILE"},
 		{[]string{"-D", "h.txt"}, "-i writes the headers"},
