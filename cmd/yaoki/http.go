@@ -34,7 +34,7 @@ type httpOptions struct {
 	obs            observeFlags
 	method         string
 	headers        []string
-	data           []dataPart // -d, --data-binary, --data-raw, --json in order
+	data           []dataPart // -d, --data-binary, --data-raw, --data-urlencode, --json in order
 	get            bool
 	head           bool
 	output         string
@@ -69,9 +69,10 @@ func newHTTPCmd() *cobra.Command {
 		Long: `http sends one request through yaoki's retrying HTTP client (package
 httpretry) and writes the answer's body to stdout. It takes curl's flags with
 curl's meaning (-s, -S, -f, --fail-with-body, -L, -k, -u, -m, -w, -I, -i, -o,
--A, -e, -d, --data-binary, --data-raw, --json, -G, -H, -X, -v, combined as
--fsS or -sSL) and exits with curl's exit codes, so that it can stand in for
-curl --retry: --retry N is --max-attempts N+1.
+-A, -e, -d, --data-binary, --data-raw, --data-urlencode, --json, -G, -H, -X,
+-v, combined as -fsS or -sSL) and exits with curl's exit codes, so that it can
+stand in for curl --retry: --retry N is --max-attempts N+1, --retry-delay D
+makes every wait D.
 
 It retries 408, 429, 500, 502, 503 and 504 answers and connection failures,
 honours Retry-After (up to --max-retry-after, 60s by default), and retries
@@ -130,6 +131,7 @@ each attempt).
 	f.VarP(dataFlag{dataAscii, &o.data}, "data", "d", "request body (POST, form-encoded); @FILE reads a file without its newlines, @- stdin; several are joined with &")
 	f.Var(dataFlag{dataBinary, &o.data}, "data-binary", "request body as is; @FILE reads a file, @- stdin")
 	f.Var(dataFlag{dataRaw, &o.data}, "data-raw", "request body; a leading @ is sent as it is")
+	f.Var(dataFlag{dataURLEncode, &o.data}, "data-urlencode", "request body part, percent-encoded as a form value: 'content', '=content', 'name=content', '@FILE' or 'name@FILE' (the file's content, @- stdin)")
 	f.Var(dataFlag{dataJSON, &o.data}, "json", "JSON request body (POST, Content-Type and Accept application/json); @FILE reads a file")
 	f.BoolVarP(&o.get, "get", "G", false, "send the data in the URL's query string with GET")
 	f.BoolVarP(&o.head, "head", "I", false, "send HEAD and write the answer's headers only")
@@ -158,20 +160,19 @@ each attempt).
 // curlOnlyFlags are curl flags that yaoki http does not take, with what to
 // use instead.
 var curlOnlyFlags = map[string]string{
-	"--retry-max-time":    "use -m/--max-time, which bounds the whole run, attempts and waits",
-	"--retry-all-errors":  "yaoki http retries 408, 429, 500, 502, 503, 504 and connection failures; a --policy file names more (e.g. HTTP.404)",
-	"-O":                  "name the file with -o FILE",
-	"--remote-name":       "name the file with -o FILE",
-	"--output-dir":        "name the file with -o DIR/FILE",
-	"-D":                  "-i writes the headers before the body",
-	"--dump-header":       "-i writes the headers before the body",
-	"-b":                  "send cookies with -H 'Cookie: name=value'",
-	"--cookie":            "send cookies with -H 'Cookie: name=value'",
-	"--data-urlencode":    "encode the value and send it with -d",
+	"--retry-max-time":   "use -m/--max-time, which bounds the whole run, attempts and waits",
+	"--retry-all-errors": "yaoki http retries 408, 429, 500, 502, 503, 504 and connection failures; a --policy file names more (e.g. HTTP.404)",
+	"-O":                 "name the file with -o FILE",
+	"--remote-name":      "name the file with -o FILE",
+	"--output-dir":       "name the file with -o DIR/FILE",
+	"-D":                 "-i writes the headers before the body",
+	"--dump-header":      "-i writes the headers before the body",
+	"-b":                 "send cookies with -H 'Cookie: name=value'",
+	"--cookie":           "send cookies with -H 'Cookie: name=value'",
 }
 
 // curlFlagHint returns what to use instead of the curl flag that pflag's
-// unknown-flag message names ("unknown flag: --retry-delay", "unknown
+// unknown-flag message names ("unknown flag: --retry-max-time", "unknown
 // shorthand flag: 'O' in -O"), or "".
 func curlFlagHint(msg string) string {
 	name, ok := strings.CutPrefix(msg, "unknown flag: ")

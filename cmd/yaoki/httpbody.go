@@ -12,10 +12,11 @@ import (
 type dataKind uint8
 
 const (
-	dataAscii  dataKind = iota // -d/--data: @FILE without CR and LF, joined with &
-	dataBinary                 // --data-binary: @FILE as is, joined with &
-	dataRaw                    // --data-raw: no @ meaning, joined with &
-	dataJSON                   // --json: @FILE as is, joined with nothing
+	dataAscii     dataKind = iota // -d/--data: @FILE without CR and LF, joined with &
+	dataBinary                    // --data-binary: @FILE as is, joined with &
+	dataRaw                       // --data-raw: no @ meaning, joined with &
+	dataJSON                      // --json: @FILE as is, joined with nothing
+	dataURLEncode                 // --data-urlencode: [name]=content or [name]@FILE, content percent-encoded, joined with &
 )
 
 // dataPart is one data flag as given, in command-line order.
@@ -55,11 +56,17 @@ func requestBody(parts []dataPart, stdin io.Reader) (body []byte, has, isJSON bo
 			b.WriteByte('&')
 		}
 		v := []byte(p.value)
-		if name, ok := strings.CutPrefix(p.value, "@"); ok && p.kind != dataRaw {
-			if name == "-" {
+		name, content, file := "", p.value, p.kind != dataRaw
+		if p.kind == dataURLEncode {
+			name, content, file = cutURLEncode(p.value)
+		} else if file {
+			content, file = strings.CutPrefix(p.value, "@")
+		}
+		if file {
+			if content == "-" {
 				v, err = io.ReadAll(stdin)
 			} else {
-				v, err = os.ReadFile(name)
+				v, err = os.ReadFile(content)
 			}
 			if err != nil {
 				return nil, false, false, exit(curlReadError, fmt.Sprintf("(26) cannot read the request body from %s: %v", p.value, err))
@@ -68,9 +75,54 @@ func requestBody(parts []dataPart, stdin io.Reader) (body []byte, has, isJSON bo
 				v = bytes.ReplaceAll(bytes.ReplaceAll(v, []byte("\r"), nil), []byte("\n"), nil)
 			}
 		}
+		if p.kind == dataURLEncode {
+			if !file {
+				v = []byte(content)
+			}
+			v = formEncode(name, v)
+		}
 		b.Write(v)
 	}
 	return b.Bytes(), len(parts) > 0, isJSON, nil
+}
+
+// cutURLEncode splits a --data-urlencode value as curl does: at the first
+// '=' ("name=content", "=content"), else at the first '@' ("name@FILE",
+// "@FILE": the content is the file's), else the whole value is the
+// content.
+func cutURLEncode(v string) (name, content string, file bool) {
+	if n, c, ok := strings.Cut(v, "="); ok {
+		return n, c, false
+	}
+	if n, f, ok := strings.Cut(v, "@"); ok {
+		return n, f, true
+	}
+	return "", v, false
+}
+
+// formEncode returns "name=" (when name is not empty) and content
+// percent-encoded as curl's --data-urlencode encodes it: letters, digits
+// and -._~ as they are, space as '+', every other byte as %XX.
+func formEncode(name string, content []byte) []byte {
+	var b bytes.Buffer
+	if name != "" {
+		b.WriteString(name)
+		b.WriteByte('=')
+	}
+	const hex = "0123456789ABCDEF"
+	for _, c := range content {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '.', c == '_', c == '~':
+			b.WriteByte(c)
+		case c == ' ':
+			b.WriteByte('+')
+		default:
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		}
+	}
+	return b.Bytes()
 }
 
 // validHeaderName reports whether s is an HTTP field name: one or more
