@@ -328,6 +328,9 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 		}
 		u.RawQuery += string(body)
 		body, hasBody = nil, false
+		if i := strings.IndexFunc(u.RawQuery, func(r rune) bool { return r <= ' ' || r == 0x7f }); i >= 0 {
+			return o.failWith(curlBadURL, fmt.Sprintf("-G: the query %q holds %q at byte %d: a URL has no spaces or control characters; encode the data with --data-urlencode, or write a space as %%20 or +", u.RawQuery, u.RawQuery[i], i))
+		}
 	}
 	// As curl, -X's method is sent as written: methods are case-sensitive
 	// (RFC 9110 §9.1), so "get" is not GET and is retried as a method of
