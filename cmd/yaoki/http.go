@@ -147,7 +147,7 @@ each attempt).
 	f.BoolP("globoff", "g", false, "send {} and [] in the URL as written (yaoki http always does)")
 	f.StringVarP(&o.user, "user", "u", "", "USER:PASSWORD for basic authentication")
 	f.Var(&o.connectTimeout, "connect-timeout", "bound on each connection's setup, TCP and TLS (default: none)")
-	f.StringVarP(&o.writeOut, "write-out", "w", "", "write FORMAT on stdout at the end: %{http_code} %{time_total} %{num_retries} %{url_effective} %{exitcode} ... and \\n; @FILE reads it")
+	f.StringVarP(&o.writeOut, "write-out", "w", "", "write FORMAT on stdout at the end: %{http_code} %{time_total} %{num_retries} %{url_effective} %{exitcode} %header{NAME} ... and \\n; @FILE reads it")
 	f.StringVarP(&o.userAgent, "user-agent", "A", "", "User-Agent header (default yaoki/VERSION)")
 	f.StringVarP(&o.referer, "referer", "e", "", "Referer header; 'URL;auto' (or ';auto') with -L sends, on each redirect, the URL left")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "write each attempt's headers and each retry decision on stderr")
@@ -390,9 +390,10 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	}
 	obs := &httpObserver{w: lw, verbose: o.verbose, limit: limit}
 	base := o.baseTransport()
-	var rt http.RoundTripper = base
+	addrs := &connAddrs{base: base}
+	var rt http.RoundTripper = addrs
 	if o.verbose {
-		rt = &verboseTransport{base: base, w: lw}
+		rt = &verboseTransport{base: rt, w: lw}
 	}
 	if tg.written {
 		rt = writtenPath{base: rt, t: tg}
@@ -417,7 +418,7 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	}
 	start := time.Now()
 	resp, err := client.Do(req)
-	info := transferInfo{url: tg.text(u, false), method: method}
+	info := transferInfo{url: tg.text(u, false), method: method, filename: o.output}
 	if err != nil {
 		code, msg := curlExit(ctx, err)
 		if code == curlTimeout && cp.retry.MaxElapsed > 0 && ctx.Err() != nil {
@@ -432,16 +433,18 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 			// Past --max-redirs: the redirect not followed, its body
 			// closed; -i writes its headers and -w its status, as curl.
 			info.answered(resp, tg)
+			addrs.carried(resp, &info)
 			if _, werr := o.write(cmd.OutOrStdout(), resp, true); werr != nil {
 				code, msg = curlWriteError, werr.Error()
 			}
 		}
 		info.took, info.retries, info.exitCode, info.errMsg = time.Since(start), retries, code, msg
-		o.writeInfo(cmd.OutOrStdout(), format, &info)
+		o.writeInfo(cmd.OutOrStdout(), stderr, format, &info)
 		return o.failWith(code, msg)
 	}
 	defer resp.Body.Close()
 	info.answered(resp, tg)
+	addrs.carried(resp, &info)
 	reason := obs.gaveUp()
 	code, msg := curlOK, ""
 	switch {
@@ -475,7 +478,7 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	}
 	_ = total
 	info.exitCode, info.errMsg = code, msg
-	o.writeInfo(cmd.OutOrStdout(), format, &info)
+	o.writeInfo(cmd.OutOrStdout(), stderr, format, &info)
 	if code != curlOK {
 		return o.failWith(code, msg)
 	}
@@ -731,10 +734,11 @@ type writerOnly struct{ w io.Writer }
 
 func (w writerOnly) Write(p []byte) (int, error) { return w.w.Write(p) }
 
-// writeInfo writes -w's format, if any, on stdout.
-func (o *httpOptions) writeInfo(stdout io.Writer, format string, info *transferInfo) {
+// writeInfo writes -w's format, if any, on stdout (or stderr after
+// %{stderr}).
+func (o *httpOptions) writeInfo(stdout, stderr io.Writer, format string, info *transferInfo) {
 	if format != "" {
-		_, _ = io.WriteString(stdout, info.writeOut(format))
+		info.writeOut(format, stdout, stderr)
 	}
 }
 

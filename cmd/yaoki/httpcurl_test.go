@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -15,16 +16,23 @@ func TestWriteOut(t *testing.T) {
 		`%{nosuch}x\\y\q`:                     `x\\y\q`,
 		`%{unclosed`:                          `%{unclosed`,
 	} {
-		if got := ti.writeOut(format); got != want {
+		if got := writeOutText(ti, format); got != want {
 			t.Errorf("-w %q wrote %q, want %q", format, got, want)
 		}
 	}
-	if got := (&transferInfo{}).writeOut(`%{http_code}`); got != "000" {
+	if got := writeOutText(&transferInfo{}, `%{http_code}`); got != "000" {
 		t.Errorf("no answer: %%{http_code} is %q, want 000 as curl", got)
 	}
 	if u := checkWriteOut(`%{http_code} %{bogus} %{time_total} %{nope}`); len(u) != 2 || u[0] != "bogus" || u[1] != "nope" {
 		t.Errorf("unknown variables: got %q, want bogus, nope", u)
 	}
+}
+
+// writeOutText is what -w writes on stdout and stderr, together.
+func writeOutText(ti *transferInfo, format string) string {
+	var b strings.Builder
+	ti.writeOut(format, &b, &b)
+	return b.String()
 }
 
 func TestCheckURL(t *testing.T) {
@@ -100,7 +108,7 @@ func FuzzWriteOut(f *testing.F) {
 	}
 	ti := &transferInfo{status: 200, url: "u"}
 	f.Fuzz(func(t *testing.T, format string) {
-		out := ti.writeOut(format)
+		out := writeOutText(ti, format)
 		if len(out) > 2*len(format)+64*len(format) {
 			t.Fatalf("-w %q wrote %d bytes", format, len(out))
 		}

@@ -4,57 +4,126 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
 // writeOutVars are the -w variables yaoki http knows, as curl names them,
 // and how each is written.
 var writeOutVars = map[string]func(ti *transferInfo) string{
-	"content_type":  func(ti *transferInfo) string { return ti.contentType },
-	"errormsg":      func(ti *transferInfo) string { return ti.errMsg },
-	"exitcode":      func(ti *transferInfo) string { return fmt.Sprint(ti.exitCode) },
-	"http_code":     func(ti *transferInfo) string { return fmt.Sprintf("%03d", ti.status) },
-	"method":        func(ti *transferInfo) string { return ti.method },
-	"num_redirects": func(ti *transferInfo) string { return fmt.Sprint(ti.redirects) },
-	"num_retries":   func(ti *transferInfo) string { return fmt.Sprint(ti.retries) },
-	"response_code": func(ti *transferInfo) string { return fmt.Sprintf("%03d", ti.status) },
-	"size_download": func(ti *transferInfo) string { return fmt.Sprint(ti.size) },
-	"time_total":    func(ti *transferInfo) string { return fmt.Sprintf("%.6f", ti.took.Seconds()) },
-	"url_effective": func(ti *transferInfo) string { return ti.url },
+	"content_type":       func(ti *transferInfo) string { return ti.contentType },
+	"errormsg":           func(ti *transferInfo) string { return ti.errMsg },
+	"exitcode":           func(ti *transferInfo) string { return fmt.Sprint(ti.exitCode) },
+	"filename_effective": func(ti *transferInfo) string { return ti.filename },
+	"http_code":          func(ti *transferInfo) string { return fmt.Sprintf("%03d", ti.status) },
+	"http_version":       func(ti *transferInfo) string { return ti.httpVersion() },
+	"local_ip":           func(ti *transferInfo) string { return ti.local.ip },
+	"local_port":         func(ti *transferInfo) string { return fmt.Sprint(ti.local.port) },
+	"method":             func(ti *transferInfo) string { return ti.method },
+	"num_headers":        func(ti *transferInfo) string { return fmt.Sprint(ti.numHeaders()) },
+	"num_redirects":      func(ti *transferInfo) string { return fmt.Sprint(ti.redirects) },
+	"num_retries":        func(ti *transferInfo) string { return fmt.Sprint(ti.retries) },
+	"redirect_url":       func(ti *transferInfo) string { return ti.redirectURL },
+	"referer":            func(ti *transferInfo) string { return ti.referer },
+	"remote_ip":          func(ti *transferInfo) string { return ti.remote.ip },
+	"remote_port":        func(ti *transferInfo) string { return fmt.Sprint(ti.remote.port) },
+	"response_code":      func(ti *transferInfo) string { return fmt.Sprintf("%03d", ti.status) },
+	"scheme":             func(ti *transferInfo) string { return ti.scheme },
+	"size_download":      func(ti *transferInfo) string { return fmt.Sprint(ti.size) },
+	"time_total":         func(ti *transferInfo) string { return fmt.Sprintf("%.6f", ti.took.Seconds()) },
+	"url_effective":      func(ti *transferInfo) string { return ti.url },
 }
+
+// writeOutSwitches are the -w variables that write nothing but steer the
+// output: %{stdout} and %{stderr} choose where the rest goes, %{onerror}
+// writes the rest only if the run failed.
+var writeOutSwitches = []string{"onerror", "stderr", "stdout"}
 
 // writeOutNames lists the -w variables in order, for messages.
 func writeOutNames() string {
-	return strings.Join(slices.Sorted(maps.Keys(writeOutVars)), ", ")
+	names := slices.Concat(slices.Collect(maps.Keys(writeOutVars)), writeOutSwitches)
+	slices.Sort(names)
+	return strings.Join(names, ", ") + ", and %header{NAME}"
 }
 
 // transferInfo is what -w can write about a finished request.
 type transferInfo struct {
 	status      int // 0: no answer
+	proto       [2]int
+	header      http.Header // the final answer's
 	took        time.Duration
 	retries     int
 	redirects   int
 	url         string
+	scheme      string // as curl 7.88 writes it: HTTP, HTTPS
+	redirectURL string // the Location of a final redirect not followed
+	referer     string // the final request's
+	filename    string // -o's
 	method      string
 	exitCode    int
 	errMsg      string
 	contentType string
 	size        int64
+	local       endpoint
+	remote      endpoint
+}
+
+// endpoint is one end of the connection that carried the final answer.
+type endpoint struct {
+	ip   string
+	port int
+}
+
+func endpointOf(a net.Addr) endpoint {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return endpoint{ip: ta.IP.String(), port: ta.Port}
+	}
+	return endpoint{}
+}
+
+// httpVersion is the final answer's HTTP version as curl writes it: 1,
+// 1.1, 2, 3; 0 without an answer.
+func (ti *transferInfo) httpVersion() string {
+	switch {
+	case ti.status == 0:
+		return "0"
+	case ti.proto[0] == 1 && ti.proto[1] == 0:
+		return "1"
+	case ti.proto[0] == 1:
+		return fmt.Sprintf("1.%d", ti.proto[1])
+	}
+	return fmt.Sprint(ti.proto[0])
+}
+
+func (ti *transferInfo) numHeaders() int {
+	n := 0
+	for _, v := range ti.header {
+		n += len(v)
+	}
+	return n
 }
 
 // answered sets what -w says of the final answer resp to a request for
 // tg (or a redirect's URL): its status, URL (as written, for tg's),
-// method, Content-Type and the redirects followed to reach it.
+// method, headers, Content-Type, the redirects followed to reach it, and
+// for a redirect not followed, where it pointed.
 func (ti *transferInfo) answered(resp *http.Response, tg *target) {
 	ti.status, ti.url, ti.contentType = resp.StatusCode, resp.Request.URL.String(), resp.Header.Get("Content-Type")
 	if resp.Request.Response == nil { // not a redirect's
 		ti.url = tg.text(resp.Request.URL, false)
 	}
-	ti.method = resp.Request.Method
+	ti.method, ti.header, ti.proto = resp.Request.Method, resp.Header, [2]int{resp.ProtoMajor, resp.ProtoMinor}
+	ti.scheme, ti.referer = strings.ToUpper(resp.Request.URL.Scheme), resp.Request.Header.Get("Referer")
+	ti.redirectURL = ""
+	if loc, err := resp.Location(); err == nil && resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		ti.redirectURL = loc.String()
+	}
 	ti.redirects = 0
 	for r := resp.Request; r.Response != nil; r = r.Response.Request {
 		ti.redirects++
@@ -85,46 +154,95 @@ func readWriteOut(v string, stdin io.Reader) (string, error) {
 // not know, so that they can be reported before the request is sent.
 func checkWriteOut(format string) []string {
 	var unknown []string
-	expandWriteOut(format, func(name string) (string, bool) {
-		if _, ok := writeOutVars[name]; !ok {
+	expandWriteOut(format, func(name string, header bool) (string, bool) {
+		if _, ok := writeOutVars[name]; !header && !ok && !slices.Contains(writeOutSwitches, name) {
 			unknown = append(unknown, name)
 		}
 		return "", false
-	})
+	}, io.Discard, func(string) (io.Writer, bool) { return io.Discard, true })
 	return unknown
 }
 
-// writeOut expands format as curl's -w does: %{name} variables, %% for %,
-// and the escapes \n, \r and \t; a backslash before any other character
-// is written with it (\\ writes \\). An unknown variable writes nothing.
-func (ti *transferInfo) writeOut(format string) string {
-	return expandWriteOut(format, ti.value)
+// writeOut expands format as curl's -w does, on stdout: %{name} variables,
+// %header{NAME} (the final answer's header NAME, its values joined by
+// ", "), %% for %, and the escapes \n, \r and \t; a backslash before any
+// other character is written with it (\\ writes \\). An unknown
+// variable writes nothing. %{stderr} sends the rest to stderr, %{stdout}
+// back to stdout, and %{onerror} ends the output unless the run failed.
+func (ti *transferInfo) writeOut(format string, stdout, stderr io.Writer) {
+	expandWriteOut(format, ti.value, stdout, func(name string) (io.Writer, bool) {
+		switch name {
+		case "stderr":
+			return stderr, true
+		case "onerror":
+			return nil, ti.exitCode != 0
+		}
+		return stdout, true
+	})
 }
 
-func (ti *transferInfo) value(name string) (string, bool) {
+func (ti *transferInfo) value(name string, header bool) (string, bool) {
+	if header {
+		return strings.Join(ti.header.Values(name), ", "), true
+	}
 	if f, ok := writeOutVars[name]; ok {
 		return f(ti), true
 	}
 	return "", false
 }
 
-func expandWriteOut(format string, value func(string) (string, bool)) string {
+// expandWriteOut writes format expanded on w, with value for each
+// variable (header: a %header{NAME}); at each switch
+// (writeOutSwitches) it asks steer where the rest goes (nil: the same
+// writer), or whether to stop.
+func expandWriteOut(format string, value func(name string, header bool) (string, bool), w io.Writer, steer func(string) (io.Writer, bool)) {
 	var b strings.Builder
+	flush := func() {
+		_, _ = io.WriteString(w, b.String())
+		b.Reset()
+	}
+	defer flush()
 	for i := 0; i < len(format); i++ {
 		c := format[i]
 		switch {
 		case c == '%' && i+1 < len(format) && format[i+1] == '%':
 			b.WriteByte('%')
 			i++
+		case c == '%' && strings.HasPrefix(format[i+1:], "header{"):
+			end := strings.IndexByte(format[i+8:], '}')
+			if end < 0 { // written as it is, as curl writes it
+				b.WriteString("%header{")
+				i += 7
+				continue
+			}
+			if name := format[i+8 : i+8+end]; name != "" {
+				v, _ := value(name, true)
+				b.WriteString(v)
+			}
+			i += 8 + end
 		case c == '%' && i+1 < len(format) && format[i+1] == '{':
 			end := strings.IndexByte(format[i+2:], '}')
 			if end < 0 {
-				b.WriteString(format[i:])
-				return b.String()
+				b.WriteString("%{")
+				i++
+				continue
 			}
-			v, _ := value(format[i+2 : i+2+end])
-			b.WriteString(v)
+			name := format[i+2 : i+2+end]
 			i += 2 + end
+			if slices.Contains(writeOutSwitches, name) {
+				flush()
+				to, goOn := steer(name)
+				if !goOn {
+					b.Reset()
+					return
+				}
+				if to != nil {
+					w = to
+				}
+				continue
+			}
+			v, _ := value(name, false)
+			b.WriteString(v)
 		case c == '\\' && i+1 < len(format):
 			switch format[i+1] {
 			case 'n':
@@ -142,5 +260,47 @@ func expandWriteOut(format string, value func(string) (string, bool)) string {
 			b.WriteByte(c)
 		}
 	}
-	return b.String()
+}
+
+// connAddrs is the transport under the retries that notes, for each
+// answer, the addresses of the connection that carried it, for -w's
+// %{remote_ip}, %{remote_port}, %{local_ip} and %{local_port}.
+type connAddrs struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	of   map[*http.Response][2]net.Addr // local, remote
+}
+
+func (c *connAddrs) RoundTrip(req *http.Request) (*http.Response, error) {
+	var addrs [2]net.Addr
+	trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		addrs = [2]net.Addr{i.Conn.LocalAddr(), i.Conn.RemoteAddr()}
+	}}
+	resp, err := c.base.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
+	if resp != nil {
+		resp.Request = req
+		c.mu.Lock()
+		if c.of == nil {
+			c.of = map[*http.Response][2]net.Addr{}
+		}
+		c.of[resp] = addrs
+		c.mu.Unlock()
+	}
+	return resp, err
+}
+
+func (c *connAddrs) CloseIdleConnections() {
+	if ci, ok := c.base.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
+}
+
+// carried sets the addresses of the connection that carried resp.
+func (c *connAddrs) carried(resp *http.Response, ti *transferInfo) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a := c.of[resp]
+	ti.local, ti.remote = endpointOf(a[0]), endpointOf(a[1])
 }

@@ -88,6 +88,16 @@ func TestHTTPLikeCurl(t *testing.T) {
 		{name: "bad port", args: []string{"-sS"}, path: "http://127.0.0.1:99999/", stderr: true, code: 3},
 		{name: "space in the URL", args: []string{"-sS"}, path: "http://127.0.0.1:1/a b", stderr: true, code: 3},
 		{name: "-w url_effective without a path", script: []answer{ok("x")}, args: []string{"-s", "-w", `|%{url_effective}`}, path: "ROOT"},
+		{name: "-w of the answer and connection", script: []answer{ok("x")}, args: []string{"-s", "-o", "/dev/null", "-w", wAll}},
+		{name: "-w of a redirect not followed", script: []answer{{status: 302, headers: map[string]string{"Location": "/next?a=1"}, body: "moved\n"}}, args: []string{"-s", "-w", wAll}},
+		{name: "-w of a redirect past --max-redirs", script: []answer{{status: 302, headers: map[string]string{"Location": "/again"}, body: "moved\n"}}, args: []string{"-sL", "--max-redirs", "0", "-w", wNoHeaders}, code: 47},
+		{name: "-w after -L -e", script: []answer{{status: 302, headers: map[string]string{"Location": "/next"}, body: "moved\n"}, ok("there\n")}, args: []string{"-sL", "-e", "http://from.example/", "-w", wAll}},
+		{name: "-w without an answer", args: []string{"-s", "--retry", "0", "-w", wAll}, path: "refused", code: 7},
+		{name: "-w %{onerror} after an error", args: []string{"-s", "--retry", "0", "-w", `%{exitcode}%{onerror}!%{exitcode}`}, path: "refused", code: 7},
+		{name: "-w %{onerror} after success", script: []answer{ok("x")}, args: []string{"-s", "-w", `%{exitcode}%{onerror}!%{exitcode}`}},
+		{name: "-w %{stderr} %{stdout}", script: []answer{ok("x")}, args: []string{"-s", "-w", `a%{stderr}b%{stdout}c`}},
+		{name: "-w unclosed", script: []answer{ok("x")}, args: []string{"-s", "-w", `|%header{date\n|%{unclosed\n|`}},
+		{name: "-w a variable up to the next }", script: []answer{ok("x")}, args: []string{"-s", "-w", `%{unclosed\n|%header{date\n|%header{}|`}, stderr: true},
 		{name: "-w backslashes", script: []answer{ok("x")}, args: []string{"-s", "-o", "/dev/null", "-w", `a\\b\q\%{http_code}\n`}},
 		{name: "-g", script: []answer{ok("x\n")}, args: []string{"-sg"}},
 		{name: "--retry-connrefused", script: []answer{ok("x\n")}, args: []string{"-sS", "--retry", "1", "--retry-connrefused"}},
@@ -150,6 +160,14 @@ func TestHTTPLikeCurl(t *testing.T) {
 		})
 	}
 }
+
+// wAll is a -w format with the variables of the final answer and of its
+// connection (%{local_port} differs from run to run).
+const wAll = `[%{scheme}|%{http_version}|%{redirect_url}|%{num_headers}|%header{content-type}|%header{X-None}|%{filename_effective}|%{referer}|%{remote_ip}|%{remote_port}|%{local_ip}|%header{content-length}|%{http_code}|%{num_redirects}]\n`
+
+// wNoHeaders is wAll without %header{}: past --max-redirs, curl writes the
+// redirect's %{num_headers} but none of its headers.
+var wNoHeaders = regexp.MustCompile(`%header\{[^}]*\}`).ReplaceAllString(wAll, "")
 
 // silentListener accepts connections on a loopback port and never says a
 // word on them (a TLS handshake that never ends), until the test ends.
