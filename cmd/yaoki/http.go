@@ -38,6 +38,9 @@ type httpOptions struct {
 	get            bool
 	head           bool
 	output         string
+	remoteName     bool   // -O: the file is named from the URL
+	outputDir      string // --output-dir: the folder of -o's or -O's file
+	dumpHeader     string // -D: the headers to this file too ("-": stdout)
 	include        bool
 	fail           bool
 	failWithBody   bool
@@ -136,6 +139,9 @@ each attempt).
 	f.BoolVarP(&o.get, "get", "G", false, "send the data in the URL's query string with GET")
 	f.BoolVarP(&o.head, "head", "I", false, "send HEAD and write the answer's headers only")
 	f.StringVarP(&o.output, "output", "o", "", "write the body to FILE instead of stdout")
+	f.BoolVarP(&o.remoteName, "remote-name", "O", false, "write the body to a file named as the URL's last path segment (as written, query left out), in the current folder or --output-dir")
+	f.StringVar(&o.outputDir, "output-dir", "", "the folder of -o's or -O's file")
+	f.StringVarP(&o.dumpHeader, "dump-header", "D", "", "write the answer's headers (with -L, each redirect's first) to FILE too; - for stdout")
 	f.BoolVarP(&o.include, "include", "i", false, "write the status line and headers before the body")
 	f.BoolVarP(&o.fail, "fail", "f", false, "exit 22, writing no body, when the final status is 400 or more")
 	f.BoolVar(&o.failWithBody, "fail-with-body", false, "exit 22 when the final status is 400 or more, still writing the body")
@@ -162,11 +168,8 @@ each attempt).
 var curlOnlyFlags = map[string]string{
 	"--retry-max-time":   "use -m/--max-time, which bounds the whole run, attempts and waits",
 	"--retry-all-errors": "yaoki http retries 408, 429, 500, 502, 503, 504 and connection failures; a --policy file names more (e.g. HTTP.404)",
-	"-O":                 "name the file with -o FILE",
-	"--remote-name":      "name the file with -o FILE",
-	"--output-dir":       "name the file with -o DIR/FILE",
-	"-D":                 "-i writes the headers before the body",
-	"--dump-header":      "-i writes the headers before the body",
+	"-F":                 "multipart forms are not supported: send a form with -d or --data-urlencode, a file as it is with --data-binary @FILE",
+	"--form":             "multipart forms are not supported: send a form with -d or --data-urlencode, a file as it is with --data-binary @FILE",
 	"-b":                 "send cookies with -H 'Cookie: name=value'",
 	"--cookie":           "send cookies with -H 'Cookie: name=value'",
 }
@@ -250,6 +253,9 @@ func (o *httpOptions) check(cmd *cobra.Command) error {
 	}
 	if changed("user") && !strings.Contains(o.user, ":") {
 		return usagef("-u %q: want USER:PASSWORD (yaoki http does not prompt for a password)", o.user)
+	}
+	if o.remoteName && changed("output") {
+		return usagef("-o %s and -O both name the file: use one (-O names it from the URL)", o.output)
 	}
 	if o.fail && o.failWithBody {
 		return usagef("-f and --fail-with-body cannot be combined, as in curl: -f writes no body when the status is 400 or more, --fail-with-body writes it; use one")
@@ -345,7 +351,22 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	default:
 		method = http.MethodGet
 	}
-	if err := checkOutput(o.output); err != nil {
+	outFlag := "-o"
+	if o.remoteName {
+		outFlag = "-O"
+		name, ok := remoteFileName(tg)
+		if !ok {
+			return o.failWith(curlWriteError, fmt.Sprintf("-O: %s has no file name after its last /: name the file with -o FILE", tg.text(u, true)))
+		}
+		o.output = name
+	}
+	if o.outputDir != "" && o.output != "" && o.output != "-" {
+		o.output = strings.TrimSuffix(o.outputDir, "/") + "/" + o.output
+	}
+	if err := checkOutput(outFlag, o.output); err != nil {
+		return o.failWith(curlWriteError, err.Error())
+	}
+	if err := checkOutput("-D", o.dumpHeader); err != nil {
 		return o.failWith(curlWriteError, err.Error())
 	}
 
@@ -634,24 +655,36 @@ func sameOrigin(a, b *url.URL) bool {
 	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
 }
 
-// checkOutput makes sure -o can be created before the request is sent:
-// its folder exists and is a folder.
-func checkOutput(path string) error {
+// checkOutput makes sure the file of -o, -O or -D (flag) can be created
+// before the request is sent: its folder exists and is a folder.
+func checkOutput(flag, path string) error {
 	if path == "" || path == "-" {
 		return nil
 	}
 	dir := filepath.Dir(path)
 	st, err := os.Stat(dir)
 	if err != nil {
-		return fmt.Errorf("-o %s: cannot write there: %v", path, err)
+		return fmt.Errorf("%s %s: cannot write there: %v", flag, path, err)
 	}
 	if !st.IsDir() {
-		return fmt.Errorf("-o %s: %s is not a folder", path, dir)
+		return fmt.Errorf("%s %s: %s is not a folder", flag, path, dir)
 	}
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return fmt.Errorf("-o %s: is a folder: want a file name", path)
+		return fmt.Errorf("%s %s: is a folder: want a file name", flag, path)
 	}
 	return nil
+}
+
+// remoteFileName is -O's file name: the last segment of the URL's path as
+// written (percent escapes kept, as curl keeps them), or false when the
+// path ends with / or there is none.
+func remoteFileName(tg *target) (string, bool) {
+	p := tg.url.EscapedPath()
+	if tg.written {
+		p = tg.path
+	}
+	name := p[strings.LastIndexByte(p, '/')+1:]
+	return name, name != ""
 }
 
 // errReadBody marks a failure to read the answer's body (as opposed to
@@ -659,9 +692,15 @@ func checkOutput(path string) error {
 var errReadBody = errors.New("failure when receiving data from the peer")
 
 // write writes the answer: headers with -i or -I (with -f too, as curl
-// does; with -L those of each redirect first), then the body (not with noBody, nor for -I), to -o or stdout. It
+// does; with -L those of each redirect first), then the body (not with
+// noBody, nor for -I), to -o or stdout; and the headers to -D's file. It
 // returns the body's size.
 func (o *httpOptions) write(stdout io.Writer, resp *http.Response, noBody bool) (int64, error) {
+	if o.dumpHeader != "" {
+		if err := writeTo(o.dumpHeader, stdout, headerBlock(resp)); err != nil {
+			return 0, err
+		}
+	}
 	if noBody && !o.include && !o.head {
 		return 0, nil
 	}
@@ -675,18 +714,7 @@ func (o *httpOptions) write(stdout io.Writer, resp *http.Response, noBody bool) 
 		out = f
 	}
 	if o.include || o.head {
-		// Every answer's headers, the redirects followed first, as curl.
-		var hops []*http.Response
-		for r := resp; r != nil; r = r.Request.Response {
-			hops = append(hops, r)
-		}
-		var b bytes.Buffer
-		for i := len(hops) - 1; i >= 0; i-- {
-			fmt.Fprintf(&b, "%s %s\r\n", hops[i].Proto, hops[i].Status)
-			_ = hops[i].Header.Write(&b)
-			b.WriteString("\r\n")
-		}
-		if _, err := out.Write(b.Bytes()); err != nil {
+		if _, err := out.Write(headerBlock(resp)); err != nil {
 			return 0, fmt.Errorf("failure writing output to destination: %v", err)
 		}
 	}
@@ -702,6 +730,36 @@ func (o *httpOptions) write(stdout io.Writer, resp *http.Response, noBody bool) 
 		return n, fmt.Errorf("failure writing output to destination: %v", err)
 	}
 	return n, closeOut(out, stdout)
+}
+
+// headerBlock is every answer's status line and headers, the redirects
+// followed first, as curl writes them.
+func headerBlock(resp *http.Response) []byte {
+	var hops []*http.Response
+	for r := resp; r != nil; r = r.Request.Response {
+		hops = append(hops, r)
+	}
+	var b bytes.Buffer
+	for i := len(hops) - 1; i >= 0; i-- {
+		fmt.Fprintf(&b, "%s %s\r\n", hops[i].Proto, hops[i].Status)
+		_ = hops[i].Header.Write(&b)
+		b.WriteString("\r\n")
+	}
+	return b.Bytes()
+}
+
+// writeTo writes b to the file path, or to stdout for "-".
+func writeTo(path string, stdout io.Writer, b []byte) error {
+	if path == "-" {
+		if _, err := stdout.Write(b); err != nil {
+			return fmt.Errorf("failure writing output to destination: %v", err)
+		}
+		return nil
+	}
+	if err := os.WriteFile(path, b, 0o666); err != nil {
+		return fmt.Errorf("failure writing output to destination: %v", err)
+	}
+	return nil
 }
 
 func closeOut(out, stdout io.Writer) error {

@@ -399,9 +399,9 @@ func TestHTTPBadInput(t *testing.T) {
 		{[]string{"--retry-delay", "1", "--jitter", "full"}, "--retry-delay 1.000s and --jitter cannot be combined"},
 		{[]string{"--retry-delay", "soon"}, `"soon" is not a duration`},
 		{[]string{"--retry-all-errors"}, "a --policy file names more"},
-		{[]string{"-sO"}, "'O' in -O: name the file with -o FILE"},
-		{[]string{"-D", "h.txt"}, "-i writes the headers"},
 		{[]string{"-b", "a=1"}, "-H 'Cookie: name=value'"},
+		{[]string{"-o", "x", "-O"}, "-o x and -O both name the file"},
+		{[]string{"-sF", "a=1"}, "'F' in -F: multipart forms are not supported"},
 		{[]string{"-e", "http://from.example/\r\nX-Injected: 1"}, "a Referer cannot hold control characters"},
 	} {
 		r := run(t, nil, append(append([]string{"http"}, tc.args...), s.url)...)
@@ -565,6 +565,66 @@ func TestHTTPRefererAutoLikeCurl(t *testing.T) {
 				if got, want := ys[i].header.Values("Referer"), cs[i].header.Values("Referer"); fmt.Sprintf("%q", got) != fmt.Sprintf("%q", want) {
 					t.Errorf("request %d (%s): yaoki sent Referer %q, curl %q", i+1, cs[i].uri, got, want)
 				}
+			}
+		})
+	}
+}
+
+// -O names the file from the URL (in --output-dir), -D writes the headers
+// to a file or stdout, as curl does: the same files, stdout and exit code.
+func TestHTTPOutputFilesLikeCurl(t *testing.T) {
+	redirect := answer{status: 302, headers: map[string]string{"Location": "/next/there.txt"}, body: "moved\n"}
+	for _, tc := range []struct {
+		name   string
+		script []answer
+		args   []string // DIR: a folder of each run's own
+		path   string
+		code   int
+	}{
+		{"-O", []answer{ok("file\n")}, []string{"-s", "-O", "--output-dir", "DIR", "-w", `%{filename_effective}`}, "dir/f%20x.txt?q=1", 0},
+		{"-O with -L names the file from the first URL", []answer{redirect, ok("file\n")}, []string{"-sL", "-O", "--output-dir", "DIR"}, "first.txt", 0},
+		{"-O without a file name", []answer{ok("file\n")}, []string{"-s", "-O", "--output-dir", "DIR"}, "dir/", 23},
+		{"-O with -f 404", []answer{status(404, "no\n")}, []string{"-sf", "-O", "--output-dir", "DIR"}, "gone.txt", 22},
+		{"-D", []answer{ok("file\n")}, []string{"-s", "-D", "DIR/headers"}, "x", 0},
+		{"-D with -L", []answer{redirect, ok("file\n")}, []string{"-sL", "-D", "DIR/headers", "-o", "DIR/body"}, "x", 0},
+		{"-D with -f 404", []answer{status(404, "no\n")}, []string{"-sf", "-D", "DIR/headers"}, "x", 22},
+		{"-D -", []answer{ok("file\n")}, []string{"-s", "-D", "-"}, "x", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startScripted(t, false, tc.script...)
+			runIn := func(program string) (result, map[string]string) {
+				dir := t.TempDir()
+				args := make([]string, len(tc.args))
+				for i, a := range tc.args {
+					args[i] = strings.Replace(a, "DIR", dir, 1)
+				}
+				args = append(args, s.url+tc.path)
+				var r result
+				if program == "curl" {
+					r = runCurl(t, args...)
+				} else {
+					r = run(t, nil, append([]string{"http"}, args...)...)
+				}
+				r.stdout = strings.ReplaceAll(r.stdout, dir, "DIR")
+				files := map[string]string{}
+				entries, _ := os.ReadDir(dir)
+				for _, e := range entries {
+					b, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+					files[e.Name()] = string(b)
+				}
+				return r, files
+			}
+			y, yf := runIn("yaoki")
+			s.restart()
+			c, cf := runIn("curl")
+			if y.code != c.code || y.code != tc.code {
+				t.Errorf("exit %d; curl %d; want %d\nyaoki stderr: %s\ncurl stderr: %s", y.code, c.code, tc.code, y.stderr, c.stderr)
+			}
+			if y.stdout != c.stdout {
+				t.Errorf("stdout differs:\nyaoki: %q\ncurl:  %q", y.stdout, c.stdout)
+			}
+			if fmt.Sprintf("%q", yf) != fmt.Sprintf("%q", cf) {
+				t.Errorf("files differ:\nyaoki: %q\ncurl:  %q", yf, cf)
 			}
 		})
 	}
