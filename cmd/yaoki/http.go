@@ -128,6 +128,7 @@ each attempt).
 	o.pf.registerShort(f, "m")
 	f.IntVar(&o.retries, "retry", 0, "retries after the first attempt, as curl's --retry: --max-attempts N+1")
 	f.Var(&o.retryDelay, "retry-delay", "as curl's: the same wait before every retry (--base, --throttle-base and --cap D, --jitter none); a longer Retry-After is still honoured; 0: the policy's backoff")
+	f.Bool("no-progress-meter", false, "accepted as curl's: yaoki http draws no progress meter")
 	f.Bool("retry-connrefused", false, "accepted as curl's: yaoki http retries refused connections without it")
 	f.StringVarP(&o.method, "request", "X", "", "method, sent as written (case-sensitive: get is not GET); default GET, HEAD with -I, POST with data")
 	f.StringArrayVarP(&o.headers, "header", "H", nil, "request header 'Name: value' (repeatable); 'Name:' removes a header yaoki would send, 'Name;' sends Name empty")

@@ -100,6 +100,7 @@ func TestHTTPLikeCurl(t *testing.T) {
 		{name: "-w a variable up to the next }", script: []answer{ok("x")}, args: []string{"-s", "-w", `%{unclosed\n|%header{date\n|%header{}|`}, stderr: true},
 		{name: "-w backslashes", script: []answer{ok("x")}, args: []string{"-s", "-o", "/dev/null", "-w", `a\\b\q\%{http_code}\n`}},
 		{name: "-g", script: []answer{ok("x\n")}, args: []string{"-sg"}},
+		{name: "--no-progress-meter", script: []answer{ok("x\n")}, args: []string{"--no-progress-meter"}},
 		{name: "--retry-connrefused", script: []answer{ok("x\n")}, args: []string{"-sS", "--retry", "1", "--retry-connrefused"}},
 		{name: "-G with a space", script: []answer{ok("x\n")}, args: []string{"-sS", "-G", "-d", "y=a b"}, stderr: true, code: 3},
 		{name: "unsupported protocol", args: []string{"-sS"}, path: "foo://127.0.0.1/", stderr: true, code: 1},
