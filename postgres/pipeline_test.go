@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -81,12 +82,26 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// newPayments starts the server, with its store over pool, and returns it
-// with its address; both are closed when t ends.
+// principal is who the request's bearer token says it comes from: the
+// token up to its "-" ("alice-1" and "alice-2" are two tokens of alice).
+func principal(r *http.Request) string {
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	who, _, _ := strings.Cut(token, "-")
+	if !ok {
+		return ""
+	}
+	return who
+}
+
+// newPayments starts the server, with the middleware over store, and
+// returns it with its address; the server is closed when t ends. Requests
+// need a bearer token (401 without); keys are scoped by its principal and
+// the fingerprint holds the Content-Type.
 func newPayments(t *testing.T, store idempotency.Store) (*payments, string) {
 	t.Helper()
 	p := &payments{changed: make(chan struct{}), runs: map[string][]string{}}
-	mw, err := idempotency.New(idempotency.Config{Store: store, ErrorLog: log.New(testLog{t}, "", 0)})
+	mw, err := idempotency.New(idempotency.Config{Store: store, Scope: principal,
+		FingerprintHeaders: []string{"Content-Type"}, ErrorLog: log.New(testLog{t}, "", 0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +136,11 @@ func newPayments(t *testing.T, store idempotency.Store) (*payments, string) {
 			hook(n)
 		}
 		sw := &statusWriter{ResponseWriter: w}
-		pay.ServeHTTP(sw, r)
+		if principal(r) == "" {
+			http.Error(sw, "a bearer token is required", http.StatusUnauthorized)
+		} else {
+			pay.ServeHTTP(sw, r)
+		}
 		p.mu.Lock()
 		p.arrivals[n-1].status = sw.status
 		p.served++
@@ -267,9 +286,9 @@ func pipelineClient(t *testing.T, dial func(ctx context.Context, network, addr s
 // paymentBody is the payment the client sends.
 const paymentBody = `{"amount":1000,"currency":"EUR"}`
 
-// newPayment returns a payment POST to url. Its body is body (as
-// GetBody gives it to every attempt after the first); first, if set, is
-// the first attempt's reader of the same bytes.
+// newPayment returns a payment POST to url, as alice (token alice-1). Its
+// body is body (as GetBody gives it to every attempt after the first);
+// first, if set, is the first attempt's reader of the same bytes.
 func newPayment(t *testing.T, url, body string, first io.ReadCloser) *http.Request {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
@@ -279,6 +298,8 @@ func newPayment(t *testing.T, url, body string, first io.ReadCloser) *http.Reque
 	if first != nil {
 		req.Body = first
 	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer alice-1")
 	return req
 }
 
@@ -521,8 +542,8 @@ func TestPipelineDeadLetter(t *testing.T) {
 				t.Fatalf("Capture: kept %v, %v", kept, err)
 			}
 			stored, err := letters.Get(ctx, l.ID)
-			if err != nil || stored.Key != key || stored.Attempts != attempts {
-				t.Fatalf("the stored letter: %+v, %v; want key %s and %d attempts", stored, err, key, attempts)
+			if err != nil || stored.Key != key || stored.Attempts != attempts || bytes.Contains(stored.Payload, []byte("alice-1")) {
+				t.Fatalf("the stored letter: %s%v; want key %s, %d attempts, no token", show(stored), err, key, attempts)
 			}
 			arrivals, runs := srv.snapshot()
 			if !slices.Equal(statuses(arrivals), tc.before) || totalRuns(runs) != min(len(tc.before), 1) {
@@ -531,8 +552,12 @@ func TestPipelineDeadLetter(t *testing.T) {
 
 			proxy.Up()
 			obs := &redriveObserver{}
+			fresh := func(r *http.Request) error { // alice's credentials of the moment
+				r.Header.Set("Authorization", "Bearer alice-2")
+				return nil
+			}
 			r, err := deadletter.NewRedriver(deadletter.Config{Store: letters, Queue: queue,
-				Handler: httpletter.Handler(client, nil), Observer: obs})
+				Handler: httpletter.Handler(client, fresh), Observer: obs})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -543,7 +568,7 @@ func TestPipelineDeadLetter(t *testing.T) {
 					t.Fatalf("the redrive whose reply is lost: %+v, %v; want it failed", rep, err)
 				}
 				if stored, err := letters.Get(ctx, l.ID); err != nil || stored.Redrives != 1 || stored.Parked || !stored.Due.After(now) {
-					t.Fatalf("the letter after a redrive whose reply was lost: %+v, %v; want one failed redrive, due later", stored, err)
+					t.Fatalf("the letter after a redrive whose reply was lost: %s%v; want one failed redrive, due later", show(stored), err)
 				}
 				srv.quiet(t)
 				now = now.Add(10 * time.Minute) // past the backoff after one failed redrive (at most 5 min)
@@ -704,7 +729,7 @@ func TestPipelineServerKilled(t *testing.T) {
 		}
 		l, kept, err := httpletter.Capture(ctx, letters, "pipeline-killed", req, res.resp, nil, time.Now())
 		if err != nil || !kept || l.Key != call.key || l.Attempts != 2 {
-			t.Fatalf("Capture: %+v kept %v, %v; want the call kept with key %s and 2 attempts", l, kept, err, call.key)
+			t.Fatalf("Capture: %s kept %v, %v; want the call kept with key %s and 2 attempts", show(l), kept, err, call.key)
 		}
 		r, err := deadletter.NewRedriver(deadletter.Config{Store: letters, Queue: "pipeline-killed", Handler: httpletter.Handler(client, nil)})
 		if err != nil {
@@ -715,7 +740,7 @@ func TestPipelineServerKilled(t *testing.T) {
 			t.Fatalf("redrive within the lease: %+v, %v; want it failed (409), the letter kept", rep, err)
 		}
 		if stored, err := letters.Get(ctx, l.ID); err != nil || stored.Redrives != 1 || stored.Parked || !stored.Due.After(now) {
-			t.Fatalf("the letter after a redrive within the lease: %+v, %v; want one failed redrive, due later", stored, err)
+			t.Fatalf("the letter after a redrive within the lease: %s%v; want one failed redrive, due later", show(stored), err)
 		}
 		if n := len(idemproc.Runs(t, runsFile)); n != 0 {
 			t.Fatalf("the handler ran %d times within the lease, want none", n)
