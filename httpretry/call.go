@@ -240,7 +240,7 @@ func (cl *call) attempt(actx context.Context) (*http.Response, error) {
 	}
 	cl.status = resp.StatusCode
 	cl.lastStatus = resp.StatusCode
-	if !cl.c.statuses.has(resp.StatusCode) {
+	if !cl.retries(resp) {
 		return resp, nil
 	}
 	se := &StatusError{Code: resp.StatusCode, Status: resp.Status, Hint: -1, req: cl.req, resp: resp}
@@ -255,6 +255,22 @@ func (cl *call) attempt(actx context.Context) (*http.Response, error) {
 	}
 	se.Hint = hint(resp, time.Now())
 	return resp, se
+}
+
+// retries reports whether resp's status is one the call retries: one of
+// the Transport's Statuses, or a 409 Conflict with Retry-After to a request
+// with an Idempotency-Key, by which the server says that the key's first
+// request is still running (the Idempotency-Key draft; the idempotency
+// middleware's in_progress): a later attempt gets its answer.
+func (cl *call) retries(resp *http.Response) bool {
+	if cl.c.statuses.has(resp.StatusCode) {
+		return true
+	}
+	if resp.StatusCode != http.StatusConflict {
+		return false
+	}
+	_, hinted := resp.Header[header.RetryAfter]
+	return hinted && cl.idempotencyKey() != ""
 }
 
 // idempotencyKey returns the Idempotency-Key the call's attempts carry.

@@ -193,7 +193,7 @@ func (cl *call) hedgeAttempt(actx context.Context) (answer, error) {
 		return answer{}, err
 	}
 	se := (*StatusError)(nil)
-	if cl.c.statuses.has(resp.StatusCode) {
+	if cl.retries(resp) {
 		se = &StatusError{Code: resp.StatusCode, Status: resp.Status, Hint: -1, req: cl.req, resp: resp}
 	}
 	dnr := se != nil && cl.c.dnrHdr != "" && strings.EqualFold(strings.TrimSpace(resp.Header.Get(cl.c.dnrHdr)), "true")

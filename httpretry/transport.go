@@ -12,8 +12,10 @@
 //	client.Transport = &httpretry.Transport{Base: client.Transport}
 //
 // What is retried: the statuses 408, 429, 500, 502, 503 and 504 (429 and
-// 503 count as throttling: the backoff starts from Policy.ThrottleBase) and
-// transport errors that can succeed later (see Classify). Which requests:
+// 503 count as throttling: the backoff starts from Policy.ThrottleBase), a
+// 409 with Retry-After to a request with an Idempotency-Key (the server
+// still runs the key's first request), and transport errors that can
+// succeed later (see Classify). Which requests:
 // GET, HEAD, OPTIONS, TRACE, PUT and DELETE; POST, PATCH and other methods
 // only when they carry an Idempotency-Key (given by the caller, or created
 // by the transport when told to, see KeyMode); any request whose connection
@@ -130,7 +132,11 @@ type Transport struct {
 	// Statuses are the response statuses retried, each in 100..599. Nil:
 	// DefaultStatuses (408, 429, 500, 502, 503, 504); an empty non-nil
 	// slice retries no status (transport errors only). 429 and 503 are
-	// classed as throttling whenever they are in the set.
+	// classed as throttling whenever they are in the set. Besides them, a
+	// 409 Conflict with Retry-After to a request with an Idempotency-Key
+	// is retried after the wait it asks: the server is still running the
+	// key's first request (package idempotency's in_progress), whose
+	// answer a later attempt gets.
 	Statuses []int
 
 	// IdempotencyKey says whether the transport creates Idempotency-Keys

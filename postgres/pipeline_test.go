@@ -354,10 +354,10 @@ func TestPipelineRetries(t *testing.T) {
 		replayed bool  // the client's answer is a replay
 		// faults returns what to do when request n's header arrives, the
 		// body, and the first attempt's reader of it (nil: the plain one).
-		faults func(proxy *faultproxy.Proxy) (func(n int), string, io.ReadCloser)
+		faults func(t *testing.T, srv *payments, proxy *faultproxy.Proxy) (func(n int), string, io.ReadCloser)
 	}{
 		{name: "reply lost once", statuses: []int{201, 201}, replayed: true,
-			faults: func(proxy *faultproxy.Proxy) (func(int), string, io.ReadCloser) {
+			faults: func(_ *testing.T, _ *payments, proxy *faultproxy.Proxy) (func(int), string, io.ReadCloser) {
 				return func(n int) {
 					if n == 1 {
 						proxy.DropNextReply()
@@ -365,7 +365,7 @@ func TestPipelineRetries(t *testing.T) {
 				}, paymentBody, nil
 			}},
 		{name: "reply lost twice", statuses: []int{201, 201, 201}, replayed: true,
-			faults: func(proxy *faultproxy.Proxy) (func(int), string, io.ReadCloser) {
+			faults: func(_ *testing.T, _ *payments, proxy *faultproxy.Proxy) (func(int), string, io.ReadCloser) {
 				return func(n int) {
 					if n <= 2 {
 						proxy.DropNextReply()
@@ -374,7 +374,7 @@ func TestPipelineRetries(t *testing.T) {
 			}},
 		{name: "link cut while the request is sent", statuses: []int{400, 201}, // body_unreadable: the handler never saw it
 			replayed: false,
-			faults: func(proxy *faultproxy.Proxy) (func(int), string, io.ReadCloser) {
+			faults: func(_ *testing.T, _ *payments, proxy *faultproxy.Proxy) (func(int), string, io.ReadCloser) {
 				// The first attempt's header and more than a buffer of
 				// its body go out; the rest waits until the link is cut.
 				head := paymentBody[:len(paymentBody)-1] + `,"memo":"` + strings.Repeat("x", 16<<10)
@@ -388,12 +388,30 @@ func TestPipelineRetries(t *testing.T) {
 					}
 				}, head + tail, &stalling{parts: []string{head, tail}, release: release}
 			}},
+		{name: "cut as the handler answers, the retry meets 409", statuses: []int{201, 409, 201}, replayed: true,
+			faults: func(t *testing.T, srv *payments, proxy *faultproxy.Proxy) (func(int), string, io.ReadCloser) {
+				srv.onRun = func(int) {
+					proxy.Down() // the answer cannot leave...
+					proxy.Up()   // ...and the retry comes in while the handler runs
+					if !srv.wait(func() bool { return srv.served >= 1 }) {
+						t.Error("the client's retry did not arrive")
+					}
+				}
+				// The retry got 409 in_progress with Retry-After: the
+				// client waits (no time here), and its next attempt
+				// arrives once the first run's answer is recorded.
+				return func(n int) {
+					if n == 3 && !srv.wait(func() bool { return srv.served >= 2 }) {
+						t.Error("the first run did not end")
+					}
+				}, paymentBody, nil
+			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, addr := newPayments(t, postgres.NewIdempotencyStore(pool))
 			proxy := faultproxy.New(t, addr)
 			client, rec := pipelineClient(t, nil)
-			onArrive, body, first := tc.faults(proxy)
+			onArrive, body, first := tc.faults(t, srv, proxy)
 			srv.onArrive = onArrive
 
 			req := newPayment(t, "http://"+proxy.Addr+"/payments", body, first)
@@ -458,10 +476,11 @@ func (o *redriveObserver) outcomes() []string {
 //     gives up with an *httpretry.Error; the redrive runs the handler;
 //   - the link going down as the handler answers: the handler ran, its
 //     answer and the retries lost; the redrive gets the replay;
-//   - the link cut as the handler answers and back at once: the retry
-//     arrives while the handler still runs and gets 409 in_progress, which
-//     the client does not retry: the call ends on that 409, which Capture
-//     keeps; the redrive gets the replay;
+//   - the link cut as the handler answers and back at once: the retries
+//     arrive while the handler still runs and get 409 in_progress, after
+//     each of which the client waits as told, until its attempts run out:
+//     the call ends on the last 409, which Capture keeps; the redrive gets
+//     the replay;
 //   - the link down before the request, and the first redrive's reply
 //     lost after the handler ran: that redrive fails and the letter waits;
 //     the next gets the replay.
@@ -488,14 +507,14 @@ func TestPipelineDeadLetter(t *testing.T) {
 			faults: func(_ *testing.T, srv *payments, proxy *faultproxy.Proxy) {
 				srv.onRun = func(int) { proxy.Down() } // the work is done; its answer cannot leave
 			}},
-		{name: "cut as the handler answers, the retry meets 409", status: 409, before: []int{201, 409},
+		{name: "cut as the handler answers, the retries meet 409", status: 409, before: []int{201, 409, 409},
 			faults: func(t *testing.T, srv *payments, proxy *faultproxy.Proxy) {
 				srv.onRun = func(int) {
 					proxy.Down()
 					proxy.Up()
-					// Answer once the client's retry has been answered.
-					if !srv.wait(func() bool { return srv.served >= 1 }) {
-						t.Error("the client's retry did not arrive")
+					// Answer once both retries have been answered 409.
+					if !srv.wait(func() bool { return srv.served >= 2 }) {
+						t.Error("the client's retries did not arrive")
 					}
 				}
 			}},
@@ -657,8 +676,8 @@ func (s *switchboard) dial(ctx context.Context, network, _ string) (net.Conn, er
 //     the client's next attempt, to the new process, gets the replay; the
 //     handler ran once.
 //   - killed after it claimed the key, before the handler ran: the next
-//     attempt gets 409 in_progress (the dead process's lease holds the key),
-//     which the client does not retry; the call is captured as a letter;
+//     attempts get 409 in_progress (the dead process's lease holds the
+//     key) until they run out; the call is captured as a letter;
 //     a redrive within the lease fails on 409 and the letter waits; a
 //     redrive after the lease (the new process's clock set past it, the
 //     redriver's now later) runs the handler, once in all.
@@ -728,8 +747,8 @@ func TestPipelineServerKilled(t *testing.T) {
 			t.Fatalf("the client got %v with key %q, want 409 in_progress under a created key", call, call.key)
 		}
 		l, kept, err := httpletter.Capture(ctx, letters, "pipeline-killed", req, res.resp, nil, time.Now())
-		if err != nil || !kept || l.Key != call.key || l.Attempts != 2 {
-			t.Fatalf("Capture: %s kept %v, %v; want the call kept with key %s and 2 attempts", show(l), kept, err, call.key)
+		if err != nil || !kept || l.Key != call.key || l.Attempts != 3 {
+			t.Fatalf("Capture: %s kept %v, %v; want the call kept with key %s and 3 attempts (the 409s retried as their Retry-After says)", show(l), kept, err, call.key)
 		}
 		r, err := deadletter.NewRedriver(deadletter.Config{Store: letters, Queue: "pipeline-killed", Handler: httpletter.Handler(client, nil)})
 		if err != nil {
