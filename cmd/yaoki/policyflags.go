@@ -135,9 +135,11 @@ SDKs' 2026 retry behaviour; see docs/cli.md):
             throttling answer, attempts wait for a token at a rate that drops
             to 70% of the measured one and grows back along a cubic curve
   off       one attempt, no retry (yaoki's own; AWS has no such mode)
-Without a mode, yaoki's own guards apply (http: a per-host budget of 20% of
-successes plus 10 retries/s; exec: none). legacy, each AWS SDK's older
-behaviour, has no equivalent and is refused.`
+Without a mode, yaoki's own guards apply: proxy keeps a retry budget per
+host (a gRPC-style bucket of 10 tokens, budget.Recommended; with --redis,
+one budget shared by the fleet); http and exec, one call per process, keep
+none. legacy, each AWS SDK's older behaviour, has no equivalent and is
+refused.`
 
 // resolveMode returns the retry mode and where it came from: --retry-mode
 // beats YAOKI_RETRY_MODE, which beats the file's RetryMode.
