@@ -80,8 +80,8 @@ gives the next page.
 
 The table has ID, QUEUE, STATE, DUE (RFC 3339 in UTC; --relative: "in 4m",
 "2h ago"), REDRIVES (failed redrives since the letter was put or requeued),
-ATTEMPTS, REASON and ERROR (the last error, cut to fit --width columns; show
-prints it whole). --json prints one JSON object per line, with every field and
+ATTEMPTS, REASON and ERROR (the last error, cut to fit --width columns but
+kept to at least 24 characters; show prints it whole). --json prints one JSON object per line, with every field and
 the payload: as text when it is valid UTF-8 ("payload_encoding": "text"),
 else in base64 ("payload_encoding": "base64").
 
