@@ -66,9 +66,8 @@ Scenarios:
             brownout: hedged requests, latency gained for load added
 
 Without a scenario, yaoki sim compares the strategies on herd, outage and
-collapse and
-writes the report (plots in SVG and PNG, an index.html, the numbers in CSV and
-JSON) to --out.
+collapse (collapse at 10 runs a point) and writes the report (plots in SVG and
+PNG, an index.html, the numbers in CSV and JSON) to --out.
 
 Each scenario compares its published policies with yaoki's defaults ("yaoki").
 Set any policy flag (--base, --cap, --jitter, --max-attempts, --budget, ...)
@@ -96,7 +95,7 @@ func (o *simOptions) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.out, "out", "yaoki-report", `folder for the report (plots, index.html, CSV, JSON); "" for none`)
 	fs.BoolVar(&o.progress, "progress", false, "show a progress bar on stderr even when it is not a terminal")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the sweep: the same seed gives the same numbers")
-	fs.IntVar(&o.runs, "runs", 0, "runs per point (default: herd 100, outage 3, collapse 20)")
+	fs.IntVar(&o.runs, "runs", 0, "runs per point (default: herd 100, outage 3, collapse 20 (10 in yaoki sim without a scenario), tail 3)")
 	fs.IntVar(&o.workers, "workers", runtime.GOMAXPROCS(0), "goroutines running simulations (results do not depend on it)")
 	fs.StringSliceVar(&o.only, "policies", nil, "only these policies, by name (default: all of the scenario's)")
 
