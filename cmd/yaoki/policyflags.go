@@ -97,8 +97,8 @@ type cliPolicy struct {
 	doc    *policy.Document // nil without --policy
 	retry  retry.Policy     // what runs the calls
 	source string           // "flags" or the file's name
-	// mode is the retry mode that applies: "default" (yaoki's own
-	// guards), "standard", "adaptive" or "off".
+	// mode is the retry mode that applies: "default" (the command's own
+	// guards, if it keeps any), "standard", "adaptive" or "off".
 	mode string
 	// modeFrom says where the mode came from: "default", the file's
 	// name, "$YAOKI_RETRY_MODE" or "--retry-mode", and what overrode it.
@@ -109,7 +109,7 @@ type cliPolicy struct {
 // "adaptive, from $YAOKI_RETRY_MODE".
 func (c *cliPolicy) modeText() string {
 	if c.mode == "default" {
-		return "default (yaoki's guards; no AWS retry mode asked for)"
+		return "default (no AWS retry mode asked for)"
 	}
 	return fmt.Sprintf("%s, from %s", c.mode, c.modeFrom)
 }

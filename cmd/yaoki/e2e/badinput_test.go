@@ -86,6 +86,12 @@ func TestHTTPRetryModeShown(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stderr, "retry mode: adaptive, from --retry-mode") || len(s.requests()) != 2 {
 		t.Fatalf("--retry-mode beats YAOKI_RETRY_MODE: exit %d after %d requests:\n%s", r.code, len(s.requests()), r.stderr)
 	}
+	// Without a mode, -v claims no guards: yaoki http keeps none of its own.
+	s.restart()
+	r = run(t, []string{"YAOKI_RETRY_MODE="}, append([]string{"http", "-v"}, append(fastRetries, s.url)...)...)
+	if r.code != 0 || !strings.Contains(r.stderr, "retry mode: default (no AWS retry mode asked for)") {
+		t.Fatalf("no mode: exit %d; want the default mode said, without guards:\n%s", r.code, r.stderr)
+	}
 }
 
 // yaoki sim's errors name the flag the user wrote, not package sim's
