@@ -116,7 +116,8 @@ func start(bin, dir string, extra []string) (*Server, error) {
 		return nil, err
 	}
 	args := []string{bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", dir, "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning"}
+		"--dir", dir, "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning",
+		"--repl-diskless-sync-delay", "0"} // a replica (StartReplica) syncs at once, not after 5 s
 	args = append(args, extra...)
 	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), args: args}
 	if err := s.run(); err != nil {
