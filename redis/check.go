@@ -56,6 +56,9 @@ func (e *UnsafeServerError) Is(target error) bool { return target == ErrUnsafeSe
 // the store works on an unsafe server, but its promise of one execution
 // holds only as long as the server keeps the records.
 func (s *IdempotencyStore) Check(ctx context.Context) error {
+	if s.err != nil {
+		return s.err
+	}
 	if cc, ok := s.c.(*goredis.ClusterClient); ok {
 		var (
 			mu   sync.Mutex // ForEachMaster calls in parallel

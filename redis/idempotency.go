@@ -23,7 +23,65 @@ type IdempotencyConfig struct {
 	// record's ID (idempotency.ID.String: scope length, scope, key). Zero:
 	// DefaultIdempotencyPrefix.
 	Prefix string
+	// Replicas, above zero, makes every write that a failover must not
+	// lose wait until at least this many replicas of the primary that took
+	// it have acknowledged it (Redis's WAIT, sent on the write's connection
+	// right after it): the claim of a Begin that claims, the new lease of
+	// an Extend, the record of a Complete. A write acknowledged by fewer
+	// replicas within ReplicaTimeout fails with a *ReplicaError (matching
+	// ErrNotReplicated), so the middleware answers 503 store_unavailable
+	// instead of running a handler on a claim a failover could lose. The
+	// write itself stays on the primary. Each such write costs a round trip
+	// to the replicas. Zero: no waiting. It needs a *goredis.Client (a
+	// failover client too) or a *goredis.ClusterClient; a Ring has no way
+	// to reach the primary of a key, and a store over one refuses every
+	// call with the configuration error.
+	Replicas int
+	// ReplicaTimeout bounds each wait for replicas; a context deadline
+	// that comes sooner ends it sooner. Zero: DefaultReplicaTimeout.
+	ReplicaTimeout time.Duration
 }
+
+// DefaultReplicaTimeout is IdempotencyConfig.ReplicaTimeout when zero.
+const DefaultReplicaTimeout = time.Second
+
+// Validate reports the first field of o out of range, as an error
+// matching ErrInvalidConfig that names the field, its value and what is
+// accepted. NewIdempotencyStore keeps that error and returns it from
+// every call of the store (and from Check); call Validate at start to
+// refuse the configuration there.
+func (o IdempotencyConfig) Validate() error {
+	switch {
+	case o.Replicas < 0:
+		return invalid("Replicas", o.Replicas, "0 (no waiting for replicas) or more: how many replicas must acknowledge each write")
+	case o.ReplicaTimeout < 0:
+		return invalid("ReplicaTimeout", o.ReplicaTimeout, "0 (DefaultReplicaTimeout) or more: how long a write waits for its replicas")
+	}
+	return nil
+}
+
+// ErrNotReplicated matches the *ReplicaError of a store call whose write
+// fewer replicas acknowledged than IdempotencyConfig.Replicas asks.
+var ErrNotReplicated = errors.New("redis: idempotency write not acknowledged by enough replicas")
+
+// ReplicaError is a write that fewer replicas acknowledged than asked
+// within the timeout. The write is on the primary; a failover to a replica
+// that lacks it would lose it. errors.Is(err, ErrNotReplicated) is true.
+type ReplicaError struct {
+	Op      string         // "begin", "extend" or "complete"
+	ID      idempotency.ID // the record written
+	Acked   int            // replicas that acknowledged the write
+	Asked   int            // IdempotencyConfig.Replicas
+	Timeout time.Duration  // how long WAIT waited at most
+}
+
+func (e *ReplicaError) Error() string {
+	return fmt.Sprintf("redis: idempotency %s %s: %d of the %d replicas asked for acknowledged the write within %v (WAIT %d %d): a failover could lose it",
+		e.Op, e.ID, e.Acked, e.Asked, e.Timeout, e.Asked, e.Timeout.Milliseconds())
+}
+
+// Is matches ErrNotReplicated.
+func (e *ReplicaError) Is(target error) bool { return target == ErrNotReplicated }
 
 // IdempotencyStore is an idempotency.Store in Redis, shared by every
 // process that uses the same Redis and prefix.
@@ -47,8 +105,13 @@ type IdempotencyConfig struct {
 // (appendfsync everysec loses at most about a second of records in a
 // crash; always, none): without the append-only file a restart loses every
 // record written since the last snapshot. A replica promoted by failover
-// may lack the last writes, which asynchronous replication had not copied.
-// Check tells at start whether the server evicts keys or runs without the
+// may lack the last writes, which asynchronous replication had not copied:
+// a claim or a completed record lost so lets a retry run its request again.
+// IdempotencyConfig.Replicas makes each write that matters wait until
+// replicas acknowledged it (Redis's WAIT) and fail otherwise, at the cost
+// of a round trip to the replicas per write; a replica that acknowledged
+// a write may still lose it in its own crash before its append-only file
+// has it, and WAIT does not make Redis strongly consistent. Check tells at start whether the server evicts keys or runs without the
 // append-only file.
 //
 // A Begin or Complete whose reply was lost is run again by go-redis; the
@@ -58,17 +121,87 @@ type IdempotencyConfig struct {
 // It is safe for concurrent use. Errors from Redis are returned wrapped,
 // with the operation named.
 type IdempotencyStore struct {
-	c      goredis.UniversalClient
-	prefix string
+	c        goredis.UniversalClient
+	prefix   string
+	replicas int
+	timeout  time.Duration
+	err      error // the configuration's, returned by every call
 }
 
 // NewIdempotencyStore returns a store that keeps its records through c (a
-// *goredis.Client, *goredis.ClusterClient or *goredis.Ring).
+// *goredis.Client, *goredis.ClusterClient or *goredis.Ring). When o is not
+// valid (see IdempotencyConfig.Validate, which also refuses Replicas with a
+// client other than *goredis.Client or *goredis.ClusterClient), every call
+// of the store returns the error, matching ErrInvalidConfig: the
+// middleware answers 503 and runs no handler.
 func NewIdempotencyStore(c goredis.UniversalClient, o IdempotencyConfig) *IdempotencyStore {
 	if o.Prefix == "" {
 		o.Prefix = DefaultIdempotencyPrefix
 	}
-	return &IdempotencyStore{c: c, prefix: o.Prefix}
+	if o.ReplicaTimeout == 0 {
+		o.ReplicaTimeout = DefaultReplicaTimeout
+	}
+	err := o.Validate()
+	if err == nil && o.Replicas > 0 {
+		switch c.(type) {
+		case *goredis.Client, *goredis.ClusterClient:
+		default:
+			err = invalid("Replicas", o.Replicas, fmt.Sprintf("0 with a client of type %T: waiting for replicas needs a *goredis.Client or *goredis.ClusterClient, which reach the primary of a key", c))
+		}
+	}
+	return &IdempotencyStore{c: c, prefix: o.Prefix, replicas: o.Replicas, timeout: o.ReplicaTimeout, err: err}
+}
+
+// run runs sc on the record of id. When the store waits for replicas and
+// wrote(reply) says the script wrote, it then sends WAIT on the same
+// connection (WAIT counts the replicas that have the writes of its own
+// connection) and fails with a *ReplicaError when too few acknowledged.
+// op names the call in errors.
+func (s *IdempotencyStore) run(ctx context.Context, op string, id idempotency.ID, sc *goredis.Script, wrote func(*goredis.Cmd) bool, args ...any) (*goredis.Cmd, error) {
+	key := s.key(id)
+	if s.replicas == 0 {
+		return sc.Run(ctx, s.c, []string{key}, args...), nil
+	}
+	primary, ok := s.c.(*goredis.Client)
+	if cc, isCluster := s.c.(*goredis.ClusterClient); isCluster {
+		var err error
+		if primary, err = cc.MasterForKey(ctx, key); err != nil {
+			return nil, fmt.Errorf("redis: idempotency %s %s: the primary of its slot: %w", op, id, err)
+		}
+	} else if !ok {
+		return nil, s.err // not reached: NewIdempotencyStore refused the client
+	}
+	conn := primary.Conn()
+	defer conn.Close()
+	reply := sc.Run(ctx, conn, []string{key}, args...)
+	if reply.Err() != nil || !wrote(reply) {
+		return reply, nil
+	}
+	timeout := s.timeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl))
+	}
+	timeout = max(timeout, time.Millisecond) // WAIT n 0 would block for good
+	n, err := conn.Wait(ctx, s.replicas, timeout).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redis: idempotency %s %s: WAIT %d %d: %w", op, id, s.replicas, timeout.Milliseconds(), err)
+	}
+	if n < int64(s.replicas) {
+		return nil, &ReplicaError{Op: op, ID: id, Acked: int(n), Asked: s.replicas, Timeout: timeout}
+	}
+	return reply, nil
+}
+
+// claimed says whether a reply of beginScript is a claim; replied1
+// whether a reply of extendScript or completeScript is a change.
+func claimed(c *goredis.Cmd) bool {
+	v, err := c.Slice()
+	return err == nil && len(v) == 1
+}
+
+func replied1(c *goredis.Cmd) bool {
+	n, err := c.Int()
+	return err == nil && n == 1
 }
 
 // Fields of a record's hash: s state ("p" in progress, "c" completed), f
@@ -127,8 +260,15 @@ func (s *IdempotencyStore) key(id idempotency.ID) string { return s.prefix + id.
 
 // Begin implements idempotency.Store.
 func (s *IdempotencyStore) Begin(ctx context.Context, id idempotency.ID, fp idempotency.Fingerprint, token string, now time.Time, lease time.Duration) (idempotency.Record, bool, error) {
-	res, err := beginScript.Run(ctx, s.c, []string{s.key(id)},
-		now.UnixMilli(), now.Add(lease).UnixMilli(), millis(lease), fp[:], token).Slice()
+	if s.err != nil {
+		return idempotency.Record{}, false, s.err
+	}
+	reply, err := s.run(ctx, "begin", id, beginScript, claimed,
+		now.UnixMilli(), now.Add(lease).UnixMilli(), millis(lease), fp[:], token)
+	if err != nil {
+		return idempotency.Record{}, false, err
+	}
+	res, err := reply.Slice()
 	if err != nil {
 		return idempotency.Record{}, false, fmt.Errorf("redis: idempotency begin %s: %w", id, err)
 	}
@@ -151,7 +291,14 @@ func (s *IdempotencyStore) Begin(ctx context.Context, id idempotency.ID, fp idem
 
 // Extend implements idempotency.Store.
 func (s *IdempotencyStore) Extend(ctx context.Context, id idempotency.ID, token string, now time.Time, lease time.Duration) error {
-	return holderOnly("extend", id, extendScript.Run(ctx, s.c, []string{s.key(id)}, token, now.Add(lease).UnixMilli(), millis(lease)))
+	if s.err != nil {
+		return s.err
+	}
+	reply, err := s.run(ctx, "extend", id, extendScript, replied1, token, now.Add(lease).UnixMilli(), millis(lease))
+	if err != nil {
+		return err
+	}
+	return holderOnly("extend", id, reply)
 }
 
 // holderOnly is the outcome of a script that changes a record only for
@@ -170,12 +317,22 @@ func holderOnly(what string, id idempotency.ID, reply *goredis.Cmd) error {
 
 // Complete implements idempotency.Store.
 func (s *IdempotencyStore) Complete(ctx context.Context, id idempotency.ID, token string, resp idempotency.Response, now time.Time, ttl time.Duration) error {
+	if s.err != nil {
+		return s.err
+	}
 	b, _ := resp.MarshalBinary()
-	return holderOnly("complete", id, completeScript.Run(ctx, s.c, []string{s.key(id)}, token, now.Add(ttl).UnixMilli(), millis(ttl), b))
+	reply, err := s.run(ctx, "complete", id, completeScript, replied1, token, now.Add(ttl).UnixMilli(), millis(ttl), b)
+	if err != nil {
+		return err
+	}
+	return holderOnly("complete", id, reply)
 }
 
 // Release implements idempotency.Store.
 func (s *IdempotencyStore) Release(ctx context.Context, id idempotency.ID, token string) error {
+	if s.err != nil {
+		return s.err
+	}
 	if err := releaseScript.Run(ctx, s.c, []string{s.key(id)}, token).Err(); err != nil {
 		return fmt.Errorf("redis: idempotency release %s: %w", id, err)
 	}
@@ -184,6 +341,9 @@ func (s *IdempotencyStore) Release(ctx context.Context, id idempotency.ID, token
 
 // Get implements idempotency.Store.
 func (s *IdempotencyStore) Get(ctx context.Context, id idempotency.ID, now time.Time) (idempotency.Record, bool, error) {
+	if s.err != nil {
+		return idempotency.Record{}, false, s.err
+	}
 	vals, err := s.c.HMGet(ctx, s.key(id), "s", "f", "t", "e", "r").Result()
 	if err != nil {
 		return idempotency.Record{}, false, fmt.Errorf("redis: idempotency get %s: %w", id, err)

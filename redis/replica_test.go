@@ -1,0 +1,227 @@
+package redis_test
+
+import (
+	"errors"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/yaoki-go/yaoki/idempotency"
+	"github.com/yaoki-go/yaoki/redis"
+	"github.com/yaoki-go/yaoki/redis/internal/redistest"
+)
+
+// replicated is a primary and its replica, which reaches the primary
+// through link, so that a test can cut replication.
+type replicated struct {
+	primary, replica *redistest.Server
+	link             *redistest.Proxy
+}
+
+func startReplicated(t *testing.T) replicated {
+	primary := redistest.Start(t)
+	link := primary.Proxy(t)
+	return replicated{primary: primary, replica: redistest.StartReplica(t, link.Addr), link: link}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+func middlewareOver(t *testing.T, store idempotency.Store, storeTimeout time.Duration) *idempotency.Middleware {
+	m, err := idempotency.New(idempotency.Config{Store: store, StoreTimeout: storeTimeout, ErrorLog: log.New(testWriter{t}, "", 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func post(h http.Handler, key string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, "/pay", strings.NewReader(`{"amount":1}`))
+	req.Header.Set("Idempotency-Key", key)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// failover sends a request with a key to a middleware over a store on
+// r's primary (configured by cfg); while its handler runs, r's replica is
+// promoted, as a failover does, and a second request with the same key
+// goes to a middleware over it. It returns the second request's status and
+// how many times the handler ran. With cut set, the replication link drops
+// everything from the primary from before the first request on.
+func failover(t *testing.T, r replicated, cfg redis.IdempotencyConfig, cut bool) (int, int64) {
+	var runs atomic.Int64
+	started, finish := make(chan struct{}), make(chan struct{})
+	handler := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if runs.Add(1) == 1 {
+			close(started)
+			<-finish
+			// A status the middleware does not keep: it releases the key
+			// instead of completing it, which the old primary, with its
+			// replica gone, would refuse (with Replicas) and try again in
+			// the background for the lease.
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+	})
+	first := middlewareOver(t, redis.NewIdempotencyStore(r.primary.Client(t), cfg), 0).Handler(handler)
+	second := middlewareOver(t, redis.NewIdempotencyStore(r.replica.Client(t), redis.IdempotencyConfig{}), 0).Handler(handler)
+	if cut {
+		r.link.DropReplies()
+	}
+	done := make(chan int, 1)
+	go func() { done <- post(first, "pay-1").Code }()
+	select {
+	case <-started:
+	case code := <-done:
+		t.Fatalf("the first request ended with %d before its handler ran", code)
+	}
+	r.replica.Promote(t)
+	code := post(second, "pay-1").Code
+	close(finish)
+	<-done
+	return code, runs.Load()
+}
+
+// TestReplicaFailoverLosesClaim shows the limit of asynchronous
+// replication: a claim the replica had not received when it was promoted
+// is gone there, and a retry runs the handler a second time.
+func TestReplicaFailoverLosesClaim(t *testing.T) {
+	code, runs := failover(t, startReplicated(t), redis.IdempotencyConfig{}, true)
+	if code != http.StatusCreated || runs != 2 {
+		t.Fatalf("after failover the duplicate got %d and the handler ran %d times; want 201 and 2 (the claim lost)", code, runs)
+	}
+}
+
+// TestReplicaWaitKeepsClaim: with Replicas 1, Begin returns once the
+// replica has the claim, so the promoted replica refuses the duplicate
+// with 409 and the handler runs once.
+func TestReplicaWaitKeepsClaim(t *testing.T) {
+	code, runs := failover(t, startReplicated(t), redis.IdempotencyConfig{Replicas: 1, ReplicaTimeout: 5 * time.Second}, false)
+	if code != http.StatusConflict || runs != 1 {
+		t.Fatalf("after failover the duplicate got %d and the handler ran %d times; want 409 and 1", code, runs)
+	}
+}
+
+// TestReplicaWaitKeepsRecord: with Replicas 1, Complete returns once the
+// replica has the record, so the promoted replica replays it.
+func TestReplicaWaitKeepsRecord(t *testing.T) {
+	r := startReplicated(t)
+	var runs atomic.Int64
+	handler := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		runs.Add(1)
+		w.WriteHeader(http.StatusCreated)
+	})
+	cfg := redis.IdempotencyConfig{Replicas: 1, ReplicaTimeout: 5 * time.Second}
+	first := post(middlewareOver(t, redis.NewIdempotencyStore(r.primary.Client(t), cfg), 0).Handler(handler), "pay-1")
+	r.replica.Promote(t)
+	second := post(middlewareOver(t, redis.NewIdempotencyStore(r.replica.Client(t), redis.IdempotencyConfig{}), 0).Handler(handler), "pay-1")
+	if first.Code != http.StatusCreated || second.Code != http.StatusCreated || second.Header().Get("Idempotent-Replayed") != "true" || runs.Load() != 1 {
+		t.Fatalf("first %d, after failover the duplicate %d (replayed %q), handler ran %d times; want 201, a replayed 201, 1",
+			first.Code, second.Code, second.Header().Get("Idempotent-Replayed"), runs.Load())
+	}
+}
+
+// TestReplicaWaitUnreachable: with Replicas 1 and the replica cut off,
+// Begin fails within ReplicaTimeout saying how many replicas acknowledged,
+// and the middleware answers 503 store_unavailable without running the
+// handler, and releases the claim.
+func TestReplicaWaitUnreachable(t *testing.T) {
+	r := startReplicated(t)
+	r.link.Down()
+	const timeout = 100 * time.Millisecond
+	c := r.primary.Client(t)
+	store := redis.NewIdempotencyStore(c, redis.IdempotencyConfig{Prefix: "p:", Replicas: 1, ReplicaTimeout: timeout})
+
+	start := time.Now()
+	_, claimed, err := store.Begin(t.Context(), idempotency.ID{Key: "direct"}, idempotency.Fingerprint{}, "t", time.Now(), time.Minute)
+	took := time.Since(start)
+	var re *redis.ReplicaError
+	if !errors.As(err, &re) || !errors.Is(err, redis.ErrNotReplicated) || claimed {
+		t.Fatalf("Begin with the replica cut off: claimed %v, err %v; want a *ReplicaError", claimed, err)
+	}
+	if re.Op != "begin" || re.Acked != 0 || re.Asked != 1 || re.Timeout != timeout {
+		t.Fatalf("ReplicaError %+v; want begin, 0 acknowledged of 1 asked within %v", *re, timeout)
+	}
+	if want := "0 of the 1 replicas asked for acknowledged the write within 100ms"; !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %q; want it to say %q", err, want)
+	}
+	if took < timeout || took > timeout+5*time.Second {
+		t.Fatalf("Begin failed after %v; want the timeout, %v, and little more", took, timeout)
+	}
+
+	var runs atomic.Int64
+	h := middlewareOver(t, store, 0).Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		runs.Add(1)
+		w.WriteHeader(http.StatusCreated)
+	}))
+	rec := post(h, "pay-1")
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "store_unavailable") || runs.Load() != 0 {
+		t.Fatalf("with the replica cut off: %d %s, handler ran %d times; want 503 store_unavailable and no run", rec.Code, rec.Body, runs.Load())
+	}
+	if n := c.Exists(t.Context(), "p:0::pay-1").Val(); n != 0 {
+		t.Fatal("the claim of the refused request is still held on the primary; want it released")
+	}
+}
+
+// TestReplicaWaitCluster: the store sends WAIT to the primary of the key's
+// slot; a one-node cluster has no replica, so Begin fails.
+func TestReplicaWaitCluster(t *testing.T) {
+	srv := redistest.StartCluster(t)
+	store := redis.NewIdempotencyStore(srv.ClusterClient(t), redis.IdempotencyConfig{Replicas: 1, ReplicaTimeout: 50 * time.Millisecond})
+	_, _, err := store.Begin(t.Context(), idempotency.ID{Key: "k"}, idempotency.Fingerprint{}, "t", time.Now(), time.Minute)
+	var re *redis.ReplicaError
+	if !errors.As(err, &re) || re.Acked != 0 || re.Asked != 1 {
+		t.Fatalf("Begin on a cluster without replicas: %v; want 0 of 1 acknowledged", err)
+	}
+}
+
+// TestReplicasInvalid: a negative Replicas or ReplicaTimeout, or Replicas
+// with a Ring, is refused, and the store returns the refusal from every
+// call.
+func TestReplicasInvalid(t *testing.T) {
+	c := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1"}) // never reached
+	t.Cleanup(func() { _ = c.Close() })
+	ring := goredis.NewRing(&goredis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}})
+	t.Cleanup(func() { _ = ring.Close() })
+	for _, tc := range []struct {
+		name   string
+		client goredis.UniversalClient
+		cfg    redis.IdempotencyConfig
+		want   string
+	}{
+		{"negative replicas", c, redis.IdempotencyConfig{Replicas: -1}, "Replicas: -1 out of range; want 0 (no waiting for replicas) or more"},
+		{"negative timeout", c, redis.IdempotencyConfig{Replicas: 1, ReplicaTimeout: -time.Second}, "ReplicaTimeout: -1s out of range; want 0 (DefaultReplicaTimeout) or more"},
+		{"ring", ring, redis.IdempotencyConfig{Replicas: 1}, "*redis.Ring"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.client == c {
+				if err := tc.cfg.Validate(); !errors.Is(err, redis.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("Validate: %v; want ErrInvalidConfig saying %q", err, tc.want)
+				}
+			}
+			s := redis.NewIdempotencyStore(tc.client, tc.cfg)
+			_, _, err := s.Begin(t.Context(), idempotency.ID{Key: "k"}, idempotency.Fingerprint{}, "t", time.Now(), time.Minute)
+			if !errors.Is(err, redis.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Begin: %v; want ErrInvalidConfig saying %q", err, tc.want)
+			}
+			if err := s.Check(t.Context()); !errors.Is(err, redis.ErrInvalidConfig) {
+				t.Fatalf("Check: %v; want ErrInvalidConfig", err)
+			}
+		})
+	}
+	if err := (redis.IdempotencyConfig{Replicas: 2, ReplicaTimeout: time.Second}).Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
