@@ -54,7 +54,9 @@ func (e *UnsafeServerError) Is(target error) bool { return target == ErrUnsafeSe
 // error when it could not ask (it reads INFO, which hosted servers that
 // refuse CONFIG usually allow). Call it at start and log what it returns:
 // the store works on an unsafe server, but its promise of one execution
-// holds only as long as the server keeps the records.
+// holds only as long as the server keeps the records. It returns the
+// configuration's error (matching ErrInvalidConfig) first, when the store
+// was made with one.
 func (s *IdempotencyStore) Check(ctx context.Context) error {
 	if s.err != nil {
 		return s.err
