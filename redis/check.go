@@ -30,6 +30,13 @@ type UnsafeServerError struct {
 	// NotAppendOnly is true when the append-only file is off: a restart
 	// loses the records written since the last snapshot, if any.
 	NotAppendOnly bool
+	// TooFewReplicas is true when the store waits for more replicas
+	// (IdempotencyConfig.Replicas, in ReplicasAsked) than the server has
+	// connected (ConnectedReplicas): every write would then fail, and the
+	// middleware answer 503. ConnectedReplicas is -1 when INFO did not say.
+	TooFewReplicas    bool
+	ConnectedReplicas int
+	ReplicasAsked     int
 }
 
 func (e *UnsafeServerError) Error() string {
@@ -40,6 +47,9 @@ func (e *UnsafeServerError) Error() string {
 	if e.NotAppendOnly {
 		why = append(why, "its append-only file is off, so a restart loses recent records: set appendonly yes")
 	}
+	if e.TooFewReplicas {
+		why = append(why, fmt.Sprintf("it has %d connected replicas of the %d that each write waits for (Replicas), so every write fails until they are connected: connect them or lower Replicas", e.ConnectedReplicas, e.ReplicasAsked))
+	}
 	return fmt.Sprintf("redis: the server %s may lose idempotency records: %s", e.Addr, strings.Join(why, "; "))
 }
 
@@ -48,7 +58,9 @@ func (e *UnsafeServerError) Is(target error) bool { return target == ErrUnsafeSe
 
 // Check asks the server (every master of a cluster) whether it keeps
 // records as the store needs: without eviction (maxmemory-policy
-// noeviction, or no maxmemory) and with the append-only file on. It
+// noeviction, or no maxmemory), with the append-only file on, and, when
+// the store waits for replicas (IdempotencyConfig.Replicas), with at least
+// that many replicas connected. It
 // returns nil when it does, an *UnsafeServerError (matching
 // ErrUnsafeServer) naming what it found when it does not, and another
 // error when it could not ask (it reads INFO, which hosted servers that
@@ -67,7 +79,7 @@ func (s *IdempotencyStore) Check(ctx context.Context) error {
 			errs []error
 		)
 		err := cc.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error {
-			err := check(ctx, c)
+			err := check(ctx, c, s.replicas)
 			if errors.Is(err, ErrUnsafeServer) {
 				mu.Lock()
 				errs = append(errs, err)
@@ -81,17 +93,23 @@ func (s *IdempotencyStore) Check(ctx context.Context) error {
 		}
 		return errors.Join(errs...)
 	}
-	return check(ctx, s.c)
+	return check(ctx, s.c, s.replicas)
 }
 
-func check(ctx context.Context, c goredis.UniversalClient) error {
-	info, err := c.Info(ctx).Result() // the default sections hold memory and persistence
+// check asks one server; replicas is how many the store's writes wait for.
+func check(ctx context.Context, c goredis.UniversalClient, replicas int) error {
+	info, err := c.Info(ctx).Result() // the default sections hold memory, persistence and replication
 	if err != nil {
 		return fmt.Errorf("redis: idempotency check: INFO: %w", err)
 	}
 	e, err := parseInfo(info)
-	if err != nil || !e.Evicts && !e.NotAppendOnly {
+	if err != nil {
 		return err
+	}
+	e.ReplicasAsked = replicas
+	e.TooFewReplicas = replicas > 0 && e.ConnectedReplicas >= 0 && e.ConnectedReplicas < replicas
+	if !e.Evicts && !e.NotAppendOnly && !e.TooFewReplicas {
+		return nil
 	}
 	if cl, ok := c.(*goredis.Client); ok {
 		e.Addr = cl.Options().Addr
@@ -100,12 +118,18 @@ func check(ctx context.Context, c goredis.UniversalClient) error {
 }
 
 // parseInfo reads what Check needs from INFO's answer ("field:value"
-// lines): maxmemory, maxmemory_policy and aof_enabled.
+// lines): maxmemory, maxmemory_policy and aof_enabled, and
+// connected_slaves when it is there (ConnectedReplicas -1 otherwise).
 func parseInfo(info string) (*UnsafeServerError, error) {
 	var policy, maxmem, aof string
+	replicas := -1
 	for line := range strings.Lines(info) {
 		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
 		switch k {
+		case "connected_slaves":
+			if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+				replicas = n
+			}
 		case "maxmemory_policy":
 			policy = v
 		case "maxmemory":
@@ -119,5 +143,5 @@ func parseInfo(info string) (*UnsafeServerError, error) {
 		return nil, fmt.Errorf("redis: idempotency check: INFO gave maxmemory %q, maxmemory_policy %q, aof_enabled %q: want a byte count, a policy and 0 or 1", maxmem, policy, aof)
 	}
 	return &UnsafeServerError{MaxmemoryPolicy: policy, Maxmemory: n,
-		Evicts: n > 0 && policy != "noeviction", NotAppendOnly: aof != "1"}, nil
+		Evicts: n > 0 && policy != "noeviction", NotAppendOnly: aof != "1", ConnectedReplicas: replicas}, nil
 }

@@ -29,6 +29,12 @@ func TestParseInfo(t *testing.T) {
 	if err != nil || !e.Evicts || e.NotAppendOnly || e.Maxmemory != 1<<20 || e.MaxmemoryPolicy != "volatile-ttl" {
 		t.Fatalf("got %+v, %v", e, err)
 	}
+	if e.ConnectedReplicas != -1 {
+		t.Fatalf("INFO without connected_slaves: ConnectedReplicas %d, want -1", e.ConnectedReplicas)
+	}
+	if e, err := parseInfo("maxmemory:0\r\nmaxmemory_policy:noeviction\r\naof_enabled:1\r\n# Replication\r\nrole:master\r\nconnected_slaves:2\r\n"); err != nil || e.ConnectedReplicas != 2 {
+		t.Fatalf("connected_slaves:2: got %+v, %v", e, err)
+	}
 	if _, err := parseInfo("maxmemory:0\r\n"); err == nil || !strings.Contains(err.Error(), "aof_enabled") {
 		t.Fatalf("INFO without its fields: %v, want an error saying what is missing", err)
 	}

@@ -225,3 +225,29 @@ func TestReplicasInvalid(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestReplicaCheck: with Replicas set, Check says when the server has fewer
+// connected replicas than each write waits for (every write would then
+// fail with 503), and is quiet once they are connected.
+func TestReplicaCheck(t *testing.T) {
+	primary := redistest.Start(t)
+	c := primary.Client(t)
+	ctx := t.Context()
+	if err := c.ConfigSet(ctx, "appendonly", "yes").Err(); err != nil {
+		t.Fatal(err)
+	}
+	s := redis.NewIdempotencyStore(c, redis.IdempotencyConfig{Replicas: 1})
+	var unsafe *redis.UnsafeServerError
+	err := s.Check(ctx)
+	if !errors.Is(err, redis.ErrUnsafeServer) || !errors.As(err, &unsafe) || !unsafe.TooFewReplicas || unsafe.ConnectedReplicas != 0 ||
+		unsafe.NotAppendOnly || !strings.Contains(err.Error(), "0 connected replicas of the 1") {
+		t.Fatalf("Replicas 1 without a replica: %v, want an UnsafeServerError saying 0 connected replicas of the 1", err)
+	}
+	if err := redis.NewIdempotencyStore(c, redis.IdempotencyConfig{}).Check(ctx); err != nil {
+		t.Fatalf("Replicas 0 without a replica: %v, want nil", err)
+	}
+	redistest.StartReplica(t, primary.Addr)
+	if err := s.Check(ctx); err != nil {
+		t.Fatalf("Replicas 1 with a replica in sync: %v, want nil", err)
+	}
+}
