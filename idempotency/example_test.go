@@ -48,7 +48,7 @@ func Example() {
 	// Output:
 	// 201 replayed="" {"charge":"ch_1"}
 	// 201 replayed="true" {"charge":"ch_1"}
-	// 422 replayed="" {"type":"about:blank","title":"Unprocessable Entity","status":422,"detail":"idempotency: key \"8e03978e\" was already used for a different request (method, target or body differ); use a new key for a new request","reason":"key_reused"}
+	// 422 replayed="" {"type":"about:blank","title":"Unprocessable Entity","status":422,"detail":"idempotency: key \"8e03978e\" was already used for a different request (its method, target or body differ); use a new key for a new request","reason":"key_reused"}
 	// 400 replayed="" {"type":"about:blank","title":"Bad Request","status":400,"detail":"idempotency: POST /payments requires an Idempotency-Key header: send a unique key (such as a UUID) and the same key on every retry of the request","reason":"key_missing"}
 	// charged 1 time
 }

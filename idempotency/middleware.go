@@ -240,7 +240,7 @@ func (c *Config) answer(w http.ResponseWriter, r *http.Request, key string, fp F
 	switch {
 	case rec.Fingerprint != fp:
 		c.refuse(w, r, key, Problem{Status: http.StatusUnprocessableEntity, Reason: ReasonKeyReused,
-			Detail: fmt.Sprintf("idempotency: key %q was already used for a different request (method, target or body differ); use a new key for a new request", key)}, -1)
+			Detail: fmt.Sprintf("idempotency: key %q was already used for a different request (its %s differ); use a new key for a new request", key, c.fingerprinted())}, -1)
 	case rec.State == InProgress:
 		c.refuse(w, r, key, Problem{Status: http.StatusConflict, Reason: ReasonInProgress,
 			Detail: fmt.Sprintf("idempotency: a request with key %q is still being processed; retry after it completes", key)}, c.retryAfterSeconds())
@@ -250,6 +250,22 @@ func (c *Config) answer(w http.ResponseWriter, r *http.Request, key string, fp F
 	default:
 		c.replay(w, r, key, &rec.Response)
 	}
+}
+
+// fingerprinted names what the fingerprint covers, for the 422's detail:
+// "method, target or body", with the FingerprintHeaders among them. The
+// fingerprint is one hash over all of them (records of every version of
+// the middleware compare as equal), so which of them differ is not known.
+func (c *Config) fingerprinted() string {
+	var b strings.Builder
+	b.WriteString("method, target")
+	for _, h := range c.FingerprintHeaders {
+		b.WriteString(", ")
+		b.WriteString(h)
+		b.WriteString(" header")
+	}
+	b.WriteString(" or body")
+	return b.String()
 }
 
 func (c *Config) replay(w http.ResponseWriter, r *http.Request, key string, resp *Response) {

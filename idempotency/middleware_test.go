@@ -69,7 +69,10 @@ func TestReuseRefused(t *testing.T) {
 		if w.Code != http.StatusUnprocessableEntity {
 			t.Fatalf("%s: %d %s, want 422", tc.name, w.Code, w.Body)
 		}
-		if p := problem(t, w); p.Reason != idempotency.ReasonKeyReused || !strings.Contains(p.Detail, "different request") {
+		// The detail names everything the fingerprint covers, the header
+		// fields it was told to include among them.
+		if p := problem(t, w); p.Reason != idempotency.ReasonKeyReused ||
+			!strings.Contains(p.Detail, `key "k" was already used for a different request (its method, target, Content-Type header or body differ)`) {
 			t.Fatalf("%s: problem %+v", tc.name, p)
 		}
 	}
