@@ -417,9 +417,7 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	if o.verbose {
 		rt = &verboseTransport{base: rt, w: lw}
 	}
-	if tg.written {
-		rt = writtenPath{base: rt, t: tg}
-	}
+	rt = writtenPath{base: rt, t: tg}
 	// No per-host budget: one call per process, so a budget could only cut
 	// the retries asked for (--retry, --policy), never protect a fleet (a
 	// policy document's own Budget still applies).
@@ -440,6 +438,7 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	}
 	start := time.Now()
 	resp, err := client.Do(req)
+	tg.restore(resp)
 	info := transferInfo{url: tg.text(u, false), method: method, filename: o.output}
 	if err != nil {
 		code, msg := curlExit(ctx, err)

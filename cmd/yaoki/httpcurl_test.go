@@ -115,3 +115,24 @@ func FuzzWriteOut(f *testing.F) {
 		_ = checkWriteOut(format)
 	})
 }
+
+// The path a redirect's Location leads to, as written, as curl resolves
+// it (RFC 3986 §5.2).
+func TestRefPath(t *testing.T) {
+	for _, tc := range []struct{ base, ref, want string }{
+		{"/d/e/first", "/a%zz/b", "/a%zz/b"},
+		{"/d/e/first", "x%zz", "/d/e/x%zz"},
+		{"/d/e/first", "../up%zz/./c", "/d/up%zz/c"},
+		{"/d/e/first", "../../../..%zz", "/..%zz"},
+		{"/d/e/first", "", "/d/e/first"},
+		{"/d/e/", "./", "/d/e/"},
+		{"/d/e/f", "..", "/d/"},
+		{"/d", "http://h:1/abs%zz/.", "/abs%zz/"},
+		{"/d", "//h/n%zz", "/n%zz"},
+		{"/d", "https://h", "/"},
+	} {
+		if got := removeDotSegments(refPath(tc.base, tc.ref)); got != tc.want {
+			t.Errorf("from %q, Location %q leads to %q, want %q", tc.base, tc.ref, got, tc.want)
+		}
+	}
+}

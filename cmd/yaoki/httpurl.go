@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 )
 
 // target is the URL yaoki http was given. A '%' that starts no escape
@@ -16,6 +17,9 @@ type target struct {
 	written  bool   // the path or the fragment holds a '%' that starts no escape
 	path     string // with written: the request target's path
 	fragment string // with written: the fragment as written
+
+	mu   sync.Mutex
+	hops map[*http.Response]hop // the redirects whose Location holds a '%' that starts no escape
 }
 
 // badEscape reports whether s holds a '%' that is not followed by two
@@ -92,21 +96,43 @@ func (t *target) is(u *url.URL) bool {
 
 // text is u as yaoki http shows it: the parts of the URL given as
 // written, credentials hidden if redact.
-func (t *target) text(u *url.URL, redact bool) string { return t.show(u, t.is(u), redact) }
-
-// referer is the Referer that -e ';auto' sends after leaving req: its URL
-// (as written, for the URL given) without credentials and fragment, as
-// curl sends it.
-func (t *target) referer(req *http.Request) string {
-	written := req.Response == nil && t.is(req.URL)
-	u := *req.URL
-	u.User, u.Fragment, u.RawFragment = nil, "", ""
-	return t.show(&u, written, false)
+func (t *target) text(u *url.URL, redact bool) string {
+	if !t.is(u) {
+		return t.show(u, "", "", redact)
+	}
+	return t.show(u, t.path, t.fragment, redact)
 }
 
-// show is u, with the parts of the URL given as written if written.
-func (t *target) show(u *url.URL, written, redact bool) string {
-	if !written {
+// textOf is the URL of req (the URL given, or a redirect's) as yaoki http
+// shows it: the parts that were written with a '%' that starts no escape
+// as written.
+func (t *target) textOf(req *http.Request, redact bool) string {
+	if req.Response == nil {
+		return t.text(req.URL, redact)
+	}
+	if h, ok := t.hop(req.Response); ok {
+		return t.show(req.URL, h.path, h.fragment, redact)
+	}
+	return t.show(req.URL, "", "", redact)
+}
+
+// referer is the Referer that -e ';auto' sends after leaving req: its URL
+// (as written, for the URL given and for a Location that held a '%' that
+// starts no escape) without credentials and fragment, as curl sends it.
+func (t *target) referer(req *http.Request) string {
+	path, ok := t.pathFor(req)
+	if !ok {
+		path = ""
+	}
+	u := *req.URL
+	u.User, u.Fragment, u.RawFragment = nil, "", ""
+	return t.show(&u, path, "", false)
+}
+
+// show is u, with path (if not "") in place of its path and fragment (if
+// not "") in place of its fragment, as written.
+func (t *target) show(u *url.URL, path, fragment string, redact bool) string {
+	if path == "" && fragment == "" {
 		if redact {
 			return u.Redacted()
 		}
@@ -118,34 +144,196 @@ func (t *target) show(u *url.URL, written, redact bool) string {
 	if redact {
 		s = head.Redacted()
 	}
-	s += t.path
+	if path == "" {
+		path = u.EscapedPath()
+	}
+	s += path
 	if u.RawQuery != "" || u.ForceQuery {
 		s += "?" + u.RawQuery
 	}
 	if u.Fragment != "" {
-		s += "#" + t.fragment
+		if fragment == "" {
+			fragment = u.EscapedFragment()
+		}
+		s += "#" + fragment
 	}
 	return s
 }
 
-// writtenPath sends the request to the URL given with its path as written
-// (see target); redirects go on unchanged.
+// hop is a redirect whose Location holds a '%' that starts no escape,
+// which net/url cannot parse: it is followed as curl follows it, to the
+// path as written.
+type hop struct {
+	location []string // the Location header as the server sent it
+	url      *url.URL // where it points, each such '%' read as "%25"
+	path     string   // the next request's path, as written
+	fragment string   // the Location's fragment, as written
+}
+
+func (t *target) hop(resp *http.Response) (hop, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h, ok := t.hops[resp]
+	return h, ok
+}
+
+// pathFor returns the path to send for req as written, if it is the URL
+// given or a redirect's whose Location held a '%' that starts no escape.
+func (t *target) pathFor(req *http.Request) (string, bool) {
+	if req.Response == nil {
+		return t.path, t.is(req.URL)
+	}
+	h, ok := t.hop(req.Response)
+	return h.path, ok && h.path != ""
+}
+
+// redirected makes resp's Location readable by net/http when it holds a
+// '%' that starts no escape outside its query: each such '%' becomes
+// "%25", and the path as written is kept for the request that follows
+// it (pathFor) and for what yaoki http shows. restore puts the Location
+// back as the server sent it.
+func (t *target) redirected(resp *http.Response) {
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+	default:
+		return
+	}
+	loc := resp.Header.Get("Location")
+	ref, fragment, hasFragment := strings.Cut(loc, "#")
+	ref, query, hasQuery := strings.Cut(ref, "?")
+	if !badEscape(ref) && !badEscape(fragment) {
+		return
+	}
+	escaped := escapeBadPercents(ref)
+	if hasQuery {
+		escaped += "?" + query
+	}
+	if hasFragment {
+		escaped += "#" + escapeBadPercents(fragment)
+	}
+	u, err := resp.Request.URL.Parse(escaped)
+	if err != nil {
+		return // net/http says why it cannot follow it
+	}
+	h := hop{location: resp.Header.Values("Location"), url: u, fragment: fragment}
+	if badEscape(ref) {
+		base, ok := t.pathFor(resp.Request)
+		if !ok {
+			base = resp.Request.URL.EscapedPath()
+		}
+		h.path = removeDotSegments(refPath(base, ref))
+		if strings.HasPrefix(h.path, "//") || !strings.HasPrefix(h.path, "/") {
+			h.path = "" // cannot be sent as a request target: sent as net/url writes it
+		}
+	}
+	if !hasFragment {
+		h.fragment = ""
+	}
+	t.mu.Lock()
+	if t.hops == nil {
+		t.hops = map[*http.Response]hop{}
+	}
+	t.hops[resp] = h
+	t.mu.Unlock()
+	resp.Header.Set("Location", escaped)
+}
+
+// restore puts back, in resp and the redirects that led to it, the
+// Location headers that redirected changed.
+func (t *target) restore(resp *http.Response) {
+	for r := resp; r != nil; r = r.Request.Response {
+		if h, ok := t.hop(r); ok {
+			r.Header["Location"] = h.location
+		}
+		if r.Request == nil {
+			break
+		}
+	}
+}
+
+// location is where the redirect resp points, as yaoki http shows it
+// (-w %{redirect_url}), or "".
+func (t *target) location(resp *http.Response) string {
+	if h, ok := t.hop(resp); ok {
+		return t.show(h.url, h.path, h.fragment, false)
+	}
+	if loc, err := resp.Location(); err == nil {
+		return loc.String()
+	}
+	return ""
+}
+
+// refPath is the path that the reference ref (without query and fragment)
+// leads to from a request whose path is base, both as written (RFC 3986
+// §5.2.2, without removing dot segments).
+func refPath(base, ref string) string {
+	if i := strings.Index(ref, "://"); i >= 0 && !strings.ContainsAny(ref[:i], "/") {
+		ref = "//" + ref[i+3:]
+	}
+	if rest, ok := strings.CutPrefix(ref, "//"); ok { // an authority, then the path
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			return rest[i:]
+		}
+		return "/"
+	}
+	switch {
+	case ref == "":
+		return base
+	case strings.HasPrefix(ref, "/"):
+		return ref
+	}
+	return base[:strings.LastIndexByte(base, '/')+1] + ref
+}
+
+// removeDotSegments removes the "." and ".." segments of an absolute path
+// (RFC 3986 §5.2.4), as curl and net/url do when they follow a redirect.
+func removeDotSegments(p string) string {
+	if !strings.Contains(p, ".") {
+		return p
+	}
+	segs := strings.Split(p, "/")
+	out := make([]string, 0, len(segs))
+	for i, s := range segs {
+		last := i == len(segs)-1
+		switch s {
+		case ".":
+			if last {
+				out = append(out, "")
+			}
+		case "..":
+			if len(out) > 1 {
+				out = out[:len(out)-1]
+			}
+			if last {
+				out = append(out, "")
+			}
+		default:
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, "/")
+}
+
+// writtenPath sends the request to the URL given, and to a redirect's
+// Location, with its path as written (see target), and makes the
+// Locations that net/url cannot read readable (target.redirected).
 type writtenPath struct {
 	base http.RoundTripper
 	t    *target
 }
 
 func (w writtenPath) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Response != nil || !w.t.is(req.URL) { // a redirect's
-		return w.base.RoundTrip(req)
+	out := req
+	if p, ok := w.t.pathFor(req); ok {
+		out = req.WithContext(req.Context()) // a shallow copy, whose URL is replaced
+		u := *req.URL
+		u.Opaque = p // sent as the request target, with u.RawQuery
+		out.URL = &u
 	}
-	out := req.WithContext(req.Context()) // a shallow copy, whose URL is replaced
-	u := *req.URL
-	u.Opaque = w.t.path // sent as the request target, with u.RawQuery
-	out.URL = &u
 	resp, err := w.base.RoundTrip(out)
 	if resp != nil {
 		resp.Request = req
+		w.t.redirected(resp)
 	}
 	return resp, err
 }

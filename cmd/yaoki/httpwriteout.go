@@ -114,15 +114,12 @@ func (ti *transferInfo) numHeaders() int {
 // method, headers, Content-Type, the redirects followed to reach it, and
 // for a redirect not followed, where it pointed.
 func (ti *transferInfo) answered(resp *http.Response, tg *target) {
-	ti.status, ti.url, ti.contentType = resp.StatusCode, resp.Request.URL.String(), resp.Header.Get("Content-Type")
-	if resp.Request.Response == nil { // not a redirect's
-		ti.url = tg.text(resp.Request.URL, false)
-	}
+	ti.status, ti.url, ti.contentType = resp.StatusCode, tg.textOf(resp.Request, false), resp.Header.Get("Content-Type")
 	ti.method, ti.header, ti.proto = resp.Request.Method, resp.Header, [2]int{resp.ProtoMajor, resp.ProtoMinor}
 	ti.scheme, ti.referer = strings.ToUpper(resp.Request.URL.Scheme), resp.Request.Header.Get("Referer")
 	ti.redirectURL = ""
-	if loc, err := resp.Location(); err == nil && resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		ti.redirectURL = loc.String()
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		ti.redirectURL = tg.location(resp)
 	}
 	ti.redirects = 0
 	for r := resp.Request; r.Response != nil; r = r.Response.Request {
