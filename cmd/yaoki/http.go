@@ -61,6 +61,7 @@ type httpOptions struct {
 	key            string
 	retries        int
 	retryDelay     seconds
+	retryMaxTime   seconds // --retry-max-time: no retry once this much time has passed (0: no limit)
 	hedge          hedgeFlags
 }
 
@@ -75,7 +76,7 @@ curl's meaning (-s, -S, -f, --fail-with-body, -L, -k, -u, -m, -w, -I, -i, -o,
 -A, -e, -d, --data-binary, --data-raw, --data-urlencode, --json, -G, -H, -X,
 -v, combined as -fsS or -sSL) and exits with curl's exit codes, so that it can
 stand in for curl --retry: --retry N is --max-attempts N+1, --retry-delay D
-makes every wait D.
+makes every wait D, --retry-max-time S makes no retry after S.
 
 It retries 408, 429, 500, 502, 503 and 504 answers and connection failures,
 honours Retry-After (up to --max-retry-after, 60s by default), and retries
@@ -128,6 +129,7 @@ each attempt).
 	o.pf.registerShort(f, "m")
 	f.IntVar(&o.retries, "retry", 0, "retries after the first attempt, as curl's --retry: --max-attempts N+1")
 	f.Var(&o.retryDelay, "retry-delay", "as curl's: the same wait before every retry (--base, --throttle-base and --cap D, --jitter none); a longer Retry-After is still honoured; 0: the policy's backoff")
+	f.Var(&o.retryMaxTime, "retry-max-time", "as curl's: no retry once SECONDS have passed since the first attempt, nor when Retry-After would end past them (the attempt under way and the wait are not cut: -m bounds them); 0: no limit")
 	f.Bool("no-progress-meter", false, "accepted as curl's: yaoki http draws no progress meter")
 	f.Bool("retry-connrefused", false, "accepted as curl's: yaoki http retries refused connections without it")
 	f.StringVarP(&o.method, "request", "X", "", "method, sent as written (case-sensitive: get is not GET); default GET, HEAD with -I, POST with data")
@@ -167,7 +169,6 @@ each attempt).
 // curlOnlyFlags are curl flags that yaoki http does not take, with what to
 // use instead.
 var curlOnlyFlags = map[string]string{
-	"--retry-max-time":   "use -m/--max-time, which bounds the whole run, attempts and waits",
 	"--retry-all-errors": "yaoki http retries 408, 429, 500, 502, 503, 504 and connection failures; a --policy file names more (e.g. HTTP.404)",
 	"-F":                 "multipart forms are not supported: send a form with -d or --data-urlencode, a file as it is with --data-binary @FILE",
 	"--form":             "multipart forms are not supported: send a form with -d or --data-urlencode, a file as it is with --data-binary @FILE",
@@ -176,7 +177,7 @@ var curlOnlyFlags = map[string]string{
 }
 
 // curlFlagHint returns what to use instead of the curl flag that pflag's
-// unknown-flag message names ("unknown flag: --retry-max-time", "unknown
+// unknown-flag message names ("unknown flag: --form", "unknown
 // shorthand flag: 'O' in -O"), or "".
 func curlFlagHint(msg string) string {
 	name, ok := strings.CutPrefix(msg, "unknown flag: ")
@@ -428,6 +429,11 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 		t.Statuses = statusesFor(cp.doc)
 	}
 	defer t.CloseIdleConnections()
+	var window *retryWindow
+	if d := o.retryMaxTime.d; d > 0 {
+		window = &retryWindow{max: d}
+		t.Policy.Classify = window.classify(t.Policy.Classify)
+	}
 	client := &http.Client{Transport: t, CheckRedirect: o.checkRedirect}
 	if o.verbose {
 		fmt.Fprintf(stderr, "* yaoki http: %s %s (attempts: %s, policy: %s, retry mode: %s", method, tg.text(u, true), limit, cp.source, cp.modeText())
@@ -437,6 +443,9 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 		fmt.Fprintln(stderr, ")")
 	}
 	start := time.Now()
+	if window != nil {
+		window.start = start
+	}
 	resp, err := client.Do(req)
 	tg.restore(resp)
 	info := transferInfo{url: tg.text(u, false), method: method, filename: o.output}
@@ -450,6 +459,9 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 			msg += fmt.Sprintf(" (after %d attempts in %s)", total, secondsText(time.Since(start)))
 		}
 		o.notRetried(stderr, method, err, 0, obs.gaveUp())
+		if why := window.why(); why != "" && obs.gaveUp() == retry.ReasonPermanent.Key() {
+			o.say(stderr, "gave up after %d attempt%s: %s", total, plural(total), why)
+		}
 		if resp != nil {
 			// Past --max-redirs: the redirect not followed, its body
 			// closed; -i writes its headers and -w its status, as curl.
@@ -488,7 +500,12 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 		}
 	}
 	switch reason {
-	case "", retry.ReasonPermanent.Key(), "do_not_retry":
+	case retry.ReasonPermanent.Key():
+		if why := window.why(); why != "" {
+			o.say(stderr, "gave up after %d attempt%s in %s: %s: last answer %s", last, plural(last),
+				secondsText(time.Since(start)), why, resp.Status)
+		}
+	case "", "do_not_retry":
 	case "not_idempotent", "body_not_replayable":
 		o.notRetried(stderr, method, nil, resp.StatusCode, reason)
 	default:

@@ -136,3 +136,28 @@ func TestRefPath(t *testing.T) {
 		}
 	}
 }
+
+// --retry-max-time's decision after a failed attempt, at fixed instants.
+func TestRetryWindow(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	w := &retryWindow{max: 2 * time.Second, start: t0}
+	for _, tc := range []struct {
+		after, hint time.Duration // since the first attempt; -1: no hint
+		stop        bool
+	}{
+		{0, -1, false},
+		{1999 * time.Millisecond, -1, false}, // the limit not reached: retried, whatever the wait
+		{2 * time.Second, -1, true},          // reached
+		{3 * time.Second, -1, true},
+		{0, 2 * time.Second, false},                   // 0 + 2 is not past 2
+		{0, 2001 * time.Millisecond, true},            // past it
+		{1900 * time.Millisecond, time.Second, false}, // curl counts whole seconds: 1 + 1
+		{1, 3 * time.Second, true},
+		{time.Second, 0, false},
+	} {
+		why := w.stopAt(t0.Add(tc.after), tc.hint)
+		if (why != "") != tc.stop {
+			t.Errorf("%v after the first attempt, hint %v: stop %q, want a stop: %v", tc.after, tc.hint, why, tc.stop)
+		}
+	}
+}

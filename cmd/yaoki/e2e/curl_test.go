@@ -395,7 +395,7 @@ func TestHTTPBadInput(t *testing.T) {
 		{[]string{"-u", "nopassword"}, "USER:PASSWORD"},
 		{[]string{"--json", "{}", "-d", "x"}, "--json cannot be combined"},
 		{[]string{"--bogus"}, "unknown flag"},
-		{[]string{"--retry-max-time", "5"}, "use -m/--max-time"},
+		{[]string{"--retry-max-time", "-1"}, `invalid argument "-1" for "--retry-max-time" flag`},
 		{[]string{"--retry-delay", "1", "--base", "2s"}, "--retry-delay 1.000s and --base cannot be combined"},
 		{[]string{"--retry-delay", "1", "--jitter", "full"}, "--retry-delay 1.000s and --jitter cannot be combined"},
 		{[]string{"--retry-delay", "soon"}, `"soon" is not a duration`},
