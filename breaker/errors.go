@@ -26,6 +26,7 @@ type OpenError struct {
 	Cause error         // the failure that tripped the breaker, if it was an error
 }
 
+// Error says that the breaker is open, until when, and what tripped it.
 func (e *OpenError) Error() string {
 	var b strings.Builder
 	b.WriteString("breaker: ")
@@ -66,6 +67,7 @@ func (e *OpenError) RetryAfter() time.Duration {
 // panics, before it panics again with the same value.
 type PanicError struct{ Value any }
 
+// Error says that the call panicked, with the panic's value.
 func (e *PanicError) Error() string { return fmt.Sprintf("breaker: call panicked: %v", e.Value) }
 
 // Outcome is how a call's result counts.

@@ -32,6 +32,7 @@ type LeaseLostError struct {
 	Err error
 }
 
+// Error says which key's lease was lost and why, when the store said.
 func (e *LeaseLostError) Error() string {
 	if e.Err == nil {
 		return fmt.Sprintf("idempotency: lease of key %q lost: it ended before it could be renewed", e.Key)

@@ -39,6 +39,7 @@ type UnsafeServerError struct {
 	ReplicasAsked     int
 }
 
+// Error lists each setting of the server that makes the store unsafe, and the value it needs.
 func (e *UnsafeServerError) Error() string {
 	var why []string
 	if e.Evicts {

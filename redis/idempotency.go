@@ -75,6 +75,7 @@ type ReplicaError struct {
 	Timeout time.Duration  // how long WAIT waited at most
 }
 
+// Error says which write too few replicas acknowledged, how many did, and how long WAIT waited.
 func (e *ReplicaError) Error() string {
 	return fmt.Sprintf("redis: idempotency %s %s: %d of the %d replicas asked for acknowledged the write within %v (WAIT %d %d): a failover could lose it",
 		e.Op, e.ID, e.Acked, e.Asked, e.Timeout, e.Asked, e.Timeout.Milliseconds())

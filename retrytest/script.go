@@ -74,6 +74,7 @@ type ScriptError struct {
 	Msg  string // what is wrong and what is accepted
 }
 
+// Error names the step (from 1) and what is wrong with it.
 func (e *ScriptError) Error() string {
 	if e.Step == 0 {
 		return "retrytest: " + e.Msg

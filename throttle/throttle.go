@@ -54,6 +54,7 @@ type RejectedError struct {
 	Requests, Accepts uint64
 }
 
+// Error gives the rejection's probability and the counts it came from.
 func (e *RejectedError) Error() string {
 	return fmt.Sprintf("throttle: rejected locally with probability %.2f: the dependency accepted %d of the last %d requests",
 		e.Probability, e.Accepts, e.Requests)
@@ -69,6 +70,7 @@ type RateError struct {
 	Rate    float64 // the current send rate, requests per second
 }
 
+// Error gives the rate, the wait it would take and MaxWait.
 func (e *RateError) Error() string {
 	return fmt.Sprintf("throttle: rate limited to %.2f requests/s after throttling: waiting %v would exceed MaxWait %v",
 		e.Rate, e.Wait.Round(time.Millisecond), e.MaxWait)
@@ -87,6 +89,7 @@ type FullError struct {
 	Waited time.Duration
 }
 
+// Error says that Limit calls were in flight, and for how long the call waited.
 func (e *FullError) Error() string {
 	if e.Waited == 0 {
 		return fmt.Sprintf("throttle: bulkhead full: %d calls in flight, the limit", e.Limit)
