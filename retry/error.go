@@ -14,8 +14,9 @@ const (
 	// ReasonExhausted: the last allowed attempt failed.
 	ReasonExhausted Reason = iota + 1
 	// ReasonDeadline: the next wait (a backoff, a server hint or a throttle's
-	// wait) would have ended after the context's deadline or
-	// Policy.MaxElapsed, so it was not started; or MaxElapsed ran out
+	// wait) would not have ended before the context's deadline or
+	// Policy.MaxElapsed (a wait that ends at the deadline leaves the next
+	// attempt no time), so it was not started; or MaxElapsed ran out
 	// during an attempt or a wait.
 	ReasonDeadline
 	// ReasonPermanent: the error was classified ClassPermanent (see
@@ -133,6 +134,8 @@ func (e *Error) Error() string {
 	case ReasonDeadline:
 		if e.Cause != nil {
 			fmt.Fprintf(&b, "deadline: MaxElapsed %v passed", e.Limit)
+		} else if e.Wait == e.Limit {
+			fmt.Fprintf(&b, "deadline: waiting %v would end at the deadline (%v left)", e.Wait, e.Limit)
 		} else {
 			fmt.Fprintf(&b, "deadline: waiting %v would end after the deadline (%v left)", e.Wait, e.Limit)
 		}

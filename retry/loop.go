@@ -32,8 +32,10 @@ import (
 // (ReasonPermanent: classed ClassPermanent, or not matched by the policy's
 // StepMatcher), the attempts are used up (ReasonExhausted), an outer layer
 // retries (ReasonOuterLayer), the policy's Stepper ends the call (ReasonExhausted), the
-// server's hint is too long (ReasonHintTooLong) or ends after the deadline
-// (ReasonDeadline), the backoff's wait ends after the deadline (ReasonDeadline), the
+// server's hint is too long (ReasonHintTooLong) or does not end before the
+// deadline (ReasonDeadline), the backoff's wait does not end before the
+// deadline (ReasonDeadline: a wait that ends at the deadline would leave
+// the next attempt no time), the
 // budget refuses the retry (ReasonBudgetExhausted); otherwise it calls
 // Policy.OnRetry and asks for the wait. An attempt that failed after the
 // caller's context ended is not the dependency's failure: the breaker is
@@ -145,7 +147,7 @@ func (l *Loop) Err() *Error {
 // the caller's context (for the observer). It says Send (t is then
 // attempt number Loop.Attempts()), Acquire, Sleep (a throttle's wait,
 // Source event.RateLimit) or GiveUp (ReasonBreakerOpen, ReasonRejectedLocally, or
-// ReasonDeadline when the throttle's wait would end after the deadline).
+// ReasonDeadline when the throttle's wait would not end before the deadline).
 func (l *Loop) Before(ctx context.Context, now time.Time, t *Ticket) Decision {
 	e := l.p.Env
 	if e == nil {
@@ -162,7 +164,7 @@ func (l *Loop) Before(ctx context.Context, now time.Time, t *Ticket) Decision {
 		}
 		t.admitted = true
 		if w > 0 {
-			if !l.deadline.IsZero() && now.Add(w).After(l.deadline) {
+			if !l.fits(now, w) {
 				return l.refuse(ctx, now, t, Error{Reason: ReasonDeadline, Wait: w, Limit: l.deadline.Sub(now)})
 			}
 			return Decision{Verdict: Sleep, Wait: w, Source: event.RateLimit}
@@ -255,7 +257,7 @@ func (l *Loop) refuse(ctx context.Context, now time.Time, t *Ticket, ge Error) D
 //
 // A server's hint that ends before the deadline is honoured, and its jitter
 // (up to HintJitter of it) shrinks to fit the time left; a hint that itself
-// ends after the deadline gives up (ReasonDeadline).
+// ends at or after the deadline gives up (ReasonDeadline).
 func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) Decision {
 	var class Class
 	gone := false // the caller's context ended: not the dependency's failure
@@ -311,14 +313,18 @@ func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) D
 			return l.giveUp(ctx, now, Error{Reason: ReasonHintTooLong, Wait: h, Limit: max})
 		}
 		jitter := float64(h) * HintJitter
+		left := time.Duration(-1) // no deadline
 		if !l.deadline.IsZero() {
-			left := l.deadline.Sub(now)
-			if h > left {
+			left = l.deadline.Sub(now)
+			if h >= left {
 				return l.giveUp(ctx, now, Error{Reason: ReasonDeadline, Wait: h, Limit: left})
 			}
 			jitter = min(jitter, float64(left-h))
 		}
 		wait = h + time.Duration(jitter*l.draw())
+		if left >= 0 && wait >= left {
+			wait = left - 1 // jitter never spends the hint's whole margin
+		}
 		src = event.ServerHint
 	} else if !stepped {
 		s := l.p.Backoff
@@ -328,7 +334,7 @@ func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) D
 		wait = s.Delay(l.attempts, l.prev, l.draw())
 		l.prev = wait
 	}
-	if !l.deadline.IsZero() && now.Add(wait).After(l.deadline) {
+	if !l.fits(now, wait) {
 		return l.giveUp(ctx, now, Error{Reason: ReasonDeadline, Wait: wait, Limit: l.deadline.Sub(now)})
 	}
 	if e := l.p.Env; e != nil {
@@ -391,6 +397,13 @@ func (l *Loop) report(ctx context.Context, now time.Time, t *Ticket, e *Env, err
 		o.Observe(ctx, event.Event{Kind: event.AttemptEnd, Time: now, Component: "retry", Attempt: t.n,
 			Outcome: outcome(ctx, err, class), Err: err, Duration: now.Sub(t.sent)})
 	}
+}
+
+// fits reports whether a wait of d from now ends before the deadline: a
+// wait that ends at the deadline would leave the next attempt no time, and
+// is not started.
+func (l *Loop) fits(now time.Time, d time.Duration) bool {
+	return l.deadline.IsZero() || now.Add(d).Before(l.deadline)
 }
 
 // giveUp ends the call with ge.

@@ -79,8 +79,9 @@ func TestClassBudgetChargesThrottledRetries(t *testing.T) {
 }
 
 // TestHintFitsDeadline: a server hint that ends before the deadline is
-// honoured, its jitter shrunk to the time left; only a hint that itself
-// ends after the deadline gives up.
+// honoured, its jitter shrunk to the time left (the wait ends before the
+// deadline, so that the attempt has some time); only a hint that itself
+// ends at or after the deadline gives up.
 func TestHintFitsDeadline(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -91,8 +92,8 @@ func TestHintFitsDeadline(t *testing.T) {
 	}{
 		{"jitter fits: unchanged", time.Second, 2 * time.Second, 0.5, 1100 * time.Millisecond},
 		{"jitter shrunk to the 100ms left", time.Second, 1100 * time.Millisecond, 0.9, 1090 * time.Millisecond},
-		{"largest draw ends at the deadline", time.Second, 1100 * time.Millisecond, 1, 1100 * time.Millisecond},
-		{"hint ends exactly at the deadline", time.Second, time.Second, 0.9, time.Second},
+		{"largest draw ends just before the deadline", time.Second, 1100 * time.Millisecond, 1, 1100*time.Millisecond - 1},
+		{"hint ends exactly at the deadline: no time left for the attempt", time.Second, time.Second, 0.9, 0},
 		{"hint ends after the deadline", 1200 * time.Millisecond, 1100 * time.Millisecond, 0, 0},
 	}
 	for _, tt := range tests {

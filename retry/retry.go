@@ -28,7 +28,7 @@
 // it, and the first success wins (see HedgeValue).
 //
 // Waits use timers and end at once when the context is cancelled; a wait
-// that would end after the context's deadline or after Policy.MaxElapsed is
+// that would not end before the context's deadline or Policy.MaxElapsed is
 // not started at all. Tests of code that uses retry can run under
 // testing/synctest, or use package retrytest to make policies not wait.
 //
@@ -218,9 +218,9 @@ func sleep(ctx context.Context, d time.Duration) error {
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		// A wait that ends exactly at the deadline was allowed to start;
-		// when both are due at once, the wait is over, whichever of the
-		// two the select happened to see first.
+		// The wait ended before the deadline by the loop's reckoning, but
+		// its timer was late: when both are due, the wait is over,
+		// whichever of the two the select happened to see first.
 		if !time.Now().Before(end) {
 			return nil
 		}

@@ -1,0 +1,70 @@
+package retry_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/yaoki-go/yaoki/backoff"
+	"github.com/yaoki-go/yaoki/retry"
+)
+
+// TestWaitEndingAtDeadlineNotStarted: a wait that would end exactly at
+// the deadline leaves the next attempt no time at all. The loop gives up
+// at once (ReasonDeadline, saying so) instead of sleeping into the
+// deadline and then sending an attempt whose context has already ended.
+// The deadline is the caller's context's, or MaxElapsed's; the wait a
+// backoff, a server hint or a throttle's.
+func TestWaitEndingAtDeadlineNotStarted(t *testing.T) {
+	constant := backoff.Schedule{Kind: backoff.Constant, Base: time.Second, Jitter: backoff.None}
+	for _, tc := range []struct {
+		name   string
+		ctxTTL time.Duration // 0: no deadline on the context
+		p      retry.Policy
+		err    error
+		calls  int // attempts before the give-up
+	}{
+		{"backoff ends at the context's deadline", time.Second, retry.Policy{Backoff: constant}, errFlaky, 1},
+		{"backoff ends at MaxElapsed", 0, retry.Policy{MaxElapsed: 2 * time.Second, MaxAttempts: 5, Backoff: constant}, errFlaky, 2},
+		{"hint ends at the context's deadline", time.Second, retry.Policy{}, retry.After(errFlaky, time.Second), 1},
+		{"throttle's wait ends at the deadline", 0, retry.Policy{MaxElapsed: time.Second,
+			Env: &retry.Env{Throttle: &fakeThrottle{wait: time.Second}}}, errFlaky, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := context.Background()
+				if tc.ctxTTL > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, tc.ctxTTL)
+					defer cancel()
+				}
+				start := time.Now()
+				var (
+					calls   int
+					lateCtx bool // an attempt got a context that had already ended
+				)
+				err := retry.Do(ctx, tc.p, func(ctx context.Context) error {
+					calls++
+					lateCtx = lateCtx || ctx.Err() != nil
+					return tc.err
+				})
+				e := asError(t, err)
+				if e.Reason != retry.ReasonDeadline || calls != tc.calls || lateCtx {
+					t.Fatalf("got %v after %d calls (one with an ended context: %v); want a deadline give-up after %d",
+						err, calls, lateCtx, tc.calls)
+				}
+				if e.Wait != time.Second || e.Limit != time.Second {
+					t.Errorf("Wait %v Limit %v, want the 1s wait refused with 1s left", e.Wait, e.Limit)
+				}
+				if want := time.Duration(tc.calls-1) * time.Second; tc.calls > 0 && time.Since(start) != want {
+					t.Errorf("gave up after %v, want %v (at once, without the last wait)", time.Since(start), want)
+				}
+				if !strings.Contains(err.Error(), "waiting 1s would end at the deadline (1s left)") {
+					t.Errorf("message %q does not say why", err)
+				}
+			})
+		})
+	}
+}
