@@ -3,11 +3,13 @@ package httpretry_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -265,7 +267,9 @@ func TestTimeoutSeenThroughClient(t *testing.T) {
 }
 
 // TestCancelledBeforeSending: a request whose context has ended before
-// RoundTrip is not sent, and the error counts no attempt.
+// RoundTrip is not sent, and the error counts no attempt; so do the
+// Transport's events: no attempt start or end, one give-up after 0
+// attempts whose reason is the cancellation.
 func TestCancelledBeforeSending(t *testing.T) {
 	var got atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { got.Add(1) }))
@@ -274,14 +278,33 @@ func TestCancelledBeforeSending(t *testing.T) {
 	defer base.CloseIdleConnections()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
-	resp, err := (&httpretry.Transport{Base: base}).RoundTrip(req)
-	var he *httpretry.Error
-	if resp != nil || !errors.Is(err, context.Canceled) || !errors.As(err, &he) {
-		t.Fatalf("got %v, %v; want an *httpretry.Error matching context.Canceled", resp, err)
-	}
-	if he.Attempts != 0 || strings.Contains(err.Error(), "1 attempt") {
-		t.Errorf("Attempts %d, error %q: want 0 attempts, none said", he.Attempts, err)
+	for _, observed := range []bool{false, true} {
+		var (
+			mu  sync.Mutex
+			evs []string
+		)
+		tr := &httpretry.Transport{Base: base}
+		if observed {
+			tr.Observer = event.Func(func(_ context.Context, e event.Event) {
+				mu.Lock()
+				defer mu.Unlock()
+				evs = append(evs, fmt.Sprintf("%v#%d:%s:%v", e.Kind, e.Attempt, e.Reason, errors.Is(e.Err, context.Canceled)))
+			})
+		}
+		req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
+		resp, err := tr.RoundTrip(req)
+		var he *httpretry.Error
+		if resp != nil || !errors.Is(err, context.Canceled) || !errors.As(err, &he) {
+			t.Fatalf("observed=%v: got %v, %v; want an *httpretry.Error matching context.Canceled", observed, resp, err)
+		}
+		if he.Attempts != 0 || he.Reason != retry.ReasonCancelled || strings.Contains(err.Error(), "1 attempt") {
+			t.Errorf("observed=%v: Attempts %d, Reason %v, error %q: want cancelled after 0 attempts, none said", observed, he.Attempts, he.Reason, err)
+		}
+		mu.Lock()
+		if observed && strings.Join(evs, " ") != "gave_up#0:cancelled:true" {
+			t.Errorf("events %q, want one gave_up#0 with reason cancelled and the context's error", evs)
+		}
+		mu.Unlock()
 	}
 	if n := got.Load(); n != 0 {
 		t.Errorf("the server got %d requests, want 0", n)

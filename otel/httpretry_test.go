@@ -2,6 +2,7 @@ package otel_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -181,4 +182,37 @@ func TestTrackTransportsReadOnlyTheirHosts(t *testing.T) {
 		t.Errorf("budgets made: %v by the transport calling %s, %v by the one calling %s; want one each, for its own host",
 			madeDown, hostDown, madeUp, hostUp)
 	}
+}
+
+// TestCancelledCallCountsNoAttempt: a call whose context has ended before
+// its first attempt makes none, through the retry loop or through
+// httpretry to a real server on loopback. The Observer records no attempt
+// (nor its duration), one give-up whose reason is the cancellation, and
+// the server gets nothing.
+func TestCancelledCallCountsNoAttempt(t *testing.T) {
+	o, collect := newObserver(t)
+	srv := retrytest.NewServer(t, "200")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := retry.Do(ctx, retry.Policy{Env: &retry.Env{Observer: o}}, func(ctx context.Context) error { return ctx.Err() })
+	if !errors.Is(err, retry.ErrCancelled) {
+		t.Fatalf("retry.Do = %v, want cancelled", err)
+	}
+	tr := &httpretry.Transport{Base: srv.Client().Transport, Observer: o}
+	defer tr.CloseIdleConnections()
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/x", nil)
+	if resp, err := tr.RoundTrip(req); resp != nil || !errors.Is(err, retry.ErrCancelled) {
+		t.Fatalf("RoundTrip = %v, %v; want no response and a cancelled error", resp, err)
+	}
+	if n := len(srv.Attempts()); n != 0 {
+		t.Errorf("the server got %d requests, want 0", n)
+	}
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	s := collect()
+	s.expect(t, yotel.MetricAttempts, map[string]float64{})
+	s.expect(t, yotel.MetricAttemptDuration, map[string]float64{})
+	s.expect(t, yotel.MetricGiveUps, map[string]float64{
+		"error.type=cancelled,retry.component=retry,retry.reason=cancelled":                                                                               1,
+		"error.type=cancelled,http.request.method=GET,retry.component=httpretry,server.address=127.0.0.1,server.port=" + port + ",retry.reason=cancelled": 1,
+	})
 }

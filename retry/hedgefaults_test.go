@@ -164,7 +164,7 @@ func TestHedgerIgnoresCallsCutShort(t *testing.T) {
 			cancelAt                time.Duration // 0: before the call
 			calls, seen, slow, sent int
 		}{
-			{"ended before", 0, 0, 0, 0, 1}, // fn is called, as by Do
+			{"ended before", 0, 0, 0, 0, 0}, // nothing is sent, as by Do
 			{"cut before the delay", 20 * time.Millisecond, 1, 0, 0, 1},
 			{"cut after the delay", 70 * time.Millisecond, 1, 1, 1, 2},
 		} {

@@ -148,7 +148,17 @@ func (l *Loop) Err() *Error {
 // attempt number Loop.Attempts()), Acquire, Sleep (a throttle's wait,
 // Source event.RateLimit) or GiveUp (ReasonBreakerOpen, ReasonRejectedLocally, or
 // ReasonDeadline when the throttle's wait would not end before the deadline).
+// When ctx has already ended, or MaxElapsed has passed, it gives up at
+// once (ReasonCancelled, ReasonDeadline) without asking a guard: the
+// attempt is not sent, the observer sees no attempt event for it, and the
+// give-up counts the attempts made before.
 func (l *Loop) Before(ctx context.Context, now time.Time, t *Ticket) Decision {
+	if ge, ok := l.stopped(ctx, now, nil); ok {
+		// The caller has gone, or the call's time is up: nothing is sent,
+		// no guard is asked, and no attempt is reported, so that the
+		// give-up counts only the attempts that were made.
+		return l.refuse(ctx, now, t, ge)
+	}
 	e := l.p.Env
 	if e == nil {
 		return l.send(ctx, now, t, nil)

@@ -27,6 +27,14 @@
 // that has not answered after the Hedger's delay gets a copy sent beside
 // it, and the first success wins (see HedgeValue).
 //
+// A call whose context has ended when an attempt is due makes no attempt:
+// it gives up with ReasonCancelled, and its error and its events count
+// only the attempts made before (none, when the context had ended before
+// the call). The first attempt of a policy with no guard, observer,
+// per-attempt timeout or overall deadline is the exception: it is made
+// without looking at the context (fn sees it ended), so that a successful
+// call costs one function call.
+//
 // Waits use timers and end at once when the context is cancelled; a wait
 // that would not end before the context's deadline or Policy.MaxElapsed is
 // not started at all. Tests of code that uses retry can run under
@@ -112,7 +120,7 @@ func run[T any](caller context.Context, p *Policy, fn func(context.Context) (T, 
 		defer cancel()
 	}
 	if f != nil {
-		l.Before(caller, now, &t) // a plain policy: nothing to ask
+		l.send(caller, now, &t, nil) // it was sent: a plain policy has nothing to ask
 		v, d = f.v, l.After(caller, now, &t, f.err)
 		t = Ticket{}
 	} else {
