@@ -62,6 +62,7 @@ type httpOptions struct {
 	retries        int
 	retryDelay     seconds
 	retryMaxTime   seconds // --retry-max-time: no retry once this much time has passed (0: no limit)
+	retryAll       bool    // --retry-all-errors
 	hedge          hedgeFlags
 }
 
@@ -130,6 +131,7 @@ each attempt).
 	f.IntVar(&o.retries, "retry", 0, "retries after the first attempt, as curl's --retry: --max-attempts N+1")
 	f.Var(&o.retryDelay, "retry-delay", "as curl's: the same wait before every retry (--base, --throttle-base and --cap D, --jitter none); a longer Retry-After is still honoured; 0: the policy's backoff")
 	f.Var(&o.retryMaxTime, "retry-max-time", "as curl's: no retry once SECONDS have passed since the first attempt, nor when Retry-After would end past them (the attempt under way and the wait are not cut: -m bounds them); 0: no limit")
+	f.BoolVar(&o.retryAll, "retry-all-errors", false, "as curl's: retry every error (no such host, untrusted certificate...) and, with -f or --fail-with-body, every status from 400; a POST or PATCH is still retried only with an Idempotency-Key")
 	f.Bool("no-progress-meter", false, "accepted as curl's: yaoki http draws no progress meter")
 	f.Bool("retry-connrefused", false, "accepted as curl's: yaoki http retries refused connections without it")
 	f.StringVarP(&o.method, "request", "X", "", "method, sent as written (case-sensitive: get is not GET); default GET, HEAD with -I, POST with data")
@@ -169,11 +171,10 @@ each attempt).
 // curlOnlyFlags are curl flags that yaoki http does not take, with what to
 // use instead.
 var curlOnlyFlags = map[string]string{
-	"--retry-all-errors": "yaoki http retries 408, 429, 500, 502, 503, 504 and connection failures; a --policy file names more (e.g. HTTP.404)",
-	"-F":                 "multipart forms are not supported: send a form with -d or --data-urlencode, a file as it is with --data-binary @FILE",
-	"--form":             "multipart forms are not supported: send a form with -d or --data-urlencode, a file as it is with --data-binary @FILE",
-	"-b":                 "send cookies with -H 'Cookie: name=value'",
-	"--cookie":           "send cookies with -H 'Cookie: name=value'",
+	"-F":       "multipart forms are not supported: send a form with -d or --data-urlencode, a file as it is with --data-binary @FILE",
+	"--form":   "multipart forms are not supported: send a form with -d or --data-urlencode, a file as it is with --data-binary @FILE",
+	"-b":       "send cookies with -H 'Cookie: name=value'",
+	"--cookie": "send cookies with -H 'Cookie: name=value'",
 }
 
 // curlFlagHint returns what to use instead of the curl flag that pflag's
@@ -246,6 +247,9 @@ func (o *httpOptions) check(cmd *cobra.Command) error {
 				return usagef("--retry-delay %s: %v", secondsText(o.retryDelay.d), err)
 			}
 		}
+	}
+	if o.retryAll && changed("policy") {
+		return usagef("--retry-all-errors and --policy cannot be combined: the policy's retriers say what is retried (HTTP.4XX, States.ALL); use one")
 	}
 	if o.maxRedirs < -1 {
 		return usagef("--max-redirs %d: want ≥ 0, or -1 for no limit", o.maxRedirs)
@@ -419,14 +423,20 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 		rt = &verboseTransport{base: rt, w: lw}
 	}
 	rt = writtenPath{base: rt, t: tg}
+	if o.retryAll {
+		rt = allErrors{base: rt}
+	}
 	// No per-host budget: one call per process, so a budget could only cut
 	// the retries asked for (--retry, --policy), never protect a fleet (a
 	// policy document's own Budget still applies).
 	t := &httpretry.Transport{Base: rt, Policy: cp.retry, Observer: event.Multi(obs, ob.observer),
 		Guards: httpretry.Guards{Budget: httpretry.NoBudget}, Hedge: hc}
 	ob.track(t)
-	if cp.doc != nil {
+	switch {
+	case cp.doc != nil:
 		t.Statuses = statusesFor(cp.doc)
+	case o.retryAll && (o.fail || o.failWithBody):
+		t.Statuses = failStatuses()
 	}
 	defer t.CloseIdleConnections()
 	var window *retryWindow

@@ -98,6 +98,7 @@ func curlExit(ctx context.Context, err error) (int, string) {
 	if errors.As(err, &re) && re.Last != nil {
 		last = re.Last
 	}
+	last = revealed(last)
 	switch {
 	case errors.As(err, &tooMR):
 		return curlTooManyRedirect, tooMR.Error()

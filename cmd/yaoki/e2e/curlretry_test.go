@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -45,5 +46,76 @@ func TestHTTPRetryMaxTimeLikeCurl(t *testing.T) {
 				t.Errorf("stderr: yaoki %q, curl %q; want both empty: %v", y.stderr, c.stderr, !tc.stderr)
 			}
 		})
+	}
+}
+
+// --retry-all-errors as curl's: with -f or --fail-with-body every status
+// from 400 is retried (without them a 404 is an answer, not an error, and
+// is not); both make the same requests and exit alike.
+func TestHTTPRetryAllErrorsLikeCurl(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		script   []answer
+		args     []string
+		requests int
+		code     int
+	}{
+		{"-f 404", []answer{status(404, "no\n")}, []string{"-sSf"}, 2, 22},
+		{"--fail-with-body 403 then 200", []answer{status(403, "no\n"), ok("yes\n")}, []string{"-sS", "--fail-with-body"}, 2, 0},
+		{"404 without -f", []answer{status(404, "no\n")}, []string{"-sS"}, 1, 0},
+		{"-f 501", []answer{status(501, "never\n")}, []string{"-sSf"}, 2, 22},
+		{"-f 200", []answer{ok("yes\n")}, []string{"-sSf"}, 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startScripted(t, false, tc.script...)
+			args := append(append([]string(nil), tc.args...), "--retry", "1", "--retry-all-errors", "-w", `|%{http_code}`, s.url)
+			y := run(t, nil, append([]string{"http", "--retry-delay", "0.01"}, args...)...)
+			yn := len(s.requests())
+			s.restart()
+			c := runCurl(t, append([]string{"--retry-delay", "1"}, args...)...)
+			cn := len(s.requests())
+			if yn != tc.requests || cn != tc.requests {
+				t.Errorf("yaoki sent %d requests, curl %d; want %d\nyaoki: %s\ncurl: %s", yn, cn, tc.requests, y.stderr, c.stderr)
+			}
+			if y.code != tc.code || c.code != tc.code {
+				t.Errorf("exit: yaoki %d, curl %d; want %d", y.code, c.code, tc.code)
+			}
+			// curl writes every attempt's body, yaoki http the last one's.
+			if !strings.HasSuffix(c.stdout, y.stdout) {
+				t.Errorf("stdout: yaoki %q, curl %q", y.stdout, c.stdout)
+			}
+		})
+	}
+}
+
+// --retry-all-errors retries errors that yaoki http otherwise takes as
+// final (an untrusted certificate: exit 60 after both attempts), but not a
+// POST without Idempotency-Key (where curl sends it again): that needs
+// --idempotency-key, which --retry-all-errors does not replace.
+func TestHTTPRetryAllErrorsYaoki(t *testing.T) {
+	tlsSrv := startScripted(t, true, ok("x\n"))
+	r := run(t, nil, "http", "-v", "--retry", "1", "--retry-delay", "0.01", "--retry-all-errors", tlsSrv.url)
+	if r.code != 60 || !strings.Contains(r.stderr, "* attempt 2 of 2") {
+		t.Errorf("untrusted certificate: exit %d; want 60 after 2 attempts:\n%s", r.code, r.stderr)
+	}
+	r = run(t, nil, "http", "-v", "--retry", "1", "--retry-delay", "0.01", tlsSrv.url)
+	if r.code != 60 || strings.Contains(r.stderr, "* attempt 2 of 2") {
+		t.Errorf("untrusted certificate without --retry-all-errors: exit %d; want 60 after 1 attempt:\n%s", r.code, r.stderr)
+	}
+
+	s := startScripted(t, false, status(404, "no\n"))
+	r = run(t, nil, "http", "-sSf", "-d", "a=1", "--retry", "2", "--retry-delay", "0.01", "--retry-all-errors", s.url)
+	if n := len(s.requests()); n != 1 || r.code != 22 || !strings.Contains(r.stderr, "not retried") {
+		t.Errorf("POST without key: %d requests, exit %d; want 1, 22 and the notice:\n%s", n, r.code, r.stderr)
+	}
+	s.restart()
+	r = run(t, nil, "http", "-sSf", "-d", "a=1", "--idempotency-key", "auto", "--retry", "2", "--retry-delay", "0.01", "--retry-all-errors", s.url)
+	got := s.requests()
+	if len(got) != 3 || r.code != 22 || got[0].header.Get("Idempotency-Key") == "" || got[0].header.Get("Idempotency-Key") != got[2].header.Get("Idempotency-Key") {
+		t.Errorf("POST with --idempotency-key auto: %d requests, exit %d; want 3 with one key, 22:\n%s", len(got), r.code, r.stderr)
+	}
+	r = run(t, nil, "http", "--retry-all-errors", "--policy", "/dev/null", s.url)
+	if r.code != 2 || !strings.Contains(r.stderr, "--retry-all-errors and --policy cannot be combined") {
+		t.Errorf("--retry-all-errors --policy: exit %d, %q; want 2 and why", r.code, r.stderr)
 	}
 }

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+
+	"github.com/yaoki-go/yaoki/httpretry"
+	"github.com/yaoki-go/yaoki/retry"
+)
+
+// allErrors is the transport under the retries that --retry-all-errors
+// puts in: an attempt's error that httpretry finds final (no such host,
+// an untrusted certificate, a TLS alert) reaches the retries as one they
+// retry, as curl --retry-all-errors retries every error. The caller's own
+// cancellation stays final, and so does what httpretry decides about the
+// request rather than the error: a POST or PATCH without Idempotency-Key
+// is still sent once, unless its connection could not be made (the error
+// stays a dial error, which proves the request never left).
+type allErrors struct{ base http.RoundTripper }
+
+// retryAnyway hides a final error from httpretry's classification;
+// curlExit looks through it (revealed) for the exit code.
+type retryAnyway struct {
+	err error  // the error hidden
+	msg string // its message, without what a dial error wrapping it adds
+}
+
+func (e *retryAnyway) Error() string { return e.msg }
+
+func (a allErrors) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := a.base.RoundTrip(req)
+	if err == nil || req.Context().Err() != nil || errors.Is(err, context.Canceled) || httpretry.Classify(err) != retry.ClassPermanent {
+		return resp, err
+	}
+	if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" {
+		hidden := &retryAnyway{err: err, msg: op.Err.Error()}
+		return resp, &net.OpError{Op: op.Op, Net: op.Net, Source: op.Source, Addr: op.Addr, Err: hidden}
+	}
+	return resp, &retryAnyway{err: err, msg: err.Error()}
+}
+
+func (a allErrors) CloseIdleConnections() {
+	if ci, ok := a.base.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
+}
+
+// revealed is the error that allErrors hid in err, or err.
+func revealed(err error) error {
+	var ra *retryAnyway
+	if errors.As(err, &ra) {
+		return ra.err
+	}
+	return err
+}
+
+// failStatuses are the statuses that --retry-all-errors retries with -f
+// or --fail-with-body, under which curl takes every status from 400 as an
+// error: the defaults and 400 to 599.
+func failStatuses() []int {
+	s := httpretry.DefaultStatuses()
+	for c := 400; c < 600; c++ {
+		switch c {
+		case 408, 429, 500, 502, 503, 504:
+			continue
+		}
+		s = append(s, c)
+	}
+	return s
+}
