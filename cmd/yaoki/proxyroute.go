@@ -123,8 +123,7 @@ func newProxyRoute(rc *routeConfig, base http.RoundTripper, s *proxyServer, ctx 
 	pr.proxy = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(up)
-			r.Out.Header["X-Forwarded-For"] = r.In.Header["X-Forwarded-For"] // keep the chain; SetXForwarded appends the client
-			r.SetXForwarded()
+			setXForwarded(r)
 			r.Out.Header["Via"] = addVia(r.In.Header["Via"], r.In.ProtoMajor, r.In.ProtoMinor)
 			if _, up := r.Out.Header["Upgrade"]; !up {
 				// The number httpretry gives a first attempt, set in the
@@ -140,6 +139,34 @@ func newProxyRoute(rc *routeConfig, base http.RoundTripper, s *proxyServer, ctx 
 	}
 	pr.layered = layer.Middleware(pr.proxy)
 	return pr, nil
+}
+
+// setXForwarded sets the X-Forwarded-For, X-Forwarded-Host and
+// X-Forwarded-Proto fields of r.Out as httputil.ProxyRequest.SetXForwarded
+// sets them, keeping the incoming X-Forwarded-For chain (which
+// httputil.ReverseProxy removes before Rewrite) and appending the client to
+// it. It writes the map directly: Header.Set checks each name and makes a
+// slice for each value, where the values here take one allocation
+// together and the protocol's is shared (header values are not written in
+// place).
+func setXForwarded(r *httputil.ProxyRequest) {
+	h := r.Out.Header
+	client, _, err := net.SplitHostPort(r.In.RemoteAddr)
+	if err != nil {
+		delete(h, "X-Forwarded-For")
+		h["X-Forwarded-Host"] = []string{r.In.Host}
+	} else {
+		if prior := r.In.Header["X-Forwarded-For"]; len(prior) > 0 {
+			client = strings.Join(prior, ", ") + ", " + client
+		}
+		vs := []string{client, r.In.Host}
+		h["X-Forwarded-For"], h["X-Forwarded-Host"] = vs[0:1:1], vs[1:2:2]
+	}
+	if r.In.TLS == nil {
+		h["X-Forwarded-Proto"] = protoHTTP
+	} else {
+		h["X-Forwarded-Proto"] = protoHTTPS
+	}
 }
 
 // routeBreaker makes the breaker of a route whose policy document has one:
@@ -176,13 +203,15 @@ func addVia(vs []string, major, minor int) []string {
 	return append(vs[:len(vs):len(vs)], v)
 }
 
-// The Via values of a message without Via, by version, and the
-// Attempt-Count value of a first attempt. Shared: header values are not
-// written in place.
+// The Via values of a message without Via, by version, the Attempt-Count
+// value of a first attempt and the X-Forwarded-Proto values. Shared: header
+// values are not written in place.
 var (
 	via11        = []string{"1.1 yaoki"}
 	via2         = []string{"2 yaoki"}
 	firstAttempt = []string{"1"}
+	protoHTTP    = []string{"http"}
+	protoHTTPS   = []string{"https"}
 )
 
 // upgradeOrRetry sends a request that asks for a protocol upgrade

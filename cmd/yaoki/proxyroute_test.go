@@ -2,11 +2,17 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -69,5 +75,61 @@ func TestWriteProxyProblem(t *testing.T) {
 	writeProxyProblem(w, proxyProblem{Status: 502, Reason: "attempts_exhausted"}, -1)
 	if _, ok := w.Header()["Retry-After"]; ok || strings.Contains(w.Body.String(), `"attempts":`) {
 		t.Fatalf("without a known wait or attempts: %v %s", w.Header(), w.Body.String())
+	}
+}
+
+// The upstream gets the X-Forwarded-For, X-Forwarded-Host and
+// X-Forwarded-Proto fields that httputil.ProxyRequest.SetXForwarded gives a
+// request whose incoming chain is kept: the client appended to the chain,
+// the client's Host, the scheme it came in on; and no X-Forwarded-For
+// when the client's address has no port to split off.
+func TestProxyForwardedHeaders(t *testing.T) {
+	seen := make(chan http.Header, 1)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.Header.Clone()
+		io.WriteString(w, "ok\n")
+	}))
+	defer up.Close()
+	u, _ := url.Parse(up.URL)
+	tr := newUpstreamTransport()
+	defer tr.CloseIdleConnections()
+	h := routeProxy(t, tr, nil, u)
+	for _, c := range []struct {
+		name   string
+		remote string
+		prior  []string
+		tls    bool
+	}{
+		{"no chain", "192.0.2.1:1234", nil, false},
+		{"a chain of one", "192.0.2.1:1234", []string{"10.0.0.1"}, false},
+		{"a chain over two fields", "[2001:db8::1]:443", []string{"10.0.0.1, 10.0.0.2", "10.0.0.3"}, true},
+		{"an address without port", "192.0.2.1", []string{"10.0.0.1"}, false},
+	} {
+		in := httptest.NewRequest("GET", "http://front.example:8080/x", nil)
+		in.RemoteAddr = c.remote
+		if c.prior != nil {
+			in.Header["X-Forwarded-For"] = c.prior
+		}
+		if !c.tls {
+			in.TLS = nil
+		} else if in.TLS == nil {
+			in.TLS = &tls.ConnectionState{}
+		}
+		// What httputil's own method sets on the same request with its
+		// chain kept.
+		want := &httputil.ProxyRequest{In: in, Out: in.Clone(context.Background())}
+		want.Out.Header = http.Header{"X-Forwarded-For": c.prior}
+		want.SetXForwarded()
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, in)
+		if w.Code != 200 {
+			t.Fatalf("%s: status %d", c.name, w.Code)
+		}
+		got := <-seen
+		for _, k := range []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
+			if !slices.Equal(got[k], want.Out.Header[k]) {
+				t.Errorf("%s: the upstream got %s %q, want %q", c.name, k, got[k], want.Out.Header[k])
+			}
+		}
 	}
 }
