@@ -103,8 +103,10 @@ func (cl *call) noReplay(prefix []byte) {
 
 // run makes the attempts through the retry loop and turns its outcome into
 // RoundTrip's. cl stays on the caller's stack unless the call is observed
-// or hedged: it is then copied to the heap once, in one allocation with
-// the observer's state.
+// or hedged: it is then copied to the heap, with the observer's state, into
+// an observedCall: a hedged call's is allocated (its hedges may outlive the
+// call), an unhedged call's is taken from a pool and put back when the
+// call returns, as nothing refers to it then.
 func (cl *call) run() (*http.Response, error) {
 	if cl.c.hedge != nil && cl.hedgeable() {
 		if o := cl.c.observer; o != nil {
@@ -116,7 +118,10 @@ func (cl *call) run() (*http.Response, error) {
 		return h.hedged(nil)
 	}
 	if o := cl.c.observer; o != nil {
-		return newObservedCall(cl, o).observed()
+		oc := pooledObservedCall(cl, o)
+		resp, err := oc.observed()
+		oc.release()
+		return resp, err
 	}
 	resp, err := retry.DoValueWith(cl.req.Context(), cl.c.retrierFor(cl.req), cl.attempt)
 	return cl.finish(resp, err)

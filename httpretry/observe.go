@@ -2,6 +2,7 @@ package httpretry
 
 import (
 	"context"
+	"sync"
 
 	"github.com/yaoki-go/yaoki/event"
 	"github.com/yaoki-go/yaoki/retry"
@@ -29,9 +30,34 @@ type observedCall struct {
 }
 
 func newObservedCall(cl *call, o event.Observer) *observedCall {
-	oc := &observedCall{call: *cl}
-	oc.obs = observer{next: o, cl: &oc.call, method: methodOf(cl.req), host: cl.req.URL.Host}
+	oc := new(observedCall)
+	oc.init(cl, o)
 	return oc
+}
+
+// observedCalls holds the observedCalls of unhedged calls that have
+// returned, so that observing a request costs it no allocation.
+var observedCalls = sync.Pool{New: func() any { return new(observedCall) }}
+
+// pooledObservedCall is newObservedCall from observedCalls: for an
+// unhedged call only, whose attempts end before it returns; the caller
+// calls release when the call has returned.
+func pooledObservedCall(cl *call, o event.Observer) *observedCall {
+	oc := observedCalls.Get().(*observedCall)
+	oc.init(cl, o)
+	return oc
+}
+
+func (oc *observedCall) init(cl *call, o event.Observer) {
+	oc.call = *cl
+	oc.obs = observer{next: o, cl: &oc.call, method: methodOf(cl.req), host: cl.req.URL.Host}
+}
+
+// release puts oc back in observedCalls, emptied: it keeps no request,
+// answer or guard of the call alive.
+func (oc *observedCall) release() {
+	*oc = observedCall{}
+	observedCalls.Put(oc)
 }
 
 // env returns a copy of e (nil: the zero Env) whose Observer is oc's.

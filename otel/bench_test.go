@@ -114,9 +114,11 @@ func (a answerOK) RoundTrip(*http.Request) (*http.Response, error) {
 }
 
 // TestObservedCallAllocations: observing a request through
-// httpretry.Transport costs it one allocation (the call, its observer and
-// their Env together), and nothing in this package once its attribute set
-// has been seen.
+// httpretry.Transport costs it no allocation (the call, its observer and
+// their Env are taken together from a pool), and nothing in this package
+// once its attribute set has been seen. (Under the race detector the pool
+// drops a quarter of what is put back: AllocsPerRun's whole average stays
+// 0.)
 func TestObservedCallAllocations(t *testing.T) {
 	o, _ := newObserver(t)
 	base := answerOK{&http.Response{StatusCode: 200, Header: http.Header{}}}
@@ -132,8 +134,8 @@ func TestObservedCallAllocations(t *testing.T) {
 		})
 	}
 	plain, observed := allocs(nil), allocs(o)
-	if observed-plain != 1 {
-		t.Errorf("an observed request allocates %v times, an unobserved one %v: want exactly one more", observed, plain)
+	if observed != plain {
+		t.Errorf("an observed request allocates %v times, an unobserved one %v: want as many", observed, plain)
 	}
 }
 
