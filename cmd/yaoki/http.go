@@ -57,6 +57,7 @@ type httpOptions struct {
 	referer        string
 	autoReferer    bool // -e 'URL;auto': each redirect sends the URL left as Referer
 	target         *target
+	redirected     time.Time // when -L last followed a redirect (-w %{time_redirect})
 	verbose        bool
 	key            string
 	retries        int
@@ -158,7 +159,7 @@ each attempt).
 	f.BoolP("globoff", "g", false, "send {} and [] in the URL as written (yaoki http always does)")
 	f.StringVarP(&o.user, "user", "u", "", "USER:PASSWORD for basic authentication")
 	f.Var(&o.connectTimeout, "connect-timeout", "bound on each connection's setup, TCP and TLS (default: none)")
-	f.StringVarP(&o.writeOut, "write-out", "w", "", "write FORMAT on stdout at the end: %{http_code} %{time_total} %{num_retries} %{url_effective} %{exitcode} %header{NAME} ... and \\n; @FILE reads it")
+	f.StringVarP(&o.writeOut, "write-out", "w", "", "write FORMAT on stdout at the end: %{http_code} %{time_total} %{time_connect} %{time_starttransfer} %{size_download} %{num_retries} %{url_effective} %{exitcode} %header{NAME} ... and \\n; @FILE reads it")
 	f.StringVarP(&o.userAgent, "user-agent", "A", "", "User-Agent header (default yaoki/VERSION)")
 	f.StringVarP(&o.referer, "referer", "e", "", "Referer header; 'URL;auto' (or ';auto') with -L sends, on each redirect, the URL left")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "write each attempt's headers and each retry decision on stderr")
@@ -417,7 +418,7 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	}
 	obs := &httpObserver{w: lw, verbose: o.verbose, limit: limit}
 	base := o.baseTransport()
-	addrs := &connAddrs{base: base}
+	addrs := &connTrace{base: base}
 	var rt http.RoundTripper = addrs
 	if o.verbose {
 		rt = &verboseTransport{base: rt, w: lw}
@@ -476,18 +477,21 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 			// Past --max-redirs: the redirect not followed, its body
 			// closed; -i writes its headers and -w its status, as curl.
 			info.answered(resp, tg)
-			addrs.carried(resp, &info)
 			if _, werr := o.write(cmd.OutOrStdout(), resp, true); werr != nil {
 				code, msg = curlWriteError, werr.Error()
 			}
 		}
+		addrs.carried(resp, &info, start)
 		info.took, info.retries, info.exitCode, info.errMsg = time.Since(start), retries, code, msg
 		o.writeInfo(cmd.OutOrStdout(), stderr, format, &info)
 		return o.failWith(code, msg)
 	}
 	defer resp.Body.Close()
 	info.answered(resp, tg)
-	addrs.carried(resp, &info)
+	addrs.carried(resp, &info, start)
+	if !o.redirected.IsZero() && info.redirects > 0 {
+		info.phases.redirect = o.redirected.Sub(start)
+	}
 	reason := obs.gaveUp()
 	code, msg := curlOK, ""
 	switch {
@@ -664,6 +668,7 @@ func (o *httpOptions) checkRedirect(req *http.Request, via []*http.Request) erro
 			req.Header.Del(h)
 		}
 	}
+	o.redirected = time.Now()
 	return nil
 }
 

@@ -20,6 +20,21 @@ func TestWriteOut(t *testing.T) {
 			t.Errorf("-w %q wrote %q, want %q", format, got, want)
 		}
 	}
+	ti = &transferInfo{took: 2 * time.Second, size: 1001, sizeUpload: 3, sizeHeader: 38, sizeRequest: 80, connects: 1,
+		phases: phases{namelookup: 40 * time.Microsecond, connect: 1500 * time.Microsecond, pretransfer: time.Second + 7, starttransfer: 1999999 * time.Microsecond, redirect: 0}}
+	for format, want := range map[string]string{
+		`%{time_namelookup} %{time_connect} %{time_appconnect}`:         "0.000040 0.001500 0.000000",
+		`%{time_pretransfer} %{time_starttransfer} %{time_redirect}`:    "1.000000 1.999999 0.000000",
+		`%{time_total} %{speed_download} %{speed_upload}`:               "2.000000 500 1",
+		`%{size_header} %{size_request} %{size_upload} %{num_connects}`: "38 80 3 1",
+	} {
+		if got := writeOutText(ti, format); got != want {
+			t.Errorf("-w %q wrote %q, want %q", format, got, want)
+		}
+	}
+	if got := writeOutText(&transferInfo{}, `%{speed_download} %{time_total}`); got != "0 0.000000" {
+		t.Errorf("no time passed: wrote %q, want 0 0.000000", got)
+	}
 	if got := writeOutText(&transferInfo{}, `%{http_code}`); got != "000" {
 		t.Errorf("no answer: %%{http_code} is %q, want 000 as curl", got)
 	}

@@ -6,11 +6,9 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"net/http/httptrace"
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -36,7 +34,19 @@ var writeOutVars = map[string]func(ti *transferInfo) string{
 	"response_code":      func(ti *transferInfo) string { return fmt.Sprintf("%03d", ti.status) },
 	"scheme":             func(ti *transferInfo) string { return ti.scheme },
 	"size_download":      func(ti *transferInfo) string { return fmt.Sprint(ti.size) },
-	"time_total":         func(ti *transferInfo) string { return fmt.Sprintf("%.6f", ti.took.Seconds()) },
+	"size_header":        func(ti *transferInfo) string { return fmt.Sprint(ti.sizeHeader) },
+	"size_request":       func(ti *transferInfo) string { return fmt.Sprint(ti.sizeRequest) },
+	"size_upload":        func(ti *transferInfo) string { return fmt.Sprint(ti.sizeUpload) },
+	"speed_download":     func(ti *transferInfo) string { return fmt.Sprint(perSecond(ti.size, ti.took)) },
+	"speed_upload":       func(ti *transferInfo) string { return fmt.Sprint(perSecond(ti.sizeUpload, ti.took)) },
+	"num_connects":       func(ti *transferInfo) string { return fmt.Sprint(ti.connects) },
+	"time_namelookup":    func(ti *transferInfo) string { return curlSeconds(ti.phases.namelookup) },
+	"time_connect":       func(ti *transferInfo) string { return curlSeconds(ti.phases.connect) },
+	"time_appconnect":    func(ti *transferInfo) string { return curlSeconds(ti.phases.appconnect) },
+	"time_pretransfer":   func(ti *transferInfo) string { return curlSeconds(ti.phases.pretransfer) },
+	"time_starttransfer": func(ti *transferInfo) string { return curlSeconds(ti.phases.starttransfer) },
+	"time_redirect":      func(ti *transferInfo) string { return curlSeconds(ti.phases.redirect) },
+	"time_total":         func(ti *transferInfo) string { return curlSeconds(ti.took) },
 	"url_effective":      func(ti *transferInfo) string { return ti.url },
 }
 
@@ -69,9 +79,35 @@ type transferInfo struct {
 	exitCode    int
 	errMsg      string
 	contentType string
-	size        int64
+	size        int64 // the final answer's body, as written
+	sizeHeader  int64 // the status lines and headers received (with -L, of every hop)
+	sizeRequest int64 // the requests sent, headers and bodies (with -L, of every hop)
+	sizeUpload  int64 // the final request's body
+	connects    int   // new connections made for the final answer (with -L, of every hop)
+	phases      phases
 	local       endpoint
 	remote      endpoint
+}
+
+// phases are -w's times of the final answer (or, without one, of the last
+// attempt), each from the start of the run: see connTrace.
+type phases struct {
+	namelookup, connect, appconnect, pretransfer, starttransfer, redirect time.Duration
+}
+
+// curlSeconds writes d as curl 7.88 writes its times: seconds with six
+// decimals.
+func curlSeconds(d time.Duration) string {
+	return fmt.Sprintf("%d.%06d", d/time.Second, (d%time.Second)/time.Microsecond)
+}
+
+// perSecond is curl's speed: bytes per second over d, in whole bytes (0
+// when no time passed).
+func perSecond(n int64, d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64(float64(n) / d.Seconds())
 }
 
 // endpoint is one end of the connection that carried the final answer.
@@ -257,47 +293,4 @@ func expandWriteOut(format string, value func(name string, header bool) (string,
 			b.WriteByte(c)
 		}
 	}
-}
-
-// connAddrs is the transport under the retries that notes, for each
-// answer, the addresses of the connection that carried it, for -w's
-// %{remote_ip}, %{remote_port}, %{local_ip} and %{local_port}.
-type connAddrs struct {
-	base http.RoundTripper
-	mu   sync.Mutex
-	of   map[*http.Response][2]net.Addr // local, remote
-}
-
-func (c *connAddrs) RoundTrip(req *http.Request) (*http.Response, error) {
-	var addrs [2]net.Addr
-	trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		addrs = [2]net.Addr{i.Conn.LocalAddr(), i.Conn.RemoteAddr()}
-	}}
-	resp, err := c.base.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
-	if resp != nil {
-		resp.Request = req
-		c.mu.Lock()
-		if c.of == nil {
-			c.of = map[*http.Response][2]net.Addr{}
-		}
-		c.of[resp] = addrs
-		c.mu.Unlock()
-	}
-	return resp, err
-}
-
-func (c *connAddrs) CloseIdleConnections() {
-	if ci, ok := c.base.(interface{ CloseIdleConnections() }); ok {
-		ci.CloseIdleConnections()
-	}
-}
-
-// carried sets the addresses of the connection that carried resp.
-func (c *connAddrs) carried(resp *http.Response, ti *transferInfo) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	a := c.of[resp]
-	ti.local, ti.remote = endpointOf(a[0]), endpointOf(a[1])
 }
