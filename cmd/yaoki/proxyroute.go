@@ -349,14 +349,26 @@ func writeProxyProblem(w http.ResponseWriter, p proxyProblem, retryAfter int) {
 }
 
 // bufferPool lends the reverse proxies their 32 KiB copy buffers, so that
-// a response does not cost one.
+// a response does not cost one. It keeps them as pointers to their
+// arrays, which a sync.Pool holds without an allocation, where a slice
+// put in it would cost one for its header.
 type bufferPool struct{ p sync.Pool }
 
+// copyBufferSize is the length of the buffers of bufferPool, as
+// httputil.ReverseProxy makes its own.
+const copyBufferSize = 32 << 10
+
 func (b *bufferPool) Get() []byte {
-	if v, ok := b.p.Get().(*[]byte); ok {
-		return *v
+	if v, ok := b.p.Get().(*[copyBufferSize]byte); ok {
+		return v[:]
 	}
-	return make([]byte, 32<<10)
+	return make([]byte, copyBufferSize)
 }
 
-func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
+// Put keeps buf if it is one of bufferPool's size (httputil.ReverseProxy
+// gives back what Get lent).
+func (b *bufferPool) Put(buf []byte) {
+	if len(buf) == copyBufferSize {
+		b.p.Put((*[copyBufferSize]byte)(buf))
+	}
+}
