@@ -280,10 +280,12 @@ type upstreamConn struct {
 	idleAt time.Time // when it was put in the pool
 	fd     int       // nc's socket, for quiet; -1 where it does not look
 	peek   [1]byte   // what quiet peeks into
+	cut    func()    // ends the I/O in progress on nc: what an exchange's context does when it ends
 }
 
 func newUpstreamConn(u *upstreamTransport, addr string, nc net.Conn) *upstreamConn {
 	c := &upstreamConn{u: u, addr: addr, nc: nc, fd: socket(nc)}
+	c.cut = func() { c.nc.SetDeadline(time.Unix(1, 0)) } // made once: an exchange does not allocate it
 	c.r = countingReader{nc: nc, left: -1}
 	c.br = bufio.NewReader(&c.r)
 	c.w = errWriter{nc: nc}
@@ -351,7 +353,7 @@ func (e *staleConnError) Unwrap() error { return e.err }
 func (c *upstreamConn) exchange(ctx context.Context, req *http.Request) (*http.Response, error) {
 	stop := alwaysStopped
 	if ctx.Done() != nil {
-		stop = context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Unix(1, 0)) })
+		stop = context.AfterFunc(ctx, c.cut)
 	}
 	before := c.r.n
 	fail := func(err error) (*http.Response, error) {
