@@ -80,8 +80,8 @@ curl's meaning (-s, -S, -f, --fail-with-body, -L, -k, -u, -m, -w, -I, -i, -o,
 stand in for curl --retry: --retry N is --max-attempts N+1, --retry-delay D
 makes every wait D, --retry-max-time S makes no retry after S.
 
-It retries 408, 429, 500, 502, 503 and 504 answers and connection failures,
-honours Retry-After (up to --max-retry-after, 60s by default), and retries
+It retries 408, 429, 500, 502, 503 and 504 answers, connection failures and
+host names that did not resolve (as curl --retry does), honours Retry-After (up to --max-retry-after, 60s by default), and retries
 POST and PATCH only with an Idempotency-Key (--idempotency-key auto makes
 one, sent unchanged on every attempt). A POST or PATCH without one that gets
 a retryable answer is not retried, and stderr says so. Redirects are followed
@@ -424,9 +424,7 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 		rt = &verboseTransport{base: rt, w: lw}
 	}
 	rt = writtenPath{base: rt, t: tg}
-	if o.retryAll {
-		rt = allErrors{base: rt}
-	}
+	rt = curlErrors{base: rt, all: o.retryAll}
 	// No per-host budget: one call per process, so a budget could only cut
 	// the retries asked for (--retry, --policy), never protect a fleet (a
 	// policy document's own Budget still applies).
@@ -509,6 +507,12 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 		code, msg = curlWriteError, werr.Error()
 		if ctx.Err() != nil {
 			code, msg = curlTimeout, fmt.Sprintf("--max-time %s passed while reading the answer", secondsText(cp.retry.MaxElapsed))
+		} else if errors.Is(werr, io.ErrUnexpectedEOF) {
+			// As curl: the connection closed before the whole body came.
+			code, msg = curlPartialFile, "transfer closed with outstanding read data remaining"
+			if resp.ContentLength > n {
+				msg = fmt.Sprintf("transfer closed with %d bytes remaining to read", resp.ContentLength-n)
+			}
 		} else if errors.Is(werr, errReadBody) {
 			code, msg = curlRecvError, werr.Error()
 		}
@@ -757,7 +761,7 @@ func (o *httpOptions) write(stdout io.Writer, resp *http.Response, noBody bool) 
 	if err != nil {
 		var re readError
 		if errors.As(err, &re) {
-			return n, fmt.Errorf("%w: %v", errReadBody, re.err)
+			return n, fmt.Errorf("%w: %w", errReadBody, re.err)
 		}
 		return n, fmt.Errorf("failure writing output to destination: %v", err)
 	}

@@ -10,15 +10,20 @@ import (
 	"github.com/yaoki-go/yaoki/retry"
 )
 
-// allErrors is the transport under the retries that --retry-all-errors
-// puts in: an attempt's error that httpretry finds final (no such host,
-// an untrusted certificate, a TLS alert) reaches the retries as one they
-// retry, as curl --retry-all-errors retries every error. The caller's own
-// cancellation stays final, and so does what httpretry decides about the
-// request rather than the error: a POST or PATCH without Idempotency-Key
-// is still sent once, unless its connection could not be made (the error
-// stays a dial error, which proves the request never left).
-type allErrors struct{ base http.RoundTripper }
+// curlErrors is the transport under the retries that makes them retry
+// the errors curl --retry retries although httpretry finds them final: a
+// name that did not resolve (curl retries it as a timeout: a name may be
+// missing for a while, such as a service not yet registered), and with
+// all (--retry-all-errors) every error (an untrusted certificate, a TLS
+// alert too). The caller's own cancellation stays final, and so does what
+// httpretry decides about the request rather than the error: a POST or
+// PATCH without Idempotency-Key is still sent once, unless its connection
+// could not be made (the error stays a dial error, which proves the
+// request never left).
+type curlErrors struct {
+	base http.RoundTripper
+	all  bool
+}
 
 // retryAnyway hides a final error from httpretry's classification;
 // curlExit looks through it (revealed) for the exit code.
@@ -29,9 +34,12 @@ type retryAnyway struct {
 
 func (e *retryAnyway) Error() string { return e.msg }
 
-func (a allErrors) RoundTrip(req *http.Request) (*http.Response, error) {
+func (a curlErrors) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := a.base.RoundTrip(req)
 	if err == nil || req.Context().Err() != nil || errors.Is(err, context.Canceled) || httpretry.Classify(err) != retry.ClassPermanent {
+		return resp, err
+	}
+	if dns := (*net.DNSError)(nil); !a.all && !errors.As(err, &dns) {
 		return resp, err
 	}
 	if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" {
@@ -41,13 +49,13 @@ func (a allErrors) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, &retryAnyway{err: err, msg: err.Error()}
 }
 
-func (a allErrors) CloseIdleConnections() {
+func (a curlErrors) CloseIdleConnections() {
 	if ci, ok := a.base.(interface{ CloseIdleConnections() }); ok {
 		ci.CloseIdleConnections()
 	}
 }
 
-// revealed is the error that allErrors hid in err, or err.
+// revealed is the error that curlErrors hid in err, or err.
 func revealed(err error) error {
 	var ra *retryAnyway
 	if errors.As(err, &ra) {

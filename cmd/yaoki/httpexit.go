@@ -27,6 +27,7 @@ const (
 	curlBadURL          = 3   // the URL is malformed (no host, a port out of range)
 	curlNoHost          = 6   // the host name did not resolve
 	curlNoConnect       = 7   // the connection was refused or could not be made
+	curlPartialFile     = 18  // the connection closed before the whole body came
 	curlHTTPError       = 22  // -f or --fail-with-body: the final status is 400 or more
 	curlWriteError      = 23  // -o could not be written
 	curlReadError       = 26  // a --data @FILE could not be read
@@ -53,6 +54,8 @@ Exit codes (curl's where curl has one):
        of 1-65535)
   6    the host name did not resolve
   7    the connection failed (refused, unreachable)
+  18   the connection closed before the whole body came (what came is
+       written)
   22   -f/--fail-with-body: the final status is 400 or more
   23   -o could not be written
   26   a --data @FILE could not be read

@@ -119,3 +119,21 @@ func TestHTTPRetryAllErrorsYaoki(t *testing.T) {
 		t.Errorf("--retry-all-errors --policy: exit %d, %q; want 2 and why", r.code, r.stderr)
 	}
 }
+
+// A name that does not resolve is retried, as curl --retry retries it (a
+// service's name may be missing until it is registered), and the run
+// exits 6 as curl's does.
+func TestHTTPUnresolvedRetriedLikeCurl(t *testing.T) {
+	const url = "http://yaoki-e2e.invalid/" // .invalid never resolves (RFC 6761)
+	c := runCurl(t, "--no-progress-meter", "--retry", "1", "--retry-delay", "1", url)
+	if c.code != 6 {
+		t.Skipf("curl exits %d, not 6: this resolver does not say that %s does not exist\n%s", c.code, url, c.stderr)
+	}
+	if !strings.Contains(c.stderr, "Will retry") {
+		t.Fatalf("curl did not retry: the comparison is off:\n%s", c.stderr)
+	}
+	y := run(t, nil, "http", "-sS", "-v", "--retry", "1", "--retry-delay", "0.01", url)
+	if y.code != 6 || !strings.Contains(y.stderr, "* attempt 2 of 2") {
+		t.Errorf("exit %d; want 6 after 2 attempts:\n%s", y.code, y.stderr)
+	}
+}

@@ -30,6 +30,7 @@ type answer struct {
 	body    string
 	reset   bool          // close the connection with a TCP reset, no answer
 	close   bool          // close the connection cleanly, no answer (an empty reply)
+	cut     bool          // close the connection once the answer is written (a Content-Length header longer than the body cuts it short)
 	delay   time.Duration // wait before answering
 }
 
@@ -159,7 +160,7 @@ func (s *scripted) conn(c net.Conn) {
 		if req.method == http.MethodHead {
 			out = out[:strings.Index(string(out), "\r\n\r\n")+4]
 		}
-		if _, err := c.Write(out); err != nil {
+		if _, err := c.Write(out); err != nil || a.cut {
 			return
 		}
 	}
