@@ -87,3 +87,23 @@ func BenchmarkBreakerOpenReject(b *testing.B) {
 		}
 	})
 }
+
+// The two-step form while closed: Allow and Permit.Done, which disarms the
+// Permit it is called on.
+func BenchmarkBreakerPermit(b *testing.B) {
+	for _, w := range benchConfigs {
+		br, _ := New(w.c)
+		b.Run(w.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					p, err := br.Allow()
+					if err != nil {
+						b.Fatal(err)
+					}
+					p.Done(nil)
+				}
+			})
+		})
+	}
+}

@@ -78,7 +78,10 @@ func (s State) String() string {
 // outcome has not come; the word's id bits are 0), so that each probe's
 // outcome counts once however often it is reported, even beside other
 // probes of the same generation. Closed tickets carry no id: the closed
-// path stays one atomic load and one add.
+// path stays one atomic load and one add. With Config.CheckTickets, a
+// closed breaker's state bits are checkedClosed instead of Closed: the
+// closed fast paths (which compare them with Closed) then step aside, and
+// closed tickets get ids as half-open ones do.
 const (
 	stateMask = 3
 	idShift   = 2
@@ -88,6 +91,18 @@ const (
 	genShift  = idShift + idBits
 	genOne    = 1 << genShift
 )
+
+// checkedClosed is the state bits of a closed breaker whose
+// Config.CheckTickets is set; stateOf reads them as Closed.
+const checkedClosed = 3
+
+// stateOf returns the state of word w.
+func stateOf(w uint64) State {
+	if s := State(w & stateMask); s != checkedClosed {
+		return s
+	}
+	return Closed
+}
 
 // A probe that takes a slot always finds an id: at most HalfOpenProbes
 // (≤ 1e6) hold one at a time.
@@ -123,6 +138,7 @@ type Breaker struct {
 	// only if its id is there, and takes it out.
 	pending map[uint32]bool
 	lastID  uint32 // the id last given in this generation
+	twice   int    // outcomes dropped because their ticket's had come (DoubleReports)
 
 	s    Config
 	kind windowKind
@@ -217,8 +233,17 @@ func New(s Config) (*Breaker, error) {
 		b.clock = window.NewClock(s.Window / timeBuckets)
 		b.calls, b.failures, b.slow = window.NewClockRing(timeBuckets), window.NewClockRing(timeBuckets), window.NewClockRing(timeBuckets)
 	}
-	b.word.Store(genOne | uint64(Closed))
+	b.word.Store(genOne | b.closedBits())
 	return b, nil
+}
+
+// closedBits returns the state bits of the closed state: checkedClosed
+// with Config.CheckTickets.
+func (b *Breaker) closedBits() uint64 {
+	if b.s.CheckTickets {
+		return checkedClosed
+	}
+	return uint64(Closed)
 }
 
 // Name returns the breaker's name.
@@ -236,8 +261,12 @@ func (b *Breaker) AllowAt(now time.Time, retry bool) (ticket uint64, err error) 
 	return b.allowNotClosed(now, w, retry)
 }
 
-// allowNotClosed is AllowAt in the open and half-open states.
+// allowNotClosed is AllowAt in the open and half-open states, and in the
+// closed state with Config.CheckTickets.
 func (b *Breaker) allowNotClosed(now time.Time, w uint64, retry bool) (uint64, error) {
+	if w&stateMask == checkedClosed {
+		return b.issueClosed(w), nil
+	}
 	if b.s.RetriesOnly && !retry {
 		return b.passFirst(w), nil
 	}
@@ -260,6 +289,19 @@ func (b *Breaker) passFirst(w uint64) uint64 {
 	}
 	if len(b.pending) >= maxID {
 		return w // no id left: its outcome is not counted
+	}
+	return w | b.issueLocked(false)
+}
+
+// issueClosed returns a ticket with an id for a call allowed by a closed
+// breaker in word w with Config.CheckTickets: w itself (no id) if the
+// breaker has moved on (the ticket's outcome is dropped) or every id is
+// pending (its outcome is counted unchecked).
+func (b *Breaker) issueClosed(w uint64) uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.word.Load() != w || len(b.pending) >= maxID {
+		return w
 	}
 	return w | b.issueLocked(false)
 }
@@ -301,6 +343,12 @@ func (b *Breaker) allowSlow(ctx context.Context, now time.Time, w uint64, retry 
 	case Closed:
 		b.mu.Unlock()
 		return w, nil
+	case checkedClosed:
+		if len(b.pending) < maxID {
+			w |= b.issueLocked(false)
+		}
+		b.mu.Unlock()
+		return w, nil
 	case Open:
 		if p := b.at(b.open.Load(), ns); ns < p.until {
 			b.mu.Unlock()
@@ -335,12 +383,20 @@ func (b *Breaker) allowSlow(ctx context.Context, now time.Time, w uint64, retry 
 
 // DoneAt reports the outcome of a call allowed by AllowAt: err is nil on
 // success, elapsed is how long the call took (for SlowCall), ticket is what
-// AllowAt returned, reported once. Outcomes of calls allowed in an earlier
-// state (before a trip, or before the breaker closed, or probes deemed lost)
-// are dropped, and so is a half-open ticket's outcome reported again: each
-// probe's outcome counts once, whatever other probes are in flight. Closed,
-// recording a fast success is one atomic add and allocates nothing; a
-// closed ticket carries no identity, so one reported twice counts twice.
+// AllowAt returned. Outcomes of calls allowed in an earlier state (before a
+// trip, or before the breaker closed, or probes deemed lost) are dropped.
+// Closed, recording a fast success is one atomic add and allocates
+// nothing.
+//
+// Report each ticket once: the caller (or the one layer that owns the
+// ticket, such as the retry loop) must not report it again. A half-open
+// ticket carries its probe's id, so that a second report is dropped
+// (counted by DoubleReports). A closed ticket carries no identity, so that
+// AllowAt stays one atomic load: a second report counts as another call's
+// outcome (one failure counts as two, and may trip the breaker early)
+// unless Config.CheckTickets gives closed tickets ids too, as tests do to
+// show that a caller reports each ticket once. Permit.Done and Execute
+// report once by construction.
 func (b *Breaker) DoneAt(now time.Time, ticket uint64, elapsed time.Duration, err error) {
 	w := b.word.Load()
 	if ticket&^idMask != w {
@@ -387,6 +443,11 @@ func (b *Breaker) classify(err error) Outcome {
 func (b *Breaker) record(ctx context.Context, now time.Time, ticket uint64, o Outcome, slow bool, cause error) {
 	w := ticket &^ idMask
 	switch State(w & stateMask) {
+	case checkedClosed:
+		if !b.closedDone(ticket) {
+			return
+		}
+		fallthrough
 	case Closed:
 		if o == Ignore {
 			return
@@ -406,6 +467,27 @@ func (b *Breaker) record(ctx context.Context, now time.Time, ticket uint64, o Ou
 	}
 	// Open: a first attempt let through by RetriesOnly; its outcome is
 	// not counted until the breaker is half-open.
+}
+
+// closedDone takes the id of a closed ticket (Config.CheckTickets) out of
+// the pending ones, and reports whether its outcome counts: false when it
+// came already, or when the breaker has moved on since.
+func (b *Breaker) closedDone(ticket uint64) bool {
+	id := uint32((ticket & idMask) >> idShift)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.word.Load() != ticket&^idMask {
+		return false
+	}
+	if id == 0 {
+		return true // issued with every id pending: counted unchecked
+	}
+	if _, ok := b.pending[id]; !ok {
+		b.twice++
+		return false
+	}
+	delete(b.pending, id)
+	return true
 }
 
 func (b *Breaker) countSuccess(now time.Time) {
@@ -476,6 +558,9 @@ func (b *Breaker) probeDone(ctx context.Context, now time.Time, ticket uint64, o
 	if !ok {
 		// Its outcome came already (a ticket reported twice), or it has
 		// no id: it is not counted.
+		if id != 0 {
+			b.twice++
+		}
 		b.mu.Unlock()
 		return
 	}
@@ -522,7 +607,7 @@ func (b *Breaker) trip(ctx context.Context, now time.Time, w uint64, cause error
 	}
 	b.tripLocked(now, w, cause)
 	b.mu.Unlock()
-	b.report(ctx, now, change{from: State(w & stateMask), to: Open})
+	b.report(ctx, now, change{from: stateOf(w), to: Open})
 }
 
 // tripLocked opens the breaker for the next open period; b.mu is held and
@@ -560,7 +645,11 @@ func (b *Breaker) moveLocked(w uint64, to State) uint64 {
 	}
 	clear(b.pending)
 	b.lastID = 0
-	n := (w&^(stateMask|idMask) + genOne) | uint64(to)
+	bits := uint64(to)
+	if to == Closed {
+		bits = b.closedBits()
+	}
+	n := (w&^(stateMask|idMask) + genOne) | bits
 	b.word.Store(n)
 	return n
 }
@@ -593,7 +682,7 @@ func (b *Breaker) refuse(ctx context.Context, now time.Time, e *OpenError) error
 // ended reports HalfOpen (the transition itself happens at the next
 // AllowAt).
 func (b *Breaker) StateAt(now time.Time) State {
-	s := State(b.word.Load() & stateMask)
+	s := stateOf(b.word.Load())
 	if ns := now.UnixNano(); s == Open && ns >= b.at(b.open.Load(), ns).until {
 		return HalfOpen
 	}
@@ -619,6 +708,16 @@ func (b *Breaker) OpenUntil(now time.Time) (time.Time, bool) {
 
 // State is shorthand for StateAt(time.Now()).
 func (b *Breaker) State() State { return b.StateAt(time.Now()) }
+
+// DoubleReports returns how many outcomes were dropped because their
+// ticket's outcome had been reported already: half-open tickets always,
+// closed ones with Config.CheckTickets. A test asserts that it is 0 to
+// show that the code under test reports each ticket once.
+func (b *Breaker) DoubleReports() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.twice
+}
 
 // Trips returns the number of consecutive trips: 0 after the breaker
 // closed, 1 after a first trip, 2 after a failed probe, and so on.

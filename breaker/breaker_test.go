@@ -525,7 +525,8 @@ func TestAllowPermit(t *testing.T) {
 	if _, err := b.Allow(); !errors.Is(err, ErrOpen) {
 		t.Fatalf("err %v, want ErrOpen", err)
 	}
-	Permit{}.Done(boom) // the zero Permit does nothing
+	var zero Permit
+	zero.Done(boom) // the zero Permit does nothing
 }
 
 func TestConfigErrors(t *testing.T) {

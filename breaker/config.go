@@ -113,6 +113,15 @@ type Config struct {
 	// would fail requests that a recovering dependency could serve.
 	RetriesOnly bool
 
+	// CheckTickets gives every closed-state ticket an id, as half-open
+	// tickets have, so that a ticket reported twice counts once and
+	// DoubleReports counts the second report. It costs a lock on every
+	// AllowAt and DoneAt: it is meant for tests (and -race runs), which
+	// turn it on to show that the code under test reports each ticket
+	// once. False (the default): closed tickets carry no id, AllowAt is one
+	// atomic load, and a closed ticket reported twice counts twice.
+	CheckTickets bool
+
 	// Classify says whether an error counts as a failure, a success or not
 	// at all. Nil: DefaultClassify. It must be safe for concurrent use.
 	Classify func(err error) Outcome

@@ -45,6 +45,9 @@ func (b *Breaker) begin(ctx context.Context) (ticket uint64, start time.Time, er
 	if w&stateMask == uint64(Closed) {
 		return w, start, nil
 	}
+	if w&stateMask == checkedClosed {
+		return b.issueClosed(w), start, nil
+	}
 	if b.s.RetriesOnly {
 		return b.passFirst(w), start, nil
 	}
@@ -89,8 +92,11 @@ func (b *Breaker) recordOutcome(ctx context.Context, now time.Time, ticket uint6
 }
 
 // Permit is one allowed call, returned by Allow; report its outcome with
-// Done, exactly once. It is a small value: passing it around allocates
-// nothing.
+// Done. Done disarms the Permit it is called on, so that a second Done on
+// it (an explicit one and a deferred one) is a no-op. A copy of a Permit
+// is the same call: report through one copy only (Done on two copies
+// counts the call twice while the breaker is closed; see DoneAt). It is a
+// small value: passing it around allocates nothing.
 type Permit struct {
 	b      *Breaker
 	ticket uint64
@@ -116,9 +122,12 @@ func (b *Breaker) allowPermit() (Permit, error) {
 }
 
 // Done reports the call's outcome: err is nil on success. With SlowCall,
-// the call's duration is measured from Allow.
-func (p Permit) Done(err error) {
-	if p.b != nil {
-		p.b.finish(context.Background(), p.ticket, p.start, err)
+// the call's duration is measured from Allow. It disarms p: a second Done
+// on p reports nothing. Calling Done on one Permit from two goroutines at
+// once is a data race (the race detector reports it).
+func (p *Permit) Done(err error) {
+	if b := p.b; b != nil {
+		p.b = nil
+		b.finish(context.Background(), p.ticket, p.start, err)
 	}
 }

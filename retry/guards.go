@@ -52,7 +52,9 @@ type Breaker interface {
 	AllowAt(now time.Time, retry bool) (ticket uint64, err error)
 	// DoneAt reports the outcome of an allowed attempt that started
 	// elapsed before now; err is nil on success. The breaker decides which
-	// errors count as failures.
+	// errors count as failures. The loop reports each ticket once; a
+	// breaker need not tell a second report of a ticket from another
+	// attempt's (package breaker's closed tickets carry no identity).
 	DoneAt(now time.Time, ticket uint64, elapsed time.Duration, err error)
 }
 
