@@ -155,7 +155,9 @@ func (l *Loop) Hedge(ctx context.Context, now time.Time, t *Ticket) Decision {
 
 func (l *Loop) hedgeSent(ctx context.Context, now time.Time, t *Ticket, e *Env) Decision {
 	d := l.send(ctx, now, t, e)
-	l.observe(ctx, event.Event{Kind: event.Hedge, Time: now, Attempt: t.n, Wait: now.Sub(l.start)})
+	if e != nil && e.Observer != nil {
+		l.observeHolding(ctx, now, t, event.Event{Kind: event.Hedge, Time: now, Attempt: t.n, Wait: now.Sub(l.start)})
+	}
 	return d
 }
 

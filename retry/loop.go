@@ -169,6 +169,7 @@ func (l *Loop) Before(ctx context.Context, now time.Time, t *Ticket) Decision {
 	if th := e.Throttle; th != nil && !t.admitted {
 		w, err := th.AdmitAt(now)
 		if err != nil {
+			l.release(now, t) // before the observer, which may panic
 			l.observe(ctx, event.Event{Kind: event.ThrottleRejected, Time: now, Attempt: l.attempts + 1, Err: err})
 			return l.refuse(ctx, now, t, Error{Reason: ReasonRejectedLocally, Cause: err})
 		}
@@ -184,6 +185,7 @@ func (l *Loop) Before(ctx context.Context, now time.Time, t *Ticket) Decision {
 		tk, err := b.AllowAt(now, l.attempts > 0)
 		if err != nil {
 			wait, _ := HintOf(err)
+			l.release(now, t) // before the observer, which may panic
 			l.observe(ctx, event.Event{Kind: event.BreakerRejected, Time: now, Attempt: l.attempts + 1, Err: err, Wait: wait})
 			return l.refuse(ctx, now, t, Error{Reason: ReasonBreakerOpen, Cause: err, Wait: wait})
 		}
@@ -196,9 +198,44 @@ func (l *Loop) send(ctx context.Context, now time.Time, t *Ticket, e *Env) Decis
 	l.attempts++
 	t.n, t.sent = l.attempts, now
 	if e != nil && e.Observer != nil {
-		l.observe(ctx, event.Event{Kind: event.AttemptStart, Time: now, Attempt: t.n})
+		l.observeHolding(ctx, now, t, event.Event{Kind: event.AttemptStart, Time: now, Attempt: t.n})
 	}
 	return Decision{Verdict: Send}
+}
+
+// observeHolding reports ev about attempt t, which holds what the guards
+// gave it and is about to be sent. If the observer panics, the attempt is
+// not sent: what it holds is handed back (the bulkhead's slot, the
+// breaker's ticket as cancelled, the throttle's turn) and the panic goes
+// on, so that a bug in an observer does not shrink a bulkhead or hold a
+// breaker's half-open probe slot for ever.
+func (l *Loop) observeHolding(ctx context.Context, now time.Time, t *Ticket, ev event.Event) {
+	done := false
+	defer func() {
+		if !done {
+			l.unsend(now, t)
+		}
+	}()
+	l.observe(ctx, ev)
+	done = true
+}
+
+// unsend hands back what attempt t holds although it was counted as
+// sent: it never left.
+func (l *Loop) unsend(now time.Time, t *Ticket) {
+	e := l.p.Env
+	if t.held && e.Bulkhead != nil {
+		e.Bulkhead.Release()
+		t.held = false
+	}
+	if t.allowed && e.Breaker != nil {
+		e.Breaker.DoneAt(now, t.breaker, 0, context.Canceled) // not the dependency's doing
+		t.allowed = false
+	}
+	if t.admitted && e.Throttle != nil {
+		cancelAdmit(e.Throttle, now)
+		t.admitted = false
+	}
 }
 
 // Acquired reports, at now, the outcome of the bulkhead's Acquire that
@@ -244,20 +281,10 @@ func (l *Loop) stopped(ctx context.Context, now time.Time, cause error) (Error, 
 	return Error{}, false
 }
 
-// refuse hands back what t holds before it was sent and gives up with ge.
+// refuse hands back what t holds before it was sent (the throttle's turn
+// goes to the next caller) and gives up with ge.
 func (l *Loop) refuse(ctx context.Context, now time.Time, t *Ticket, ge Error) Decision {
-	if e := l.p.Env; e != nil && t.n == 0 {
-		if t.admitted && e.Throttle != nil {
-			if c, ok := e.Throttle.(ThrottleCanceller); ok {
-				c.CancelAt(now) // the turn goes to the next caller
-			}
-			t.admitted = false
-		}
-		if t.held && e.Bulkhead != nil {
-			e.Bulkhead.Release()
-			t.held = false
-		}
-	}
+	l.release(now, t)
 	return l.giveUp(ctx, now, ge)
 }
 

@@ -123,7 +123,13 @@ type Env struct {
 	// Bulkhead, if set, limits concurrent attempts. Nil: no limit.
 	Bulkhead Bulkhead
 	// Observer, if set, receives an event for each attempt, retry and
-	// give-up. Nil: no events and no cost.
+	// give-up, on the goroutine of the call (a hedged call's cancelled
+	// attempts are reported from a goroutine it leaves behind). It must
+	// not block: the call waits for it. If it panics, the call panics with
+	// its value, once what the attempt held (a bulkhead slot, a breaker
+	// ticket, a throttle's turn) has been handed back; a panic on the
+	// goroutine a hedged call leaves behind ends the program, as a panic
+	// of fn there does. Nil: no events and no cost.
 	Observer event.Observer
 	// Hedger, if set, hedges the calls made with Hedge and HedgeValue:
 	// when an attempt has not answered after the Hedger's delay, the loop

@@ -1,0 +1,99 @@
+package retry_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/yaoki-go/yaoki/breaker"
+	"github.com/yaoki-go/yaoki/event"
+	"github.com/yaoki-go/yaoki/retry"
+	"github.com/yaoki-go/yaoki/throttle"
+)
+
+// TestObserverPanicReleasesGuards: an Observer that panics (a bug in the
+// caller's logging) makes Do panic with its value, but what the attempt
+// held is handed back first: the bulkhead's slot and the breaker's
+// half-open probe slot. Without that, one panicking event leaks a slot for
+// ever (the bulkhead shrinks) or holds the breaker half-open, refusing
+// every call, until its OpenTimeout. The events reported while an attempt
+// holds them panic in turn: its start, its end, a breaker's refusal, a
+// throttle's refusal.
+func TestObserverPanicReleasesGuards(t *testing.T) {
+	for _, c := range []struct {
+		kind   event.Kind
+		open   bool  // the breaker refuses (still open); otherwise it is past its open period: half-open
+		reject error // the throttle refuses
+	}{
+		{kind: event.AttemptStart},
+		{kind: event.AttemptEnd},
+		{kind: event.BreakerRejected, open: true},
+		{kind: event.ThrottleRejected, reject: errors.New("throttle: rejected locally")},
+	} {
+		t.Run(c.kind.String(), func(t *testing.T) {
+			bh, err := throttle.NewBulkhead(throttle.BulkheadConfig{Limit: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			br, err := breaker.New(breaker.Config{ConsecutiveFailures: 1, OpenTimeout: time.Minute, OpenJitter: breaker.Disabled})
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now()
+			tk, _ := br.AllowAt(now, false)
+			br.DoneAt(now, tk, 0, errFlaky) // open for a minute
+			th := &fakeThrottle{reject: c.reject}
+			env := &retry.Env{Bulkhead: bh, Breaker: pastOpen{br, !c.open}, Throttle: th}
+			env.Observer = event.Func(func(_ context.Context, e event.Event) {
+				if e.Kind == c.kind {
+					panic("observer: " + c.kind.String())
+				}
+			})
+			p := retry.Policy{Env: env}
+			func() {
+				defer func() {
+					if v := recover(); v != "observer: "+c.kind.String() {
+						t.Fatalf("Do recovered %v, want the observer's panic", v)
+					}
+				}()
+				_ = retry.Do(context.Background(), p, func(context.Context) error { return nil })
+			}()
+			if n := bh.InUse(); n != 0 {
+				t.Errorf("bulkhead slots in use after the panic: %d, want 0", n)
+			}
+			if c.open || c.reject != nil {
+				return // no breaker ticket was taken
+			}
+			// The breaker's one half-open probe slot is free (or the probe
+			// succeeded): the next call passes.
+			env.Observer = event.Func(func(context.Context, event.Event) {})
+			if err := retry.Do(context.Background(), p, func(context.Context) error { return nil }); err != nil {
+				t.Errorf("the next call: %v, want success", err)
+			}
+		})
+	}
+}
+
+// pastOpen is a breaker seen after its open period when half is set (its
+// instants are shifted past it), so that its next AllowAt takes the
+// half-open probe slot.
+type pastOpen struct {
+	b    *breaker.Breaker
+	half bool
+}
+
+func (p pastOpen) shift(now time.Time) time.Time {
+	if p.half {
+		return now.Add(2 * time.Minute)
+	}
+	return now
+}
+
+func (p pastOpen) AllowAt(now time.Time, retry bool) (uint64, error) {
+	return p.b.AllowAt(p.shift(now), retry)
+}
+
+func (p pastOpen) DoneAt(now time.Time, tk uint64, d time.Duration, err error) {
+	p.b.DoneAt(p.shift(now), tk, d, err)
+}
