@@ -109,6 +109,7 @@ func TestHTTPLikeCurl(t *testing.T) {
 		{name: "-m", script: []answer{{status: 200, body: "late\n", delay: 3 * time.Second}}, args: []string{"-sS", "-m", "0.5", "--retry", "0"}, stderr: true, code: 28},
 		{name: "--connect-timeout on a TLS handshake", script: []answer{ok("x")}, args: []string{"-sS", "--connect-timeout", "0.3", "--retry", "0"}, path: "tls-on-plain", stderr: true, code: 28},
 		{name: "-o", script: []answer{ok("to a file\n")}, args: []string{"-s", "-o", "OUT"}},
+		{name: "429 with Retry-After then 200", script: []answer{{status: 429, headers: map[string]string{"Retry-After": "1"}, body: "slow down\n"}, ok("done\n")}, args: []string{"-sS", "--retry", "1"}, lastOnly: "done\n"},
 		{name: "body cut short", script: []answer{{status: 200, headers: map[string]string{"Content-Length": "100"}, body: "partial", cut: true}}, args: []string{"-sS", "--retry", "1"}, stderr: true, code: 18},
 		{name: "body cut short -o", script: []answer{{status: 200, headers: map[string]string{"Content-Length": "100"}, body: "partial", cut: true}}, args: []string{"-sS", "--retry", "1", "-o", "OUT"}, stderr: true, code: 18},
 		{name: "-o after a retry", script: []answer{status(503, "busy\n"), ok("done\n")}, args: []string{"-sS", "--retry", "1", "-o", "OUT"}, yaoki: fastRetries, curl: []string{"--retry-delay", "1"}},
