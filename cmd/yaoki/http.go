@@ -441,6 +441,7 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	var window *retryWindow
 	if d := o.retryMaxTime.d; d > 0 {
 		window = &retryWindow{max: d}
+		obs.window = window
 		t.Policy.Classify = window.classify(t.Policy.Classify)
 	}
 	client := &http.Client{Transport: t, CheckRedirect: o.checkRedirect}

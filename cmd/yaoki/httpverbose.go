@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/yaoki-go/yaoki/event"
+	"github.com/yaoki-go/yaoki/retry"
 )
 
 // verboseTransport writes what curl -v writes for every attempt it sends:
@@ -95,7 +96,8 @@ func (l *lockedWriter) write(s string) {
 type httpObserver struct {
 	w       *lockedWriter
 	verbose bool
-	limit   string // the attempt limit, "unlimited" or a number
+	limit   string       // the attempt limit, "unlimited" or a number
+	window  *retryWindow // --retry-max-time's, nil without it
 
 	mu      sync.Mutex
 	n       int // attempts of the current hop
@@ -153,7 +155,11 @@ func (h *httpObserver) Observe(_ context.Context, e event.Event) {
 	case event.GaveUp:
 		h.reason = e.Reason
 		if h.verbose {
-			h.w.write(fmt.Sprintf("* stopped after %d attempt%s: %s\n", e.Attempt, plural(e.Attempt), strings.ReplaceAll(e.Reason, "_", " ")))
+			why := strings.ReplaceAll(e.Reason, "_", " ")
+			if w := h.window.why(); w != "" && e.Reason == retry.ReasonPermanent.Key() {
+				why = w
+			}
+			h.w.write(fmt.Sprintf("* stopped after %d attempt%s: %s\n", e.Attempt, plural(e.Attempt), why))
 		}
 	}
 }

@@ -137,3 +137,17 @@ func TestHTTPUnresolvedRetriedLikeCurl(t *testing.T) {
 		t.Errorf("exit %d; want 6 after 2 attempts:\n%s", y.code, y.stderr)
 	}
 }
+
+// -v and stderr say that --retry-max-time ended the retries, and why.
+func TestHTTPRetryMaxTimeSaid(t *testing.T) {
+	s := startScripted(t, false, answer{status: 503, headers: map[string]string{"Retry-After": "3"}, body: "busy\n"})
+	r := run(t, nil, "http", "-v", "--retry", "3", "--retry-max-time", "2", s.url)
+	for _, want := range []string{
+		"* stopped after 1 attempt: the server's Retry-After (3.000s) would end past --retry-max-time 2.000s",
+		"yaoki http: gave up after 1 attempt in ",
+	} {
+		if r.code != 0 || !strings.Contains(r.stderr, want) {
+			t.Errorf("exit %d; want 0 and %q on stderr:\n%s", r.code, want, r.stderr)
+		}
+	}
+}
