@@ -68,12 +68,7 @@ func TestHTTPWriteOutSizeRequest(t *testing.T) {
 			args := append(append([]string{"-s", "-o", t.TempDir() + "/out", "-w", `%{size_request}`}, tc.args...), s.url+"p?q=1")
 			for _, who := range []string{"yaoki", "curl"} {
 				s.restart()
-				var r result
-				if who == "yaoki" {
-					r = run(t, nil, append([]string{"http"}, args...)...)
-				} else {
-					r = runCurl(t, args...)
-				}
+				r := runAs(t, who, args...)
 				want := 0
 				for _, q := range s.requests() {
 					want += len(q.method) + 1 + len(q.uri) + len(" HTTP/1.1\r\n") + len("Host: ") + len(q.host) + 2 + 2 + len(q.body)
@@ -118,12 +113,7 @@ func TestHTTPWriteOutTimes(t *testing.T) {
 			args := append(append([]string{"-s", "--retry", "0", "-o", t.TempDir() + "/out", "-w", w}, tc.args...), url)
 			for _, who := range []string{"yaoki", "curl"} {
 				s.restart()
-				var r result
-				if who == "yaoki" {
-					r = run(t, nil, append([]string{"http"}, args...)...)
-				} else {
-					r = runCurl(t, args...)
-				}
+				r := runAs(t, who, args...)
 				checkTimes(t, who, r.stdout, tc.tls, tc.refused, tc.redirect)
 			}
 		})
@@ -185,4 +175,13 @@ func TestHTTPWriteOutTimesAfterRetries(t *testing.T) {
 	if !(0.2 <= pre && pre <= start && start <= total) {
 		t.Errorf("-w wrote %q: want 0.2 ≤ pretransfer ≤ starttransfer ≤ total (the final attempt after the 0.2 s wait)", r.stdout)
 	}
+}
+
+// runAs runs yaoki http (who "yaoki") or curl with args.
+func runAs(t *testing.T, who string, args ...string) result {
+	t.Helper()
+	if who == "yaoki" {
+		return run(t, nil, append([]string{"http"}, args...)...)
+	}
+	return runCurl(t, args...)
 }
