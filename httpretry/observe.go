@@ -84,16 +84,26 @@ func (o *observer) Observe(ctx context.Context, e event.Event) {
 		e.Status = o.cl.statusOf(e.Attempt)
 	}
 	if e.Kind == event.GaveUp && e.Reason == permanentKey {
-		if hs := o.cl.hs; hs != nil {
-			hs.mu.Lock()
-			defer hs.mu.Unlock()
-		}
-		switch {
-		case o.cl.final != "":
-			e.Reason = o.cl.final
-		case o.cl.notRetried != nil && o.cl.n == 1:
-			e.Reason = reasonKey(o.cl.notRetried)
-		}
+		e.Reason = o.cl.finalReason(e.Reason)
 	}
-	o.next.Observe(ctx, e)
+	o.next.Observe(ctx, e) // outside the hedged call's lock: a hook
+}
+
+// finalReason returns why the call's error was final, as an event reason:
+// what made a retryable status final, or why the request was sent once;
+// reason when neither. A hedged call's attempts share these fields: they
+// are read under its lock, which is released before the observer is
+// called.
+func (cl *call) finalReason(reason string) string {
+	if hs := cl.hs; hs != nil {
+		hs.mu.Lock()
+		defer hs.mu.Unlock()
+	}
+	switch {
+	case cl.final != "":
+		return cl.final
+	case cl.notRetried != nil && cl.n == 1:
+		return reasonKey(cl.notRetried)
+	}
+	return reason
 }
