@@ -377,8 +377,26 @@ func (b *Breaker) allowSlow(ctx context.Context, now time.Time, w uint64, retry 
 	b.probeAt = ns
 	w |= b.issueLocked(true) // probing ≤ HalfOpenProbes ≤ 1e6 < maxID
 	b.mu.Unlock()
-	b.report(ctx, now, ch)
+	b.reportIssued(ctx, now, ch, w)
 	return w, nil
+}
+
+// reportIssued reports change c, made by the call that ticket tk was just
+// issued to. If a hook panics, the caller never gets tk: its outcome is
+// recorded as ignored (a probe's slot is freed) before the panic goes on,
+// rather than holding the half-open state until OpenTimeout deems it lost.
+func (b *Breaker) reportIssued(ctx context.Context, now time.Time, c change, tk uint64) {
+	if c.from == c.to {
+		return
+	}
+	done := false
+	defer func() {
+		if !done {
+			b.record(ctx, now, tk, Ignore, false, nil)
+		}
+	}()
+	b.report(ctx, now, c)
+	done = true
 }
 
 // DoneAt reports the outcome of a call allowed by AllowAt: err is nil on

@@ -129,3 +129,30 @@ func TestClosedTicketsCheckedConcurrently(t *testing.T) {
 	}
 	wantState(t, b, at(0), Open)
 }
+
+// TestHookPanicFreesProbe: a hook that panics as AllowAt moves the breaker
+// to half-open (its Observer or OnStateChange) makes AllowAt panic, so the
+// caller never gets the probe's ticket: the probe's slot is freed, and the
+// next call is the probe instead of being refused until OpenTimeout.
+func TestHookPanicFreesProbe(t *testing.T) {
+	b := newB(t, Config{ConsecutiveFailures: 1, OnStateChange: func(_ string, _, to State) {
+		if to == HalfOpen {
+			panic("hook")
+		}
+	}})
+	call(t, b, at(0), boom) // open for 30 s
+	func() {
+		defer func() {
+			if v := recover(); v != "hook" {
+				t.Fatalf("AllowAt recovered %v, want the hook's panic", v)
+			}
+		}()
+		_, _ = b.AllowAt(at(30*time.Second), false)
+	}()
+	tk, err := b.AllowAt(at(31*time.Second), false)
+	if err != nil {
+		t.Fatalf("the next call: %v, want it let through as the probe", err)
+	}
+	b.DoneAt(at(31*time.Second), tk, time.Millisecond, nil)
+	wantState(t, b, at(31*time.Second), Closed)
+}
