@@ -10,7 +10,11 @@ import (
 // breaker and throttle implement them without importing retry, and the
 // simulator drives the same objects on virtual time through the same
 // methods. Every method takes now, so that decisions are pure functions of
-// time; implementations must be safe for concurrent use.
+// time; implementations must be safe for concurrent use. A guard that
+// panics in Before's questions (or whose hook does: a breaker's observer
+// sees its state changes) makes the call panic with its value, once what
+// the attempt held (a bulkhead slot, a throttle's turn) has been handed
+// back.
 
 // Budget limits retries to what the system can bear (a share of traffic,
 // or a token bucket). It is asked before every retry, never before a first

@@ -152,7 +152,7 @@ func (l *Loop) Err() *Error {
 // once (ReasonCancelled, ReasonDeadline) without asking a guard: the
 // attempt is not sent, the observer sees no attempt event for it, and the
 // give-up counts the attempts made before.
-func (l *Loop) Before(ctx context.Context, now time.Time, t *Ticket) Decision {
+func (l *Loop) Before(ctx context.Context, now time.Time, t *Ticket) (d Decision) {
 	if ge, ok := l.stopped(ctx, now, nil); ok {
 		// The caller has gone, or the call's time is up: nothing is sent,
 		// no guard is asked, and no attempt is reported, so that the
@@ -166,6 +166,14 @@ func (l *Loop) Before(ctx context.Context, now time.Time, t *Ticket) Decision {
 	if e.Bulkhead != nil && !t.held {
 		return Decision{Verdict: Acquire}
 	}
+	defer func() {
+		if d.Verdict == 0 {
+			// A guard or one of its hooks panicked (a breaker's observer,
+			// say): the attempt is not sent, and the bulkhead's slot and
+			// the throttle's turn go back before the panic goes on.
+			l.release(now, t)
+		}
+	}()
 	if th := e.Throttle; th != nil && !t.admitted {
 		w, err := th.AdmitAt(now)
 		if err != nil {

@@ -97,3 +97,74 @@ func (p pastOpen) AllowAt(now time.Time, retry bool) (uint64, error) {
 func (p pastOpen) DoneAt(now time.Time, tk uint64, d time.Duration, err error) {
 	p.b.DoneAt(p.shift(now), tk, d, err)
 }
+
+// TestBreakerHookPanicReleasesGuards: the breaker's own hooks run inside
+// its AllowAt (its Observer, often the caller's, sees the move to
+// half-open and each refusal; OnStateChange sees the move). If one
+// panics, Do panics with its value, but the bulkhead slot the attempt
+// held is handed back, and the half-open probe slot the breaker had just
+// given is freed: the next call is let through as the probe instead of
+// being refused until OpenTimeout deems the lost probe lost.
+func TestBreakerHookPanicReleasesGuards(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		probe bool // the panic comes as the breaker moves to half-open
+		hook  func(b *breaker.Config)
+	}{
+		{"observer, half-open", true, func(b *breaker.Config) {
+			b.Observer = event.Func(func(_ context.Context, e event.Event) {
+				if e.Kind == event.BreakerStateChange && e.To == "half_open" {
+					panic("hook")
+				}
+			})
+		}},
+		{"OnStateChange, half-open", true, func(b *breaker.Config) {
+			b.OnStateChange = func(_ string, _, to breaker.State) {
+				if to == breaker.HalfOpen {
+					panic("hook")
+				}
+			}
+		}},
+		{"observer, refusal", false, func(b *breaker.Config) {
+			b.Observer = event.Func(func(_ context.Context, e event.Event) {
+				if e.Kind == event.BreakerRejected {
+					panic("hook")
+				}
+			})
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bh, err := throttle.NewBulkhead(throttle.BulkheadConfig{Limit: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := breaker.Config{ConsecutiveFailures: 1, OpenTimeout: time.Minute, OpenJitter: breaker.Disabled}
+			c.hook(&cfg)
+			br, err := breaker.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now()
+			tk, _ := br.AllowAt(now, false)
+			br.DoneAt(now, tk, 0, errFlaky) // open for a minute
+			p := retry.Policy{Env: &retry.Env{Bulkhead: bh, Breaker: pastOpen{br, c.probe}}}
+			func() {
+				defer func() {
+					if v := recover(); v != "hook" {
+						t.Fatalf("Do recovered %v, want the hook's panic", v)
+					}
+				}()
+				_ = retry.Do(context.Background(), p, func(context.Context) error { return nil })
+			}()
+			if n := bh.InUse(); n != 0 {
+				t.Errorf("bulkhead slots in use after the panic: %d, want 0", n)
+			}
+			if !c.probe {
+				return
+			}
+			if _, err := br.AllowAt(now.Add(2*time.Minute), false); err != nil {
+				t.Errorf("the next probe: %v, want it let through (the panicked one's slot freed)", err)
+			}
+		})
+	}
+}
