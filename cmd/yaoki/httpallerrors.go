@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 
@@ -20,9 +23,66 @@ import (
 // PATCH without Idempotency-Key is still sent once, unless its connection
 // could not be made (the error stays a dial error, which proves the
 // request never left).
+//
+// With all, it also reads each answer's body whole (up to
+// maxRetriedBody) before handing the answer up, so that a body cut short
+// fails its attempt and is retried, as curl --retry-all-errors retries a
+// transfer that ended early (exit 18). A longer body is handed up as it
+// comes, and a cut in it is not retried.
 type curlErrors struct {
 	base http.RoundTripper
 	all  bool
+}
+
+// maxRetriedBody is the longest body that --retry-all-errors reads whole
+// within its attempt, so that a cut in it is retried: 16 MiB.
+const maxRetriedBody = 16 << 20
+
+// errBodyCut is an attempt's error when its answer's body ended before
+// its Content-Length (or its last chunk): curl's exit 18.
+type errBodyCut struct {
+	err       error
+	remaining int64 // bytes missing, -1 when unknown (no Content-Length)
+}
+
+func (e *errBodyCut) Error() string {
+	if e.remaining >= 0 {
+		return fmt.Sprintf("transfer closed with %d bytes remaining to read", e.remaining)
+	}
+	return "transfer closed with outstanding read data remaining"
+}
+
+func (e *errBodyCut) Unwrap() error { return e.err }
+
+// readWhole reads resp's body, up to maxRetriedBody, so that it can be
+// handed up whole; a read that fails closes it.
+func readWhole(resp *http.Response) error {
+	if resp.Body == nil || resp.Body == http.NoBody {
+		return nil
+	}
+	body := resp.Body
+	data, err := io.ReadAll(io.LimitReader(body, maxRetriedBody+1))
+	if err != nil {
+		_ = body.Close()
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			cut := &errBodyCut{err: err, remaining: -1}
+			if resp.ContentLength > int64(len(data)) {
+				cut.remaining = resp.ContentLength - int64(len(data))
+			}
+			return cut
+		}
+		return err
+	}
+	if len(data) > maxRetriedBody {
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(data), body), body}
+		return nil
+	}
+	_ = body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(data))
+	return nil
 }
 
 // retryAnyway hides a final error from httpretry's classification;
@@ -36,6 +96,11 @@ func (e *retryAnyway) Error() string { return e.msg }
 
 func (a curlErrors) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := a.base.RoundTrip(req)
+	if err == nil && a.all {
+		if err = readWhole(resp); err != nil {
+			resp = nil
+		}
+	}
 	if err == nil || req.Context().Err() != nil || errors.Is(err, context.Canceled) || httpretry.Classify(err) != retry.ClassPermanent {
 		return resp, err
 	}

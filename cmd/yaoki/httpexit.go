@@ -88,6 +88,7 @@ func curlExit(ctx context.Context, err error) (int, string) {
 		he     *httpretry.Error
 		re     *retry.Error
 		tooMR  *errTooManyRedirects
+		cut    *errBodyCut
 		dnsErr *net.DNSError
 		certV  *tls.CertificateVerificationError
 		unkCA  x509.UnknownAuthorityError
@@ -105,6 +106,8 @@ func curlExit(ctx context.Context, err error) (int, string) {
 	switch {
 	case errors.As(err, &tooMR):
 		return curlTooManyRedirect, tooMR.Error()
+	case errors.As(last, &cut):
+		return curlPartialFile, cut.Error()
 	case errors.Is(ctx.Err(), context.DeadlineExceeded), errors.Is(err, retry.ErrDeadline), isTimeout(last):
 		return curlTimeout, "operation timed out: " + lastMessage(last)
 	case ctx.Err() != nil, errors.As(err, &he) && he.Reason == retry.ReasonCancelled:
