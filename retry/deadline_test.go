@@ -2,6 +2,7 @@ package retry_test
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -66,5 +67,24 @@ func TestWaitEndingAtDeadlineNotStarted(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestHugeHintNeverShortened: a server hint near the largest Duration,
+// under a MaxRetryAfter that lets it through (a policy that means "honour
+// any hint"), is waited for in full: its jitter must not overflow the
+// wait into a negative one, which would retry at once and ignore every
+// deadline.
+func TestHugeHintNeverShortened(t *testing.T) {
+	for _, h := range []time.Duration{math.MaxInt64, math.MaxInt64 / 10 * 9, 250 * 365 * 24 * time.Hour} {
+		var waits []time.Duration
+		p := retry.Policy{MaxAttempts: 2, MaxRetryAfter: math.MaxInt64, Env: &retry.Env{
+			Rand:  func() float64 { return 0.99 },
+			Sleep: func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil },
+		}}
+		_ = retry.Do(context.Background(), p, func(context.Context) error { return retry.After(errFlaky, h) })
+		if len(waits) != 1 || waits[0] < h {
+			t.Errorf("hint %v: waited %v, want one wait of at least the hint", h, waits)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/yaoki-go/yaoki/event"
@@ -366,7 +367,11 @@ func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) D
 			}
 			jitter = min(jitter, float64(left-h))
 		}
-		wait = h + time.Duration(jitter*l.draw())
+		j := time.Duration(jitter * l.draw())
+		if j > math.MaxInt64-h {
+			j = math.MaxInt64 - h // the longest wait: the sum must not wrap negative
+		}
+		wait = h + j
 		if left >= 0 && wait >= left {
 			wait = left - 1 // jitter never spends the hint's whole margin
 		}
