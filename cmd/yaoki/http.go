@@ -78,14 +78,16 @@ curl's meaning (-s, -S, -f, --fail-with-body, -L, -k, -u, -m, -w, -I, -i, -o,
 -A, -e, -d, --data-binary, --data-raw, --data-urlencode, --json, -G, -H, -X,
 -v, combined as -fsS or -sSL) and exits with curl's exit codes, so that it can
 stand in for curl --retry: --retry N is --max-attempts N+1, --retry-delay D
-makes every wait D, --retry-max-time S makes no retry after S.
+makes every wait D, --retry-max-time S makes no retry after S,
+--retry-all-errors retries every error (with -f, every status from 400).
 
 It retries 408, 429, 500, 502, 503 and 504 answers, connection failures and
-host names that did not resolve (as curl --retry does), honours Retry-After (up to --max-retry-after, 60s by default), and retries
-POST and PATCH only with an Idempotency-Key (--idempotency-key auto makes
-one, sent unchanged on every attempt). A POST or PATCH without one that gets
-a retryable answer is not retried, and stderr says so. Redirects are followed
-with -L only.
+host names that did not resolve (as curl --retry does), honours Retry-After
+(up to --max-retry-after, 60s by default), and retries POST and PATCH only
+with an Idempotency-Key (--idempotency-key auto makes one, sent unchanged on
+every attempt), even with --retry-all-errors. A POST or PATCH without one
+that gets a retryable answer is not retried, and stderr says so. Redirects
+are followed with -L only.
 
 -v writes, as curl -v does, each attempt's request headers ("> ") and the
 answer's headers ("< "), and yaoki's decisions ("* "): each attempt's
