@@ -474,11 +474,19 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 		if why := window.why(); why != "" && obs.gaveUp() == retry.ReasonPermanent.Key() {
 			o.say(stderr, "gave up after %d attempt%s: %s", total, plural(total), why)
 		}
+		noBody := true
+		if cut := (*errBodyCut)(nil); resp == nil && errors.As(err, &cut) && cut.resp != nil {
+			// --retry-all-errors' last attempt ended with its body cut
+			// short: what came of it is written, as curl writes it.
+			resp, noBody = cut.resp, o.fail && cut.resp.StatusCode >= 400
+		}
 		if resp != nil {
 			// Past --max-redirs: the redirect not followed, its body
 			// closed; -i writes its headers and -w its status, as curl.
 			info.answered(resp, tg)
-			if _, werr := o.write(cmd.OutOrStdout(), resp, true); werr != nil {
+			n, werr := o.write(cmd.OutOrStdout(), resp, noBody)
+			info.size = n
+			if werr != nil {
 				code, msg = curlWriteError, werr.Error()
 			}
 		}

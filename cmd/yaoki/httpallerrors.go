@@ -42,7 +42,8 @@ const maxRetriedBody = 16 << 20
 // its Content-Length (or its last chunk): curl's exit 18.
 type errBodyCut struct {
 	err       error
-	remaining int64 // bytes missing, -1 when unknown (no Content-Length)
+	remaining int64          // bytes missing, -1 when unknown (no Content-Length)
+	resp      *http.Response // the answer, its body what came of it
 }
 
 func (e *errBodyCut) Error() string {
@@ -65,10 +66,11 @@ func readWhole(resp *http.Response) error {
 	if err != nil {
 		_ = body.Close()
 		if errors.Is(err, io.ErrUnexpectedEOF) {
-			cut := &errBodyCut{err: err, remaining: -1}
+			cut := &errBodyCut{err: err, remaining: -1, resp: resp}
 			if resp.ContentLength > int64(len(data)) {
 				cut.remaining = resp.ContentLength - int64(len(data))
 			}
+			resp.Body = io.NopCloser(bytes.NewReader(data))
 			return cut
 		}
 		return err
