@@ -41,6 +41,9 @@ type call struct {
 	// hs is set for a hedged call, whose attempts run concurrently: they
 	// share the fields above under hs.mu.
 	hs *hedgeState
+	// obs is the call's observer, when the Transport has one: an unhedged
+	// attempt's start is reported through it once its request leaves.
+	obs *observer
 }
 
 // prepare decides, before the first attempt, whether the request may be
@@ -210,6 +213,7 @@ func (cl *call) attempt(actx context.Context) (*http.Response, error) {
 		return nil, context.Cause(ctx)
 	}
 	cl.n++
+	prev := cl.status
 	cl.status = 0
 	if l := cl.last; l != nil {
 		l.discard() // normally done in OnRetry already
@@ -227,8 +231,12 @@ func (cl *call) attempt(actx context.Context) (*http.Response, error) {
 			b.release(nil, err)
 		}
 		cl.n-- // not sent: the call ends here, so the count stays honest
+		cl.status = prev
 		cl.unsent = true
 		return nil, retry.Permanent(err)
+	}
+	if o := cl.obs; o != nil {
+		o.sent(cl.req.Context())
 	}
 	resp, err := cl.c.base.RoundTrip(req)
 	if b != nil {

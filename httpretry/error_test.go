@@ -1,12 +1,15 @@
 package httpretry_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/yaoki-go/yaoki/event"
 	"github.com/yaoki-go/yaoki/httpretry"
 	"github.com/yaoki-go/yaoki/retry"
 	"github.com/yaoki-go/yaoki/retrytest"
@@ -33,29 +36,43 @@ func TestErrorLastStatusAcrossAttempts(t *testing.T) {
 }
 
 // The second attempt's GetBody fails: that attempt is not sent, so the call
-// made one attempt, and says so in its fields and its message.
+// made one attempt, and says so in its fields and its message; its events
+// say the same to the Transport's observer: no start or end of a second
+// attempt, and a give-up after 1 attempt, with the 503 it got.
 func TestErrorCountsAttemptsSent(t *testing.T) {
-	srv := retrytest.NewServer(t, "503,200")
-	tr := serverTransport(t, srv, &httpretry.Transport{})
-	req, err := http.NewRequest("PUT", srv.URL, strings.NewReader("payload"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	broken := errors.New("the body's source is gone")
-	req.GetBody = func() (io.ReadCloser, error) { return nil, broken }
-	_, _, err = send(t, tr, req)
-	var he *httpretry.Error
-	if !errors.As(err, &he) {
-		t.Fatalf("got %v, want an *httpretry.Error", err)
-	}
-	if n := len(srv.Attempts()); n != 1 {
-		t.Fatalf("the server got %d attempts, want 1", n)
-	}
-	if he.Attempts != 1 || he.LastStatus != 503 || !errors.Is(err, broken) {
-		t.Errorf("got Attempts %d, LastStatus %d, errors.Is(broken) %v; want 1, 503, true", he.Attempts, he.LastStatus, errors.Is(err, broken))
-	}
-	if msg := err.Error(); !strings.Contains(msg, "gave up after 1 attempt ") {
-		t.Errorf("message %q does not say 1 attempt", msg)
+	for _, observed := range []bool{false, true} {
+		srv := retrytest.NewServer(t, "503,200")
+		var evs []string
+		tr := &httpretry.Transport{}
+		if observed {
+			tr.Observer = event.Func(func(_ context.Context, e event.Event) {
+				evs = append(evs, fmt.Sprintf("%v#%d:%d", e.Kind, e.Attempt, e.Status))
+			})
+		}
+		tr = serverTransport(t, srv, tr)
+		req, err := http.NewRequest("PUT", srv.URL, strings.NewReader("payload"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		broken := errors.New("the body's source is gone")
+		req.GetBody = func() (io.ReadCloser, error) { return nil, broken }
+		_, _, err = send(t, tr, req)
+		var he *httpretry.Error
+		if !errors.As(err, &he) {
+			t.Fatalf("got %v, want an *httpretry.Error", err)
+		}
+		if n := len(srv.Attempts()); n != 1 {
+			t.Fatalf("the server got %d attempts, want 1", n)
+		}
+		if he.Attempts != 1 || he.LastStatus != 503 || !errors.Is(err, broken) {
+			t.Errorf("got Attempts %d, LastStatus %d, errors.Is(broken) %v; want 1, 503, true", he.Attempts, he.LastStatus, errors.Is(err, broken))
+		}
+		if msg := err.Error(); !strings.Contains(msg, "gave up after 1 attempt ") {
+			t.Errorf("message %q does not say 1 attempt", msg)
+		}
+		if want := "attempt_start#1:0 attempt_end#1:503 retry_scheduled#1:503 gave_up#1:503"; observed && strings.Join(evs, " ") != want {
+			t.Errorf("events %q, want %q", strings.Join(evs, " "), want)
+		}
 	}
 }
 

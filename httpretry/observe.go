@@ -17,6 +17,11 @@ type observer struct {
 	cl     *call
 	method string
 	host   string
+	// held is the start of an unhedged call's attempt, reported only once
+	// its request leaves (see sent): an attempt whose request cannot be
+	// built, or whose caller has gone, is not sent and not reported.
+	held    event.Event
+	holding bool
 }
 
 // observedCall is an observed call's state on the heap, in one
@@ -51,6 +56,7 @@ func pooledObservedCall(cl *call, o event.Observer) *observedCall {
 func (oc *observedCall) init(cl *call, o event.Observer) {
 	oc.call = *cl
 	oc.obs = observer{next: o, cl: &oc.call, method: methodOf(cl.req), host: cl.req.URL.Host}
+	oc.call.obs = &oc.obs
 }
 
 // release puts oc back in observedCalls, emptied: it keeps no request,
@@ -77,6 +83,20 @@ func (o *observer) Observe(ctx context.Context, e event.Event) {
 	e.Component = "httpretry"
 	e.Method = o.method
 	e.Host = o.host
+	if o.cl.hs == nil { // unhedged: one attempt at a time, on this goroutine
+		switch e.Kind {
+		case event.AttemptStart:
+			o.held, o.holding = e, true // reported by sent, if it is
+			return
+		case event.AttemptEnd:
+			if o.holding { // it was not sent
+				o.holding = false
+				return
+			}
+		case event.GaveUp:
+			e.Attempt = o.cl.n // the attempts sent
+		}
+	}
 	if e.Status == 0 && e.Kind != event.AttemptStart {
 		// The loop reports an attempt's end, the retry after it and the
 		// give-up right after the attempt returned, so the call's last
@@ -87,6 +107,14 @@ func (o *observer) Observe(ctx context.Context, e event.Event) {
 		e.Reason = o.cl.finalReason(e.Reason)
 	}
 	o.next.Observe(ctx, e) // outside the hedged call's lock: a hook
+}
+
+// sent reports the start of the attempt whose request is about to leave.
+func (o *observer) sent(ctx context.Context) {
+	if o.holding {
+		o.holding = false
+		o.next.Observe(ctx, o.held)
+	}
 }
 
 // finalReason returns why the call's error was final, as an event reason:
