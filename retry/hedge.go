@@ -335,6 +335,7 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 			}
 		}
 		n := inFlight
+		inFlight = 0 // they are the goroutine's
 		go func() {
 			for range n {
 				o := <-results
@@ -349,6 +350,14 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 			}
 		}()
 	}
+	defer func() {
+		if inFlight > 0 {
+			// The driver is panicking (the observer or a guard did, on its
+			// goroutine): the attempts in flight are cancelled and hand back
+			// what they hold when they return, as when the call ends.
+			leave()
+		}
+	}()
 	// observeFirst tells the Hedger, once, the latency of the first
 	// attempt at end: its whole latency, or how long it had run when the
 	// call ended without it. cut says the call's end (its context, or a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/yaoki-go/yaoki/breaker"
@@ -167,4 +168,37 @@ func TestBreakerHookPanicReleasesGuards(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHedgedObserverPanicReleasesAttemptsInFlight: in a hedged call, the
+// Observer panics as a hedge is sent, while the first attempt is still in
+// flight. HedgeValue panics with its value; the first attempt is cancelled
+// and, when it returns, hands back its bulkhead slot, as every attempt a
+// hedged call leaves behind does. It kept it for ever.
+func TestHedgedObserverPanicReleasesAttemptsInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bh, err := throttle.NewBulkhead(throttle.BulkheadConfig{Limit: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := &retry.Env{Bulkhead: bh, Hedger: fixedHedger(t, 50*time.Millisecond, 1),
+			Observer: event.Func(func(_ context.Context, e event.Event) {
+				if e.Kind == event.Hedge {
+					panic("observer: hedge")
+				}
+			})}
+		s := &script{lat: []time.Duration{time.Hour}}
+		func() {
+			defer func() {
+				if v := recover(); v != "observer: hedge" {
+					t.Fatalf("HedgeValue recovered %v, want the observer's panic", v)
+				}
+			}()
+			_, _ = retry.HedgeValue(context.Background(), retry.Policy{Env: env}, s.call, s.discard)
+		}()
+		synctest.Wait() // the first attempt, cancelled, returns and is reported
+		if n := bh.InUse(); n != 0 {
+			t.Errorf("bulkhead slots in use once the attempts returned: %d, want 0", n)
+		}
+	})
 }
