@@ -460,7 +460,7 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	}
 	resp, err := client.Do(req)
 	tg.restore(resp)
-	info := transferInfo{url: tg.text(u, false), method: method, filename: o.output}
+	info := transferInfo{url: tg.text(u, false), urlGiven: tg.text(u, false), method: method, filename: o.output}
 	if err != nil {
 		code, msg := curlExit(ctx, err)
 		if code == curlTimeout && cp.retry.MaxElapsed > 0 && ctx.Err() != nil {

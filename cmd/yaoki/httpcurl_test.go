@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -118,13 +119,15 @@ func TestValidHeaderName(t *testing.T) {
 }
 
 func FuzzWriteOut(f *testing.F) {
-	for _, s := range []string{`%{http_code}\n`, `%%{`, `\`, `%{`, `%{}`, `a\nb%{time_total}`} {
+	for _, s := range []string{`%{http_code}\n`, `%%{`, `\`, `%{`, `%{}`, `a\nb%{time_total}`, `%{json}`} {
 		f.Add(s)
 	}
 	ti := &transferInfo{status: 200, url: "u"}
 	f.Fuzz(func(t *testing.T, format string) {
 		out := writeOutText(ti, format)
-		if len(out) > 2*len(format)+64*len(format) {
+		// Each variable writes 64 bytes at most here, but %{json}, which
+		// writes them all.
+		if len(out) > 2*len(format)+64*len(format)+2048*strings.Count(format, "%{json}") {
 			t.Fatalf("-w %q wrote %d bytes", format, len(out))
 		}
 		_ = checkWriteOut(format)
@@ -174,5 +177,24 @@ func TestRetryWindow(t *testing.T) {
 		if (why != "") != tc.stop {
 			t.Errorf("%v after the first attempt, hint %v: stop %q, want a stop: %v", tc.after, tc.hint, why, tc.stop)
 		}
+	}
+}
+
+// %{json} is valid JSON: codes as numbers without leading zeros, empty
+// strings as null where curl writes null, control characters escaped.
+func TestWriteOutJSON(t *testing.T) {
+	ti := &transferInfo{errMsg: "bad \"x\"\n\x01\\", url: "http://h/é", urlGiven: "http://h/é", method: "GET", exitCode: 7}
+	out := writeOutText(ti, `%{json}`)
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatalf("%%{json} wrote %s: %v", out, err)
+	}
+	for k, want := range map[string]any{"http_code": 0.0, "exitcode": 7.0, "errormsg": "bad \"x\"\n\x01\\", "content_type": nil, "url": "http://h/é", "method": "GET", "time_total": 0.0, "local_ip": ""} {
+		if got, ok := m[k]; !ok || got != want {
+			t.Errorf("%s: got %#v, want %#v", k, got, want)
+		}
+	}
+	if u := checkWriteOut(`%{json}%{url}%{urlnum}`); len(u) != 0 {
+		t.Errorf("unknown: %q, want none", u)
 	}
 }

@@ -47,7 +47,9 @@ var writeOutVars = map[string]func(ti *transferInfo) string{
 	"time_starttransfer": func(ti *transferInfo) string { return curlSeconds(ti.phases.starttransfer) },
 	"time_redirect":      func(ti *transferInfo) string { return curlSeconds(ti.phases.redirect) },
 	"time_total":         func(ti *transferInfo) string { return curlSeconds(ti.took) },
+	"url":                func(ti *transferInfo) string { return ti.urlGiven },
 	"url_effective":      func(ti *transferInfo) string { return ti.url },
+	"urlnum":             func(ti *transferInfo) string { return "0" }, // yaoki http takes one URL
 }
 
 // writeOutSwitches are the -w variables that write nothing but steer the
@@ -55,9 +57,12 @@ var writeOutVars = map[string]func(ti *transferInfo) string{
 // writes the rest only if the run failed.
 var writeOutSwitches = []string{"onerror", "stderr", "stdout"}
 
+// writeOutJSON is %{json}, which writes every variable of writeOutVars.
+const writeOutJSON = "json"
+
 // writeOutNames lists the -w variables in order, for messages.
 func writeOutNames() string {
-	names := slices.Concat(slices.Collect(maps.Keys(writeOutVars)), writeOutSwitches)
+	names := slices.Concat(slices.Collect(maps.Keys(writeOutVars)), writeOutSwitches, []string{writeOutJSON})
 	slices.Sort(names)
 	return strings.Join(names, ", ") + ", and %header{NAME}"
 }
@@ -70,7 +75,8 @@ type transferInfo struct {
 	took        time.Duration
 	retries     int
 	redirects   int
-	url         string
+	url         string // the final answer's URL (%{url_effective})
+	urlGiven    string // the URL given, as written (%{url})
 	scheme      string // as curl 7.88 writes it: HTTP, HTTPS
 	redirectURL string // the Location of a final redirect not followed
 	referer     string // the final request's
@@ -188,7 +194,7 @@ func readWriteOut(v string, stdin io.Reader) (string, error) {
 func checkWriteOut(format string) []string {
 	var unknown []string
 	expandWriteOut(format, func(name string, header bool) (string, bool) {
-		if _, ok := writeOutVars[name]; !header && !ok && !slices.Contains(writeOutSwitches, name) {
+		if _, ok := writeOutVars[name]; !header && !ok && !slices.Contains(writeOutSwitches, name) && name != writeOutJSON {
 			unknown = append(unknown, name)
 		}
 		return "", false
@@ -220,6 +226,9 @@ func (ti *transferInfo) value(name string, header bool) (string, bool) {
 	}
 	if f, ok := writeOutVars[name]; ok {
 		return f(ti), true
+	}
+	if name == writeOutJSON {
+		return ti.json(), true
 	}
 	return "", false
 }

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"encoding/json"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -184,4 +186,60 @@ func runAs(t *testing.T, who string, args ...string) result {
 		return run(t, nil, append([]string{"http"}, args...)...)
 	}
 	return runCurl(t, args...)
+}
+
+// %{json} is valid JSON with curl's keys and types; the values that do not
+// depend on time, on the port or on the request's headers are curl's.
+func TestHTTPWriteOutJSONLikeCurl(t *testing.T) {
+	redirect := answer{status: 302, headers: map[string]string{"Location": "/next"}, body: "moved\n"}
+	for _, tc := range []struct {
+		name   string
+		script []answer
+		args   []string
+		path   string
+	}{
+		{"GET -o", []answer{ok("hello\n")}, []string{"-o", "OUT"}, ""},
+		{"redirect not followed, -e", []answer{redirect}, []string{"-e", "http://from.example/"}, ""},
+		{"-L", []answer{redirect, ok("there\n")}, []string{"-L"}, ""},
+		{"refused", nil, nil, "http://127.0.0.1:1/x"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startScripted(t, false, append(tc.script, ok("unused"))[:max(1, len(tc.script))]...)
+			url := s.url + "p?q=1"
+			if tc.path != "" {
+				url = tc.path
+			}
+			out := t.TempDir() + "/out"
+			args := []string{"-s", "--retry", "0", "-w", "%{json}"}
+			for _, a := range tc.args {
+				args = append(args, strings.Replace(a, "OUT", out, 1))
+			}
+			args = append(args, url)
+			got := map[string]map[string]any{}
+			for _, who := range []string{"yaoki", "curl"} {
+				s.restart()
+				r := runAs(t, who, args...)
+				text := r.stdout[strings.LastIndex(r.stdout, "{"+`"`):]
+				var m map[string]any
+				if err := json.Unmarshal([]byte(text), &m); err != nil {
+					t.Fatalf("%s: %%{json} is not JSON: %v\n%s", who, err, text)
+				}
+				got[who] = m
+			}
+			differ := map[string]bool{"local_port": true, "size_request": true, "errormsg": true, "speed_download": true, "speed_upload": true}
+			for k, yv := range got["yaoki"] {
+				cv, ok := got["curl"][k]
+				switch {
+				case k == "num_retries":
+				case !ok:
+					t.Errorf("yaoki writes %q, which curl does not", k)
+				case fmt.Sprintf("%T", yv) != fmt.Sprintf("%T", cv):
+					t.Errorf("%s: yaoki %#v, curl %#v: want the same JSON type", k, yv, cv)
+				case strings.HasPrefix(k, "time_") || differ[k]:
+				case yv != cv:
+					t.Errorf("%s: yaoki %#v, curl %#v", k, yv, cv)
+				}
+			}
+		})
+	}
 }
