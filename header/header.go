@@ -34,6 +34,11 @@ const (
 	RateLimitRemaining  = "Ratelimit-Remaining"
 	XRateLimitReset     = "X-Ratelimit-Reset"
 	XRateLimitRemaining = "X-Ratelimit-Remaining"
+	// Date is when the server made the response, by its clock (RFC 9110
+	// §6.6.1); Age, how many seconds a cache has held it since (RFC 9111
+	// §5.1). A date in Retry-After is read against them.
+	Date = "Date"
+	Age  = "Age"
 )
 
 // ValidName reports whether name is a field name (an RFC 9110 token: one or

@@ -297,8 +297,19 @@ func (cl *call) idempotencyKey() string {
 	return cl.req.Header.Get(header.XIdempotencyKey)
 }
 
-// hint returns the wait the server asked for in resp, or -1.
+// hint returns the wait the server asked for in resp, or -1. A date in
+// Retry-After or a rate-limit reset time is the server's clock's: it is
+// read against the answer's Date, stamped by the same clock, plus its Age
+// (the seconds a cache held it), when there is a valid Date, so that a
+// client whose clock is off (a VM that drifted, a device without NTP)
+// waits what the server asked; against now otherwise.
 func hint(resp *http.Response, now time.Time) time.Duration {
+	if d, err := http.ParseTime(resp.Header.Get(header.Date)); err == nil {
+		now = d
+		if a, err := strconv.ParseUint(resp.Header.Get(header.Age), 10, 32); err == nil {
+			now = now.Add(time.Duration(a) * time.Second)
+		}
+	}
 	if v := resp.Header.Get(header.RetryAfter); v != "" {
 		if d, ok := ParseRetryAfter(v, now); ok {
 			return d

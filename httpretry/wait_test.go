@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -308,5 +309,62 @@ func TestCancelledBeforeSending(t *testing.T) {
 	}
 	if n := got.Load(); n != 0 {
 		t.Errorf("the server got %d requests, want 0", n)
+	}
+}
+
+// skewedServer answers 503 with "Retry-After: <its now + 30 s>" by a
+// clock skew away from the client's, stamping the answer's Date by the
+// same clock as every server does, then 200.
+type skewedServer struct {
+	skew  time.Duration
+	age   time.Duration // the 503 comes from a cache that has held it this long
+	calls int
+}
+
+func (s *skewedServer) RoundTrip(req *http.Request) (*http.Response, error) {
+	s.calls++
+	serverNow := time.Now().Add(s.skew)
+	resp := &http.Response{StatusCode: 200, Status: "200 OK", Header: http.Header{}, Body: http.NoBody, Request: req}
+	resp.Header.Set("Date", serverNow.UTC().Format(http.TimeFormat))
+	if s.calls == 1 {
+		made := serverNow.Add(-s.age)
+		resp.StatusCode, resp.Status = 503, "503 Service Unavailable"
+		resp.Header.Set("Date", made.UTC().Format(http.TimeFormat))
+		resp.Header.Set("Retry-After", made.Add(30*time.Second).UTC().Format(http.TimeFormat))
+		if s.age > 0 {
+			resp.Header.Set("Age", strconv.Itoa(int(s.age.Seconds())))
+		}
+	}
+	return resp, nil
+}
+
+// TestRetryAfterDateOnServerClock: a Retry-After date is the server's
+// clock's; a client whose clock differs by a minute (a VM that drifted, a
+// device without NTP) reads it against the answer's Date, also the
+// server's, and waits the 30 s asked (+ up to 20 %). Read against its own
+// clock, the date was in the past for a client a minute ahead (it came
+// back at once, with every other such client), and 90 s away for one a
+// minute behind (more than MaxRetryAfter: it gave up). An answer a cache
+// has held for 20 s (Age: 20) has 10 s of its 30 left.
+func TestRetryAfterDateOnServerClock(t *testing.T) {
+	for _, c := range []struct {
+		skew, age, want time.Duration
+	}{
+		{-time.Minute, 0, 30 * time.Second},
+		{time.Minute, 0, 30 * time.Second},
+		{time.Minute, 20 * time.Second, 10 * time.Second},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			srv := &skewedServer{skew: c.skew, age: c.age}
+			tr := &httpretry.Transport{Base: srv}
+			start := time.Now()
+			resp, _, err := do(t, tr, "GET", "http://api.test/", nil)
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("server %v off, age %v: got %v, %v; want 200 after one retry", c.skew, c.age, resp, err)
+			}
+			if took := time.Since(start); took < c.want || took > c.want*12/10 {
+				t.Errorf("server %v off, age %v: came back after %v, want %v (+ up to 20 %%)", c.skew, c.age, took, c.want)
+			}
+		})
 	}
 }
