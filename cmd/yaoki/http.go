@@ -64,6 +64,7 @@ type httpOptions struct {
 	retryDelay     seconds
 	retryMaxTime   seconds // --retry-max-time: no retry once this much time has passed (0: no limit)
 	retryAll       bool    // --retry-all-errors
+	pathAsIs       bool    // --path-as-is: the URL's "." and ".." segments are sent
 	hedge          hedgeFlags
 }
 
@@ -158,6 +159,7 @@ each attempt).
 	f.BoolVarP(&o.location, "location", "L", false, "follow redirects (each hop retried on its own)")
 	f.IntVar(&o.maxRedirs, "max-redirs", defaultMaxRedirs, "with -L, most redirects followed (-1: no limit)")
 	f.BoolVarP(&o.insecure, "insecure", "k", false, "accept any TLS certificate")
+	f.BoolVar(&o.pathAsIs, "path-as-is", false, "send the URL's /./ and /../ segments as written (without it they are removed, as curl removes them)")
 	f.BoolP("globoff", "g", false, "send {} and [] in the URL as written (yaoki http always does)")
 	f.StringVarP(&o.user, "user", "u", "", "USER:PASSWORD for basic authentication")
 	f.Var(&o.connectTimeout, "connect-timeout", "bound on each connection's setup, TCP and TLS (default: none)")
@@ -304,7 +306,7 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 		return err
 	}
 	stderr := cmd.ErrOrStderr()
-	tg, err := checkURL(rawURL)
+	tg, err := checkURL(rawURL, o.pathAsIs)
 	if err != nil {
 		if o.silent && !o.showError {
 			var ee *exitError
@@ -728,7 +730,7 @@ func checkOutput(flag, path string) error {
 func remoteFileName(tg *target) (string, bool) {
 	p := tg.url.EscapedPath()
 	if tg.written {
-		p = tg.path
+		p = tg.shown
 	}
 	name := p[strings.LastIndexByte(p, '/')+1:]
 	return name, name != ""

@@ -73,7 +73,7 @@ func TestCheckURL(t *testing.T) {
 		"http://h/#%zz":           0,
 		"http://u%zz:p@h/":        0,
 	} {
-		_, err := checkURL(raw)
+		_, err := checkURL(raw, false)
 		got := 0
 		if err != nil {
 			got = err.(*exitError).code
@@ -94,7 +94,7 @@ func TestTargetWritten(t *testing.T) {
 		"http://h/a%20%zz?":           {"/a%20%zz", "http://h/a%20%zz?", "http://h/a%20%25zz?"},
 		"http://h//a%zz":              {"//a%25zz", "http://h//a%25zz", "http://h//a%25zz"},
 	} {
-		tg, err := checkURL(raw)
+		tg, err := checkURL(raw, false)
 		if err != nil || !tg.written {
 			t.Errorf("checkURL(%q): %v, written %v; want it kept as written", raw, err, tg != nil && tg.written)
 			continue
@@ -104,7 +104,7 @@ func TestTargetWritten(t *testing.T) {
 		}
 	}
 	for _, raw := range []string{"http://h/a%41", "http://h/?q=%zz", "http://u%zz:p@h/"} {
-		if tg, err := checkURL(raw); err != nil || tg.written {
+		if tg, err := checkURL(raw, false); err != nil || tg.written {
 			t.Errorf("checkURL(%q): %v, written %v; want url's own path", raw, err, tg != nil && tg.written)
 		}
 	}
@@ -197,4 +197,64 @@ func TestWriteOutJSON(t *testing.T) {
 	if u := checkWriteOut(`%{json}%{url}%{urlnum}`); len(u) != 0 {
 		t.Errorf("unknown: %q, want none", u)
 	}
+}
+
+// The path sent and shown for a URL as curl sends and shows it: dot
+// segments removed (not with --path-as-is), what net/url would escape as
+// written, bytes from 0x80 escaped in lower case but shown as written.
+func TestTargetAsCurl(t *testing.T) {
+	for _, tc := range []struct {
+		raw         string
+		asIs        bool
+		sent, shown string
+	}{
+		{"http://h/a/../b", false, "/b", "http://h/b"},
+		{"http://h/a/../b", true, "/a/../b", "http://h/a/../b"},
+		{"http://h/a/./c/.?q=/../", false, "/a/c/", "http://h/a/c/?q=/../"},
+		{"http://h/x/..", false, "/", "http://h/"},
+		{"http://h/../../y", false, "/y", "http://h/y"},
+		{`http://h/a"b<c>|^` + "`", false, `/a"b<c>|^` + "`", `http://h/a"b<c>|^` + "`"},
+		{"http://h/é?q=é", false, "/%c3%a9", "http://h/é?q=é"},
+		{"http://h/a%2e%2e/b", false, "/a%2e%2e/b", "http://h/a%2e%2e/b"},
+		{"http://h/a/b/../%zz/..", false, "/a/", "http://h/a/"},
+		{"http://h/ok%41", false, "/ok%41", "http://h/ok%41"},
+	} {
+		tg, err := checkURL(tc.raw, tc.asIs)
+		if err != nil {
+			t.Errorf("checkURL(%q): %v", tc.raw, err)
+			continue
+		}
+		sent := tg.url.EscapedPath()
+		if tg.written {
+			sent = tg.path
+		}
+		if sent != tc.sent || tg.text(tg.url, false) != tc.shown {
+			t.Errorf("checkURL(%q, as is %v): sends %q, shows %q; want %q, %q", tc.raw, tc.asIs, sent, tg.text(tg.url, false), tc.sent, tc.shown)
+		}
+	}
+}
+
+// checkURL never panics, and a path it sends as written is a request
+// target: it starts with one '/', holds no byte from 0x80, no space nor
+// control character.
+func FuzzCheckURL(f *testing.F) {
+	for _, s := range []string{"http://h/a%zz", "http://h/a/../b", "h/é?q", "http://h//x/..", "http://u%zz@h/#%", `http://h/"<>`, "http://h/./%2e/..%"} {
+		f.Add(s, false)
+	}
+	f.Fuzz(func(t *testing.T, raw string, asIs bool) {
+		tg, err := checkURL(raw, asIs)
+		if err != nil || !tg.written {
+			return
+		}
+		_ = tg.text(tg.url, true)
+		p := tg.path
+		if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") && tg.shown != tg.url.EscapedPath() {
+			t.Fatalf("checkURL(%q) sends the path %q", raw, p)
+		}
+		for i := 0; i < len(p); i++ {
+			if p[i] <= ' ' || p[i] >= 0x7f {
+				t.Fatalf("checkURL(%q) sends the path %q, with byte %#x", raw, p, p[i])
+			}
+		}
+	})
 }

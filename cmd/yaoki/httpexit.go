@@ -154,7 +154,7 @@ func lastMessage(err error) string {
 // other than http or https is unsupported (exit 1), and a URL with a
 // space or a control character, without a host or with a port outside
 // 1-65535 is malformed (exit 3).
-func checkURL(raw string) (*target, error) {
+func checkURL(raw string, asIs bool) (*target, error) {
 	if i := strings.IndexFunc(raw, func(r rune) bool { return r <= ' ' || r == 0x7f }); i >= 0 {
 		return nil, exit(curlBadURL, fmt.Sprintf("(3) %q holds %q at byte %d: a URL has no spaces or control characters; write a space as %%20", raw, raw[i], i))
 	}
@@ -162,7 +162,7 @@ func checkURL(raw string) (*target, error) {
 	if !strings.Contains(s, "://") {
 		s = "http://" + s
 	}
-	t, err := parseWritten(s)
+	t, err := parseWritten(s, asIs)
 	if err != nil {
 		return nil, exit(curlBadURL, fmt.Sprintf("(3) %q is not a URL: %v; want e.g. http://127.0.0.1:8080/path", raw, trimURLError(err)))
 	}

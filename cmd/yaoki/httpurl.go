@@ -15,7 +15,8 @@ import (
 type target struct {
 	url      *url.URL
 	written  bool   // the path or the fragment holds a '%' that starts no escape
-	path     string // with written: the request target's path
+	path     string // with written: the request target's path, as curl sends it (curlPath)
+	shown    string // with written: the path as written, as curl shows it (%{url_effective})
 	fragment string // with written: the fragment as written
 
 	mu   sync.Mutex
@@ -45,17 +46,12 @@ func isHex(c byte) bool {
 
 // parseWritten parses s (a URL with its scheme) as curl reads it: a '%'
 // that starts no escape outside the query (net/url leaves the query as
-// written) reads as "%25", and a path that holds one is kept as written.
-func parseWritten(s string) (*target, error) {
+// written) reads as "%25"; the path's "." and ".." segments are removed
+// (not with asIs: curl's --path-as-is). The path is sent as curl sends
+// it (curlPath), as written, when net/url would send it otherwise.
+func parseWritten(s string, asIs bool) (*target, error) {
 	rest, fragment, hasFragment := strings.Cut(s, "#")
 	rest, query, hasQuery := strings.Cut(rest, "?")
-	if !badEscape(rest) && !badEscape(fragment) {
-		u, err := url.Parse(s)
-		if err != nil {
-			return nil, err
-		}
-		return &target{url: u}, nil
-	}
 	t := escapeBadPercents(rest)
 	if hasQuery {
 		t += "?" + query
@@ -74,19 +70,47 @@ func parseWritten(s string) (*target, error) {
 			path = afterScheme[i:]
 		}
 	}
-	if badEscape(path) || badEscape(fragment) {
-		tg.written, tg.path, tg.fragment = true, u.EscapedPath(), fragment
+	if !asIs {
+		path = removeDotSegments(path)
+		if ep := removeDotSegments(u.EscapedPath()); ep != u.EscapedPath() {
+			if p, err := url.PathUnescape(ep); err == nil {
+				u.Path, u.RawPath = p, ep
+			}
+		}
+	}
+	send := curlPath(path)
+	if send != u.EscapedPath() || badEscape(fragment) {
+		tg.written, tg.path, tg.shown, tg.fragment = true, u.EscapedPath(), u.EscapedPath(), fragment
 		// A path starting with "//" cannot be sent from url.Opaque (it
 		// would be taken for an authority): it is sent as net/url writes
 		// it.
-		if badEscape(path) && !strings.HasPrefix(path, "//") {
-			tg.path = path
+		if send != "" && !strings.HasPrefix(send, "//") {
+			tg.path, tg.shown = send, path
 		}
 		if tg.path == "" {
-			tg.path = "/"
+			tg.path, tg.shown = "/", "/"
 		}
 	}
 	return tg, nil
+}
+
+// curlPath is the path p (as written) as curl sends it: each byte from
+// 0x80 percent-escaped with lower-case hexadecimal digits, the rest as it
+// is (where net/url escapes '"', '<', '|' and others, and writes upper
+// case).
+func curlPath(p string) string {
+	const hex = "0123456789abcdef"
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c >= 0x80 {
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&0xf])
+			continue
+		}
+		b.WriteByte(p[i])
+	}
+	return b.String()
 }
 
 // is reports whether u is the URL given (not a redirect's).
@@ -100,7 +124,7 @@ func (t *target) text(u *url.URL, redact bool) string {
 	if !t.is(u) {
 		return t.show(u, "", "", redact)
 	}
-	return t.show(u, t.path, t.fragment, redact)
+	return t.show(u, t.shown, t.fragment, redact)
 }
 
 // textOf is the URL of req (the URL given, or a redirect's) as yaoki http
@@ -111,7 +135,7 @@ func (t *target) textOf(req *http.Request, redact bool) string {
 		return t.text(req.URL, redact)
 	}
 	if h, ok := t.hop(req.Response); ok {
-		return t.show(req.URL, h.path, h.fragment, redact)
+		return t.show(req.URL, h.shown, h.fragment, redact)
 	}
 	return t.show(req.URL, "", "", redact)
 }
@@ -166,7 +190,8 @@ func (t *target) show(u *url.URL, path, fragment string, redact bool) string {
 type hop struct {
 	location []string // the Location header as the server sent it
 	url      *url.URL // where it points, each such '%' read as "%25"
-	path     string   // the next request's path, as written
+	path     string   // the next request's path, as curl sends it (curlPath)
+	shown    string   // that path as curl shows it (the same, for a Location)
 	fragment string   // the Location's fragment, as written
 }
 
@@ -199,11 +224,11 @@ func (t *target) redirected(resp *http.Response) {
 		return
 	}
 	loc := resp.Header.Get("Location")
-	ref, fragment, hasFragment := strings.Cut(loc, "#")
-	ref, query, hasQuery := strings.Cut(ref, "?")
-	if !badEscape(ref) && !badEscape(fragment) {
+	if loc == "" {
 		return
 	}
+	ref, fragment, hasFragment := strings.Cut(loc, "#")
+	ref, query, hasQuery := strings.Cut(ref, "?")
 	escaped := escapeBadPercents(ref)
 	if hasQuery {
 		escaped += "?" + query
@@ -215,19 +240,22 @@ func (t *target) redirected(resp *http.Response) {
 	if err != nil {
 		return // net/http says why it cannot follow it
 	}
-	h := hop{location: resp.Header.Values("Location"), url: u, fragment: fragment}
-	if badEscape(ref) {
-		base, ok := t.pathFor(resp.Request)
-		if !ok {
-			base = resp.Request.URL.EscapedPath()
-		}
-		h.path = removeDotSegments(refPath(base, ref))
-		if strings.HasPrefix(h.path, "//") || !strings.HasPrefix(h.path, "/") {
-			h.path = "" // cannot be sent as a request target: sent as net/url writes it
+	base, ok := t.pathFor(resp.Request)
+	if !ok {
+		base = resp.Request.URL.EscapedPath()
+	}
+	h := hop{location: resp.Header.Values("Location"), url: u}
+	if shown := removeDotSegments(refPath(base, ref)); curlPath(shown) != u.EscapedPath() {
+		h.path, h.shown = curlPath(shown), curlPath(shown) // curl shows a Location's non-ASCII bytes escaped
+		if strings.HasPrefix(shown, "//") || !strings.HasPrefix(shown, "/") {
+			h.path, h.shown = "", "" // cannot be sent as a request target: sent as net/url writes it
 		}
 	}
-	if !hasFragment {
-		h.fragment = ""
+	if hasFragment && badEscape(fragment) {
+		h.fragment = fragment
+	}
+	if h.path == "" && h.fragment == "" && escaped == loc {
+		return // net/url sends and shows it as curl does
 	}
 	t.mu.Lock()
 	if t.hops == nil {
@@ -255,7 +283,7 @@ func (t *target) restore(resp *http.Response) {
 // (-w %{redirect_url}), or "".
 func (t *target) location(resp *http.Response) string {
 	if h, ok := t.hop(resp); ok {
-		return t.show(h.url, h.path, h.fragment, false)
+		return t.show(h.url, h.shown, h.fragment, false)
 	}
 	if loc, err := resp.Location(); err == nil {
 		return loc.String()

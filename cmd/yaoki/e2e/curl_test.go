@@ -505,13 +505,25 @@ func TestHTTPMaxRedirsMessage(t *testing.T) {
 
 // A '%' that starts no escape is sent as written, as curl sends it, in
 // the path, the query and the fragment (which is not sent, but is part
-// of %{url_effective}).
+// of %{url_effective}); so are the characters net/url would escape; the
+// "." and ".." segments are removed, unless --path-as-is.
 func TestHTTPURLAsWrittenLikeCurl(t *testing.T) {
 	s := startScripted(t, false, ok("ok\n"))
-	for _, path := range []string{"a%zz/b%2?c=%q#f%zz", "%", "a%20b%zz", "x%zz/y?q=%e9%zz", "ok%41?%"} {
-		t.Run(path, func(t *testing.T) {
+	for _, tc := range []struct {
+		path string
+		args []string
+	}{
+		{"a%zz/b%2?c=%q#f%zz", nil}, {"%", nil}, {"a%20b%zz", nil}, {"x%zz/y?q=%e9%zz", nil}, {"ok%41?%", nil},
+		// What net/url escapes (or writes in upper case) and curl sends
+		// as written; dot segments, which curl removes.
+		{`a"b<c>d\e^f|g` + "`h", nil}, {"é/ü?q=é", nil},
+		{"a/../b", nil}, {"a/./c/.?q=/../", nil}, {"x/..", nil}, {"./x/../../y", nil}, {"a/b/../%zz/..", nil},
+		{"a/../b/./c", []string{"--path-as-is"}}, {"a/%2e%2e/b", nil},
+	} {
+		path := tc.path
+		t.Run(strings.Join(append([]string{path}, tc.args...), " "), func(t *testing.T) {
 			s.restart()
-			args := []string{"-sS", "-w", `|%{url_effective} %{exitcode}`, s.url + path}
+			args := append(append([]string{"-sS", "-w", `|%{url_effective} %{exitcode}`}, tc.args...), s.url+path)
 			y := run(t, nil, append([]string{"http"}, args...)...)
 			ys := s.requests()
 			s.restart()

@@ -24,6 +24,11 @@ func TestHTTPRedirectAsWrittenLikeCurl(t *testing.T) {
 		{"-e ;auto after a written Location", "/a%zz/b", []string{"-sSL", "-e", ";auto"}},
 		{"in the fragment only", "/f#x%zz", []string{"-sSL", "-w", `|%{url_effective}`}},
 		{"past --max-redirs", "/a%zz", []string{"-sSL", "--max-redirs", "0", "-w", `|%{redirect_url}`}},
+		{"what net/url escapes", `/q"<>|^x`, []string{"-sSL", "-w", `|%{url_effective}|%{num_redirects}`}},
+		{"non-ASCII", "/é", []string{"-sSL", "-w", `|%{url_effective}`}},
+		{"non-ASCII, not followed", "/é", []string{"-sS", "-w", `|%{redirect_url}`}},
+		{"a query only", "?q=2", []string{"-sSL", "-w", `|%{url_effective}`}},
+		{"dot segments, written", "../x%zz/../y", []string{"-sSL", "-w", `|%{url_effective}`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := startScripted(t, false, ok("first\n"))
