@@ -31,12 +31,13 @@ type call struct {
 	firstBody  io.ReadCloser // a body too long to buffer: its read prefix, then the rest
 	sent       bool          // the caller's body was handed over (to Base, or read and closed)
 
-	n          int          // attempts made (sent, once the call has ended)
-	status     int          // the last attempt's status, 0 if it had none
-	lastStatus int          // the last status received by any attempt, 0 if none
-	unsent     bool         // an attempt was not sent (the last one, unless hedged): its request could not be built, or its context had ended
-	last       *StatusError // the last attempt's retryable (or final) status answer
-	final      string       // why a retryable status was made final: an event reason
+	n          int            // attempts made (sent, once the call has ended)
+	status     int            // the last attempt's status, 0 if it had none
+	lastStatus int            // the last status received by any attempt, 0 if none
+	unsent     bool           // an attempt was not sent (the last one, unless hedged): its request could not be built, or its context had ended
+	last       *StatusError   // the last attempt's retryable (or final) status answer
+	resp       *http.Response // the last response an unhedged attempt handed to the loop
+	final      string         // why a retryable status was made final: an event reason
 
 	// hs is set for a hedged call, whose attempts run concurrently: they
 	// share the fields above under hs.mu.
@@ -126,8 +127,30 @@ func (cl *call) run() (*http.Response, error) {
 		oc.release()
 		return resp, err
 	}
+	returned := false
+	defer cl.unwind(&returned)
 	resp, err := retry.DoValueWith(cl.req.Context(), cl.c.retrierFor(cl.req), cl.attempt)
+	returned = true
 	return cl.finish(resp, err)
+}
+
+// unwind closes what an unhedged call holds when the loop panicked (its
+// observer did, or a guard): the last response received, so that its
+// connection goes back, and the caller's body if it was not handed over.
+// returned says the loop returned: nothing to do.
+func (cl *call) unwind(returned *bool) {
+	if *returned {
+		return
+	}
+	if l := cl.last; l != nil {
+		l.discard()
+	}
+	if r := cl.resp; r != nil && (cl.last == nil || cl.last.resp != r) {
+		drain(r)
+	}
+	if !cl.sent {
+		closeBody(cl.req)
+	}
 }
 
 // observed is run with the loop's events passed to the Transport's
@@ -136,7 +159,10 @@ func (oc *observedCall) observed() (*http.Response, error) {
 	cl := &oc.call
 	p := cl.c.retrierFor(cl.req).Policy()
 	p.Env = oc.env(p.Env)
+	returned := false
+	defer cl.unwind(&returned)
 	resp, err := retry.DoValue(cl.req.Context(), p, cl.attempt)
+	returned = true
 	return cl.finish(resp, err)
 }
 
@@ -219,6 +245,7 @@ func (cl *call) attempt(actx context.Context) (*http.Response, error) {
 		l.discard() // normally done in OnRetry already
 		cl.last = nil
 	}
+	cl.resp = nil
 	var b *bound
 	ctx := cl.req.Context()
 	if actx != ctx || cl.c.attemptTimeout > 0 {
@@ -253,6 +280,7 @@ func (cl *call) attempt(actx context.Context) (*http.Response, error) {
 	}
 	cl.status = resp.StatusCode
 	cl.lastStatus = resp.StatusCode
+	cl.resp = resp
 	if !cl.retries(resp) {
 		return resp, nil
 	}
