@@ -3,12 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -65,6 +63,11 @@ type httpOptions struct {
 	retryMaxTime   seconds // --retry-max-time: no retry once this much time has passed (0: no limit)
 	retryAll       bool    // --retry-all-errors
 	pathAsIs       bool    // --path-as-is: the URL's "." and ".." segments are sent
+	compressed     bool    // --compressed: ask for gzip or deflate, write the body decoded
+	mkdirs         bool    // --create-dirs: make -o's folders
+	caCert         string  // --cacert: the roots to trust instead of the system's
+	network        string  // -4 (tcp4), -6 (tcp6), or "" for either
+	http11         bool    // --http1.1: no HTTP/2
 	hedge          hedgeFlags
 }
 
@@ -159,6 +162,20 @@ each attempt).
 	f.BoolVarP(&o.location, "location", "L", false, "follow redirects (each hop retried on its own)")
 	f.IntVar(&o.maxRedirs, "max-redirs", defaultMaxRedirs, "with -L, most redirects followed (-1: no limit)")
 	f.BoolVarP(&o.insecure, "insecure", "k", false, "accept any TLS certificate")
+	f.BoolVar(&o.compressed, "compressed", false, "ask for a compressed answer (Accept-Encoding: deflate, gzip) and write its body decoded; -i shows the headers as they came")
+	f.BoolVar(&o.mkdirs, "create-dirs", false, "make the folders of -o's file (mode 0750)")
+	f.StringVar(&o.caCert, "cacert", "", "trust the certificates of this PEM FILE instead of the system's")
+	f.VarP(ipVersion{&o.network, "tcp4"}, "ipv4", "4", "connect over IPv4 only (the last of -4 and -6 decides)")
+	f.VarP(ipVersion{&o.network, "tcp6"}, "ipv6", "6", "connect over IPv6 only (the last of -4 and -6 decides)")
+	f.Lookup("ipv4").NoOptDefVal, f.Lookup("ipv6").NoOptDefVal = "true", "true"
+	f.BoolVar(&o.http11, "http1.1", false, "speak HTTP/1.1 only (without it, HTTP/2 where TLS offers it)")
+	for _, name := range []string{"progress-bar", "no-buffer", "fail-early"} {
+		f.Bool(name, false, "accepted as curl's: yaoki http draws no progress meter, writes the body as it comes and sends one URL")
+	}
+	f.BoolP("progress-bar-short", "#", false, "accepted as curl's -#: yaoki http draws no progress meter")
+	f.Lookup("progress-bar-short").Hidden = true
+	f.BoolP("no-buffer-short", "N", false, "accepted as curl's -N: yaoki http writes the body as it comes")
+	f.Lookup("no-buffer-short").Hidden = true
 	f.BoolVar(&o.pathAsIs, "path-as-is", false, "send the URL's /./ and /../ segments as written (without it they are removed, as curl removes them)")
 	f.BoolP("globoff", "g", false, "send {} and [] in the URL as written (yaoki http always does)")
 	f.StringVarP(&o.user, "user", "u", "", "USER:PASSWORD for basic authentication")
@@ -374,6 +391,9 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	if o.outputDir != "" && o.output != "" && o.output != "-" {
 		o.output = strings.TrimSuffix(o.outputDir, "/") + "/" + o.output
 	}
+	if err := o.createDirs(); err != nil {
+		return err
+	}
 	if err := checkOutput(outFlag, o.output); err != nil {
 		return o.failWith(curlWriteError, err.Error())
 	}
@@ -421,7 +441,11 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 		limit = fmt.Sprint(n)
 	}
 	obs := &httpObserver{w: lw, verbose: o.verbose, limit: limit}
-	base := o.baseTransport()
+	roots, err := o.rootCAs()
+	if err != nil {
+		return err
+	}
+	base := o.baseTransport(roots)
 	addrs := &connTrace{base: base}
 	var rt http.RoundTripper = addrs
 	if o.verbose {
@@ -526,6 +550,8 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 			if resp.ContentLength > n {
 				msg = fmt.Sprintf("transfer closed with %d bytes remaining to read", resp.ContentLength-n)
 			}
+		} else if errors.Is(werr, errDecode) {
+			code, msg = curlBadEncoding, werr.Error()
 		} else if errors.Is(werr, errReadBody) {
 			code, msg = curlRecvError, werr.Error()
 		}
@@ -581,6 +607,9 @@ func (o *httpOptions) setHeaders(req *http.Request, hasBody, isJSON bool) {
 	h := req.Header
 	h.Set("User-Agent", "yaoki/"+buildVersion())
 	h.Set("Accept", "*/*")
+	if o.compressed {
+		h.Set("Accept-Encoding", acceptEncoding)
+	}
 	if hasBody {
 		if isJSON {
 			h.Set("Content-Type", "application/json")
@@ -637,23 +666,6 @@ func cutHeader(hv string) (name, value string, ok bool) {
 		value = ""
 	}
 	return strings.TrimSpace(name), strings.TrimSpace(value), ok
-}
-
-// baseTransport is the transport each attempt goes through: net/http's
-// defaults without compression (curl asks for none), with -k and
-// --connect-timeout applied.
-func (o *httpOptions) baseTransport() *http.Transport {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.DisableCompression = true
-	if o.insecure {
-		t.TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
-	}
-	if d := o.connectTimeout.d; d > 0 {
-		dialer := &net.Dialer{Timeout: d, KeepAlive: 30 * time.Second}
-		t.DialContext = dialer.DialContext
-		t.TLSHandshakeTimeout = d
-	}
-	return t
 }
 
 // checkRedirect follows redirects with -L, up to --max-redirs, sending
@@ -770,15 +782,32 @@ func (o *httpOptions) write(stdout io.Writer, resp *http.Response, noBody bool) 
 	if o.head || noBody {
 		return 0, closeOut(out, stdout)
 	}
-	n, err := io.Copy(writerOnly{out}, readerErr{resp.Body})
-	if err != nil {
-		var re readError
-		if errors.As(err, &re) {
-			return n, fmt.Errorf("%w: %w", errReadBody, re.err)
+	came := &bodyCounter{r: readerErr{resp.Body}}
+	var src io.Reader = came
+	if o.compressed {
+		var err error
+		if src, err = decodeBody(came, resp.Header.Get("Content-Encoding")); err != nil {
+			return came.n, o.readFailed(err)
 		}
-		return n, fmt.Errorf("failure writing output to destination: %v", err)
 	}
-	return n, closeOut(out, stdout)
+	if _, err := io.Copy(writerOnly{out}, src); err != nil {
+		return came.n, o.readFailed(err)
+	}
+	return came.n, closeOut(out, stdout)
+}
+
+// readFailed is write's error for err, met while copying the body: a
+// read from the connection (errReadBody), a body that could not be
+// decoded (errDecode), or else a write that failed.
+func (o *httpOptions) readFailed(err error) error {
+	var re readError
+	switch {
+	case errors.As(err, &re):
+		return fmt.Errorf("%w: %w", errReadBody, re.err)
+	case errors.Is(err, errDecode):
+		return err
+	}
+	return fmt.Errorf("failure writing output to destination: %v", err)
 }
 
 // headerBlock is every answer's status line and headers, the redirects

@@ -37,6 +37,8 @@ const (
 	curlEmptyReply      = 52  // the server closed the connection without answering
 	curlRecvError       = 56  // the connection broke (reset) while waiting for the answer
 	curlBadCert         = 60  // the server's certificate was not trusted (see -k)
+	curlBadEncoding     = 61  // --compressed: the body could not be decoded
+	curlCACert          = 77  // --cacert: the file holds no certificate
 	yaokiRefused        = 101 // no attempt could be sent: a local guard (budget, breaker, throttle) refused
 	yaokiInterrupted    = 130 // stopped by SIGINT or SIGTERM
 )
@@ -66,6 +68,8 @@ Exit codes (curl's where curl has one):
   52   the server closed the connection without an answer
   56   the connection broke while waiting for the answer (reset)
   60   the server's certificate is not trusted (-k skips the check)
+  61   --compressed: the body could not be decoded
+  77   --cacert: the file could not be read or holds no certificate
   101  no attempt could be sent: a local guard (budget, breaker, throttle)
        refused it
   130  stopped by SIGINT or SIGTERM
