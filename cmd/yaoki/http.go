@@ -68,6 +68,7 @@ type httpOptions struct {
 	caCert         string  // --cacert: the roots to trust instead of the system's
 	network        string  // -4 (tcp4), -6 (tcp6), or "" for either
 	http11         bool    // --http1.1: no HTTP/2
+	upload         string  // -T: the file to PUT ("-": stdin)
 	hedge          hedgeFlags
 }
 
@@ -163,6 +164,7 @@ each attempt).
 	f.IntVar(&o.maxRedirs, "max-redirs", defaultMaxRedirs, "with -L, most redirects followed (-1: no limit)")
 	f.BoolVarP(&o.insecure, "insecure", "k", false, "accept any TLS certificate")
 	f.BoolVar(&o.compressed, "compressed", false, "ask for a compressed answer (Accept-Encoding: deflate, gzip) and write its body decoded; -i shows the headers as they came")
+	f.StringVarP(&o.upload, "upload-file", "T", "", "PUT FILE as the body (- for stdin), sent again from its start on each attempt; a URL whose path ends with / gets the file's name")
 	f.BoolVar(&o.mkdirs, "create-dirs", false, "make the folders of -o's file (mode 0750)")
 	f.StringVar(&o.caCert, "cacert", "", "trust the certificates of this PEM FILE instead of the system's")
 	f.VarP(ipVersion{&o.network, "tcp4"}, "ipv4", "4", "connect over IPv4 only (the last of -4 and -6 decides)")
@@ -288,6 +290,9 @@ func (o *httpOptions) check(cmd *cobra.Command) error {
 	if o.fail && o.failWithBody {
 		return usagef("-f and --fail-with-body cannot be combined, as in curl: -f writes no body when the status is 400 or more, --fail-with-body writes it; use one")
 	}
+	if o.upload != "" && (len(o.data) > 0 || o.head || o.get) {
+		return usagef("-T %s cannot be combined with -d, --json, -I or -G: -T sends the file as the body", o.upload)
+	}
 	if o.head && len(o.data) > 0 && !o.get {
 		return usagef("-I cannot send a body: drop -I, or add -G to send the data in the query string")
 	}
@@ -323,7 +328,7 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 		return err
 	}
 	stderr := cmd.ErrOrStderr()
-	tg, err := checkURL(rawURL, o.pathAsIs)
+	tg, err := checkURL(uploadURL(rawURL, o.upload), o.pathAsIs)
 	if err != nil {
 		if o.silent && !o.showError {
 			var ee *exitError
@@ -372,6 +377,8 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	method := o.method
 	switch {
 	case method != "":
+	case o.upload != "":
+		method = http.MethodPut
 	case o.head:
 		method = http.MethodHead
 	case hasBody:
@@ -414,6 +421,11 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {
 		return exit(curlBadURL, fmt.Sprintf("(3) cannot make a %s request to %s: %v", method, rawURL, err))
+	}
+	if o.upload != "" {
+		if err := o.uploadBody(req, cmd.InOrStdin()); err != nil {
+			return err
+		}
 	}
 	o.setHeaders(req, hasBody, isJSON)
 	keyMode := o.key

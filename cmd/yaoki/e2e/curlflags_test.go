@@ -136,3 +136,54 @@ func TestHTTPConnectionFlagsLikeCurl(t *testing.T) {
 		})
 	}
 }
+
+// -T FILE PUTs the file as curl does: to the URL, with the file's name
+// added when its path ends with '/' or is empty; the same body on every
+// attempt; exit 26 for a file that cannot be read, 2 with -d.
+func TestHTTPUploadLikeCurl(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "up.txt")
+	os.WriteFile(file, []byte("line 1\nline 2\x00\n"), 0o600)
+	empty := filepath.Join(dir, "empty")
+	os.WriteFile(empty, nil, 0o600)
+	for _, tc := range []struct {
+		name   string
+		script []answer
+		args   []string
+		path   string // after the server's URL (which ends with /)
+		code   int
+	}{
+		{"to a name", []answer{ok("put\n")}, []string{"-T", file}, "named?q=1", 0},
+		{"to a folder", []answer{ok("put\n")}, []string{"-T", file}, "dir/?q=1", 0},
+		{"to the root", []answer{ok("put\n")}, []string{"-T", file}, "", 0},
+		{"-X POST", []answer{ok("put\n")}, []string{"-T", file, "-X", "POST"}, "x", 0},
+		{"an empty file", []answer{ok("put\n")}, []string{"-T", empty}, "x", 0},
+		{"retried", []answer{status(503, "busy\n"), ok("put\n")}, []string{"-T", file, "--retry", "1", "--retry-delay", "1"}, "x", 0},
+		{"a missing file", []answer{ok("put\n")}, []string{"-T", filepath.Join(dir, "missing")}, "x", 26},
+		{"with -d", []answer{ok("put\n")}, []string{"-T", file, "-d", "a=1"}, "x", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startScripted(t, false, tc.script...)
+			var sent [2][]seen
+			var got [2]result
+			for i, who := range []string{"yaoki", "curl"} {
+				s.restart()
+				got[i] = runAs(t, who, append(append([]string{"-s"}, tc.args...), s.url+tc.path)...)
+				sent[i] = s.requests()
+			}
+			if got[0].code != tc.code || got[1].code != tc.code {
+				t.Fatalf("exit: yaoki %d, curl %d; want %d\n%s", got[0].code, got[1].code, tc.code, got[0].stderr)
+			}
+			if len(sent[0]) != len(sent[1]) {
+				t.Fatalf("yaoki sent %d requests, curl %d", len(sent[0]), len(sent[1]))
+			}
+			for i := range sent[0] {
+				a, b := sent[0][i], sent[1][i]
+				if a.method != b.method || a.uri != b.uri || a.body != b.body || a.header.Get("Content-Length") != b.header.Get("Content-Length") || a.header.Get("Content-Type") != b.header.Get("Content-Type") {
+					t.Errorf("request %d: yaoki sent %s %s %q (Content-Length %q, Type %q); curl %s %s %q (%q, %q)", i+1,
+						a.method, a.uri, a.body, a.header.Get("Content-Length"), a.header.Get("Content-Type"), b.method, b.uri, b.body, b.header.Get("Content-Length"), b.header.Get("Content-Type"))
+				}
+			}
+		})
+	}
+}
