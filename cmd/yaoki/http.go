@@ -69,6 +69,9 @@ type httpOptions struct {
 	network        string  // -4 (tcp4), -6 (tcp6), or "" for either
 	http11         bool    // --http1.1: no HTTP/2
 	upload         string  // -T: the file to PUT ("-": stdin)
+	url            string  // --url: the URL, instead of the argument
+	resolve        []string
+	resolved       map[string][]string // --resolve's: "host:port" (lower case) to the addresses to dial
 	hedge          hedgeFlags
 }
 
@@ -120,12 +123,20 @@ each attempt).
   # upload a file as is, with the response headers, body to a file
   yaoki http -i --data-binary @payload.bin -o answer.txt http://127.0.0.1:8080/upload`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usagef("http needs exactly one URL: yaoki http [flags] URL (got %d arguments)", len(args))
+			if n := len(args); o.url != "" && n > 0 || o.url == "" && n != 1 {
+				if o.url != "" {
+					n++
+				}
+				return usagef("http needs exactly one URL: yaoki http [flags] URL, or --url URL (got %d)", n)
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args[0]) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.url != "" {
+				return o.run(cmd, o.url)
+			}
+			return o.run(cmd, args[0])
+		},
 	}
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		msg := err.Error()
@@ -165,6 +176,8 @@ each attempt).
 	f.BoolVarP(&o.insecure, "insecure", "k", false, "accept any TLS certificate")
 	f.BoolVar(&o.compressed, "compressed", false, "ask for a compressed answer (Accept-Encoding: deflate, gzip) and write its body decoded; -i shows the headers as they came")
 	f.StringVarP(&o.upload, "upload-file", "T", "", "PUT FILE as the body (- for stdin), sent again from its start on each attempt; a URL whose path ends with / gets the file's name")
+	f.StringVar(&o.url, "url", "", "the URL, as curl's --url (instead of the argument)")
+	f.StringArrayVar(&o.resolve, "resolve", nil, "HOST:PORT:ADDR[,ADDR...]: connect to ADDR (in order, until one answers) for HOST:PORT, which the URL, Host and TLS keep (repeatable)")
 	f.BoolVar(&o.mkdirs, "create-dirs", false, "make the folders of -o's file (mode 0750)")
 	f.StringVar(&o.caCert, "cacert", "", "trust the certificates of this PEM FILE instead of the system's")
 	f.VarP(ipVersion{&o.network, "tcp4"}, "ipv4", "4", "connect over IPv4 only (the last of -4 and -6 decides)")
@@ -453,6 +466,9 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 		limit = fmt.Sprint(n)
 	}
 	obs := &httpObserver{w: lw, verbose: o.verbose, limit: limit}
+	if o.resolved, err = o.parseResolve(); err != nil {
+		return err
+	}
 	roots, err := o.rootCAs()
 	if err != nil {
 		return err

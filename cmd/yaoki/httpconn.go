@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -32,6 +34,33 @@ func (v ipVersion) Type() string { return "bool" }
 
 // IsBoolFlag lets -4 and -6 go without a value.
 func (v ipVersion) IsBoolFlag() bool { return true }
+
+// parseResolve reads --resolve's entries, HOST:PORT:ADDR[,ADDR...] (an
+// IPv6 ADDR in brackets), into the addresses to dial for each
+// "host:port"; an entry it cannot read exits 49, as curl exits.
+func (o *httpOptions) parseResolve() (map[string][]string, error) {
+	if len(o.resolve) == 0 {
+		return nil, nil
+	}
+	m := map[string][]string{}
+	for _, e := range o.resolve {
+		host, rest, ok1 := strings.Cut(e, ":")
+		port, addrs, ok2 := strings.Cut(rest, ":")
+		n, perr := strconv.Atoi(port)
+		if !ok1 || !ok2 || host == "" || perr != nil || n < 1 || n > 65535 || addrs == "" {
+			return nil, o.failWith(curlBadResolve, fmt.Sprintf("couldn't parse --resolve entry %q: want HOST:PORT:ADDR[,ADDR...], e.g. example.com:443:127.0.0.1", e))
+		}
+		key := strings.ToLower(net.JoinHostPort(host, port))
+		for _, a := range strings.Split(addrs, ",") {
+			ip := net.ParseIP(strings.TrimSuffix(strings.TrimPrefix(a, "["), "]"))
+			if ip == nil {
+				return nil, o.failWith(curlBadResolve, fmt.Sprintf("couldn't parse --resolve entry %q: %q is not an IP address", e, a))
+			}
+			m[key] = append(m[key], net.JoinHostPort(ip.String(), port))
+		}
+	}
+	return m, nil
+}
 
 // rootCAs returns the certificates --cacert trusts, or nil for the
 // system's; a file that holds none exits 77, as curl exits.
@@ -77,11 +106,22 @@ func (o *httpOptions) baseTransport(roots *x509.CertPool) *http.Transport {
 		dialer.Timeout = d
 		t.TLSHandshakeTimeout = d
 	}
-	t.DialContext = dialer.DialContext
-	if network := o.network; network != "" {
-		t.DialContext = func(ctx context.Context, _, addr string) (net.Conn, error) {
+	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if o.network != "" {
+			network = o.network
+		}
+		to, ok := o.resolved[strings.ToLower(addr)]
+		if !ok {
 			return dialer.DialContext(ctx, network, addr)
 		}
+		var err error
+		for _, a := range to {
+			var c net.Conn
+			if c, err = dialer.DialContext(ctx, network, a); err == nil {
+				return c, nil
+			}
+		}
+		return nil, err
 	}
 	if o.http11 {
 		t.ForceAttemptHTTP2 = false

@@ -34,6 +34,7 @@ const (
 	curlTimeout         = 28  // --max-time or --connect-timeout passed
 	curlTLS             = 35  // the TLS handshake failed
 	curlTooManyRedirect = 47  // -L followed more than --max-redirs redirects
+	curlBadResolve      = 49  // a --resolve entry could not be read
 	curlEmptyReply      = 52  // the server closed the connection without answering
 	curlRecvError       = 56  // the connection broke (reset) while waiting for the answer
 	curlBadCert         = 60  // the server's certificate was not trusted (see -k)
@@ -65,6 +66,7 @@ Exit codes (curl's where curl has one):
        still written)
   35   the TLS handshake failed
   47   -L: more than --max-redirs redirects
+  49   a --resolve entry could not be read
   52   the server closed the connection without an answer
   56   the connection broke while waiting for the answer (reset)
   60   the server's certificate is not trusted (-k skips the check)

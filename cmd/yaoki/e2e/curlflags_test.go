@@ -66,8 +66,10 @@ func TestHTTPCompressedLikeCurl(t *testing.T) {
 // --cacert trusts a server's certificate (exit 77 for a file that holds
 // none), and --http1.1 keeps to HTTP/1.1 where the server offers HTTP/2;
 // -4 and -6 choose the address family, the last given deciding;
-// --create-dirs makes -o's folders; -#, --progress-bar, -N, --no-buffer
-// and --fail-early are accepted. As curl, each.
+// --create-dirs makes -o's folders; --resolve connects to the addresses
+// given (exit 49 for an entry it cannot read); --url gives the URL; -#,
+// --progress-bar, -N, --no-buffer and --fail-early are accepted. As curl,
+// each.
 func TestHTTPConnectionFlagsLikeCurl(t *testing.T) {
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "%s %s\n", r.Proto, r.URL.Path)
@@ -98,6 +100,12 @@ func TestHTTPConnectionFlagsLikeCurl(t *testing.T) {
 		{"--create-dirs", []string{"--create-dirs", "-o", "OUT/a/b/file", "-w", "%{filename_effective}", "PLAIN"}, 0},
 		{"--create-dirs over a file", []string{"--create-dirs", "-o", "OUT/file/x", "PLAIN"}, 23},
 		{"accepted flags", []string{"-#", "--progress-bar", "-N", "--no-buffer", "--fail-early", "PLAIN"}, 0},
+		{"--resolve", []string{"--resolve", "example.test:PORT:127.0.0.1", "-w", "|%{remote_ip} %{url_effective}", "http://example.test:PORT/p"}, 0},
+		{"--resolve in order", []string{"--resolve", "example.test:PORT:[::1],127.0.0.1", "-w", "|%{remote_ip}", "http://example.test:PORT/p"}, 0},
+		{"--resolve with TLS", []string{"--resolve", "example.com:TLSPORT:127.0.0.1", "--cacert", ca, "https://example.com:TLSPORT/p"}, 0},
+		{"--resolve of another port", []string{"--resolve", "example.test:1:127.0.0.1", "http://example.test:PORT/p"}, 6},
+		{"--resolve unreadable", []string{"--resolve", "example.test", "PLAIN"}, 49},
+		{"--url", []string{"--url", "PLAIN"}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var outs [2]string
@@ -109,6 +117,7 @@ func TestHTTPConnectionFlagsLikeCurl(t *testing.T) {
 				args := []string{"-sS", "--retry", "0"}
 				for _, a := range tc.args {
 					a = strings.Replace(strings.Replace(a, "URL", srv.URL+"/p", 1), "PLAIN", plain.url+"p", 1)
+					a = strings.ReplaceAll(strings.ReplaceAll(a, "TLSPORT", srv.URL[strings.LastIndex(srv.URL, ":")+1:]), "PORT", plain.url[strings.LastIndex(plain.url, ":")+1:len(plain.url)-1])
 					args = append(args, strings.Replace(a, "OUT", out, 1))
 				}
 				got[i] = runAs(t, who, args...)
