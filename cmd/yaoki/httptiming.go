@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"strings"
 	"sync"
 	"time"
 )
@@ -93,6 +94,12 @@ func (c *connTrace) RoundTrip(req *http.Request) (*http.Response, error) {
 			c.conns[i.Conn] = a.setup
 		},
 		WroteHeaderField: func(key string, values []string) {
+			switch {
+			case key == ":authority":
+				key = "Host" // as HTTP/1.1 writes it
+			case strings.HasPrefix(key, ":"):
+				return // HTTP/2's other pseudo-headers: the request line, counted below
+			}
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			for _, v := range values {
