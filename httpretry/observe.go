@@ -2,7 +2,6 @@ package httpretry
 
 import (
 	"context"
-	"sync"
 
 	"github.com/yaoki-go/yaoki/event"
 	"github.com/yaoki-go/yaoki/retry"
@@ -40,15 +39,15 @@ func newObservedCall(cl *call, o event.Observer) *observedCall {
 	return oc
 }
 
-// observedCalls holds the observedCalls of unhedged calls that have
-// returned, so that observing a request costs it no allocation.
-var observedCalls = sync.Pool{New: func() any { return new(observedCall) }}
-
-// pooledObservedCall is newObservedCall from observedCalls: for an
-// unhedged call only, whose attempts end before it returns; the caller
-// calls release when the call has returned.
+// pooledObservedCall is newObservedCall from the Transport's pool of
+// observedCalls (config.observed): for an unhedged call only, whose
+// attempts end before it returns; the caller calls release when the call
+// has returned.
 func pooledObservedCall(cl *call, o event.Observer) *observedCall {
-	oc := observedCalls.Get().(*observedCall)
+	oc, _ := cl.c.observed.Get().(*observedCall)
+	if oc == nil {
+		oc = new(observedCall)
+	}
 	oc.init(cl, o)
 	return oc
 }
@@ -59,11 +58,12 @@ func (oc *observedCall) init(cl *call, o event.Observer) {
 	oc.call.obs = &oc.obs
 }
 
-// release puts oc back in observedCalls, emptied: it keeps no request,
-// answer or guard of the call alive.
+// release puts oc back in its Transport's pool, emptied: it keeps no
+// request, answer or guard of the call alive.
 func (oc *observedCall) release() {
+	pool := &oc.c.observed
 	*oc = observedCall{}
-	observedCalls.Put(oc)
+	pool.Put(oc)
 }
 
 // env returns a copy of e (nil: the zero Env) whose Observer is oc's.

@@ -229,6 +229,9 @@ type config struct {
 	// hedge is the hedging configuration, nil when requests are not
 	// hedged.
 	hedge *hedge.Config
+	// observed holds the observedCalls of unhedged calls that have
+	// returned, so that observing a request costs it no allocation.
+	observed sync.Pool
 }
 
 // RoundTrip sends req, retrying as the Transport's fields say; see the
