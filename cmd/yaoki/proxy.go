@@ -247,12 +247,14 @@ func setProxyGC() {
 
 // proxyServer routes each request to its route's reverse proxy.
 type proxyServer struct {
-	routes   atomic.Pointer[proxyRoutes]
-	base     http.RoundTripper // shared by every route: one connection pool (newUpstreamTransport)
-	obs      *observing
-	fleet    *proxyFleet // nil without --redis
-	stderr   io.Writer
-	buffers  *bufferPool
+	routes  atomic.Pointer[proxyRoutes]
+	base    http.RoundTripper // shared by every route: one connection pool (newUpstreamTransport)
+	obs     *observing
+	fleet   *proxyFleet // nil without --redis
+	stderr  io.Writer
+	buffers *bufferPool
+	// writers holds the relayWriters of requests that have been served.
+	writers  sync.Pool
 	ready    atomic.Bool
 	inFlight atomic.Int64
 }
@@ -266,11 +268,14 @@ func (s *proxyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Detail: fmt.Sprintf("proxy: no route takes %s %s (host %s)", r.Method, r.URL.Path, requestHost(r))}, -1)
 		return
 	}
-	rw := relayWriters.Get().(*relayWriter)
+	rw, _ := s.writers.Get().(*relayWriter)
+	if rw == nil {
+		rw = new(relayWriter)
+	}
 	rw.ResponseWriter = w
 	defer func() {
 		*rw = relayWriter{}
-		relayWriters.Put(rw)
+		s.writers.Put(rw)
 	}()
 	if _, ok := r.Header[header.AttemptCount]; ok {
 		// The client retries: the route's loop makes one attempt.
@@ -290,13 +295,11 @@ func (s *proxyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // clears the header after each 1xx), keeps net/http's server from adding
 // one it guessed from the first bytes (§7.7: a proxy does not transform
 // what it relays). The proxy's own answers set theirs. Pooled
-// (relayWriters): a request costs no allocation for it.
+// (proxyServer.writers): a request costs no allocation for it.
 type relayWriter struct {
 	http.ResponseWriter
 	final bool // the final answer's header is written
 }
-
-var relayWriters = sync.Pool{New: func() any { return new(relayWriter) }}
 
 func (w *relayWriter) WriteHeader(code int) {
 	h := w.ResponseWriter.Header()
