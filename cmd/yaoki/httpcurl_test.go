@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -257,4 +259,50 @@ func FuzzCheckURL(f *testing.F) {
 			}
 		}
 	})
+}
+
+// --resolve entries: those read give addresses to dial (an IP and the
+// port), the others exit 49; no entry panics.
+func FuzzParseResolve(f *testing.F) {
+	for _, s := range []string{"example.com:443:127.0.0.1", "h:80:[::1],10.0.0.1", "bogus", "h:0:1.2.3.4", "h:1:", ":1:1.1.1.1", "h:65535:[::1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, entry string) {
+		o := &httpOptions{resolve: []string{entry}, silent: true}
+		m, err := o.parseResolve()
+		if err != nil {
+			if ee := (*exitError)(nil); !errors.As(err, &ee) || ee.code != curlBadResolve {
+				t.Fatalf("--resolve %q: %v, want exit 49", entry, err)
+			}
+			return
+		}
+		for key, addrs := range m {
+			if _, _, err := net.SplitHostPort(key); err != nil || len(addrs) == 0 {
+				t.Fatalf("--resolve %q: key %q, addresses %q", entry, key, addrs)
+			}
+			for _, a := range addrs {
+				host, _, err := net.SplitHostPort(a)
+				if err != nil || net.ParseIP(host) == nil {
+					t.Fatalf("--resolve %q: address %q", entry, a)
+				}
+			}
+		}
+	})
+}
+
+// -T's URL: the file's name added to a path that is empty or ends with
+// '/', before the query, as curl adds it.
+func TestUploadURL(t *testing.T) {
+	for _, tc := range []struct{ url, file, want string }{
+		{"http://h/dir/", "/tmp/up.txt", "http://h/dir/up.txt"},
+		{"http://h", "up.txt", "http://h/up.txt"},
+		{"http://h/d/?q=1#f", "a/up.txt", "http://h/d/up.txt?q=1#f"},
+		{"http://h/named", "up.txt", "http://h/named"},
+		{"h:8080", "up.txt", "h:8080/up.txt"},
+		{"http://h/dir/", "-", "http://h/dir/"},
+	} {
+		if got := uploadURL(tc.url, tc.file); got != tc.want {
+			t.Errorf("uploadURL(%q, %q) = %q, want %q", tc.url, tc.file, got, tc.want)
+		}
+	}
 }
