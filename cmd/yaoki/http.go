@@ -412,6 +412,13 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	if err := o.createDirs(); err != nil {
 		return err
 	}
+	if o.resolved, err = o.parseResolve(); err != nil {
+		return err
+	}
+	roots, err := o.rootCAs()
+	if err != nil {
+		return err
+	}
 	if err := checkOutput(outFlag, o.output); err != nil {
 		return o.failWith(curlWriteError, err.Error())
 	}
@@ -464,13 +471,6 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 		limit = fmt.Sprint(n)
 	}
 	obs := &httpObserver{w: lw, verbose: o.verbose, limit: limit}
-	if o.resolved, err = o.parseResolve(); err != nil {
-		return err
-	}
-	roots, err := o.rootCAs()
-	if err != nil {
-		return err
-	}
 	base := o.baseTransport(roots)
 	addrs := &connTrace{base: base}
 	var rt http.RoundTripper = addrs
