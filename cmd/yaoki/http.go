@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -69,6 +70,9 @@ type httpOptions struct {
 	upload         string  // -T: the file to PUT ("-": stdin)
 	url            string  // --url: the URL, instead of the argument
 	resolve        []string
+	proxy          string              // -x: the proxy to send through
+	proxyURL       *url.URL            // -x's, parsed
+	noProxy        string              // --noproxy: hosts sent to directly
 	resolved       map[string][]string // --resolve's: "host:port" (lower case) to the addresses to dial
 	hedge          hedgeFlags
 }
@@ -176,6 +180,8 @@ each attempt).
 	f.StringVarP(&o.upload, "upload-file", "T", "", "PUT FILE as the body (- for stdin), sent again from its start on each attempt; a URL whose path ends with / gets the file's name")
 	f.StringVar(&o.url, "url", "", "the URL, as curl's --url (instead of the argument)")
 	f.StringArrayVar(&o.resolve, "resolve", nil, "HOST:PORT:ADDR[,ADDR...]: connect to ADDR (in order, until one answers) for HOST:PORT, which the URL, Host and TLS keep (repeatable)")
+	f.StringVarP(&o.proxy, "proxy", "x", "", "send through this proxy ([SCHEME://]HOST:PORT; http when no scheme; https, socks5 too); without it, $http_proxy, $HTTPS_PROXY and $NO_PROXY as Go reads them")
+	f.StringVar(&o.noProxy, "noproxy", "", "hosts to reach without -x's proxy: names, domains (example.com covers its subdomains), comma-separated; * for all")
 	f.BoolVar(&o.mkdirs, "create-dirs", false, "make the folders of -o's file (mode 0750)")
 	f.StringVar(&o.caCert, "cacert", "", "trust the certificates of this PEM FILE instead of the system's")
 	f.VarP(ipVersion{&o.network, "tcp4"}, "ipv4", "4", "connect over IPv4 only (the last of -4 and -6 decides)")
@@ -415,6 +421,9 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	if o.resolved, err = o.parseResolve(); err != nil {
 		return err
 	}
+	if err := o.parseProxy(); err != nil {
+		return err
+	}
 	roots, err := o.rootCAs()
 	if err != nil {
 		return err
@@ -515,6 +524,9 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	info := transferInfo{url: tg.text(u, false), urlGiven: tg.text(u, false), method: method, filename: o.output}
 	if err != nil {
 		code, msg := curlExit(ctx, err)
+		if dns := (*net.DNSError)(nil); code == curlNoHost && o.proxyURL != nil && errors.As(revealed(err), &dns) && strings.EqualFold(dns.Name, o.proxyURL.Hostname()) {
+			code, msg = curlNoProxy, "could not resolve proxy: "+dns.Name
+		}
 		if code == curlTimeout && cp.retry.MaxElapsed > 0 && ctx.Err() != nil {
 			msg = fmt.Sprintf("operation timed out: --max-time %s passed without an answer", secondsText(cp.retry.MaxElapsed))
 		}

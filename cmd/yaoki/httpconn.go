@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -60,6 +61,42 @@ func (o *httpOptions) parseResolve() (map[string][]string, error) {
 		}
 	}
 	return m, nil
+}
+
+// parseProxy reads -x's proxy URL (http:// when it names no scheme, as
+// curl reads it); one it cannot read is a bad usage.
+func (o *httpOptions) parseProxy() error {
+	if o.proxy == "" {
+		return nil
+	}
+	raw := o.proxy
+	if !strings.Contains(raw, "://") {
+		raw = "http://" + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return usagef("-x %q: want a proxy such as http://proxy.example:3128 or 127.0.0.1:3128", o.proxy)
+	}
+	switch u.Scheme {
+	case "http", "https", "socks5", "socks5h":
+	default:
+		return usagef("-x %q: proxy scheme %q is not supported: want http, https or socks5", o.proxy, u.Scheme)
+	}
+	o.proxyURL = u
+	return nil
+}
+
+// proxyFor is the proxy of req: -x's, unless --noproxy names req's host
+// (a name, a domain it ends in, or "*" for every host).
+func (o *httpOptions) proxyFor(req *http.Request) (*url.URL, error) {
+	host := strings.ToLower(req.URL.Hostname())
+	for _, n := range strings.Split(o.noProxy, ",") {
+		n = strings.ToLower(strings.TrimPrefix(strings.TrimSpace(n), "."))
+		if n == "*" || n != "" && (host == n || strings.HasSuffix(host, "."+n)) {
+			return nil, nil
+		}
+	}
+	return o.proxyURL, nil
 }
 
 // rootCAs returns the certificates --cacert trusts, or nil for the
@@ -122,6 +159,9 @@ func (o *httpOptions) baseTransport(roots *x509.CertPool) *http.Transport {
 			}
 		}
 		return nil, err
+	}
+	if o.proxy != "" {
+		t.Proxy = o.proxyFor
 	}
 	if o.http11 {
 		t.ForceAttemptHTTP2 = false

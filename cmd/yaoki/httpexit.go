@@ -25,6 +25,7 @@ const (
 	curlUnsupported     = 1   // the URL's scheme is not http or https
 	curlUsage           = 2   // bad usage: an unknown flag, a value that cannot be used
 	curlBadURL          = 3   // the URL is malformed (no host, a port out of range)
+	curlNoProxy         = 5   // the proxy's host name did not resolve
 	curlNoHost          = 6   // the host name did not resolve
 	curlNoConnect       = 7   // the connection was refused or could not be made
 	curlPartialFile     = 18  // the connection closed before the whole body came
@@ -55,6 +56,7 @@ Exit codes (curl's where curl has one):
   2    bad usage: unknown flag, a value that cannot be used
   3    malformed URL (a space or control character, no host, a port out
        of 1-65535)
+  5    -x: the proxy's host name did not resolve
   6    the host name did not resolve
   7    the connection failed (refused, unreachable)
   18   the connection closed before the whole body came (what came is
@@ -130,7 +132,7 @@ func curlExit(ctx context.Context, err error) (int, string) {
 		return curlRecvError, "recv failure: connection reset by peer"
 	case errors.Is(last, io.EOF), errors.Is(last, io.ErrUnexpectedEOF):
 		return curlEmptyReply, "empty reply from server"
-	case errors.As(last, &opErr) && opErr.Op == "dial":
+	case errors.As(last, &opErr) && (opErr.Op == "dial" || opErr.Op == "proxyconnect"):
 		return curlNoConnect, "failed to connect: " + lastMessage(last)
 	}
 	return curlRecvError, lastMessage(last)

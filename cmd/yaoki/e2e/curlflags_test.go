@@ -214,3 +214,51 @@ func TestHTTPSizeRequestOverHTTP2(t *testing.T) {
 		t.Errorf("HTTP/2: %q, HTTP/1.1: %q; want versions 2 and 1.1 with the same size", h2.stdout, h1.stdout)
 	}
 }
+
+// -x sends through a proxy as curl does: the request in absolute form to
+// the proxy; --noproxy's hosts directly; exit 7 for a proxy that refuses
+// the connection, 5 for one whose name does not resolve.
+func TestHTTPProxyLikeCurl(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string // PROXY: the scripted server's host:port
+		url  string   // TARGET: the scripted server's URL
+		code int
+	}{
+		{"-x host:port", []string{"-x", "PROXY"}, "http://example.test/p?q=1", 0},
+		{"-x http://", []string{"-x", "http://PROXY", "-H", "X-Tag: a"}, "http://example.test:8080/p", 0},
+		{"--noproxy", []string{"-x", "PROXY", "--noproxy", "other.test,127.0.0.1"}, "TARGETdirect", 0},
+		{"--noproxy *", []string{"-x", "PROXY", "--noproxy", "*"}, "TARGETdirect", 0},
+		{"--noproxy a domain", []string{"-x", "PROXY", "--noproxy", "test"}, "http://example.test/p", 6},
+		{"proxy refused", []string{"-x", "127.0.0.1:1"}, "http://example.test/p", 7},
+		{"proxy not resolved", []string{"-x", "http://yaoki-e2e.invalid:3128"}, "http://example.test/p", 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startScripted(t, false, ok("via\n"))
+			hostPort := strings.TrimSuffix(strings.TrimPrefix(s.url, "http://"), "/")
+			var sent [2][]seen
+			var got [2]result
+			for i, who := range []string{"yaoki", "curl"} {
+				s.restart()
+				args := []string{"-sS", "--retry", "0"}
+				for _, a := range tc.args {
+					args = append(args, strings.Replace(a, "PROXY", hostPort, 1))
+				}
+				got[i] = runAs(t, who, append(args, strings.Replace(tc.url, "TARGET", s.url, 1))...)
+				sent[i] = s.requests()
+			}
+			if got[0].code != tc.code || got[1].code != tc.code || got[0].stdout != got[1].stdout {
+				t.Fatalf("yaoki exit %d, %q; curl exit %d, %q; want %d\nyaoki: %s\ncurl: %s", got[0].code, got[0].stdout, got[1].code, got[1].stdout, tc.code, got[0].stderr, got[1].stderr)
+			}
+			if len(sent[0]) != len(sent[1]) {
+				t.Fatalf("yaoki sent %d requests, curl %d", len(sent[0]), len(sent[1]))
+			}
+			for i := range sent[0] {
+				a, b := sent[0][i], sent[1][i]
+				if a.uri != b.uri || a.host != b.host || a.header.Get("X-Tag") != b.header.Get("X-Tag") {
+					t.Errorf("the proxy got from yaoki %s (Host %s), from curl %s (Host %s)", a.uri, a.host, b.uri, b.host)
+				}
+			}
+		})
+	}
+}
