@@ -44,21 +44,30 @@ func isHex(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
+// splitWritten splits s, a URL or a reference as written, into what
+// comes before its query and its fragment, and returns it with each '%'
+// that starts no escape outside the query written as "%25" (net/url leaves
+// the query as written), for net/url to parse.
+func splitWritten(s string) (escaped, beforeQuery, fragment string, hasFragment bool) {
+	beforeQuery, fragment, hasFragment = strings.Cut(s, "#")
+	beforeQuery, query, hasQuery := strings.Cut(beforeQuery, "?")
+	escaped = escapeBadPercents(beforeQuery)
+	if hasQuery {
+		escaped += "?" + query
+	}
+	if hasFragment {
+		escaped += "#" + escapeBadPercents(fragment)
+	}
+	return escaped, beforeQuery, fragment, hasFragment
+}
+
 // parseWritten parses s (a URL with its scheme) as curl reads it: a '%'
 // that starts no escape outside the query (net/url leaves the query as
 // written) reads as "%25"; the path's "." and ".." segments are removed
 // (not with asIs: curl's --path-as-is). The path is sent as curl sends
 // it (curlPath), as written, when net/url would send it otherwise.
 func parseWritten(s string, asIs bool) (*target, error) {
-	rest, fragment, hasFragment := strings.Cut(s, "#")
-	rest, query, hasQuery := strings.Cut(rest, "?")
-	t := escapeBadPercents(rest)
-	if hasQuery {
-		t += "?" + query
-	}
-	if hasFragment {
-		t += "#" + escapeBadPercents(fragment)
-	}
+	t, rest, fragment, _ := splitWritten(s)
 	u, err := url.Parse(t)
 	if err != nil {
 		return nil, err
@@ -227,15 +236,7 @@ func (t *target) redirected(resp *http.Response) {
 	if loc == "" {
 		return
 	}
-	ref, fragment, hasFragment := strings.Cut(loc, "#")
-	ref, query, hasQuery := strings.Cut(ref, "?")
-	escaped := escapeBadPercents(ref)
-	if hasQuery {
-		escaped += "?" + query
-	}
-	if hasFragment {
-		escaped += "#" + escapeBadPercents(fragment)
-	}
+	escaped, ref, fragment, hasFragment := splitWritten(loc)
 	u, err := resp.Request.URL.Parse(escaped)
 	if err != nil {
 		return // net/http says why it cannot follow it
