@@ -17,8 +17,12 @@ func uploadURL(rawURL, file string) string {
 	if file == "" || file == "-" {
 		return rawURL
 	}
-	rest, fragment, hasFragment := strings.Cut(rawURL, "#")
-	rest, query, hasQuery := strings.Cut(rest, "?")
+	// The path ends at the first '?' (the query) or '#' (the fragment);
+	// what follows is kept as written.
+	rest, suffix := rawURL, ""
+	if i := strings.IndexAny(rawURL, "?#"); i >= 0 {
+		rest, suffix = rawURL[:i], rawURL[i:]
+	}
 	afterScheme := rest
 	if _, a, ok := strings.Cut(rest, "://"); ok {
 		afterScheme = a
@@ -29,13 +33,7 @@ func uploadURL(rawURL, file string) string {
 	case strings.HasSuffix(rest, "/"):
 		rest += filepath.Base(file)
 	}
-	if hasQuery {
-		rest += "?" + query
-	}
-	if hasFragment {
-		rest += "#" + fragment
-	}
-	return rest
+	return rest + suffix
 }
 
 // uploadBody sets req's body to -T's file, sent again from the start on
