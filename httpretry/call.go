@@ -332,13 +332,17 @@ func (cl *call) idempotencyKey() string {
 // client whose clock is off (a VM that drifted, a device without NTP)
 // waits what the server asked; against now otherwise.
 func hint(resp *http.Response, now time.Time) time.Duration {
+	v := resp.Header.Get(header.RetryAfter)
+	if v == "" && !throttledStatus(resp.StatusCode) {
+		return -1 // no hint to read: the Date is not parsed
+	}
 	if d, err := http.ParseTime(resp.Header.Get(header.Date)); err == nil {
 		now = d
 		if a, err := strconv.ParseUint(resp.Header.Get(header.Age), 10, 32); err == nil {
 			now = now.Add(time.Duration(a) * time.Second)
 		}
 	}
-	if v := resp.Header.Get(header.RetryAfter); v != "" {
+	if v != "" {
 		if d, ok := ParseRetryAfter(v, now); ok {
 			return d
 		}
