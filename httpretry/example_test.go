@@ -24,6 +24,8 @@ func Example() {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch n.Add(1) {
 		case 1:
+			// "Come back now": the backoff still spreads the clients
+			// it reached (a longer Retry-After replaces it).
 			w.Header().Set("Retry-After", "0")
 			http.Error(w, "slow down", http.StatusTooManyRequests)
 		case 2:
@@ -57,7 +59,7 @@ func Example() {
 	body, _ := io.ReadAll(resp.Body)
 	fmt.Println(resp.StatusCode, string(body))
 	// Output:
-	// attempt 1: 429, retrying (wait from server)
+	// attempt 1: 429, retrying (wait from backoff)
 	// attempt 2: 503, retrying (wait from backoff)
 	// 200 hello after 3 attempts
 }

@@ -44,10 +44,11 @@ func TestRetryAfterHonoured(t *testing.T) {
 		{"IMF-fixdate", "503:retry-after=date+5s,200", 5 * time.Second, 6 * time.Second},
 		{"RFC 850", "429:retry-after=rfc850+5s,200", 5 * time.Second, 6 * time.Second},
 		{"asctime", "503:retry-after=asctime+5s,200", 5 * time.Second, 6 * time.Second},
-		{"date in the past", "503:retry-after=date-1h,200", 0, 0},
-		{"zero", "429:retry-after=0,200", 0, 0},
-		// Invalid values are ignored: the backoff applies (throttled: from
-		// 1 s, full jitter, so below 1 s).
+		// "Come back now" is no hint: the backoff applies (throttled: from
+		// 1 s, full jitter, so below 1 s), which spreads the clients told.
+		{"date in the past", "503:retry-after=date-1h,200", 0, time.Second},
+		{"zero", "429:retry-after=0,200", 0, time.Second},
+		// Invalid values are ignored: the backoff applies.
 		{"negative", "429:retry-after=-5,200", 0, time.Second},
 		{"malformed", "429:retry-after=soon,200", 0, time.Second},
 		{"fraction", "429:retry-after=1.5,200", 0, time.Second},
@@ -89,6 +90,33 @@ func TestRetryAfterJitterSpreads(t *testing.T) {
 			want := 10*time.Second + time.Duration(float64(2*time.Second)*u)
 			if g := gaps(rt.Attempts()); g[0] != want {
 				t.Fatalf("draw %v: waited %v, want %v", u, g[0], want)
+			}
+		})
+	}
+}
+
+// "Retry-After: 0" (or a date already past) tells every client it reached
+// to come back now; retried at once, they would all return at the same
+// instant. The backoff of the status's class spreads them instead: with the
+// draw 0.5, half the 1 s throttle base for a 429 or 503, 25 ms for a 500.
+func TestRetryAfterZeroSpreadByBackoff(t *testing.T) {
+	for script, want := range map[string]time.Duration{
+		"429:retry-after=0,200":       500 * time.Millisecond,
+		"503:retry-after=date-1h,200": 500 * time.Millisecond,
+		"500:retry-after=0,200":       25 * time.Millisecond,
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			rt := retrytest.NewRoundTripper(t, script)
+			rec := &retrytest.Recorder{}
+			tr := &httpretry.Transport{Base: rt, Observer: rec, Policy: retry.Policy{Env: &retry.Env{Rand: func() float64 { return 0.5 }}}}
+			if _, _, err := do(t, tr, "GET", "http://api.test/", nil); err != nil {
+				t.Fatal(err)
+			}
+			if g := gaps(rt.Attempts()); len(g) != 1 || g[0] != want {
+				t.Fatalf("%s: waited %v, want %v", script, g, want)
+			}
+			if s := rec.Events(event.RetryScheduled); len(s) != 1 || s[0].Source != event.Backoff {
+				t.Errorf("%s: scheduled %+v, want one retry with its wait from the backoff", script, s)
 			}
 		})
 	}

@@ -303,7 +303,9 @@ func (l *Loop) refuse(ctx context.Context, now time.Time, t *Ticket, ge Error) D
 //
 // A server's hint that ends before the deadline is honoured, and its jitter
 // (up to HintJitter of it) shrinks to fit the time left; a hint that itself
-// ends at or after the deadline gives up (ReasonDeadline).
+// ends at or after the deadline gives up (ReasonDeadline). A hint of 0
+// ("Retry-After: 0", "come back now") is no hint: it has no jitter to
+// spread the clients it reached over time, so the backoff applies.
 func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) Decision {
 	var class Class
 	gone := false // the caller's context ended: not the dependency's failure
@@ -354,7 +356,7 @@ func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) D
 		wait, stepped = w, true
 	}
 	src := event.Backoff
-	if h, ok := HintOf(err); ok {
+	if h, ok := HintOf(err); ok && h > 0 {
 		if max := l.p.maxRetryAfter(); h > max {
 			return l.giveUp(ctx, now, Error{Reason: ReasonHintTooLong, Wait: h, Limit: max})
 		}

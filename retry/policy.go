@@ -25,7 +25,8 @@ const (
 	DefaultMaxRetryAfter = 60 * time.Second
 	// HintJitter is the largest share added on top of a server hint, so
 	// that clients told "30 s" do not all come back at the same instant.
-	// A hint is never shortened.
+	// A hint is never shortened. A hint of 0 has no share to add: the
+	// backoff applies instead, as if there were no hint.
 	HintJitter = 0.2
 	// Unlimited as MaxAttempts removes the attempt limit; MaxElapsed or the
 	// context's deadline must then bound the loop.

@@ -216,7 +216,6 @@ func TestServerHint(t *testing.T) {
 		{"hint replaces backoff, no jitter on draw 0", 2 * time.Second, 0, retry.Policy{}, 2 * time.Second, false},
 		{"up to +20 % jitter", 2 * time.Second, 0.5, retry.Policy{}, 2200 * time.Millisecond, false},
 		{"never earlier than asked, never more than +20 %", 10 * time.Second, 0.999999, retry.Policy{}, 11999998 * time.Microsecond, false},
-		{"zero hint retries at once", 0, 0.5, retry.Policy{}, 0, false},
 		{"exactly the cap is honoured", 60 * time.Second, 0, retry.Policy{}, 60 * time.Second, false},
 		{"above the default cap gives up", 61 * time.Second, 0, retry.Policy{}, 0, true},
 		{"above a custom cap gives up", 6 * time.Second, 0, retry.Policy{MaxRetryAfter: 5 * time.Second}, 0, true},
@@ -254,6 +253,38 @@ func TestServerHint(t *testing.T) {
 	}
 	if _, ok := retry.HintOf(errFlaky); ok {
 		t.Error("HintOf(plain error) reported a hint")
+	}
+}
+
+// A hint of 0 ("Retry-After: 0") is no hint: retried at once, every client
+// it reached would come back at the same instant, so the backoff of the
+// error's class applies, jitter included, with event.Backoff as its source.
+func TestZeroHintWaitsTheBackoff(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want time.Duration // at draw 0.5
+	}{
+		{"transient: from 50 ms", retry.After(errFlaky, 0), 25 * time.Millisecond},
+		{"throttled: from 1 s", retry.After(retry.Throttling(errFlaky), 0), 500 * time.Millisecond},
+		{"a negative hint counts as 0", retry.After(errFlaky, -time.Second), 25 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				fn, calls := failing(1, tt.err)
+				var got retry.Wait
+				p := retry.Policy{Env: &retry.Env{Rand: half}, OnRetry: func(w retry.Wait) { got = w }}
+				start := time.Now()
+				if err := retry.Do(context.Background(), p, fn); err != nil {
+					t.Fatalf("Do = %v", err)
+				}
+				if calls.Load() != 2 || got.Delay != tt.want || got.Source != event.Backoff || time.Since(start) != tt.want {
+					t.Errorf("%d calls, wait %v from %v (elapsed %v); want 2 calls, a wait of %v from the backoff",
+						calls.Load(), got.Delay, got.Source, time.Since(start), tt.want)
+				}
+			})
+		})
 	}
 }
 
