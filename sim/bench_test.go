@@ -64,6 +64,19 @@ func BenchmarkOutage(b *testing.B) {
 	}
 }
 
+// BenchmarkRateLimit is one run of the rate-limit scenario (10 clients,
+// 110 calls/s against a limit of 100/s, 20 s: 2 200 calls) under yaoki's
+// defaults.
+func BenchmarkRateLimit(b *testing.B) {
+	b.ReportAllocs()
+	var w rateLimitRun
+	c := compile(Yaoki())
+	l := RateLimit{Load: 1.1}.withDefaults()
+	for i := 0; b.Loop(); i++ {
+		w.run(l, &c, uint64(i))
+	}
+}
+
 // BenchmarkEngine measures one Add and one Pop on a queue holding 128
 // events, the herd's usual size.
 func BenchmarkEngine(b *testing.B) {

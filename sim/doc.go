@@ -2,7 +2,7 @@
 //
 // It is a deterministic discrete-event simulator (a priority queue of
 // events, a clock that jumps from one to the next, and seeded PCG sources)
-// and the scenarios built on it, each the model of a
+// and the scenarios built on it, most of them the model of a
 // published result:
 //
 //   - Herd: the thundering herd of the AWS Architecture Blog's
@@ -18,6 +18,10 @@
 //   - Collapse: a metastable failure: a server that slows down with the
 //     work in flight, clients that time out and retry, and a short trigger
 //     after which the retries alone keep the server down.
+//   - RateLimit: an API behind a fixed-window rate limiter whose 429s say
+//     "Retry-After: 0" (come back now): a call retried at once meets the
+//     window that has just refused it, a backoff moves it to a later one
+//     (RateLimitPolicies).
 //   - Tail: Dean and Barroso's "The Tail at Scale" (2013): requests that
 //     fan out to 100 backends, 1 % of whose answers are slow, hedged by
 //     package hedge's Hedger (TailPolicies), then a brownout where every

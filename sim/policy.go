@@ -29,7 +29,8 @@ type Policy struct {
 	Backoff backoff.Schedule
 	// Immediate retries as soon as an attempt has failed, without any
 	// wait (the "no backoff" clients of the published simulations);
-	// Backoff is then ignored.
+	// Backoff is then ignored. A server's hint longer than 0 (RateLimit's
+	// Retry-After) is still waited for, as package retry waits for it.
 	Immediate bool
 	// ThrottleBase replaces Backoff.Base after an overload answer, as in
 	// retry.Policy. Zero: retry.DefaultThrottleBase (1 s).
@@ -49,9 +50,11 @@ type Policy struct {
 	// Classify, as in retry.Policy, says whether a failed attempt's error
 	// is retried: a server's answer reports its status with a method
 	// StatusCode() int (500 failed, 503 overloaded, 409 conflict), a
-	// timeout matches retry.ErrAttemptTimeout. ClassPermanent ends the
-	// request (retry.ReasonPermanent). Nil: every failure is retried,
-	// overload answers classed ClassThrottled.
+	// timeout matches retry.ErrAttemptTimeout; RateLimit's refusal (429)
+	// also reports its Retry-After with a method RetryAfter()
+	// time.Duration. ClassPermanent ends the request
+	// (retry.ReasonPermanent). Nil: every failure is retried, overload
+	// answers and 429s classed ClassThrottled.
 	Classify func(err error) retry.Class
 	// Stepper, as in retry.Policy, makes for each request, at its first
 	// retryable failure, the Stepper that decides its waits instead of
@@ -195,9 +198,10 @@ func compile(p Policy) compiled {
 }
 
 // classifyOutcome is the simulated loop's default classifier: every
-// failure is retried, overload answers as throttling.
+// failure is retried, overload answers and a rate limiter's 429 as
+// throttling.
 func classifyOutcome(err error) retry.Class {
-	if err == errOverloaded {
+	if _, limited := err.(*limitedError); limited || err == errOverloaded {
 		return retry.ClassThrottled
 	}
 	return retry.ClassTransient
@@ -298,10 +302,16 @@ func (s *guardSet) drawn() float64 { return s.u }
 
 // end ends loop l's attempt in flight at now with outcome o; see loop.end.
 func (s *guardSet) end(l *loop, now time.Duration, o outcome) (wait time.Duration, stop retry.Reason) {
-	if o != succeeded && !s.immediate {
+	return s.endErr(l, now, o.err())
+}
+
+// endErr ends loop l's attempt in flight at now with err (nil for a
+// success); see loop.end. A failure draws the jitter of the wait after it.
+func (s *guardSet) endErr(l *loop, now time.Duration, err error) (wait time.Duration, stop retry.Reason) {
+	if err != nil && !s.immediate {
 		s.u = s.r.Float64()
 	}
-	return l.end(context.Background(), now, o.err())
+	return l.end(context.Background(), now, err)
 }
 
 // of returns client i's loop policy.

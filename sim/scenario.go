@@ -8,8 +8,8 @@ import (
 	"github.com/yaoki-go/yaoki/retry"
 )
 
-// What the scenarios share: how their fields are checked (all four), and,
-// for those that run a Policy (Herd, Outage, Collapse), how one run is
+// What the scenarios share: how their fields are checked (all of them), and,
+// for those that run a Policy (Herd, Outage, Collapse, RateLimit), how one run is
 // made, the workspace every run starts from, how a request asks its guards
 // before an attempt, and the free lists of requests in flight.
 
