@@ -82,7 +82,9 @@ type Config struct {
 	// RetryAfter is the wait suggested to a request refused because the
 	// first request with its key is still running (409) or because the
 	// store is unavailable (503). It is sent in whole seconds, rounded up;
-	// a negative value sends "Retry-After: 0". Zero: DefaultRetryAfter (1 s).
+	// a negative value sends "Retry-After: 0" (come back now; a yaoki
+	// client then waits its backoff, which spreads the clients told).
+	// Zero: DefaultRetryAfter (1 s).
 	RetryAfter time.Duration
 	// MaxRequestBytes bounds the request body, which the middleware reads
 	// whole to fingerprint it; a larger body is refused with 413. Zero:

@@ -288,7 +288,8 @@ func TestHTTPSendsLikeCurl(t *testing.T) {
 }
 
 // -v writes each attempt's request and answer headers as curl does, with
-// the retry decisions between them.
+// the retry decisions between them ("Retry-After: 0" is no hint: the wait
+// comes from the backoff, as curl's does).
 func TestHTTPVerboseEveryAttempt(t *testing.T) {
 	s := startScripted(t, false, answer{status: 503, headers: map[string]string{"Retry-After": "0"}, body: "busy\n"}, ok("done\n"))
 	y := run(t, nil, append(append([]string{"http", "-v", "--retry", "2"}, fastRetries...), s.url)...)
@@ -310,7 +311,7 @@ func TestHTTPVerboseEveryAttempt(t *testing.T) {
 			t.Errorf("yaoki -v lacks %q, which curl -v writes:\n%s", line, y.stderr)
 		}
 	}
-	for _, want := range []string{"> Attempt-Count: 1", "> Attempt-Count: 2", "< HTTP/1.1 200 OK", "* attempt 1: 503 Service Unavailable", "* retrying: waiting", "from server", "mode: "} {
+	for _, want := range []string{"> Attempt-Count: 1", "> Attempt-Count: 2", "< HTTP/1.1 200 OK", "* attempt 1: 503 Service Unavailable", "* retrying: waiting", "from backoff", "mode: "} {
 		if !strings.Contains(y.stderr, want) {
 			t.Errorf("yaoki -v lacks %q:\n%s", want, y.stderr)
 		}
