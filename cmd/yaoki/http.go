@@ -32,6 +32,8 @@ type httpOptions struct {
 	method         string
 	headers        []string
 	data           []dataPart // -d, --data-binary, --data-raw, --data-urlencode, --json in order
+	form           []formPart // -F, --form-string in order
+	formType       string     // the multipart body's Content-Type, with its boundary
 	get            bool
 	head           bool
 	output         string
@@ -162,6 +164,8 @@ each attempt).
 	f.Var(dataFlag{dataRaw, &o.data}, "data-raw", "request body; a leading @ is sent as it is")
 	f.Var(dataFlag{dataURLEncode, &o.data}, "data-urlencode", "request body part, percent-encoded as a form value: 'content', '=content', 'name=content', '@FILE' or 'name@FILE' (the file's content, @- stdin)")
 	f.Var(dataFlag{dataJSON, &o.data}, "json", "JSON request body (POST, Content-Type and Accept application/json); @FILE reads a file")
+	f.VarP(formFlag{false, &o.form}, "form", "F", "multipart form part (POST, multipart/form-data; repeatable): 'name=value', 'name=@FILE' (upload FILE), 'name=<FILE' (FILE's content as the value); ';type=TYPE' and ';filename=NAME' after it")
+	f.Var(formFlag{true, &o.form}, "form-string", "multipart form part 'name=value', the value sent as written (no @, < or ; meaning)")
 	f.BoolVarP(&o.get, "get", "G", false, "send the data in the URL's query string with GET")
 	f.BoolVarP(&o.head, "head", "I", false, "send HEAD and write the answer's headers only")
 	f.StringVarP(&o.output, "output", "o", "", "write the body to FILE instead of stdout")
@@ -212,8 +216,6 @@ each attempt).
 // curlOnlyFlags are curl flags that yaoki http does not take, with what to
 // use instead.
 var curlOnlyFlags = map[string]string{
-	"-F":       "multipart forms are not supported: send a form with -d or --data-urlencode, a file as it is with --data-binary @FILE",
-	"--form":   "multipart forms are not supported: send a form with -d or --data-urlencode, a file as it is with --data-binary @FILE",
 	"-b":       "send cookies with -H 'Cookie: name=value'",
 	"--cookie": "send cookies with -H 'Cookie: name=value'",
 }
@@ -310,6 +312,9 @@ func (o *httpOptions) check(cmd *cobra.Command) error {
 	if o.upload != "" && (len(o.data) > 0 || o.head || o.get) {
 		return usagef("-T %s cannot be combined with -d, --json, -I or -G: -T sends the file as the body", o.upload)
 	}
+	if len(o.form) > 0 && (len(o.data) > 0 || o.upload != "" || o.head) {
+		return usagef("-F cannot be combined with -d, --data-binary, --data-raw, --data-urlencode, --json, -T or -I, as in curl: -F sends a multipart form as the body; use one")
+	}
 	if o.head && len(o.data) > 0 && !o.get {
 		return usagef("-I cannot send a body: drop -I, or add -G to send the data in the query string")
 	}
@@ -378,7 +383,19 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	if err != nil {
 		return err
 	}
-	if o.get && hasBody {
+	if len(o.form) > 0 {
+		// As curl, -G leaves a form in the body.
+		if body, o.formType, err = formBody(o.form, newBoundary(), o.givenContentType(), cmd.InOrStdin()); err != nil {
+			if o.silent && !o.showError {
+				var ee *exitError
+				errors.As(err, &ee)
+				return exit(ee.code, "")
+			}
+			return err
+		}
+		hasBody = true
+	}
+	if o.get && hasBody && o.formType == "" {
 		if u.RawQuery != "" {
 			u.RawQuery += "&"
 		}
@@ -649,7 +666,9 @@ func (o *httpOptions) setHeaders(req *http.Request, hasBody, isJSON bool) {
 		h.Set("Accept-Encoding", acceptEncoding)
 	}
 	if hasBody {
-		if isJSON {
+		if o.formType != "" {
+			h.Set("Content-Type", o.formType)
+		} else if isJSON {
 			h.Set("Content-Type", "application/json")
 			h.Set("Accept", "application/json")
 		} else {
@@ -685,12 +704,25 @@ func (o *httpOptions) setHeaders(req *http.Request, hasBody, isJSON bool) {
 			}
 			continue
 		}
+		if name == "Content-Type" && o.formType != "" {
+			continue // in the form's Content-Type, with its boundary
+		}
 		if !given[name] {
 			h.Del(name)
 			given[name] = true
 		}
 		h.Add(name, value)
 	}
+}
+
+// givenContentType returns the first -H Content-Type's value, or "".
+func (o *httpOptions) givenContentType() string {
+	for _, hv := range o.headers {
+		if name, value, _ := cutHeader(hv); strings.EqualFold(name, "Content-Type") && value != "" {
+			return value
+		}
+	}
+	return ""
 }
 
 // cutHeader splits a -H value as curl reads it: "Name: value", "Name:"

@@ -409,7 +409,7 @@ func TestHTTPBadInput(t *testing.T) {
 		{[]string{"--retry-delay", "soon"}, `"soon" is not a duration`},
 		{[]string{"-b", "a=1"}, "-H 'Cookie: name=value'"},
 		{[]string{"-o", "x", "-O"}, "-o x and -O both name the file"},
-		{[]string{"-sF", "a=1"}, "'F' in -F: multipart forms are not supported"},
+		{[]string{"-sF", "a"}, `-F "a": want NAME=VALUE`},
 		{[]string{"-e", "http://from.example/\r\nX-Injected: 1"}, "a Referer cannot hold control characters"},
 	} {
 		r := run(t, nil, append(append([]string{"http"}, tc.args...), s.url)...)
