@@ -28,6 +28,8 @@ var simFlags = map[string]string{
 	"Collapse.Clients": "--clients",
 	"Tail.Fanout":      "--fanout", "Tail.Rate": "--rate", "Tail.Duration": "--duration", "Tail.Fast": "--fast",
 	"Tail.Slow": "--slow", "Tail.SlowShare": "--slow-share",
+	"RateLimit.Clients": "--clients", "RateLimit.Load": "--load", "RateLimit.PerWindow": "--per-window",
+	"RateLimit.Window": "--window", "RateLimit.Duration": "--duration", "RateLimit.HopMean": "--hop-mean",
 }
 
 // zeroMeans matches the "(0 means 100)" of a field's accepted range: a
@@ -86,7 +88,7 @@ var simNoZero = map[string]string{
 	"clients": "≥ 1 client", "rate": "> 0 per second", "total-rate": "> 0 per second", "duration": "> 0",
 	"hop-mean": "> 0", "peak": "> 0 per second", "width": "> 0", "factor": "> 1", "timeout": "> 0",
 	"service-base": "> 0", "threshold": "≥ 1", "fanout": "≥ 1", "fast": "> 0", "slow": "> 0",
-	"base": "> 0", "cap": "> 0", "multiplier": "> 1",
+	"base": "> 0", "cap": "> 0", "multiplier": "> 1", "load": "> 0", "per-window": "≥ 1", "window": "> 0",
 }
 
 // refuseZeros returns bad usage for a flag of simNoZero that the command
@@ -97,10 +99,25 @@ func refuseZeros(fs *pflag.FlagSet) error {
 	fs.Visit(func(f *pflag.Flag) {
 		want, ok := simNoZero[f.Name]
 		if ok && bad == nil && slices.ContainsFunc(strings.Split(strings.Trim(f.Value.String(), "[]"), ","), isZero) {
-			bad = usagef("--%s 0: want %s (leave the flag out for its default, %s)", f.Name, want, f.DefValue)
+			bad = usagef("--%s 0: want %s (leave the flag out for its default, %s)", f.Name, want, tidyList(f.DefValue))
 		}
 	})
 	return bad
+}
+
+// tidyList writes a list default as pflag prints it, "[0.500000,1.000000]",
+// as it is typed, "0.5,1"; other values are returned as they are.
+func tidyList(v string) string {
+	if !strings.HasPrefix(v, "[") {
+		return v
+	}
+	items := strings.Split(strings.Trim(v, "[]"), ",")
+	for i, it := range items {
+		if f, err := strconv.ParseFloat(it, 64); err == nil {
+			items[i] = strconv.FormatFloat(f, 'g', -1, 64)
+		}
+	}
+	return strings.Join(items, ",")
 }
 
 // isZero reports whether v, a number or a duration, is 0.

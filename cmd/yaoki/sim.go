@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -64,6 +65,9 @@ Scenarios:
   tail      requests that fan out to 100 backends, 1 % of whose answers are
             slow (Dean and Barroso, "The Tail at Scale", 2013), then a
             brownout: hedged requests, latency gained for load added
+  ratelimit an API behind a fixed-window rate limiter whose 429s say
+            "Retry-After: 0": what retrying at once, or after a backoff, buys
+            near and above the limit
 
 Without a scenario, yaoki sim compares the strategies on herd, outage and
 collapse (collapse at 10 runs a point) and writes the report (plots in SVG and
@@ -73,20 +77,22 @@ Each scenario compares its published policies with yaoki's defaults ("yaoki").
 Set any policy flag (--base, --cap, --jitter, --max-attempts, --budget, ...)
 to add your own ("yours", or --name), or load it from a policy document with
 --policy FILE (the simulated errors are HTTP.500, HTTP.503 with --overload,
-HTTP.409 for the herd's conflicts and States.Timeout).`
+HTTP.409 for the herd's conflicts, HTTP.429 for the rate limit and
+States.Timeout).`
 
 func newSimCmd() *cobra.Command {
 	o := &simOptions{}
-	cmd := o.command("sim [herd|outage|collapse|tail|all]", "Simulate retry policies on virtual time: herd, outage, collapse, tail", simLong,
+	cmd := o.command("sim [herd|outage|collapse|tail|ratelimit|all]", "Simulate retry policies on virtual time: herd, outage, collapse, tail, ratelimit", simLong,
 		&simJob{herd: defaultHerdParams(), outage: defaultOutageParams(), collapse: defaultCollapseParams(), collapseRuns: 10}, nil)
 	cmd.Example = `  yaoki sim                                  # herd, outage and collapse, report in yaoki-report/
   yaoki sim herd --clients 50,100 --runs 20
   yaoki sim outage --p 0.01,0.1,0.5 --budget share --format csv
   yaoki sim outage --clients 10,100,1000 --total-rate 100
   yaoki sim collapse --peak 60,80,100 --width 5s,10s --base 1s
-  yaoki sim tail --runs 5`
+  yaoki sim tail --runs 5
+  yaoki sim ratelimit --load 0.9,1,1.1 --round-up`
 	o.register(cmd.PersistentFlags())
-	cmd.AddCommand(newSimHerdCmd(o), newSimOutageCmd(o), newSimCollapseCmd(o), newSimTailCmd(o), newSimAllCmd(o))
+	cmd.AddCommand(newSimHerdCmd(o), newSimOutageCmd(o), newSimCollapseCmd(o), newSimTailCmd(o), newSimRateLimitCmd(o), newSimAllCmd(o))
 	return cmd
 }
 
@@ -95,7 +101,7 @@ func (o *simOptions) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.out, "out", "yaoki-report", `folder for the report (plots, index.html, CSV, JSON); "" for none`)
 	fs.BoolVar(&o.progress, "progress", false, "show a progress bar on stderr even when it is not a terminal")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the sweep: the same seed gives the same numbers")
-	fs.IntVar(&o.runs, "runs", 0, "runs per point (default: herd 100, outage 3, collapse 20 (10 in yaoki sim without a scenario), tail 3)")
+	fs.IntVar(&o.runs, "runs", 0, "runs per point (default: herd 100, outage 3, collapse 20 (10 in yaoki sim without a scenario), tail 3, ratelimit 10)")
 	fs.IntVar(&o.workers, "workers", runtime.GOMAXPROCS(0), "goroutines running simulations (results do not depend on it)")
 	fs.StringSliceVar(&o.only, "policies", nil, "only these policies, by name (default: all of the scenario's)")
 
@@ -119,10 +125,11 @@ var simPolicyFlags = []string{"policy", "name", "base", "cap", "multiplier", "ji
 // simJob says which scenarios to run, with which parameters; a nil
 // parameter set skips its scenario.
 type simJob struct {
-	herd     *herdParams
-	outage   *outageParams
-	collapse *collapseParams
-	tail     *tailParams
+	herd      *herdParams
+	outage    *outageParams
+	collapse  *collapseParams
+	tail      *tailParams
+	rateLimit *rateLimitParams
 	// collapseRuns is the collapse's runs per point unless --runs says
 	// otherwise: 20, or 10 in the default job (which keeps it under 10 s
 	// of CPU).
@@ -226,6 +233,11 @@ func (o *simOptions) run(cmd *cobra.Command, job *simJob) error {
 			return err
 		}
 	}
+	if p := job.rateLimit; p != nil {
+		if rep.RateLimit, err = o.runRateLimit(p, yours, bar); err != nil {
+			return err
+		}
+	}
 	rep.Elapsed = time.Since(started)
 
 	stdout := cmd.OutOrStdout()
@@ -273,12 +285,23 @@ func pickNamed[P any](only []string, all []P, name func(P) string, where string)
 		names = append(names, name(p))
 	}
 	var out []P
-	for _, want := range only {
-		i := slices.Index(names, want)
-		if i < 0 {
-			return nil, exit(ExitUsage, fmt.Sprintf("--policies: no policy %q in %s; it has: %s", want, where, strings.Join(names, ", ")))
+	for i := 0; i < len(only); {
+		// --policies splits its list at commas, also those inside a name
+		// ("yaoki, retrying at once"): take the longest run of pieces that,
+		// joined again, names a policy.
+		k, n := -1, 0
+		for j := len(only); j > i && k < 0; j-- {
+			k, n = slices.Index(names, strings.Join(only[i:j], ",")), j-i
 		}
-		out = append(out, all[i])
+		if k < 0 {
+			quoted := make([]string, len(names))
+			for q, name := range names {
+				quoted[q] = strconv.Quote(name)
+			}
+			return nil, exit(ExitUsage, fmt.Sprintf("--policies: no policy %q in %s; it has: %s", only[i], where, strings.Join(quoted, ", ")))
+		}
+		out = append(out, all[k])
+		i += n
 	}
 	return out, nil
 }

@@ -59,10 +59,11 @@ type htmlSection struct {
 }
 
 var sectionAbout = map[string]string{
-	"herd":     `Clients contend for one row under optimistic concurrency, all starting at once (AWS Architecture Blog, "Exponential Backoff And Jitter", 2015). Each reads the version and writes with it; the write succeeds if no one wrote in between. Fewer calls is less work for the server; less time is sooner done.`,
-	"outage":   `A server fails each attempt with probability p and has no capacity limit (Marc Brooker, "Fixing retries with token buckets and circuit breakers", 2022). A policy buys success with load: the ideal is high success at low p and little extra load at high p.`,
-	"tail":     `Requests fan out to many backends and wait for the slowest; a small share of slow answers makes most requests slow (Dean and Barroso, "The Tail at Scale", CACM 2013). A hedged call sends a copy when its first attempt has not answered after a delay and takes the first answer. During the brownout every answer is slow: no copy helps, and naive hedging only adds load. The model gives naive hedging its best case (copies are independent, the backends have no queue); on a real struggling dependency the added load would slow every call.`,
-	"collapse": `A server slows down with the work in flight and never cancels it; clients time out and retry. A short trigger pushes it over: once answers take longer than the timeout, the retries alone can keep it down (a metastable failure).`,
+	"herd":      `Clients contend for one row under optimistic concurrency, all starting at once (AWS Architecture Blog, "Exponential Backoff And Jitter", 2015). Each reads the version and writes with it; the write succeeds if no one wrote in between. Fewer calls is less work for the server; less time is sooner done.`,
+	"outage":    `A server fails each attempt with probability p and has no capacity limit (Marc Brooker, "Fixing retries with token buckets and circuit breakers", 2022). A policy buys success with load: the ideal is high success at low p and little extra load at high p.`,
+	"tail":      `Requests fan out to many backends and wait for the slowest; a small share of slow answers makes most requests slow (Dean and Barroso, "The Tail at Scale", CACM 2013). A hedged call sends a copy when its first attempt has not answered after a delay and takes the first answer. During the brownout every answer is slow: no copy helps, and naive hedging only adds load. The model gives naive hedging its best case (copies are independent, the backends have no queue); on a real struggling dependency the added load would slow every call.`,
+	"ratelimit": `An API behind a fixed-window rate limiter admits a fixed number of attempts per window and answers the others 429 with Retry-After set to the whole seconds left in the window, rounded down as a server that writes delay-seconds truncates them (up with --round-up): rounded down, a window of 1 s always says "Retry-After: 0". A client that reads 0 as a wait of 0 sends its retry into the window that has just refused it, which is still full; a backoff moves it to a later window, where the arrivals' variance often left room. Above the limit (load over 1) no policy can succeed on more than the limit lets through: what differs there is the load the retries add, which a budget bounds.`,
+	"collapse":  `A server slows down with the work in flight and never cancels it; clients time out and retry. A short trigger pushes it over: once answers take longer than the timeout, the retries alone can keep it down (a metastable failure).`,
 }
 
 // writeHTML writes index.html: every figure of figs, then the tables.
@@ -110,6 +111,9 @@ func (r *simReport) writeHTML(w io.Writer, figs []*figure) error {
 	}
 	if r.Tail != nil {
 		add("tail", "Tail", r.Tail.Policies)
+	}
+	if r.RateLimit != nil {
+		add("ratelimit", "Rate limit", r.RateLimit.Policies)
 	}
 	return simPage.Execute(w, struct {
 		*simReport

@@ -407,6 +407,9 @@ func (r *simReport) figures() []*figure {
 	if t := r.Tail; t != nil {
 		out = append(out, t.figures()...)
 	}
+	if l := r.RateLimit; l != nil {
+		out = append(out, l.figures()...)
+	}
 	return out
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/yaoki-go/yaoki/retry"
 	"github.com/yaoki-go/yaoki/sim"
@@ -18,13 +19,14 @@ import (
 
 // simReport is everything one `yaoki sim` run measured.
 type simReport struct {
-	Seed     uint64
-	Command  string
-	Elapsed  time.Duration
-	Herd     *herdReport
-	Outage   *outageReport
-	Collapse *collapseReport
-	Tail     *tailReport
+	Seed      uint64
+	Command   string
+	Elapsed   time.Duration
+	Herd      *herdReport
+	Outage    *outageReport
+	Collapse  *collapseReport
+	Tail      *tailReport
+	RateLimit *rateLimitReport
 }
 
 // reportHead is what every scenario's part of a report starts with, also
@@ -186,6 +188,9 @@ func (r *simReport) tables() []*pivot {
 	if t := r.Tail; t != nil {
 		out = append(out, t.tables()...)
 	}
+	if l := r.RateLimit; l != nil {
+		out = append(out, l.tables()...)
+	}
 	return out
 }
 
@@ -197,16 +202,22 @@ func (r *simReport) writeTables(w io.Writer) error {
 		}
 	}
 	seen := map[string]bool{}
-	fmt.Fprintln(w, "policies:")
-	for _, ps := range [][]policyInfo{policiesOf(r.Herd), policiesOf(r.Outage), policiesOf(r.Collapse), policiesOf(r.Tail)} {
+	var list []policyInfo
+	width := 0
+	for _, ps := range [][]policyInfo{policiesOf(r.Herd), policiesOf(r.Outage), policiesOf(r.Collapse), policiesOf(r.Tail), policiesOf(r.RateLimit)} {
 		for _, p := range ps {
 			key := p.Name + "\x00" + p.Description
 			if seen[key] {
 				continue
 			}
 			seen[key] = true
-			fmt.Fprintf(w, "  %-16s %s\n", p.Name, p.Description)
+			list = append(list, p)
+			width = max(width, utf8.RuneCountInString(p.Name))
 		}
+	}
+	fmt.Fprintln(w, "policies:")
+	for _, p := range list {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, p.Name, p.Description)
 	}
 	_, err := fmt.Fprintf(w, "seed %d; simulated in %.1f s\n", r.Seed, r.Elapsed.Seconds())
 	return err
@@ -214,7 +225,10 @@ func (r *simReport) writeTables(w io.Writer) error {
 
 // csvHeader is the one tidy layout of every scenario: one row per point
 // and metric; the columns a scenario does not use are empty.
-var csvHeader = []string{"scenario", "policy", "clients", "failure_rate", "trigger", "metric", "mean", "sd", "runs"}
+var csvHeader = []string{"scenario", "policy", "clients", "failure_rate", "load", "trigger", "metric", "mean", "sd", "runs"}
+
+// csvRow writes one row in the layout of csvHeader.
+type csvRow func(scenario, policy, clients, p, load, trigger, metric string, s sim.Stat, runs int)
 
 func num(v float64) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
@@ -227,36 +241,39 @@ func num(v float64) string {
 func (r *simReport) writeCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	cw.Write(csvHeader)
-	row := func(scenario, policy, clients, p, trigger, metric string, s sim.Stat, runs int) {
-		cw.Write([]string{scenario, policy, clients, p, trigger, metric, num(s.Mean), num(s.SD), strconv.Itoa(runs)})
+	row := func(scenario, policy, clients, p, load, trigger, metric string, s sim.Stat, runs int) {
+		cw.Write([]string{scenario, policy, clients, p, load, trigger, metric, num(s.Mean), num(s.SD), strconv.Itoa(runs)})
 	}
 	if h := r.Herd; h != nil {
 		for _, p := range h.Points {
 			n := strconv.Itoa(p.Clients)
-			row("herd", p.Policy, n, "", "", "calls", p.Calls, p.Runs)
-			row("herd", p.Policy, n, "", "", "time_s", p.Time, p.Runs)
-			row("herd", p.Policy, n, "", "", "gave_up", p.GaveUp, p.Runs)
+			row("herd", p.Policy, n, "", "", "", "calls", p.Calls, p.Runs)
+			row("herd", p.Policy, n, "", "", "", "time_s", p.Time, p.Runs)
+			row("herd", p.Policy, n, "", "", "", "gave_up", p.GaveUp, p.Runs)
 		}
 	}
 	if o := r.Outage; o != nil {
 		for _, p := range o.Points {
 			n, f := strconv.Itoa(p.Clients), num(p.FailureRate)
-			row("outage", p.Policy, n, f, "", "success", p.Success, p.Runs)
-			row("outage", p.Policy, n, f, "", "amplification", p.Amplification, p.Runs)
-			row("outage", p.Policy, n, f, "", "refused", p.Refused, p.Runs)
+			row("outage", p.Policy, n, f, "", "", "success", p.Success, p.Runs)
+			row("outage", p.Policy, n, f, "", "", "amplification", p.Amplification, p.Runs)
+			row("outage", p.Policy, n, f, "", "", "refused", p.Refused, p.Runs)
 		}
 	}
 	if c := r.Collapse; c != nil {
 		for _, p := range c.Points {
 			t := triggerLabel(p.Trigger)
 			n := strconv.Itoa(c.Base.Clients)
-			row("collapse", p.Policy, n, "", t, "collapsed", sim.Stat{Mean: p.Collapsed, SD: math.NaN()}, p.Runs)
-			row("collapse", p.Policy, n, "", t, "recovery_s", p.Recovery, p.Runs)
-			row("collapse", p.Policy, n, "", t, "amplification", p.Amplification, p.Runs)
+			row("collapse", p.Policy, n, "", "", t, "collapsed", sim.Stat{Mean: p.Collapsed, SD: math.NaN()}, p.Runs)
+			row("collapse", p.Policy, n, "", "", t, "recovery_s", p.Recovery, p.Runs)
+			row("collapse", p.Policy, n, "", "", t, "amplification", p.Amplification, p.Runs)
 		}
 	}
 	if t := r.Tail; t != nil {
 		t.csvRows(row)
+	}
+	if l := r.RateLimit; l != nil {
+		l.csvRows(row)
 	}
 	cw.Flush()
 	return cw.Error()
@@ -334,15 +351,19 @@ func (r *simReport) writeJSON(w io.Writer) error {
 		Points []T `json:"points"`
 	}
 	doc := struct {
-		Seed     uint64               `json:"seed"`
-		Command  string               `json:"command"`
-		Herd     *section[herdPt]     `json:"herd,omitempty"`
-		Outage   *section[outagePt]   `json:"outage,omitempty"`
-		Collapse *section[collapsePt] `json:"collapse,omitempty"`
-		Tail     *tailJSON            `json:"tail,omitempty"`
+		Seed      uint64               `json:"seed"`
+		Command   string               `json:"command"`
+		Herd      *section[herdPt]     `json:"herd,omitempty"`
+		Outage    *section[outagePt]   `json:"outage,omitempty"`
+		Collapse  *section[collapsePt] `json:"collapse,omitempty"`
+		Tail      *tailJSON            `json:"tail,omitempty"`
+		RateLimit *rateLimitJSON       `json:"ratelimit,omitempty"`
 	}{Seed: r.Seed, Command: r.Command}
 	if t := r.Tail; t != nil {
 		doc.Tail = t.json()
+	}
+	if l := r.RateLimit; l != nil {
+		doc.RateLimit = l.json()
 	}
 	if h := r.Herd; h != nil {
 		doc.Herd = &section[herdPt]{reportHead: h.reportHead}

@@ -223,5 +223,6 @@ func collapsePolicies(yours *yourPolicy) []sim.Policy {
 
 func newSimAllCmd(o *simOptions) *cobra.Command {
 	return o.command("all", "All the scenarios with their default parameters, in one report", "",
-		&simJob{herd: defaultHerdParams(), outage: defaultOutageParams(), collapse: defaultCollapseParams(), tail: defaultTailParams()}, nil)
+		&simJob{herd: defaultHerdParams(), outage: defaultOutageParams(), collapse: defaultCollapseParams(), tail: defaultTailParams(),
+			rateLimit: defaultRateLimitParams()}, nil)
 }

@@ -126,14 +126,14 @@ func (r *tailReport) tables() []*pivot {
 
 // csvRows writes the tail points in the tidy layout of csvHeader: the
 // phase goes in the trigger column.
-func (r *tailReport) csvRows(row func(scenario, policy, clients, p, trigger, metric string, s sim.Stat, runs int)) {
+func (r *tailReport) csvRows(row csvRow) {
 	for _, p := range r.Points {
 		for i, ph := range tailPhases(p) {
 			name := tailPhaseNames[i]
-			row("tail", p.Policy, "", "", name, "p50_s", ph.P50, p.Runs)
-			row("tail", p.Policy, "", "", name, "p99_s", ph.P99, p.Runs)
-			row("tail", p.Policy, "", "", name, "p999_s", ph.P999, p.Runs)
-			row("tail", p.Policy, "", "", name, "extra_requests", ph.Extra, p.Runs)
+			row("tail", p.Policy, "", "", "", name, "p50_s", ph.P50, p.Runs)
+			row("tail", p.Policy, "", "", "", name, "p99_s", ph.P99, p.Runs)
+			row("tail", p.Policy, "", "", "", name, "p999_s", ph.P999, p.Runs)
+			row("tail", p.Policy, "", "", "", name, "extra_requests", ph.Extra, p.Runs)
 		}
 	}
 }

@@ -96,7 +96,7 @@ func TestSimOutageCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(recs[0], ","); got != "scenario,policy,clients,failure_rate,trigger,metric,mean,sd,runs" {
+	if got := strings.Join(recs[0], ","); got != "scenario,policy,clients,failure_rate,load,trigger,metric,mean,sd,runs" {
 		t.Fatalf("header %q", got)
 	}
 	// 7 policies (the post's 4, yaoki, yaoki + fleet budget, yaoki +
@@ -110,10 +110,10 @@ func TestSimOutageCSV(t *testing.T) {
 		if rec[0] != "outage" || rec[2] != "100" {
 			t.Fatalf("row %v: want scenario outage, 100 clients", rec)
 		}
-		if rec[1] == "3 retries" && rec[3] == "1" && rec[5] == "amplification" {
+		if rec[1] == "3 retries" && rec[3] == "1" && rec[6] == "amplification" {
 			found = true
-			if v, _ := strconv.ParseFloat(rec[6], 64); v != 4 {
-				t.Errorf("3 retries at p = 1: amplification %s, want 4", rec[6])
+			if v, _ := strconv.ParseFloat(rec[7], 64); v != 4 {
+				t.Errorf("3 retries at p = 1: amplification %s, want 4", rec[7])
 			}
 		}
 	}
@@ -257,8 +257,8 @@ func TestSimPolicyDocument(t *testing.T) {
 		if rec[1] != "mine.yaml" {
 			t.Fatalf("row %v: want only the document's policy, named after its file", rec)
 		}
-		if rec[5] == "amplification" && rec[6] != "2" {
-			t.Errorf("one retry of every 500: %s attempts per call, want 2", rec[6])
+		if rec[6] == "amplification" && rec[7] != "2" {
+			t.Errorf("one retry of every 500: %s attempts per call, want 2", rec[7])
 		}
 	}
 	r = run(t, nil, "sim", "outage", "--policy", file, "--base", "1s")
