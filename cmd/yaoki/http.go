@@ -16,10 +16,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/policyfile"
 	"github.com/yaoki-go/yaoki/event"
 	"github.com/yaoki-go/yaoki/header"
 	"github.com/yaoki-go/yaoki/httpretry"
-	"github.com/yaoki-go/yaoki/policy"
 	"github.com/yaoki-go/yaoki/retry"
 )
 
@@ -513,7 +513,7 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	ob.track(t)
 	switch {
 	case cp.doc != nil:
-		t.Statuses = statusesFor(cp.doc)
+		t.Statuses = policyfile.Statuses(cp.doc)
 	case o.retryAll && (o.fail || o.failWithBody):
 		t.Statuses = failStatuses()
 	}
@@ -784,38 +784,4 @@ func sameOrigin(a, b *url.URL) bool {
 		return "80"
 	}
 	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
-}
-
-// statusesFor returns the statuses a transport must treat as retryable for
-// doc: the defaults and every status its retriers name (HTTP.404, or each
-// status of HTTP.4XX). A status no retrier matches is then final.
-func statusesFor(doc *policy.Document) []int {
-	set := map[int]bool{}
-	for _, s := range httpretry.DefaultStatuses() {
-		set[s] = true
-	}
-	for _, r := range doc.Retry {
-		for _, n := range r.ErrorEquals {
-			rest, ok := strings.CutPrefix(n, "HTTP.")
-			if !ok || len(rest) != 3 {
-				continue
-			}
-			if rest[1:] == "XX" {
-				c := int(rest[0]-'0') * 100
-				for s := c; s < c+100; s++ {
-					set[s] = true
-				}
-				continue
-			}
-			var s int
-			if _, err := fmt.Sscanf(rest, "%d", &s); err == nil {
-				set[s] = true
-			}
-		}
-	}
-	out := make([]int, 0, len(set))
-	for s := range set {
-		out = append(out, s)
-	}
-	return out
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -87,45 +85,6 @@ func FuzzParseCodes(f *testing.F) {
 	})
 }
 
-func TestYAMLToJSONKeepsLines(t *testing.T) {
-	js, err := yamlToJSON([]byte("# retry policy\nRetry:\n  - ErrorEquals: [HTTP.503, \"Net.Reset\"]\n    IntervalSeconds: 0.5\n    MaxAttempts: 2\n    Comment: yes\nTimeoutSeconds: 3\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v map[string]any
-	if err := json.Unmarshal(js, &v); err != nil {
-		t.Fatalf("not JSON: %v\n%s", err, js)
-	}
-	lines := strings.Split(string(js), "\n")
-	if !strings.Contains(lines[3], `"IntervalSeconds":`) || !strings.Contains(lines[3], "0.5") || !strings.Contains(lines[6], `"TimeoutSeconds":`) {
-		t.Fatalf("values left their YAML lines:\n%s", js)
-	}
-	r := v["Retry"].([]any)[0].(map[string]any)
-	if r["Comment"] != "yes" || r["MaxAttempts"] != 2.0 || r["ErrorEquals"].([]any)[0] != "HTTP.503" {
-		t.Fatalf("got %v", r)
-	}
-	for _, bad := range []string{"", "a: [", "<<: {a: 1}", "? [a]\n: 1"} {
-		if _, err := yamlToJSON([]byte(bad)); err == nil {
-			t.Errorf("yamlToJSON(%q) accepted it", bad)
-		}
-	}
-}
-
-func FuzzYAMLToJSON(f *testing.F) {
-	for _, s := range []string{"Retry:\n  - ErrorEquals: [States.ALL]\n", "a: &x [1, 2]\nb: *x\n", "- 1e3\n- .nan\n- ~\n- true\n"} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		js, err := yamlToJSON(data)
-		if err != nil {
-			return
-		}
-		if !json.Valid(js) {
-			t.Fatalf("YAML %q gave invalid JSON %q", data, js)
-		}
-	})
-}
-
 // errNames fails t unless err's message quotes the input and says what is
 // accepted.
 func errNames(t *testing.T, err error, quoted string) {
@@ -151,46 +110,6 @@ func FuzzParseSeconds(f *testing.F) {
 		}
 		if back, err := parseSeconds(d.String()); err != nil || back != d {
 			t.Fatalf("%q gave %v, which parses back to %v, %v", s, d, back, err)
-		}
-	})
-}
-
-func FuzzParseByteSize(f *testing.F) {
-	for _, s := range []string{"65536", "64KiB", "1MiB", " 2 MiB ", "+1", "-1", "-1KiB", "0", "2147483647", "2147483648",
-		"2097151KiB", "2097152KiB", "2047MiB", "2048MiB", "1GB", "KiB", "1KiBKiB", ""} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		n, err := parseByteSize(s)
-		if err != nil {
-			errNames(t, err, s)
-			return
-		}
-		if n != -1 && (n < 1 || n > math.MaxInt32) {
-			t.Fatalf("%q gave %d, want -1 or 1 to %d", s, n, math.MaxInt32)
-		}
-		if back, err := parseByteSize(strconv.FormatInt(n, 10)); err != nil || back != n {
-			t.Fatalf("%q gave %d, which parses back to %d, %v", s, n, back, err)
-		}
-	})
-}
-
-func FuzzParseUpstream(f *testing.F) {
-	for _, s := range []string{"http://127.0.0.1:9000", "https://api.partner.example/v1", "HTTPS://h/a%2Fb/", "http://[::1]:8080/",
-		"http://h?", "ftp://h", "http://", "http:///p", "http:h", "http://:80", "http://h?x=1", "http://h#f", "http://u:p@h", "/v1", ""} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		u, err := parseUpstream(s)
-		if err != nil {
-			errNames(t, err, s)
-			return
-		}
-		if u.Scheme != "http" && u.Scheme != "https" || u.Hostname() == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-			t.Fatalf("%q gave %#v, want http or https, a host, no query, fragment or user info", s, u)
-		}
-		if back, err := parseUpstream(u.String()); err != nil || back.String() != u.String() {
-			t.Fatalf("%q gave %q, which parses back to %v, %v", s, u, back, err)
 		}
 	})
 }

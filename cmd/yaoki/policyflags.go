@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/yaoki-go/yaoki/backoff"
 	"github.com/yaoki-go/yaoki/budget"
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/policyfile"
 	"github.com/yaoki-go/yaoki/policy"
 	"github.com/yaoki-go/yaoki/retry"
 	"github.com/yaoki-go/yaoki/throttle"
@@ -233,7 +233,7 @@ func (f *policyFlags) build(cmd *cobra.Command) (*cliPolicy, error) {
 				return nil, usagef("--%s cannot be combined with --policy: set the schedule in the file (IntervalSeconds, MaxDelaySeconds, BackoffRate, JitterStrategy), or drop --policy", name)
 			}
 		}
-		doc, err := loadDocument(f.file)
+		doc, err := policyfile.Load(f.file)
 		if err != nil {
 			return nil, usagef("%v", err)
 		}
@@ -370,28 +370,6 @@ func envWithout(name string) func(string) (string, bool) {
 func fileNamesMode(path string) bool {
 	b, err := os.ReadFile(path)
 	return err == nil && bytes.Contains(b, []byte("RetryMode"))
-}
-
-// loadDocument reads a policy file: YAML when its name ends in .yaml or
-// .yml, JSON otherwise.
-func loadDocument(path string) (*policy.Document, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the policy file: %w", err)
-	}
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".yaml", ".yml":
-		js, err := yamlToJSON(data)
-		if err != nil {
-			return nil, fmt.Errorf("policy: %s: %v", path, err)
-		}
-		return policy.ParseFile(path, js)
-	}
-	// A byte order mark is left to policy.ParseFile, which skips it.
-	if t := bytes.TrimSpace(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))); len(t) > 0 && !bytes.ContainsAny(t[:1], `{["`) {
-		return nil, fmt.Errorf("policy: %s: the file does not start with {, [ or \": is it YAML? name it .yaml or .yml", path)
-	}
-	return policy.ParseFile(path, data)
 }
 
 // seconds is a duration flag that accepts Go durations and plain seconds.

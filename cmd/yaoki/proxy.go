@@ -2,24 +2,19 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"net/textproto"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/yaoki-go/yaoki/header"
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/proxy"
 	"github.com/yaoki-go/yaoki/httpretry"
 )
 
@@ -103,7 +98,7 @@ the loaded routes if the new file is invalid.
 }
 
 // routes returns the routes the flags ask for.
-func (o *proxyOptions) routes(cmd *cobra.Command) (*proxyConfig, error) {
+func (o *proxyOptions) routes(cmd *cobra.Command) (*proxy.Config, error) {
 	changed := cmd.Flags().Changed
 	switch {
 	case o.config != "" && o.upstream != "":
@@ -117,13 +112,13 @@ func (o *proxyOptions) routes(cmd *cobra.Command) (*proxyConfig, error) {
 				return nil, usagef("--%s cannot be combined with --config: set it per route in the file (policy, idempotency_key, max_buffered_body, hedge)", name)
 			}
 		}
-		cfg, err := loadProxyConfig(o.config)
+		cfg, err := proxy.LoadConfig(o.config)
 		if err != nil {
 			return nil, usagef("%v", err)
 		}
 		return cfg, nil
 	}
-	u, err := parseUpstream(o.upstream)
+	u, err := proxy.ParseUpstream(o.upstream)
 	if err != nil {
 		return nil, usagef("--upstream %v", err)
 	}
@@ -135,23 +130,23 @@ func (o *proxyOptions) routes(cmd *cobra.Command) (*proxyConfig, error) {
 	if err != nil {
 		return nil, err
 	}
-	rc := &routeConfig{name: "--upstream", at: "--upstream", upstream: u, policy: cp.retry, doc: cp.doc, policySource: cp.source, hedge: hc}
+	rc := &proxy.Route{Name: "--upstream", At: "--upstream", Upstream: u, Policy: cp.retry, Doc: cp.doc, PolicySource: cp.source, Hedge: hc}
 	switch o.key {
 	case "auto":
-		rc.keyMode = httpretry.KeyAuto
+		rc.KeyMode = httpretry.KeyAuto
 	case "", "off":
 		if o.key == "" && cp.doc != nil && cp.doc.IdempotencyKey == "auto" {
-			rc.keyMode = httpretry.KeyAuto
+			rc.KeyMode = httpretry.KeyAuto
 		}
 	default:
 		return nil, usagef("--idempotency-key %q: want auto or off", o.key)
 	}
 	if o.maxBody != "" {
-		if rc.maxBody, err = parseByteSize(o.maxBody); err != nil {
+		if rc.MaxBody, err = proxy.ParseByteSize(o.maxBody); err != nil {
 			return nil, usagef("--max-buffered-body %v", err)
 		}
 	}
-	return &proxyConfig{routes: []*routeConfig{rc}, source: "--upstream"}, nil
+	return &proxy.Config{Routes: []*proxy.Route{rc}, Source: "--upstream"}, nil
 }
 
 func (o *proxyOptions) run(cmd *cobra.Command) error {
@@ -163,25 +158,26 @@ func (o *proxyOptions) run(cmd *cobra.Command) error {
 		return usagef("--listen %q: want HOST:PORT such as 127.0.0.1:8080 (port 0: any free port)", o.listen)
 	}
 	stderr := cmd.ErrOrStderr()
-	s := &proxyServer{base: newUpstreamTransport(), stderr: stderr, buffers: &bufferPool{}}
+	s := proxy.NewServer(stderr)
 	if o.redisURL != "" {
-		if s.fleet, err = newProxyFleet(o.redisURL, stderr); err != nil {
-			return err
+		if s.Fleet, err = proxy.NewFleet(o.redisURL, stderr); err != nil {
+			return usagef("%v", err)
 		}
-		defer s.fleet.close()
+		defer s.Fleet.Close()
 	}
-	obs, err := o.obs.startWith(cmd, "yaoki proxy", s.mountAdmin)
+	obs, err := o.obs.startWith(cmd, "yaoki proxy", s.MountAdmin)
 	if err != nil {
 		return err
 	}
 	defer obs.stop()
-	s.obs = obs
-	rs, err := s.build(cfg)
-	if err != nil {
+	s.Observer = obs.observer
+	if obs.metrics != nil {
+		s.Metrics = obs.metrics
+	}
+	if err := s.Load(cfg); err != nil {
 		return exit(1, fmt.Sprintf("proxy: %v", err))
 	}
-	s.routes.Store(rs)
-	defer func() { s.routes.Load().close() }()
+	defer s.Close()
 
 	setProxyGC()
 	// The signals are ours before the first request can be served: a
@@ -198,9 +194,9 @@ func (o *proxyOptions) run(cmd *cobra.Command) error {
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	s.ready.Store(true)
+	s.MarkReady()
 	fmt.Fprintf(cmd.OutOrStdout(), "http://%s/\n", ln.Addr())
-	fmt.Fprintf(stderr, "yaoki proxy: listening on http://%s/, %d route%s from %s\n", ln.Addr(), len(rs.list), plural(len(rs.list)), cfg.source)
+	fmt.Fprintf(stderr, "yaoki proxy: listening on http://%s/, %d route%s from %s\n", ln.Addr(), len(cfg.Routes), plural(len(cfg.Routes)), cfg.Source)
 	if obs.url != "" {
 		fmt.Fprintf(stderr, "yaoki proxy: admin on http://%s (/metrics, /healthz, /readyz)\n", strings.TrimSuffix(strings.TrimPrefix(obs.url, "http://"), "/metrics"))
 	}
@@ -214,16 +210,16 @@ func (o *proxyOptions) run(cmd *cobra.Command) error {
 		case err := <-served:
 			return exit(1, fmt.Sprintf("proxy: serving stopped: %v", err))
 		case <-ctx.Done():
-			return s.shutdown(srv, o.grace.d)
+			return shutdown(s, srv, o.grace.d)
 		case sig := <-sigs:
 			if sig != syscall.SIGHUP {
-				return s.shutdown(srv, o.grace.d)
+				return shutdown(s, srv, o.grace.d)
 			}
 			if o.config == "" {
 				fmt.Fprintln(stderr, "yaoki proxy: SIGHUP: nothing to reload (no --config)")
 				continue
 			}
-			s.reload(o.config)
+			s.Reload(o.config)
 		}
 	}
 }
@@ -245,177 +241,11 @@ func setProxyGC() {
 	}
 }
 
-// proxyServer routes each request to its route's reverse proxy.
-type proxyServer struct {
-	routes  atomic.Pointer[proxyRoutes]
-	base    http.RoundTripper // shared by every route: one connection pool (newUpstreamTransport)
-	obs     *observing
-	fleet   *proxyFleet // nil without --redis
-	stderr  io.Writer
-	buffers *bufferPool
-	// writers holds the relayWriters of requests that have been served.
-	writers  sync.Pool
-	ready    atomic.Bool
-	inFlight atomic.Int64
-}
-
-func (s *proxyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.inFlight.Add(1)
-	defer s.inFlight.Add(-1)
-	pr := s.routes.Load().match(r)
-	if pr == nil {
-		writeProxyProblem(w, proxyProblem{Status: http.StatusNotFound, Reason: "no_route",
-			Detail: fmt.Sprintf("proxy: no route takes %s %s (host %s)", r.Method, r.URL.Path, requestHost(r))}, -1)
-		return
+// shutdown stops the proxy: every call in flight finishes within grace,
+// or the proxy exits 1 cutting them.
+func shutdown(s *proxy.Server, srv *http.Server, grace time.Duration) error {
+	if err := s.Shutdown(srv, grace); err != nil {
+		return exit(1, err.Error())
 	}
-	rw, _ := s.writers.Get().(*relayWriter)
-	if rw == nil {
-		rw = new(relayWriter)
-	}
-	rw.ResponseWriter = w
-	defer func() {
-		*rw = relayWriter{}
-		s.writers.Put(rw)
-	}()
-	if _, ok := r.Header[header.AttemptCount]; ok {
-		// The client retries: the route's loop makes one attempt.
-		pr.layered.ServeHTTP(rw, r)
-		return
-	}
-	pr.proxy.ServeHTTP(rw, r)
-}
-
-// relayWriter is the ResponseWriter a route's reverse proxy writes to. It
-// gives the 1xx answers that httputil.ReverseProxy relays as they come
-// (through its ClientTrace.Got1xxResponse, which copies the upstream's
-// fields as they are) the rules of the final answer: their hop-by-hop
-// fields stay with the upstream (RFC 9110 §7.6.1). And it relays an answer
-// with the Content-Type its upstream gave, or none: a key without values,
-// set when the final answer's header is written (httputil.ReverseProxy
-// clears the header after each 1xx), keeps net/http's server from adding
-// one it guessed from the first bytes (§7.7: a proxy does not transform
-// what it relays). The proxy's own answers set theirs. Pooled
-// (proxyServer.writers): a request costs no allocation for it.
-type relayWriter struct {
-	http.ResponseWriter
-	final bool // the final answer's header is written
-}
-
-func (w *relayWriter) WriteHeader(code int) {
-	h := w.ResponseWriter.Header()
-	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
-		removeHopByHop(h)
-	} else if !w.final {
-		w.final = true
-		if _, ok := h["Content-Type"]; !ok {
-			h["Content-Type"] = nil
-		}
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *relayWriter) Write(p []byte) (int, error) {
-	if !w.final {
-		w.WriteHeader(http.StatusOK) // as net/http does on a Write before WriteHeader
-	}
-	return w.ResponseWriter.Write(p)
-}
-
-// Unwrap returns the server's ResponseWriter, for http.ResponseController
-// (flushes, the hijack of an upgraded connection).
-func (w *relayWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// hopByHop are the hop-by-hop fields of RFC 9110 §7.6.1 and the ones
-// httputil.ReverseProxy removes besides: those a proxy does not relay.
-var hopByHop = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization",
-	"Te", "Trailer", "Transfer-Encoding", "Upgrade"}
-
-// removeHopByHop removes from h the fields that its Connection names and
-// the hopByHop fields.
-func removeHopByHop(h http.Header) {
-	for _, v := range h["Connection"] {
-		for name := range strings.SplitSeq(v, ",") {
-			if name = textproto.TrimString(name); name != "" {
-				delete(h, http.CanonicalHeaderKey(name))
-			}
-		}
-	}
-	for _, name := range hopByHop {
-		delete(h, name)
-	}
-}
-
-// build makes the routes of cfg.
-func (s *proxyServer) build(cfg *proxyConfig) (*proxyRoutes, error) {
-	ctx, stop := context.WithCancel(context.Background())
-	rs := &proxyRoutes{source: cfg.source, stop: stop}
-	for _, rc := range cfg.routes {
-		pr, err := newProxyRoute(rc, s.base, s, ctx)
-		if err != nil {
-			rs.close()
-			return nil, fmt.Errorf("%s (%s): %w", rc.name, rc.at, err)
-		}
-		rs.list = append(rs.list, pr)
-		if s.obs != nil && s.obs.metrics != nil {
-			rs.retire = append(rs.retire, s.obs.metrics.TrackTransport(pr.rt))
-		}
-	}
-	return rs, nil
-}
-
-// reload loads the config file again and serves its routes from the next
-// request on; the requests in flight finish on the routes they started
-// with. A file that does not load leaves the routes as they are.
-func (s *proxyServer) reload(file string) {
-	cfg, err := loadProxyConfig(file)
-	var rs *proxyRoutes
-	if err == nil {
-		rs, err = s.build(cfg)
-	}
-	if err != nil {
-		fmt.Fprintf(s.stderr, "yaoki proxy: SIGHUP: %s not loaded, the routes loaded before stay:\n%v\n", file, err)
-		return
-	}
-	old := s.routes.Swap(rs)
-	old.close()
-	fmt.Fprintf(s.stderr, "yaoki proxy: SIGHUP: reloaded %s: %d route%s\n", file, len(rs.list), plural(len(rs.list)))
-}
-
-// shutdown stops accepting, waits for the calls in flight (with their
-// retries) up to grace, then cuts those left.
-func (s *proxyServer) shutdown(srv *http.Server, grace time.Duration) error {
-	s.ready.Store(false)
-	n := s.inFlight.Load()
-	fmt.Fprintf(s.stderr, "yaoki proxy: stopping: %d call%s in flight, %v to finish\n", n, plural(int(n)), grace)
-	ctx, cancel := context.WithTimeout(context.Background(), grace)
-	defer cancel()
-	err := srv.Shutdown(ctx)
-	if ci, ok := s.base.(interface{ CloseIdleConnections() }); ok {
-		defer ci.CloseIdleConnections()
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		left := s.inFlight.Load()
-		_ = srv.Close()
-		return exit(1, fmt.Sprintf("proxy: --grace %v passed with %d call%s in flight: cut", grace, left, plural(int(left))))
-	}
-	fmt.Fprintln(s.stderr, "yaoki proxy: stopped: every call finished")
 	return nil
-}
-
-// mountAdmin adds /healthz and /readyz to the admin listener.
-func (s *proxyServer) mountAdmin(mux *http.ServeMux) {
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if !s.ready.Load() {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintln(w, "not ready: starting or stopping")
-			return
-		}
-		rs := s.routes.Load()
-		fmt.Fprintf(w, "ready: %d route%s from %s\n", len(rs.list), plural(len(rs.list)), rs.source)
-	})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/yaoki-go/yaoki/backoff"
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/policyfile"
 	"github.com/yaoki-go/yaoki/policy"
 	"github.com/yaoki-go/yaoki/retry"
 	"github.com/yaoki-go/yaoki/sim"
@@ -355,7 +356,7 @@ func (o *simOptions) document(cmd *cobra.Command) (*yourPolicy, error) {
 			return nil, exit(ExitUsage, fmt.Sprintf("--%s cannot be combined with --policy: set it in the file, or drop --policy", f))
 		}
 	}
-	doc, err := loadDocument(o.file)
+	doc, err := policyfile.Load(o.file)
 	if err != nil {
 		return nil, exit(ExitUsage, err.Error())
 	}

@@ -5,7 +5,7 @@
 // yaoki proxy has. What the benchmark compares is then what yaoki proxy
 // does differently: its routing, the retrying transport (httpretry), its
 // headers, its own connection pool for requests without a body
-// (cmd/yaoki/proxyupstream.go) and its garbage collector setting.
+// (cmd/yaoki/internal/proxy/upstream.go) and its garbage collector setting.
 package main
 
 import (

@@ -1,4 +1,4 @@
-package main
+package proxy
 
 import (
 	"net/http/httptest"
@@ -13,7 +13,7 @@ import (
 )
 
 func TestProxyConfigRoutes(t *testing.T) {
-	cfg, err := parseProxyConfig("p.yaml", []byte(`
+	cfg, err := ParseConfig("p.yaml", []byte(`
 routes:
   - host: API.local
     upstream: http://127.0.0.1:9001
@@ -35,31 +35,31 @@ routes:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.routes) != 3 {
-		t.Fatalf("%d routes, want 3", len(cfg.routes))
+	if len(cfg.Routes) != 3 {
+		t.Fatalf("%d routes, want 3", len(cfg.Routes))
 	}
-	r0, r1, r2 := cfg.routes[0], cfg.routes[1], cfg.routes[2]
-	if r0.host != "api.local" || r0.path != "" || r0.doc != nil || r0.at != "p.yaml:3" {
-		t.Errorf("route 0: host %q path %q doc %v at %s; want api.local, every path, the defaults, p.yaml:3", r0.host, r0.path, r0.doc, r0.at)
+	r0, r1, r2 := cfg.Routes[0], cfg.Routes[1], cfg.Routes[2]
+	if r0.Host != "api.local" || r0.Path != "" || r0.Doc != nil || r0.At != "p.yaml:3" {
+		t.Errorf("route 0: host %q path %q doc %v at %s; want api.local, every path, the defaults, p.yaml:3", r0.Host, r0.Path, r0.Doc, r0.At)
 	}
-	if r1.keyMode != httpretry.KeyAuto || r1.maxBody != 64<<10 || r1.doc == nil || r1.doc.Attempts() != 5 || r1.upstream.String() != "https://api.partner.example/v1" {
-		t.Errorf("route 1: key %v, max body %d, attempts %d, upstream %v", r1.keyMode, r1.maxBody, r1.doc.Attempts(), r1.upstream)
+	if r1.KeyMode != httpretry.KeyAuto || r1.MaxBody != 64<<10 || r1.Doc == nil || r1.Doc.Attempts() != 5 || r1.Upstream.String() != "https://api.partner.example/v1" {
+		t.Errorf("route 1: key %v, max body %d, attempts %d, upstream %v", r1.KeyMode, r1.MaxBody, r1.Doc.Attempts(), r1.Upstream)
 	}
-	if r2.path != "/" {
-		t.Errorf("route 2: path %q", r2.path)
+	if r2.Path != "/" {
+		t.Errorf("route 2: path %q", r2.Path)
 	}
-	if r0.hedge != nil {
-		t.Errorf("route 0: hedge %+v, want none (no hedge key)", *r0.hedge)
+	if r0.Hedge != nil {
+		t.Errorf("route 0: hedge %+v, want none (no hedge key)", *r0.Hedge)
 	}
-	if h := r1.hedge; h == nil || *h != (hedge.Config{Delay: 50 * time.Millisecond, MaxHedges: 3, Budget: hedge.Off, Brownout: 0.8}) {
+	if h := r1.Hedge; h == nil || *h != (hedge.Config{Delay: 50 * time.Millisecond, MaxHedges: 3, Budget: hedge.Off, Brownout: 0.8}) {
 		t.Errorf("route 1: hedge %v, want a 50ms delay, 3 copies, no budget, brownout 0.8", h)
 	}
-	if h := r2.hedge; h == nil || *h != (hedge.Config{}) {
+	if h := r2.Hedge; h == nil || *h != (hedge.Config{}) {
 		t.Errorf("route 2: hedge %v, want the adaptive defaults (a zero hedge.Config)", h)
 	}
 	// Routes are tried in order: host first, then the prefixes.
 	rs := &proxyRoutes{}
-	for _, rc := range cfg.routes {
+	for _, rc := range cfg.Routes {
 		rs.list = append(rs.list, &proxyRoute{cfg: rc})
 	}
 	for _, c := range []struct {
@@ -74,7 +74,7 @@ routes:
 		r := httptest.NewRequest("GET", "http://"+c.host+c.path, nil)
 		got := rs.match(r)
 		if got != rs.list[c.want] {
-			t.Errorf("host %s path %s: matched %s, want routes[%d]", c.host, c.path, got.cfg.name, c.want)
+			t.Errorf("host %s path %s: matched %s, want routes[%d]", c.host, c.path, got.cfg.Name, c.want)
 		}
 	}
 }
@@ -142,7 +142,7 @@ func TestProxyConfigErrors(t *testing.T) {
 `, []string{"f.yaml:4:5: routes[1]: never used: routes[0] (line 2) comes first"}},
 		{"bad yaml", "routes: [\n", []string{"proxy: f.yaml: invalid YAML"}},
 	} {
-		_, err := parseProxyConfig("f.yaml", []byte(c.text))
+		_, err := ParseConfig("f.yaml", []byte(c.text))
 		if err == nil {
 			t.Errorf("%s: no error", c.name)
 			continue
@@ -165,18 +165,18 @@ func TestProxyConfigPolicyFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte("routes:\n  - upstream: http://a\n    policy: partner.json\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := loadProxyConfig(path)
+	cfg, err := LoadConfig(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := cfg.routes[0]
-	if r.doc == nil || r.doc.Attempts() != 2 || r.keyMode != httpretry.KeyAuto || r.policySource != filepath.Join(dir, "partner.json") {
-		t.Fatalf("route: doc %v, key %v, source %s; want the file's 2 attempts and its IdempotencyKey auto", r.doc, r.keyMode, r.policySource)
+	r := cfg.Routes[0]
+	if r.Doc == nil || r.Doc.Attempts() != 2 || r.KeyMode != httpretry.KeyAuto || r.PolicySource != filepath.Join(dir, "partner.json") {
+		t.Fatalf("route: doc %v, key %v, source %s; want the file's 2 attempts and its IdempotencyKey auto", r.Doc, r.KeyMode, r.PolicySource)
 	}
 	if err := os.WriteFile(path, []byte("routes:\n  - upstream: http://a\n    policy: missing.json\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loadProxyConfig(path); err == nil || !strings.Contains(err.Error(), "proxy.yaml:3:13: routes[0].policy: cannot read the policy file") {
+	if _, err := LoadConfig(path); err == nil || !strings.Contains(err.Error(), "proxy.yaml:3:13: routes[0].policy: cannot read the policy file") {
 		t.Fatalf("a missing policy file: %v", err)
 	}
 }
@@ -193,7 +193,7 @@ func FuzzProxyConfig(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := parseProxyConfig("f.yaml", data)
+		cfg, err := ParseConfig("f.yaml", data)
 		if err != nil {
 			for _, e := range joinedErrors(err) {
 				if !strings.HasPrefix(e.Error(), "proxy: ") {
@@ -202,9 +202,9 @@ func FuzzProxyConfig(f *testing.F) {
 			}
 			return
 		}
-		for _, r := range cfg.routes {
-			if r.upstream == nil {
-				t.Fatalf("route %s without upstream", r.name)
+		for _, r := range cfg.Routes {
+			if r.Upstream == nil {
+				t.Fatalf("route %s without upstream", r.Name)
 			}
 		}
 	})

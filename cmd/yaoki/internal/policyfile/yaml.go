@@ -1,4 +1,4 @@
-package main
+package policyfile
 
 import (
 	"bytes"
@@ -10,12 +10,12 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// yamlToJSON converts a YAML policy document to the JSON form that package
+// YAMLToJSON converts a YAML policy document to the JSON form that package
 // policy reads. It writes each value on the line (and, where it can, at the
 // column) where it stands in the YAML file, so that the positions in
 // policy's errors point into the YAML file. Keys keep their order;
 // anchors and aliases are expanded.
-func yamlToJSON(data []byte) ([]byte, error) {
+func YAMLToJSON(data []byte) ([]byte, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, fmt.Errorf("invalid YAML: %v", strings.TrimPrefix(err.Error(), "yaml: "))
@@ -30,6 +30,18 @@ func yamlToJSON(data []byte) ([]byte, error) {
 	return w.buf.Bytes(), nil
 }
 
+// NodeToJSON writes a YAML subtree as JSON with each value on its line
+// (and, where it can, column) of the YAML file, so that the positions in
+// package policy's errors point into the YAML file.
+func NodeToJSON(n *yaml.Node) ([]byte, error) {
+	w := &jsonWriter{line: 1, col: 1}
+	if err := w.node(n, 0); err != nil {
+		return nil, err
+	}
+	return w.buf.Bytes(), nil
+}
+
+// jsonWriter writes JSON, keeping track of the line and column it is at.
 type jsonWriter struct {
 	buf       bytes.Buffer
 	line, col int

@@ -1,4 +1,4 @@
-package main
+package proxy
 
 import (
 	"context"
@@ -7,11 +7,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/yaoki-go/yaoki/breaker"
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/policyfile"
 	"github.com/yaoki-go/yaoki/event"
 	"github.com/yaoki-go/yaoki/header"
 	"github.com/yaoki-go/yaoki/httpretry"
@@ -24,7 +26,7 @@ import (
 // proxyRoute is a route ready to serve: its retrying transport and the
 // reverse proxy that sends through it.
 type proxyRoute struct {
-	cfg      *routeConfig
+	cfg      *Route
 	rt       *httpretry.Transport
 	proxy    *httputil.ReverseProxy
 	layered  http.Handler // proxy under layer.Middleware, for clients that retry
@@ -44,15 +46,15 @@ type proxyRoutes struct {
 func (rs *proxyRoutes) match(r *http.Request) *proxyRoute {
 	host := ""
 	for _, pr := range rs.list {
-		if pr.cfg.host != "" {
+		if pr.cfg.Host != "" {
 			if host == "" {
 				host = requestHost(r)
 			}
-			if pr.cfg.host != host {
+			if pr.cfg.Host != host {
 				continue
 			}
 		}
-		if pathMatches(pr.cfg.path, r.URL.Path) {
+		if pathMatches(pr.cfg.Path, r.URL.Path) {
 			return pr
 		}
 	}
@@ -82,17 +84,14 @@ func requestHost(r *http.Request) string {
 }
 
 // newProxyRoute builds the transport and reverse proxy of rc over base;
-// with --redis (s.fleet), its guards are shared by the fleet, synced until
+// with --redis (s.Fleet), its guards are shared by the fleet, synced until
 // ctx ends.
-func newProxyRoute(rc *routeConfig, base http.RoundTripper, s *proxyServer, ctx context.Context) (*proxyRoute, error) {
-	var obs event.Observer
-	if s.obs != nil {
-		obs = s.obs.observer
-	}
-	p := rc.policy
-	if rc.doc != nil {
-		p = rc.doc.Policy(policy.Options{})
-		if rc.doc.Breaker != nil {
+func newProxyRoute(rc *Route, base http.RoundTripper, s *Server, ctx context.Context) (*proxyRoute, error) {
+	obs := s.Observer
+	p := rc.Policy
+	if rc.Doc != nil {
+		p = rc.Doc.Policy(policy.Options{})
+		if rc.Doc.Breaker != nil {
 			br, err := routeBreaker(rc, obs)
 			if err != nil {
 				return nil, err
@@ -101,14 +100,14 @@ func newProxyRoute(rc *routeConfig, base http.RoundTripper, s *proxyServer, ctx 
 			p.Env.Breaker = br
 		}
 	}
-	t := &httpretry.Transport{Base: base, Policy: p, IdempotencyKey: rc.keyMode, MaxBufferedBody: rc.maxBody, Hedge: rc.hedge, Observer: obs}
+	t := &httpretry.Transport{Base: base, Policy: p, IdempotencyKey: rc.KeyMode, MaxBufferedBody: rc.MaxBody, Hedge: rc.Hedge, Observer: obs}
 	statuses := httpretry.DefaultStatuses()
-	if rc.doc != nil {
-		statuses = statusesFor(rc.doc)
+	if rc.Doc != nil {
+		statuses = policyfile.Statuses(rc.Doc)
 		t.Statuses = statuses
 	}
-	if s.fleet != nil {
-		if err := s.fleet.share(ctx, t, rc); err != nil {
+	if s.Fleet != nil {
+		if err := s.Fleet.share(ctx, t, rc); err != nil {
 			return nil, err
 		}
 	}
@@ -119,7 +118,7 @@ func newProxyRoute(rc *routeConfig, base http.RoundTripper, s *proxyServer, ctx 
 	for _, c := range statuses {
 		pr.statuses[c] = true
 	}
-	up := rc.upstream
+	up := rc.Upstream
 	pr.proxy = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(up)
@@ -174,9 +173,9 @@ func setXForwarded(r *httputil.ProxyRequest) {
 // httpretry keeps per host (so that the breaker's state and its changes
 // are one series, and a fleet shares it per host), and reporting its
 // changes to obs (nil: to nobody).
-func routeBreaker(rc *routeConfig, obs event.Observer) (*breaker.Breaker, error) {
-	c := *rc.doc.Breaker
-	c.Name = rc.upstream.Host
+func routeBreaker(rc *Route, obs event.Observer) (*breaker.Breaker, error) {
+	c := *rc.Doc.Breaker
+	c.Name = rc.Upstream.Host
 	if c.Observer == nil {
 		c.Observer = obs
 	}
@@ -371,4 +370,14 @@ func (b *bufferPool) Put(buf []byte) {
 	if len(buf) == copyBufferSize {
 		b.p.Put((*[copyBufferSize]byte)(buf))
 	}
+}
+
+// isTimeout reports whether err is a timeout: an attempt timeout, a
+// connect timeout, a deadline.
+func isTimeout(err error) bool {
+	if errors.Is(err, retry.ErrAttemptTimeout) || errors.Is(err, os.ErrDeadlineExceeded) {
+		return true
+	}
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
 }

@@ -1,4 +1,4 @@
-package main
+package proxy
 
 import (
 	"context"
@@ -15,12 +15,12 @@ import (
 	"github.com/yaoki-go/yaoki/retry"
 )
 
-// proxyFleet makes the guards of yaoki proxy fleet-wide (--redis): every
+// Fleet makes the guards of yaoki proxy fleet-wide (--redis): every
 // proxy that uses the same Redis shares, per upstream host, one retry
 // budget (redis.Budget) and, where there is a breaker, its open state
 // (redis.Breaker). Calls never wait for Redis: the guards sync in the
 // background, and decide alone while Redis cannot be reached.
-type proxyFleet struct {
+type Fleet struct {
 	client *goredis.Client
 	stderr io.Writer
 
@@ -28,19 +28,23 @@ type proxyFleet struct {
 	lastErr time.Time // when a sync error was last reported
 }
 
-func newProxyFleet(rawURL string, stderr io.Writer) (*proxyFleet, error) {
+// NewFleet returns a Fleet over the Redis at rawURL, which writes the sync
+// errors it meets (at most one a minute) on stderr. Its only error is a
+// URL it cannot read. Close it when the proxy stops.
+func NewFleet(rawURL string, stderr io.Writer) (*Fleet, error) {
 	opt, err := goredis.ParseURL(rawURL)
 	if err != nil {
-		return nil, usagef("--redis %q: %v: want e.g. redis://127.0.0.1:6379/0 or rediss://user:password@host:6380/1", rawURL, err)
+		return nil, fmt.Errorf("--redis %q: %v: want e.g. redis://127.0.0.1:6379/0 or rediss://user:password@host:6380/1", rawURL, err)
 	}
-	return &proxyFleet{client: goredis.NewClient(opt), stderr: stderr}, nil
+	return &Fleet{client: goredis.NewClient(opt), stderr: stderr}, nil
 }
 
-func (f *proxyFleet) close() { _ = f.client.Close() }
+// Close closes the connections to Redis.
+func (f *Fleet) Close() { _ = f.client.Close() }
 
 // onError reports a failed sync, at most once a minute: the guards go on
 // alone meanwhile.
-func (f *proxyFleet) onError(err error) {
+func (f *Fleet) onError(err error) {
 	f.mu.Lock()
 	now := time.Now()
 	report := now.Sub(f.lastErr) >= time.Minute
@@ -59,9 +63,9 @@ func (f *proxyFleet) onError(err error) {
 // otherwise the per-host guards httpretry makes by default, each under its
 // host: a budget is shared as a redis.Budget with budget.Share's defaults,
 // a breaker by its name.
-func (f *proxyFleet) share(ctx context.Context, t *httpretry.Transport, rc *routeConfig) error {
-	name := "proxy:" + rc.upstream.Host
-	if d := rc.doc; d != nil && (d.Budget != nil || d.Breaker != nil) {
+func (f *Fleet) share(ctx context.Context, t *httpretry.Transport, rc *Route) error {
+	name := "proxy:" + rc.Upstream.Host
+	if d := rc.Doc; d != nil && (d.Budget != nil || d.Breaker != nil) {
 		e := t.Policy.Env.Clone()
 		if d.Budget != nil {
 			b, err := f.budget(ctx, redis.BudgetConfig{Name: name, Ratio: d.Budget.Ratio, Window: d.Budget.Window, MinPerSecond: d.Budget.MinPerSecond})
@@ -102,7 +106,7 @@ func (f *proxyFleet) share(ctx context.Context, t *httpretry.Transport, rc *rout
 	return nil
 }
 
-func (f *proxyFleet) budget(ctx context.Context, c redis.BudgetConfig) (*redis.Budget, error) {
+func (f *Fleet) budget(ctx context.Context, c redis.BudgetConfig) (*redis.Budget, error) {
 	c.Client, c.OnError = f.client, f.onError
 	b, err := redis.NewBudget(c)
 	if err != nil {
@@ -117,7 +121,7 @@ func (f *proxyFleet) budget(ctx context.Context, c redis.BudgetConfig) (*redis.B
 // breakers httpretry makes per host).
 const fleetBreakerPrefix = redis.DefaultBreakerPrefix + "proxy:"
 
-func (f *proxyFleet) breaker(ctx context.Context, local *breaker.Breaker) (*redis.Breaker, error) {
+func (f *Fleet) breaker(ctx context.Context, local *breaker.Breaker) (*redis.Breaker, error) {
 	b, err := redis.NewBreaker(redis.BreakerConfig{Client: f.client, Local: local, Prefix: fleetBreakerPrefix, OnError: f.onError})
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package main
+package proxy
 
 import (
 	"errors"
@@ -13,35 +13,39 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/policyfile"
 	"github.com/yaoki-go/yaoki/hedge"
 	"github.com/yaoki-go/yaoki/httpretry"
 	"github.com/yaoki-go/yaoki/policy"
 	"github.com/yaoki-go/yaoki/retry"
 )
 
-// proxyConfig is what yaoki proxy serves: its routes, in the order they
-// are tried.
-type proxyConfig struct {
-	routes []*routeConfig
-	source string // the config file, or "--upstream"
+// Config is what yaoki proxy serves: its routes, in the order they are
+// tried. A Config is not changed once it is served.
+type Config struct {
+	Routes []*Route
+	Source string // the config file, or "--upstream"
 }
 
-// routeConfig is one route: which requests it takes (a path prefix, a
-// host, or both) and how it sends them on.
-type routeConfig struct {
-	name     string // "routes[N]" in a file, "--upstream" otherwise
-	at       string // "FILE:LINE" of the route, for messages
-	path     string // a path prefix; "" or "/" takes every path
-	host     string // a host name in lower case without port; "" takes every host
-	upstream *url.URL
+// Route is one route: which requests it takes (a path prefix, a host, or
+// both) and how it sends them on. The zero values of its optional fields
+// are the defaults: every path, every host, the default policy, no
+// Idempotency-Key added, the transport's largest buffered body, no
+// hedging.
+type Route struct {
+	Name     string // "routes[N]" in a file, "--upstream" otherwise
+	At       string // "FILE:LINE" of the route, for messages
+	Path     string // a path prefix; "" or "/" takes every path
+	Host     string // a host name in lower case without port; "" takes every host
+	Upstream *url.URL
 
-	policy       retry.Policy
-	doc          *policy.Document // nil when the route has no policy document
-	policySource string           // "defaults", "flags", "inline" or the document's file
-	keyMode      httpretry.KeyMode
-	maxBody      int64 // httpretry.Transport.MaxBufferedBody: 0 default, -1 never
+	Policy       retry.Policy      // used when Doc is nil
+	Doc          *policy.Document  // nil when the route has no policy document
+	PolicySource string            // "defaults", "flags", "inline" or the document's file
+	KeyMode      httpretry.KeyMode // httpretry.Transport.IdempotencyKey
+	MaxBody      int64             // httpretry.Transport.MaxBufferedBody: 0 default, -1 never
 
-	hedge *hedge.Config // httpretry.Transport.Hedge: nil, no hedging
+	Hedge *hedge.Config // httpretry.Transport.Hedge: nil, no hedging
 }
 
 // routeFields are the keys a route may have.
@@ -77,19 +81,20 @@ func (c *configReader) fail(n *yaml.Node, path, format string, args ...any) {
 	c.errs = append(c.errs, e)
 }
 
-// loadProxyConfig reads the config file at path; see parseProxyConfig.
-func loadProxyConfig(path string) (*proxyConfig, error) {
+// LoadConfig reads the config file at path; see ParseConfig.
+func LoadConfig(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("proxy: cannot read the config file: %w", err)
 	}
-	return parseProxyConfig(path, data)
+	return ParseConfig(path, data)
 }
 
-// parseProxyConfig reads a proxy config: a YAML mapping whose one key,
+// ParseConfig reads a proxy config (file names it in messages, and policy
+// files are relative to its directory): a YAML mapping whose one key,
 // routes, lists the routes. It checks every field and returns every error
 // it finds, each with its file, line and column, joined with errors.Join.
-func parseProxyConfig(file string, data []byte) (*proxyConfig, error) {
+func ParseConfig(file string, data []byte) (*Config, error) {
 	c := &configReader{file: file, dir: filepath.Dir(file)}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
@@ -103,7 +108,7 @@ func parseProxyConfig(file string, data []byte) (*proxyConfig, error) {
 		c.fail(doc, "", "the file is %s: want a mapping with one key, routes", yamlKindName(doc))
 		return nil, errors.Join(c.errs...)
 	}
-	cfg := &proxyConfig{source: file}
+	cfg := &Config{Source: file}
 	var routes *yaml.Node
 	for i := 0; i+1 < len(doc.Content); i += 2 {
 		k, v := doc.Content[i], doc.Content[i+1]
@@ -124,12 +129,12 @@ func parseProxyConfig(file string, data []byte) (*proxyConfig, error) {
 	default:
 		for i, n := range routes.Content {
 			if r := c.route(n, fmt.Sprintf("routes[%d]", i)); r != nil {
-				cfg.routes = append(cfg.routes, r)
+				cfg.Routes = append(cfg.Routes, r)
 			}
 		}
 	}
 	if len(c.errs) == 0 {
-		c.shadowed(cfg.routes, routes)
+		c.shadowed(cfg.Routes, routes)
 	}
 	if len(c.errs) > 0 {
 		return nil, errors.Join(c.errs...)
@@ -138,14 +143,14 @@ func parseProxyConfig(file string, data []byte) (*proxyConfig, error) {
 }
 
 // route reads one route; nil when it has errors (recorded in c).
-func (c *configReader) route(n *yaml.Node, name string) *routeConfig {
+func (c *configReader) route(n *yaml.Node, name string) *Route {
 	n = yamlResolve(n)
 	if n.Kind != yaml.MappingNode {
 		c.fail(n, name, "%s: want a mapping with upstream and path or host", yamlKindName(n))
 		return nil
 	}
 	before := len(c.errs)
-	r := &routeConfig{name: name, at: fmt.Sprintf("%s:%d", c.file, n.Line), policySource: "defaults"}
+	r := &Route{Name: name, At: fmt.Sprintf("%s:%d", c.file, n.Line), PolicySource: "defaults"}
 	var upstream, pol, key *yaml.Node
 	c.fields(n, name, func(k, v *yaml.Node, path string) {
 		switch k.Value {
@@ -154,7 +159,7 @@ func (c *configReader) route(n *yaml.Node, name string) *routeConfig {
 				if !strings.HasPrefix(s, "/") || strings.ContainsAny(s, "?# \t") {
 					c.fail(v, path, "%q: want a path prefix starting with / (no query, fragment or spaces), e.g. /payments/", s)
 				}
-				r.path = s
+				r.Path = s
 			}
 		case "host":
 			if s, ok := c.scalar(v, path, "a host name such as api.local"); ok {
@@ -162,11 +167,11 @@ func (c *configReader) route(n *yaml.Node, name string) *routeConfig {
 				if h == "" || strings.ContainsAny(h, "/:?#@ \t") || net.ParseIP(strings.Trim(h, "[]")) == nil && !validHostName(h) {
 					c.fail(v, path, "%q: want a host name or IP address without port or scheme, e.g. api.local", s)
 				}
-				r.host = h
+				r.Host = h
 			}
 		case "upstream":
 			upstream = v
-			r.upstream = parseScalar(c, v, path, "an http or https URL", parseUpstream)
+			r.Upstream = parseScalar(c, v, path, "an http or https URL", ParseUpstream)
 		case "policy":
 			pol = v
 		case "idempotency_key":
@@ -174,16 +179,16 @@ func (c *configReader) route(n *yaml.Node, name string) *routeConfig {
 			if s, ok := c.scalar(v, path, "auto or off"); ok {
 				switch s {
 				case "auto":
-					r.keyMode = httpretry.KeyAuto
+					r.KeyMode = httpretry.KeyAuto
 				case "off":
 				default:
 					c.fail(v, path, "%q: want auto (a key for each POST and PATCH that has none) or off", s)
 				}
 			}
 		case "max_buffered_body":
-			r.maxBody = parseScalar(c, v, path, "a size in bytes", parseByteSize)
+			r.MaxBody = parseScalar(c, v, path, "a size in bytes", ParseByteSize)
 		case "hedge":
-			r.hedge = c.hedge(v, path)
+			r.Hedge = c.hedge(v, path)
 		default:
 			c.fail(k, path, "unknown key: want one of %s", strings.Join(routeFields, ", "))
 		}
@@ -194,8 +199,8 @@ func (c *configReader) route(n *yaml.Node, name string) *routeConfig {
 	if pol != nil {
 		c.policy(r, pol, name+".policy")
 	}
-	if key == nil && r.doc != nil && r.doc.IdempotencyKey == "auto" {
-		r.keyMode = httpretry.KeyAuto
+	if key == nil && r.Doc != nil && r.Doc.IdempotencyKey == "auto" {
+		r.KeyMode = httpretry.KeyAuto
 	}
 	if len(c.errs) > before {
 		return nil
@@ -205,7 +210,7 @@ func (c *configReader) route(n *yaml.Node, name string) *routeConfig {
 
 // policy reads a route's policy: a file name (relative to the config
 // file), or a document written in place, in the Step Functions form.
-func (c *configReader) policy(r *routeConfig, n *yaml.Node, path string) {
+func (c *configReader) policy(r *Route, n *yaml.Node, path string) {
 	var doc *policy.Document
 	var err error
 	switch n.Kind {
@@ -218,15 +223,15 @@ func (c *configReader) policy(r *routeConfig, n *yaml.Node, path string) {
 		if !filepath.IsAbs(file) {
 			file = filepath.Join(c.dir, file)
 		}
-		doc, err = loadDocument(file)
-		r.policySource = file
+		doc, err = policyfile.Load(file)
+		r.PolicySource = file
 	case yaml.MappingNode, yaml.SequenceNode:
 		var js []byte
-		js, err = yamlNodeToJSON(n)
+		js, err = policyfile.NodeToJSON(n)
 		if err == nil {
 			doc, err = policy.ParseFile(c.file, js)
 		}
-		r.policySource = "inline"
+		r.PolicySource = "inline"
 	default:
 		c.fail(n, path, "%s: want a policy document (Retry, TimeoutSeconds, ...) or the name of a policy file", yamlKindName(n))
 		return
@@ -238,7 +243,7 @@ func (c *configReader) policy(r *routeConfig, n *yaml.Node, path string) {
 		c.policyErrors(n, path, err)
 		return
 	}
-	r.doc = doc
+	r.Doc = doc
 }
 
 // policyErrors records the errors of a route's policy document, each with
@@ -260,12 +265,12 @@ func (c *configReader) policyErrors(n *yaml.Node, path string, err error) {
 
 // shadowed reports a route that an earlier one takes every request of:
 // routes are tried in order, so it would never be used.
-func (c *configReader) shadowed(routes []*routeConfig, list *yaml.Node) {
+func (c *configReader) shadowed(routes []*Route, list *yaml.Node) {
 	for j, b := range routes {
 		for i, a := range routes[:j] {
-			if (a.host == "" || a.host == b.host) && pathCovers(a.path, b.path) {
-				c.fail(list.Content[j], b.name, "never used: %s (line %d) comes first and takes every request this route would take; put the more specific route first",
-					a.name, list.Content[i].Line)
+			if (a.Host == "" || a.Host == b.Host) && pathCovers(a.Path, b.Path) {
+				c.fail(list.Content[j], b.Name, "never used: %s (line %d) comes first and takes every request this route would take; put the more specific route first",
+					a.Name, list.Content[i].Line)
 				break
 			}
 		}
@@ -273,7 +278,7 @@ func (c *configReader) shadowed(routes []*routeConfig, list *yaml.Node) {
 }
 
 // joinedErrors returns the errors that err joins (errors.Join, as
-// parseProxyConfig returns them), or err alone.
+// ParseConfig returns them), or err alone.
 func joinedErrors(err error) []error {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		return j.Unwrap()
@@ -342,9 +347,9 @@ func yamlKindName(n *yaml.Node) string {
 	return "empty"
 }
 
-// parseUpstream checks an upstream URL: http or https, a host, no query,
+// ParseUpstream checks an upstream URL: http or https, a host, no query,
 // fragment or user info.
-func parseUpstream(s string) (*url.URL, error) {
+func ParseUpstream(s string) (*url.URL, error) {
 	u, err := url.Parse(s)
 	switch {
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "": // a port alone ("http://:80") names no host
@@ -355,9 +360,9 @@ func parseUpstream(s string) (*url.URL, error) {
 	return u, nil
 }
 
-// parseByteSize reads max_buffered_body: bytes, with an optional KiB or MiB
+// ParseByteSize reads max_buffered_body: bytes, with an optional KiB or MiB
 // suffix; -1 never buffers.
-func parseByteSize(s string) (int64, error) {
+func ParseByteSize(s string) (int64, error) {
 	mult := int64(1)
 	num := strings.TrimSpace(s)
 	for _, u := range []struct {
@@ -423,15 +428,4 @@ func pathMatches(prefix, p string) bool {
 		return false
 	}
 	return len(p) == len(prefix) || prefix[len(prefix)-1] == '/' || p[len(prefix)] == '/'
-}
-
-// yamlNodeToJSON writes a YAML subtree as JSON with each value on its line
-// (and, where it can, column) of the YAML file, so that the positions in
-// package policy's errors point into the YAML file.
-func yamlNodeToJSON(n *yaml.Node) ([]byte, error) {
-	w := &jsonWriter{line: 1, col: 1}
-	if err := w.node(n, 0); err != nil {
-		return nil, err
-	}
-	return w.buf.Bytes(), nil
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package main
+package proxy
 
 // quiet reports whether nothing came on c while it was idle in the pool.
 // Outside Linux it does not look, and reports true: a connection the

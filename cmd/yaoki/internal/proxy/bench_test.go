@@ -1,4 +1,4 @@
-package main
+package proxy
 
 import (
 	"context"
@@ -51,7 +51,7 @@ func BenchmarkProxyServe(b *testing.B) {
 		defer t.CloseIdleConnections()
 		run(b, routeProxy(b, t, nil, u))
 	})
-	yaoki := func(b *testing.B, obs *observing) {
+	yaoki := func(b *testing.B, obs *yotel.Observer) {
 		t := newUpstreamTransport()
 		defer t.CloseIdleConnections()
 		run(b, routeProxy(b, t, obs, u))
@@ -102,14 +102,14 @@ func BenchmarkProxyHandler(b *testing.B) {
 // benchMetrics is what --admin-addr adds to a route: every attempt
 // recorded by the OpenTelemetry observer, on the SDK (a manual reader;
 // collection is not part of the cost).
-func benchMetrics(b *testing.B) *observing {
+func benchMetrics(b *testing.B) *yotel.Observer {
 	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	b.Cleanup(func() { provider.Shutdown(context.Background()) })
 	m, err := yotel.New(provider)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &observing{observer: m, metrics: m}
+	return m
 }
 
 // BenchmarkProxyServePOST is BenchmarkProxyServe for a POST with an
@@ -176,10 +176,13 @@ func serveGET(b *testing.B, h http.Handler) {
 
 // routeProxy returns the proxy of one --upstream route to u over base,
 // its routes closed when the test or benchmark ends.
-func routeProxy(tb testing.TB, base http.RoundTripper, obs *observing, u *url.URL) *proxyServer {
+func routeProxy(tb testing.TB, base http.RoundTripper, obs *yotel.Observer, u *url.URL) *Server {
 	tb.Helper()
-	s := &proxyServer{base: base, buffers: &bufferPool{}, obs: obs}
-	rs, err := s.build(&proxyConfig{routes: []*routeConfig{{name: "--upstream", upstream: u}}})
+	s := &Server{base: base, buffers: &bufferPool{}}
+	if obs != nil {
+		s.Observer, s.Metrics = obs, obs
+	}
+	rs, err := s.build(&Config{Routes: []*Route{{Name: "--upstream", Upstream: u}}})
 	if err != nil {
 		tb.Fatal(err)
 	}

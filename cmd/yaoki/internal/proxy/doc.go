@@ -1,0 +1,16 @@
+// Package proxy is the engine of yaoki proxy, a reverse proxy (a sidecar)
+// that sends every request through yaoki's retrying HTTP transport
+// (package httpretry), so that a service in any language gets the
+// toolkit's retries, Retry-After handling, retry budget, breaker and
+// hedging.
+//
+// A Config lists routes (LoadConfig and ParseConfig read its YAML file and
+// report every error with its file, line and column); a Route takes the
+// requests of a path prefix, a host, or both, to an upstream, with its own
+// policy. A Server serves the routes of the Config it was last given (Load,
+// Reload), shares one pool of upstream connections between them, relays
+// answers as they stream, answers what it cannot relay with a problem
+// (application/problem+json), and stops gracefully (Shutdown). The command
+// line, signals and telemetry are the yaoki command's; docs/proxy.md is the
+// manual.
+package proxy

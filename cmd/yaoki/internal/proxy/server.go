@@ -1,0 +1,252 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/textproto"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/yaoki-go/yaoki/event"
+	"github.com/yaoki-go/yaoki/header"
+	"github.com/yaoki-go/yaoki/httpretry"
+)
+
+// Server routes each request to its route's reverse proxy. Make it with
+// NewServer, set its exported fields, Load its routes, then serve it (it
+// is an http.Handler); its methods are safe for concurrent use once it
+// serves. Every route shares one pool of upstream connections.
+type Server struct {
+	// Observer, if not nil, hears every route's retry events. Set it
+	// before Load.
+	Observer event.Observer
+	// Metrics, if not nil, follows every route's transport (yaoki/otel's
+	// Observer.TrackTransport) while the route serves. Set it before Load.
+	Metrics Tracker
+	// Fleet, if not nil, shares every route's budget and breaker through
+	// Redis (NewFleet). Set it before Load.
+	Fleet *Fleet
+
+	routes  atomic.Pointer[proxyRoutes]
+	base    http.RoundTripper // shared by every route: one connection pool (newUpstreamTransport)
+	stderr  io.Writer
+	buffers *bufferPool
+	// writers holds the relayWriters of requests that have been served.
+	writers  sync.Pool
+	ready    atomic.Bool
+	inFlight atomic.Int64
+}
+
+// Tracker follows a transport for the metrics until the function it
+// returns is called; yaoki/otel's *Observer is one.
+type Tracker interface {
+	TrackTransport(t *httpretry.Transport) (untrack func())
+}
+
+// NewServer returns a Server without routes that writes what it does
+// (reloads, shutdowns, Redis errors) on stderr.
+func NewServer(stderr io.Writer) *Server {
+	return &Server{base: newUpstreamTransport(), stderr: stderr, buffers: &bufferPool{}}
+}
+
+// Load builds the routes of cfg and serves them from the next request on.
+// An error names the route it is about; the routes served before stay.
+func (s *Server) Load(cfg *Config) error {
+	rs, err := s.build(cfg)
+	if err != nil {
+		return err
+	}
+	if old := s.routes.Swap(rs); old != nil {
+		old.close()
+	}
+	return nil
+}
+
+// Close closes the routes served: their fleet syncs stop and their
+// metrics are no longer followed.
+func (s *Server) Close() {
+	if rs := s.routes.Load(); rs != nil {
+		rs.close()
+	}
+}
+
+// MarkReady makes /readyz answer that the proxy is ready, until Shutdown.
+func (s *Server) MarkReady() { s.ready.Store(true) }
+
+// ServeHTTP sends r on through the route that takes it; a request no route
+// takes is answered 404 with a problem (no_route).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
+	pr := s.routes.Load().match(r)
+	if pr == nil {
+		writeProxyProblem(w, proxyProblem{Status: http.StatusNotFound, Reason: "no_route",
+			Detail: fmt.Sprintf("proxy: no route takes %s %s (host %s)", r.Method, r.URL.Path, requestHost(r))}, -1)
+		return
+	}
+	rw, _ := s.writers.Get().(*relayWriter)
+	if rw == nil {
+		rw = new(relayWriter)
+	}
+	rw.ResponseWriter = w
+	defer func() {
+		*rw = relayWriter{}
+		s.writers.Put(rw)
+	}()
+	if _, ok := r.Header[header.AttemptCount]; ok {
+		// The client retries: the route's loop makes one attempt.
+		pr.layered.ServeHTTP(rw, r)
+		return
+	}
+	pr.proxy.ServeHTTP(rw, r)
+}
+
+// relayWriter is the ResponseWriter a route's reverse proxy writes to. It
+// gives the 1xx answers that httputil.ReverseProxy relays as they come
+// (through its ClientTrace.Got1xxResponse, which copies the upstream's
+// fields as they are) the rules of the final answer: their hop-by-hop
+// fields stay with the upstream (RFC 9110 §7.6.1). And it relays an answer
+// with the Content-Type its upstream gave, or none: a key without values,
+// set when the final answer's header is written (httputil.ReverseProxy
+// clears the header after each 1xx), keeps net/http's server from adding
+// one it guessed from the first bytes (§7.7: a proxy does not transform
+// what it relays). The proxy's own answers set theirs. Pooled
+// (Server.writers): a request costs no allocation for it.
+type relayWriter struct {
+	http.ResponseWriter
+	final bool // the final answer's header is written
+}
+
+func (w *relayWriter) WriteHeader(code int) {
+	h := w.ResponseWriter.Header()
+	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
+		removeHopByHop(h)
+	} else if !w.final {
+		w.final = true
+		if _, ok := h["Content-Type"]; !ok {
+			h["Content-Type"] = nil
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *relayWriter) Write(p []byte) (int, error) {
+	if !w.final {
+		w.WriteHeader(http.StatusOK) // as net/http does on a Write before WriteHeader
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Unwrap returns the server's ResponseWriter, for http.ResponseController
+// (flushes, the hijack of an upgraded connection).
+func (w *relayWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// hopByHop are the hop-by-hop fields of RFC 9110 §7.6.1 and the ones
+// httputil.ReverseProxy removes besides: those a proxy does not relay.
+var hopByHop = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization",
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// removeHopByHop removes from h the fields that its Connection names and
+// the hopByHop fields.
+func removeHopByHop(h http.Header) {
+	for _, v := range h["Connection"] {
+		for name := range strings.SplitSeq(v, ",") {
+			if name = textproto.TrimString(name); name != "" {
+				delete(h, http.CanonicalHeaderKey(name))
+			}
+		}
+	}
+	for _, name := range hopByHop {
+		delete(h, name)
+	}
+}
+
+// build makes the routes of cfg.
+func (s *Server) build(cfg *Config) (*proxyRoutes, error) {
+	ctx, stop := context.WithCancel(context.Background())
+	rs := &proxyRoutes{source: cfg.Source, stop: stop}
+	for _, rc := range cfg.Routes {
+		pr, err := newProxyRoute(rc, s.base, s, ctx)
+		if err != nil {
+			rs.close()
+			return nil, fmt.Errorf("%s (%s): %w", rc.Name, rc.At, err)
+		}
+		rs.list = append(rs.list, pr)
+		if s.Metrics != nil {
+			rs.retire = append(rs.retire, s.Metrics.TrackTransport(pr.rt))
+		}
+	}
+	return rs, nil
+}
+
+// Reload loads the config file again and serves its routes from the next
+// request on; the requests in flight finish on the routes they started
+// with. A file that does not load leaves the routes as they are, and
+// stderr says why.
+func (s *Server) Reload(file string) {
+	cfg, err := LoadConfig(file)
+	var rs *proxyRoutes
+	if err == nil {
+		rs, err = s.build(cfg)
+	}
+	if err != nil {
+		fmt.Fprintf(s.stderr, "yaoki proxy: SIGHUP: %s not loaded, the routes loaded before stay:\n%v\n", file, err)
+		return
+	}
+	old := s.routes.Swap(rs)
+	old.close()
+	fmt.Fprintf(s.stderr, "yaoki proxy: SIGHUP: reloaded %s: %d route%s\n", file, len(rs.list), plural(len(rs.list)))
+}
+
+// Shutdown stops srv, which serves s, from accepting, waits for the calls
+// in flight (with their retries) up to grace, then cuts those left and
+// says how many in its error.
+func (s *Server) Shutdown(srv *http.Server, grace time.Duration) error {
+	s.ready.Store(false)
+	n := s.inFlight.Load()
+	fmt.Fprintf(s.stderr, "yaoki proxy: stopping: %d call%s in flight, %v to finish\n", n, plural(int(n)), grace)
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	err := srv.Shutdown(ctx)
+	if ci, ok := s.base.(interface{ CloseIdleConnections() }); ok {
+		defer ci.CloseIdleConnections()
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		left := s.inFlight.Load()
+		_ = srv.Close()
+		return fmt.Errorf("proxy: --grace %v passed with %d call%s in flight: cut", grace, left, plural(int(left)))
+	}
+	fmt.Fprintln(s.stderr, "yaoki proxy: stopped: every call finished")
+	return nil
+}
+
+// MountAdmin adds /healthz and /readyz to the admin listener's mux.
+func (s *Server) MountAdmin(mux *http.ServeMux) {
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if !s.ready.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, "not ready: starting or stopping")
+			return
+		}
+		rs := s.routes.Load()
+		fmt.Fprintf(w, "ready: %d route%s from %s\n", len(rs.list), plural(len(rs.list)), rs.source)
+	})
+}
+
+// plural is "s" unless n is 1.
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
