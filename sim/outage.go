@@ -48,9 +48,11 @@ func (o Outage) withDefaults() Outage {
 // Validate reports the first field out of range.
 func (o Outage) Validate() error {
 	c := checks{scenario: "Outage"}
-	c.need(o.Clients >= 0, "Clients", o.Clients, "≥ 1 (0 means 100)")
-	c.need(o.Rate >= 0 && !math.IsInf(o.Rate, 0), "Rate", o.Rate, "a finite rate > 0 per second (0 means 10)")
-	c.need(o.Duration >= 0, "Duration", o.Duration, "> 0 (0 means 10s)")
+	c.need(o.Clients >= 0 && o.Clients <= 1e6, "Clients", o.Clients, "1 to 1e6 (0 means 100)")
+	c.need(o.Rate >= 0 && o.Rate <= 1e6, "Rate", o.Rate, "0 < Rate ≤ 1e6 per second (0 means 10)")
+	c.need(o.Duration >= 0 && o.Duration <= 24*time.Hour, "Duration", o.Duration, "0 < Duration ≤ 24h (0 means 10s)")
+	d := o.withDefaults()
+	c.need(float64(d.Clients)*d.Rate*d.Duration.Seconds() <= 1e9, "Rate", o.Rate, "at most 1e9 calls per run (Clients × Rate × Duration)")
 	c.need(o.HopMean >= 0, "HopMean", o.HopMean, "≥ 0 (0 means 10ms)")
 	c.need(o.FailureRate >= 0 && o.FailureRate <= 1, "FailureRate", o.FailureRate, "a probability in [0, 1]")
 	return c.err

@@ -65,6 +65,14 @@ func (l RateLimit) Validate() error {
 	c.need(l.Window >= 0 && l.Window <= time.Hour, "Window", l.Window, "up to 1h (0 means 1s)")
 	c.need(l.Duration >= 0 && l.Duration <= 24*time.Hour, "Duration", l.Duration, "up to 24h (0 means 20s)")
 	c.need(l.HopMean >= 0, "HopMean", l.HopMean, "≥ 0 (0 means 10ms)")
+	if c.err == nil {
+		// Calls a nanosecond apart or closer would never let a run end;
+		// more than 1e9 would take hours.
+		d := l.withDefaults()
+		perSecond := d.Load * float64(d.PerWindow) / d.Window.Seconds()
+		c.need(perSecond/float64(d.Clients) <= 1e6, "Load", d.Load, "at most 1e6 calls per second from each client (Load × PerWindow / Window / Clients)")
+		c.need(perSecond*d.Duration.Seconds() <= 1e9, "Load", d.Load, "at most 1e9 calls per run (Load × PerWindow × Duration / Window)")
+	}
 	return c.err
 }
 

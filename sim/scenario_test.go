@@ -27,6 +27,7 @@ func errOf[S, P, R any](run func(S, P, uint64) (R, error), p P) func(S) error {
 func TestScenariosValidate(t *testing.T) {
 	herd, outage := errOf(Herd.Run, NoRetries()), errOf(Outage.Run, NoRetries())
 	collapse, tail := errOf(Collapse.Run, NoBackoff()), errOf(Tail.Run, TailPolicy{})
+	ratelimit := errOf(RateLimit.Run, NoRetries())
 	for i, c := range []struct {
 		err   error
 		field string
@@ -38,6 +39,14 @@ func TestScenariosValidate(t *testing.T) {
 		{outage(Outage{Rate: -1}), "Outage.Rate"},
 		{outage(Outage{Rate: math.Inf(1)}), "Outage.Rate"},
 		{outage(Outage{Duration: -time.Second}), "Outage.Duration"},
+		// Calls closer than a nanosecond apart would never let the run
+		// end (the next always comes at the same instant); more than 1e9
+		// calls would take hours.
+		{outage(Outage{Rate: 1e11}), "Outage.Rate"},
+		{outage(Outage{Clients: 1e6, Rate: 1e4}), "Outage.Rate"},
+		{outage(Outage{Duration: 1e6 * time.Hour}), "Outage.Duration"},
+		{ratelimit(RateLimit{Window: time.Nanosecond}), "RateLimit.Load"},
+		{ratelimit(RateLimit{PerWindow: 1e6, Load: 1000, Duration: time.Hour}), "RateLimit.Load"},
 		{outage(Outage{HopMean: -1}), "Outage.HopMean"},
 		{outage(Outage{FailureRate: 1.5}), "Outage.FailureRate"},
 		{outage(Outage{FailureRate: math.NaN()}), "Outage.FailureRate"},
