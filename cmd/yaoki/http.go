@@ -77,6 +77,7 @@ type httpOptions struct {
 	noProxy        string              // --noproxy: hosts sent to directly
 	resolved       map[string][]string // --resolve's: "host:port" (lower case) to the addresses to dial
 	hedge          hedgeFlags
+	cookie         cookieFlags
 }
 
 func newHTTPCmd() *cobra.Command {
@@ -87,8 +88,8 @@ func newHTTPCmd() *cobra.Command {
 		Long: `http sends one request through yaoki's retrying HTTP client (package
 httpretry) and writes the answer's body to stdout. It takes curl's flags with
 curl's meaning (-s, -S, -f, --fail-with-body, -L, -k, -u, -m, -w, -I, -i, -o,
--A, -e, -d, --data-binary, --data-raw, --data-urlencode, --json, -G, -H, -X,
--v, combined as -fsS or -sSL) and exits with curl's exit codes, so that it can
+-A, -e, -b, -c, -d, --data-binary, --data-raw, --data-urlencode, --json, -G,
+-H, -X, -v, combined as -fsS or -sSL) and exits with curl's exit codes, so that it can
 stand in for curl --retry: --retry N is --max-attempts N+1, --retry-delay D
 makes every wait D, --retry-max-time S makes no retry after S,
 --retry-all-errors retries every error (with -f, every status from 400).
@@ -143,11 +144,7 @@ each attempt).
 		},
 	}
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		msg := err.Error()
-		if hint := curlFlagHint(msg); hint != "" {
-			msg += ": " + hint
-		}
-		return exit(ExitUsage, fmt.Sprintf("%s\nsee '%s --help' for the flags and the values they accept", msg, c.CommandPath()))
+		return exit(ExitUsage, fmt.Sprintf("%s\nsee '%s --help' for the flags and the values they accept", err, c.CommandPath()))
 	})
 	f := cmd.Flags()
 	o.pf.registerShort(f, "m")
@@ -208,31 +205,10 @@ each attempt).
 	f.StringVarP(&o.referer, "referer", "e", "", "Referer header; 'URL;auto' (or ';auto') with -L sends, on each redirect, the URL left")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "write each attempt's headers and each retry decision on stderr")
 	f.StringVar(&o.key, "idempotency-key", "", "auto (a new key for POST and PATCH), off, or the KEY to send on every attempt")
+	o.cookie.register(f)
 	o.hedge.register(f)
 	o.obs.register(f)
 	return cmd
-}
-
-// curlOnlyFlags are curl flags that yaoki http does not take, with what to
-// use instead.
-var curlOnlyFlags = map[string]string{
-	"-b":       "send cookies with -H 'Cookie: name=value'",
-	"--cookie": "send cookies with -H 'Cookie: name=value'",
-}
-
-// curlFlagHint returns what to use instead of the curl flag that pflag's
-// unknown-flag message names ("unknown flag: --form", "unknown
-// shorthand flag: 'O' in -O"), or "".
-func curlFlagHint(msg string) string {
-	name, ok := strings.CutPrefix(msg, "unknown flag: ")
-	if !ok {
-		var short string
-		if _, err := fmt.Sscanf(msg, "unknown shorthand flag: '%1s'", &short); err != nil {
-			return ""
-		}
-		name = "-" + short
-	}
-	return curlOnlyFlags[name]
 }
 
 // say writes an informational line on stderr, unless -s.
@@ -525,6 +501,18 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 		t.Policy.Classify = window.classify(t.Policy.Classify)
 	}
 	client := &http.Client{Transport: t, CheckRedirect: o.checkRedirect}
+	if o.cookie.on() {
+		var verbose io.Writer
+		if o.verbose {
+			verbose = stderr
+		}
+		given, jar := o.cookie.setup(cmd.InOrStdin(), verbose, time.Now())
+		client.Transport = &cookieTransport{base: t, jar: jar, given: given, host: u.Hostname(), userCookie: o.userCookieHeader(), t: tg}
+		// After -w: curl writes the jar when the run ends.
+		defer func() {
+			o.cookie.save(jar, cmd.OutOrStdout(), func(format string, args ...any) { o.say(stderr, format, args...) }, time.Now())
+		}()
+	}
 	if o.verbose {
 		fmt.Fprintf(stderr, "* yaoki http: %s %s (attempts: %s, policy: %s, retry mode: %s", method, tg.text(u, true), limit, cp.source, cp.modeText())
 		if k := req.Header.Get(header.IdempotencyKey); k != "" {

@@ -407,7 +407,6 @@ func TestHTTPBadInput(t *testing.T) {
 		{[]string{"--retry-delay", "1", "--base", "2s"}, "--retry-delay 1.000s and --base cannot be combined"},
 		{[]string{"--retry-delay", "1", "--jitter", "full"}, "--retry-delay 1.000s and --jitter cannot be combined"},
 		{[]string{"--retry-delay", "soon"}, `"soon" is not a duration`},
-		{[]string{"-b", "a=1"}, "-H 'Cookie: name=value'"},
 		{[]string{"-o", "x", "-O"}, "-o x and -O both name the file"},
 		{[]string{"-sF", "a"}, `-F "a": want NAME=VALUE`},
 		{[]string{"-e", "http://from.example/\r\nX-Injected: 1"}, "a Referer cannot hold control characters"},
