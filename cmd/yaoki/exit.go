@@ -1,20 +1,22 @@
 package main
 
-import "errors"
+import (
+	"errors"
 
-// exitError carries a process exit code and an optional message through
-// cobra's error return.
-type exitError struct {
-	code int
-	msg  string
-}
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/cli"
+)
 
-func (e *exitError) Error() string { return e.msg }
-func (e *exitError) ExitCode() int { return e.code }
+// ExitUsage, exit and usagef are package cli's, under the short names the
+// commands of package main use.
+const ExitUsage = cli.ExitUsage
 
 // exit returns an error that makes the process exit with code, printing msg
 // (if not empty) on stderr.
-func exit(code int, msg string) error { return &exitError{code: code, msg: msg} }
+func exit(code int, msg string) error { return cli.Exit(code, msg) }
+
+// usagef returns an error that makes the process exit with ExitUsage,
+// printing the formatted message.
+func usagef(format string, args ...any) error { return cli.Usagef(format, args...) }
 
 func asExit(err error, target *interface{ ExitCode() int }) bool {
 	return errors.As(err, target)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/cli"
 	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/policyfile"
 	"github.com/yaoki-go/yaoki/event"
 	"github.com/yaoki-go/yaoki/header"
@@ -329,9 +330,9 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	tg, err := checkURL(uploadURL(rawURL, o.upload), o.pathAsIs)
 	if err != nil {
 		if o.silent && !o.showError {
-			var ee *exitError
+			var ee *cli.ExitError
 			errors.As(err, &ee)
-			return exit(ee.code, "")
+			return exit(ee.Code, "")
 		}
 		return err
 	}
@@ -363,9 +364,9 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 		// As curl, -G leaves a form in the body.
 		if body, o.formType, err = formBody(o.form, newBoundary(), o.givenContentType(), cmd.InOrStdin()); err != nil {
 			if o.silent && !o.showError {
-				var ee *exitError
+				var ee *cli.ExitError
 				errors.As(err, &ee)
-				return exit(ee.code, "")
+				return exit(ee.Code, "")
 			}
 			return err
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/cli"
 )
 
 func TestWriteOut(t *testing.T) {
@@ -78,7 +80,7 @@ func TestCheckURL(t *testing.T) {
 		_, err := checkURL(raw, false)
 		got := 0
 		if err != nil {
-			got = err.(*exitError).code
+			got = err.(*cli.ExitError).Code
 		}
 		if got != code {
 			t.Errorf("checkURL(%q): exit %d, want %d (%v)", raw, got, code, err)
@@ -271,7 +273,7 @@ func FuzzParseResolve(f *testing.F) {
 		o := &httpOptions{resolve: []string{entry}, silent: true}
 		m, err := o.parseResolve()
 		if err != nil {
-			if ee := (*exitError)(nil); !errors.As(err, &ee) || ee.code != curlBadResolve {
+			if ee := (*cli.ExitError)(nil); !errors.As(err, &ee) || ee.Code != curlBadResolve {
 				t.Fatalf("--resolve %q: %v, want exit 49", entry, err)
 			}
 			return

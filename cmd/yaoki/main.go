@@ -5,7 +5,9 @@
 // in PostgreSQL (deadletter), and applies them to every call through a
 // reverse proxy, for services in any language (proxy).
 //
-// Each subcommand lives in its own file; main only wires them together.
+// The engines of proxy and sim are packages of their own under internal/;
+// the other subcommands live in files of package main, which wires them
+// together.
 package main
 
 import (
@@ -13,6 +15,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/simcli"
 )
 
 func main() {
@@ -37,10 +41,6 @@ func run(args []string) int {
 	return 0
 }
 
-// ExitUsage is the exit code for a command line that could not be used as
-// given (unknown flag, bad value, missing argument).
-const ExitUsage = 2
-
 // newRoot builds the yaoki command and its subcommands, anew at each call
 // (the tests build one per case).
 func newRoot() *cobra.Command {
@@ -57,7 +57,7 @@ func newRoot() *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return exit(ExitUsage, fmt.Sprintf("%v\nsee '%s --help' for the flags and the values they accept", err, c.CommandPath()))
 	})
-	root.AddCommand(newSimCmd(), newPlanCmd(), newExecCmd(), newFlakyCmd(), newHTTPCmd(),
+	root.AddCommand(simcli.NewCommand(), newPlanCmd(), newExecCmd(), newFlakyCmd(), newHTTPCmd(),
 		newProxyCmd(), newDeadLetterCmd(), newVersionCmd())
 	return root
 }

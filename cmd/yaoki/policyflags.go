@@ -413,12 +413,6 @@ func parseSeconds(v string) (time.Duration, error) {
 	return d, nil
 }
 
-// usagef is a bad-usage error: exit code 2 and a message that says what to
-// do.
-func usagef(format string, args ...any) error {
-	return exit(ExitUsage, fmt.Sprintf(format, args...))
-}
-
 // unmatchable returns a warning for each retrier of the document that can
 // never match an error of command ("exec" or "http"): exec's errors are
 // Exit.<code> and States.Timeout, http's are HTTP.<status>, Net.* and

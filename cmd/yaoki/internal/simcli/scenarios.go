@@ -1,4 +1,4 @@
-package main
+package simcli
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/cli"
 	"github.com/yaoki-go/yaoki/retry"
 	"github.com/yaoki-go/yaoki/sim"
 )
@@ -103,7 +104,7 @@ default breaker per client ("yaoki + breaker"), and yours. With several --client
 over more, smaller clients (the post: per-client estimates of the failure rate
 get worse).`, &simJob{outage: p}, func(fs *pflag.FlagSet) error {
 		if fs.Changed("total-rate") && fs.Changed("rate") {
-			return exit(ExitUsage, "--rate and --total-rate: give one (per client, or split over the clients)")
+			return cli.Exit(cli.ExitUsage, "--rate and --total-rate: give one (per client, or split over the clients)")
 		}
 		return nil
 	})
@@ -189,7 +190,7 @@ the trigger, attempts per request, and goodput second by second.`, &simJob{colla
 		case "spike", "slowdown", "none":
 			return nil
 		}
-		return exit(ExitUsage, fmt.Sprintf("--trigger %q: want spike, slowdown or none", p.kind))
+		return cli.Exit(cli.ExitUsage, fmt.Sprintf("--trigger %q: want spike, slowdown or none", p.kind))
 	})
 	registerCollapseFlags(cmd.Flags(), p)
 	return cmd

@@ -1,4 +1,4 @@
-package main
+package simcli
 
 import (
 	"errors"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/cli"
 	"github.com/yaoki-go/yaoki/internal/configerr"
 )
 
@@ -47,10 +48,10 @@ func simUsage(err error) error {
 			if problem == "" {
 				problem = "out of range"
 			}
-			return usagef("%s %v: %s; want %s", flag, ce.Value, problem, strings.TrimSpace(zeroMeans.ReplaceAllString(ce.Want, "")))
+			return cli.Usagef("%s %v: %s; want %s", flag, ce.Value, problem, strings.TrimSpace(zeroMeans.ReplaceAllString(ce.Want, "")))
 		}
 	}
-	return usagef("%s", strings.TrimPrefix(fmt.Sprint(err), "sim: "))
+	return cli.Usagef("%s", strings.TrimPrefix(fmt.Sprint(err), "sim: "))
 }
 
 // checkOutFolder makes sure the report folder can be written before the
@@ -61,11 +62,11 @@ func checkOutFolder(dir string) error {
 		return nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return usagef("--out %s: cannot make the report folder: %v", dir, unwrapPath(err))
+		return cli.Usagef("--out %s: cannot make the report folder: %v", dir, unwrapPath(err))
 	}
 	f, err := os.CreateTemp(dir, ".yaoki-check-*")
 	if err != nil {
-		return usagef("--out %s: cannot write in the report folder: %v", dir, unwrapPath(err))
+		return cli.Usagef("--out %s: cannot write in the report folder: %v", dir, unwrapPath(err))
 	}
 	name := f.Name()
 	f.Close()
@@ -99,7 +100,7 @@ func refuseZeros(fs *pflag.FlagSet) error {
 	fs.Visit(func(f *pflag.Flag) {
 		want, ok := simNoZero[f.Name]
 		if ok && bad == nil && slices.ContainsFunc(strings.Split(strings.Trim(f.Value.String(), "[]"), ","), isZero) {
-			bad = usagef("--%s 0: want %s (leave the flag out for its default, %s)", f.Name, want, tidyList(f.DefValue))
+			bad = cli.Usagef("--%s 0: want %s (leave the flag out for its default, %s)", f.Name, want, tidyList(f.DefValue))
 		}
 	})
 	return bad

@@ -1,4 +1,4 @@
-package main
+package simcli
 
 import (
 	"fmt"
@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/yaoki-go/yaoki/backoff"
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/cli"
 	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/policyfile"
 	"github.com/yaoki-go/yaoki/policy"
 	"github.com/yaoki-go/yaoki/retry"
@@ -81,7 +82,7 @@ to add your own ("yours", or --name), or load it from a policy document with
 HTTP.409 for the herd's conflicts, HTTP.429 for the rate limit and
 States.Timeout).`
 
-func newSimCmd() *cobra.Command {
+func NewCommand() *cobra.Command {
 	o := &simOptions{}
 	cmd := o.command("sim [herd|outage|collapse|tail|ratelimit|all]", "Simulate retry policies on virtual time: herd, outage, collapse, tail, ratelimit", simLong,
 		&simJob{herd: defaultHerdParams(), outage: defaultOutageParams(), collapse: defaultCollapseParams(), collapseRuns: 10}, nil)
@@ -156,10 +157,10 @@ func (o *simOptions) run(cmd *cobra.Command, job *simJob) error {
 	switch o.format {
 	case "table", "csv", "json":
 	default:
-		return exit(ExitUsage, fmt.Sprintf("--format %q: want table, csv or json", o.format))
+		return cli.Exit(cli.ExitUsage, fmt.Sprintf("--format %q: want table, csv or json", o.format))
 	}
 	if o.runs < 0 {
-		return exit(ExitUsage, fmt.Sprintf("--runs %d: want ≥ 1 (0 for each scenario's default)", o.runs))
+		return cli.Exit(cli.ExitUsage, fmt.Sprintf("--runs %d: want ≥ 1 (0 for each scenario's default)", o.runs))
 	}
 	if err := refuseZeros(cmd.Flags()); err != nil {
 		return err
@@ -251,12 +252,12 @@ func (o *simOptions) run(cmd *cobra.Command, job *simJob) error {
 		err = rep.writeTables(stdout)
 	}
 	if err != nil {
-		return exit(1, err.Error())
+		return cli.Exit(1, err.Error())
 	}
 	if o.out != "" {
 		index, err := rep.writeFolder(o.out)
 		if err != nil {
-			return exit(1, fmt.Sprintf("sim: writing the report: %v", err))
+			return cli.Exit(1, fmt.Sprintf("sim: writing the report: %v", err))
 		}
 		fmt.Fprintf(stderr, "report: %s (simulated in %.1f s)\n", index, rep.Elapsed.Seconds())
 	}
@@ -299,7 +300,7 @@ func pickNamed[P any](only []string, all []P, name func(P) string, where string)
 			for q, name := range names {
 				quoted[q] = strconv.Quote(name)
 			}
-			return nil, exit(ExitUsage, fmt.Sprintf("--policies: no policy %q in %s; it has: %s", only[i], where, strings.Join(quoted, ", ")))
+			return nil, cli.Exit(cli.ExitUsage, fmt.Sprintf("--policies: no policy %q in %s; it has: %s", only[i], where, strings.Join(quoted, ", ")))
 		}
 		out = append(out, all[k])
 		i += n
@@ -330,15 +331,15 @@ func (o *simOptions) yours(cmd *cobra.Command) (*yourPolicy, error) {
 	if o.jitter != "" {
 		j, err := backoff.ParseJitter(o.jitter)
 		if err != nil {
-			return nil, exit(ExitUsage, "--jitter: "+strings.TrimPrefix(err.Error(), "backoff: invalid configuration: "))
+			return nil, cli.Exit(cli.ExitUsage, "--jitter: "+strings.TrimPrefix(err.Error(), "backoff: invalid configuration: "))
 		}
 		p.Backoff.Jitter = j
 	}
 	if o.maxAttempts < retry.Unlimited {
-		return nil, exit(ExitUsage, fmt.Sprintf("--max-attempts %d: want ≥ 1, or -1 for unlimited", o.maxAttempts))
+		return nil, cli.Exit(cli.ExitUsage, fmt.Sprintf("--max-attempts %d: want ≥ 1, or -1 for unlimited", o.maxAttempts))
 	}
 	if err := p.Validate(); err != nil {
-		return nil, exit(ExitUsage, "your policy: "+strings.TrimPrefix(err.Error(), "retry: invalid configuration: "))
+		return nil, cli.Exit(cli.ExitUsage, "your policy: "+strings.TrimPrefix(err.Error(), "retry: invalid configuration: "))
 	}
 	guards, desc, err := simGuardsOf(o.budget, o.breaker, o.throttle)
 	if err != nil {
@@ -353,20 +354,20 @@ func (o *simOptions) yours(cmd *cobra.Command) (*yourPolicy, error) {
 func (o *simOptions) document(cmd *cobra.Command) (*yourPolicy, error) {
 	for _, f := range []string{"base", "cap", "multiplier", "jitter", "immediate", "budget", "breaker", "throttle"} {
 		if cmd.Flags().Changed(f) {
-			return nil, exit(ExitUsage, fmt.Sprintf("--%s cannot be combined with --policy: set it in the file, or drop --policy", f))
+			return nil, cli.Exit(cli.ExitUsage, fmt.Sprintf("--%s cannot be combined with --policy: set it in the file, or drop --policy", f))
 		}
 	}
 	doc, err := policyfile.Load(o.file)
 	if err != nil {
-		return nil, exit(ExitUsage, err.Error())
+		return nil, cli.Exit(cli.ExitUsage, err.Error())
 	}
 	if cmd.Flags().Changed("max-attempts") {
 		if o.maxAttempts < 1 {
-			return nil, exit(ExitUsage, fmt.Sprintf("--max-attempts %d with --policy: want ≥ 1 (attempts, counting the first)", o.maxAttempts))
+			return nil, cli.Exit(cli.ExitUsage, fmt.Sprintf("--max-attempts %d with --policy: want ≥ 1 (attempts, counting the first)", o.maxAttempts))
 		}
 		doc.MaxTotalAttempts = o.maxAttempts
 		if err := doc.Validate(); err != nil {
-			return nil, exit(ExitUsage, err.Error())
+			return nil, cli.Exit(cli.ExitUsage, err.Error())
 		}
 	}
 	name := o.name

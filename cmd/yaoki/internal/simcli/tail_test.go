@@ -1,11 +1,15 @@
-package main
+package simcli
 
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/cli"
 )
 
 // yaoki sim tail runs the scenario and writes its tables, its JSON and its
@@ -14,10 +18,10 @@ import (
 func TestSimTail(t *testing.T) {
 	dir := t.TempDir()
 	var out bytes.Buffer
-	r := newRoot()
+	r := NewCommand()
 	r.SetOut(&out)
 	r.SetErr(&out)
-	r.SetArgs([]string{"sim", "tail", "--format", "json", "--runs", "1", "--fanout", "10", "--duration", "4s",
+	r.SetArgs([]string{"tail", "--format", "json", "--runs", "1", "--fanout", "10", "--duration", "4s",
 		"--brownout", "2s", "--recovery", "2s", "--policies", "none,yaoki", "--out", dir})
 	if err := r.Execute(); err != nil {
 		t.Fatalf("yaoki sim tail: %v\n%s", err, out.String())
@@ -50,7 +54,12 @@ func TestSimTail(t *testing.T) {
 			t.Errorf("report: %v", err)
 		}
 	}
-	if code := run([]string{"sim", "tail", "--base", "1s", "--out", ""}); code != ExitUsage {
-		t.Errorf("yaoki sim tail --base 1s exited %d, want %d (bad usage)", code, ExitUsage)
+	bad := NewCommand()
+	bad.SetOut(io.Discard)
+	bad.SetErr(io.Discard)
+	bad.SetArgs([]string{"tail", "--base", "1s", "--out", ""})
+	var ee *cli.ExitError
+	if err := bad.Execute(); !errors.As(err, &ee) || ee.Code != cli.ExitUsage {
+		t.Errorf("yaoki sim tail --base 1s: %v, want exit %d (bad usage)", err, cli.ExitUsage)
 	}
 }

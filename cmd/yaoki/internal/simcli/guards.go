@@ -1,4 +1,4 @@
-package main
+package simcli
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/yaoki-go/yaoki/breaker"
 	"github.com/yaoki-go/yaoki/budget"
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/cli"
 	"github.com/yaoki-go/yaoki/sim"
 	"github.com/yaoki-go/yaoki/throttle"
 )
@@ -93,7 +94,7 @@ func simGuardsOf(budget, breaker, throttle string) (func(rnd func() float64) sim
 		}
 		i := slices.IndexFunc(c.from, func(g simGuard) bool { return g.name == c.name })
 		if i < 0 {
-			return nil, "", exit(ExitUsage, fmt.Sprintf("--%s %q: want one of %s", c.flag, c.name, strings.Join(guardNames(c.from), ", ")))
+			return nil, "", cli.Exit(cli.ExitUsage, fmt.Sprintf("--%s %q: want one of %s", c.flag, c.name, strings.Join(guardNames(c.from), ", ")))
 		}
 		chosen = append(chosen, c.from[i])
 	}

@@ -1,4 +1,4 @@
-package main
+package simcli
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/cli"
 	"github.com/yaoki-go/yaoki/sim"
 )
 
@@ -66,10 +67,10 @@ func (o *simOptions) pickTail(all []sim.TailPolicy) ([]sim.TailPolicy, error) {
 // runTail runs the tail sweep for the report.
 func (o *simOptions) runTail(p *tailParams, yours *yourPolicy, bar *simProgress) (*tailReport, error) {
 	if yours != nil {
-		return nil, exit(ExitUsage, "the policy flags (--base, --budget, --policy, ...) set a retry policy, which the tail scenario does not use: it compares hedging policies")
+		return nil, cli.Exit(cli.ExitUsage, "the policy flags (--base, --budget, --policy, ...) set a retry policy, which the tail scenario does not use: it compares hedging policies")
 	}
 	if p.fixed <= 0 {
-		return nil, exit(ExitUsage, fmt.Sprintf("--fixed %v: want a delay > 0", p.fixed))
+		return nil, cli.Exit(cli.ExitUsage, fmt.Sprintf("--fixed %v: want a delay > 0", p.fixed))
 	}
 	pols, err := o.pickTail(sim.TailPolicies(p.fixed))
 	if err != nil {

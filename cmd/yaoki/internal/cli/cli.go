@@ -1,0 +1,34 @@
+// Package cli holds what the yaoki command's subcommands share to end a
+// run: an error that carries the process's exit code through cobra, and
+// the code of a command line that cannot be used as given. Its functions
+// are safe for concurrent use.
+package cli
+
+import "fmt"
+
+// ExitUsage is the exit code for a command line that could not be used as
+// given (unknown flag, bad value, missing argument).
+const ExitUsage = 2
+
+// ExitError carries a process exit code and an optional message through
+// cobra's error return.
+type ExitError struct {
+	Code int
+	Msg  string // written on stderr after "yaoki: "; "" writes nothing
+}
+
+// Error returns the message.
+func (e *ExitError) Error() string { return e.Msg }
+
+// ExitCode returns the code the process exits with.
+func (e *ExitError) ExitCode() int { return e.Code }
+
+// Exit returns an error that makes the process exit with code, printing
+// msg (if not empty) on stderr.
+func Exit(code int, msg string) error { return &ExitError{Code: code, Msg: msg} }
+
+// Usagef returns an error that makes the process exit with ExitUsage,
+// printing the message formatted as fmt.Sprintf does.
+func Usagef(format string, args ...any) error {
+	return Exit(ExitUsage, fmt.Sprintf(format, args...))
+}
