@@ -374,3 +374,13 @@ func plural(n int) string {
 	}
 	return "s"
 }
+
+// ErrorType names a command's failure for the error.type attribute of
+// yaoki exec's metrics and logs: "exit_N", or "not_started" when the
+// command could not be started.
+func (e *exitStatus) ErrorType() string {
+	if e.noStart != nil {
+		return "not_started"
+	}
+	return "exit_" + strconv.Itoa(e.code)
+}
