@@ -79,6 +79,8 @@ type httpOptions struct {
 	resolved       map[string][]string // --resolve's: "host:port" (lower case) to the addresses to dial
 	hedge          hedgeFlags
 	cookie         cookieFlags
+	byteRange      string // -r: the byte range(s) to ask for
+	rangeSet       bool   // -r given (even "")
 }
 
 func newHTTPCmd() *cobra.Command {
@@ -89,8 +91,8 @@ func newHTTPCmd() *cobra.Command {
 		Long: `http sends one request through yaoki's retrying HTTP client (package
 httpretry) and writes the answer's body to stdout. It takes curl's flags with
 curl's meaning (-s, -S, -f, --fail-with-body, -L, -k, -u, -m, -w, -I, -i, -o,
--A, -e, -b, -c, -d, --data-binary, --data-raw, --data-urlencode, --json, -G,
--H, -X, -v, combined as -fsS or -sSL) and exits with curl's exit codes, so that it can
+-A, -e, -b, -c, -r, -d, --data-binary, --data-raw, --data-urlencode, --json,
+-G, -H, -X, -v, combined as -fsS or -sSL) and exits with curl's exit codes, so that it can
 stand in for curl --retry: --retry N is --max-attempts N+1, --retry-delay D
 makes every wait D, --retry-max-time S makes no retry after S,
 --retry-all-errors retries every error (with -f, every status from 400).
@@ -207,6 +209,7 @@ each attempt).
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "write each attempt's headers and each retry decision on stderr")
 	f.StringVar(&o.key, "idempotency-key", "", "auto (a new key for POST and PATCH), off, or the KEY to send on every attempt")
 	o.cookie.register(f)
+	f.StringVarP(&o.byteRange, "range", "r", "", "ask for byte RANGE only, as curl: START-END, START-, -SUFFIX, or several with ',' (Range: bytes=RANGE; with a body, Content-Range: bytes RANGE/SIZE)")
 	o.hedge.register(f)
 	o.obs.register(f)
 	return cmd
@@ -296,6 +299,11 @@ func (o *httpOptions) check(cmd *cobra.Command) error {
 		return usagef("-I cannot send a body: drop -I, or add -G to send the data in the query string")
 	}
 	o.noUserAgent = changed("user-agent") && o.userAgent == ""
+	if o.rangeSet = changed("range"); o.rangeSet {
+		if err := o.checkRange(cmd.ErrOrStderr()); err != nil {
+			return err
+		}
+	}
 	// As curl: ";auto" anywhere ends the Referer given and asks for the
 	// URL left on each redirect.
 	if ref, _, ok := strings.Cut(o.referer, ";auto"); ok {
@@ -508,7 +516,7 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 			verbose = stderr
 		}
 		given, jar := o.cookie.setup(cmd.InOrStdin(), verbose, time.Now())
-		client.Transport = &cookieTransport{base: t, jar: jar, given: given, host: u.Hostname(), userCookie: o.userCookieHeader(), t: tg}
+		client.Transport = &cookieTransport{base: t, jar: jar, given: given, host: u.Hostname(), userCookie: o.givenHeader("Cookie"), t: tg}
 		// After -w: curl writes the jar when the run ends.
 		defer func() {
 			o.cookie.save(jar, cmd.OutOrStdout(), func(format string, args ...any) { o.say(stderr, format, args...) }, time.Now())
@@ -670,6 +678,7 @@ func (o *httpOptions) setHeaders(req *http.Request, hasBody, isJSON bool) {
 	if o.referer != "" {
 		h.Set("Referer", o.referer)
 	}
+	o.setRange(req, hasBody)
 	if o.user != "" {
 		h.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(o.user)))
 	}
@@ -751,6 +760,7 @@ func (o *httpOptions) checkRedirect(req *http.Request, via []*http.Request) erro
 	} else {
 		req.Header.Del("Referer")
 	}
+	o.rangeOnRedirect(req)
 	if !sameOrigin(first.URL, req.URL) {
 		for _, h := range []string{"Authorization", "Cookie", "Cookie2", "Www-Authenticate"} {
 			req.Header.Del(h)

@@ -155,14 +155,3 @@ func (c *cookieTransport) CloseIdleConnections() {
 		ci.CloseIdleConnections()
 	}
 }
-
-// userCookieHeader reports whether -H names Cookie (to send, empty or
-// removed): curl then does not send -b's string.
-func (o *httpOptions) userCookieHeader() bool {
-	for _, h := range o.headers {
-		if name, _, _ := cutHeader(h); strings.EqualFold(name, "Cookie") {
-			return true
-		}
-	}
-	return false
-}
