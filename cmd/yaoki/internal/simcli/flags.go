@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/cli"
 	"github.com/yaoki-go/yaoki/internal/configerr"
@@ -100,10 +101,33 @@ func refuseZeros(fs *pflag.FlagSet) error {
 	fs.Visit(func(f *pflag.Flag) {
 		want, ok := simNoZero[f.Name]
 		if ok && bad == nil && slices.ContainsFunc(strings.Split(strings.Trim(f.Value.String(), "[]"), ","), isZero) {
-			bad = cli.Usagef("--%s 0: want %s (leave the flag out for its default, %s)", f.Name, want, tidyList(f.DefValue))
+			bad = cli.Usagef("--%s 0: want %s (leave the flag out for its default, %s)", f.Name, want, defaultOf(f))
 		}
 	})
 	return bad
+}
+
+// usageDefault finds the "(default 50ms)" that a flag's usage writes when
+// its value's zero stands for a default chosen later.
+var usageDefault = regexp.MustCompile(`\(default ([^)]*)\)`)
+
+// defaultOf is f's default as its help gives it: the one its usage names,
+// or its value's default written as typed.
+func defaultOf(f *pflag.Flag) string {
+	if m := usageDefault.FindStringSubmatch(f.Usage); m != nil {
+		return m[1]
+	}
+	return tidyList(f.DefValue)
+}
+
+// tidyDefaults makes the help of cmd and of its subcommands write each
+// list default as it is typed ("0,0.0001"), not as pflag prints it
+// ("[0.000000,0.000100]").
+func tidyDefaults(cmd *cobra.Command) {
+	cmd.Flags().VisitAll(func(f *pflag.Flag) { f.DefValue = tidyList(f.DefValue) })
+	for _, c := range cmd.Commands() {
+		tidyDefaults(c)
+	}
 }
 
 // tidyList writes a list default as pflag prints it, "[0.500000,1.000000]",

@@ -95,6 +95,7 @@ func NewCommand() *cobra.Command {
   yaoki sim ratelimit --load 0.9,1,1.1 --round-up`
 	o.register(cmd.PersistentFlags())
 	cmd.AddCommand(newSimHerdCmd(o), newSimOutageCmd(o), newSimCollapseCmd(o), newSimTailCmd(o), newSimRateLimitCmd(o), newSimAllCmd(o))
+	tidyDefaults(cmd)
 	return cmd
 }
 

@@ -1,0 +1,46 @@
+package simcli
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/cli"
+)
+
+// A 0 refused names the flag's real default: the one its help gives, not
+// the 0 that stands for it, and a list as it is typed.
+func TestZeroRefusalNamesTheDefault(t *testing.T) {
+	for args, want := range map[string]string{
+		"outage --base 0":   "--base 0: want > 0 (leave the flag out for its default, 50ms)",
+		"outage --cap 0":    "--cap 0: want > 0 (leave the flag out for its default, 20s)",
+		"collapse --peak 0": "--peak 0: want > 0 per second (leave the flag out for its default, 50,60,70,80,90,100)",
+	} {
+		cmd := NewCommand()
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		cmd.SetArgs(append(strings.Fields(args), "--out", ""))
+		var ee *cli.ExitError
+		if err := cmd.Execute(); !errors.As(err, &ee) || ee.Code != cli.ExitUsage || ee.Msg != want {
+			t.Errorf("yaoki sim %s: %v, want exit %d and %q", args, err, cli.ExitUsage, want)
+		}
+	}
+}
+
+// The help gives a list's default as it is typed: "0,0.0001", not pflag's
+// "[0.000000,0.000100]".
+func TestHelpListDefaultsAsTyped(t *testing.T) {
+	var out bytes.Buffer
+	cmd := NewCommand()
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs([]string{"outage", "--help"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if h := out.String(); !strings.Contains(h, "(default 0,0.0001,0.0002,0.0005,") || strings.Contains(h, "0.000000") {
+		t.Errorf("--p's default is not written as typed:\n%s", h)
+	}
+}
