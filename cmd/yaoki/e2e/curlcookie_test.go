@@ -4,20 +4,20 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 // cookieAnswer is what the cookie server answers on one path.
 type cookieAnswer struct {
 	status   int      // 200 when 0
 	cookies  []string // Set-Cookie headers, in order
-	location string   // a redirect's Location; PORT is the server's port
+	location string   // a redirect's Location; PORT is the server's port, TLSPORT its TLS one
 	busy     []string // a path ending with "/busy": the first answer's Set-Cookie headers
 }
 
@@ -35,25 +35,22 @@ func (s cookieSeen) String() string { return fmt.Sprintf("%s%s Cookie:%q", s.hos
 // whatever the Host (the tests reach it under several names with
 // --resolve).
 type cookieServer struct {
-	port   string
-	script map[string]cookieAnswer
-	mu     sync.Mutex
-	got    []cookieSeen
-	busy   map[string]bool
+	port    string
+	tlsPort string // the same server over TLS (a self-signed certificate)
+	script  map[string]cookieAnswer
+	mu      sync.Mutex
+	got     []cookieSeen
+	busy    map[string]bool
 }
 
 func startCookieServer(t *testing.T, script map[string]cookieAnswer) *cookieServer {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	s := &cookieServer{port: port, script: script, busy: map[string]bool{}}
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second}
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(ln) }()
-	t.Cleanup(func() { srv.Close(); <-done })
+	s := &cookieServer{script: script, busy: map[string]bool{}}
+	plain, secure := httptest.NewServer(s), httptest.NewTLSServer(s)
+	t.Cleanup(plain.Close)
+	t.Cleanup(secure.Close)
+	_, s.port, _ = net.SplitHostPort(plain.Listener.Addr().String())
+	_, s.tlsPort, _ = net.SplitHostPort(secure.Listener.Addr().String())
 	return s
 }
 
@@ -70,7 +67,7 @@ func (s *cookieServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Add("Set-Cookie", c)
 	}
 	if a.location != "" {
-		w.Header().Set("Location", strings.ReplaceAll(a.location, "PORT", s.port))
+		w.Header().Set("Location", strings.NewReplacer("TLSPORT", s.tlsPort, "PORT", s.port).Replace(a.location))
 	}
 	w.WriteHeader(max(a.status, 200))
 	fmt.Fprint(w, "ok\n")
@@ -89,7 +86,7 @@ func (s *cookieServer) take() []cookieSeen {
 func (s *cookieServer) resolveArgs() []string {
 	var out []string
 	for _, h := range []string{"a.example.com", "b.example.com", "a.other.org", "localhost"} {
-		out = append(out, "--resolve", h+":"+s.port+":127.0.0.1")
+		out = append(out, "--resolve", h+":"+s.port+":127.0.0.1", "--resolve", h+":"+s.tlsPort+":127.0.0.1")
 	}
 	return out
 }
@@ -178,6 +175,12 @@ func TestHTTPCookiesLikeCurl(t *testing.T) {
 	deleting := map[string]cookieAnswer{
 		"/del": {status: 302, location: "/after", cookies: []string{"host=; Max-Age=0", "dom=; Domain=example.com; Expires=Thu, 01 Jan 1970 00:00:00 GMT", "ho=new; Path=/"}},
 	}
+	// Secure cookies set over HTTPS, sent over HTTPS only.
+	secure := map[string]cookieAnswer{
+		"/s":  {status: 302, location: "https://b.example.com:TLSPORT/s2", cookies: []string{"sec=1; Secure; Domain=example.com", "plain=2; Domain=example.com", "__Secure-x=3; Secure", "__Host-y=4; Secure; Path=/", "__Host-z=5; Secure; Path=/; Domain=example.com", "__Secure-w=6"}},
+		"/s2": {status: 302, location: "http://b.example.com:PORT/p", cookies: []string{"other=7; Domain=example.com"}},
+		"/p":  {status: 302, location: "https://a.example.com:TLSPORT/end", cookies: []string{"sec=8; Domain=example.com"}},
+	}
 	local := map[string]cookieAnswer{
 		"/l": {status: 302, location: "/l2", cookies: []string{"s=1; Secure", "h=2"}},
 	}
@@ -209,12 +212,13 @@ func TestHTTPCookiesLikeCurl(t *testing.T) {
 		{"Set-Cookie deletes -b FILE's", deleting, "HOST/del", []string{"-L", "-b", file, "-c", "JAR"}, true, ""},
 		{"Secure from localhost", local, "http://localhost:PORT/l", []string{"-L", "-c", "JAR"}, true, ""},
 		{"from an IP", setting, "http://127.0.0.1:PORT/set/x", []string{"-L", "-b", "", "-c", "JAR"}, true, ""},
+		{"Secure over HTTPS", secure, "https://a.example.com:TLSPORT/s", []string{"-k", "-L", "-c", "JAR"}, true, ""},
 		{"-c -", local, "http://localhost:PORT/l", []string{"-L", "-c", "-", "-w", "[%{http_code}]"}, false, ""},
 		{"-c to a folder that does not exist", setting, "HOST/set/x", []string{"-L", "-c", filepath.Join(dir, "missing", "jar")}, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := startCookieServer(t, tc.script)
-			url := strings.ReplaceAll(strings.Replace(tc.url, "HOST", "http://a.example.com:PORT", 1), "PORT", s.port)
+			url := strings.NewReplacer("HOST", "http://a.example.com:"+s.port, "TLSPORT", s.tlsPort, "PORT", s.port).Replace(tc.url)
 			var got [2][]cookieSeen
 			var res [2]result
 			var jars [2]string
