@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -232,6 +233,55 @@ func FuzzParseSetCookie(f *testing.F) {
 		}
 		if c.secure && !secure {
 			t.Fatalf("Set-Cookie %q: a Secure cookie outside a secure context", v)
+		}
+	})
+}
+
+func TestCurlDate(t *testing.T) {
+	for s, want := range map[string]int64{
+		"Wed, 01 Jan 2031 00:00:00 GMT":     1924992000,
+		"Wednesday, 01-Jan-31 00:00:00 GMT": 1924992000,
+		"Wed Jan  1 00:00:00 2031":          1924992000,
+		"Wed, 01 Jan 2031 00:00:00 +0100":   1924988400,
+		"Wed, 01 Jan 2031 00:00:00 PST":     1925020800,
+		"20310101":                          1924992000,
+		"Jan 1 2031 10:20":                  1925029200,
+		"Wed, 30 Feb 2031 23:59:60 GMT":     1930262400,
+		"Wed, 01 Jan 69 00:00:00 GMT":       3124224000,
+		"2031-01-01 00:00:00":               -1, // not read
+		"Wed, 31 Feb 2031 25:00:00 GMT":     -1,
+		"Fri, 01 Jan 1582 00:00:00 GMT":     -1,
+		"Wed, 01 Jan 2031 00:00:00 XYZ":     -1,
+		"":                                  -1,
+	} {
+		got, ok := curlDate(s)
+		if !ok {
+			got = -1
+		}
+		if got != want {
+			t.Errorf("curlDate(%q) = %d, want %d", s, got, want)
+		}
+	}
+}
+
+// FuzzCurlDate: no date panics, and a date read is read again the same
+// when written in HTTP's form.
+func FuzzCurlDate(f *testing.F) {
+	for _, s := range []string{"Wed, 01 Jan 2031 00:00:00 GMT", "Jan 1 2031 10:20 +0130", "20310101", "1:2:3 4 Feb 99 Z", "Wed,"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := curlDate(s)
+		if !ok || got == math.MaxInt64 {
+			return
+		}
+		tm := time.Unix(got, 0).UTC()
+		if tm.Year() < 1600 || tm.Year() > 9000 {
+			return
+		}
+		back, ok := curlDate(tm.Format(http.TimeFormat))
+		if !ok || back != got {
+			t.Fatalf("curlDate(%q) = %d (%s), which reads back as %d, %v", s, got, tm, back, ok)
 		}
 	})
 }

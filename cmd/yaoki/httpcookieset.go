@@ -2,33 +2,22 @@ package main
 
 import (
 	"math"
-	"net/http"
 	"strings"
 	"time"
 )
 
-// cookieDateLayouts are the forms of an Expires date read: the three of
-// HTTP (http.ParseTime) and the Netscape one with dashes.
-var cookieDateLayouts = []string{"Mon, 02-Jan-2006 15:04:05 MST", "Mon, 02 Jan 2006 15:04:05 MST"}
-
-// cookieDate reads an Expires value as curl 7.88 keeps it: Unix seconds;
-// 1 for the epoch itself (expired), 0 (a session cookie) for a date
-// before it or one that cannot be read.
+// cookieDate reads an Expires value as curl 7.88 keeps it: Unix seconds
+// (curlDate); 1 for the epoch itself or the second before (expired), 0
+// (a session cookie) for an earlier date or one that cannot be read.
 func cookieDate(s string) int64 {
-	t, err := http.ParseTime(s)
-	for _, layout := range cookieDateLayouts {
-		if err == nil {
-			break
-		}
-		t, err = time.Parse(layout, s)
-	}
+	t, ok := curlDate(s)
 	switch {
-	case err != nil || t.Unix() < 0:
+	case !ok || t < -1:
 		return 0
-	case t.Unix() == 0:
+	case t <= 0:
 		return 1
 	}
-	return t.Unix()
+	return t
 }
 
 // badCookieOctet reports whether s holds a control character other than

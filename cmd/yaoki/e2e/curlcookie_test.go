@@ -181,6 +181,19 @@ func TestHTTPCookiesLikeCurl(t *testing.T) {
 		"/s2": {status: 302, location: "http://b.example.com:PORT/p", cookies: []string{"other=7; Domain=example.com"}},
 		"/p":  {status: 302, location: "https://a.example.com:TLSPORT/end", cookies: []string{"sec=8; Domain=example.com"}},
 	}
+	// Expires dates in the forms curl reads, and some it does not.
+	var expires []string
+	for i, d := range []string{
+		"Wed, 01 Jan 2031 00:00:00 GMT", "Wed, 01-Jan-2031 00:00:00 GMT", "Wednesday, 01-Jan-31 00:00:00 GMT", "Wed Jan  1 00:00:00 2031",
+		"Wed, 01 Jan 2031 00:00:00 +0100", "Wed, 01 Jan 2031 00:00:00 -0130", "01 Jan 2031 00:00:00 GMT", "2031-01-01 00:00:00",
+		"Wed, 1 Jan 2031 00:00 GMT", "wed, 01 jan 2031 00:00:00 utc", "Wed, 01 Jan 2031 00:00:00 PST", "Wed, 01 Jan 2031 00:00:00 CEST",
+		"Wed, 01 Jan 2031 00:00:00 A", "Wed, 01 Jan 2031 00:00:00 N", "Wed, 01 Jan 69 00:00:00 GMT", "Wed, 01 Jan 2031", "20310101",
+		"Wed, 31 Feb 2031 25:00:00 GMT", "Wed, 30 Feb 2031 23:59:60 GMT", "Jan 1 2031 10:20", "2031 Jan 1", "Thu, 01 Jan 1970 00:00:00 GMT",
+		"Wed, 31 Dec 1969 23:59:59 GMT", "Wed, 31 Dec 1969 23:59:58 GMT", "Fri, 01 Jan 1582 00:00:00 GMT", "Wed 01 Jan 2031 00:00:00 GMT extra",
+		"1 Jan 2031 12:00:00 JST NZDT", "Wed, 01 Jan 2031 00:00:00 XYZ", "Wed,01-Jan-2031 00:00:00 GMT", "31 Dec 9999 23:59:59",
+	} {
+		expires = append(expires, fmt.Sprintf("e%d=%d; Expires=%s", i, i, d))
+	}
 	local := map[string]cookieAnswer{
 		"/l": {status: 302, location: "/l2", cookies: []string{"s=1; Secure", "h=2"}},
 	}
@@ -213,6 +226,7 @@ func TestHTTPCookiesLikeCurl(t *testing.T) {
 		{"Secure from localhost", local, "http://localhost:PORT/l", []string{"-L", "-c", "JAR"}, true, ""},
 		{"from an IP", setting, "http://127.0.0.1:PORT/set/x", []string{"-L", "-b", "", "-c", "JAR"}, true, ""},
 		{"Secure over HTTPS", secure, "https://a.example.com:TLSPORT/s", []string{"-k", "-L", "-c", "JAR"}, true, ""},
+		{"Expires forms", map[string]cookieAnswer{"/e": {cookies: expires}}, "HOST/e", []string{"-c", "JAR"}, true, ""},
 		{"-c -", local, "http://localhost:PORT/l", []string{"-L", "-c", "-", "-w", "[%{http_code}]"}, false, ""},
 		{"-c to a folder that does not exist", setting, "HOST/set/x", []string{"-L", "-c", filepath.Join(dir, "missing", "jar")}, false, ""},
 	} {
