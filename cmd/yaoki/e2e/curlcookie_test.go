@@ -46,11 +46,14 @@ type cookieServer struct {
 func startCookieServer(t *testing.T, script map[string]cookieAnswer) *cookieServer {
 	t.Helper()
 	s := &cookieServer{script: script, busy: map[string]bool{}}
-	plain, secure := httptest.NewServer(s), httptest.NewTLSServer(s)
-	t.Cleanup(plain.Close)
-	t.Cleanup(secure.Close)
+	// The ports are known before the servers start serving.
+	plain, secure := httptest.NewUnstartedServer(s), httptest.NewUnstartedServer(s)
 	_, s.port, _ = net.SplitHostPort(plain.Listener.Addr().String())
 	_, s.tlsPort, _ = net.SplitHostPort(secure.Listener.Addr().String())
+	plain.Start()
+	secure.StartTLS()
+	t.Cleanup(plain.Close)
+	t.Cleanup(secure.Close)
 	return s
 }
 
