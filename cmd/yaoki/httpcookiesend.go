@@ -129,7 +129,7 @@ func (c *cookieTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	// curl sends -b's string to every host a redirect leads to; yaoki
 	// http to the host of the URL given only, as it does -H Cookie.
-	if c.given != "" && !capped && !c.userCookie && strings.EqualFold(host, c.host) {
+	if c.given != "" && !capped && !c.userCookie && strings.EqualFold(req.URL.Hostname(), c.host) {
 		pairs = append(pairs, c.given)
 	}
 	out := req

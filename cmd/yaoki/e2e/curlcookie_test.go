@@ -219,6 +219,8 @@ func TestHTTPCookiesLikeCurl(t *testing.T) {
 		{"-b FILE", tour, "HOST/set/x", []string{"-L", "-b", file}, false, ""},
 		{"-b FILE -c", tour, "HOST/set/x", []string{"-L", "-b", file, "-c", "JAR"}, true, ""},
 		{"-b FILE -j -c", tour, "HOST/set/x", []string{"-L", "-j", "-b", file, "-c", "JAR"}, true, ""},
+		{"-b FILE -H Host", nil, "HOST/set/x", []string{"-b", file, "-b", "s=1", "-H", "Host: b.example.com"}, false, ""},
+		{"Set-Cookie -H Host", setting, "HOST/set/x", []string{"-b", "", "-H", "Host: b.example.com", "-c", "JAR"}, true, ""},
 		{"-b FILE and string", tour, "HOST/set/x", []string{"-L", "-b", file, "-b", "s=1"}, false, "s=1"},
 		{"Set-Cookie with -b \"\"", setting, "HOST/set/x", []string{"-L", "-b", "", "-c", "JAR"}, true, ""},
 		{"Set-Cookie with -c only", setting, "HOST/set/x", []string{"-L", "-c", "JAR"}, true, ""},
