@@ -253,16 +253,6 @@ func (j *cookieJar) add(c cookie, secureContext bool, now time.Time) {
 	j.cookies = append(j.cookies, &c)
 }
 
-// overlays reports whether a new cookie at path p would cover one at
-// path old: old is p, or a path under it ("/login" and "/login/en", not
-// "/loginhelper").
-func overlays(old, p string) bool {
-	if !strings.HasPrefix(p, old) {
-		return false
-	}
-	return len(p) == len(old) || p[len(old)] == '/'
-}
-
 // removeExpired drops the cookies whose time has passed. j.mu is held.
 func (j *cookieJar) removeExpired(now time.Time) {
 	kept := j.cookies[:0]
@@ -317,7 +307,7 @@ func pathMatch(p, path string) bool {
 	if !strings.HasPrefix(path, "/") {
 		path = "/"
 	}
-	return overlays(p, path)
+	return strings.HasPrefix(path, p) && (len(path) == len(p) || path[len(p)] == '/')
 }
 
 // matching returns the cookies to send to host for path, in the order

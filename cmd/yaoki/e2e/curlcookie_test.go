@@ -353,3 +353,24 @@ func TestHTTPCookiesOnRetries(t *testing.T) {
 		t.Errorf("curl's retry sent %q, its -c file:\n%s\nwant busy=1 in both (as measured with curl 7.88)", c[1].cookie, jars[1])
 	}
 }
+
+// A -c file that cannot be written leaves the exit code as it is, as in
+// curl 7.88 (which says nothing); yaoki http says so on stderr, unless -s.
+// So does -v for a -b file that cannot be read.
+func TestHTTPCookieJarUnwritable(t *testing.T) {
+	s := startCookieServer(t, map[string]cookieAnswer{"/": {cookies: []string{"a=1"}}})
+	jar := filepath.Join(t.TempDir(), "missing", "jar")
+	url := "http://127.0.0.1:" + s.port + "/"
+	y, c := run(t, nil, "http", "-c", jar, url), runCurl(t, "-sS", "-c", jar, url)
+	if y.code != 0 || c.code != 0 || !strings.Contains(y.stderr, "-c "+jar+": the cookies were not saved") || c.stderr != "" {
+		t.Errorf("yaoki exit %d, stderr %q; curl exit %d, stderr %q; want 0 for both, a message from yaoki", y.code, y.stderr, c.code, c.stderr)
+	}
+	if r := run(t, nil, "http", "-s", "-c", jar, url); r.code != 0 || r.stderr != "" {
+		t.Errorf("-s: exit %d, stderr %q; want 0 and nothing", r.code, r.stderr)
+	}
+	// A -b file that cannot be read gives no cookies, as in curl; -v
+	// says why.
+	if r := run(t, nil, "http", "-v", "-b", jar, url); r.code != 0 || !strings.Contains(r.stderr, "* yaoki http: -b "+jar+": no cookies read") {
+		t.Errorf("-v -b missing: exit %d, stderr %q; want 0 and why no cookies were read", r.code, r.stderr)
+	}
+}
