@@ -14,6 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/flags"
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/telemetry"
 	"github.com/yaoki-go/yaoki/deadletter"
 	"github.com/yaoki-go/yaoki/deadletter/httpletter"
 	"github.com/yaoki-go/yaoki/retry"
@@ -33,7 +35,7 @@ func parseWhen(at, in string, now time.Time) (time.Time, error) {
 		}
 		return t.UTC(), nil
 	case in != "":
-		d, err := parseSeconds(in)
+		d, err := flags.ParseSeconds(in)
 		if err != nil {
 			return time.Time{}, fmt.Errorf("--in: %v", err)
 		}
@@ -146,13 +148,13 @@ type redriveOptions struct {
 	queue           string
 	once, verbose   bool
 	batch, redrives int
-	lease, interval seconds
-	obs             observeFlags // --metrics-addr, --log-format
+	lease, interval flags.Seconds
+	obs             telemetry.Flags // --metrics-addr, --log-format
 }
 
 func newDLRedriveCmd(f *dlFlags) *cobra.Command {
 	o := &redriveOptions{batch: deadletter.DefaultBatch, redrives: deadletter.DefaultMaxRedrives,
-		lease: seconds{deadletter.DefaultLease}, interval: seconds{deadletter.DefaultInterval}}
+		lease: flags.Seconds{D: deadletter.DefaultLease}, interval: flags.Seconds{D: deadletter.DefaultInterval}}
 	cmd := &cobra.Command{
 		Use:   "redrive --queue Q [--once] [--batch N] [--lease D] [--max-redrives N] [--interval D] [-v]",
 		Short: "Redrive a queue of HTTP letters (package deadletter/httpletter)",
@@ -190,7 +192,7 @@ A claim that ends with its lease, no outcome stored (the redriver was killed
 while it sent the request), counts as a failed redrive with an attempt when
 the letter is claimed again: a letter that kills its redriver is parked after
 --max-redrives of them, without being sent again.
-` + observeFlagsHelp + `
+` + telemetry.FlagsHelp + `
 For redrive, each letter handled is an event: logged at INFO when it was
 redriven, WARN when it was parked, DEBUG when it is due again, and counted in
 yaoki_deadletter_redrives_total (by queue, outcome and reason); the queue's
@@ -208,12 +210,12 @@ letters by state are the gauge yaoki_deadletter_letters.
 				return usagef("redrive needs --queue: the queue of HTTP letters to redrive (yaoki deadletter count shows the letters; list --json their queues)")
 			case o.batch < 1 || o.batch > listMax:
 				return usagef("--batch %d: want 1 to %d letters per pass", o.batch, listMax)
-			case o.lease.d <= 0:
-				return usagef("--lease %v: want a duration > 0, e.g. 1m (each request's time)", o.lease.d)
+			case o.lease.D <= 0:
+				return usagef("--lease %v: want a duration > 0, e.g. 1m (each request's time)", o.lease.D)
 			case o.redrives < 1 && o.redrives != retry.Unlimited:
 				return usagef("--max-redrives %d: want ≥ 1 (failed redrives that park a letter), or -1 never to park for failures", o.redrives)
-			case o.interval.d <= 0:
-				return usagef("--interval %v: want a duration > 0, e.g. 30s", o.interval.d)
+			case o.interval.D <= 0:
+				return usagef("--interval %v: want a duration > 0, e.g. 30s", o.interval.D)
 			}
 			return f.withStore(cmd, func(ctx context.Context, c *dlConn) error { return o.run(ctx, cmd, c) })
 		},
@@ -226,7 +228,7 @@ letters by state are the gauge yaoki_deadletter_letters.
 	fs.IntVar(&o.redrives, "max-redrives", o.redrives, "failed redrives that park a letter (-1: never)")
 	fs.Var(&o.interval, "interval", "wait between passes that found less than a full batch")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "print each letter's outcome on stderr")
-	o.obs.register(fs)
+	o.obs.Register(fs)
 	return cmd
 }
 
@@ -236,27 +238,27 @@ func (o *redriveOptions) run(ctx context.Context, cmd *cobra.Command, c *dlConn)
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	defer transport.CloseIdleConnections()
-	client := &http.Client{Transport: transport, Timeout: o.lease.d,
+	client := &http.Client{Transport: transport, Timeout: o.lease.D,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	h := httpletter.Handler(client, nil)
 	if o.verbose {
 		h = o.tell(ctx, stderr, h)
 	}
-	ob, err := o.obs.start(cmd, "yaoki deadletter redrive")
+	ob, err := o.obs.Start(cmd, "yaoki deadletter redrive")
 	if err != nil {
 		return err
 	}
-	defer ob.stop()
-	if ob.metrics != nil {
-		defer ob.metrics.TrackDeadLetters(o.queue, c.store)()
+	defer ob.Stop()
+	if ob.Metrics != nil {
+		defer ob.Metrics.TrackDeadLetters(o.queue, c.store)()
 	}
 	r, err := deadletter.NewRedriver(deadletter.Config{
-		Store: c.store, Queue: o.queue, Handler: h, Batch: o.batch, Lease: o.lease.d,
-		MaxRedrives: o.redrives, Interval: o.interval.d, Observer: ob.observer,
+		Store: c.store, Queue: o.queue, Handler: h, Batch: o.batch, Lease: o.lease.D,
+		MaxRedrives: o.redrives, Interval: o.interval.D, Observer: ob.Observer,
 		OnPass: func(rep deadletter.Report, err error) {
 			at := time.Now().UTC().Format(time.RFC3339)
 			if err != nil {
-				fmt.Fprintf(stderr, "yaoki deadletter redrive: %s pass failed after %s: %v (next pass in %v)\n", at, report(rep), err, o.interval.d)
+				fmt.Fprintf(stderr, "yaoki deadletter redrive: %s pass failed after %s: %v (next pass in %v)\n", at, report(rep), err, o.interval.D)
 				return
 			}
 			fmt.Fprintf(stderr, "yaoki deadletter redrive: %s pass: %s\n", at, report(rep))
@@ -287,7 +289,7 @@ func (o *redriveOptions) run(ctx context.Context, cmd *cobra.Command, c *dlConn)
 		most = "unlimited"
 	}
 	fmt.Fprintf(stderr, "yaoki deadletter redrive: queue %s: %d due, %d waiting, %d held, %d parked; a pass every %v (batch %d, lease %v, max redrives %s); SIGINT or SIGTERM stops\n",
-		oneLine(o.queue), n.Due, n.Waiting, n.Held, n.Parked, o.interval.d, o.batch, o.lease.d, most)
+		oneLine(o.queue), n.Due, n.Waiting, n.Held, n.Parked, o.interval.D, o.batch, o.lease.D, most)
 	_ = r.Run(ctx) // returns when ctx ends: a signal
 	fmt.Fprintln(stderr, "yaoki deadletter redrive: stopped")
 	return nil

@@ -16,6 +16,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/cli"
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/flags"
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/telemetry"
 	"github.com/yaoki-go/yaoki/event"
 	"github.com/yaoki-go/yaoki/retry"
 )
@@ -28,16 +31,16 @@ const (
 )
 
 type execOptions struct {
-	pf        policyFlags
-	obs       observeFlags
+	pf        flags.Policy
+	obs       telemetry.Flags
 	retryOn   string
 	noRetryOn string
 	quiet     bool
-	grace     seconds
+	grace     flags.Seconds
 }
 
 func newExecCmd() *cobra.Command {
-	o := &execOptions{grace: seconds{10 * time.Second}}
+	o := &execOptions{grace: flags.Seconds{D: 10 * time.Second}}
 	cmd := &cobra.Command{
 		Use:   "exec [flags] -- COMMAND [ARGS...]",
 		Short: "Run a command until it succeeds, with backoff between attempts",
@@ -66,7 +69,7 @@ or 127 if the command could not be run; 2 for bad usage.
 
 Standard input is handed to every attempt as it is: a command that reads it
 gets, on a retry, only what the earlier attempts left.
-` + execPolicyFlagsHelp + "\n" + observeFlagsHelp,
+` + flags.ExecPolicyHelp + "\n" + telemetry.FlagsHelp,
 		Example: `  # a flaky download: up to 5 attempts, waits of up to 1s, 2s, 4s, 8s (full jitter), 1 minute in all
   yaoki exec --max-attempts 5 --base 1s --max-time 1m -- curl -fsS -o page.html http://127.0.0.1:8080/
 
@@ -87,8 +90,8 @@ gets, on a retry, only what the earlier attempts left.
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
 	}
 	cmd.Flags().SetInterspersed(false) // flags after COMMAND are the command's
-	o.pf.registerExec(cmd.Flags())
-	o.obs.register(cmd.Flags())
+	o.pf.RegisterExec(cmd.Flags())
+	o.obs.Register(cmd.Flags())
 	cmd.Flags().StringVar(&o.retryOn, "retry-on", "", "exit codes to retry, e.g. 1,75,100-110 (default: every non-zero code but 126, 127 and signals the user sent)")
 	cmd.Flags().StringVar(&o.noRetryOn, "no-retry-on", "", "exit codes never to retry, e.g. 2,64-78")
 	cmd.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "report only when giving up")
@@ -122,7 +125,7 @@ func (e *exitStatus) ErrorName() string { return "Exit." + strconv.Itoa(e.code) 
 var userSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
 
 func (o *execOptions) run(cmd *cobra.Command, args []string) error {
-	cp, err := o.pf.build(cmd)
+	cp, err := o.pf.Build(cmd)
 	if err != nil {
 		return err
 	}
@@ -130,7 +133,7 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	grace := o.grace.d
+	grace := o.grace.D
 	if grace == 0 {
 		grace = 1 // exec.Cmd reads 0 as "wait for ever": --grace 0 is SIGKILL at once
 	}
@@ -140,10 +143,10 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 			fmt.Fprintf(stderr, "yaoki exec: "+format+"\n", a...)
 		}
 	}
-	for _, w := range cp.unmatchable("exec") {
+	for _, w := range cp.Unmatchable("exec") {
 		fmt.Fprintf(stderr, "yaoki exec: %s\n", w)
 	}
-	if cp.attempts() == 0 && cp.retry.MaxElapsed == 0 {
+	if cp.Attempts() == 0 && cp.Retry.MaxElapsed == 0 {
 		say("warning: unlimited attempts and no --max-time: this runs until the command succeeds or you stop it")
 	}
 
@@ -182,14 +185,14 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 		}
 	}()
 
-	ob, err := o.obs.start(cmd, "yaoki exec")
+	ob, err := o.obs.Start(cmd, "yaoki exec")
 	if err != nil {
 		return err
 	}
-	defer ob.stop()
-	p := cp.retry
+	defer ob.Stop()
+	p := cp.Retry
 	p.Env = p.Env.Clone()
-	p.Env.Observer = event.Multi(p.Env.Observer, ob.observer)
+	p.Env.Observer = event.Multi(p.Env.Observer, ob.Observer)
 	docClassify := p.Classify
 	p.Classify = func(err error) retry.Class {
 		var es *exitStatus
@@ -203,10 +206,10 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 	}
 	p.OnRetry = func(w retry.Wait) {
 		of := ""
-		if n := cp.attempts(); n > 0 {
+		if n := cp.Attempts(); n > 0 {
 			of = fmt.Sprintf(" of %d", n)
 		}
-		say("attempt %d%s failed (%v); retrying in %s (%s)", w.Attempt, of, w.Err, secondsText(w.Delay), w.Source)
+		say("attempt %d%s failed (%v); retrying in %s (%s)", w.Attempt, of, w.Err, flags.SecondsText(w.Delay), w.Source)
 	}
 	start := time.Now()
 	err = retry.Do(ctx, p, func(actx context.Context) error {
@@ -272,7 +275,7 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 	})
 	if err == nil {
 		if attempts > 1 {
-			say("succeeded on attempt %d after %s", attempts, secondsText(time.Since(start)))
+			say("succeeded on attempt %d after %s", attempts, flags.SecondsText(time.Since(start)))
 		}
 		return nil
 	}
@@ -286,10 +289,10 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 		reason = re.Reason.String()
 		switch re.Reason {
 		case retry.ReasonDeadline:
-			reason = fmt.Sprintf("deadline: the next wait (%s) would end after --max-time", secondsText(re.Wait))
+			reason = fmt.Sprintf("deadline: the next wait (%s) would end after --max-time", flags.SecondsText(re.Wait))
 			if timedOut.Load() {
 				reason = fmt.Sprintf("--max-time %s passed during attempt %d, which was stopped (SIGTERM, then SIGKILL after --grace %s)",
-					secondsText(cp.retry.MaxElapsed), attempts, secondsText(o.grace.d))
+					flags.SecondsText(cp.Retry.MaxElapsed), attempts, flags.SecondsText(o.grace.D))
 			}
 		case retry.ReasonPermanent:
 			reason = "not retried"
@@ -305,7 +308,7 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 		fmt.Fprintf(stderr, "yaoki exec: cannot run %s: %v\n", args[0], es.noStart)
 	} else {
 		fmt.Fprintf(stderr, "yaoki exec: gave up after %d attempt%s in %s: %s; exit code %d\n",
-			attempts, plural(attempts), secondsText(time.Since(start)), reason, code)
+			attempts, cli.Plural(attempts), flags.SecondsText(time.Since(start)), reason, code)
 	}
 	if code < 0 {
 		code = 1
@@ -366,13 +369,6 @@ func parseCodes(s string) (map[int]bool, error) {
 		}
 	}
 	return out, nil
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }
 
 // ErrorType names a command's failure for the error.type attribute of

@@ -16,6 +16,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/cli"
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/flags"
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/telemetry"
 	"github.com/yaoki-go/yaoki/header"
 )
 
@@ -26,13 +29,13 @@ type flakyOptions struct {
 	rate5xx       float64
 	rateReset     float64
 	rateSlow      float64
-	slow          seconds
+	slow          flags.Seconds
 	status5xx     int
 	retryAfter    string
 	seed          uint64
 	attemptHeader string
 	maxRequests   int
-	obs           observeFlags
+	obs           telemetry.Flags
 }
 
 func newFlakyCmd() *cobra.Command {
@@ -65,7 +68,7 @@ draws its fate from a seeded generator (--seed), so a run is repeatable.
 It stops on SIGINT or SIGTERM (at once: a slow answer under way is not sent,
 its connection is closed), or after --max-requests requests, and prints a
 summary of the answers on stderr.
-` + observeFlagsHelp + "\n" + flakyMetricsHelp,
+` + telemetry.FlagsHelp + "\n" + flakyMetricsHelp,
 		Example: `  # 503, then 429 with Retry-After: 1, then 200 for ever after
   yaoki flaky --addr 127.0.0.1:8080 --script 503,429:retry-after=1,200
 
@@ -90,7 +93,7 @@ summary of the answers on stderr.
 	f.Uint64Var(&o.seed, "seed", 1, "seed of the rate mode's random draws")
 	f.StringVar(&o.attemptHeader, "attempt-header", header.AttemptCount, "request header that carries the client's attempt number, logged with each request")
 	f.IntVar(&o.maxRequests, "max-requests", 0, "stop after this many requests (0: never)")
-	o.obs.register(f)
+	o.obs.Register(f)
 	return cmd
 }
 
@@ -100,7 +103,7 @@ type flaky struct {
 	script []step
 	rates  *rates
 	log    io.Writer
-	ob     *observing // --metrics-addr, --log-format
+	ob     *telemetry.Running // --metrics-addr, --log-format
 
 	mu       sync.Mutex
 	requests int
@@ -130,7 +133,7 @@ func (o *flakyOptions) run(cmd *cobra.Command) error {
 			return usagef("%s %v: want a share from 0 to 1, such as 0.3", r.name, r.v)
 		}
 	}
-	if cmd.Flags().Changed("slow") && o.slow.d == 0 {
+	if cmd.Flags().Changed("slow") && o.slow.D == 0 {
 		return usagef("--slow 0: want a delay > 0 such as 2s (the share of slow answers is --rate-slow)")
 	}
 	rated := o.rate429 > 0 || o.rate5xx > 0 || o.rateReset > 0 || o.rateSlow > 0
@@ -158,11 +161,11 @@ func (o *flakyOptions) run(cmd *cobra.Command) error {
 	if err := checkLoopback(o.addr); err != nil {
 		return err
 	}
-	ob, err := o.obs.start(cmd, "flaky")
+	ob, err := o.obs.Start(cmd, "flaky")
 	if err != nil {
 		return err
 	}
-	defer ob.stop()
+	defer ob.Stop()
 	fl.ob = ob
 	// The signals are ours before the address is printed: one sent as soon
 	// as it is must end the server the clean way, not by Go's default.
@@ -181,7 +184,7 @@ func (o *flakyOptions) run(cmd *cobra.Command) error {
 	} else if o.script == "" {
 		mode = "always 200 (no --script or --rate-* given)"
 	}
-	fl.ob.say(fl.log, "listening", "flaky: listening on %s (%s)\n", url, mode)
+	say(fl.ob, fl.log, "listening", "flaky: listening on %s (%s)\n", url, mode)
 
 	srv := &http.Server{Handler: fl, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
@@ -209,7 +212,7 @@ func (o *flakyOptions) makeRates() (*rates, error) {
 		return nil, usagef("--status-5xx %d: want a status from 500 to 599", o.status5xx)
 	}
 	r := &rates{reset: o.rateReset, tooMany: o.rate429, server: o.rate5xx, slow: o.rateSlow, status5xx: o.status5xx,
-		retryAfter: -1, slowFor: o.slow.d, rng: rand.New(rand.NewPCG(o.seed, o.seed^0x9e3779b97f4a7c15))}
+		retryAfter: -1, slowFor: o.slow.D, rng: rand.New(rand.NewPCG(o.seed, o.seed^0x9e3779b97f4a7c15))}
 	if r.slowFor == 0 {
 		r.slowFor = 2 * time.Second
 	}
@@ -282,7 +285,7 @@ func (fl *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fl.mu.Unlock()
 
 	elapsed := time.Since(fl.start)
-	if !fl.ob.flaky(r, flakyAnswer{n: n, op: op, pos: pos, elapsed: elapsed, attemptHdr: attemptHdr, key: key, answer: answer, st: st, replayed: replayed}) {
+	if !reportAnswer(fl.ob, r, flakyAnswer{n: n, op: op, pos: pos, elapsed: elapsed, attemptHdr: attemptHdr, key: key, answer: answer, st: st, replayed: replayed}) {
 		fmt.Fprintf(fl.log, "flaky: req=%d ms=%d method=%s path=%s attempt=%s key=%s op=%d step=%d answer=%s\n",
 			n, elapsed.Milliseconds(), r.Method, r.URL.Path, orDash(attemptHdr), orDash(key), op, pos, answer)
 	}
@@ -367,7 +370,7 @@ func (fl *flaky) summary() {
 	for i, k := range keys {
 		parts[i] = fmt.Sprintf("%d×%s", fl.answers[k], k)
 	}
-	fl.ob.say(fl.log, "summary", "flaky: %d request%s, %d keyed operation%s: %s\n", fl.requests, plural(fl.requests), fl.ops, plural(fl.ops), strings.Join(parts, ", "))
+	say(fl.ob, fl.log, "summary", "flaky: %d request%s, %d keyed operation%s: %s\n", fl.requests, cli.Plural(fl.requests), fl.ops, cli.Plural(fl.ops), strings.Join(parts, ", "))
 }
 
 func orDash(s string) string {

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/telemetry"
 	"github.com/yaoki-go/yaoki/event"
 )
 
@@ -24,18 +25,18 @@ type flakyAnswer struct {
 	replayed   bool
 }
 
-// flaky reports an answer of yaoki flaky: to the observer, as the attempt
+// reportAnswer reports an answer of yaoki flaky: to the observer, as the attempt
 // it ends for the client (event.AttemptEnd with Component "flaky", Attempt
 // from the client's attempt header, the status and the outcome the client
 // will see; a reset is an attempt that failed with ECONNRESET) and, for a
 // replay, an event.Replay; and to the logger, as a structured record. It
 // reports whether it logged the answer, so that flaky writes its plain log
 // line otherwise.
-func (o *observing) flaky(r *http.Request, a flakyAnswer) (logged bool) {
+func reportAnswer(o *telemetry.Running, r *http.Request, a flakyAnswer) (logged bool) {
 	if o == nil {
 		return false
 	}
-	if obs := o.observer; obs != nil {
+	if obs := o.Observer; obs != nil {
 		e := event.Event{Kind: event.AttemptEnd, Time: time.Now(), Component: "flaky", Method: r.Method, Host: r.Host,
 			Status: a.st.status, Outcome: answerOutcome(a.st), Duration: a.st.slow}
 		e.Attempt, _ = strconv.Atoi(a.attemptHdr)
@@ -48,7 +49,7 @@ func (o *observing) flaky(r *http.Request, a flakyAnswer) (logged bool) {
 				Method: r.Method, Host: r.Host, Status: a.st.status, Key: a.key})
 		}
 	}
-	if o.logger == nil {
+	if o.Logger == nil {
 		return false
 	}
 	attrs := []slog.Attr{
@@ -65,7 +66,7 @@ func (o *observing) flaky(r *http.Request, a flakyAnswer) (logged bool) {
 	if a.st.status != 0 {
 		attrs = append(attrs, slog.Int(event.AttrStatusCode, a.st.status))
 	}
-	o.logger.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+	o.Logger.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
 	return true
 }
 
@@ -88,10 +89,19 @@ func answerOutcome(st step) event.Outcome {
 
 // say writes a line of flaky's own (listening, summary) as a log record
 // with --log-format, or as the plain line format makes.
-func (o *observing) say(w io.Writer, msg string, format string, args ...any) {
-	if o == nil || o.logger == nil {
+func say(o *telemetry.Running, w io.Writer, msg string, format string, args ...any) {
+	if o == nil || o.Logger == nil {
 		fmt.Fprintf(w, format, args...)
 		return
 	}
-	o.logger.Info(msg, slog.String("text", strings.TrimSuffix(fmt.Sprintf(format, args...), "\n")))
+	o.Logger.Info(msg, slog.String("text", strings.TrimSuffix(fmt.Sprintf(format, args...), "\n")))
 }
+
+// flakyMetricsHelp says what flaky's metrics and logs hold.
+const flakyMetricsHelp = `
+For flaky, each answer counts as an attempt of its client
+(yaoki_attempts_total with retry_component="flaky", by status and by the
+outcome a client following yaoki's rules sees; a reset is a failure with
+error_type="connection_reset"), and each replay of a keyed operation as an
+idempotency replay. With --log-format, its request lines (and its listening
+and summary lines) are log records too: msg "request", "listening", "summary".`

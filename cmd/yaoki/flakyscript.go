@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/flags"
 )
 
 // step is one answer of the flaky server: a status (or a reset), with a
@@ -95,7 +97,7 @@ func parseStep(s string) (step, error) {
 			}
 			st.retryAfter, st.dateAfter = n, date
 		case "slow":
-			d, err := parseSeconds(val)
+			d, err := flags.ParseSeconds(val)
 			if err != nil {
 				return st, fmt.Errorf("slow=%s: %v", val, err)
 			}

@@ -5,9 +5,10 @@
 // in PostgreSQL (deadletter), and applies them to every call through a
 // reverse proxy, for services in any language (proxy).
 //
-// The engines of proxy and sim are packages of their own under internal/;
-// the other subcommands live in files of package main, which wires them
-// together.
+// http, proxy and sim are packages of their own under internal/ (curl,
+// proxy, simcli), with the flags and telemetry the commands share; exec,
+// flaky, plan and deadletter live in files of package main, which wires
+// them together.
 package main
 
 import (
@@ -16,6 +17,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/cli"
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/curl"
 	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/simcli"
 )
 
@@ -49,7 +52,7 @@ func newRoot() *cobra.Command {
 		Short:         "Retry policies you can see, simulate and use from the command line",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       buildVersion(),
+		Version:       cli.Version(),
 	}
 	root.SetVersionTemplate(versionText())
 	// A flag value that does not parse (--max-attempts x) is bad usage:
@@ -57,7 +60,7 @@ func newRoot() *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return exit(ExitUsage, fmt.Sprintf("%v\nsee '%s --help' for the flags and the values they accept", err, c.CommandPath()))
 	})
-	root.AddCommand(simcli.NewCommand(), newPlanCmd(), newExecCmd(), newFlakyCmd(), newHTTPCmd(),
+	root.AddCommand(simcli.NewCommand(), newPlanCmd(), newExecCmd(), newFlakyCmd(), curl.NewCommand(),
 		newProxyCmd(), newDeadLetterCmd(), newVersionCmd())
 	return root
 }

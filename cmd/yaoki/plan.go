@@ -12,11 +12,12 @@ import (
 
 	"github.com/yaoki-go/yaoki/backoff"
 	"github.com/yaoki-go/yaoki/budget"
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/flags"
 	"github.com/yaoki-go/yaoki/retry"
 )
 
 type planOptions struct {
-	pf     policyFlags
+	pf     flags.Policy
 	layers int
 	price  float64
 	rows   int
@@ -35,7 +36,7 @@ attempt, and warnings: no cap on the waits, no jitter, unbounded attempts, a
 worst case longer than the deadline, the amplification of the same policy
 stacked over --layers layers, and the cost of the extra calls at
 --price-per-million. It sends nothing anywhere.
-` + policyFlagsHelp,
+` + flags.PolicyHelp,
 		Example: `  # the defaults: 3 attempts, ×2 from 50ms, full jitter, 20s cap
   yaoki plan
 
@@ -58,7 +59,7 @@ stacked over --layers layers, and the cost of the extra calls at
 			if o.rows < 1 {
 				return usagef("--rows %d: want ≥ 1", o.rows)
 			}
-			cp, err := o.pf.build(cmd)
+			cp, err := o.pf.Build(cmd)
 			if err != nil {
 				return err
 			}
@@ -72,7 +73,7 @@ stacked over --layers layers, and the cost of the extra calls at
 			return nil
 		},
 	}
-	o.pf.register(cmd.Flags())
+	o.pf.Register(cmd.Flags())
 	cmd.Flags().IntVar(&o.layers, "layers", 1, "services one above the other that each retry with this policy")
 	cmd.Flags().Float64Var(&o.price, "price-per-million", 0, "price of a million calls, to show what retries cost")
 	cmd.Flags().IntVar(&o.rows, "rows", 20, "most rows printed per schedule")
@@ -143,11 +144,11 @@ type schedule struct {
 
 const noCapDuration = time.Duration(math.MaxInt64)
 
-func makePlan(cp *cliPolicy, o *planOptions) *plan {
-	p := cp.retry
-	pl := &plan{Source: cp.source, Attempts: cp.attempts(), AttemptTimeout: p.AttemptTimeout.Seconds(),
+func makePlan(cp *flags.Resolved, o *planOptions) *plan {
+	p := cp.Retry
+	pl := &plan{Source: cp.Source, Attempts: cp.Attempts(), AttemptTimeout: p.AttemptTimeout.Seconds(),
 		Deadline: p.MaxElapsed.Seconds(), Layers: o.layers, Price: o.price}
-	pl.Mode, pl.ModeSource = cp.mode, cp.modeFrom
+	pl.Mode, pl.ModeSource = cp.Mode, cp.ModeFrom
 	pl.MaxRetryAfter = retry.DefaultMaxRetryAfter.Seconds()
 	switch {
 	case p.MaxRetryAfter == 1: // --max-retry-after 0: no hint honoured
@@ -155,8 +156,8 @@ func makePlan(cp *cliPolicy, o *planOptions) *plan {
 	case p.MaxRetryAfter > 0:
 		pl.MaxRetryAfter = p.MaxRetryAfter.Seconds()
 	}
-	if cp.doc != nil {
-		for _, c := range cp.doc.Catch {
+	if cp.Doc != nil {
+		for _, c := range cp.Doc.Catch {
 			k := catch{ErrorEquals: c.ErrorEquals, Next: c.Next}
 			if !c.DiscardResult {
 				rp := c.ResultPath
@@ -168,7 +169,7 @@ func makePlan(cp *cliPolicy, o *planOptions) *plan {
 			pl.Catch = append(pl.Catch, k)
 		}
 	}
-	if cp.doc == nil {
+	if cp.Doc == nil {
 		retries := pl.Attempts - 1
 		if pl.Attempts == 0 {
 			retries = -1
@@ -184,16 +185,16 @@ func makePlan(cp *cliPolicy, o *planOptions) *plan {
 				th.Base, fmtSec(pl.worst([]schedule{{s: th, retries: retries}}))))
 		}
 	} else {
-		for i, r := range cp.doc.Retry {
+		for i, r := range cp.Doc.Retry {
 			s := schedule{s: r.Schedule(), retries: r.MaxAttempts, noCap: r.MaxDelay == 0 && r.Interval > 0}
 			pl.addTrack(fmt.Sprintf("Retry[%d] %s", i, strings.Join(r.ErrorEquals, ", ")), s, o.rows)
 		}
 	}
-	if cp.mode == "standard" || cp.mode == "adaptive" {
+	if cp.Mode == "standard" || cp.Mode == "adaptive" {
 		pl.Notes = append(pl.Notes, fmt.Sprintf("the %s mode's retry quota (the AWS SDKs' 2026 behaviour: 500 tokens, a retry takes %d, %d after 429 or 503, a successful retry gives %d back) allows %d retries, %d after throttling, while nothing succeeds",
-			cp.mode, budget.DefaultRetryCost, budget.DefaultThrottleCost, budget.DefaultRetryCost, budget.DefaultCapacity/budget.DefaultRetryCost, budget.DefaultCapacity/budget.DefaultThrottleCost))
+			cp.Mode, budget.DefaultRetryCost, budget.DefaultThrottleCost, budget.DefaultRetryCost, budget.DefaultCapacity/budget.DefaultRetryCost, budget.DefaultCapacity/budget.DefaultThrottleCost))
 	}
-	if cp.mode == "adaptive" {
+	if cp.Mode == "adaptive" {
 		pl.Notes = append(pl.Notes, "adaptive mode: after a throttling answer, attempts also wait for the client-side rate limiter (CUBIC), which this plan does not show")
 	}
 	pl.WorstCase = pl.worst(pl.sched)
@@ -447,7 +448,7 @@ func (pl *plan) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "policy: %s · attempts: %s (counting the first) · per-attempt timeout: %s · deadline: %s · longest Retry-After honoured: %s\n",
 		pl.Source, attempts, fmtSecOr(pl.AttemptTimeout, "none"), fmtSecOr(pl.Deadline, "none"), hints)
-	fmt.Fprintf(w, "retry mode: %s\n", (&cliPolicy{mode: pl.Mode, modeFrom: pl.ModeSource}).modeText())
+	fmt.Fprintf(w, "retry mode: %s\n", (&flags.Resolved{Mode: pl.Mode, ModeFrom: pl.ModeSource}).ModeText())
 	for _, t := range pl.Tracks {
 		fmt.Fprintf(w, "\n%s: ", t.Label)
 		switch {

@@ -14,7 +14,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/cli"
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/flags"
 	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/proxy"
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/telemetry"
 	"github.com/yaoki-go/yaoki/httpretry"
 )
 
@@ -23,16 +26,16 @@ type proxyOptions struct {
 	upstream string
 	config   string
 	redisURL string
-	grace    seconds
+	grace    flags.Seconds
 	key      string
 	maxBody  string
-	pf       policyFlags
-	hedge    hedgeFlags
-	obs      observeFlags
+	pf       flags.Policy
+	hedge    flags.Hedge
+	obs      telemetry.Flags
 }
 
 func newProxyCmd() *cobra.Command {
-	o := &proxyOptions{grace: seconds{30 * time.Second}}
+	o := &proxyOptions{grace: flags.Seconds{D: 30 * time.Second}}
 	cmd := &cobra.Command{
 		Use:   "proxy (--upstream URL | --config FILE) [flags]",
 		Short: "A reverse proxy that applies yaoki's retry policy to every call through it",
@@ -73,7 +76,7 @@ the same Redis. --admin-addr serves /metrics (Prometheus), /healthz and
 /readyz. SIGTERM (or SIGINT) stops accepting and lets the calls in flight,
 and their retries, finish within --grace; SIGHUP reloads --config, keeping
 the loaded routes if the new file is invalid.
-` + policyFlagsHelp,
+` + flags.PolicyHelp,
 		Example: `  # one upstream, the default policy, metrics on 127.0.0.1:9464
   yaoki proxy --listen 127.0.0.1:8080 --upstream https://api.partner.example --admin-addr 127.0.0.1:9464
 
@@ -90,10 +93,10 @@ the loaded routes if the new file is invalid.
 	f.Var(&o.grace, "grace", "on SIGTERM, how long the calls in flight may take to finish")
 	f.StringVar(&o.key, "idempotency-key", "", "with --upstream: auto adds an Idempotency-Key to each POST and PATCH that has none (default off)")
 	f.StringVar(&o.maxBody, "max-buffered-body", "", "with --upstream: largest request body kept for retries, e.g. 64KiB (default 1MiB; -1: never)")
-	f.StringVar(&o.obs.metricsAddr, "admin-addr", "", "serve /metrics, /healthz and /readyz on this address (port 0: any free port)")
-	f.StringVar(&o.obs.logFormat, "log-format", "", "log retries, give-ups and breaker changes on stderr as structured records: text or json")
-	o.pf.register(f)
-	o.hedge.register(f)
+	f.StringVar(&o.obs.MetricsAddr, "admin-addr", "", "serve /metrics, /healthz and /readyz on this address (port 0: any free port)")
+	f.StringVar(&o.obs.LogFormat, "log-format", "", "log retries, give-ups and breaker changes on stderr as structured records: text or json")
+	o.pf.Register(f)
+	o.hedge.Register(f)
 	return cmd
 }
 
@@ -122,20 +125,20 @@ func (o *proxyOptions) routes(cmd *cobra.Command) (*proxy.Config, error) {
 	if err != nil {
 		return nil, usagef("--upstream %v", err)
 	}
-	cp, err := o.pf.build(cmd)
+	cp, err := o.pf.Build(cmd)
 	if err != nil {
 		return nil, err
 	}
-	hc, err := o.hedge.fixed(cmd)
+	hc, err := o.hedge.Fixed(cmd)
 	if err != nil {
 		return nil, err
 	}
-	rc := &proxy.Route{Name: "--upstream", At: "--upstream", Upstream: u, Policy: cp.retry, Doc: cp.doc, PolicySource: cp.source, Hedge: hc}
+	rc := &proxy.Route{Name: "--upstream", At: "--upstream", Upstream: u, Policy: cp.Retry, Doc: cp.Doc, PolicySource: cp.Source, Hedge: hc}
 	switch o.key {
 	case "auto":
 		rc.KeyMode = httpretry.KeyAuto
 	case "", "off":
-		if o.key == "" && cp.doc != nil && cp.doc.IdempotencyKey == "auto" {
+		if o.key == "" && cp.Doc != nil && cp.Doc.IdempotencyKey == "auto" {
 			rc.KeyMode = httpretry.KeyAuto
 		}
 	default:
@@ -165,14 +168,14 @@ func (o *proxyOptions) run(cmd *cobra.Command) error {
 		}
 		defer s.Fleet.Close()
 	}
-	obs, err := o.obs.startWith(cmd, "yaoki proxy", s.MountAdmin)
+	obs, err := o.obs.StartWith(cmd, "yaoki proxy", s.MountAdmin)
 	if err != nil {
 		return err
 	}
-	defer obs.stop()
-	s.Observer = obs.observer
-	if obs.metrics != nil {
-		s.Metrics = obs.metrics
+	defer obs.Stop()
+	s.Observer = obs.Observer
+	if obs.Metrics != nil {
+		s.Metrics = obs.Metrics
 	}
 	if err := s.Load(cfg); err != nil {
 		return exit(1, fmt.Sprintf("proxy: %v", err))
@@ -196,9 +199,9 @@ func (o *proxyOptions) run(cmd *cobra.Command) error {
 	go func() { served <- srv.Serve(ln) }()
 	s.MarkReady()
 	fmt.Fprintf(cmd.OutOrStdout(), "http://%s/\n", ln.Addr())
-	fmt.Fprintf(stderr, "yaoki proxy: listening on http://%s/, %d route%s from %s\n", ln.Addr(), len(cfg.Routes), plural(len(cfg.Routes)), cfg.Source)
-	if obs.url != "" {
-		fmt.Fprintf(stderr, "yaoki proxy: admin on http://%s (/metrics, /healthz, /readyz)\n", strings.TrimSuffix(strings.TrimPrefix(obs.url, "http://"), "/metrics"))
+	fmt.Fprintf(stderr, "yaoki proxy: listening on http://%s/, %d route%s from %s\n", ln.Addr(), len(cfg.Routes), cli.Plural(len(cfg.Routes)), cfg.Source)
+	if obs.URL != "" {
+		fmt.Fprintf(stderr, "yaoki proxy: admin on http://%s (/metrics, /healthz, /readyz)\n", strings.TrimSuffix(strings.TrimPrefix(obs.URL, "http://"), "/metrics"))
 	}
 
 	ctx := cmd.Context()
@@ -210,10 +213,10 @@ func (o *proxyOptions) run(cmd *cobra.Command) error {
 		case err := <-served:
 			return exit(1, fmt.Sprintf("proxy: serving stopped: %v", err))
 		case <-ctx.Done():
-			return shutdown(s, srv, o.grace.d)
+			return shutdown(s, srv, o.grace.D)
 		case sig := <-sigs:
 			if sig != syscall.SIGHUP {
-				return shutdown(s, srv, o.grace.d)
+				return shutdown(s, srv, o.grace.D)
 			}
 			if o.config == "" {
 				fmt.Fprintln(stderr, "yaoki proxy: SIGHUP: nothing to reload (no --config)")

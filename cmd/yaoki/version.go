@@ -6,18 +6,9 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
-)
 
-// buildVersion returns the module version the binary was built from
-// ("(devel)" for a build inside the repository), as the Go toolchain
-// stamped it.
-func buildVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok || bi.Main.Version == "" {
-		return "(devel)"
-	}
-	return bi.Main.Version
-}
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/cli"
+)
 
 // versionText is what yaoki version and yaoki --version print: the module
 // version, and the VCS revision, its time and whether the tree had
@@ -27,7 +18,7 @@ func versionText() string {
 	if !ok {
 		return "yaoki (no build information)\n"
 	}
-	s := fmt.Sprintf("yaoki %s", buildVersion())
+	s := fmt.Sprintf("yaoki %s", cli.Version())
 	var rev, at, modified string
 	for _, kv := range bi.Settings {
 		switch kv.Key {

@@ -1,10 +1,13 @@
-// Package cli holds what the yaoki command's subcommands share to end a
-// run: an error that carries the process's exit code through cobra, and
-// the code of a command line that cannot be used as given. Its functions
-// are safe for concurrent use.
+// Package cli holds what the yaoki command's subcommands share: an error
+// that carries the process's exit code through cobra, the code of a
+// command line that cannot be used as given, the command's version and the
+// plural of its messages. Its functions are safe for concurrent use.
 package cli
 
-import "fmt"
+import (
+	"fmt"
+	"runtime/debug"
+)
 
 // ExitUsage is the exit code for a command line that could not be used as
 // given (unknown flag, bad value, missing argument).
@@ -31,4 +34,23 @@ func Exit(code int, msg string) error { return &ExitError{Code: code, Msg: msg} 
 // printing the message formatted as fmt.Sprintf does.
 func Usagef(format string, args ...any) error {
 	return Exit(ExitUsage, fmt.Sprintf(format, args...))
+}
+
+// Version returns the module version the binary was built from
+// ("(devel)" for a build inside the repository), as the Go toolchain
+// stamped it.
+func Version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok || bi.Main.Version == "" {
+		return "(devel)"
+	}
+	return bi.Main.Version
+}
+
+// Plural is "s" unless n is 1, for messages that count things.
+func Plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/cli"
 	"github.com/yaoki-go/yaoki/event"
 	"github.com/yaoki-go/yaoki/header"
 	"github.com/yaoki-go/yaoki/httpretry"
@@ -200,7 +201,7 @@ func (s *Server) Reload(file string) {
 	}
 	old := s.routes.Swap(rs)
 	old.close()
-	fmt.Fprintf(s.stderr, "yaoki proxy: SIGHUP: reloaded %s: %d route%s\n", file, len(rs.list), plural(len(rs.list)))
+	fmt.Fprintf(s.stderr, "yaoki proxy: SIGHUP: reloaded %s: %d route%s\n", file, len(rs.list), cli.Plural(len(rs.list)))
 }
 
 // Shutdown stops srv, which serves s, from accepting, waits for the calls
@@ -209,7 +210,7 @@ func (s *Server) Reload(file string) {
 func (s *Server) Shutdown(srv *http.Server, grace time.Duration) error {
 	s.ready.Store(false)
 	n := s.inFlight.Load()
-	fmt.Fprintf(s.stderr, "yaoki proxy: stopping: %d call%s in flight, %v to finish\n", n, plural(int(n)), grace)
+	fmt.Fprintf(s.stderr, "yaoki proxy: stopping: %d call%s in flight, %v to finish\n", n, cli.Plural(int(n)), grace)
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	err := srv.Shutdown(ctx)
@@ -219,7 +220,7 @@ func (s *Server) Shutdown(srv *http.Server, grace time.Duration) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		left := s.inFlight.Load()
 		_ = srv.Close()
-		return fmt.Errorf("proxy: --grace %v passed with %d call%s in flight: cut", grace, left, plural(int(left)))
+		return fmt.Errorf("proxy: --grace %v passed with %d call%s in flight: cut", grace, left, cli.Plural(int(left)))
 	}
 	fmt.Fprintln(s.stderr, "yaoki proxy: stopped: every call finished")
 	return nil
@@ -239,14 +240,6 @@ func (s *Server) MountAdmin(mux *http.ServeMux) {
 			return
 		}
 		rs := s.routes.Load()
-		fmt.Fprintf(w, "ready: %d route%s from %s\n", len(rs.list), plural(len(rs.list)), rs.source)
+		fmt.Fprintf(w, "ready: %d route%s from %s\n", len(rs.list), cli.Plural(len(rs.list)), rs.source)
 	})
-}
-
-// plural is "s" unless n is 1.
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }

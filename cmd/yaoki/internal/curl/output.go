@@ -1,0 +1,174 @@
+package curl
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// checkOutput makes sure the file of -o, -O or -D (flag) can be created
+// before the request is sent: its folder exists and is a folder.
+func checkOutput(flag, path string) error {
+	if path == "" || path == "-" {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("%s %s: cannot write there: %v", flag, path, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s %s: %s is not a folder", flag, path, dir)
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("%s %s: is a folder: want a file name", flag, path)
+	}
+	return nil
+}
+
+// remoteFileName is -O's file name: the last segment of the URL's path as
+// written (percent escapes kept, as curl keeps them), or false when the
+// path ends with / or there is none.
+func remoteFileName(tg *target) (string, bool) {
+	p := tg.url.EscapedPath()
+	if tg.written {
+		p = tg.shown
+	}
+	name := p[strings.LastIndexByte(p, '/')+1:]
+	return name, name != ""
+}
+
+// errReadBody marks a failure to read the answer's body (as opposed to
+// writing it).
+var errReadBody = errors.New("failure when receiving data from the peer")
+
+// write writes the answer: headers with -i or -I (with -f too, as curl
+// does; with -L those of each redirect first), then the body (not with
+// noBody, nor for -I), to -o or stdout; and the headers to -D's file. It
+// returns the body's size.
+func (o *httpOptions) write(stdout io.Writer, resp *http.Response, noBody bool) (int64, error) {
+	if o.dumpHeader != "" {
+		if err := writeTo(o.dumpHeader, stdout, headerBlock(resp)); err != nil {
+			return 0, err
+		}
+	}
+	if noBody && !o.include && !o.head {
+		return 0, nil
+	}
+	out := stdout
+	if o.output != "" && o.output != "-" {
+		f, err := os.Create(o.output)
+		if err != nil {
+			return 0, fmt.Errorf("failure writing output to destination: %v", err)
+		}
+		defer f.Close()
+		out = f
+	}
+	if o.include || o.head {
+		if _, err := out.Write(headerBlock(resp)); err != nil {
+			return 0, fmt.Errorf("failure writing output to destination: %v", err)
+		}
+	}
+	if o.head || noBody {
+		return 0, closeOut(out, stdout)
+	}
+	came := &bodyCounter{r: readerErr{resp.Body}}
+	var src io.Reader = came
+	if o.compressed {
+		var err error
+		if src, err = decodeBody(came, resp.Header.Get("Content-Encoding")); err != nil {
+			return came.n, o.readFailed(err)
+		}
+	}
+	if _, err := io.Copy(writerOnly{out}, src); err != nil {
+		return came.n, o.readFailed(err)
+	}
+	return came.n, closeOut(out, stdout)
+}
+
+// readFailed is write's error for err, met while copying the body: a
+// read from the connection (errReadBody), a body that could not be
+// decoded (errDecode), or else a write that failed.
+func (o *httpOptions) readFailed(err error) error {
+	var re readError
+	switch {
+	case errors.As(err, &re):
+		return fmt.Errorf("%w: %w", errReadBody, re.err)
+	case errors.Is(err, errDecode):
+		return err
+	}
+	return fmt.Errorf("failure writing output to destination: %v", err)
+}
+
+// headerBlock is every answer's status line and headers, the redirects
+// followed first, as curl writes them.
+func headerBlock(resp *http.Response) []byte {
+	var hops []*http.Response
+	for r := resp; r != nil; r = r.Request.Response {
+		hops = append(hops, r)
+	}
+	var b bytes.Buffer
+	for i := len(hops) - 1; i >= 0; i-- {
+		fmt.Fprintf(&b, "%s %s\r\n", hops[i].Proto, hops[i].Status)
+		_ = hops[i].Header.Write(&b)
+		b.WriteString("\r\n")
+	}
+	return b.Bytes()
+}
+
+// writeTo writes b to the file path, or to stdout for "-".
+func writeTo(path string, stdout io.Writer, b []byte) error {
+	if path == "-" {
+		if _, err := stdout.Write(b); err != nil {
+			return fmt.Errorf("failure writing output to destination: %v", err)
+		}
+		return nil
+	}
+	if err := os.WriteFile(path, b, 0o666); err != nil {
+		return fmt.Errorf("failure writing output to destination: %v", err)
+	}
+	return nil
+}
+
+func closeOut(out, stdout io.Writer) error {
+	if f, ok := out.(*os.File); ok && out != stdout {
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("failure writing output to destination: %v", err)
+		}
+	}
+	return nil
+}
+
+// readerErr marks the errors of the body it reads, so that write can tell
+// a broken connection (56) from a failed write (23).
+type readerErr struct{ r io.Reader }
+
+type readError struct{ err error }
+
+func (e readError) Error() string { return e.err.Error() }
+
+func (r readerErr) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && err != io.EOF {
+		return n, readError{err}
+	}
+	return n, err
+}
+
+// writerOnly hides ReadFrom so that io.Copy reads through readerErr.
+type writerOnly struct{ w io.Writer }
+
+func (w writerOnly) Write(p []byte) (int, error) { return w.w.Write(p) }
+
+// writeInfo writes -w's format, if any, on stdout (or stderr after
+// %{stderr}).
+func (o *httpOptions) writeInfo(stdout, stderr io.Writer, format string, info *transferInfo) {
+	if format != "" {
+		info.writeOut(format, stdout, stderr)
+	}
+}

@@ -1,0 +1,206 @@
+package curl
+
+import (
+	"crypto/tls"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"strings"
+	"sync"
+	"time"
+)
+
+// connTrace is the transport under the retries that notes, for each
+// attempt, what -w reports of it (net/http/httptrace): when its name was
+// looked up, its connection made and its TLS handshake done (for a
+// connection reused, when that connection was set up), when it had its
+// connection, when the first byte of the answer came; the bytes of the
+// request; and the addresses of the connection.
+//
+// Times are taken on the clock of the whole run: -w writes them from its
+// start, so that with retries they count the attempts and waits before
+// (curl starts a new transfer for each retry and measures from there).
+// It is safe for concurrent use: hedged attempts run at once, and a dial
+// may report after its attempt ended.
+type connTrace struct {
+	base http.RoundTripper
+
+	mu    sync.Mutex
+	of    map[*http.Response]*attemptTrace
+	conns map[net.Conn]setup // how each connection was set up
+	last  *attemptTrace      // the last attempt that ended
+}
+
+// setup is when a connection was looked up, connected and secured.
+type setup struct {
+	lookup, connect, tls time.Time
+}
+
+// attemptTrace is what connTrace noted of one attempt. Its fields are
+// guarded by connTrace.mu.
+type attemptTrace struct {
+	dnsDone, connectStart time.Time
+	setup                 setup
+	gotConn, firstByte    time.Time
+	newConn               bool
+	local, remote         net.Addr
+	headerBytes           int64 // the request line and headers written
+	bodyBytes             int64 // the body written
+}
+
+func (c *connTrace) RoundTrip(req *http.Request) (*http.Response, error) {
+	a := &attemptTrace{}
+	stamp := func(t *time.Time) {
+		now := time.Now()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if t.IsZero() {
+			*t = now
+		}
+	}
+	requestLine := int64(len(req.Method) + 1 + len(req.URL.RequestURI()) + len(" HTTP/1.1\r\n"))
+	trace := &httptrace.ClientTrace{
+		DNSDone:      func(httptrace.DNSDoneInfo) { stamp(&a.dnsDone) },
+		ConnectStart: func(string, string) { stamp(&a.connectStart) },
+		ConnectDone: func(_, _ string, err error) {
+			if err == nil {
+				stamp(&a.setup.connect)
+			}
+		},
+		TLSHandshakeDone: func(_ tls.ConnectionState, err error) {
+			if err == nil {
+				stamp(&a.setup.tls)
+			}
+		},
+		GotConn: func(i httptrace.GotConnInfo) {
+			now := time.Now()
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			a.gotConn, a.newConn = now, !i.Reused
+			a.local, a.remote = i.Conn.LocalAddr(), i.Conn.RemoteAddr()
+			if c.conns == nil {
+				c.conns = map[net.Conn]setup{}
+			}
+			if s, ok := c.conns[i.Conn]; ok && i.Reused {
+				a.setup = s
+				return
+			}
+			// A name given as an IP address is not looked up: its lookup
+			// ends as the connection starts, as curl counts it.
+			a.setup.lookup = a.dnsDone
+			if a.setup.lookup.IsZero() {
+				a.setup.lookup = a.connectStart
+			}
+			c.conns[i.Conn] = a.setup
+		},
+		WroteHeaderField: func(key string, values []string) {
+			switch {
+			case key == ":authority":
+				key = "Host" // as HTTP/1.1 writes it
+			case strings.HasPrefix(key, ":"):
+				return // HTTP/2's other pseudo-headers: the request line, counted below
+			}
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			for _, v := range values {
+				a.headerBytes += int64(len(key) + len(": ") + len(v) + len("\r\n"))
+			}
+		},
+		WroteHeaders: func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			a.headerBytes += requestLine + int64(len("\r\n"))
+		},
+		WroteRequest: func(i httptrace.WroteRequestInfo) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if i.Err == nil && req.ContentLength > 0 {
+				a.bodyBytes = req.ContentLength
+			}
+		},
+		GotFirstResponseByte: func() { stamp(&a.firstByte) },
+	}
+	resp, err := c.base.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.last = a
+	if resp != nil {
+		resp.Request = req
+		if c.of == nil {
+			c.of = map[*http.Response]*attemptTrace{}
+		}
+		c.of[resp] = a
+	}
+	return resp, err
+}
+
+func (c *connTrace) CloseIdleConnections() {
+	if ci, ok := c.base.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
+}
+
+// carried sets what -w says of the attempts that brought resp (and the
+// redirects before it) in a run that started at start: the phases of
+// resp's attempt, the bytes sent and received along the redirects (the
+// body sent by resp's request only, as curl counts it), the connections
+// made, and the addresses of the connection that carried
+// resp. Without an answer (resp nil), the phases are the last attempt's.
+func (c *connTrace) carried(resp *http.Response, ti *transferInfo, start time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a := c.last
+	if resp != nil {
+		a = c.of[resp]
+	}
+	if a == nil {
+		return
+	}
+	since := func(t time.Time) time.Duration {
+		if t.IsZero() {
+			return 0
+		}
+		return t.Sub(start)
+	}
+	lookup := a.setup.lookup
+	if lookup.IsZero() { // no connection: the lookup that was tried, if any
+		lookup = a.dnsDone
+		if lookup.IsZero() {
+			lookup = a.connectStart
+		}
+	}
+	ti.phases.namelookup = since(lookup)
+	ti.phases.connect = since(a.setup.connect)
+	ti.phases.appconnect = since(a.setup.tls)
+	ti.phases.pretransfer = since(a.gotConn)
+	ti.phases.starttransfer = since(a.firstByte)
+	ti.local, ti.remote = endpointOf(a.local), endpointOf(a.remote)
+	if resp != nil {
+		ti.sizeUpload = a.bodyBytes // as curl: the final request's only
+	}
+	for r := resp; r != nil; r = r.Request.Response {
+		if t := c.of[r]; t != nil {
+			ti.sizeRequest += t.headerBytes + t.bodyBytes
+			if t.newConn {
+				ti.connects++
+			}
+		}
+		ti.sizeHeader += headerSize(r)
+	}
+}
+
+// headerSize is the size of resp's status line and headers as the server
+// sent them, if it wrote each as "Name: value" (net/http keeps neither
+// their order nor their spacing): what curl counts as %{size_header}.
+func headerSize(resp *http.Response) int64 {
+	n := len(resp.Proto) + len(" ") + len(resp.Status) + len("\r\n") + len("\r\n")
+	for k, vs := range resp.Header {
+		for _, v := range vs {
+			n += len(k) + len(": ") + len(v) + len("\r\n")
+		}
+	}
+	for _, te := range resp.TransferEncoding { // taken out of Header by net/http
+		n += len("Transfer-Encoding: ") + len(te) + len("\r\n")
+	}
+	return int64(n)
+}
