@@ -82,6 +82,8 @@ to add your own ("yours", or --name), or load it from a policy document with
 HTTP.409 for the herd's conflicts, HTTP.429 for the rate limit and
 States.Timeout).`
 
+// NewCommand returns the yaoki sim command and its scenarios (herd,
+// outage, collapse, tail, ratelimit, all), built anew at each call.
 func NewCommand() *cobra.Command {
 	o := &simOptions{}
 	cmd := o.command("sim [herd|outage|collapse|tail|ratelimit|all]", "Simulate retry policies on virtual time: herd, outage, collapse, tail, ratelimit", simLong,
