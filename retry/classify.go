@@ -100,8 +100,9 @@ type Hinter interface {
 	RetryAfter() time.Duration
 }
 
-// After attaches the hint "retry after d" to err. A negative d counts as 0
-// (retry now). After(nil, d) is nil.
+// After attaches the hint "retry after d" to err. A negative d counts as 0,
+// "now", which is no wait to spread the callers told it over: the loop
+// then waits its backoff, as without a hint. After(nil, d) is nil.
 func After(err error, d time.Duration) error {
 	if err == nil {
 		return nil
