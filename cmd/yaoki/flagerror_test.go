@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/cli"
+)
 
 // TestBadFlagValueIsUsageError: a flag value that does not parse exits with
 // the bad-usage code (and points at --help), for every subcommand.
@@ -12,8 +16,8 @@ func TestBadFlagValueIsUsageError(t *testing.T) {
 		{"deadletter", "list", "--limit", "x", "--postgres", "postgres://127.0.0.1:1/x"},
 		{"deadletter", "redrive", "--queue", "q", "--lease", "soon", "--postgres", "postgres://127.0.0.1:1/x"},
 	} {
-		if code := run(args); code != ExitUsage {
-			t.Errorf("yaoki %v exited %d, want %d (bad usage)", args, code, ExitUsage)
+		if code := run(args); code != cli.ExitUsage {
+			t.Errorf("yaoki %v exited %d, want %d (bad usage)", args, code, cli.ExitUsage)
 		}
 	}
 }
@@ -33,8 +37,8 @@ func TestSimZeroIsRefused(t *testing.T) {
 		{"sim", "tail", "--fanout", "0"},
 		{"sim", "herd", "--base", "0"},
 	} {
-		if code := run(append(args, "--out", out)); code != ExitUsage {
-			t.Errorf("yaoki %v exited %d, want %d (bad usage)", args, code, ExitUsage)
+		if code := run(append(args, "--out", out)); code != cli.ExitUsage {
+			t.Errorf("yaoki %v exited %d, want %d (bad usage)", args, code, cli.ExitUsage)
 		}
 	}
 	if code := run([]string{"sim", "herd", "--clients", "3", "--hop-sd", "0", "--runs", "1", "--out", out, "--format", "csv"}); code != 0 {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/cli"
 )
 
 // Every subcommand's --help ends with examples that start with "yaoki
@@ -54,8 +56,8 @@ func TestHelpListsApplicableFlags(t *testing.T) {
 		if strings.Contains(out.String(), name) {
 			t.Errorf("yaoki exec --help mentions %s, which does not apply to exec", name)
 		}
-		if code := run([]string{"exec", name, "1s", "--", "true"}); code != ExitUsage {
-			t.Errorf("yaoki exec %s 1s exited %d, want %d", name, code, ExitUsage)
+		if code := run([]string{"exec", name, "1s", "--", "true"}); code != cli.ExitUsage {
+			t.Errorf("yaoki exec %s 1s exited %d, want %d", name, code, cli.ExitUsage)
 		}
 	}
 }

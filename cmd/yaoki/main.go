@@ -5,13 +5,13 @@
 // in PostgreSQL (deadletter), and applies them to every call through a
 // reverse proxy, for services in any language (proxy).
 //
-// http, proxy and sim are packages of their own under internal/ (curl,
-// proxy, simcli), with the flags and telemetry the commands share; exec,
-// flaky, plan and deadletter live in files of package main, which wires
-// them together.
+// Each subcommand is a package under internal/ (curl, proxy, simcli,
+// plan, execcli, flaky, deadlettercli), with the flags and telemetry they
+// share; main wires them together and reads the proxy's flags.
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -19,6 +19,10 @@ import (
 
 	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/cli"
 	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/curl"
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/deadlettercli"
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/execcli"
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/flaky"
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/plan"
 	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/simcli"
 )
 
@@ -32,14 +36,14 @@ func run(args []string) int {
 	root.SetArgs(args)
 	if err := root.Execute(); err != nil {
 		var ec interface{ ExitCode() int }
-		if asExit(err, &ec) {
+		if errors.As(err, &ec) {
 			if msg := err.Error(); msg != "" {
 				fmt.Fprintln(os.Stderr, "yaoki:", msg)
 			}
 			return ec.ExitCode()
 		}
 		fmt.Fprintln(os.Stderr, "yaoki:", err)
-		return ExitUsage
+		return cli.ExitUsage
 	}
 	return 0
 }
@@ -58,9 +62,9 @@ func newRoot() *cobra.Command {
 	// A flag value that does not parse (--max-attempts x) is bad usage:
 	// say which flag, what was given, and where the accepted values are.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return exit(ExitUsage, fmt.Sprintf("%v\nsee '%s --help' for the flags and the values they accept", err, c.CommandPath()))
+		return cli.Exit(cli.ExitUsage, fmt.Sprintf("%v\nsee '%s --help' for the flags and the values they accept", err, c.CommandPath()))
 	})
-	root.AddCommand(simcli.NewCommand(), newPlanCmd(), newExecCmd(), newFlakyCmd(), curl.NewCommand(),
-		newProxyCmd(), newDeadLetterCmd(), newVersionCmd())
+	root.AddCommand(simcli.NewCommand(), plan.NewCommand(), execcli.NewCommand(), flaky.NewCommand(), curl.NewCommand(),
+		newProxyCmd(), deadlettercli.NewCommand(), newVersionCmd())
 	return root
 }

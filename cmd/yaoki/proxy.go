@@ -105,25 +105,25 @@ func (o *proxyOptions) routes(cmd *cobra.Command) (*proxy.Config, error) {
 	changed := cmd.Flags().Changed
 	switch {
 	case o.config != "" && o.upstream != "":
-		return nil, usagef("--config and --upstream cannot be combined: give the upstream as a route of the file, or drop --config")
+		return nil, cli.Usagef("--config and --upstream cannot be combined: give the upstream as a route of the file, or drop --config")
 	case o.config == "" && o.upstream == "":
-		return nil, usagef("proxy needs --upstream URL or --config FILE")
+		return nil, cli.Usagef("proxy needs --upstream URL or --config FILE")
 	case o.config != "":
 		for _, name := range []string{"idempotency-key", "max-buffered-body", "policy", "max-attempts", "max-time", "base",
 			"throttle-base", "cap", "multiplier", "jitter", "attempt-timeout", "max-retry-after", "hedge-after", "max-hedges"} {
 			if changed(name) {
-				return nil, usagef("--%s cannot be combined with --config: set it per route in the file (policy, idempotency_key, max_buffered_body, hedge)", name)
+				return nil, cli.Usagef("--%s cannot be combined with --config: set it per route in the file (policy, idempotency_key, max_buffered_body, hedge)", name)
 			}
 		}
 		cfg, err := proxy.LoadConfig(o.config)
 		if err != nil {
-			return nil, usagef("%v", err)
+			return nil, cli.Usagef("%v", err)
 		}
 		return cfg, nil
 	}
 	u, err := proxy.ParseUpstream(o.upstream)
 	if err != nil {
-		return nil, usagef("--upstream %v", err)
+		return nil, cli.Usagef("--upstream %v", err)
 	}
 	cp, err := o.pf.Build(cmd)
 	if err != nil {
@@ -142,11 +142,11 @@ func (o *proxyOptions) routes(cmd *cobra.Command) (*proxy.Config, error) {
 			rc.KeyMode = httpretry.KeyAuto
 		}
 	default:
-		return nil, usagef("--idempotency-key %q: want auto or off", o.key)
+		return nil, cli.Usagef("--idempotency-key %q: want auto or off", o.key)
 	}
 	if o.maxBody != "" {
 		if rc.MaxBody, err = proxy.ParseByteSize(o.maxBody); err != nil {
-			return nil, usagef("--max-buffered-body %v", err)
+			return nil, cli.Usagef("--max-buffered-body %v", err)
 		}
 	}
 	return &proxy.Config{Routes: []*proxy.Route{rc}, Source: "--upstream"}, nil
@@ -158,13 +158,13 @@ func (o *proxyOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	if _, _, err := net.SplitHostPort(o.listen); err != nil {
-		return usagef("--listen %q: want HOST:PORT such as 127.0.0.1:8080 (port 0: any free port)", o.listen)
+		return cli.Usagef("--listen %q: want HOST:PORT such as 127.0.0.1:8080 (port 0: any free port)", o.listen)
 	}
 	stderr := cmd.ErrOrStderr()
 	s := proxy.NewServer(stderr)
 	if o.redisURL != "" {
 		if s.Fleet, err = proxy.NewFleet(o.redisURL, stderr); err != nil {
-			return usagef("%v", err)
+			return cli.Usagef("%v", err)
 		}
 		defer s.Fleet.Close()
 	}
@@ -178,7 +178,7 @@ func (o *proxyOptions) run(cmd *cobra.Command) error {
 		s.Metrics = obs.Metrics
 	}
 	if err := s.Load(cfg); err != nil {
-		return exit(1, fmt.Sprintf("proxy: %v", err))
+		return cli.Exit(1, fmt.Sprintf("proxy: %v", err))
 	}
 	defer s.Close()
 
@@ -192,7 +192,7 @@ func (o *proxyOptions) run(cmd *cobra.Command) error {
 	defer signal.Stop(sigs)
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
-		return exit(1, fmt.Sprintf("proxy: cannot listen on %s: %v (is the port taken? use port 0 for a free one)", o.listen, err))
+		return cli.Exit(1, fmt.Sprintf("proxy: cannot listen on %s: %v (is the port taken? use port 0 for a free one)", o.listen, err))
 	}
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	served := make(chan error, 1)
@@ -211,7 +211,7 @@ func (o *proxyOptions) run(cmd *cobra.Command) error {
 	for {
 		select {
 		case err := <-served:
-			return exit(1, fmt.Sprintf("proxy: serving stopped: %v", err))
+			return cli.Exit(1, fmt.Sprintf("proxy: serving stopped: %v", err))
 		case <-ctx.Done():
 			return shutdown(s, srv, o.grace.D)
 		case sig := <-sigs:
@@ -248,7 +248,7 @@ func setProxyGC() {
 // or the proxy exits 1 cutting them.
 func shutdown(s *proxy.Server, srv *http.Server, grace time.Duration) error {
 	if err := s.Shutdown(srv, grace); err != nil {
-		return exit(1, err.Error())
+		return cli.Exit(1, err.Error())
 	}
 	return nil
 }

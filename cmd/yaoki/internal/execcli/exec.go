@@ -1,4 +1,4 @@
-package main
+package execcli
 
 import (
 	"context"
@@ -39,7 +39,7 @@ type execOptions struct {
 	grace     flags.Seconds
 }
 
-func newExecCmd() *cobra.Command {
+func NewCommand() *cobra.Command {
 	o := &execOptions{grace: flags.Seconds{D: 10 * time.Second}}
 	cmd := &cobra.Command{
 		Use:   "exec [flags] -- COMMAND [ARGS...]",
@@ -80,10 +80,10 @@ gets, on a retry, only what the earlier attempts left.
   yaoki exec --policy retry.json -- make deploy`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return usagef("exec needs a command to run: yaoki exec [flags] -- COMMAND [ARGS...]")
+				return cli.Usagef("exec needs a command to run: yaoki exec [flags] -- COMMAND [ARGS...]")
 			}
 			if strings.TrimSpace(args[0]) == "" {
-				return usagef("exec -- %q: the command name is empty: want a program such as ./sync.sh or curl", args[0])
+				return cli.Usagef("exec -- %q: the command name is empty: want a program such as ./sync.sh or curl", args[0])
 			}
 			return nil
 		},
@@ -313,7 +313,7 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 	if code < 0 {
 		code = 1
 	}
-	return exit(code, "")
+	return cli.Exit(code, "")
 }
 
 // codes returns the test for retried exit statuses.
@@ -322,12 +322,12 @@ func (o *execOptions) codes() (func(*exitStatus) bool, error) {
 	var err error
 	if o.retryOn != "" {
 		if on, err = parseCodes(o.retryOn); err != nil {
-			return nil, usagef("--retry-on %q: %v", o.retryOn, err)
+			return nil, cli.Usagef("--retry-on %q: %v", o.retryOn, err)
 		}
 	}
 	if o.noRetryOn != "" {
 		if off, err = parseCodes(o.noRetryOn); err != nil {
-			return nil, usagef("--no-retry-on %q: %v", o.noRetryOn, err)
+			return nil, cli.Usagef("--no-retry-on %q: %v", o.noRetryOn, err)
 		}
 	}
 	return func(es *exitStatus) bool {

@@ -1,4 +1,4 @@
-package main
+package plan
 
 import (
 	"bytes"
@@ -28,10 +28,10 @@ func runPlan(t *testing.T, name, doc string, args ...string) *plan {
 		t.Fatal(err)
 	}
 	var out, errOut bytes.Buffer
-	r := newRoot()
+	r := NewCommand()
 	r.SetOut(&out)
 	r.SetErr(&errOut)
-	r.SetArgs(append([]string{"plan", "--json", "--policy", path}, args...))
+	r.SetArgs(append([]string{"--json", "--policy", path}, args...))
 	if err := r.Execute(); err != nil {
 		t.Fatalf("yaoki plan --policy %s: %v\n%s", name, err, errOut.String())
 	}

@@ -1,4 +1,4 @@
-package main
+package deadlettercli
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/cli"
 	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/flags"
 	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/telemetry"
 	"github.com/yaoki-go/yaoki/deadletter"
@@ -66,14 +67,14 @@ Durations are Go durations (90s, 5m, 1h30m) or plain seconds.
       xargs yaoki deadletter requeue --in 1h`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return usagef("requeue needs the IDs of the letters: yaoki deadletter requeue ID... (yaoki deadletter list shows them)")
+				return cli.Usagef("requeue needs the IDs of the letters: yaoki deadletter requeue ID... (yaoki deadletter list shows them)")
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, ids []string) error {
 			due, err := parseWhen(at, in, storeNow())
 			if err != nil {
-				return usagef("%v", err)
+				return cli.Usagef("%v", err)
 			}
 			return f.withStore(cmd, func(ctx context.Context, c *dlConn) error {
 				return eachID(ctx, cmd, "requeue", ids, func(id string) (string, error) {
@@ -98,7 +99,7 @@ stderr and makes the exit code 1, once the other IDs are deleted.
 		Example: `  yaoki deadletter delete 0f9c2e1a7b3d4c5e8f6a7b8c9d0e1f2a 5d41402abc4b2a76b9719d911017c592`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return usagef("delete needs the IDs of the letters: yaoki deadletter delete ID... (yaoki deadletter list shows them)")
+				return cli.Usagef("delete needs the IDs of the letters: yaoki deadletter delete ID... (yaoki deadletter list shows them)")
 			}
 			return nil
 		},
@@ -133,13 +134,13 @@ func eachID(ctx context.Context, cmd *cobra.Command, what string, ids []string, 
 				left = fmt.Sprintf(" (not done: %d IDs from %s)", len(rest), shellQuote(rest[0]))
 			}
 			if ctx.Err() != nil {
-				return exit(dlFailed, fmt.Sprintf("deadletter %s: interrupted%s", what, left))
+				return cli.Exit(dlFailed, fmt.Sprintf("deadletter %s: interrupted%s", what, left))
 			}
 			return failed(what, fmt.Errorf("%w%s", err, left))
 		}
 	}
 	if missing > 0 {
-		return exit(dlFailed, fmt.Sprintf("deadletter %s: %d of %d IDs not found", what, missing, len(ids)))
+		return cli.Exit(dlFailed, fmt.Sprintf("deadletter %s: %d of %d IDs not found", what, missing, len(ids)))
 	}
 	return nil
 }
@@ -207,15 +208,15 @@ letters by state are the gauge yaoki_deadletter_letters.
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
 			case o.queue == "":
-				return usagef("redrive needs --queue: the queue of HTTP letters to redrive (yaoki deadletter count shows the letters; list --json their queues)")
+				return cli.Usagef("redrive needs --queue: the queue of HTTP letters to redrive (yaoki deadletter count shows the letters; list --json their queues)")
 			case o.batch < 1 || o.batch > listMax:
-				return usagef("--batch %d: want 1 to %d letters per pass", o.batch, listMax)
+				return cli.Usagef("--batch %d: want 1 to %d letters per pass", o.batch, listMax)
 			case o.lease.D <= 0:
-				return usagef("--lease %v: want a duration > 0, e.g. 1m (each request's time)", o.lease.D)
+				return cli.Usagef("--lease %v: want a duration > 0, e.g. 1m (each request's time)", o.lease.D)
 			case o.redrives < 1 && o.redrives != retry.Unlimited:
-				return usagef("--max-redrives %d: want ≥ 1 (failed redrives that park a letter), or -1 never to park for failures", o.redrives)
+				return cli.Usagef("--max-redrives %d: want ≥ 1 (failed redrives that park a letter), or -1 never to park for failures", o.redrives)
 			case o.interval.D <= 0:
-				return usagef("--interval %v: want a duration > 0, e.g. 30s", o.interval.D)
+				return cli.Usagef("--interval %v: want a duration > 0, e.g. 30s", o.interval.D)
 			}
 			return f.withStore(cmd, func(ctx context.Context, c *dlConn) error { return o.run(ctx, cmd, c) })
 		},
@@ -265,14 +266,14 @@ func (o *redriveOptions) run(ctx context.Context, cmd *cobra.Command, c *dlConn)
 		},
 	})
 	if err != nil {
-		return usagef("deadletter redrive: %v", err)
+		return cli.Usagef("deadletter redrive: %v", err)
 	}
 	if o.once {
 		rep, err := r.RedriveAt(ctx, time.Now())
 		fmt.Fprintln(stdout, report(rep))
 		switch {
 		case err != nil && ctx.Err() != nil:
-			return exit(dlFailed, "deadletter redrive: interrupted; the letter being sent is claimed again when its lease ends (that redrive counted as failed), the letters not yet sent are due again now")
+			return cli.Exit(dlFailed, "deadletter redrive: interrupted; the letter being sent is claimed again when its lease ends (that redrive counted as failed), the letters not yet sent are due again now")
 		case err != nil:
 			return failed("redrive", err)
 		}

@@ -1,4 +1,4 @@
-package main
+package deadlettercli
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/cli"
 	"github.com/yaoki-go/yaoki/postgres"
 )
 
@@ -45,7 +46,7 @@ Exit codes:
      or an ID that no letter has (the other IDs are still processed)
   2  bad usage`
 
-func newDeadLetterCmd() *cobra.Command {
+func NewCommand() *cobra.Command {
 	f := &dlFlags{}
 	cmd := &cobra.Command{
 		Use:   "deadletter",
@@ -77,7 +78,7 @@ lost, and redriven later by a deadletter.Redriver.
 				for _, c := range cmd.Commands() {
 					names = append(names, c.Name())
 				}
-				return usagef("deadletter has no subcommand %q: want one of %s", args[0], strings.Join(names, ", "))
+				return cli.Usagef("deadletter has no subcommand %q: want one of %s", args[0], strings.Join(names, ", "))
 			}
 			return cmd.Help()
 		},
@@ -112,12 +113,12 @@ func (f *dlFlags) open(ctx context.Context) (*dlConn, error) {
 		dsn = os.Getenv(dsnEnv)
 	}
 	if strings.TrimSpace(dsn) == "" {
-		return nil, usagef("deadletter: no database: give --postgres DSN or set %s, e.g. --postgres 'postgres://app@127.0.0.1:5432/app?sslmode=disable'", dsnEnv)
+		return nil, cli.Usagef("deadletter: no database: give --postgres DSN or set %s, e.g. --postgres 'postgres://app@127.0.0.1:5432/app?sslmode=disable'", dsnEnv)
 	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		// pgx's message shows the DSN with its password masked.
-		return nil, usagef("deadletter: --postgres: %v\nwant a PostgreSQL URL (postgres://user:password@host:5432/db) or keyword/value string (host=127.0.0.1 dbname=app)", err)
+		return nil, cli.Usagef("deadletter: --postgres: %v\nwant a PostgreSQL URL (postgres://user:password@host:5432/db) or keyword/value string (host=127.0.0.1 dbname=app)", err)
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
@@ -125,7 +126,7 @@ func (f *dlFlags) open(ctx context.Context) (*dlConn, error) {
 	cfg.MaxConns = 2 // one command's statements run one after the other
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, exit(dlFailed, fmt.Sprintf("deadletter: %v", err))
+		return nil, cli.Exit(dlFailed, fmt.Sprintf("deadletter: %v", err))
 	}
 	return &dlConn{pool: pool, store: postgres.NewDeadLetters(pool)}, nil
 }
@@ -140,11 +141,11 @@ func failed(what string, err error) error {
 	var ce *pgconn.ConnectError
 	switch {
 	case errors.As(err, &pe) && pe.Code == "42P01": // undefined_table
-		return exit(dlFailed, fmt.Sprintf("deadletter %s: the database has no table %s: run 'yaoki deadletter migrate' to create it (%v)", what, postgres.DeadLettersTable, pe.Message))
+		return cli.Exit(dlFailed, fmt.Sprintf("deadletter %s: the database has no table %s: run 'yaoki deadletter migrate' to create it (%v)", what, postgres.DeadLettersTable, pe.Message))
 	case errors.As(err, &ce):
-		return exit(dlFailed, fmt.Sprintf("deadletter %s: cannot connect to PostgreSQL (check --postgres or $%s): %v", what, dsnEnv, ce))
+		return cli.Exit(dlFailed, fmt.Sprintf("deadletter %s: cannot connect to PostgreSQL (check --postgres or $%s): %v", what, dsnEnv, ce))
 	}
-	return exit(dlFailed, fmt.Sprintf("deadletter %s: %v", what, err))
+	return cli.Exit(dlFailed, fmt.Sprintf("deadletter %s: %v", what, err))
 }
 
 // withStore opens the connection, runs fn with it and closes it.

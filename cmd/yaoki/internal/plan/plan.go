@@ -1,4 +1,4 @@
-package main
+package plan
 
 import (
 	"encoding/json"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/yaoki-go/yaoki/backoff"
 	"github.com/yaoki-go/yaoki/budget"
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/cli"
 	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/flags"
 	"github.com/yaoki-go/yaoki/retry"
 )
@@ -24,7 +25,7 @@ type planOptions struct {
 	json   bool
 }
 
-func newPlanCmd() *cobra.Command {
+func NewCommand() *cobra.Command {
 	o := &planOptions{}
 	cmd := &cobra.Command{
 		Use:   "plan [flags]",
@@ -51,13 +52,13 @@ stacked over --layers layers, and the cost of the extra calls at
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.layers < 1 {
-				return usagef("--layers %d: want ≥ 1 (the number of services, one above the other, that each retry)", o.layers)
+				return cli.Usagef("--layers %d: want ≥ 1 (the number of services, one above the other, that each retry)", o.layers)
 			}
 			if o.price < 0 || math.IsNaN(o.price) {
-				return usagef("--price-per-million %v: want a price ≥ 0", o.price)
+				return cli.Usagef("--price-per-million %v: want a price ≥ 0", o.price)
 			}
 			if o.rows < 1 {
-				return usagef("--rows %d: want ≥ 1", o.rows)
+				return cli.Usagef("--rows %d: want ≥ 1", o.rows)
 			}
 			cp, err := o.pf.Build(cmd)
 			if err != nil {

@@ -1,4 +1,4 @@
-package main
+package deadlettercli
 
 import (
 	"bytes"
@@ -276,13 +276,13 @@ func TestPrintTableFitsWidth(t *testing.T) {
 
 // Each deadletter subcommand's --help has examples that run it.
 func TestDeadLetterHelpHasExamples(t *testing.T) {
-	for _, sub := range newDeadLetterCmd().Commands() {
+	for _, sub := range NewCommand().Commands() {
 		path := "yaoki deadletter " + sub.Name()
 		var out bytes.Buffer
-		r := newRoot()
+		r := NewCommand()
 		r.SetOut(&out)
 		r.SetErr(&out)
-		r.SetArgs([]string{"deadletter", sub.Name(), "--help"})
+		r.SetArgs([]string{sub.Name(), "--help"})
 		if err := r.Execute(); err != nil {
 			t.Fatalf("%s --help: %v", path, err)
 		}

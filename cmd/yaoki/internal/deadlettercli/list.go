@@ -1,4 +1,4 @@
-package main
+package deadlettercli
 
 import (
 	"bufio"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/cli"
 	"github.com/yaoki-go/yaoki/deadletter"
 	"github.com/yaoki-go/yaoki/deadletter/httpletter"
 	"github.com/yaoki-go/yaoki/header"
@@ -95,20 +96,20 @@ read many letters.
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.limit < 1 || o.limit > listMax {
-				return usagef("--limit %d: want 1 to %d letters per page", o.limit, listMax)
+				return cli.Usagef("--limit %d: want 1 to %d letters per page", o.limit, listMax)
 			}
 			if o.state != "" {
 				st, err := parseState(o.state)
 				if err != nil {
-					return usagef("%v", err)
+					return cli.Usagef("%v", err)
 				}
 				o.state = st
 			}
 			if !utf8.ValidString(o.after) {
-				return usagef("--after %q: want an ID (UTF-8 text), the last one of the previous page", o.after)
+				return cli.Usagef("--after %q: want an ID (UTF-8 text), the last one of the previous page", o.after)
 			}
 			if o.width < 0 {
-				return usagef("--width %d: want the columns of the terminal, ≥ 0 (0: $COLUMNS, else 160)", o.width)
+				return cli.Usagef("--width %d: want the columns of the terminal, ≥ 0 (0: $COLUMNS, else 160)", o.width)
 			}
 			return f.withStore(cmd, func(ctx context.Context, c *dlConn) error { return o.run(ctx, cmd, c) })
 		},
@@ -154,7 +155,7 @@ scan:
 			last = l.ID
 			if o.json {
 				if err := enc.Encode(letterJSONOf(l, now)); err != nil {
-					return exit(dlFailed, fmt.Sprintf("deadletter list: %v", err))
+					return cli.Exit(dlFailed, fmt.Sprintf("deadletter list: %v", err))
 				}
 			} else {
 				rows = append(rows, o.row(l, now))
@@ -172,7 +173,7 @@ scan:
 		printTable(out, rows, o.tableWidth())
 	}
 	if err := out.Flush(); err != nil {
-		return exit(dlFailed, fmt.Sprintf("deadletter list: %v", err))
+		return cli.Exit(dlFailed, fmt.Sprintf("deadletter list: %v", err))
 	}
 	if next != "" {
 		fmt.Fprintf(cmd.ErrOrStderr(), "yaoki deadletter list: more letters follow; next page: --after %s\n", shellQuote(next))
@@ -299,7 +300,7 @@ prints the request instead of the raw payload: method, URL, headers, body.
   yaoki deadletter show 0f9c2e1a7b3d4c5e8f6a7b8c9d0e1f2a --json | jq -r .http.body`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usagef("show needs one letter ID: yaoki deadletter show ID (got %d arguments)", len(args))
+				return cli.Usagef("show needs one letter ID: yaoki deadletter show ID (got %d arguments)", len(args))
 			}
 			return nil
 		},

@@ -1,4 +1,4 @@
-package main
+package flaky
 
 import (
 	"context"
@@ -38,7 +38,7 @@ type flakyOptions struct {
 	obs           telemetry.Flags
 }
 
-func newFlakyCmd() *cobra.Command {
+func NewCommand() *cobra.Command {
 	o := &flakyOptions{}
 	cmd := &cobra.Command{
 		Use:   "flaky [flags]",
@@ -130,20 +130,20 @@ func (o *flakyOptions) run(cmd *cobra.Command) error {
 		v    float64
 	}{{"--rate-429", o.rate429}, {"--rate-5xx", o.rate5xx}, {"--rate-reset", o.rateReset}, {"--rate-slow", o.rateSlow}} {
 		if !(r.v >= 0 && r.v <= 1) {
-			return usagef("%s %v: want a share from 0 to 1, such as 0.3", r.name, r.v)
+			return cli.Usagef("%s %v: want a share from 0 to 1, such as 0.3", r.name, r.v)
 		}
 	}
 	if cmd.Flags().Changed("slow") && o.slow.D == 0 {
-		return usagef("--slow 0: want a delay > 0 such as 2s (the share of slow answers is --rate-slow)")
+		return cli.Usagef("--slow 0: want a delay > 0 such as 2s (the share of slow answers is --rate-slow)")
 	}
 	rated := o.rate429 > 0 || o.rate5xx > 0 || o.rateReset > 0 || o.rateSlow > 0
 	switch {
 	case o.script != "" && rated:
-		return usagef("--script and the --rate-* flags cannot be combined: choose a script (answers in order) or rates (random answers)")
+		return cli.Usagef("--script and the --rate-* flags cannot be combined: choose a script (answers in order) or rates (random answers)")
 	case o.script != "":
 		s, err := parseScript(o.script)
 		if err != nil {
-			return usagef("--script: %v", err)
+			return cli.Usagef("--script: %v", err)
 		}
 		fl.script = s
 	case rated:
@@ -156,7 +156,7 @@ func (o *flakyOptions) run(cmd *cobra.Command) error {
 		fl.script = []step{{status: http.StatusOK, retryAfter: -1}}
 	}
 	if o.maxRequests < 0 {
-		return usagef("--max-requests %d: want ≥ 0 (0: never stop on a count)", o.maxRequests)
+		return cli.Usagef("--max-requests %d: want ≥ 0 (0: never stop on a count)", o.maxRequests)
 	}
 	if err := checkLoopback(o.addr); err != nil {
 		return err
@@ -174,7 +174,7 @@ func (o *flakyOptions) run(cmd *cobra.Command) error {
 	defer signal.Stop(sigs)
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
-		return exit(1, fmt.Sprintf("flaky: cannot listen on %s: %v (is the port taken? use port 0 for a free one)", o.addr, err))
+		return cli.Exit(1, fmt.Sprintf("flaky: cannot listen on %s: %v (is the port taken? use port 0 for a free one)", o.addr, err))
 	}
 	url := "http://" + ln.Addr().String() + "/"
 	fmt.Fprintln(cmd.OutOrStdout(), url)
@@ -193,7 +193,7 @@ func (o *flakyOptions) run(cmd *cobra.Command) error {
 	case <-sigs:
 	case <-fl.done:
 	case err := <-served:
-		return exit(1, fmt.Sprintf("flaky: server stopped: %v", err))
+		return cli.Exit(1, fmt.Sprintf("flaky: server stopped: %v", err))
 	case <-cmd.Context().Done():
 	}
 	close(fl.stopping)
@@ -206,10 +206,10 @@ func (o *flakyOptions) run(cmd *cobra.Command) error {
 
 func (o *flakyOptions) makeRates() (*rates, error) {
 	if s := o.rate429 + o.rate5xx + o.rateReset; s > 1 {
-		return nil, usagef("--rate-429 + --rate-5xx + --rate-reset = %v: want at most 1", s)
+		return nil, cli.Usagef("--rate-429 + --rate-5xx + --rate-reset = %v: want at most 1", s)
 	}
 	if o.status5xx < 500 || o.status5xx > 599 {
-		return nil, usagef("--status-5xx %d: want a status from 500 to 599", o.status5xx)
+		return nil, cli.Usagef("--status-5xx %d: want a status from 500 to 599", o.status5xx)
 	}
 	r := &rates{reset: o.rateReset, tooMany: o.rate429, server: o.rate5xx, slow: o.rateSlow, status5xx: o.status5xx,
 		retryAfter: -1, slowFor: o.slow.D, rng: rand.New(rand.NewPCG(o.seed, o.seed^0x9e3779b97f4a7c15))}
@@ -219,7 +219,7 @@ func (o *flakyOptions) makeRates() (*rates, error) {
 	if o.retryAfter != "" {
 		n, date, err := parseRetryAfter(o.retryAfter)
 		if err != nil {
-			return nil, usagef("--retry-after %q: %v", o.retryAfter, err)
+			return nil, cli.Usagef("--retry-after %q: %v", o.retryAfter, err)
 		}
 		r.retryAfter, r.dateAfter = n, date
 	}
@@ -231,7 +231,7 @@ func (o *flakyOptions) makeRates() (*rates, error) {
 func checkLoopback(addr string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return usagef("--addr %q: want HOST:PORT such as 127.0.0.1:8080 (port 0: any free port)", addr)
+		return cli.Usagef("--addr %q: want HOST:PORT such as 127.0.0.1:8080 (port 0: any free port)", addr)
 	}
 	if host == "localhost" {
 		return nil
@@ -239,7 +239,7 @@ func checkLoopback(addr string) error {
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
 		return nil
 	}
-	return usagef("--addr %q: flaky listens on loopback only: use 127.0.0.1, [::1] or localhost", addr)
+	return cli.Usagef("--addr %q: flaky listens on loopback only: use 127.0.0.1, [::1] or localhost", addr)
 }
 
 func (fl *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
