@@ -46,6 +46,7 @@ Exit codes:
      or an ID that no letter has (the other IDs are still processed)
   2  bad usage`
 
+// NewCommand returns the yaoki deadletter command and its subcommands, built anew at each call.
 func NewCommand() *cobra.Command {
 	f := &dlFlags{}
 	cmd := &cobra.Command{

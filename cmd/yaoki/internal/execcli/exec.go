@@ -39,6 +39,7 @@ type execOptions struct {
 	grace     flags.Seconds
 }
 
+// NewCommand returns the yaoki exec command, built anew at each call.
 func NewCommand() *cobra.Command {
 	o := &execOptions{grace: flags.Seconds{D: 10 * time.Second}}
 	cmd := &cobra.Command{

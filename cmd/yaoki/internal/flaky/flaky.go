@@ -38,6 +38,7 @@ type flakyOptions struct {
 	obs           telemetry.Flags
 }
 
+// NewCommand returns the yaoki flaky command, built anew at each call.
 func NewCommand() *cobra.Command {
 	o := &flakyOptions{}
 	cmd := &cobra.Command{

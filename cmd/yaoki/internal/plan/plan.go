@@ -25,6 +25,7 @@ type planOptions struct {
 	json   bool
 }
 
+// NewCommand returns the yaoki plan command, built anew at each call.
 func NewCommand() *cobra.Command {
 	o := &planOptions{}
 	cmd := &cobra.Command{
