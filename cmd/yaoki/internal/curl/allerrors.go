@@ -30,8 +30,9 @@ import (
 // transfer that ended early (exit 18). A longer body is handed up as it
 // comes, and a cut in it is not retried.
 type curlErrors struct {
-	base http.RoundTripper
-	all  bool
+	base   http.RoundTripper
+	all    bool
+	resume *resumeState // -C's, or nil: each attempt asks for the bytes not written yet
 }
 
 // maxRetriedBody is the longest body that --retry-all-errors reads whole
@@ -97,10 +98,27 @@ type retryAnyway struct {
 func (e *retryAnyway) Error() string { return e.msg }
 
 func (a curlErrors) RoundTrip(req *http.Request) (*http.Response, error) {
+	var asked int64
+	if a.resume != nil {
+		req, asked = a.resume.prepare(req)
+	}
 	resp, err := a.base.RoundTrip(req)
 	if err == nil && a.all {
 		if err = readWhole(resp); err != nil {
 			resp = nil
+		}
+		if cut := (*errBodyCut)(nil); a.resume != nil && errors.As(err, &cut) {
+			// What came is written now, and the next attempt asks for
+			// the bytes after it.
+			data, _ := io.ReadAll(cut.resp.Body)
+			cut.resp.Body = io.NopCloser(bytes.NewReader(data))
+			kept, kerr := a.resume.keep(asked, cut.resp, data)
+			if kerr != nil {
+				return nil, kerr
+			}
+			if kept {
+				cut.resp.Body = http.NoBody
+			}
 		}
 	}
 	if err == nil || req.Context().Err() != nil || errors.Is(err, context.Canceled) || httpretry.Classify(err) != retry.ClassPermanent {

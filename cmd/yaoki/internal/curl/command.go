@@ -83,6 +83,8 @@ type httpOptions struct {
 	cookie         cookieFlags
 	byteRange      string // -r: the byte range(s) to ask for
 	rangeSet       bool   // -r given (even "")
+	continueAt     string // -C: the byte offset to continue from, or "-"
+	resume         *resumeState
 }
 
 // NewCommand returns the yaoki http command, built anew at each call.
@@ -94,7 +96,7 @@ func NewCommand() *cobra.Command {
 		Long: `http sends one request through yaoki's retrying HTTP client (package
 httpretry) and writes the answer's body to stdout. It takes curl's flags with
 curl's meaning (-s, -S, -f, --fail-with-body, -L, -k, -u, -m, -w, -I, -i, -o,
--A, -e, -b, -c, -r, -d, --data-binary, --data-raw, --data-urlencode, --json,
+-A, -e, -b, -c, -r, -C, -d, --data-binary, --data-raw, --data-urlencode, --json,
 -G, -H, -X, -v, combined as -fsS or -sSL) and exits with curl's exit codes, so that it can
 stand in for curl --retry: --retry N is --max-attempts N+1, --retry-delay D
 makes every wait D, --retry-max-time S makes no retry after S,
@@ -213,6 +215,7 @@ each attempt).
 	f.StringVar(&o.key, "idempotency-key", "", "auto (a new key for POST and PATCH), off, or the KEY to send on every attempt")
 	o.cookie.register(f)
 	f.StringVarP(&o.byteRange, "range", "r", "", "ask for byte RANGE only, as curl: START-END, START-, -SUFFIX, or several with ',' (Range: bytes=RANGE; with a body, Content-Range: bytes RANGE/SIZE)")
+	f.StringVarP(&o.continueAt, "continue-at", "C", "", "continue a download from byte OFFSET (- : from where -o's file ends): asks for the bytes from it and appends them to the file")
 	o.hedge.Register(f)
 	o.obs.Register(f)
 	return cmd
@@ -300,6 +303,17 @@ func (o *httpOptions) check(cmd *cobra.Command) error {
 	}
 	if o.head && len(o.data) > 0 && !o.get {
 		return cli.Usagef("-I cannot send a body: drop -I, or add -G to send the data in the query string")
+	}
+	if changed("continue-at") {
+		if _, _, err := parseContinueAt(o.continueAt); err != nil {
+			return err
+		}
+		if len(o.data) > 0 || len(o.form) > 0 || o.upload != "" {
+			return cli.Usagef("-C cannot be combined with -d, --json, -F or -T: yaoki http continues downloads (GET), not uploads")
+		}
+		if changed("hedge-after") {
+			return cli.Usagef("-C cannot be combined with --hedge-after: the copies would append to one file at once")
+		}
 	}
 	o.noUserAgent = changed("user-agent") && o.userAgent == ""
 	if o.rangeSet = changed("range"); o.rangeSet {
@@ -423,6 +437,9 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	if err := o.createDirs(); err != nil {
 		return err
 	}
+	if cmd.Flags().Changed("continue-at") {
+		o.setupResume(cmd.OutOrStdout())
+	}
 	if o.resolved, err = o.parseResolve(); err != nil {
 		return err
 	}
@@ -492,7 +509,7 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 		rt = &verboseTransport{base: rt, w: lw}
 	}
 	rt = writtenPath{base: rt, t: tg}
-	rt = curlErrors{base: rt, all: o.retryAll}
+	rt = curlErrors{base: rt, all: o.retryAll, resume: o.resume}
 	// No per-host budget: one call per process, so a budget could only cut
 	// the retries asked for (--retry, --policy), never protect a fleet (a
 	// policy document's own Budget still applies).
@@ -569,6 +586,9 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 			info.size = n
 			if werr != nil {
 				code, msg = curlWriteError, werr.Error()
+				if errors.Is(werr, errCannotResume) {
+					code = curlCannotResume
+				}
 			}
 		}
 		addrs.carried(resp, &info, start)
@@ -605,6 +625,8 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 			if resp.ContentLength > n {
 				msg = fmt.Sprintf("transfer closed with %d bytes remaining to read", resp.ContentLength-n)
 			}
+		} else if errors.Is(werr, errCannotResume) {
+			code = curlCannotResume
 		} else if errors.Is(werr, errDecode) {
 			code, msg = curlBadEncoding, werr.Error()
 		} else if errors.Is(werr, errReadBody) {

@@ -57,12 +57,33 @@ func (o *httpOptions) write(stdout io.Writer, resp *http.Response, noBody bool) 
 			return 0, err
 		}
 	}
+	var resumeErr error
+	if o.resume != nil && !noBody && !o.head {
+		var drop bool
+		if drop, resumeErr = o.resume.judge(resp); drop {
+			noBody = true
+			if o.output != "" && o.output != "-" {
+				// As curl: the file is made, nothing written to it.
+				f, err := o.resume.open()
+				if err != nil {
+					return 0, fmt.Errorf("failure writing output to destination: %v", err)
+				}
+				if err := f.Close(); err != nil {
+					return 0, fmt.Errorf("failure writing output to destination: %v", err)
+				}
+			}
+		}
+	}
 	if noBody && !o.include && !o.head {
-		return 0, nil
+		return 0, resumeErr
 	}
 	out := stdout
 	if o.output != "" && o.output != "-" {
-		f, err := os.Create(o.output)
+		open := func() (*os.File, error) { return os.Create(o.output) }
+		if o.resume != nil {
+			open = o.resume.open
+		}
+		f, err := open()
 		if err != nil {
 			return 0, fmt.Errorf("failure writing output to destination: %v", err)
 		}
@@ -75,7 +96,10 @@ func (o *httpOptions) write(stdout io.Writer, resp *http.Response, noBody bool) 
 		}
 	}
 	if o.head || noBody {
-		return 0, closeOut(out, stdout)
+		if err := closeOut(out, stdout); err != nil {
+			return 0, err
+		}
+		return 0, resumeErr
 	}
 	came := &bodyCounter{r: readerErr{resp.Body}}
 	var src io.Reader = came

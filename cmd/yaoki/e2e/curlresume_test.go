@@ -1,0 +1,253 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// rangeServer serves the document "0123456789" on a loopback port as
+// its path says: /ok honours Range (206 from the start asked, 416 past
+// the end), /ignore answers 200 with the whole document, /r416 answers
+// 416, /wrong a 206 that starts at byte 2, /nocr a 206 without
+// Content-Range, /busy a 503 then as /ok, /cut as /ok but the first
+// answer's connection is closed after 3 bytes of the body (a link cut
+// mid-body). It records the Range header of each request.
+type rangeServer struct {
+	*httptest.Server
+	mu     sync.Mutex
+	ranges []string
+	n      int
+}
+
+const rangeDoc = "0123456789"
+
+func startRangeServer(t *testing.T) *rangeServer {
+	t.Helper()
+	s := &rangeServer{}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *rangeServer) seen() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.ranges...)
+}
+
+func (s *rangeServer) serve(w http.ResponseWriter, r *http.Request) {
+	rng := r.Header.Get("Range")
+	s.mu.Lock()
+	s.ranges = append(s.ranges, rng)
+	s.n++
+	n := s.n
+	s.mu.Unlock()
+	start := 0
+	if v, ok := strings.CutPrefix(rng, "bytes="); ok {
+		start, _ = strconv.Atoi(strings.TrimSuffix(v, "-"))
+	}
+	partial := func(from int, body string) {
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", from, len(rangeDoc)-1, len(rangeDoc)))
+		w.Header().Set("Content-Length", strconv.Itoa(len(rangeDoc)-from))
+		w.WriteHeader(http.StatusPartialContent)
+		w.Write([]byte(body))
+	}
+	switch r.URL.Path {
+	case "/busy":
+		if n == 1 {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+	case "/cut":
+		if n == 1 && rng != "" {
+			partial(start, rangeDoc[start:start+3])
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler) // the connection is closed mid-body
+		}
+	case "/ignore":
+		w.Write([]byte(rangeDoc))
+		return
+	case "/r416":
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", len(rangeDoc)))
+		http.Error(w, "no", http.StatusRequestedRangeNotSatisfiable)
+		return
+	case "/wrong":
+		partial(2, rangeDoc[2:])
+		return
+	case "/nocr":
+		w.WriteHeader(http.StatusPartialContent)
+		w.Write([]byte(rangeDoc[min(start, len(rangeDoc)):]))
+		return
+	}
+	switch {
+	case rng == "":
+		w.Write([]byte(rangeDoc))
+	case start >= len(rangeDoc):
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", len(rangeDoc)))
+		http.Error(w, "no", http.StatusRequestedRangeNotSatisfiable)
+	default:
+		partial(start, rangeDoc[start:])
+	}
+}
+
+// TestHTTPContinueAtLikeCurl runs yaoki http and curl 7.88 with -C
+// against the same loopback server, each on a copy of the same output
+// file, and compares the Range they ask for, the file after the run, the
+// stdout and the exit code.
+func TestHTTPContinueAtLikeCurl(t *testing.T) {
+	const none = "\x00none"
+	for _, tc := range []struct {
+		name string
+		path string
+		file string // the output file before the run (none: no file)
+		args []string
+		code int
+	}{
+		{name: "offset, no file", path: "/ok", file: none, args: []string{"-C", "3", "-o", "OUT"}},
+		{name: "offset appends", path: "/ok", file: "0123", args: []string{"-C", "3", "-o", "OUT"}},
+		{name: "- continues the file", path: "/ok", file: "0123", args: []string{"-C", "-", "-o", "OUT"}},
+		{name: "- without file", path: "/ok", file: none, args: []string{"-C", "-", "-o", "OUT"}},
+		{name: "- on a whole file: 416", path: "/ok", file: rangeDoc, args: []string{"-C", "-", "-o", "OUT"}},
+		{name: "416 -f", path: "/r416", file: "0123", args: []string{"-f", "-C", "-", "-o", "OUT"}, code: 22},
+		{name: "200 cannot resume", path: "/ignore", file: "0123", args: []string{"-C", "-", "-o", "OUT"}, code: 33},
+		{name: "200 without file", path: "/ignore", file: none, args: []string{"-C", "3", "-o", "OUT"}, code: 33},
+		{name: "200 of the file's size: already whole", path: "/ignore", file: rangeDoc, args: []string{"-C", "-", "-o", "OUT"}},
+		{name: "206 from elsewhere", path: "/wrong", file: "0123", args: []string{"-C", "-", "-o", "OUT"}, code: 33},
+		{name: "206 without Content-Range", path: "/nocr", file: "0123", args: []string{"-C", "-", "-o", "OUT"}, code: 33},
+		{name: "-C 0 rewrites", path: "/ok", file: "0123", args: []string{"-C", "0", "-o", "OUT"}},
+		{name: "+3", path: "/ok", file: none, args: []string{"-C", "+3", "-o", "OUT"}},
+		{name: "stdout", path: "/ok", file: none, args: []string{"-C", "3"}},
+		{name: "- to stdout", path: "/ok", file: none, args: []string{"-C", "-"}},
+		{name: "-C wins over -r", path: "/ok", file: none, args: []string{"-C", "3", "-r", "0-4", "-o", "OUT"}},
+		{name: "-H Range is compared with -C", path: "/ok", file: "0123", args: []string{"-H", "Range: bytes=5-", "-C", "-", "-o", "OUT"}, code: 33},
+		{name: "negative", path: "/ok", file: none, args: []string{"-C", "-5", "-o", "OUT"}, code: 2},
+		{name: "not a number", path: "/ok", file: none, args: []string{"-C", "3x", "-o", "OUT"}, code: 2},
+		{name: "too large", path: "/ok", file: none, args: []string{"-C", "99999999999999999999", "-o", "OUT"}, code: 2},
+		{name: "cut without --retry-all-errors: 18", path: "/cut", file: "01", args: []string{"--retry", "2", "-C", "-", "-o", "OUT"}, code: 18},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			type outcome struct {
+				code           int
+				stdout, file   string
+				ranges         []string
+				stderrNotEmpty bool
+			}
+			var got [2]outcome
+			for i, who := range []string{"yaoki", "curl"} {
+				s := startRangeServer(t)
+				out := filepath.Join(t.TempDir(), "out")
+				if tc.file != none {
+					if err := os.WriteFile(out, []byte(tc.file), 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
+				args := []string{"-sS"}
+				for _, a := range tc.args {
+					args = append(args, strings.ReplaceAll(a, "OUT", out))
+				}
+				r := runAs(t, who, append(args, s.URL+tc.path)...)
+				b, err := os.ReadFile(out)
+				file := string(b)
+				if err != nil {
+					file = none
+				}
+				got[i] = outcome{code: r.code, stdout: r.stdout, file: file, ranges: s.seen(), stderrNotEmpty: r.stderr != ""}
+			}
+			y, c := got[0], got[1]
+			if y.code != tc.code || c.code != tc.code {
+				t.Fatalf("exit: yaoki %d, curl %d; want %d", y.code, c.code, tc.code)
+			}
+			if y.file != c.file || y.stdout != c.stdout {
+				t.Errorf("file %q stdout %q (yaoki); file %q stdout %q (curl)", y.file, y.stdout, c.file, c.stdout)
+			}
+			if fmt.Sprint(y.ranges) != fmt.Sprint(c.ranges) {
+				t.Errorf("Range asked: yaoki %q, curl %q", y.ranges, c.ranges)
+			}
+			if y.stderrNotEmpty != c.stderrNotEmpty {
+				t.Errorf("stderr written: yaoki %v, curl %v", y.stderrNotEmpty, c.stderrNotEmpty)
+			}
+		})
+	}
+}
+
+// TestHTTPContinueAtRetryAfterCut cuts the link after 3 bytes of the
+// first answer's body (the server closes the connection mid-body) under
+// -C - --retry-all-errors: yaoki http writes those 3 bytes and asks the
+// retry for the bytes after them, where curl 7.88 truncates the file and
+// asks again from -C's offset; both end with the whole document. To
+// stdout, yaoki http writes each byte once, curl the cut part twice.
+func TestHTTPContinueAtRetryAfterCut(t *testing.T) {
+	for _, tc := range []struct {
+		name                    string
+		toFile                  bool
+		yaokiRanges, curlRanges string
+		yaokiOut, curlOut       string
+	}{
+		{name: "-o", toFile: true, yaokiRanges: "[bytes=2- bytes=5-]", curlRanges: "[bytes=2- bytes=2-]"},
+		{name: "stdout", yaokiRanges: "[bytes=2- bytes=5-]", curlRanges: "[bytes=2- bytes=2-]", yaokiOut: "23456789", curlOut: "23423456789"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, who := range []string{"yaoki", "curl"} {
+				s := startRangeServer(t)
+				out := filepath.Join(t.TempDir(), "out")
+				args := []string{"-sS", "--retry", "2", "--retry-all-errors", "-C"}
+				if tc.toFile {
+					os.WriteFile(out, []byte("01"), 0o600)
+					args = append(args, "-", "-o", out)
+				} else {
+					args = append(args, "2")
+				}
+				if who == "yaoki" {
+					args = append(args, fastRetries...)
+				} else {
+					args = append(args, "--retry-delay", "1")
+				}
+				r := runAs(t, who, append(args, s.URL+"/cut")...)
+				if r.code != 0 {
+					t.Fatalf("%s exit %d, want 0; stderr %s", who, r.code, r.stderr)
+				}
+				wantRanges, wantOut := tc.yaokiRanges, tc.yaokiOut
+				if who == "curl" {
+					wantRanges, wantOut = tc.curlRanges, tc.curlOut
+				}
+				if got := fmt.Sprint(s.seen()); got != wantRanges {
+					t.Errorf("%s asked for %s, want %s", who, got, wantRanges)
+				}
+				if r.stdout != wantOut {
+					t.Errorf("%s stdout %q, want %q", who, r.stdout, wantOut)
+				}
+				if tc.toFile {
+					if b, _ := os.ReadFile(out); string(b) != rangeDoc {
+						t.Errorf("%s: file %q, want %q", who, b, rangeDoc)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestHTTPContinueAtRetries503 answers a -C request with a 503, then the
+// part asked for: yaoki http retries it and appends the part (curl 7.88
+// exits 33 at the 503, TestHTTPContinueAtLikeCurl's 404 shows its rule).
+func TestHTTPContinueAtRetries503(t *testing.T) {
+	s := startRangeServer(t)
+	out := filepath.Join(t.TempDir(), "out")
+	os.WriteFile(out, []byte("0123"), 0o600)
+	r := run(t, nil, append(append([]string{"http", "-sS", "-C", "-", "-o", out}, fastRetries...), s.URL+"/busy")...)
+	if r.code != 0 {
+		t.Fatalf("exit %d, want 0; stderr %s", r.code, r.stderr)
+	}
+	if b, _ := os.ReadFile(out); string(b) != rangeDoc {
+		t.Errorf("file %q, want %q", b, rangeDoc)
+	}
+	if got := fmt.Sprint(s.seen()); got != "[bytes=4- bytes=4-]" {
+		t.Errorf("asked for %s, want [bytes=4- bytes=4-]", got)
+	}
+}
