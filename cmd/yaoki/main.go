@@ -7,7 +7,7 @@
 //
 // Each subcommand is a package under internal/ (curl, proxy, simcli,
 // plan, execcli, flaky, deadlettercli), with the flags and telemetry they
-// share; main wires them together and reads the proxy's flags.
+// share; main wires them together.
 package main
 
 import (
@@ -23,6 +23,7 @@ import (
 	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/execcli"
 	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/flaky"
 	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/plan"
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/proxy"
 	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/simcli"
 )
 
@@ -65,6 +66,6 @@ func newRoot() *cobra.Command {
 		return cli.Exit(cli.ExitUsage, fmt.Sprintf("%v\nsee '%s --help' for the flags and the values they accept", err, c.CommandPath()))
 	})
 	root.AddCommand(simcli.NewCommand(), plan.NewCommand(), execcli.NewCommand(), flaky.NewCommand(), curl.NewCommand(),
-		newProxyCmd(), deadlettercli.NewCommand(), newVersionCmd())
+		proxy.NewCommand(), deadlettercli.NewCommand(), newVersionCmd())
 	return root
 }

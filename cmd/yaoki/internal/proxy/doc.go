@@ -1,4 +1,4 @@
-// Package proxy is the engine of yaoki proxy, a reverse proxy (a sidecar)
+// Package proxy is yaoki proxy, a reverse proxy (a sidecar)
 // that sends every request through yaoki's retrying HTTP transport
 // (package httpretry), so that a service in any language gets the
 // toolkit's retries, Retry-After handling, retry budget, breaker and
@@ -10,7 +10,7 @@
 // policy. A Server serves the routes of the Config it was last given (Load,
 // Reload), shares one pool of upstream connections between them, relays
 // answers as they stream, answers what it cannot relay with a problem
-// (application/problem+json), and stops gracefully (Shutdown). The command
-// line, signals and telemetry are the yaoki command's; docs/proxy.md is the
-// manual.
+// (application/problem+json), and stops gracefully (Shutdown). NewCommand
+// is the command line around them (flags, signals, telemetry);
+// docs/proxy.md is the manual.
 package proxy

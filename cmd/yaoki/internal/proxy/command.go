@@ -1,4 +1,4 @@
-package main
+package proxy
 
 import (
 	"context"
@@ -16,12 +16,12 @@ import (
 
 	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/cli"
 	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/flags"
-	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/proxy"
 	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/telemetry"
 	"github.com/yaoki-go/yaoki/httpretry"
 )
 
-type proxyOptions struct {
+// options are yaoki proxy's flags.
+type options struct {
 	listen   string
 	upstream string
 	config   string
@@ -34,8 +34,9 @@ type proxyOptions struct {
 	obs      telemetry.Flags
 }
 
-func newProxyCmd() *cobra.Command {
-	o := &proxyOptions{grace: flags.Seconds{D: 30 * time.Second}}
+// NewCommand returns the yaoki proxy command, built anew at each call.
+func NewCommand() *cobra.Command {
+	o := &options{grace: flags.Seconds{D: 30 * time.Second}}
 	cmd := &cobra.Command{
 		Use:   "proxy (--upstream URL | --config FILE) [flags]",
 		Short: "A reverse proxy that applies yaoki's retry policy to every call through it",
@@ -101,7 +102,7 @@ the loaded routes if the new file is invalid.
 }
 
 // routes returns the routes the flags ask for.
-func (o *proxyOptions) routes(cmd *cobra.Command) (*proxy.Config, error) {
+func (o *options) routes(cmd *cobra.Command) (*Config, error) {
 	changed := cmd.Flags().Changed
 	switch {
 	case o.config != "" && o.upstream != "":
@@ -115,13 +116,13 @@ func (o *proxyOptions) routes(cmd *cobra.Command) (*proxy.Config, error) {
 				return nil, cli.Usagef("--%s cannot be combined with --config: set it per route in the file (policy, idempotency_key, max_buffered_body, hedge)", name)
 			}
 		}
-		cfg, err := proxy.LoadConfig(o.config)
+		cfg, err := LoadConfig(o.config)
 		if err != nil {
 			return nil, cli.Usagef("%v", err)
 		}
 		return cfg, nil
 	}
-	u, err := proxy.ParseUpstream(o.upstream)
+	u, err := ParseUpstream(o.upstream)
 	if err != nil {
 		return nil, cli.Usagef("--upstream %v", err)
 	}
@@ -133,7 +134,7 @@ func (o *proxyOptions) routes(cmd *cobra.Command) (*proxy.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	rc := &proxy.Route{Name: "--upstream", At: "--upstream", Upstream: u, Policy: cp.Retry, Doc: cp.Doc, PolicySource: cp.Source, Hedge: hc}
+	rc := &Route{Name: "--upstream", At: "--upstream", Upstream: u, Policy: cp.Retry, Doc: cp.Doc, PolicySource: cp.Source, Hedge: hc}
 	switch o.key {
 	case "auto":
 		rc.KeyMode = httpretry.KeyAuto
@@ -145,14 +146,14 @@ func (o *proxyOptions) routes(cmd *cobra.Command) (*proxy.Config, error) {
 		return nil, cli.Usagef("--idempotency-key %q: want auto or off", o.key)
 	}
 	if o.maxBody != "" {
-		if rc.MaxBody, err = proxy.ParseByteSize(o.maxBody); err != nil {
+		if rc.MaxBody, err = ParseByteSize(o.maxBody); err != nil {
 			return nil, cli.Usagef("--max-buffered-body %v", err)
 		}
 	}
-	return &proxy.Config{Routes: []*proxy.Route{rc}, Source: "--upstream"}, nil
+	return &Config{Routes: []*Route{rc}, Source: "--upstream"}, nil
 }
 
-func (o *proxyOptions) run(cmd *cobra.Command) error {
+func (o *options) run(cmd *cobra.Command) error {
 	cfg, err := o.routes(cmd)
 	if err != nil {
 		return err
@@ -161,9 +162,9 @@ func (o *proxyOptions) run(cmd *cobra.Command) error {
 		return cli.Usagef("--listen %q: want HOST:PORT such as 127.0.0.1:8080 (port 0: any free port)", o.listen)
 	}
 	stderr := cmd.ErrOrStderr()
-	s := proxy.NewServer(stderr)
+	s := NewServer(stderr)
 	if o.redisURL != "" {
-		if s.Fleet, err = proxy.NewFleet(o.redisURL, stderr); err != nil {
+		if s.Fleet, err = NewFleet(o.redisURL, stderr); err != nil {
 			return cli.Usagef("%v", err)
 		}
 		defer s.Fleet.Close()
@@ -182,7 +183,7 @@ func (o *proxyOptions) run(cmd *cobra.Command) error {
 	}
 	defer s.Close()
 
-	setProxyGC()
+	setGC()
 	// The signals are ours before the first request can be served: a
 	// SIGTERM or SIGHUP sent as soon as the proxy answers (by a test, an
 	// orchestrator) must reach the shutdown or the reload, not Go's
@@ -227,26 +228,26 @@ func (o *proxyOptions) run(cmd *cobra.Command) error {
 	}
 }
 
-// proxyGCPercent is the garbage collector's target that the proxy runs
+// gcPercent is the garbage collector's target that the proxy runs
 // with unless the environment sets GOGC: the heap may grow to five times
 // what is live before a collection, instead of twice. A proxy's live heap
 // is small (its connections' buffers and the requests in flight), so at
 // GOGC's default of 100 it collects every few thousand requests, and the
 // collections cost a large share of its CPU time; docs/proxy.md has the
 // figures.
-const proxyGCPercent = 400
+const gcPercent = 400
 
-// setProxyGC sets the garbage collector's target to proxyGCPercent, unless
+// setGC sets the garbage collector's target to gcPercent, unless
 // the environment sets GOGC (which then stands as it is).
-func setProxyGC() {
+func setGC() {
 	if _, ok := os.LookupEnv("GOGC"); !ok {
-		debug.SetGCPercent(proxyGCPercent)
+		debug.SetGCPercent(gcPercent)
 	}
 }
 
 // shutdown stops the proxy: every call in flight finishes within grace,
 // or the proxy exits 1 cutting them.
-func shutdown(s *proxy.Server, srv *http.Server, grace time.Duration) error {
+func shutdown(s *Server, srv *http.Server, grace time.Duration) error {
 	if err := s.Shutdown(srv, grace); err != nil {
 		return cli.Exit(1, err.Error())
 	}

@@ -1,4 +1,4 @@
-package main
+package proxy
 
 import (
 	"os"
@@ -8,16 +8,16 @@ import (
 
 func TestProxyGC(t *testing.T) {
 	// Without GOGC in the environment the proxy collects at
-	// proxyGCPercent; with it, the environment's setting stands.
+	// gcPercent; with it, the environment's setting stands.
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	t.Setenv("GOGC", "")
 	os.Unsetenv("GOGC")
-	setProxyGC()
-	if got := debug.SetGCPercent(100); got != proxyGCPercent {
-		t.Errorf("GOGC unset: GC percent %d, want %d", got, proxyGCPercent)
+	setGC()
+	if got := debug.SetGCPercent(100); got != gcPercent {
+		t.Errorf("GOGC unset: GC percent %d, want %d", got, gcPercent)
 	}
 	t.Setenv("GOGC", "100")
-	setProxyGC()
+	setGC()
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Errorf("GOGC=100: GC percent %d, want 100 (the environment's)", got)
 	}
