@@ -34,6 +34,7 @@ const (
 	curlWriteError      = 23  // -o could not be written
 	curlReadError       = 26  // a --data @FILE could not be read
 	curlTimeout         = 28  // --max-time or --connect-timeout passed
+	curlCannotResume    = 33  // -C: the answer is not the part asked for
 	curlTLS             = 35  // the TLS handshake failed
 	curlTooManyRedirect = 47  // -L followed more than --max-redirs redirects
 	curlBadResolve      = 49  // a --resolve entry could not be read
@@ -65,6 +66,7 @@ Exit codes (curl's where curl has one):
   22   -f/--fail-with-body: the final status is 400 or more
   23   -o could not be written
   26   a --data @FILE could not be read
+  33   -C: the answer is not the part asked for (the server ignores ranges)
   28   --max-time or --connect-timeout passed (the last answer, if any, is
        still written)
   35   the TLS handshake failed

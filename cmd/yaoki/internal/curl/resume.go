@@ -14,10 +14,6 @@ import (
 	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/cli"
 )
 
-// curlCannotResume is curl's exit code when the server did not answer a
-// -C request with the part asked for.
-const curlCannotResume = 33
-
 // parseContinueAt reads -C's value as curl 7.88 reads it: "-" (auto: from
 // where the output file ends), or a byte offset in decimal, after spaces
 // and an optional '+'. A negative offset, other characters or an offset
