@@ -3,7 +3,9 @@ module github.com/yaoki-go/yaoki/cmd/yaoki
 go 1.26.0
 
 require (
+	github.com/andybalholm/brotli v1.3.0
 	github.com/jackc/pgx/v5 v5.12.0
+	github.com/klauspost/compress v1.20.4
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.74.0

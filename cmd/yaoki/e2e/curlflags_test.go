@@ -12,6 +12,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/andybalholm/brotli"
+	"github.com/klauspost/compress/zstd"
 )
 
 // --compressed as curl's: it asks for a compressed answer and writes the
@@ -27,6 +30,21 @@ func TestHTTPCompressedLikeCurl(t *testing.T) {
 	zw := zlib.NewWriter(&zl)
 	zw.Write([]byte(plain))
 	zw.Close()
+	var br, zs bytes.Buffer
+	bw := brotli.NewWriter(&br)
+	bw.Write([]byte(plain))
+	bw.Close()
+	sw, err := zstd.NewWriter(&zs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw.Write([]byte(plain))
+	sw.Close()
+	// br over gzip: "Content-Encoding: gzip, br".
+	var gzbr bytes.Buffer
+	bw = brotli.NewWriter(&gzbr)
+	bw.Write(gz.Bytes())
+	bw.Close()
 	encoded := func(enc, body string) answer {
 		return answer{status: 200, headers: map[string]string{"Content-Encoding": enc, "Content-Type": "text/plain"}, body: body}
 	}
@@ -35,13 +53,27 @@ func TestHTTPCompressedLikeCurl(t *testing.T) {
 		answer answer
 		args   []string
 		code   int
+		curl0  bool // curl 7.88 exits 0 where yaoki exits 61: a stream cut short
 	}{
-		{"gzip", encoded("gzip", gz.String()), []string{"--compressed"}, 0},
-		{"deflate", encoded("deflate", zl.String()), []string{"--compressed"}, 0},
-		{"gzip -i", encoded("gzip", gz.String()), []string{"--compressed", "-i"}, 0},
-		{"not compressed", ok(plain), []string{"--compressed"}, 0},
-		{"gzip without --compressed", encoded("gzip", gz.String()), nil, 0},
-		{"gzip that is not", encoded("gzip", "not gzip at all"), []string{"--compressed"}, 61},
+		{"gzip", encoded("gzip", gz.String()), []string{"--compressed"}, 0, false},
+		{"deflate", encoded("deflate", zl.String()), []string{"--compressed"}, 0, false},
+		{"gzip -i", encoded("gzip", gz.String()), []string{"--compressed", "-i"}, 0, false},
+		{"not compressed", ok(plain), []string{"--compressed"}, 0, false},
+		{"gzip without --compressed", encoded("gzip", gz.String()), nil, 0, false},
+		{"gzip that is not", encoded("gzip", "not gzip at all"), []string{"--compressed"}, 61, false},
+		{"br", encoded("br", br.String()), []string{"--compressed"}, 0, false},
+		{"zstd", encoded("zstd", zs.String()), []string{"--compressed"}, 0, false},
+		{"zstd -i", encoded("zstd", zs.String()), []string{"--compressed", "-i"}, 0, false},
+		{"br without --compressed", encoded("br", br.String()), nil, 0, false},
+		{"br that is not", encoded("br", "not brotli at all"), []string{"--compressed"}, 61, false},
+		{"zstd that is not", encoded("zstd", "not zstd at all"), []string{"--compressed"}, 61, false},
+		{"zstd cut short", encoded("zstd", zs.String()[:zs.Len()/2]), []string{"--compressed"}, 61, true},
+		{"br cut short", encoded("br", br.String()[:br.Len()/2]), []string{"--compressed"}, 61, true},
+		{"gzip cut short", encoded("gzip", gz.String()[:gz.Len()/2]), []string{"--compressed"}, 61, true},
+		{"gzip, br", encoded("gzip, br", gzbr.String()), []string{"--compressed"}, 0, false},
+		{"identity, gzip", encoded("identity, gzip", gz.String()), []string{"--compressed"}, 0, false},
+		{"six encodings", encoded("identity, identity, identity, identity, identity, gzip", gz.String()), []string{"--compressed"}, 61, false},
+		{"br, unknown", encoded("br, x-unknown", br.String()), []string{"--compressed"}, 61, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := startScripted(t, false, tc.answer)
@@ -50,10 +82,17 @@ func TestHTTPCompressedLikeCurl(t *testing.T) {
 			ys := s.requests()
 			s.restart()
 			c := runCurl(t, args...)
-			if y.code != tc.code || c.code != tc.code {
-				t.Errorf("exit: yaoki %d, curl %d; want %d\n%s", y.code, c.code, tc.code, y.stderr)
+			if ya, ca := ys[0].header.Get("Accept-Encoding"), s.requests()[0].header.Get("Accept-Encoding"); ya != ca {
+				t.Errorf("Accept-Encoding: yaoki %q, curl %q", ya, ca)
 			}
-			if y.stdout != c.stdout {
+			wantCurl, cstdout := tc.code, c.stdout
+			if tc.curl0 {
+				wantCurl, cstdout = 0, strings.TrimSuffix(c.stdout, " 0")+" 61"
+			}
+			if y.code != tc.code || c.code != wantCurl {
+				t.Errorf("exit: yaoki %d, curl %d; want %d, %d\n%s", y.code, c.code, tc.code, wantCurl, y.stderr)
+			}
+			if y.stdout != cstdout {
 				t.Errorf("stdout:\nyaoki: %q\ncurl:  %q", y.stdout, c.stdout)
 			}
 			if ae := ys[0].header.Get("Accept-Encoding"); (ae != "") != (len(tc.args) > 0 && tc.args[0] == "--compressed") {

@@ -67,7 +67,7 @@ type httpOptions struct {
 	retryMaxTime   flags.Seconds // --retry-max-time: no retry once this much time has passed (0: no limit)
 	retryAll       bool          // --retry-all-errors
 	pathAsIs       bool          // --path-as-is: the URL's "." and ".." segments are sent
-	compressed     bool          // --compressed: ask for gzip or deflate, write the body decoded
+	compressed     bool          // --compressed: ask for deflate, gzip, br or zstd, write the body decoded
 	mkdirs         bool          // --create-dirs: make -o's folders
 	caCert         string        // --cacert: the roots to trust instead of the system's
 	network        string        // -4 (tcp4), -6 (tcp6), or "" for either
@@ -185,7 +185,7 @@ each attempt).
 	f.BoolVarP(&o.location, "location", "L", false, "follow redirects (each hop retried on its own)")
 	f.IntVar(&o.maxRedirs, "max-redirs", defaultMaxRedirs, "with -L, most redirects followed (-1: no limit)")
 	f.BoolVarP(&o.insecure, "insecure", "k", false, "accept any TLS certificate")
-	f.BoolVar(&o.compressed, "compressed", false, "ask for a compressed answer (Accept-Encoding: deflate, gzip) and write its body decoded; -i shows the headers as they came")
+	f.BoolVar(&o.compressed, "compressed", false, "ask for a compressed answer (Accept-Encoding: deflate, gzip, br, zstd) and write its body decoded; -i shows the headers as they came")
 	f.StringVarP(&o.upload, "upload-file", "T", "", "PUT FILE as the body (- for stdin), sent again from its start on each attempt; a URL whose path ends with / gets the file's name")
 	f.StringVar(&o.url, "url", "", "the URL, as curl's --url (instead of the argument)")
 	f.StringArrayVar(&o.resolve, "resolve", nil, "HOST:PORT:ADDR[,ADDR...]: connect to ADDR (in order, until one answers) for HOST:PORT, which the URL, Host and TLS keep (repeatable)")

@@ -105,7 +105,10 @@ func (o *httpOptions) write(stdout io.Writer, resp *http.Response, noBody bool) 
 	var src io.Reader = came
 	if o.compressed {
 		var err error
-		if src, err = decodeBody(came, resp.Header.Get("Content-Encoding")); err != nil {
+		var end func()
+		src, end, err = decodeBody(came, strings.Join(resp.Header.Values("Content-Encoding"), ","))
+		defer end()
+		if err != nil {
 			return came.n, o.readFailed(err)
 		}
 	}
