@@ -71,6 +71,12 @@ func (s *rangeServer) serve(w http.ResponseWriter, r *http.Request) {
 			w.(http.Flusher).Flush()
 			panic(http.ErrAbortHandler) // the connection is closed mid-body
 		}
+		if n == 1 {
+			w.Header().Set("Content-Length", strconv.Itoa(len(rangeDoc)))
+			w.Write([]byte(rangeDoc[:3]))
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler)
+		}
 	case "/ignore":
 		w.Write([]byte(rangeDoc))
 		return
@@ -181,16 +187,20 @@ func TestHTTPContinueAtLikeCurl(t *testing.T) {
 // first answer's body (the server closes the connection mid-body) under
 // -C - --retry-all-errors: yaoki http writes those 3 bytes and asks the
 // retry for the bytes after them, where curl 7.88 truncates the file and
-// asks again from -C's offset; both end with the whole document. To
-// stdout, yaoki http writes each byte once, curl the cut part twice.
+// asks again from -C's offset; both end with the whole document. Under
+// -C - without a file (no Range), the first answer is whole and cut: the
+// retry asks yaoki's for the bytes after the 3 written. To stdout, yaoki
+// http writes each byte once, curl the cut part twice.
 func TestHTTPContinueAtRetryAfterCut(t *testing.T) {
 	for _, tc := range []struct {
 		name                    string
 		toFile                  bool
+		file                    string // the file before the run ("": none)
 		yaokiRanges, curlRanges string
 		yaokiOut, curlOut       string
 	}{
-		{name: "-o", toFile: true, yaokiRanges: "[bytes=2- bytes=5-]", curlRanges: "[bytes=2- bytes=2-]"},
+		{name: "-o", toFile: true, file: "01", yaokiRanges: "[bytes=2- bytes=5-]", curlRanges: "[bytes=2- bytes=2-]"},
+		{name: "-o without file: the whole answer cut", toFile: true, yaokiRanges: "[ bytes=3-]", curlRanges: "[ ]"},
 		{name: "stdout", yaokiRanges: "[bytes=2- bytes=5-]", curlRanges: "[bytes=2- bytes=2-]", yaokiOut: "23456789", curlOut: "23423456789"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -199,7 +209,9 @@ func TestHTTPContinueAtRetryAfterCut(t *testing.T) {
 				out := filepath.Join(t.TempDir(), "out")
 				args := []string{"-sS", "--retry", "2", "--retry-all-errors", "-C"}
 				if tc.toFile {
-					os.WriteFile(out, []byte("01"), 0o600)
+					if tc.file != "" {
+						os.WriteFile(out, []byte(tc.file), 0o600)
+					}
 					args = append(args, "-", "-o", out)
 				} else {
 					args = append(args, "2")
