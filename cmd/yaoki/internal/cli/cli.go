@@ -1,12 +1,17 @@
 // Package cli holds what the yaoki command's subcommands share: an error
 // that carries the process's exit code through cobra, the code of a
-// command line that cannot be used as given, the command's version and the
-// plural of its messages. Its functions are safe for concurrent use.
+// command line that cannot be used as given, the command's version, the
+// plural of its messages and what counts as a timeout. Its functions are
+// safe for concurrent use.
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"runtime/debug"
+
+	"github.com/yaoki-go/yaoki/retry"
 )
 
 // ExitUsage is the exit code for a command line that could not be used as
@@ -53,4 +58,15 @@ func Plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+// IsTimeout reports whether err is a timeout: an attempt timeout, a
+// connect timeout, a deadline (yaoki http exits 28 for one, yaoki proxy
+// answers 504).
+func IsTimeout(err error) bool {
+	if errors.Is(err, retry.ErrAttemptTimeout) || errors.Is(err, os.ErrDeadlineExceeded) {
+		return true
+	}
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
 }

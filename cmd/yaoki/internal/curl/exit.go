@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"os"
 	"strings"
 	"syscall"
 
@@ -119,7 +118,7 @@ func curlExit(ctx context.Context, err error) (int, string) {
 		return curlTooManyRedirect, tooMR.Error()
 	case errors.As(last, &cut):
 		return curlPartialFile, cut.Error()
-	case errors.Is(ctx.Err(), context.DeadlineExceeded), errors.Is(err, retry.ErrDeadline), isTimeout(last):
+	case errors.Is(ctx.Err(), context.DeadlineExceeded), errors.Is(err, retry.ErrDeadline), cli.IsTimeout(last):
 		return curlTimeout, "operation timed out: " + lastMessage(last)
 	case ctx.Err() != nil, errors.As(err, &he) && he.Reason == retry.ReasonCancelled:
 		return yaokiInterrupted, "stopped by a signal"
@@ -139,16 +138,6 @@ func curlExit(ctx context.Context, err error) (int, string) {
 		return curlNoConnect, "failed to connect: " + lastMessage(last)
 	}
 	return curlRecvError, lastMessage(last)
-}
-
-// isTimeout reports whether err is a timeout: an attempt timeout, a
-// connect timeout, a deadline.
-func isTimeout(err error) bool {
-	if errors.Is(err, retry.ErrAttemptTimeout) || errors.Is(err, os.ErrDeadlineExceeded) {
-		return true
-	}
-	var t interface{ Timeout() bool }
-	return errors.As(err, &t) && t.Timeout()
 }
 
 // lastMessage is err's text without the url.Error wrapping that repeats

@@ -7,12 +7,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/yaoki-go/yaoki/breaker"
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/cli"
 	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/policyfile"
 	"github.com/yaoki-go/yaoki/event"
 	"github.com/yaoki-go/yaoki/header"
@@ -329,7 +329,7 @@ func problemFor(err error, retryingCaller bool) (p proxyProblem, retryAfter int,
 			doNotRetry = false
 		}
 	case retry.ReasonExhausted:
-		if isTimeout(re.Last) {
+		if cli.IsTimeout(re.Last) {
 			p.Status = http.StatusGatewayTimeout
 		}
 	}
@@ -370,14 +370,4 @@ func (b *bufferPool) Put(buf []byte) {
 	if len(buf) == copyBufferSize {
 		b.p.Put((*[copyBufferSize]byte)(buf))
 	}
-}
-
-// isTimeout reports whether err is a timeout: an attempt timeout, a
-// connect timeout, a deadline.
-func isTimeout(err error) bool {
-	if errors.Is(err, retry.ErrAttemptTimeout) || errors.Is(err, os.ErrDeadlineExceeded) {
-		return true
-	}
-	var t interface{ Timeout() bool }
-	return errors.As(err, &t) && t.Timeout()
 }
