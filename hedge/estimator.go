@@ -35,7 +35,11 @@ const (
 // A quantile is exact to the bucket (within 12.5 % of the latency) and
 // linearly interpolated inside it. The window's edges follow
 // internal/window's counters: a latency counts from its instant until 3/4
-// to 1 window later, as its quarter slides out.
+// to 1 window later, as its quarter slides out. When the clock steps back
+// (an NTP correction), the latencies observed on the stepped clock are
+// counted from then on and those of the instants after it leave the
+// estimate, as in the Hedger's other counters, rather than every new
+// latency of a bucket being dropped until the clock catches up.
 //
 // The zero Estimator is not usable; make one with NewEstimator. It is safe
 // for concurrent use, lock-free, and allocates nothing after NewEstimator.
@@ -49,7 +53,7 @@ type Estimator struct {
 func NewEstimator(w time.Duration) *Estimator {
 	e := &Estimator{clock: window.NewClock(max(w/estimatorSlots, 1))}
 	for i := range e.buckets {
-		e.buckets[i] = window.NewRing(estimatorSlots)
+		e.buckets[i] = window.NewClockRing(estimatorSlots)
 	}
 	return e
 }

@@ -252,9 +252,16 @@ func (h *Hedger) DelayAt(now time.Time) time.Duration {
 	// than wait. (A refresh that found too few latencies must not store its
 	// 0 over the delay of a later one that found enough, and an earlier
 	// time must not read again once a later one has.)
-	if ns >= h.refresh.Load() && h.refreshing.TryLock() {
+	//
+	// An instant more than two refresh intervals before the last reading
+	// means that the clock stepped back: the delay is read again on the
+	// stepped clock rather than held until it reaches the instant at which
+	// the last reading was due to be renewed (an hour after a step of an
+	// hour). Two intervals, so that a caller whose instant is a little older
+	// than another's reading (it was descheduled) does not read again.
+	if h.due(ns) && h.refreshing.TryLock() {
 		defer h.refreshing.Unlock()
-		if ns < h.refresh.Load() {
+		if !h.due(ns) {
 			return time.Duration(h.delay.Load()) // another caller read it meanwhile
 		}
 		d, n := h.lat.QuantileAt(now, h.c.Quantile)
@@ -279,6 +286,15 @@ func (h *Hedger) DelayAt(now time.Time) time.Duration {
 		return d
 	}
 	return time.Duration(h.delay.Load())
+}
+
+// due reports whether the adaptive delay is to be read again at ns
+// (UnixNano): its refresh instant has come, or the clock stepped back by
+// more than two refresh intervals before the last reading (which was made
+// one interval before its refresh instant).
+func (h *Hedger) due(ns int64) bool {
+	r := h.refresh.Load()
+	return ns >= r || ns < r-3*h.every
 }
 
 // AllowAt reports whether a hedge may be sent at now and, if so, counts
