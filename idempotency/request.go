@@ -6,7 +6,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
+	"slices"
 )
 
 // readBody reads the whole request body, bounded by MaxRequestBytes. A
@@ -56,7 +58,9 @@ func (*bodyReader) Close() error { return nil }
 
 // fingerprint hashes the method, the target, the selected header fields and
 // a SHA-256 of the body, each preceded by its length so that no two
-// requests share an input.
+// requests share an input; and, when a layer outside the middleware parsed
+// the request's form before it (so that the body it read was empty), the
+// form (see appendForm).
 func (c *Config) fingerprint(r *http.Request, body []byte) Fingerprint {
 	sum := sha256.Sum256(body)
 	var scratch [512]byte
@@ -71,10 +75,68 @@ func (c *Config) fingerprint(r *http.Request, body []byte) Fingerprint {
 		}
 	}
 	b = append(b, sum[:]...)
+	b = appendForm(b, r)
 	return sha256.Sum256(b)
+}
+
+// appendForm appends the form that a layer outside the middleware parsed
+// from the request's body before the middleware read it (a CSRF check
+// reading its token with r.PostFormValue): ParseForm and ParseMultipartForm
+// read the whole body, so the middleware reads nothing, and without the
+// form two different forms sent with one key would look alike and the
+// second would get the first one's response. It appends the form's fields
+// (r.PostForm, which holds a multipart form's values too) and each file of
+// a multipart form: its field, name, size and a SHA-256 of its content.
+// Without a parsed form it appends nothing, so the fingerprint of every
+// other request is what it always was.
+func appendForm(b []byte, r *http.Request) []byte {
+	mf := r.MultipartForm
+	if len(r.PostForm) == 0 && (mf == nil || len(mf.File) == 0) {
+		return b
+	}
+	b = append(b, 'F')
+	b = appendField(b, r.PostForm.Encode()) // sorted by name
+	if mf == nil {
+		return b
+	}
+	names := make([]string, 0, len(mf.File))
+	for name := range mf.File {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	b = binary.AppendUvarint(b, uint64(len(names)))
+	for _, name := range names {
+		fhs := mf.File[name]
+		b = appendField(b, name)
+		b = binary.AppendUvarint(b, uint64(len(fhs)))
+		for _, fh := range fhs {
+			b = appendField(b, fh.Filename)
+			b = binary.AppendUvarint(b, uint64(fh.Size))
+			b = appendFileSum(b, fh)
+		}
+	}
+	return b
 }
 
 func appendField(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
+}
+
+// appendFileSum appends a SHA-256 of the content of a multipart form's
+// file and a 0, or, when it cannot be read (its temporary file removed), a
+// SHA-256 of what was read and a 1: a marker, not the error's text, which
+// names the temporary file and would differ from one request to the next.
+func appendFileSum(b []byte, fh *multipart.FileHeader) []byte {
+	h := sha256.New()
+	f, err := fh.Open()
+	if err == nil {
+		_, err = io.Copy(h, f)
+		f.Close()
+	}
+	b = h.Sum(b)
+	if err != nil {
+		return append(b, 1)
+	}
+	return append(b, 0)
 }
