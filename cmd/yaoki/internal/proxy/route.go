@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net"
 	"net/http"
@@ -223,17 +224,31 @@ type upgradeOrRetry struct {
 }
 
 func (u *upgradeOrRetry) RoundTrip(req *http.Request) (*http.Response, error) {
-	if _, ok := req.Header["Upgrade"]; ok {
-		return u.base.RoundTrip(req)
+	if !isUpgrade(req) {
+		return u.retrying.RoundTrip(req)
 	}
-	return u.retrying.RoundTrip(req)
+	resp, err := u.base.RoundTrip(req)
+	if err != nil {
+		// The transport's error alone ("EOF") says neither what was tried
+		// nor why nothing followed.
+		return nil, fmt.Errorf("proxy: %s %s: upgrade to %s, sent once (an upgrade is never retried): %w",
+			req.Method, req.URL.Redacted(), req.Header.Get("Upgrade"), err)
+	}
+	return resp, nil
+}
+
+// isUpgrade reports whether req, a request the proxy sends, asks for a
+// protocol upgrade (httputil.ReverseProxy keeps Upgrade only then).
+func isUpgrade(req *http.Request) bool {
+	_, ok := req.Header["Upgrade"]
+	return ok
 }
 
 // relay adjusts an upstream answer before it is copied to the client:
 // when it carries a status this route retries and this proxy was the
-// layer that retried (the client does not say it retries), Do-Not-Retry
-// tells the layers above that retrying again would multiply what was
-// already tried.
+// layer that retried (the client does not say it retries, and the request
+// was not an upgrade, which is sent once), Do-Not-Retry tells the layers
+// above that retrying again would multiply what was already tried.
 func (pr *proxyRoute) relay(resp *http.Response) error {
 	resp.Header["Via"] = addVia(resp.Header["Via"], resp.ProtoMajor, resp.ProtoMinor)
 	if c := resp.StatusCode; c < len(pr.statuses) && pr.statuses[c] && resp.Request != nil && !layer.FromRetryingCaller(resp.Request) &&
@@ -244,10 +259,14 @@ func (pr *proxyRoute) relay(resp *http.Response) error {
 }
 
 // mayRetry reports whether the proxy could send req, an attempt it made,
-// more than once: an idempotent method or an Idempotency-Key, and a body
-// that was kept for the retries (httpretry gives the attempts of a kept
-// body a GetBody; a body too long to keep was streamed once).
+// more than once: not an upgrade, an idempotent method or an
+// Idempotency-Key, and a body that was kept for the retries (httpretry
+// gives the attempts of a kept body a GetBody; a body too long to keep was
+// streamed once).
 func mayRetry(req *http.Request) bool {
+	if isUpgrade(req) {
+		return false
+	}
 	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
 		return false
 	}
