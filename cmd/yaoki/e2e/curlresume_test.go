@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -262,4 +263,130 @@ func TestHTTPContinueAtRetries503(t *testing.T) {
 	if got := fmt.Sprint(s.seen()); got != "[bytes=4- bytes=4-]" {
 		t.Errorf("asked for %s, want [bytes=4- bytes=4-]", got)
 	}
+}
+
+// longDoc is a document longer than the body yaoki http reads whole
+// within an attempt (16 MiB): 20 MiB of a pattern that shows where a
+// byte came from.
+var longDoc = func() []byte {
+	b := make([]byte, 20<<20)
+	for i := range b {
+		b[i] = byte(i % 251)
+	}
+	return b
+}()
+
+// longServer serves longDoc from the byte its Range asks for (206, or
+// 200 without Range) and records each Range. Its k-th answer is cut at
+// cuts[k-1], a byte of the document: the connection is closed once the
+// bytes before it are sent (a link cut mid-body).
+type longServer struct {
+	*httptest.Server
+	cuts   []int
+	mu     sync.Mutex
+	ranges []string
+}
+
+func startLongServer(t *testing.T, cuts ...int) *longServer {
+	t.Helper()
+	s := &longServer{cuts: cuts}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *longServer) seen() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.ranges...)
+}
+
+func (s *longServer) serve(w http.ResponseWriter, r *http.Request) {
+	rng := r.Header.Get("Range")
+	s.mu.Lock()
+	s.ranges = append(s.ranges, rng)
+	k := len(s.ranges)
+	s.mu.Unlock()
+	start := 0
+	if v, ok := strings.CutPrefix(rng, "bytes="); ok {
+		start, _ = strconv.Atoi(strings.TrimSuffix(v, "-"))
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(longDoc)-start))
+	if rng != "" {
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, len(longDoc)-1, len(longDoc)))
+		w.WriteHeader(http.StatusPartialContent)
+	}
+	if k <= len(s.cuts) {
+		w.Write(longDoc[start:s.cuts[k-1]])
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler)
+	}
+	w.Write(longDoc[start:])
+}
+
+// TestHTTPContinueAtLongBodyCutResumes cuts a -C download of 20 MiB
+// past the 16 MiB that an attempt reads whole, twice: each retry asks for
+// the bytes after those written, and the file (or stdout) ends whole.
+// When every attempt is cut, the run exits 18 with what came written,
+// a cut before 16 MiB too.
+func TestHTTPContinueAtLongBodyCutResumes(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		name       string
+		file       int   // bytes of the document in -o's file before the run; -1: to stdout
+		retries    string
+		cuts       []int
+		wantCode   int
+		wantRanges string
+		wantBytes  int // bytes of the document written, in all
+		wantSize   string
+	}{
+		{name: "-o", file: 1000, retries: "3", cuts: []int{17 * mib, 18*mib + 7}, wantRanges: fmt.Sprintf("[bytes=1000- bytes=%d- bytes=%d-]", 17*mib, 18*mib+7), wantBytes: len(longDoc), wantSize: fmt.Sprint(len(longDoc) - (18*mib + 7))},
+		{name: "stdout", file: -1, retries: "3", cuts: []int{17 * mib}, wantRanges: fmt.Sprintf("[ bytes=%d-]", 17*mib), wantBytes: len(longDoc), wantSize: fmt.Sprint(len(longDoc) - 17*mib)},
+		{name: "every attempt cut before 16 MiB", file: 1000, retries: "1", cuts: []int{1005, 1009}, wantCode: 18, wantRanges: "[bytes=1000- bytes=1005-]", wantBytes: 1009, wantSize: "4"},
+		{name: "every attempt cut", file: 1000, retries: "1", cuts: []int{17 * mib, 18 * mib}, wantCode: 18, wantRanges: fmt.Sprintf("[bytes=1000- bytes=%d-]", 17*mib), wantBytes: 18 * mib, wantSize: fmt.Sprint(mib)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startLongServer(t, tc.cuts...)
+			out := filepath.Join(t.TempDir(), "out")
+			args := append([]string{"http", "-sS", "--retry", tc.retries, "--retry-all-errors", "-w", "%{size_download}", "-C", "-"}, fastRetries...)
+			if tc.file >= 0 {
+				if err := os.WriteFile(out, longDoc[:tc.file], 0o600); err != nil {
+					t.Fatal(err)
+				}
+				args = append(args, "-o", out)
+			}
+			r := run(t, nil, append(args, s.URL)...)
+			if r.code != tc.wantCode {
+				t.Fatalf("exit %d, want %d; stderr %s", r.code, tc.wantCode, r.stderr)
+			}
+			if got := fmt.Sprint(s.seen()); got != tc.wantRanges {
+				t.Errorf("asked for %s, want %s", got, tc.wantRanges)
+			}
+			got, size := []byte(r.stdout), r.stdout
+			if tc.file >= 0 {
+				got, _ = os.ReadFile(out)
+			} else {
+				got, size = got[:max(len(got)-len(tc.wantSize), 0)], size[max(len(size)-len(tc.wantSize), 0):]
+			}
+			if !bytes.Equal(got, longDoc[:tc.wantBytes]) {
+				t.Errorf("wrote %d bytes, want the document's first %d (equal up to byte %d)", len(got), tc.wantBytes, commonPrefix(got, longDoc))
+			}
+			if size != tc.wantSize {
+				t.Errorf("-w %%{size_download} %q, want %q (the last attempt's bytes)", size, tc.wantSize)
+			}
+			if tc.wantCode == 18 && !strings.Contains(r.stderr, fmt.Sprintf("transfer closed with %d bytes remaining to read", len(longDoc)-tc.wantBytes)) {
+				t.Errorf("stderr %q, want the bytes remaining", r.stderr)
+			}
+		})
+	}
+}
+
+// commonPrefix is how many bytes a and b share from the start.
+func commonPrefix(a, b []byte) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
 }

@@ -28,7 +28,9 @@ import (
 // maxRetriedBody) before handing the answer up, so that a body cut short
 // fails its attempt and is retried, as curl --retry-all-errors retries a
 // transfer that ended early (exit 18). A longer body is handed up as it
-// comes, and a cut in it is not retried.
+// comes, and a cut in it is not retried, except with -C (resume), where
+// what came is written within the attempt and the retry asks for the
+// bytes after it (resumeState.take).
 type curlErrors struct {
 	base   http.RoundTripper
 	all    bool
@@ -77,16 +79,22 @@ func readWhole(resp *http.Response) error {
 		return err
 	}
 	if len(data) > maxRetriedBody {
-		resp.Body = struct {
-			io.Reader
-			io.Closer
-		}{io.MultiReader(bytes.NewReader(data), body), body}
+		resp.Body = &longBody{Reader: io.MultiReader(bytes.NewReader(data), body), rest: body}
 		return nil
 	}
 	_ = body.Close()
 	resp.Body = io.NopCloser(bytes.NewReader(data))
 	return nil
 }
+
+// longBody is the body readWhole hands up when it is longer than
+// maxRetriedBody: what it read, then the rest as it comes.
+type longBody struct {
+	io.Reader
+	rest io.ReadCloser
+}
+
+func (b *longBody) Close() error { return b.rest.Close() }
 
 // retryAnyway hides a final error from httpretry's classification;
 // curlExit looks through it (revealed) for the exit code.
@@ -104,21 +112,16 @@ func (a curlErrors) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := a.base.RoundTrip(req)
 	if err == nil && a.all {
-		if err = readWhole(resp); err != nil {
+		if a.resume != nil {
+			err = a.resume.take(asked, resp)
+		} else {
+			err = readWhole(resp)
+		}
+		if err != nil {
 			resp = nil
 		}
-		if cut := (*errBodyCut)(nil); a.resume != nil && errors.As(err, &cut) {
-			// What came is written now, and the next attempt asks for
-			// the bytes after it.
-			data, _ := io.ReadAll(cut.resp.Body)
-			cut.resp.Body = io.NopCloser(bytes.NewReader(data))
-			kept, kerr := a.resume.keep(asked, cut.resp, data)
-			if kerr != nil {
-				return nil, kerr
-			}
-			if kept {
-				cut.resp.Body = http.NoBody
-			}
+		if we := (*errWriteOut)(nil); errors.As(err, &we) {
+			return nil, err // the output failed: final, as curl's exit 23
 		}
 	}
 	if err == nil || req.Context().Err() != nil || errors.Is(err, context.Canceled) || httpretry.Classify(err) != retry.ClassPermanent {

@@ -107,6 +107,7 @@ func curlExit(ctx context.Context, err error) (int, string) {
 		recE   tls.RecordHeaderError
 		alertE tls.AlertError
 		opErr  *net.OpError
+		wout   *errWriteOut
 	)
 	last := err
 	if errors.As(err, &re) && re.Last != nil {
@@ -118,6 +119,8 @@ func curlExit(ctx context.Context, err error) (int, string) {
 		return curlTooManyRedirect, tooMR.Error()
 	case errors.As(last, &cut):
 		return curlPartialFile, cut.Error()
+	case errors.As(last, &wout):
+		return curlWriteError, wout.Error()
 	case errors.Is(ctx.Err(), context.DeadlineExceeded), errors.Is(err, retry.ErrDeadline), cli.IsTimeout(last):
 		return curlTimeout, "operation timed out: " + lastMessage(last)
 	case ctx.Err() != nil, errors.As(err, &he) && he.Reason == retry.ReasonCancelled:

@@ -101,7 +101,11 @@ func (o *httpOptions) write(stdout io.Writer, resp *http.Response, noBody bool) 
 		}
 		return 0, resumeErr
 	}
-	came := &bodyCounter{r: readerErr{resp.Body}}
+	var inline int64 // written by -C's attempt as the body came (resumeState.take)
+	if o.resume != nil {
+		inline = o.resume.inlineBytes()
+	}
+	came := &bodyCounter{r: readerErr{resp.Body}, n: inline}
 	var src io.Reader = came
 	if o.compressed {
 		var err error

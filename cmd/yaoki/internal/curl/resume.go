@@ -103,36 +103,38 @@ func contentRangeStart(v string) (start int64, ok bool) {
 }
 
 // resumeState is -C's state over one run's attempts: the offset the next
-// attempt asks for, which moves past what the attempts cut short wrote,
-// so that a retry continues where the last one stopped instead of asking
-// again for bytes already written (curl truncates the file and asks again
-// from -C's offset). Safe for concurrent use.
+// attempt asks for, which moves past what the attempts wrote before they
+// ended (a body cut short, or a long body written as it came), so that a
+// retry continues where the last one stopped instead of asking again for
+// bytes already written (curl truncates the file and asks again from -C's
+// offset). Attempts are sequential (-C refuses --hedge-after); safe for
+// concurrent use all the same.
 type resumeState struct {
-	given  int64  // -C's offset (that of -C -: the file's size)
-	ranged bool   // -H Range (or -r without a -C offset) names the range: the attempts keep it
-	path   string // -o's file, or "" for stdout
-	stdout io.Writer
+	given   int64  // -C's offset (that of -C -: the file's size)
+	ranged  bool   // -H Range (or -r without a -C offset) names the range: the attempts keep it
+	include bool   // -i: the headers go before the body, so a body is written only once its attempt has ended
+	decoded bool   // --compressed: the body is written decoded, so an encoded one only once its attempt has ended
+	path    string // -o's file, or "" for stdout
+	stdout  io.Writer
 
-	mu    sync.Mutex
-	from  int64 // what the next attempt asks for
-	saved int64 // bytes written by attempts cut short
+	mu     sync.Mutex
+	from   int64 // what the next attempt asks for
+	asked  int64 // what the last attempt asked for
+	saved  int64 // bytes written before their attempts ended
+	inline int64 // of them, those of the last attempt
 }
 
-func newResumeState(given int64, ranged bool, path string, stdout io.Writer) *resumeState {
-	return &resumeState{given: given, ranged: ranged, path: path, stdout: stdout, from: given}
-}
-
-// offset is the byte offset the next attempt asks for.
-func (r *resumeState) offset() int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.from
+func newResumeState(given int64, ranged, include, decoded bool, path string, stdout io.Writer) *resumeState {
+	return &resumeState{given: given, ranged: ranged, include: include, decoded: decoded, path: path, stdout: stdout, from: given, asked: given}
 }
 
 // prepare sets the Range of an attempt to the bytes from the offset, and
 // returns that offset; a request with -H Range keeps it.
 func (r *resumeState) prepare(req *http.Request) (*http.Request, int64) {
-	from := r.offset()
+	r.mu.Lock()
+	from := r.from
+	r.asked, r.inline = from, 0
+	r.mu.Unlock()
 	if r.ranged || from == 0 || req.Method == http.MethodHead {
 		return req, from
 	}
@@ -154,59 +156,160 @@ func (r *resumeState) open() (*os.File, error) {
 	return os.OpenFile(r.path, flag, 0o666)
 }
 
-// keep writes what came of an answer to an attempt that asked for the
-// bytes from asked before its body was cut short, when that is the part
-// asked for (so that the next attempt continues after it), and reports
-// whether it did.
-func (r *resumeState) keep(asked int64, resp *http.Response, data []byte) (bool, error) {
-	if r.ranged || len(data) == 0 || resp.StatusCode/100 != 2 {
-		return false, nil
+// keepable reports whether the body of resp, the answer to an attempt
+// that asked for the bytes from asked, may be written before its attempt
+// has ended, so that the next attempt continues after what was written:
+// it must be the part asked for (a 200 without Content-Range from byte 0,
+// or a 206 whose Content-Range starts at asked), written as it came (not
+// decoded by --compressed), with no headers to go before it (-i) and no
+// range of -H Range or -r to keep.
+func (r *resumeState) keepable(asked int64, resp *http.Response) bool {
+	if r.ranged || r.include || resp.StatusCode/100 != 2 {
+		return false
+	}
+	if r.decoded && len(resp.Header.Values("Content-Encoding")) > 0 {
+		return false
 	}
 	if asked == 0 {
-		if resp.StatusCode != http.StatusOK || len(resp.Header.Values("Content-Range")) > 0 {
-			return false, nil
-		}
-	} else if start, ok := contentRangeStart(resp.Header.Get("Content-Range")); !ok || start != asked {
-		return false, nil
+		return resp.StatusCode == http.StatusOK && len(resp.Header.Values("Content-Range")) == 0
 	}
+	start, ok := contentRangeStart(resp.Header.Get("Content-Range"))
+	return ok && start == asked
+}
+
+// errWriteOut is an attempt's error when what it kept could not be
+// written: final (curl's exit 23), never retried.
+type errWriteOut struct{ err error }
+
+func (e *errWriteOut) Error() string { return "failure writing output to destination: " + e.err.Error() }
+
+func (e *errWriteOut) Unwrap() error { return e.err }
+
+// keeper writes the bytes of an attempt as they come, to -o's file or
+// stdout, and moves the offset past each write.
+type keeper struct {
+	r *resumeState
+	w io.Writer
+	f *os.File // -o's, or nil
+}
+
+// keeper opens the output for the bytes of the current attempt.
+func (r *resumeState) keeper() (*keeper, error) {
 	if r.path == "" {
-		if _, err := r.stdout.Write(data); err != nil {
-			return false, err
-		}
-	} else {
-		f, err := r.open()
-		if err != nil {
-			return false, err
-		}
-		_, err = f.Write(data)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return false, err
-		}
+		return &keeper{r: r, w: r.stdout}, nil
 	}
+	f, err := r.open()
+	if err != nil {
+		return nil, &errWriteOut{err}
+	}
+	return &keeper{r: r, w: f, f: f}, nil
+}
+
+func (k *keeper) Write(p []byte) (int, error) {
+	n, err := k.w.Write(p)
+	k.r.mu.Lock()
+	if k.r.from <= math.MaxInt64-int64(n) {
+		k.r.from += int64(n)
+	}
+	k.r.saved += int64(n)
+	k.r.inline += int64(n)
+	k.r.mu.Unlock()
+	if err != nil {
+		return n, &errWriteOut{err}
+	}
+	return n, nil
+}
+
+func (k *keeper) close() error {
+	if k.f == nil {
+		return nil
+	}
+	if err := k.f.Close(); err != nil {
+		return &errWriteOut{err}
+	}
+	return nil
+}
+
+// take reads the body of resp, the answer to an attempt that asked for
+// the bytes from asked, for --retry-all-errors. A body of at most
+// maxRetriedBody is read whole (readWhole): when it is cut short, what
+// came is written if keepable, and the next attempt asks for the bytes
+// after it. A longer keepable body is written as it comes, within the
+// attempt, so that a cut anywhere in it is retried from where it
+// stopped: resp's body is then empty, and inlineBytes counts what was
+// written. A longer body that is not keepable is handed up as it comes,
+// and a cut in it is not retried.
+func (r *resumeState) take(asked int64, resp *http.Response) error {
+	err := readWhole(resp)
+	if cut := (*errBodyCut)(nil); errors.As(err, &cut) {
+		if !r.keepable(asked, resp) {
+			return err
+		}
+		k, kerr := r.keeper()
+		if kerr != nil {
+			return kerr
+		}
+		_, kerr = io.Copy(k, cut.resp.Body)
+		if cerr := k.close(); kerr == nil {
+			kerr = cerr
+		}
+		if kerr != nil {
+			return kerr
+		}
+		cut.resp.Body = http.NoBody
+		return err
+	}
+	long, ok := resp.Body.(*longBody)
+	if err != nil || !ok || !r.keepable(asked, resp) {
+		return err
+	}
+	defer long.rest.Close()
+	resp.Body = http.NoBody
+	k, err := r.keeper()
+	if err != nil {
+		return err
+	}
+	n, err := io.Copy(k, readerErr{long})
+	if cerr := k.close(); err == nil {
+		err = cerr
+	}
+	var re readError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &re) && errors.Is(re.err, io.ErrUnexpectedEOF):
+		cut := &errBodyCut{err: re.err, remaining: -1, resp: resp}
+		if resp.ContentLength > n {
+			cut.remaining = resp.ContentLength - n
+		}
+		return cut
+	case errors.As(err, &re):
+		return re.err
+	}
+	return err
+}
+
+// inlineBytes is how many bytes of the last attempt's body were written
+// within it (take).
+func (r *resumeState) inlineBytes() int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.from > math.MaxInt64-int64(len(data)) {
-		return true, nil
-	}
-	r.from += int64(len(data))
-	r.saved += int64(len(data))
-	return true, nil
+	return r.inline
 }
 
 // errCannotResume is write's error when the answer to a -C request is
 // not the part asked for: curl's exit 33.
 var errCannotResume = errors.New("the server does not seem to support byte ranges: cannot resume")
 
-// judge applies -C's verdict to the answer about to be written: it
-// reports whether its body is to be left out, or errCannotResume.
+// judge applies -C's verdict to the answer about to be written, against
+// the offset its attempt asked for: it reports whether its body is to be left out, or errCannotResume.
 func (r *resumeState) judge(resp *http.Response) (noBody bool, err error) {
 	if resp.Request != nil && resp.Request.Method == http.MethodHead {
 		return false, nil
 	}
-	from := r.offset()
+	r.mu.Lock()
+	from := r.asked
+	r.mu.Unlock()
 	switch judgeResume(from, resp.StatusCode, resp.Header.Values("Content-Range"), resp.ContentLength) {
 	case resumeIgnore, resumeDone:
 		return true, nil
@@ -240,5 +343,5 @@ func (o *httpOptions) setupResume(stdout io.Writer) {
 		o.byteRange, o.rangeSet = fmt.Sprintf("%d-", offset), true
 	}
 	ranged := o.givenHeader("Range") || o.rangeSet && offset == 0
-	o.resume = newResumeState(offset, ranged, path, stdout)
+	o.resume = newResumeState(offset, ranged, o.include, o.compressed, path, stdout)
 }

@@ -1,6 +1,8 @@
 package curl
 
 import (
+	"io"
+	"net/http"
 	"testing"
 )
 
@@ -91,4 +93,42 @@ func FuzzContentRangeStart(f *testing.F) {
 			t.Fatalf("judgeResume(%d, 206, %q) = %d: a Content-Range from the offset is written", offset, v, got)
 		}
 	})
+}
+
+// TestKeepable: what came of an attempt is written before the attempt
+// ends only when it is the part asked for, as it came, with no headers
+// to go before it and no range of the user's to keep.
+func TestKeepable(t *testing.T) {
+	answer := func(status int, header ...string) *http.Response {
+		h := http.Header{}
+		for i := 0; i+1 < len(header); i += 2 {
+			h.Add(header[i], header[i+1])
+		}
+		return &http.Response{StatusCode: status, Header: h}
+	}
+	for _, tc := range []struct {
+		name                     string
+		ranged, include, decoded bool
+		asked                    int64
+		resp                     *http.Response
+		want                     bool
+	}{
+		{name: "200 from 0", resp: answer(200), want: true},
+		{name: "206 from 0", resp: answer(206, "Content-Range", "bytes 0-9/10")},
+		{name: "200 with Content-Range from 0", resp: answer(200, "Content-Range", "bytes 0-9/10")},
+		{name: "206 at the offset", asked: 4, resp: answer(206, "Content-Range", "bytes 4-9/10"), want: true},
+		{name: "206 at another byte", asked: 4, resp: answer(206, "Content-Range", "bytes 2-9/10")},
+		{name: "200 to a range", asked: 4, resp: answer(200)},
+		{name: "503", asked: 4, resp: answer(503, "Content-Range", "bytes 4-9/10")},
+		{name: "-H Range", ranged: true, resp: answer(200)},
+		{name: "-i", include: true, resp: answer(200)},
+		{name: "--compressed, gzip", decoded: true, resp: answer(200, "Content-Encoding", "gzip")},
+		{name: "--compressed, not encoded", decoded: true, resp: answer(200), want: true},
+		{name: "gzip without --compressed (written as it came)", resp: answer(200, "Content-Encoding", "gzip"), want: true},
+	} {
+		r := newResumeState(tc.asked, tc.ranged, tc.include, tc.decoded, "", io.Discard)
+		if got := r.keepable(tc.asked, tc.resp); got != tc.want {
+			t.Errorf("%s: keepable %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }
