@@ -333,7 +333,7 @@ func TestHTTPContinueAtLongBodyCutResumes(t *testing.T) {
 	const mib = 1 << 20
 	for _, tc := range []struct {
 		name       string
-		file       int   // bytes of the document in -o's file before the run; -1: to stdout
+		file       int // bytes of the document in -o's file before the run; -1: to stdout
 		retries    string
 		cuts       []int
 		wantCode   int
@@ -389,4 +389,24 @@ func commonPrefix(a, b []byte) int {
 		n++
 	}
 	return n
+}
+
+// TestHTTPContinueAtWriteFailsNotRetried: with -C and
+// --retry-all-errors, what came of an attempt cut short is written before
+// the retry; when that write fails (the disk is full: /dev/full), the run
+// stops with curl's exit 23 instead of asking the server again.
+func TestHTTPContinueAtWriteFailsNotRetried(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full here")
+	}
+	for _, cut := range []int{5, 17 << 20} {
+		s := startLongServer(t, cut)
+		r := run(t, nil, append(append([]string{"http", "-sS", "--retry", "3", "--retry-all-errors", "-C", "-", "-o", "/dev/full"}, fastRetries...), s.URL)...)
+		if r.code != 23 || !strings.Contains(r.stderr, "failure writing output to destination") || !strings.Contains(r.stderr, "no space left on device") {
+			t.Errorf("cut at %d: exit %d, stderr %q; want 23, failure writing output to destination: … no space left on device", cut, r.code, r.stderr)
+		}
+		if got := s.seen(); len(got) != 1 {
+			t.Errorf("cut at %d: %d requests (%q), want one", cut, len(got), got)
+		}
+	}
 }

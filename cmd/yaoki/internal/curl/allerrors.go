@@ -121,7 +121,7 @@ func (a curlErrors) RoundTrip(req *http.Request) (*http.Response, error) {
 			resp = nil
 		}
 		if we := (*errWriteOut)(nil); errors.As(err, &we) {
-			return nil, err // the output failed: final, as curl's exit 23
+			return nil, retry.Permanent(err) // the output failed: final, as curl's exit 23
 		}
 	}
 	if err == nil || req.Context().Err() != nil || errors.Is(err, context.Canceled) || httpretry.Classify(err) != retry.ClassPermanent {

@@ -181,7 +181,9 @@ func (r *resumeState) keepable(asked int64, resp *http.Response) bool {
 // written: final (curl's exit 23), never retried.
 type errWriteOut struct{ err error }
 
-func (e *errWriteOut) Error() string { return "failure writing output to destination: " + e.err.Error() }
+func (e *errWriteOut) Error() string {
+	return "failure writing output to destination: " + e.err.Error()
+}
 
 func (e *errWriteOut) Unwrap() error { return e.err }
 
