@@ -11,7 +11,7 @@ import (
 // simulator drives the same objects on virtual time through the same
 // methods. Every method takes now, so that decisions are pure functions of
 // time; implementations must be safe for concurrent use. A guard that
-// panics in Before's questions (or whose hook does: a breaker's observer
+// panics in Before's or Hedge's questions (or whose hook does: a breaker's observer
 // sees its state changes) makes the call panic with its value, once what
 // the attempt held (a bulkhead slot, a throttle's turn) has been handed
 // back.

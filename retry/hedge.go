@@ -101,7 +101,15 @@ func HedgeValueWith[T any](ctx context.Context, r *Retrier, fn func(context.Cont
 // attempt start and an event.Hedge), or GiveUp for this hedge only, with
 // Decision.Reason saying why (reported as an event.HedgeRefused): the call
 // goes on with the attempts in flight, and Err stays nil.
-func (l *Loop) Hedge(ctx context.Context, now time.Time, t *Ticket) Decision {
+func (l *Loop) Hedge(ctx context.Context, now time.Time, t *Ticket) (d Decision) {
+	defer func() {
+		if d.Verdict == 0 {
+			// A guard or one of its hooks panicked: the hedge is not sent,
+			// and the bulkhead's slot and the throttle's turn go back
+			// before the panic goes on, as in Before.
+			l.release(now, t)
+		}
+	}()
 	no := func(r Reason, why string, cause error) Decision {
 		l.release(now, t)
 		l.observe(ctx, event.Event{Kind: event.HedgeRefused, Time: now, Attempt: l.attempts + 1, Err: cause, Reason: why})

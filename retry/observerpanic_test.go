@@ -3,6 +3,7 @@ package retry_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -199,6 +200,74 @@ func TestHedgedObserverPanicReleasesAttemptsInFlight(t *testing.T) {
 		synctest.Wait() // the first attempt, cancelled, returns and is reported
 		if n := bh.InUse(); n != 0 {
 			t.Errorf("bulkhead slots in use once the attempts returned: %d, want 0", n)
+		}
+	})
+}
+
+// panicBreaker allows first attempts and panics when asked for a later
+// one (a hedge), as a breaker whose hook panics in AllowAt does.
+type panicBreaker struct{}
+
+func (panicBreaker) AllowAt(now time.Time, retry bool) (uint64, error) {
+	if retry {
+		panic("breaker: hedge")
+	}
+	return 0, nil
+}
+func (panicBreaker) DoneAt(time.Time, uint64, time.Duration, error) {}
+
+// turns is a throttle that keeps turns: it counts those it gave and those
+// handed back (ThrottleCanceller) or answered.
+type turns struct {
+	mu                          sync.Mutex
+	admitted, cancelled, record int
+}
+
+func (t *turns) AdmitAt(time.Time) (time.Duration, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.admitted++
+	return 0, nil
+}
+func (t *turns) CancelAt(time.Time) { t.mu.Lock(); t.cancelled++; t.mu.Unlock() }
+func (t *turns) RecordAt(time.Time, bool) {
+	t.mu.Lock()
+	t.record++
+	t.mu.Unlock()
+}
+
+// TestHedgeGuardPanicReleasesGuards: the breaker panics (its hook does) when
+// asked for a hedge, once the hedge holds a bulkhead slot and a throttle's
+// turn. HedgeValue panics with its value, but the hedge, which is never
+// sent, hands both back first, as an attempt whose guard panics in Before
+// does; and the first attempt, cancelled, hands back its own when it
+// returns. The hedge's slot was held for ever (the bulkhead shrank by one
+// at each such panic) and its turn lost.
+func TestHedgeGuardPanicReleasesGuards(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bh, err := throttle.NewBulkhead(throttle.BulkheadConfig{Limit: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		th := &turns{}
+		env := &retry.Env{Bulkhead: bh, Throttle: th, Breaker: panicBreaker{}, Hedger: fixedHedger(t, 50*time.Millisecond, 1)}
+		s := &script{lat: []time.Duration{time.Hour}}
+		func() {
+			defer func() {
+				if v := recover(); v != "breaker: hedge" {
+					t.Fatalf("HedgeValue recovered %v, want the breaker's panic", v)
+				}
+			}()
+			_, _ = retry.HedgeValue(context.Background(), retry.Policy{Env: env}, s.call, s.discard)
+		}()
+		synctest.Wait() // the first attempt, cancelled, returns and is reported
+		if n := bh.InUse(); n != 0 {
+			t.Errorf("bulkhead slots in use once the attempts returned: %d, want 0", n)
+		}
+		// Two turns given: the first attempt's (sent, so not handed back: it
+		// was cancelled, the throttle is not told) and the hedge's.
+		if th.admitted != 2 || th.cancelled != 1 {
+			t.Errorf("throttle: %d turns given, %d handed back; want 2 and 1 (the hedge's)", th.admitted, th.cancelled)
 		}
 	})
 }
