@@ -90,28 +90,38 @@ func HedgeValueWith[T any](ctx context.Context, r *Retrier, fn func(context.Cont
 // Hedge asks, at now, whether a hedge of the call may be sent as attempt t
 // while its other attempts are in flight. A hedge is asked what a retry is
 // asked, in this order: the attempt limit (ReasonExhausted), an outer layer that
-// retries (ReasonOuterLayer), the Hedger (its budget and brownout:
-// ReasonRejectedLocally), the retry budget (ReasonBudgetExhausted), then the guards as
-// Before asks them, except that a hedge never waits: the bulkhead is asked
-// with a context that has ended, so that only a free slot admits it
-// (ReasonRejectedLocally), and a throttle that asks for a wait refuses it
-// (ReasonRejectedLocally), as does a breaker that refuses it (ReasonBreakerOpen).
+// retries (ReasonOuterLayer), the guards as Before asks them, except that a
+// hedge never waits: the bulkhead is asked with a context that has ended, so
+// that only a free slot admits it (ReasonRejectedLocally), and a throttle that
+// asks for a wait refuses it (ReasonRejectedLocally), as does a breaker that
+// refuses it (ReasonBreakerOpen); then the Hedger (its budget and brownout:
+// ReasonRejectedLocally) and the retry budget (ReasonBudgetExhausted). The two
+// budgets come last because they count what they grant and cannot be given
+// it back: a hedge that a guard refuses costs them nothing. What the guards
+// gave a hedge that is not sent goes back (the bulkhead's slot, the
+// throttle's turn, the breaker's ticket as context.Canceled, which package
+// breaker ignores), also when a guard, a budget or a hook panics.
 //
 // It says Send, with t the attempt to send (reported to the observer as an
 // attempt start and an event.Hedge), or GiveUp for this hedge only, with
 // Decision.Reason saying why (reported as an event.HedgeRefused): the call
 // goes on with the attempts in flight, and Err stays nil.
 func (l *Loop) Hedge(ctx context.Context, now time.Time, t *Ticket) (d Decision) {
-	defer func() {
-		if d.Verdict == 0 {
-			// A guard or one of its hooks panicked: the hedge is not sent,
-			// and the bulkhead's slot and the throttle's turn go back
-			// before the panic goes on, as in Before.
-			l.release(now, t)
-		}
-	}()
+	e := l.p.Env
+	if e != nil {
+		defer func() {
+			if d.Verdict == 0 && t.n == 0 {
+				// A guard, a budget or a hook panicked: the hedge is not
+				// sent, and what it holds goes back before the panic goes
+				// on, as in Before.
+				l.unsend(now, t)
+			}
+		}()
+	}
 	no := func(r Reason, why string, cause error) Decision {
-		l.release(now, t)
+		if e != nil {
+			l.unsend(now, t) // before the observer, which may panic
+		}
 		l.observe(ctx, event.Event{Kind: event.HedgeRefused, Time: now, Attempt: l.attempts + 1, Err: cause, Reason: why})
 		return Decision{Verdict: GiveUp, Reason: r}
 	}
@@ -121,17 +131,8 @@ func (l *Loop) Hedge(ctx context.Context, now time.Time, t *Ticket) (d Decision)
 	if IsSingleAttempt(ctx) {
 		return no(ReasonOuterLayer, ReasonOuterLayer.Key(), nil)
 	}
-	e := l.p.Env
 	if e == nil {
 		return l.hedgeSent(ctx, now, t, nil)
-	}
-	if h := e.Hedger; h != nil {
-		if err := h.AllowAt(now); err != nil {
-			return no(ReasonRejectedLocally, hedgeReason(err), err)
-		}
-	}
-	if b := e.Budget; b != nil && !b.AllowRetryAt(now, false) {
-		return no(ReasonBudgetExhausted, ReasonBudgetExhausted.Key(), nil)
 	}
 	if b := e.Bulkhead; b != nil {
 		ended, cancel := context.WithCancel(context.Background())
@@ -157,6 +158,14 @@ func (l *Loop) Hedge(ctx context.Context, now time.Time, t *Ticket) (d Decision)
 			return no(ReasonBreakerOpen, ReasonBreakerOpen.Key(), err)
 		}
 		t.breaker, t.allowed = tk, true
+	}
+	if h := e.Hedger; h != nil {
+		if err := h.AllowAt(now); err != nil {
+			return no(ReasonRejectedLocally, hedgeReason(err), err)
+		}
+	}
+	if b := e.Budget; b != nil && !b.AllowRetryAt(now, false) {
+		return no(ReasonBudgetExhausted, ReasonBudgetExhausted.Key(), nil)
 	}
 	return l.hedgeSent(ctx, now, t, e)
 }

@@ -10,8 +10,11 @@ import (
 	"time"
 
 	"github.com/yaoki-go/yaoki/backoff"
+	"github.com/yaoki-go/yaoki/budget"
 	"github.com/yaoki-go/yaoki/event"
+	"github.com/yaoki-go/yaoki/hedge"
 	"github.com/yaoki-go/yaoki/retry"
+	"github.com/yaoki-go/yaoki/throttle"
 )
 
 // stall is an observer that holds the driver's goroutine for a while when
@@ -189,4 +192,54 @@ func TestHedgerIgnoresCallsCutShort(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A hedge that a guard refuses is not charged: the bulkhead is full (the
+// call's first attempt holds its one slot), so the hedge is refused, and
+// neither the retry budget (a token bucket: 14 tokens a retry) nor the
+// Hedger's budget counts it. Each refused hedge took a retry's cost from the
+// bucket and a hedge from the Hedger's budget: a service whose bulkhead is
+// full drained its retry budget without sending a single retry.
+func TestHedgeRefusedByGuardNotCharged(t *testing.T) {
+	bh, err := throttle.NewBulkhead(throttle.BulkheadConfig{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bk, err := budget.NewBucket(budget.BucketConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := hedge.New(hedge.Config{Delay: 10 * time.Millisecond, Brownout: hedge.Off})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := retry.Policy{Env: &retry.Env{Bulkhead: bh, Budget: bk, Hedger: h}}
+	ctx := context.Background()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for i := range 10 {
+		var l retry.Loop
+		l.Start(ctx, &p, now)
+		h.PlanAt(now)
+		var first retry.Ticket
+		if d := l.Before(ctx, now, &first); d.Verdict != retry.Acquire {
+			t.Fatalf("call %d: first attempt: %+v, want Acquire", i, d)
+		}
+		if d := l.Acquired(ctx, now, &first, bh.Acquire(ctx)); d.Verdict != retry.Send {
+			t.Fatalf("call %d: first attempt: %+v, want Send", i, d)
+		}
+		var hd retry.Ticket
+		if d := l.Hedge(ctx, now.Add(10*time.Millisecond), &hd); d.Verdict != retry.GiveUp || d.Reason != retry.ReasonRejectedLocally {
+			t.Fatalf("call %d: hedge with the bulkhead full: %+v, want refused (rejected locally)", i, d)
+		}
+		if d := l.After(ctx, now.Add(20*time.Millisecond), &first, nil); d.Verdict != retry.Done {
+			t.Fatalf("call %d: %+v, want Done", i, d)
+		}
+		now = now.Add(100 * time.Millisecond)
+	}
+	if lv := bk.Level(); lv != budget.DefaultCapacity {
+		t.Errorf("retry budget after 10 hedges refused by the bulkhead: %v tokens, want %v (none spent)", lv, budget.DefaultCapacity)
+	}
+	if st := h.StatsAt(now); st.Hedges != 0 {
+		t.Errorf("the Hedger counts %d hedges sent, want 0", st.Hedges)
+	}
 }
