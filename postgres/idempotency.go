@@ -30,6 +30,12 @@ const IdempotencyTable = "yaoki_idempotency"
 // ignored, taken over by the next Begin of their key, and deleted by
 // Cleanup, which should run periodically (see its example).
 //
+// Its writes that the middleware acts on (a claim, a renewal, a completed
+// record) commit durably even when synchronous_commit is off: they set it
+// to local for their own transaction, so that a crash of PostgreSQL cannot
+// lose a record it acknowledged (and a retry run the handler again).
+// fsync must be on.
+//
 // Scopes must be valid UTF-8 without NUL bytes (the column is text); keys
 // are printable ASCII by the middleware's rules. It is safe for concurrent
 // use when db is (a *pgxpool.Pool is).
@@ -47,6 +53,18 @@ const (
 	stateInProgress = 1
 	stateCompleted  = 2
 )
+
+// durable, evaluated in a statement that writes a record, makes the commit
+// of that statement's (implicit) transaction wait until its WAL is on disk
+// when synchronous_commit is off (for the database, the role or the
+// server, often for throughput): the middleware acts on the write as soon
+// as it is acknowledged (a claim runs the handler, a completed record ends
+// the request), and an acknowledged write that a crash of PostgreSQL then
+// loses lets a retry run the handler again. The setting is the
+// transaction's own (set_config's is_local), so nothing else changes; any
+// other value (on, local, remote_write, remote_apply) is the operator's
+// and stays. It costs no round trip.
+const durable = `set_config('synchronous_commit', CASE current_setting('synchronous_commit') WHEN 'off' THEN 'local' ELSE current_setting('synchronous_commit') END, true)`
 
 // beginSQL claims the row or, when it is live, returns it: one round trip.
 // A row in progress held by the same token is claimed again (the statement
@@ -66,7 +84,7 @@ WITH claim AS (
 	RETURNING 1
 )
 SELECT EXISTS (SELECT 1 FROM claim), r.state, r.fingerprint, CASE WHEN r.state = 1 THEN r.token END, r.expires_at, r.response
-FROM (SELECT 1) AS one
+FROM (SELECT ` + durable + `) AS one
 LEFT JOIN yaoki_idempotency AS r ON r.scope = $1 AND r.key = $2 AND r.expires_at > $6`
 
 const getSQL = `
@@ -111,7 +129,7 @@ func (s *IdempotencyStore) Begin(ctx context.Context, id idempotency.ID, fp idem
 
 // Extend implements idempotency.Store.
 func (s *IdempotencyStore) Extend(ctx context.Context, id idempotency.ID, token string, now time.Time, lease time.Duration) error {
-	tag, err := s.db.Exec(ctx, `UPDATE yaoki_idempotency SET expires_at = $4
+	tag, err := s.db.Exec(ctx, `UPDATE yaoki_idempotency SET expires_at = $4 FROM (SELECT `+durable+`) AS durable
 WHERE scope = $1 AND key = $2 AND state = 1 AND token = $3`, id.Scope, id.Key, token, now.Add(lease))
 	switch {
 	case err != nil:
@@ -128,7 +146,7 @@ WHERE scope = $1 AND key = $2 AND state = 1 AND token = $3`, id.Scope, id.Key, t
 // reply was lost finds its own work done.
 func (s *IdempotencyStore) Complete(ctx context.Context, id idempotency.ID, token string, resp idempotency.Response, now time.Time, ttl time.Duration) error {
 	b, _ := resp.MarshalBinary()
-	tag, err := s.db.Exec(ctx, `UPDATE yaoki_idempotency SET state = 2, response = $4, expires_at = $5
+	tag, err := s.db.Exec(ctx, `UPDATE yaoki_idempotency SET state = 2, response = $4, expires_at = $5 FROM (SELECT `+durable+`) AS durable
 WHERE scope = $1 AND key = $2 AND state = 1 AND token = $3`, id.Scope, id.Key, token, b, now.Add(ttl))
 	if err != nil {
 		return fmt.Errorf("postgres: idempotency complete %s: %w", id, err)

@@ -244,6 +244,18 @@ func (s *Server) kill() {
 // concurrently.
 func (s *Server) Stop() { s.stop() }
 
+// Crash kills the server and its backends with SIGKILL, without a
+// shutdown: what they held in memory is gone (WAL not yet written out, as
+// asynchronous commits leave it), what they wrote to the files stays, and
+// the next start runs crash recovery. Resume starts it again.
+func (s *Server) Crash() {
+	if s.cmd == nil {
+		return
+	}
+	s.kill()
+	s.cmd = nil
+}
+
 // Resume starts a stopped server again on the same port and data, and
 // waits until it accepts connections.
 func (s *Server) Resume() error {
