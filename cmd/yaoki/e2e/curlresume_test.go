@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // rangeServer serves the document "0123456789" on a loopback port as
@@ -408,5 +409,101 @@ func TestHTTPContinueAtWriteFailsNotRetried(t *testing.T) {
 		if got := s.seen(); len(got) != 1 {
 			t.Errorf("cut at %d: %d requests (%q), want one", cut, len(got), got)
 		}
+	}
+}
+
+// versionServer serves a document with http.ServeContent (which honours
+// Range and If-Range) under an ETag, a Last-Modified, or both: the first
+// answer is that of version 1, cut after its first 4 bytes; the later
+// ones are of version 2 when changed is set (the document was replaced
+// between the cut and the retry). It records each Range and If-Range.
+type versionServer struct {
+	*httptest.Server
+	changed, etag, modified bool
+	mu                      sync.Mutex
+	ranges, ifRanges        []string
+}
+
+// cutWriter closes the connection once limit bytes of the body are out.
+type cutWriter struct {
+	http.ResponseWriter
+	limit int
+}
+
+func (c *cutWriter) Write(p []byte) (int, error) {
+	if len(p) > c.limit {
+		c.ResponseWriter.Write(p[:c.limit])
+		c.ResponseWriter.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler)
+	}
+	c.limit -= len(p)
+	return c.ResponseWriter.Write(p)
+}
+
+func (s *versionServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.ranges = append(s.ranges, r.Header.Get("Range"))
+	s.ifRanges = append(s.ifRanges, r.Header.Get("If-Range"))
+	k := len(s.ranges)
+	s.mu.Unlock()
+	doc, etag, mod := "version 1 of the document", `"v1"`, time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	if k > 1 && s.changed {
+		doc, etag, mod = "VERSION 2 OF THE DOCUMENT", `"v2"`, mod.Add(time.Hour)
+	}
+	if s.etag {
+		w.Header().Set("ETag", etag)
+	}
+	if !s.modified {
+		mod = time.Time{}
+	}
+	if k == 1 {
+		w = &cutWriter{ResponseWriter: w, limit: 4}
+	}
+	http.ServeContent(w, r, "", mod, strings.NewReader(doc))
+}
+
+// TestHTTPContinueAtRetryIfRange: after a cut, the retry asks for the
+// bytes after those written only if the document is still the one they
+// came from (If-Range with its strong ETag, else its Last-Modified), so
+// that a document replaced in between is refused (exit 33, the file left
+// with the old bytes alone) instead of spliced onto them.
+func TestHTTPContinueAtRetryIfRange(t *testing.T) {
+	for _, tc := range []struct {
+		name                    string
+		changed, etag, modified bool
+		wantIfRange             string
+		wantCode                int
+		wantFile                string
+	}{
+		{name: "same, ETag", etag: true, modified: true, wantIfRange: `"v1"`, wantFile: "version 1 of the document"},
+		{name: "same, Last-Modified", modified: true, wantIfRange: "Tue, 01 Dec 2026 10:00:00 GMT", wantFile: "version 1 of the document"},
+		{name: "changed, ETag", changed: true, etag: true, modified: true, wantIfRange: `"v1"`, wantCode: 33, wantFile: "vers"},
+		{name: "changed, Last-Modified", changed: true, modified: true, wantIfRange: "Tue, 01 Dec 2026 10:00:00 GMT", wantCode: 33, wantFile: "vers"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &versionServer{changed: tc.changed, etag: tc.etag, modified: tc.modified}
+			s.Server = httptest.NewServer(s)
+			defer s.Close()
+			out := filepath.Join(t.TempDir(), "out")
+			r := run(t, nil, append(append([]string{"http", "-sS", "--retry", "2", "--retry-all-errors", "-C", "-", "-o", out}, fastRetries...), s.URL)...)
+			if r.code != tc.wantCode {
+				t.Fatalf("exit %d, want %d; stderr %s", r.code, tc.wantCode, r.stderr)
+			}
+			s.mu.Lock()
+			ranges, ifRanges := fmt.Sprintf("%q", s.ranges), fmt.Sprintf("%q", s.ifRanges)
+			s.mu.Unlock()
+			if want := `["" "bytes=4-"]`; ranges != want {
+				t.Errorf("Range %s, want %s", ranges, want)
+			}
+			if want := fmt.Sprintf("%q", []string{"", tc.wantIfRange}); ifRanges != want {
+				t.Errorf("If-Range %s, want %s", ifRanges, want)
+			}
+			if b, _ := os.ReadFile(out); string(b) != tc.wantFile {
+				t.Errorf("file %q, want %q", b, tc.wantFile)
+			}
+			if tc.wantCode == 33 && !strings.Contains(r.stderr, "the document changed after its bytes up to 4 were written") {
+				t.Errorf("stderr %q, want it to say the document changed", r.stderr)
+			}
+		})
 	}
 }

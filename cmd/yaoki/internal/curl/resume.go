@@ -114,6 +114,7 @@ type resumeState struct {
 	ranged  bool   // -H Range (or -r without a -C offset) names the range: the attempts keep it
 	include bool   // -i: the headers go before the body, so a body is written only once its attempt has ended
 	decoded bool   // --compressed: the body is written decoded, so an encoded one only once its attempt has ended
+	ifRange bool   // -H If-Range names the validator: the attempts keep it
 	path    string // -o's file, or "" for stdout
 	stdout  io.Writer
 
@@ -122,17 +123,24 @@ type resumeState struct {
 	asked  int64 // what the last attempt asked for
 	saved  int64 // bytes written before their attempts ended
 	inline int64 // of them, those of the last attempt
+	// The validator (a strong ETag, or Last-Modified) of the answer whose
+	// bytes were written before its attempt ended: the next attempts send
+	// it as If-Range, so that a document changed in between is sent
+	// whole (and refused) instead of spliced onto the old one's bytes.
+	validator string
 }
 
-func newResumeState(given int64, ranged, include, decoded bool, path string, stdout io.Writer) *resumeState {
-	return &resumeState{given: given, ranged: ranged, include: include, decoded: decoded, path: path, stdout: stdout, from: given, asked: given}
+func newResumeState(given int64, ranged, include, decoded, ifRange bool, path string, stdout io.Writer) *resumeState {
+	return &resumeState{given: given, ranged: ranged, include: include, decoded: decoded, ifRange: ifRange, path: path, stdout: stdout, from: given, asked: given}
 }
 
 // prepare sets the Range of an attempt to the bytes from the offset, and
-// returns that offset; a request with -H Range keeps it.
+// returns that offset; a request with -H Range keeps it. After an attempt
+// wrote bytes, the next ones carry its answer's validator as If-Range
+// (unless -H If-Range gives one).
 func (r *resumeState) prepare(req *http.Request) (*http.Request, int64) {
 	r.mu.Lock()
-	from := r.from
+	from, validator := r.from, r.validator
 	r.asked, r.inline = from, 0
 	r.mu.Unlock()
 	if r.ranged || from == 0 || req.Method == http.MethodHead {
@@ -140,7 +148,24 @@ func (r *resumeState) prepare(req *http.Request) (*http.Request, int64) {
 	}
 	req = req.Clone(req.Context())
 	req.Header.Set("Range", fmt.Sprintf("bytes=%d-", from))
+	if validator != "" && !r.ifRange {
+		req.Header.Set("If-Range", validator)
+	}
 	return req, from
+}
+
+// validatorOf is the validator of resp that If-Range may carry (RFC 9110,
+// 13.1.5): its ETag when strong, else its Last-Modified, else "".
+func validatorOf(resp *http.Response) string {
+	if etag := resp.Header.Get("ETag"); etag != "" && !strings.HasPrefix(etag, "W/") {
+		return etag
+	}
+	if lm := resp.Header.Get("Last-Modified"); lm != "" {
+		if _, err := http.ParseTime(lm); err == nil {
+			return lm
+		}
+	}
+	return ""
 }
 
 // open opens the output file for the body: appended to when -C's offset
@@ -195,8 +220,14 @@ type keeper struct {
 	f *os.File // -o's, or nil
 }
 
-// keeper opens the output for the bytes of the current attempt.
-func (r *resumeState) keeper() (*keeper, error) {
+// keeper opens the output for the bytes of resp, the current attempt's
+// answer.
+func (r *resumeState) keeper(resp *http.Response) (*keeper, error) {
+	r.mu.Lock()
+	if r.validator == "" {
+		r.validator = validatorOf(resp)
+	}
+	r.mu.Unlock()
 	if r.path == "" {
 		return &keeper{r: r, w: r.stdout}, nil
 	}
@@ -247,7 +278,7 @@ func (r *resumeState) take(asked int64, resp *http.Response) error {
 		if !r.keepable(asked, resp) {
 			return err
 		}
-		k, kerr := r.keeper()
+		k, kerr := r.keeper(resp)
 		if kerr != nil {
 			return kerr
 		}
@@ -267,7 +298,7 @@ func (r *resumeState) take(asked int64, resp *http.Response) error {
 	}
 	defer long.rest.Close()
 	resp.Body = http.NoBody
-	k, err := r.keeper()
+	k, err := r.keeper(resp)
 	if err != nil {
 		return err
 	}
@@ -310,8 +341,11 @@ func (r *resumeState) judge(resp *http.Response) (noBody bool, err error) {
 		return false, nil
 	}
 	r.mu.Lock()
-	from := r.asked
+	from, validator := r.asked, r.validator
 	r.mu.Unlock()
+	if validator != "" && !r.ifRange && !r.ranged && from > 0 && resp.StatusCode == http.StatusOK {
+		return true, fmt.Errorf("%w: the document changed after its bytes up to %d were written: asked for the bytes from %d if it was still %s (If-Range), got %s with the whole of it", errCannotResume, from, from, validator, resp.Status)
+	}
 	switch judgeResume(from, resp.StatusCode, resp.Header.Values("Content-Range"), resp.ContentLength) {
 	case resumeIgnore, resumeDone:
 		return true, nil
@@ -345,5 +379,5 @@ func (o *httpOptions) setupResume(stdout io.Writer) {
 		o.byteRange, o.rangeSet = fmt.Sprintf("%d-", offset), true
 	}
 	ranged := o.givenHeader("Range") || o.rangeSet && offset == 0
-	o.resume = newResumeState(offset, ranged, o.include, o.compressed, path, stdout)
+	o.resume = newResumeState(offset, ranged, o.include, o.compressed, o.givenHeader("If-Range"), path, stdout)
 }

@@ -126,7 +126,7 @@ func TestKeepable(t *testing.T) {
 		{name: "--compressed, not encoded", decoded: true, resp: answer(200), want: true},
 		{name: "gzip without --compressed (written as it came)", resp: answer(200, "Content-Encoding", "gzip"), want: true},
 	} {
-		r := newResumeState(tc.asked, tc.ranged, tc.include, tc.decoded, "", io.Discard)
+		r := newResumeState(tc.asked, tc.ranged, tc.include, tc.decoded, false, "", io.Discard)
 		if got := r.keepable(tc.asked, tc.resp); got != tc.want {
 			t.Errorf("%s: keepable %v, want %v", tc.name, got, tc.want)
 		}
