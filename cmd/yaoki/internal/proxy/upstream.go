@@ -11,6 +11,7 @@ import (
 	"net/http/httptrace"
 	"net/textproto"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -31,8 +32,9 @@ import (
 // they wake, cost more than the proxying itself. Everything else goes
 // through fallback, an http.Transport: https, longer bodies and bodies of
 // unknown length (whose answer may come while the body is still being
-// sent), other methods, Upgrade (WebSocket), Expect, and requests that an
-// environment proxy (HTTP_PROXY) takes.
+// sent), other methods, Upgrade (WebSocket), Expect on a body sent once
+// (a body that can be read again goes without it: withoutExpect), and
+// requests that an environment proxy (HTTP_PROXY) takes.
 //
 // A connection is not watched while idle (that takes a goroutine); it is
 // looked at when taken from the pool instead (quiet): one that the
@@ -119,6 +121,9 @@ func (u *upstreamTransport) direct(req *http.Request) bool {
 
 // RoundTrip implements http.RoundTripper.
 func (u *upstreamTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if withBody(req) && req.GetBody != nil {
+		req = withoutExpect(req)
+	}
 	if !u.direct(req) {
 		return u.fallback.RoundTrip(req)
 	}
@@ -165,6 +170,26 @@ func (u *upstreamTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		// The upstream had closed the idle connection before the request
 		// reached it: send it on a new one, as http.Transport does.
 	}
+}
+
+// withoutExpect returns req without its Expect: 100-continue, when it has
+// one. req's body can be read again (GetBody): httpretry kept it whole for
+// the retries, so the proxy read it all from the client (who got its 100
+// Continue then) before this attempt. Asking the upstream whether to send
+// it would only wait for a 100 that an upstream that reads bodies as they
+// come never sends (http.Transport's ExpectContinueTimeout, 1 s, on every
+// attempt); an upstream that refuses the body answers so when it has it.
+// A body sent once as it comes keeps the Expect: the upstream's 100 is the
+// client's go-ahead.
+func withoutExpect(req *http.Request) *http.Request {
+	v, ok := req.Header["Expect"]
+	if !ok || len(v) != 1 || !strings.EqualFold(textproto.TrimString(v[0]), "100-continue") {
+		return req
+	}
+	r := *req
+	r.Header = req.Header.Clone()
+	delete(r.Header, "Expect")
+	return &r
 }
 
 // withBody reports whether req has a body to send.
