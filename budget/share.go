@@ -74,9 +74,11 @@ type ShareConfig struct {
 // success.
 //
 // Share is lock-free and safe for concurrent use; recording a success is
-// one atomic add and allocates nothing. Under contention it may grant one
-// retry per concurrent caller beyond the limit (the check and the count are
-// two steps). A nil *Share allows every retry.
+// one atomic add and allocates nothing. A retry is counted before it is
+// checked against the allowance and taken back if it does not fit, so that
+// concurrent callers never get more than the allowance between them (one
+// may be refused while another's refused retry is being taken back). A nil
+// *Share allows every retry.
 type Share struct {
 	ratio     float64
 	floor     float64 // retries per window from MinPerSecond
@@ -114,10 +116,17 @@ func (s *Share) AllowRetryAt(now time.Time, timeout bool) bool {
 		return true
 	}
 	e := s.successes.Epoch(now)
-	if float64(s.retries.SumEpoch(e)+1) > s.allowance(e) {
+	a := s.allowance(e)
+	if float64(s.retries.SumEpoch(e)+1) > a {
+		return false // no room: refused without touching the count
+	}
+	// Count, then check again: a caller that only checked before counting
+	// could grant beyond the allowance beside another doing the same.
+	s.retries.AddEpoch(e, 1)
+	if float64(s.retries.SumEpoch(e)) > a {
+		s.retries.SubEpoch(e, 1)
 		return false
 	}
-	s.retries.AddEpoch(e, 1)
 	return true
 }
 
