@@ -107,7 +107,10 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 }
 
 // Require wraps next like Handler, with the key required for the
-// middleware's methods: a request without one is refused with 400.
+// middleware's methods: a request without one is refused with 400. It may
+// wrap a route of a server that m's Handler wraps as a whole: a request
+// whose key the outer layer holds runs next, and the outer layer records
+// its answer.
 func (m *Middleware) Require(next http.Handler) http.Handler {
 	return &handler{m: m, next: next, require: true}
 }
@@ -138,6 +141,15 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Detail: fmt.Sprintf("idempotency: %s %s requires an %s header: send a unique key (such as a UUID) and the same key on every retry of the request", r.Method, r.URL.Path, header.IdempotencyKey)}, -1)
 		return
 	case !ok:
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	if held, _ := r.Context().Value(heldKey{}).(*Middleware); held == h.m {
+		// This middleware, in a layer outside this one (Handler around a
+		// mux, Require around one of its routes), holds the request's key
+		// and records what the handler answers: run it. Begin would meet
+		// the key held by the request itself, and the 409 it answered
+		// would be kept as the response, replayed to every retry.
 		h.next.ServeHTTP(w, r)
 		return
 	}
@@ -342,7 +354,8 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, id ID
 		}
 	}()
 	bg := context.Context(ls) // the request's values, without its cancellation
-	r2 := r.WithContext(ctx)
+	f.ctx = heldContext{Context: ctx, m: h.m}
+	r2 := r.WithContext(&f.ctx)
 	f.body.Reset(body)
 	r2.Body = &f.body
 	r2.ContentLength = int64(len(body))
@@ -407,6 +420,29 @@ type inflight struct {
 	cw   capture
 	body bodyReader
 	ls   lease
+	ctx  heldContext
+}
+
+// heldKey is the context key under which the handler's context of a
+// request that holds its key names the Middleware that holds it, so that
+// the same middleware nested inside runs the handler (see ServeHTTP).
+type heldKey struct{}
+
+// heldContext is the handler's context of a request that holds its key:
+// the request's, cancellable, whose value for heldKey is m. Done, Err and
+// the cancellation's cause are those of the embedded context, which
+// contexts derived from it find and use directly, as they would the
+// embedded one.
+type heldContext struct {
+	context.Context
+	m *Middleware
+}
+
+func (c *heldContext) Value(key any) any {
+	if key == (heldKey{}) {
+		return c.m
+	}
+	return c.Context.Value(key)
 }
 
 func (c *Config) release(ctx context.Context, id ID, token, why string) {
