@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -503,6 +504,48 @@ func TestHTTPContinueAtRetryIfRange(t *testing.T) {
 			}
 			if tc.wantCode == 33 && !strings.Contains(r.stderr, "the document changed after its bytes up to 4 were written") {
 				t.Errorf("stderr %q, want it to say the document changed", r.stderr)
+			}
+		})
+	}
+}
+
+// TestHTTPRetryAllErrorsLongBodyRestartsLikeCurl cuts a download of
+// 20 MiB to -o's file past the 16 MiB an attempt reads whole: with
+// --retry-all-errors and no -C, yaoki http asks for the whole document
+// again and the file ends whole, as with curl; when every attempt is cut,
+// both exit 18 with the last attempt's bytes in the file.
+func TestHTTPRetryAllErrorsLongBodyRestartsLikeCurl(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		name      string
+		retries   string
+		cuts      []int
+		wantCode  int
+		wantBytes int
+	}{
+		{name: "cut once", retries: "2", cuts: []int{17 * mib}, wantBytes: len(longDoc)},
+		{name: "every attempt cut", retries: "1", cuts: []int{18 * mib, 17 * mib}, wantCode: 18, wantBytes: 17 * mib},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, who := range []string{"yaoki", "curl"} {
+				s := startLongServer(t, tc.cuts...)
+				out := filepath.Join(t.TempDir(), "out")
+				args := []string{"-sS", "--retry", tc.retries, "--retry-all-errors", "-o", out}
+				if who == "yaoki" {
+					args = append(args, fastRetries...)
+				} else {
+					args = append(args, "--retry-delay", "1")
+				}
+				r := runAs(t, who, append(args, s.URL)...)
+				if r.code != tc.wantCode {
+					t.Fatalf("%s: exit %d, want %d; stderr %s", who, r.code, tc.wantCode, r.stderr)
+				}
+				if got := s.seen(); len(got) != len(tc.cuts)+1 && tc.wantCode == 0 || len(got) != len(tc.cuts) && tc.wantCode != 0 || slices.ContainsFunc(got, func(v string) bool { return v != "" }) {
+					t.Errorf("%s asked for %q, want the whole document each time", who, got)
+				}
+				if b, _ := os.ReadFile(out); !bytes.Equal(b, longDoc[:tc.wantBytes]) {
+					t.Errorf("%s wrote %d bytes, want the document's first %d (equal up to byte %d)", who, len(b), tc.wantBytes, commonPrefix(b, longDoc))
+				}
 			}
 		})
 	}

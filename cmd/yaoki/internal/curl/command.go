@@ -439,6 +439,8 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	}
 	if cmd.Flags().Changed("continue-at") {
 		o.setupResume(cmd.OutOrStdout())
+	} else if !cmd.Flags().Changed("hedge-after") {
+		o.setupRestart(cmd.OutOrStdout())
 	}
 	if o.resolved, err = o.parseResolve(); err != nil {
 		return err

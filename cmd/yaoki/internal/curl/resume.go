@@ -115,6 +115,7 @@ type resumeState struct {
 	include bool   // -i: the headers go before the body, so a body is written only once its attempt has ended
 	decoded bool   // --compressed: the body is written decoded, so an encoded one only once its attempt has ended
 	ifRange bool   // -H If-Range names the validator: the attempts keep it
+	restart bool   // no -C: each attempt asks for the whole body again, and what it writes replaces what was written
 	path    string // -o's file, or "" for stdout
 	stdout  io.Writer
 
@@ -135,11 +136,15 @@ func newResumeState(given int64, ranged, include, decoded, ifRange bool, path st
 }
 
 // prepare sets the Range of an attempt to the bytes from the offset, and
-// returns that offset; a request with -H Range keeps it. After an attempt
+// returns that offset (0 for each attempt of a restart); a request with
+// -H Range keeps it. After an attempt
 // wrote bytes, the next ones carry its answer's validator as If-Range
 // (unless -H If-Range gives one).
 func (r *resumeState) prepare(req *http.Request) (*http.Request, int64) {
 	r.mu.Lock()
+	if r.restart {
+		r.from, r.saved = r.given, 0
+	}
 	from, validator := r.from, r.validator
 	r.asked, r.inline = from, 0
 	r.mu.Unlock()
@@ -380,4 +385,19 @@ func (o *httpOptions) setupResume(stdout io.Writer) {
 	}
 	ranged := o.givenHeader("Range") || o.rangeSet && offset == 0
 	o.resume = newResumeState(offset, ranged, o.include, o.compressed, o.givenHeader("If-Range"), path, stdout)
+}
+
+// setupRestart makes the run's resumeState for a download to -o's file
+// with --retry-all-errors and no -C: each attempt asks for the whole
+// body, as curl's retries do, and an answer longer than the 16 MiB an
+// attempt reads whole is written to the file as it comes (replacing what
+// an earlier attempt wrote), so that a cut anywhere in it is retried.
+// Not with --hedge-after (parallel copies would write to one file).
+func (o *httpOptions) setupRestart(stdout io.Writer) {
+	if !o.retryAll || o.output == "" || o.output == "-" {
+		return
+	}
+	ranged := o.givenHeader("Range") || o.rangeSet
+	o.resume = newResumeState(0, ranged, o.include, o.compressed, o.givenHeader("If-Range"), o.output, stdout)
+	o.resume.restart = true
 }
