@@ -85,6 +85,10 @@ import (
 // through untouched and Tx returns nil for it. Each request in a
 // transaction holds a connection of db from the claim to the commit.
 //
+// One Atomic may wrap a server (Handler around a mux) and a route inside it
+// (Require): the inner layer runs the handler in the outer layer's
+// transaction, under the key the outer layer holds.
+//
 // The records live in IdempotencyTable beside those of IdempotencyStore and
 // use the same Cleanup. Config.Store must be nil (Store returns the
 // IdempotencyStore over db) and Config.ReleaseTooLarge false: a record
@@ -158,8 +162,12 @@ func Tx(ctx context.Context) pgx.Tx {
 	return tx
 }
 
-// managedTx is the handler's view of the transaction.
-type managedTx struct{ pgx.Tx }
+// managedTx is the handler's view of the transaction; a is the Atomic that
+// runs it.
+type managedTx struct {
+	pgx.Tx
+	a *Atomic
+}
 
 func (managedTx) Commit(context.Context) error   { return ErrTxManaged }
 func (managedTx) Rollback(context.Context) error { return ErrTxManaged }
@@ -194,6 +202,15 @@ LEFT JOIN yaoki_idempotency AS r ON r.scope = $1::text AND r.key = $2::text AND 
 func (h *atomicHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a := h.a
 	adm := a.m.Admit(w, r, h.require)
+	if held, _ := r.Context().Value(txKey{}).(managedTx); held.a == a && (adm.Verdict == idempotency.Keyed || adm.Verdict == idempotency.Unkeyed) {
+		// This Atomic, in a layer outside this one (Handler around a mux,
+		// Require around one of its routes), runs the request in its
+		// transaction and holds its key: run the handler in it. A claim of
+		// the key would meet the outer transaction's lock and answer 409,
+		// which the outer layer would commit as the request's record.
+		h.next.ServeHTTP(w, adm.Request)
+		return
+	}
 	switch adm.Verdict {
 	case idempotency.Pass:
 		h.next.ServeHTTP(w, r)
@@ -294,7 +311,7 @@ func (h *atomicHandler) run(w http.ResponseWriter, r *http.Request, tx pgx.Tx, a
 		}
 	}
 	defer end()
-	h.next.ServeHTTP(hw, r.WithContext(context.WithValue(r.Context(), txKey{}, managedTx{tx})))
+	h.next.ServeHTTP(hw, r.WithContext(context.WithValue(r.Context(), txKey{}, managedTx{tx, a})))
 
 	if hw.status == 0 && r.Context().Err() != nil {
 		end() // the client gave up before any answer: nothing done
