@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
@@ -306,8 +307,13 @@ func (pr *proxyRoute) fail(w http.ResponseWriter, r *http.Request, err error) {
 
 // problemFor turns the transport's error into the proxy's answer.
 func problemFor(err error, retryingCaller bool) (p proxyProblem, retryAfter int, doNotRetry bool) {
-	p = proxyProblem{Status: http.StatusBadGateway, Reason: "upstream_error", Detail: err.Error()}
 	retryAfter = -1
+	var ce *clientBodyError
+	if errors.As(err, &ce) {
+		// The client's fault, not the upstream's: not worth a retry.
+		return proxyProblem{Status: http.StatusBadRequest, Reason: "bad_request_body", Detail: ce.Error()}, retryAfter, false
+	}
+	p = proxyProblem{Status: http.StatusBadGateway, Reason: "upstream_error", Detail: err.Error()}
 	var he *httpretry.Error
 	if errors.As(err, &he) {
 		p.Attempts = he.Attempts
@@ -357,6 +363,32 @@ func problemFor(err error, retryingCaller bool) (p proxyProblem, retryAfter int,
 	}
 	return p, retryAfter, doNotRetry
 }
+
+// clientBody is the body of a request as the proxy reads it from its
+// client. A read that fails (a malformed chunk, a body cut short) returns
+// a *clientBodyError, which problemFor finds through the errors of
+// httpretry and http.Transport that carry it: the client's fault, answered
+// 400, where any other error of an attempt is the upstream's.
+type clientBody struct{ rc io.ReadCloser }
+
+func (b *clientBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if err != nil && err != io.EOF {
+		err = &clientBodyError{err: err}
+	}
+	return n, err
+}
+
+func (b *clientBody) Close() error { return b.rc.Close() }
+
+// clientBodyError is a failure to read a request's body from the client.
+type clientBodyError struct{ err error }
+
+func (e *clientBodyError) Error() string {
+	return "proxy: the request's body could not be read from the client: " + e.err.Error()
+}
+
+func (e *clientBodyError) Unwrap() error { return e.err }
 
 // writeProxyProblem writes p as application/problem+json, with
 // Retry-After when retryAfter ≥ 0.

@@ -53,6 +53,9 @@ func TestProblemFor(t *testing.T) {
 			Err: &retry.Error{Reason: retry.ReasonPermanent, Last: syscall.ECONNRESET}}, false, 502, "body_not_replayable", -1, false},
 		{"not from httpretry", fmt.Errorf("dial: %w", context.DeadlineExceeded), false, 504, "upstream_timeout", -1, false},
 		{"unknown", errors.New("boom"), false, 502, "upstream_error", -1, false},
+		{"the client's body unreadable, while buffering", &httpretry.Error{Method: "PUT", Err: fmt.Errorf("httpretry: reading the request body to buffer it: %w", &clientBodyError{err: io.ErrUnexpectedEOF})}, false, 400, "bad_request_body", -1, false},
+		{"the client's body unreadable, streamed", &httpretry.Error{Method: "PUT", Attempts: 1, Reason: retry.ReasonPermanent, NotRetried: httpretry.ErrBodyNotReplayable,
+			Err: &retry.Error{Reason: retry.ReasonPermanent, Last: &clientBodyError{err: io.ErrUnexpectedEOF}}}, true, 400, "bad_request_body", -1, false},
 	} {
 		p, ra, dnr := problemFor(c.err, c.retrying)
 		if p.Status != c.status || p.Reason != c.reason || ra != c.retryAfter || dnr != c.doNotRetry {

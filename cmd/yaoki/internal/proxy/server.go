@@ -90,6 +90,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Detail: fmt.Sprintf("proxy: no route takes %s %s (host %s)", r.Method, r.URL.Path, requestHost(r))}, -1)
 		return
 	}
+	if r.Body != nil && r.Body != http.NoBody {
+		// So that an attempt that fails because the client's body could
+		// not be read is answered as the client's fault (problemFor).
+		r.Body = &clientBody{rc: r.Body}
+	}
 	rw, _ := s.writers.Get().(*relayWriter)
 	if rw == nil {
 		rw = new(relayWriter)
