@@ -123,8 +123,10 @@ type Config struct {
 	// event.Conflict for each request the middleware refuses. Nil: none.
 	Observer event.Observer
 	// ErrorLog receives store failures that cannot be reported to the
-	// client (a Complete that failed after the response was sent). Nil:
-	// the log package's standard logger.
+	// client (a Complete that failed after the response was sent). A line
+	// names the request's path escaped as sent (%0A, not a line break) and
+	// its key quoted, so that a client cannot write a line of its own.
+	// Nil: the log package's standard logger.
 	ErrorLog *log.Logger
 	// Now returns the current time for the store's decisions. Nil:
 	// time.Now. Tests set it to step time.

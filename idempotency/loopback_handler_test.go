@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/yaoki-go/yaoki/idempotency"
 )
@@ -330,5 +331,28 @@ func TestLoopbackHijack(t *testing.T) {
 	plain, body := send(request(t, srv, "POST", "/h", "", "{}"))
 	if err := <-errs; err != nil || plain.StatusCode != 202 || string(body) != "raw" {
 		t.Errorf("without a key: Hijack %v, answer %d %q; want the hijacked connection's 202", err, plain.StatusCode, body)
+	}
+}
+
+// TestLoopbackLogForgedPath: a request whose path holds an encoded line
+// break (%0A), sent while the store is full (the only record held by a
+// request in progress), makes the middleware log the failed Begin. The
+// path is logged as sent, escaped: one line per failure, never a second
+// line that the client wrote.
+func TestLoopbackLogForgedPath(t *testing.T) {
+	store, _ := idempotency.NewMemoryStore(idempotency.MemoryConfig{MaxRecords: 1})
+	if _, claimed, err := store.Begin(context.Background(), idempotency.ID{Key: "other"}, idempotency.Fingerprint{}, "t", time.Now(), time.Hour); err != nil || !claimed {
+		t.Fatal(claimed, err)
+	}
+	var logged syncBuffer
+	m := newMiddleware(t, idempotency.Config{Store: store, ErrorLog: log.New(&logged, "", 0)})
+	srv, send := loopback(t, m.Handler(&charges{}))
+	resp, _ := send(request(t, srv, "POST", "/pay%0Aidempotency:%20forged%20line", "k", "{}"))
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("full store: %d, want 503", resp.StatusCode)
+	}
+	lines := strings.Split(strings.TrimSuffix(logged.String(), "\n"), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], "/pay%0Aidempotency:%20forged%20line") {
+		t.Errorf("log %q; want one line with the path as sent (/pay%%0A...)", lines)
 	}
 }

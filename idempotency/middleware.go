@@ -171,7 +171,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := c.Now()
 	rec, claimed, err := c.Store.Begin(r.Context(), id, fp, token, now, c.Lease)
 	if err != nil {
-		c.ErrorLog.Printf("idempotency: begin %s %s with key %q: %v", r.Method, r.URL.Path, key, err)
+		c.ErrorLog.Printf("idempotency: begin %s %s with key %q: %v", r.Method, r.URL.EscapedPath(), key, err)
 		// The Begin may have claimed the key before its reply was lost:
 		// release it, or the client's retries would be refused with 409
 		// until the lease passed.
@@ -185,7 +185,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	at := c.Now() // when Begin's reply came
 	begun, err := c.slowBegin(r.Context(), id, token, now, at)
 	if err != nil {
-		c.ErrorLog.Printf("idempotency: %s %s with key %q not executed: %v", r.Method, r.URL.Path, key, err)
+		c.ErrorLog.Printf("idempotency: %s %s with key %q not executed: %v", r.Method, r.URL.EscapedPath(), key, err)
 		c.unavailable(w, r, key, id, token, "idempotency: the request was not executed: the store answered too slowly to hold its key, try again later")
 		return
 	}

@@ -338,7 +338,7 @@ func (h *atomicHandler) run(w http.ResponseWriter, r *http.Request, tx pgx.Tx, a
 	ended = true // committed, or closed by the failure
 	if err != nil {
 		hw.restore()
-		a.c.ErrorLog.Printf("postgres: atomic: commit %s %s with key %q: %v", r.Method, r.URL.Path, key, err)
+		a.c.ErrorLog.Printf("postgres: atomic: commit %s %s with key %q: %v", r.Method, r.URL.EscapedPath(), key, err)
 		a.m.Refuse(w, r, key, idempotency.Problem{Status: http.StatusServiceUnavailable, Reason: idempotency.ReasonStoreUnavailable,
 			Detail: "postgres: the request's transaction could not be committed; retry with the same key: a committed request is replayed, one that was not is executed"})
 		return
@@ -360,14 +360,14 @@ func (a *Atomic) rollback(r *http.Request, tx pgx.Tx, key string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), a.c.StoreTimeout)
 	defer cancel()
 	if err := tx.Rollback(ctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
-		a.c.ErrorLog.Printf("postgres: atomic: roll back %s %s with key %q: %v", r.Method, r.URL.Path, key, err)
+		a.c.ErrorLog.Printf("postgres: atomic: roll back %s %s with key %q: %v", r.Method, r.URL.EscapedPath(), key, err)
 	}
 }
 
 // unavailable answers 503 when the database failed before anything was
 // committed.
 func (a *Atomic) unavailable(w http.ResponseWriter, r *http.Request, key, step string, err error) {
-	a.c.ErrorLog.Printf("postgres: atomic: %s %s %s with key %q: %v", step, r.Method, r.URL.Path, key, err)
+	a.c.ErrorLog.Printf("postgres: atomic: %s %s %s with key %q: %v", step, r.Method, r.URL.EscapedPath(), key, err)
 	a.m.Refuse(w, r, key, idempotency.Problem{Status: http.StatusServiceUnavailable, Reason: idempotency.ReasonStoreUnavailable,
 		Detail: "postgres: the request was not executed: its transaction failed (" + step + "), try again later"})
 }
