@@ -271,3 +271,31 @@ func TestHedgeGuardPanicReleasesGuards(t *testing.T) {
 		}
 	})
 }
+
+// TestPanicEndsAttemptForEveryGuard: fn panics under a policy whose Env has
+// an observer, a throttle and a budget but neither breaker nor bulkhead. Do
+// panics with fn's value once the attempt's end has been reported as the
+// hedging driver reports it: the observer sees the attempt start and end
+// (a counter of attempts in flight comes back to 0), and the throttle and
+// the budget hear of its failure. They heard nothing, and the attempt
+// never ended, unless a breaker or a bulkhead was in the Env.
+func TestPanicEndsAttemptForEveryGuard(t *testing.T) {
+	obs := &events{}
+	th, bu := &fakeThrottle{}, &fakeBudget{allow: true}
+	p := retry.Policy{Env: &retry.Env{Observer: obs, Throttle: th, Budget: bu}}
+	func() {
+		defer func() {
+			if v := recover(); v != "boom" {
+				t.Fatalf("Do recovered %v, want fn's panic", v)
+			}
+		}()
+		_ = retry.Do(context.Background(), p, func(context.Context) error { panic("boom") })
+	}()
+	ends := obs.of(event.AttemptEnd)
+	if obs.count(event.AttemptStart) != 1 || len(ends) != 1 || ends[0].Outcome != event.Failure {
+		t.Errorf("events: %d attempt starts, ends %+v; want one start and one end, a failure", obs.count(event.AttemptStart), ends)
+	}
+	if len(th.throttled) != 1 || len(bu.records) != 1 {
+		t.Errorf("throttle told %v, budget told %v; want each told of one failure", th.throttled, bu.records)
+	}
+}

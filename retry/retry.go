@@ -159,10 +159,10 @@ func run[T any](caller context.Context, p *Policy, fn func(context.Context) (T, 
 
 // attempt calls fn for attempt t, under AttemptTimeout: an error after the
 // timeout passed (and not the caller's nor MaxElapsed's end) is a
-// *timeoutError. If fn panics, the guards hear of it before the panic goes
-// on.
+// *timeoutError. If fn panics, the guards and the observer hear of the
+// attempt's end (a failure) before the panic goes on, as in a hedged call.
 func attempt[T any](caller, ctx context.Context, l *Loop, t *Ticket, fn func(context.Context) (T, error)) (v T, err error) {
-	if t.allowed || t.held {
+	if l.p.Env != nil {
 		defer func() {
 			if rec := recover(); rec != nil {
 				l.Abandon(caller, time.Now(), t, fmt.Errorf("retry: attempt panicked: %v", rec))
