@@ -51,6 +51,26 @@ func TestServerScript(t *testing.T) {
 	}
 }
 
+// TestScriptCut: "cut=N" sends N bytes of a body announced whole, then
+// the Server closes the connection (net/http's read fails with
+// io.ErrUnexpectedEOF) and the RoundTripper's body fails as that read.
+func TestScriptCut(t *testing.T) {
+	srv := retrytest.NewServer(t, "200:body=hello world:cut=5")
+	rt := retrytest.NewRoundTripper(t, "200:body=hello world:cut=5")
+	for name, tr := range map[string]http.RoundTripper{"Server": srv.Client().Transport, "RoundTripper": rt} {
+		req, _ := http.NewRequest("GET", srv.URL, nil)
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != "hello" || !errors.Is(err, io.ErrUnexpectedEOF) || resp.ContentLength != 11 {
+			t.Errorf("%s: read %q, %v (Content-Length %d); want \"hello\", unexpected EOF, 11", name, b, err, resp.ContentLength)
+		}
+	}
+}
+
 func TestServerRefusesRefused(t *testing.T) {
 	if _, err := retrytest.StartServer("refused"); err == nil {
 		t.Fatal("got no error for a refused step in a Server")

@@ -92,7 +92,7 @@ func (rt *RoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		ProtoMajor:    1,
 		ProtoMinor:    1,
 		Header:        h,
-		Body:          &scriptedBody{rt: rt, r: strings.NewReader(step.Body)},
+		Body:          &scriptedBody{rt: rt, r: strings.NewReader(step.Body), cut: step.Cut, left: step.CutAfter},
 		ContentLength: int64(len(step.Body)),
 		Request:       req,
 	}, nil
@@ -133,13 +133,23 @@ type scriptedBody struct {
 	rt     *RoundTripper
 	r      *strings.Reader
 	closed bool
+	cut    bool // the read fails with io.ErrUnexpectedEOF after left more bytes
+	left   int
 }
 
 func (b *scriptedBody) Read(p []byte) (int, error) {
 	if b.closed {
 		return 0, http.ErrBodyReadAfterClose
 	}
-	return b.r.Read(p)
+	if b.cut {
+		if b.left == 0 {
+			return 0, io.ErrUnexpectedEOF
+		}
+		p = p[:min(len(p), b.left)]
+	}
+	n, err := b.r.Read(p)
+	b.left -= n
+	return n, err
 }
 
 func (b *scriptedBody) Close() error {

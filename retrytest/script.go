@@ -33,6 +33,13 @@ type Step struct {
 	Body string
 	// Delay is how long to wait before answering (or failing).
 	Delay time.Duration
+	// Cut, with a status, cuts the answer's body after its first CutAfter
+	// bytes (a link cut as the answer comes): the Content-Length
+	// announces the whole Body, and then a Server closes the connection,
+	// a RoundTripper's body read fails with io.ErrUnexpectedEOF, as
+	// net/http's does. CutAfter is below len(Body).
+	Cut      bool
+	CutAfter int
 }
 
 // Failure is a way for a scripted attempt to fail without an answer.
@@ -94,6 +101,7 @@ func (e *ScriptError) Is(target error) bool { return target == ErrScript }
 //	option  = "retry-after=" value   ; see Step.RetryAfter
 //	        / "delay=" duration      ; a Go duration: 10ms, 1.5s
 //	        / "body=" text
+//	        / "cut=" bytes           ; the body cut after so many bytes
 //	        / "header=" name "=" value
 //	        / "do-not-retry"
 //
@@ -102,7 +110,8 @@ func (e *ScriptError) Is(target error) bool { return target == ErrScript }
 // the last step, every request is answered 200 with an empty body. For example
 // "503,429:retry-after=1,200" answers 503, then 429 with Retry-After: 1,
 // then 200; "reset*2,200:body=ok" resets two connections, then answers
-// 200 "ok". The error of a bad script, a *ScriptError, says where and what
+// 200 "ok"; "200:body=hello:cut=2,200:body=hello" sends "he" of an answer
+// announced as 5 bytes and closes the connection, then answers whole. The error of a bad script, a *ScriptError, says where and what
 // is accepted.
 func ParseScript(script string) ([]Step, error) {
 	var steps []Step
@@ -175,9 +184,18 @@ func parseStep(item string) (Step, error) {
 			s.Header = append(s.Header, [2]string{k, v})
 		case name == "do-not-retry" && !hasValue:
 			s.DoNotRetry = true
+		case name == "cut" && hasValue:
+			n, err := strconv.Atoi(value)
+			if err != nil || n < 0 {
+				return s, fmt.Errorf("cut %q: want the bytes of the body sent before the cut, an integer ≥ 0", value)
+			}
+			s.Cut, s.CutAfter = true, n
 		default:
-			return s, fmt.Errorf("option %q: want retry-after=V, delay=D, body=T, header=N=V or do-not-retry", opt)
+			return s, fmt.Errorf("option %q: want retry-after=V, delay=D, body=T, cut=N, header=N=V or do-not-retry", opt)
 		}
+	}
+	if s.Cut && (s.Fail != 0 || s.CutAfter >= len(s.Body)) {
+		return s, fmt.Errorf("cut=%d: want a status with a body longer than the bytes sent before the cut (body=%q has %d)", s.CutAfter, s.Body, len(s.Body))
 	}
 	return s, nil
 }
@@ -212,6 +230,9 @@ func (s Step) String() string {
 	}
 	if s.Body != "" {
 		b.WriteString(":body=" + s.Body)
+	}
+	if s.Cut {
+		b.WriteString(":cut=" + strconv.Itoa(s.CutAfter))
 	}
 	for _, h := range s.Header {
 		b.WriteString(":header=" + h[0] + "=" + h[1])

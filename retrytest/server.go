@@ -117,6 +117,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	h.Set("Content-Length", strconv.Itoa(len(step.Body)))
 	w.WriteHeader(step.Status)
+	if step.Cut {
+		_, _ = io.WriteString(w, step.Body[:step.CutAfter])
+		_ = http.NewResponseController(w).Flush()
+		panic(http.ErrAbortHandler) // the connection is closed mid-body
+	}
 	_, _ = io.WriteString(w, step.Body)
 }
 
