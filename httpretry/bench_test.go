@@ -51,17 +51,19 @@ func benchGet(b *testing.B, c *http.Client, url string) {
 // of an identical http.Transport. "ratio" sends both alternately in the
 // same loop, so that both see the same machine load, and reports
 // yaoki/plain, the time of a GET through the Transport over the time of a
-// plain one.
+// plain one. "httpretry-readbody" reads each answer's body within its
+// attempt (ReadBody).
 func BenchmarkTransportGet(b *testing.B) {
 	srv := benchServer(b, false)
 	plain := &http.Client{Transport: newBase(b)}
 	yaoki := &http.Client{Transport: &httpretry.Transport{Base: newBase(b)}}
 	noHeader := &http.Client{Transport: &httpretry.Transport{Base: newBase(b), AttemptHeader: httpretry.NoHeader}}
 	observed := &http.Client{Transport: &httpretry.Transport{Base: newBase(b), Observer: nopObserver{}}}
+	readBody := &http.Client{Transport: &httpretry.Transport{Base: newBase(b), ReadBody: 1 << 20}}
 	for _, c := range []struct {
 		name   string
 		client *http.Client
-	}{{"plain", plain}, {"httpretry", yaoki}, {"httpretry-no-attempt-header", noHeader}, {"httpretry-observer", observed}} {
+	}{{"plain", plain}, {"httpretry", yaoki}, {"httpretry-no-attempt-header", noHeader}, {"httpretry-observer", observed}, {"httpretry-readbody", readBody}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

@@ -266,6 +266,11 @@ func (cl *call) attempt(actx context.Context) (*http.Response, error) {
 		o.sent(cl.req.Context())
 	}
 	resp, err := cl.c.base.RoundTrip(req)
+	if err == nil && cl.c.readBody > 0 && !cl.retries(resp) {
+		if err = cl.c.readAhead(resp); err != nil {
+			resp = nil
+		}
+	}
 	if b != nil {
 		resp, err = b.release(resp, err)
 	}

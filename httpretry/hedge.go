@@ -180,6 +180,11 @@ func (cl *call) hedgeAttempt(actx context.Context) (answer, error) {
 		return answer{}, cl.unbuiltAttempt(actx, err)
 	}
 	resp, err := cl.c.base.RoundTrip(req)
+	if err == nil && cl.c.readBody > 0 && !cl.retries(resp) {
+		if err = cl.c.readAhead(resp); err != nil {
+			resp = nil
+		}
+	}
 	if b != nil {
 		resp, err = b.release(resp, err)
 	}

@@ -39,6 +39,11 @@
 // they end on a transport error, an *Error that names the request, counts
 // the attempts and wraps the cause.
 //
+// An answer is returned at its headers, its body unread, as http.Client
+// returns it; with ReadBody, each attempt reads the body (up to so many
+// bytes) first, so that a body cut short is retried as the transport
+// error it is (a *BodyCutError).
+//
 // One retrying layer: every attempt carries its number in the header
 // Attempt-Count ("1" for the first), so that a server that itself calls
 // other services can tell that its caller retries and make its own outgoing
@@ -154,6 +159,24 @@ type Transport struct {
 	// buffer.
 	MaxBufferedBody int64
 
+	// ReadBody is how many bytes of an answer's body each attempt reads
+	// before the answer is returned, so that a body cut short within them
+	// (the connection closed or reset before its end, the link cut as
+	// the answer was due) fails the attempt, which is retried as the
+	// transport error it is: the request is sent again if it may be (an
+	// idempotent method, or an Idempotency-Key, whose server replays the
+	// answer), and the caller gets the whole body of the attempt that
+	// succeeded. Policy.AttemptTimeout then bounds the reading of those
+	// bytes too. A body that fits is read whole and its connection freed
+	// before RoundTrip returns; a longer one is returned with what was
+	// read first and the rest as it comes, a cut in the rest not retried.
+	// Only answers to be returned are read (those retried are drained). Not
+	// for streams (server-sent events, long polls): RoundTrip would wait
+	// for ReadBody bytes or the end. Zero: the body is returned unread, as
+	// http.Client returns it, and a cut in it is the caller's to see; it
+	// must not be negative.
+	ReadBody int64
+
 	// AttemptHeader names the request header that carries the attempt
 	// number ("1", "2", ...), replacing any value the caller set. Empty:
 	// header.AttemptCount ("Attempt-Count"); NoHeader ("-"): not sent.
@@ -218,6 +241,7 @@ type config struct {
 	attemptHdr string // canonical name, "" for none
 	dnrHdr     string // canonical name, "" for none
 	maxBody    int64  // -1: never buffer
+	readBody   int64  // Transport.ReadBody
 	// attemptTimeout is Policy.AttemptTimeout, applied here rather than
 	// by the loop: it bounds the wait for response headers only, and a
 	// timed-out attempt follows the HTTP rules (a POST without key is not
@@ -298,6 +322,10 @@ func (t *Transport) build() (*config, error) {
 	if t.IdempotencyKey > KeyAuto {
 		return nil, configerr.Invalid(ErrInvalidConfig, "IdempotencyKey", t.IdempotencyKey, "KeyOff (0) or KeyAuto (1)")
 	}
+	if t.ReadBody < 0 {
+		return nil, configerr.Invalid(ErrInvalidConfig, "ReadBody", t.ReadBody, "0 (answers returned unread) or a size in bytes")
+	}
+	c.readBody = t.ReadBody
 	switch {
 	case c.maxBody == 0:
 		c.maxBody = DefaultMaxBufferedBody

@@ -570,6 +570,7 @@ func TestInvalidTransport(t *testing.T) {
 		{&httpretry.Transport{Policy: retry.Policy{MaxAttempts: -7}}, "MaxAttempts: -7"},
 		{&httpretry.Transport{AttemptHeader: "bad header"}, "AttemptHeader"},
 		{&httpretry.Transport{IdempotencyKey: 9}, "IdempotencyKey: KeyMode(9)"},
+		{&httpretry.Transport{ReadBody: -1}, "ReadBody: -1"},
 	}
 	for _, c := range cases {
 		if err := c.tr.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
