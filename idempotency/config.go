@@ -60,8 +60,11 @@ type Config struct {
 	// replays another's response, and two principals may use the same key.
 	// Nil: every key is global, shared by all clients of the server, and
 	// anyone who learns a key (and sends the same request) gets its stored
-	// response; set Scope on any server with more than one client. It must
-	// be safe for concurrent use.
+	// response; set Scope on any server with more than one client. It is
+	// called after the middleware has read the body, with r.Body reading
+	// those bytes again, so a Scope may take the principal from a form
+	// field (r.PostFormValue); the handler then shares the parsed form. It
+	// must be safe for concurrent use.
 	Scope func(r *http.Request) string
 	// FingerprintHeaders are request header fields that take part in the
 	// fingerprint, besides the method, the target (path and query) and the

@@ -121,3 +121,28 @@ func TestLoopbackFormParsedOutside(t *testing.T) {
 		})
 	}
 }
+
+// TestLoopbackScopeReadsForm: a Scope that reads the principal from a form
+// field of the body (client=...) gets the body, and so does the handler:
+// both see the form as sent. Another principal's form with the same key
+// runs as its own request.
+func TestLoopbackScopeReadsForm(t *testing.T) {
+	var runs atomic.Int64
+	m := newMiddleware(t, idempotency.Config{Scope: func(r *http.Request) string { return r.PostFormValue("client") }})
+	srv, send := loopback(t, m.Handler(formCharge(&runs)))
+	do := func(client string) (*http.Response, string) {
+		r := request(t, srv, "POST", "/charges", "k", url.Values{"client": {client}, "amount": {"10"}}.Encode())
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		resp, got := send(r)
+		return resp, string(got)
+	}
+	if resp, got := do("alice"); resp.StatusCode != http.StatusCreated || got != "charge 1: 10" {
+		t.Fatalf("alice: %d %q, want 201 %q (the handler sees the form the Scope read)", resp.StatusCode, got, "charge 1: 10")
+	}
+	if resp, got := do("alice"); !replayed(resp) || got != "charge 1: 10" {
+		t.Errorf("alice again: %d %q, replayed %v; want the replay", resp.StatusCode, got, replayed(resp))
+	}
+	if resp, got := do("bob"); resp.StatusCode != http.StatusCreated || replayed(resp) || got != "charge 2: 10" {
+		t.Errorf("bob with alice's key: %d %q, replayed %v; want his own 201 %q", resp.StatusCode, got, replayed(resp), "charge 2: 10")
+	}
+}

@@ -160,7 +160,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	id := ID{Key: key}
 	if c.Scope != nil {
-		id.Scope = c.Scope(r)
+		id.Scope = c.scope(r, body)
 		if p := scopeProblem(id.Scope); p.Status != 0 {
 			c.refuse(w, r, key, p, -1)
 			return
@@ -225,6 +225,19 @@ func (c *Config) slowBegin(ctx context.Context, id ID, token string, begun, now 
 		return begun, nil
 	}
 	return time.Time{}, fmt.Errorf("the reply to begin came after %v of its %v lease, and the lease could not be renewed: %w", now.Sub(begun), c.Lease, err)
+}
+
+// scope returns Scope(r), r's body being the bytes read from it, which the
+// middleware had read to the end: a Scope that reads the principal from a
+// form field (r.PostFormValue) parses the form as sent, and the handler,
+// whose request shares r's parsed form, sees it too.
+func (c *Config) scope(r *http.Request, body []byte) string {
+	if r.Body != nil && r.Body != http.NoBody {
+		br := &bodyReader{}
+		br.Reset(body)
+		r.Body = br
+	}
+	return c.Scope(r)
 }
 
 // scopeProblem refuses a scope that no store can keep: not UTF-8, or with

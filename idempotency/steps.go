@@ -71,14 +71,17 @@ func (m *Middleware) Admit(w http.ResponseWriter, r *http.Request, require bool)
 		c.refuse(w, r, key, p, -1)
 		return Admission{Verdict: Refused}
 	}
-	a := Admission{Verdict: Keyed, ID: ID{Key: key}, Fingerprint: c.fingerprint(r, body)}
+	a := Admission{Verdict: Keyed, ID: ID{Key: key}}
 	if c.Scope != nil {
-		a.ID.Scope = c.Scope(r)
+		a.ID.Scope = c.scope(r, body)
 		if p := scopeProblem(a.ID.Scope); p.Status != 0 {
 			c.refuse(w, r, key, p, -1)
 			return Admission{Verdict: Refused}
 		}
 	}
+	// After Scope, as the middleware does: a form that Scope parsed takes
+	// part.
+	a.Fingerprint = c.fingerprint(r, body)
 	r2 := new(http.Request) // a shallow copy, as WithContext makes
 	*r2 = *r
 	br := &bodyReader{}
