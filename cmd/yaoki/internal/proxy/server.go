@@ -84,6 +84,14 @@ func (s *Server) MarkReady() { s.ready.Store(true) }
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.inFlight.Add(1)
 	defer s.inFlight.Add(-1)
+	if vs, ok := r.Header["Via"]; ok {
+		if n := yaokiHops(vs); n >= maxYaokiHops {
+			w.Header().Set(header.DoNotRetry, "true")
+			writeProxyProblem(w, proxyProblem{Status: http.StatusLoopDetected, Reason: "loop_detected",
+				Detail: fmt.Sprintf("proxy: %s %s has passed through %d yaoki proxies (its Via): an upstream leads back to a proxy it went through", r.Method, r.URL.Path, n)}, -1)
+			return
+		}
+	}
 	pr := s.routes.Load().match(r)
 	if pr == nil {
 		writeProxyProblem(w, proxyProblem{Status: http.StatusNotFound, Reason: "no_route",
@@ -110,6 +118,36 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pr.proxy.ServeHTTP(rw, r)
+}
+
+// maxYaokiHops is how many yaoki proxies a request may have passed
+// through (the Via entries they added) before one refuses it as a loop: a
+// route whose upstream leads back to the proxy (its own listen address)
+// would otherwise send each request round until the process had no file
+// descriptors left. Chains of sidecars and shared proxies are far
+// shorter.
+const maxYaokiHops = 10
+
+// yaokiHops counts the entries of a Via field (RFC 9110 §7.6.3: protocol,
+// received-by, comment) whose received-by is yaoki, as addVia writes
+// them.
+func yaokiHops(via []string) int {
+	n := 0
+	for _, v := range via {
+		for entry := range strings.SplitSeq(v, ",") {
+			_, by, ok := strings.Cut(textproto.TrimString(entry), " ")
+			if !ok {
+				continue
+			}
+			if i := strings.IndexByte(by, ' '); i >= 0 {
+				by = by[:i]
+			}
+			if by == "yaoki" {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // relayWriter is the ResponseWriter a route's reverse proxy writes to. It
