@@ -83,6 +83,47 @@ func TestFlakyIdempotencyKeys(t *testing.T) {
 	}
 }
 
+// TestFlakyCut: "cut" announces the whole body and sends half of it
+// before closing the connection. A keyed operation cut so ran: the retry
+// with its key gets the answer replayed whole (the lost reply). A client
+// that retries a cut (yaoki http --retry-all-errors) gets the next answer.
+func TestFlakyCut(t *testing.T) {
+	s := startFlaky(t, "--script", "200:cut,201")
+	c := &http.Client{Timeout: 5 * time.Second}
+	defer c.CloseIdleConnections()
+	for _, tc := range []struct {
+		key    string
+		status int
+		cut    bool
+		replay bool
+	}{{"", 200, true, false}, {"k", 200, true, false}, {"k", 200, false, true}, {"", 201, false, false}} {
+		req, _ := http.NewRequest("POST", s.url, strings.NewReader("{}"))
+		if tc.key != "" {
+			req.Header.Set("Idempotency-Key", tc.key)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("key %q: %v", tc.key, err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || errors.Is(err, io.ErrUnexpectedEOF) != tc.cut || int64(len(b)) == resp.ContentLength == tc.cut ||
+			(resp.Header.Get("Idempotent-Replayed") == "true") != tc.replay {
+			t.Errorf("key %q: %d, %d of %d bytes, %v, replayed %q; want %d, cut %v, replayed %v", tc.key, resp.StatusCode, len(b), resp.ContentLength, err, resp.Header.Get("Idempotent-Replayed"), tc.status, tc.cut, tc.replay)
+		}
+	}
+	log := s.waitRequests(t, 4)
+	if field(log[0], "answer") != "200:cut" || field(log[2], "answer") != "200" || !strings.Contains(log[2], "(replay)") {
+		t.Errorf("log:\n%s", strings.Join(log, "\n"))
+	}
+
+	s = startFlaky(t, "--script", "200:cut,200")
+	r := run(t, nil, append([]string{"http", "-sS", "--retry", "2", "--retry-all-errors"}, append(fastRetries, s.url)...)...)
+	if r.code != 0 || r.stdout != "flaky: 200 OK (request 2, step 2)\n" {
+		t.Errorf("yaoki http: exit %d, stdout %q, stderr %q; want 0 and the second answer", r.code, r.stdout, r.stderr)
+	}
+}
+
 func TestFlakyRatesAreSeeded(t *testing.T) {
 	answers := func() []string {
 		s := startFlaky(t, "--rate-429", "0.4", "--rate-5xx", "0.3", "--retry-after", "date+1", "--seed", "42", "--max-requests", "20")

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -56,6 +57,9 @@ connection is closed with a TCP reset), with options after colons:
   retry-after=N       a Retry-After header of N seconds
   retry-after=date+N  a Retry-After header as an HTTP date N seconds ahead
   slow=D              wait D (e.g. 2s, 300ms) before answering
+  cut                 announce the whole body, send half of it and close
+                      the connection (the link cut as the answer comes; a
+                      keyed 2xx so cut still ran: its retry gets the replay)
 Each option at most once; reset takes slow only (it sends no header).
 After the last answer, the last one repeats. Requests with an
 Idempotency-Key are one operation per key: each key walks the script from
@@ -269,6 +273,7 @@ func (fl *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			st = fl.next(k.attempts - 1)
 			if !st.reset && st.status >= 200 && st.status < 300 {
 				saved := st
+				saved.cut = false // the operation ran: its answer is replayed whole
 				k.replay = &saved
 			}
 		}
@@ -326,8 +331,18 @@ func (fl *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if replayed {
 		h.Set(header.IdempotentReplayed, "true")
 	}
+	body := fmt.Sprintf("flaky: %d %s (request %d, step %d)\n", st.status, http.StatusText(st.status), n, pos)
+	if st.cut {
+		// The answer is announced whole and half of it sent: the link
+		// is cut as the answer comes.
+		h.Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(st.status)
+		_, _ = io.WriteString(w, body[:len(body)/2])
+		_ = http.NewResponseController(w).Flush()
+		panic(http.ErrAbortHandler)
+	}
 	w.WriteHeader(st.status)
-	fmt.Fprintf(w, "flaky: %d %s (request %d, step %d)\n", st.status, http.StatusText(st.status), n, pos)
+	_, _ = io.WriteString(w, body)
 }
 
 // next returns the answer at position i of the script, or a random one.

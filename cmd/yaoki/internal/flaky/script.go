@@ -20,6 +20,7 @@ type step struct {
 	retryAfter int           // seconds; -1: no header
 	dateAfter  bool          // send Retry-After as an HTTP date retryAfter seconds ahead
 	slow       time.Duration // wait before answering
+	cut        bool          // send half the body announced, then close the connection
 }
 
 func (s step) String() string {
@@ -39,13 +40,17 @@ func (s step) String() string {
 	if s.slow > 0 {
 		fmt.Fprintf(&b, ":slow=%v", s.slow)
 	}
+	if s.cut {
+		b.WriteString(":cut")
+	}
 	return b.String()
 }
 
 // parseScript reads a script such as "503,429:retry-after=2,200": answers
 // separated by commas, each a status from 200 to 599 or "reset", followed
 // by options separated by colons: retry-after=SECONDS, retry-after=date+SECONDS
-// (an HTTP date that many seconds ahead), slow=DURATION.
+// (an HTTP date that many seconds ahead), slow=DURATION, cut (the body
+// cut halfway: the link cut as the answer comes).
 func parseScript(s string) ([]step, error) {
 	var out []step
 	for i, part := range strings.Split(s, ",") {
@@ -81,7 +86,7 @@ func parseStep(s string) (step, error) {
 	}
 	seen := map[string]bool{}
 	for _, opt := range fields[1:] {
-		name, val, _ := strings.Cut(opt, "=")
+		name, val, hasVal := strings.Cut(opt, "=")
 		if seen[name] {
 			return st, fmt.Errorf("%s given twice: want each option at most once", name)
 		}
@@ -102,8 +107,16 @@ func parseStep(s string) (step, error) {
 				return st, fmt.Errorf("slow=%s: %v", val, err)
 			}
 			st.slow = d
+		case "cut":
+			switch {
+			case hasVal:
+				return st, fmt.Errorf("cut=%s: cut takes no value: it sends half of the body announced, then closes the connection", val)
+			case st.reset:
+				return st, fmt.Errorf("reset sends no answer, so nothing to cut: want reset or a status with cut")
+			}
+			st.cut = true
 		default:
-			return st, fmt.Errorf("unknown option %q: want retry-after=SECONDS, retry-after=date+SECONDS or slow=DURATION", opt)
+			return st, fmt.Errorf("unknown option %q: want retry-after=SECONDS, retry-after=date+SECONDS, slow=DURATION or cut", opt)
 		}
 	}
 	return st, nil

@@ -6,7 +6,7 @@ import (
 )
 
 func TestParseScript(t *testing.T) {
-	got, err := parseScript("503, 429:retry-after=2 ,reset:slow=10ms,429:retry-after=date+3,200")
+	got, err := parseScript("503, 429:retry-after=2 ,reset:slow=10ms,429:retry-after=date+3,200,200:slow=1s:cut")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -16,6 +16,7 @@ func TestParseScript(t *testing.T) {
 		{reset: true, retryAfter: -1, slow: 10 * time.Millisecond},
 		{status: 429, retryAfter: 3, dateAfter: true},
 		{status: 200, retryAfter: -1},
+		{status: 200, retryAfter: -1, slow: time.Second, cut: true},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %v, want %v", got, want)
@@ -28,7 +29,7 @@ func TestParseScript(t *testing.T) {
 			t.Errorf("step %d: String %q does not parse back: %+v, %v", i+1, got[i].String(), back, err)
 		}
 	}
-	for _, bad := range []string{"", "99", "100", "101", "199", "600", "abc", "503:retry-after=-1", "503:retry-after=x", "503:slow=soon", "503:color=red", "503,,200"} {
+	for _, bad := range []string{"", "99", "100", "101", "199", "600", "abc", "503:retry-after=-1", "503:retry-after=x", "503:slow=soon", "503:color=red", "503,,200", "reset:cut", "200:cut=3", "200:cut:cut"} {
 		if _, err := parseScript(bad); err == nil {
 			t.Errorf("parseScript(%q) accepted it", bad)
 		}
@@ -36,7 +37,7 @@ func TestParseScript(t *testing.T) {
 }
 
 func FuzzParseScript(f *testing.F) {
-	for _, s := range []string{"503,429:retry-after=2,200", "reset:slow=1s", "429:retry-after=date+1", ",", ":"} {
+	for _, s := range []string{"503,429:retry-after=2,200", "reset:slow=1s", "429:retry-after=date+1", ",", ":", "200:cut"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
