@@ -107,13 +107,7 @@ func (b *Bucket) AllowRetryClassAt(now time.Time, throttled, timeout bool) bool 
 	if b == nil {
 		return true
 	}
-	cost := b.cost
-	switch {
-	case throttled:
-		cost = b.throttleCost
-	case timeout:
-		cost = b.timeoutCost
-	}
+	cost := b.costOf(throttled, timeout)
 	for {
 		t := b.tokens.Load()
 		if t < cost {
@@ -123,6 +117,28 @@ func (b *Bucket) AllowRetryClassAt(now time.Time, throttled, timeout bool) bool 
 			return true
 		}
 	}
+}
+
+// CancelRetryAt gives back the cost of a retry that AllowRetryClassAt (or
+// AllowRetryAt) granted with the same flags but the caller did not send
+// (its breaker refused it, its caller left during the wait), up to
+// Capacity. It implements retry.BudgetCanceller.
+func (b *Bucket) CancelRetryAt(granted time.Time, throttled, timeout bool) {
+	if b == nil {
+		return
+	}
+	b.tokens.refill(b.costOf(throttled, timeout), b.capacity)
+}
+
+// costOf returns what a retry of that kind takes.
+func (b *Bucket) costOf(throttled, timeout bool) int64 {
+	switch {
+	case throttled:
+		return b.throttleCost
+	case timeout:
+		return b.timeoutCost
+	}
+	return b.cost
 }
 
 // RecordAt refills the bucket after a success: RetryCost for a successful

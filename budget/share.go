@@ -130,6 +130,18 @@ func (s *Share) AllowRetryAt(now time.Time, timeout bool) bool {
 	return true
 }
 
+// CancelRetryAt takes back a retry that AllowRetryAt granted at granted
+// but the caller did not send (its breaker refused it, its caller left
+// during the wait): it no longer counts against the allowance, unless the
+// window has slid past it. The flags are not used. It implements
+// retry.BudgetCanceller.
+func (s *Share) CancelRetryAt(granted time.Time, throttled, timeout bool) {
+	if s == nil {
+		return
+	}
+	s.retries.SubEpoch(s.successes.Epoch(granted), 1)
+}
+
 // RecordAt counts a successful request when success is true, whether the
 // attempt was a first one or a retry (a logical request succeeds at most
 // once). A failed attempt adds nothing; retries were counted when they were

@@ -38,6 +38,18 @@ type ClassBudget interface {
 	AllowRetryClassAt(now time.Time, throttled, timeout bool) bool
 }
 
+// BudgetCanceller is implemented by a Budget that can take back a retry it
+// granted. The loop asks the budget for a retry before it waits for it;
+// when the retry is then not sent (a guard refuses it in Before, the
+// caller's context ends or MaxElapsed passes during the wait or before
+// it), the loop calls CancelRetryAt with the instant AllowRetryAt (or
+// AllowRetryClassAt) granted it and the same flags, so that the budget's
+// allowance is not spent on a retry that never went. budget.Bucket and
+// budget.Share implement it.
+type BudgetCanceller interface {
+	CancelRetryAt(granted time.Time, throttled, timeout bool)
+}
+
 // allowRetry asks b for a retry after err, of class class.
 func allowRetry(b Budget, now time.Time, class Class, timeout bool) bool {
 	if cb, ok := b.(ClassBudget); ok {

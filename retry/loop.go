@@ -59,8 +59,17 @@ type Loop struct {
 	prev      time.Duration
 	st        Stepper // made at the first retryable failure when Policy.Stepper is set
 	last      error   // the last attempt's error
+	charge    charge  // the retry the budget granted, until it is sent
 	gaveUp    Error   // why it gave up, when it did
 	err       *Error  // gaveUp as returned by Err, made on first use
+}
+
+// charge is a retry that the budget granted and the loop has not sent yet:
+// if it is not sent, the budget gets it back (BudgetCanceller).
+type charge struct {
+	at                 time.Time // when the budget granted it
+	on                 bool
+	throttled, timeout bool
 }
 
 // Ticket is one attempt's passage through the guards: Before fills it in
@@ -171,8 +180,10 @@ func (l *Loop) Before(ctx context.Context, now time.Time, t *Ticket) (d Decision
 		if d.Verdict == 0 {
 			// A guard or one of its hooks panicked (a breaker's observer,
 			// say): the attempt is not sent, and the bulkhead's slot and
-			// the throttle's turn go back before the panic goes on.
+			// the throttle's turn go back before the panic goes on, and
+			// the budget gets back the retry it paid for.
 			l.release(now, t)
+			l.refund()
 		}
 	}()
 	if th := e.Throttle; th != nil && !t.admitted {
@@ -204,6 +215,7 @@ func (l *Loop) Before(ctx context.Context, now time.Time, t *Ticket) (d Decision
 }
 
 func (l *Loop) send(ctx context.Context, now time.Time, t *Ticket, e *Env) Decision {
+	l.charge.on = false // the retry the budget paid for goes
 	l.attempts++
 	t.n, t.sent = l.attempts, now
 	if e != nil && e.Observer != nil {
@@ -294,7 +306,21 @@ func (l *Loop) stopped(ctx context.Context, now time.Time, cause error) (Error, 
 // goes to the next caller) and gives up with ge.
 func (l *Loop) refuse(ctx context.Context, now time.Time, t *Ticket, ge Error) Decision {
 	l.release(now, t)
+	l.refund()
 	return l.giveUp(ctx, now, ge)
+}
+
+// refund gives the budget back the retry it granted, if the loop has not
+// sent it (see BudgetCanceller).
+func (l *Loop) refund() {
+	c := l.charge
+	if !c.on {
+		return
+	}
+	l.charge.on = false
+	if bc, ok := l.p.Env.Budget.(BudgetCanceller); ok {
+		bc.CancelRetryAt(c.at, c.throttled, c.timeout)
+	}
 }
 
 // After reports, at now, the outcome of attempt t: err is nil on success.
@@ -390,12 +416,16 @@ func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) D
 		return l.giveUp(ctx, now, Error{Reason: ReasonDeadline, Wait: wait, Limit: l.deadline.Sub(now)})
 	}
 	if e := l.p.Env; e != nil {
-		if b := e.Budget; b != nil && !allowRetry(b, now, class, errors.Is(err, ErrAttemptTimeout)) {
-			if e.Observer != nil { // Key builds a string
-				l.observe(ctx, event.Event{Kind: event.BudgetRefused, Time: now, Attempt: l.attempts, Err: err,
-					Reason: ReasonBudgetExhausted.Key()})
+		if b := e.Budget; b != nil {
+			timeout := errors.Is(err, ErrAttemptTimeout)
+			if !allowRetry(b, now, class, timeout) {
+				if e.Observer != nil { // Key builds a string
+					l.observe(ctx, event.Event{Kind: event.BudgetRefused, Time: now, Attempt: l.attempts, Err: err,
+						Reason: ReasonBudgetExhausted.Key()})
+				}
+				return l.giveUp(ctx, now, Error{Reason: ReasonBudgetExhausted})
 			}
-			return l.giveUp(ctx, now, Error{Reason: ReasonBudgetExhausted})
+			l.charge = charge{at: now, on: true, throttled: class == ClassThrottled, timeout: timeout}
 		}
 	}
 	if l.p.OnRetry != nil {
