@@ -315,8 +315,9 @@ func TestBreakerAndBudget(t *testing.T) {
 	s.expect(t, yotel.MetricGiveUps, map[string]float64{
 		"error.type=_OTHER,retry.component=retry,retry.reason=breaker_open": 1,
 	})
-	// Two retries granted (14 tokens each) and no success: 472 left.
-	s.expect(t, yotel.MetricBudgetLevel, map[string]float64{"retry.name=inventory": 472})
+	// Two retries granted (14 tokens each) and no success; the second,
+	// refused by the breaker, hands its tokens back: 486 left.
+	s.expect(t, yotel.MetricBudgetLevel, map[string]float64{"retry.name=inventory": 486})
 
 	// Tracked, search shows half-open: its State says so before any call.
 	o.TrackBreaker(search)
