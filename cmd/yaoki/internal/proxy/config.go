@@ -164,8 +164,14 @@ func (c *configReader) route(n *yaml.Node, name string) *Route {
 		case "host":
 			if s, ok := c.scalar(v, path, "a host name such as api.local"); ok {
 				h := strings.ToLower(s)
-				if h == "" || strings.ContainsAny(h, "/:?#@ \t") || net.ParseIP(strings.Trim(h, "[]")) == nil && !validHostName(h) {
-					c.fail(v, path, "%q: want a host name or IP address without port or scheme, e.g. api.local", s)
+				if len(h) > 2 && h[0] == '[' && h[len(h)-1] == ']' {
+					h = h[1 : len(h)-1] // an IPv6 address as a URL writes it
+				}
+				if net.ParseIP(h) == nil {
+					h = strings.TrimSuffix(h, ".") // a fully qualified name: as requestHost reads a Host
+				}
+				if net.ParseIP(h) == nil && (strings.ContainsAny(h, "/:?#@ \t[]") || !validHostName(h)) {
+					c.fail(v, path, "%q: want a host name or IP address without port or scheme, e.g. api.local or ::1", s)
 				}
 				r.Host = h
 			}

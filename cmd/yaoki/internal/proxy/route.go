@@ -76,13 +76,14 @@ func (rs *proxyRoutes) close() {
 	}
 }
 
-// requestHost is r's Host without port, in lower case.
+// requestHost is r's Host without port, brackets or the trailing dot of
+// a fully qualified name, in lower case.
 func requestHost(r *http.Request) string {
 	h := r.Host
 	if host, _, err := net.SplitHostPort(h); err == nil {
 		h = host
 	}
-	return strings.ToLower(strings.Trim(h, "[]"))
+	return strings.ToLower(strings.TrimSuffix(strings.Trim(h, "[]"), "."))
 }
 
 // newProxyRoute builds the transport and reverse proxy of rc over base;
