@@ -92,6 +92,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if r.Method == http.MethodConnect {
+		// A client that takes the proxy for a forward proxy: no upstream
+		// can read the CONNECT it would be sent as (its target has become
+		// the route's path), and a tunnel it answered would not be one.
+		writeProxyProblem(w, proxyProblem{Status: http.StatusNotImplemented, Reason: "connect_not_supported",
+			Detail: fmt.Sprintf("proxy: CONNECT %s: yaoki proxy is a reverse proxy, not a forward one: send requests to it as to the upstream (GET /path), not through it (HTTPS_PROXY)", r.Host)}, -1)
+		return
+	}
 	pr := s.routes.Load().match(r)
 	if pr == nil {
 		writeProxyProblem(w, proxyProblem{Status: http.StatusNotFound, Reason: "no_route",
