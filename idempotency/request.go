@@ -9,6 +9,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"slices"
+	"strings"
 )
 
 // readBody reads the whole request body, bounded by MaxRequestBytes. A
@@ -65,8 +66,9 @@ func (c *Config) fingerprint(r *http.Request, body []byte) Fingerprint {
 	sum := sha256.Sum256(body)
 	var scratch [512]byte
 	b := appendField(scratch[:0], r.Method)
-	b = appendField(b, r.URL.EscapedPath())
-	b = appendField(b, r.URL.RawQuery)
+	path, query := target(r)
+	b = appendField(b, path)
+	b = appendField(b, query)
 	for _, name := range c.FingerprintHeaders {
 		vs := r.Header[name]
 		b = binary.AppendUvarint(b, uint64(len(vs)))
@@ -77,6 +79,23 @@ func (c *Config) fingerprint(r *http.Request, body []byte) Fingerprint {
 	b = append(b, sum[:]...)
 	b = appendForm(b, r)
 	return sha256.Sum256(b)
+}
+
+// target returns the path and query of the request's target as the client
+// sent it (r.RequestURI, which a server sets), not as a layer outside the
+// middleware may have rewritten r.URL: http.StripPrefix makes /v1/pay and
+// /v2/pay both /pay, and one middleware mounted under both prefixes would
+// take a key sent to each for one request. For a request in origin form
+// (/path?query, what clients send) these are the bytes r.URL's EscapedPath
+// and RawQuery give when nothing rewrote it, so fingerprints stay what they
+// were. Other forms (absolute, as to a proxy), and requests made in the
+// process, use r.URL.
+func target(r *http.Request) (path, query string) {
+	if uri := r.RequestURI; strings.HasPrefix(uri, "/") {
+		path, query, _ = strings.Cut(uri, "?")
+		return path, query
+	}
+	return r.URL.EscapedPath(), r.URL.RawQuery
 }
 
 // appendForm appends the form that a layer outside the middleware parsed

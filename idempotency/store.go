@@ -25,9 +25,9 @@ func (id ID) String() string {
 }
 
 // Fingerprint identifies a request's content: a SHA-256 over its method,
-// target (path and query), selected headers (Config.FingerprintHeaders) and
-// body, and the form that a layer outside the middleware parsed from the
-// body before the middleware could read it.
+// target (path and query, as the client sent them), selected headers
+// (Config.FingerprintHeaders) and body, and the form that a layer outside
+// the middleware parsed from the body before the middleware could read it.
 type Fingerprint [32]byte
 
 // String returns the fingerprint in hexadecimal.
