@@ -23,6 +23,8 @@ type ledger struct {
 	slots, slotLimit int
 	// throttle: turns given, handed back (CancelAt), answered (RecordAt)
 	admitted, cancelled, recorded int
+	// budget: retries granted and handed back (CancelRetryAt)
+	granted, refunded int
 	// breaker: tickets given and not yet reported
 	open    map[uint64]bool
 	nextTk  uint64
@@ -96,8 +98,14 @@ type budgetOf struct{ *ledger }
 
 func (b budgetOf) AllowRetryAt(time.Time, bool) bool {
 	b.maybePanic("budget")
-	return b.r.IntN(6) != 0
+	if b.r.IntN(6) == 0 {
+		return false
+	}
+	b.granted++
+	return true
 }
+
+func (b budgetOf) CancelRetryAt(time.Time, bool, bool) { b.refunded++ }
 func (b budgetOf) RecordAt(time.Time, bool, bool) {}
 
 type hedgerOf struct{ *ledger }
@@ -149,14 +157,15 @@ func (o *attemptBook) Observe(_ context.Context, e event.Event) {
 // against guards that refuse, wait and panic at random, and checks the
 // books after every call: every bulkhead slot taken is released once,
 // every breaker ticket reported once, every throttle turn handed back or
-// answered unless its attempt was sent and its caller gone; every attempt
-// started ends once.
+// answered unless its attempt was sent and its caller gone; every retry
+// the budget granted sent or handed back (when nothing panics); every
+// attempt started ends once.
 func TestLoopGuardsBalanced(t *testing.T) {
 	for seed := range uint64(400) {
 		g := &ledger{t: t, r: rand.New(rand.NewPCG(seed, 7)), slotLimit: 2, open: map[uint64]bool{}, panicky: seed%2 == 1}
 		for call := range 20 {
 			g.step = fmt.Sprintf("seed %d call %d", seed, call)
-			sentGone := loopCall(g)
+			sentGone, retries := loopCall(g)
 			if g.slots != 0 {
 				t.Fatalf("%s: %d bulkhead slots still held", g.step, g.slots)
 			}
@@ -167,15 +176,22 @@ func TestLoopGuardsBalanced(t *testing.T) {
 				t.Fatalf("%s: throttle turns: %d given, %d handed back, %d answered, %d sent with the caller gone",
 					g.step, g.admitted, g.cancelled, g.recorded, sentGone)
 			}
-			g.admitted, g.cancelled, g.recorded = 0, 0, 0
+			// Without panics (an observer that panics once a retry is paid
+			// for costs the budget that retry), every retry the budget
+			// granted was sent or handed back.
+			if !g.panicky && g.granted != g.refunded+retries {
+				t.Fatalf("%s: budget: %d retries granted, %d handed back, %d sent", g.step, g.granted, g.refunded, retries)
+			}
+			g.admitted, g.cancelled, g.recorded, g.granted, g.refunded = 0, 0, 0, 0, 0
 		}
 	}
 }
 
 // loopCall runs one call and returns how many of its attempts were sent
 // while holding a throttle turn but not answered (the caller had gone, or
-// they were cancelled or panicked), which the throttle is not told of.
-func loopCall(g *ledger) (unanswered int) {
+// they were cancelled or panicked), which the throttle is not told of, and
+// how many attempts after the first it sent (retries and hedges).
+func loopCall(g *ledger) (unanswered, retries int) {
 	obs := &attemptBook{ledger: g, started: map[int]bool{}, ended: map[int]bool{}}
 	env := &retry.Env{Bulkhead: bulkheadOf{g}, Throttle: throttleOf{g}, Breaker: breakerOf{g}, Budget: budgetOf{g},
 		Hedger: hedgerOf{g}, Observer: obs, Rand: g.r.Float64}
@@ -240,6 +256,9 @@ func loopCall(g *ledger) (unanswered int) {
 				// Before and Hedge always ask the throttle: an attempt
 				// sent holds one turn.
 				f.admitted = g.admitted > admitted
+				if f.t.Attempt() > 1 {
+					retries++
+				}
 				inFlight = append(inFlight, f)
 				return f, d
 			}
@@ -247,7 +266,7 @@ func loopCall(g *ledger) (unanswered int) {
 		}
 	}
 	if _, d := send(false); d.Verdict == retry.GiveUp {
-		return unanswered
+		return unanswered, retries
 	}
 	for len(inFlight) > 0 {
 		tick()
@@ -283,7 +302,7 @@ func loopCall(g *ledger) (unanswered int) {
 		if d.Verdict == retry.Sleep && len(inFlight) == 0 {
 			now = now.Add(d.Wait)
 			if _, d := send(false); d.Verdict == retry.GiveUp {
-				return unanswered
+				return unanswered, retries
 			}
 			continue
 		}
@@ -294,7 +313,7 @@ func loopCall(g *ledger) (unanswered int) {
 		}
 		inFlight = nil
 	}
-	return unanswered
+	return unanswered, retries
 }
 
 func count(b bool) int {
