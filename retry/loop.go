@@ -39,9 +39,11 @@ import (
 // the next attempt no time), the
 // budget refuses the retry (ReasonBudgetExhausted); otherwise it calls
 // Policy.OnRetry and asks for the wait. An attempt that failed after the
-// caller's context ended is not the dependency's failure: the breaker is
-// told the context's error (which package breaker ignores), and the
-// throttle and the budget are not told at all. The Loop reports every step
+// caller's context ended, or once MaxElapsed had passed (which ends the
+// attempts' context as a deadline of the caller's would), is not the
+// dependency's failure: the breaker is told the context's error (which
+// package breaker ignores), the throttle and the budget are not told at
+// all, and the observer sees the attempt end cancelled. The Loop reports every step
 // to Env.Observer, when there is one, with the caller's context.
 //
 // The zero Loop is not ready: Start it with a policy. A Loop is used by
@@ -333,13 +335,17 @@ func (l *Loop) refund() {
 // ("Retry-After: 0", "come back now") is no hint: it has no jitter to
 // spread the clients it reached over time, so the backoff applies.
 func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) Decision {
-	var class Class
-	gone := false // the caller's context ended: not the dependency's failure
+	var (
+		class Class
+		cerr  error // why the call's time is over, if it is
+		gone  bool  // it is: the failure is not the dependency's
+	)
 	if err != nil {
 		if _, timedOut := err.(*timeoutError); !timedOut {
 			class = l.p.classify(err)
 		}
-		gone = ctx.Err() != nil
+		cerr = l.ended(ctx, now)
+		gone = cerr != nil
 		if class != ClassPermanent && !gone && l.p.Stepper != nil && !l.matches(err) {
 			class = ClassPermanent
 		}
@@ -347,7 +353,7 @@ func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) D
 	if e := l.p.Env; e != nil {
 		berr := err
 		if gone {
-			berr = ctx.Err()
+			berr = cerr
 		}
 		l.report(ctx, now, t, e, err, berr, class, !gone)
 	}
@@ -439,7 +445,7 @@ func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) D
 // decides nothing: it panicked (err says so), or it failed while a hedging
 // driver waits for another attempt of the same round. The guards hear of
 // it as After would tell them (a failure after the caller's context ended
-// is not the dependency's). An attempt that the driver cancelled because
+// or MaxElapsed passed is not the dependency's). An attempt that the driver cancelled because
 // another one won is reported with ReasonCancelled instead.
 func (l *Loop) Abandon(ctx context.Context, now time.Time, t *Ticket, err error) {
 	if e := l.p.Env; e != nil {
@@ -447,7 +453,7 @@ func (l *Loop) Abandon(ctx context.Context, now time.Time, t *Ticket, err error)
 		berr, gone := err, false
 		if err != nil {
 			class = l.p.classify(err)
-			if cerr := ctx.Err(); cerr != nil {
+			if cerr := l.ended(ctx, now); cerr != nil {
 				berr, gone = cerr, true
 			}
 		}
@@ -477,8 +483,23 @@ func (l *Loop) report(ctx context.Context, now time.Time, t *Ticket, e *Env, err
 	}
 	if o := e.Observer; o != nil {
 		o.Observe(ctx, event.Event{Kind: event.AttemptEnd, Time: now, Component: "retry", Attempt: t.n,
-			Outcome: outcome(ctx, err, class), Err: err, Duration: now.Sub(t.sent)})
+			Outcome: outcome(err, class, answered), Err: err, Duration: now.Sub(t.sent)})
 	}
+}
+
+// ended returns, for an attempt that failed at now, why the call's time
+// was over: the caller's context's error, or context.DeadlineExceeded once
+// MaxElapsed has passed (it bounds the attempts' context as the caller's
+// deadline does); nil if it was not. Such a failure is not the
+// dependency's.
+func (l *Loop) ended(ctx context.Context, now time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if !l.elapsedAt.IsZero() && !now.Before(l.elapsedAt) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // fits reports whether a wait of d from now ends before the deadline: a

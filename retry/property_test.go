@@ -226,6 +226,7 @@ func loopCall(g *ledger) (unanswered, retries int) {
 		}
 	}()
 	tick := func() { now = now.Add(time.Duration(g.r.IntN(50)) * time.Millisecond) }
+	start := now
 	l.Start(ctx, &p, now)
 	// send runs Before (or Hedge) to a verdict for a new attempt, moving
 	// time through its waits; it returns the flight, or nil and the verdict.
@@ -291,8 +292,12 @@ func loopCall(g *ledger) (unanswered, retries int) {
 		default:
 			err = errors.New("500")
 		}
-		if err != nil && ctx.Err() != nil {
-			unanswered += count(f.admitted) // a success is an answer, even then
+		// A failure once the call's time is over (the caller cancelled,
+		// MaxElapsed passed) is not the dependency's: the throttle is not
+		// told. A success is an answer, even then.
+		over := ctx.Err() != nil || p.MaxElapsed > 0 && !now.Before(start.Add(p.MaxElapsed))
+		if err != nil && over {
+			unanswered += count(f.admitted)
 		}
 		if err != nil && len(inFlight) > 0 && ctx.Err() == nil && !retry.IsPermanent(err) {
 			l.Abandon(ctx, now, &f.t, err)

@@ -183,11 +183,14 @@ func attempt[T any](caller, ctx context.Context, l *Loop, t *Ticket, fn func(con
 	return v, err
 }
 
-func outcome(caller context.Context, err error, class Class) event.Outcome {
+// outcome is an attempt's outcome for its AttemptEnd event; answered is
+// false for a failure after the call's time was over (the caller's context
+// or MaxElapsed ended it).
+func outcome(err error, class Class, answered bool) event.Outcome {
 	switch {
 	case err == nil:
 		return event.Success
-	case caller.Err() != nil:
+	case !answered:
 		return event.Cancelled
 	case class == ClassThrottled:
 		return event.Throttled
