@@ -106,7 +106,7 @@ func (b budgetOf) AllowRetryAt(time.Time, bool) bool {
 }
 
 func (b budgetOf) CancelRetryAt(time.Time, bool, bool) { b.refunded++ }
-func (b budgetOf) RecordAt(time.Time, bool, bool) {}
+func (b budgetOf) RecordAt(time.Time, bool, bool)      {}
 
 type hedgerOf struct{ *ledger }
 
