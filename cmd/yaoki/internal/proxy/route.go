@@ -127,6 +127,9 @@ func newProxyRoute(rc *Route, base http.RoundTripper, s *Server, ctx context.Con
 			r.SetURL(up)
 			setXForwarded(r)
 			r.Out.Header["Via"] = addVia(r.In.Header["Via"], r.In.ProtoMajor, r.In.ProtoMinor)
+			if n, ok := maxForwards(r.In); ok {
+				r.Out.Header["Max-Forwards"] = []string{strconv.Itoa(n - 1)} // 0 was answered by ServeHTTP
+			}
 			if _, up := r.Out.Header["Upgrade"]; !up {
 				// The number httpretry gives a first attempt, set in the
 				// request the proxy owns: the first attempt is then sent

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/textproto"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -100,6 +101,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Detail: fmt.Sprintf("proxy: CONNECT %s: yaoki proxy is a reverse proxy, not a forward one: send requests to it as to the upstream (GET /path), not through it (HTTPS_PROXY)", r.Host)}, -1)
 		return
 	}
+	if n, ok := maxForwards(r); ok && n == 0 {
+		// RFC 9110 §7.6.2: the request ends here, answered by the proxy
+		// as its final recipient.
+		if r.Method == http.MethodOptions {
+			w.Header()["Content-Length"] = []string{"0"}
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		writeProxyProblem(w, proxyProblem{Status: http.StatusNotImplemented, Reason: "trace_not_supported",
+			Detail: "proxy: TRACE with Max-Forwards: 0 ends at yaoki proxy, which does not reflect requests"}, -1)
+		return
+	}
 	pr := s.routes.Load().match(r)
 	if pr == nil {
 		writeProxyProblem(w, proxyProblem{Status: http.StatusNotFound, Reason: "no_route",
@@ -126,6 +139,24 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pr.proxy.ServeHTTP(rw, r)
+}
+
+// maxForwards returns the Max-Forwards of a TRACE or OPTIONS request
+// (RFC 9110 §7.6.2), the only methods it counts hops for; ok is false
+// without one, or with one that is not a number.
+func maxForwards(r *http.Request) (n int, ok bool) {
+	if r.Method != http.MethodOptions && r.Method != http.MethodTrace {
+		return 0, false
+	}
+	v, ok := r.Header["Max-Forwards"]
+	if !ok || len(v) != 1 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(textproto.TrimString(v[0]))
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return n, true
 }
 
 // maxYaokiHops is how many yaoki proxies a request may have passed
