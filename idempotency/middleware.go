@@ -144,7 +144,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
-	if held, _ := r.Context().Value(heldKey{}).(*Middleware); held == h.m {
+	if held, _ := r.Context().Value(heldKey{}).(*heldContext); held != nil && held.m == h.m && held.key == key {
 		// This middleware, in a layer outside this one (Handler around a
 		// mux, Require around one of its routes), holds the request's key
 		// and records what the handler answers: run it. Begin would meet
@@ -367,7 +367,7 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, id ID
 		}
 	}()
 	bg := context.Context(ls) // the request's values, without its cancellation
-	f.ctx = heldContext{Context: ctx, m: h.m}
+	f.ctx = heldContext{Context: ctx, m: h.m, key: id.Key}
 	r2 := r.WithContext(&f.ctx)
 	f.body.Reset(body)
 	r2.Body = &f.body
@@ -437,23 +437,24 @@ type inflight struct {
 }
 
 // heldKey is the context key under which the handler's context of a
-// request that holds its key names the Middleware that holds it, so that
-// the same middleware nested inside runs the handler (see ServeHTTP).
+// request that holds its key gives itself (its Middleware and key), so
+// that the same middleware nested inside runs the handler (see ServeHTTP).
 type heldKey struct{}
 
-// heldContext is the handler's context of a request that holds its key:
-// the request's, cancellable, whose value for heldKey is m. Done, Err and
-// the cancellation's cause are those of the embedded context, which
-// contexts derived from it find and use directly, as they would the
+// heldContext is the handler's context of a request that holds key through
+// m: the request's, cancellable, whose value for heldKey is itself. Done,
+// Err and the cancellation's cause are those of the embedded context,
+// which contexts derived from it find and use directly, as they would the
 // embedded one.
 type heldContext struct {
 	context.Context
-	m *Middleware
+	m   *Middleware
+	key string
 }
 
 func (c *heldContext) Value(key any) any {
 	if key == (heldKey{}) {
-		return c.m
+		return c
 	}
 	return c.Context.Value(key)
 }

@@ -1,8 +1,12 @@
 package idempotency_test
 
 import (
+	"context"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/yaoki-go/yaoki/idempotency"
 )
@@ -34,5 +38,32 @@ func TestLoopbackNested(t *testing.T) {
 	}
 	if none, nb := send(request(t, srv, "POST", "/charges", "", `{"amount":1}`)); none.StatusCode != http.StatusBadRequest || h.runs.Load() != 1 {
 		t.Errorf("no key: %d %s, handler runs %d; want 400 key_missing from the inner layer", none.StatusCode, nb, h.runs.Load())
+	}
+}
+
+// TestNestedOtherKey: a handler that holds its key sends a request of its
+// own, with another key, through the same middleware, on its context (a
+// fee charged beside the payment): that request is the middleware's to
+// record, not passed through as the outer request's.
+func TestNestedOtherKey(t *testing.T) {
+	m := newMiddleware(t, idempotency.Config{})
+	fees := &charges{}
+	mux := http.NewServeMux()
+	mux.Handle("POST /fees", m.Require(fees))
+	mux.Handle("POST /charges", m.Require(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sub := httptest.NewRequestWithContext(r.Context(), "POST", "/fees", strings.NewReader(`{"fee":1}`))
+		sub.Header.Set("Idempotency-Key", "fee-"+r.Header.Get("Idempotency-Key"))
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, sub)
+		w.WriteHeader(rec.Code)
+	})))
+	for range 2 {
+		if w := post(mux, "POST", "/charges", "k", "{}"); w.Code != http.StatusCreated {
+			t.Fatalf("charge: %d %s", w.Code, w.Body)
+		}
+	}
+	rec, ok, err := m.Store().Get(context.Background(), idempotency.ID{Key: "fee-k"}, time.Now())
+	if err != nil || !ok || rec.State != idempotency.Completed || fees.runs.Load() != 1 {
+		t.Errorf("the fee's record: %v %v %+v, fee runs %d; want its own completed record and 1 run", ok, err, rec.State, fees.runs.Load())
 	}
 }

@@ -163,10 +163,11 @@ func Tx(ctx context.Context) pgx.Tx {
 }
 
 // managedTx is the handler's view of the transaction; a is the Atomic that
-// runs it.
+// runs it, for the request with key ("" for none).
 type managedTx struct {
 	pgx.Tx
-	a *Atomic
+	a   *Atomic
+	key string
 }
 
 func (managedTx) Commit(context.Context) error   { return ErrTxManaged }
@@ -202,7 +203,7 @@ LEFT JOIN yaoki_idempotency AS r ON r.scope = $1::text AND r.key = $2::text AND 
 func (h *atomicHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a := h.a
 	adm := a.m.Admit(w, r, h.require)
-	if held, _ := r.Context().Value(txKey{}).(managedTx); held.a == a && (adm.Verdict == idempotency.Keyed || adm.Verdict == idempotency.Unkeyed) {
+	if held, _ := r.Context().Value(txKey{}).(managedTx); held.a == a && held.key == adm.ID.Key && (adm.Verdict == idempotency.Keyed || adm.Verdict == idempotency.Unkeyed) {
 		// This Atomic, in a layer outside this one (Handler around a mux,
 		// Require around one of its routes), runs the request in its
 		// transaction and holds its key: run the handler in it. A claim of
@@ -311,7 +312,7 @@ func (h *atomicHandler) run(w http.ResponseWriter, r *http.Request, tx pgx.Tx, a
 		}
 	}
 	defer end()
-	h.next.ServeHTTP(hw, r.WithContext(context.WithValue(r.Context(), txKey{}, managedTx{tx, a})))
+	h.next.ServeHTTP(hw, r.WithContext(context.WithValue(r.Context(), txKey{}, managedTx{tx, a, key})))
 
 	if hw.status == 0 && r.Context().Err() != nil {
 		end() // the client gave up before any answer: nothing done
