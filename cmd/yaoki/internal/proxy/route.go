@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -250,12 +251,20 @@ func isUpgrade(req *http.Request) bool {
 }
 
 // relay adjusts an upstream answer before it is copied to the client:
-// when it carries a status this route retries and this proxy was the
+// its Location and Content-Location point the client through the proxy
+// (clientLocation); when it carries a status this route retries and this proxy was the
 // layer that retried (the client does not say it retries, and the request
 // was not an upgrade, which is sent once), Do-Not-Retry tells the layers
 // above that retrying again would multiply what was already tried.
 func (pr *proxyRoute) relay(resp *http.Response) error {
 	resp.Header["Via"] = addVia(resp.Header["Via"], resp.ProtoMajor, resp.ProtoMinor)
+	for _, name := range [...]string{"Location", "Content-Location"} {
+		if vs := resp.Header[name]; len(vs) == 1 {
+			if v := clientLocation(pr.cfg.Upstream, vs[0]); v != vs[0] {
+				resp.Header[name] = []string{v}
+			}
+		}
+	}
 	if c := resp.StatusCode; c < len(pr.statuses) && pr.statuses[c] && resp.Request != nil && !layer.FromRetryingCaller(resp.Request) &&
 		mayRetry(resp.Request) {
 		resp.Header.Set(header.DoNotRetry, "true")
@@ -425,4 +434,51 @@ func (b *bufferPool) Put(buf []byte) {
 	if len(buf) == copyBufferSize {
 		b.p.Put((*[copyBufferSize]byte)(buf))
 	}
+}
+
+// clientLocation returns a Location (or Content-Location) value of an
+// answer from the upstream up as the client must follow it: a reference
+// into up (its scheme, host and port, and under its base path) becomes
+// the path the client asks the proxy for, which the proxy sends to the
+// same place (the base path and the client's path joined, as
+// httputil.ProxyRequest.SetURL joins them). Without this, a path written
+// in the upstream's space (/v2/x) came back through the proxy as
+// /v2/v2/x, and an absolute URL took the client past the proxy. Any other
+// value (another host, outside the base path, a relative path, a form
+// that does not parse) is returned as it is.
+func clientLocation(up *url.URL, v string) string {
+	rest := v
+	if !strings.HasPrefix(v, "/") {
+		scheme, after, ok := strings.Cut(v, "://")
+		if !ok || !strings.EqualFold(scheme, up.Scheme) {
+			return v
+		}
+		end := strings.IndexAny(after, "/?#")
+		if end < 0 {
+			end = len(after)
+		}
+		if !sameHostPort(after[:end], up.Host, up.Scheme) {
+			return v
+		}
+		rest = after[end:]
+	} else if strings.HasPrefix(v, "//") {
+		return v // scheme-relative: rare, and its scheme is the client's
+	}
+	base := strings.TrimSuffix(up.EscapedPath(), "/")
+	p, ok := strings.CutPrefix(rest, base)
+	if !ok || !strings.HasPrefix(p, "/") {
+		return v // outside the base path, or its bare root: no client path leads there
+	}
+	return p
+}
+
+// sameHostPort reports whether the authorities a and b, of URLs of the
+// scheme, name the same host and port (a port left out is the scheme's).
+func sameHostPort(a, b, scheme string) bool {
+	port := ":80"
+	if strings.EqualFold(scheme, "https") {
+		port = ":443"
+	}
+	a, b = strings.TrimSuffix(a, port), strings.TrimSuffix(b, port)
+	return strings.EqualFold(a, b)
 }
