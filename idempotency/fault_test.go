@@ -307,3 +307,53 @@ func TestFaultClientGivesUp(t *testing.T) {
 			w.Code, w.Body, w.Header().Get("Idempotent-Replayed"), runs.Load())
 	}
 }
+
+// TestFaultShutdownWaitsForComplete: the store goes away as the handler
+// returns, for longer than StoreTimeout (1 s); the client has its 201 and
+// the server shuts down (a deploy). Wait holds the shutdown until the
+// Complete tried on in the background gets through, the store back 3 s
+// later within the lease (6 s), so that the record is there for the retry
+// instead of in progress, with the handler run again once the lease has
+// passed. A Wait whose context ends first says how many responses are not
+// stored yet.
+func TestFaultShutdownWaitsForComplete(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newFaultyStore()
+		h := &charges{}
+		cut := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h.ServeHTTP(w, r)
+			store.down.Store(true) // as the handler returns
+		})
+		m := newMiddleware(t, idempotency.Config{Store: store, Lease: 6 * time.Second, StoreTimeout: time.Second})
+		if err := m.Wait(t.Context()); err != nil {
+			t.Fatalf("Wait with nothing in the background: %v", err)
+		}
+		if first := post(m.Handler(cut), "POST", "/x", "k1", "{}"); first.Code != http.StatusCreated {
+			t.Fatalf("first: %d", first.Code)
+		}
+
+		// The context ends before the store is back.
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		err := m.Wait(ctx)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "1 not stored yet") {
+			t.Fatalf("Wait cut short: %v; want context.DeadlineExceeded saying 1 not stored yet", err)
+		}
+
+		go func() {
+			time.Sleep(time.Second) // virtual: the store is back 3 s after the cut
+			store.down.Store(false)
+		}()
+		start := time.Now()
+		if err := m.Wait(t.Context()); err != nil {
+			t.Fatalf("Wait: %v", err)
+		}
+		if d := time.Since(start); d < time.Second {
+			t.Errorf("Wait returned after %v, before the store was back", d)
+		}
+		rec, ok, err := store.Get(context.Background(), idempotency.ID{Key: "k1"}, time.Now())
+		if err != nil || !ok || rec.State != idempotency.Completed {
+			t.Fatalf("the record when Wait returned: %v %v %+v; want it completed", ok, err, rec.State)
+		}
+	})
+}

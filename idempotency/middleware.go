@@ -48,7 +48,8 @@
 // Faults. A Complete that fails (the store cut off as the handler returns)
 // is tried again with backoff, the lease being renewed meanwhile: for up to
 // Config.StoreTimeout before the client gets its response, then in the
-// background while the lease holds the key. If the store stays away
+// background while the lease holds the key (Middleware.Wait holds a
+// shutdown until those end). If the store stays away
 // longer, the record stays in progress: retries get 409 until the lease
 // passes, then run the handler again. A process that dies while it
 // holds a key stops renewing its lease, and the key is usable again once
@@ -75,6 +76,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -88,6 +90,10 @@ import (
 // tells them apart and refuses reuse with 422).
 type Middleware struct {
 	c Config
+
+	mu   sync.Mutex
+	bg   int           // Completes tried on in the background
+	idle chan struct{} // closed when bg drops to 0, for Wait; nil when nobody waits
 }
 
 // New validates c and returns a Middleware that applies it. A field out of
@@ -113,6 +119,59 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 // its answer.
 func (m *Middleware) Require(next http.Handler) http.Handler {
 	return &handler{m: m, next: next, require: true}
+}
+
+// Wait waits until every Complete that the middleware tries on in the
+// background has ended, or ctx ends. Those are the responses already sent
+// whose record the store did not take within Config.StoreTimeout (the
+// store away): the middleware tries on for as long as the lease holds the
+// key, and a process that exits meanwhile leaves the record in progress, so
+// that the client's retry runs the handler again once the lease has
+// passed. Call it after http.Server.Shutdown, before the process exits,
+// with a context that allows up to Config.Lease. It returns nil when none
+// is left, or an error matching ctx's error that says how many are.
+func (m *Middleware) Wait(ctx context.Context) error {
+	m.mu.Lock()
+	if m.bg == 0 {
+		m.mu.Unlock()
+		return nil
+	}
+	if m.idle == nil {
+		m.idle = make(chan struct{})
+	}
+	idle := m.idle
+	m.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+	}
+	m.mu.Lock()
+	n := m.bg
+	m.mu.Unlock()
+	if n == 0 {
+		return nil
+	}
+	return fmt.Errorf("idempotency: wait for the responses being stored in the background: %d not stored yet: %w", n, ctx.Err())
+}
+
+// background runs f, a Complete tried on after the response was sent,
+// counted for Wait.
+func (m *Middleware) background(f func()) {
+	m.mu.Lock()
+	m.bg++
+	m.mu.Unlock()
+	go func() {
+		defer func() {
+			m.mu.Lock()
+			if m.bg--; m.bg == 0 && m.idle != nil {
+				close(m.idle)
+				m.idle = nil
+			}
+			m.mu.Unlock()
+		}()
+		f()
+	}()
 }
 
 // Store returns the middleware's store (the MemoryStore it made when
@@ -412,13 +471,13 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, id ID
 			// a retry after the lease would run the handler again.
 			c.ErrorLog.Printf("idempotency: store the response to key %q (status %d): %v; trying on for the %v the lease holds the key", id.Key, resp.Status, err, left)
 			background = true
-			go func() {
+			h.m.background(func() {
 				err := c.complete(bg, id, token, resp, left)
 				ls.stop()
 				if err != nil {
 					c.ErrorLog.Printf("idempotency: store the response to key %q (status %d): %v", id.Key, resp.Status, err)
 				}
-			}()
+			})
 			return
 		}
 		ls.stop()
