@@ -3,6 +3,7 @@ package retry_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -81,4 +82,29 @@ func TestRetryNotSentGivesBudgetBack(t *testing.T) {
 			}
 		}
 	})
+}
+
+// flagBudget grants every retry and records the flags of each grant and
+// each cancellation.
+type flagBudget struct{ asked, cancelled []string }
+
+func (b *flagBudget) AllowRetryAt(_ time.Time, timeout bool) bool {
+	b.asked = append(b.asked, fmt.Sprintf("timeout=%v", timeout))
+	return true
+}
+func (b *flagBudget) RecordAt(time.Time, bool, bool) {}
+func (b *flagBudget) CancelRetryAt(_ time.Time, throttled, timeout bool) {
+	b.cancelled = append(b.cancelled, fmt.Sprintf("throttled=%v timeout=%v", throttled, timeout))
+}
+
+// A budget that is not told the class of a retry (not a ClassBudget) gets
+// it back with the flags it was asked with: not "throttled", even after a
+// throttling answer, since it charged the retry as any other.
+func TestRetryGivenBackWithTheFlagsAsked(t *testing.T) {
+	b := &flagBudget{}
+	p := retry.Policy{Env: &retry.Env{Budget: b, Breaker: fakeOpenForRetries{}}}
+	_ = retry.Do(context.Background(), p, func(context.Context) error { return retry.Throttling(errFlaky) })
+	if fmt.Sprint(b.asked, b.cancelled) != "[timeout=false] [throttled=false timeout=false]" {
+		t.Errorf("asked %v, given back %v; want one retry asked and given back, neither throttled nor timed out", b.asked, b.cancelled)
+	}
 }

@@ -43,7 +43,8 @@ type ClassBudget interface {
 // when the retry is then not sent (a guard refuses it in Before, the
 // caller's context ends or MaxElapsed passes during the wait or before
 // it), the loop calls CancelRetryAt with the instant AllowRetryAt (or
-// AllowRetryClassAt) granted it and the same flags, so that the budget's
+// AllowRetryClassAt) granted it and the flags it was asked with (throttled
+// is false for a Budget that is not a ClassBudget), so that the budget's
 // allowance is not spent on a retry that never went. budget.Bucket and
 // budget.Share implement it.
 type BudgetCanceller interface {

@@ -431,7 +431,8 @@ func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) D
 				}
 				return l.giveUp(ctx, now, Error{Reason: ReasonBudgetExhausted})
 			}
-			l.charge = charge{at: now, on: true, throttled: class == ClassThrottled, timeout: timeout}
+			_, byClass := b.(ClassBudget) // told the class, it is given back the same
+			l.charge = charge{at: now, on: true, throttled: byClass && class == ClassThrottled, timeout: timeout}
 		}
 	}
 	if l.p.OnRetry != nil {
