@@ -164,8 +164,11 @@ func (l *Loop) Hedge(ctx context.Context, now time.Time, t *Ticket) (d Decision)
 			return no(ReasonRejectedLocally, hedgeReason(err), err)
 		}
 	}
-	if b := e.Budget; b != nil && !b.AllowRetryAt(now, false) {
-		return no(ReasonBudgetExhausted, ReasonBudgetExhausted.Key(), nil)
+	if b := e.Budget; b != nil {
+		if !b.AllowRetryAt(now, false) {
+			return no(ReasonBudgetExhausted, ReasonBudgetExhausted.Key(), nil)
+		}
+		l.charge = charge{at: now, on: true} // given back if an observer panics before it goes
 	}
 	return l.hedgeSent(ctx, now, t, e)
 }
@@ -175,6 +178,7 @@ func (l *Loop) hedgeSent(ctx context.Context, now time.Time, t *Ticket, e *Env) 
 	if e != nil && e.Observer != nil {
 		l.observeHolding(ctx, now, t, event.Event{Kind: event.Hedge, Time: now, Attempt: t.n, Wait: now.Sub(l.start)})
 	}
+	l.charge.on = false // the hedge the budget paid for has gone
 	return d
 }
 

@@ -213,11 +213,12 @@ func (l *Loop) Before(ctx context.Context, now time.Time, t *Ticket) (d Decision
 		}
 		t.breaker, t.allowed = tk, true
 	}
-	return l.send(ctx, now, t, e)
+	d = l.send(ctx, now, t, e)
+	l.charge.on = false // the retry the budget paid for has gone
+	return d
 }
 
 func (l *Loop) send(ctx context.Context, now time.Time, t *Ticket, e *Env) Decision {
-	l.charge.on = false // the retry the budget paid for goes
 	l.attempts++
 	t.n, t.sent = l.attempts, now
 	if e != nil && e.Observer != nil {
@@ -229,8 +230,8 @@ func (l *Loop) send(ctx context.Context, now time.Time, t *Ticket, e *Env) Decis
 // observeHolding reports ev about attempt t, which holds what the guards
 // gave it and is about to be sent. If the observer panics, the attempt is
 // not sent: what it holds is handed back (the bulkhead's slot, the
-// breaker's ticket as cancelled, the throttle's turn) and the panic goes
-// on, so that a bug in an observer does not shrink a bulkhead or hold a
+// breaker's ticket as cancelled, the throttle's turn, the budget's retry)
+// and the panic goes on, so that a bug in an observer does not shrink a bulkhead or hold a
 // breaker's half-open probe slot for ever.
 func (l *Loop) observeHolding(ctx context.Context, now time.Time, t *Ticket, ev event.Event) {
 	done := false
@@ -259,6 +260,7 @@ func (l *Loop) unsend(now time.Time, t *Ticket) {
 		cancelAdmit(e.Throttle, now)
 		t.admitted = false
 	}
+	l.refund()
 }
 
 // Acquired reports, at now, the outcome of the bulkhead's Acquire that
@@ -270,6 +272,7 @@ func (l *Loop) Acquired(ctx context.Context, now time.Time, t *Ticket, err error
 		if ge, ok := l.stopped(ctx, now, err); ok {
 			return l.refuse(ctx, now, t, ge)
 		}
+		l.refund() // before the observer, which may panic
 		l.observe(ctx, event.Event{Kind: event.ThrottleRejected, Time: now, Attempt: l.attempts + 1, Err: err})
 		return l.refuse(ctx, now, t, Error{Reason: ReasonRejectedLocally, Cause: err})
 	}
@@ -435,11 +438,27 @@ func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) D
 			l.charge = charge{at: now, on: true, throttled: byClass && class == ClassThrottled, timeout: timeout}
 		}
 	}
-	if l.p.OnRetry != nil {
-		l.p.OnRetry(Wait{Attempt: l.attempts, Err: err, Class: class, Delay: wait, Source: src})
+	if l.p.OnRetry != nil || l.p.Env != nil && l.p.Env.Observer != nil {
+		l.announce(ctx, now, Wait{Attempt: l.attempts, Err: err, Class: class, Delay: wait, Source: src})
 	}
-	l.observe(ctx, event.Event{Kind: event.RetryScheduled, Time: now, Attempt: l.attempts, Err: err, Wait: wait, Source: src})
 	return Decision{Verdict: Sleep, Wait: wait, Source: src}
+}
+
+// announce tells Policy.OnRetry and the observer of the retry w. If one of
+// them panics, the retry will not be sent: the budget gets it back before
+// the panic goes on.
+func (l *Loop) announce(ctx context.Context, now time.Time, w Wait) {
+	done := false
+	defer func() {
+		if !done {
+			l.refund()
+		}
+	}()
+	if l.p.OnRetry != nil {
+		l.p.OnRetry(w)
+	}
+	l.observe(ctx, event.Event{Kind: event.RetryScheduled, Time: now, Attempt: w.Attempt, Err: w.Err, Wait: w.Delay, Source: w.Source})
+	done = true
 }
 
 // Abandon reports, at now, the outcome of attempt t on which the call
