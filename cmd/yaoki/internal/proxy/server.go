@@ -128,7 +128,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rw == nil {
 		rw = new(relayWriter)
 	}
-	rw.ResponseWriter = w
+	rw.ResponseWriter, rw.http10 = w, !r.ProtoAtLeast(1, 1)
 	defer func() {
 		*rw = relayWriter{}
 		s.writers.Put(rw)
@@ -198,16 +198,23 @@ func yaokiHops(via []string) int {
 // set when the final answer's header is written (httputil.ReverseProxy
 // clears the header after each 1xx), keeps net/http's server from adding
 // one it guessed from the first bytes (§7.7: a proxy does not transform
-// what it relays). The proxy's own answers set theirs. Pooled
+// what it relays). The proxy's own answers set theirs. An HTTP/1.0 client
+// gets no 1xx answer (§15.2). Pooled
 // (Server.writers): a request costs no allocation for it.
 type relayWriter struct {
 	http.ResponseWriter
-	final bool // the final answer's header is written
+	final  bool // the final answer's header is written
+	http10 bool // the client speaks HTTP/1.0, which has no 1xx answers
 }
 
 func (w *relayWriter) WriteHeader(code int) {
 	h := w.ResponseWriter.Header()
 	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
+		if w.http10 {
+			// RFC 9110 §15.2: never to an HTTP/1.0 client, which would
+			// read it as the answer.
+			return
+		}
 		removeHopByHop(h)
 	} else if !w.final {
 		w.final = true

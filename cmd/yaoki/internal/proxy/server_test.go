@@ -182,3 +182,26 @@ func TestProxyUpstreamPath(t *testing.T) {
 		}
 	}
 }
+
+func TestProxy1xxNotToHTTP10(t *testing.T) {
+	// The fault: an HTTP/1.0 client (nginx proxying with its default
+	// proxy_http_version 1.0, ab, an old library) asks through the proxy,
+	// and the upstream sends 103 Early Hints and 100 Continue before its
+	// 200. HTTP/1.0 has no 1xx answers: a server must not send one to an
+	// HTTP/1.0 client (RFC 9110 §15.2), which reads the first status line
+	// it gets as the answer. The client gets the 200 first.
+	url, _ := rawUpstream(t, func(c net.Conn, br *bufio.Reader) {
+		for {
+			if _, ok := readRequest(t, br); !ok {
+				return
+			}
+			io.WriteString(c, "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n"+
+				"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+	})
+	front := proxyFront(t, url)
+	resp, body := rawExchange(t, front.URL, "GET /x HTTP/1.0\r\nHost: front\r\n\r\n")
+	if resp.StatusCode != 200 || body != "ok" {
+		t.Errorf("the HTTP/1.0 client read %s %q first, want the 200 ok", resp.Status, body)
+	}
+}
