@@ -45,6 +45,7 @@ type startsAndEnds struct {
 	mu           sync.Mutex
 	starts, ends map[int]int
 	later        int // attempts started after the first: retries and hedges
+	cancelled    int // attempts ended cancelled: not answered
 }
 
 func (o *startsAndEnds) Observe(_ context.Context, e event.Event) {
@@ -58,15 +59,40 @@ func (o *startsAndEnds) Observe(_ context.Context, e event.Event) {
 		}
 	case event.AttemptEnd:
 		o.ends[e.Attempt]++
+		if e.Outcome == event.Cancelled {
+			o.cancelled++
+		}
 	}
+}
+
+// turnsKept is a throttle that keeps turns and gives one at random after
+// a wait, which a hedge refuses.
+type turnsKept struct {
+	turns
+	r *rand.Rand
+}
+
+func (t *turnsKept) AdmitAt(now time.Time) (time.Duration, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch t.r.IntN(6) {
+	case 0:
+		return 0, errors.New("throttle: rejected locally")
+	case 1:
+		t.admitted++
+		return 5 * time.Millisecond, nil
+	}
+	t.admitted++
+	return 0, nil
 }
 
 // TestHedgedCallsBalanced runs hedged calls with random latencies, errors,
 // server hints, deadlines and cancellations through real goroutines and
 // timers (under synctest), and checks, once every attempt has returned,
 // that each bulkhead slot went back, each breaker ticket was reported
-// once, each retry or hedge the budget paid for was sent or given back,
-// and each attempt started ended once.
+// once, each throttle turn was handed back or answered (or its attempt
+// ended cancelled), each retry or hedge the budget paid for was sent or
+// given back, and each attempt started ended once.
 func TestHedgedCallsBalanced(t *testing.T) {
 	for seed := range uint64(60) {
 		synctest.Test(t, func(t *testing.T) {
@@ -83,7 +109,8 @@ func TestHedgedCallsBalanced(t *testing.T) {
 			}
 			bu := &paidBudget{r: rand.New(rand.NewPCG(seed, 12))}
 			obs := &startsAndEnds{starts: map[int]int{}, ends: map[int]int{}}
-			env := &retry.Env{Bulkhead: bh, Breaker: br, Budget: bu, Observer: obs,
+			th := &turnsKept{r: rand.New(rand.NewPCG(seed, 13))}
+			env := &retry.Env{Bulkhead: bh, Breaker: br, Budget: bu, Observer: obs, Throttle: th,
 				Hedger: fixedHedger(t, 20*time.Millisecond, 2)}
 			for call := range 10 {
 				p := retry.Policy{MaxAttempts: 2 + draw(4), Env: env}
@@ -129,6 +156,12 @@ func TestHedgedCallsBalanced(t *testing.T) {
 			defer obs.mu.Unlock()
 			if bu.granted != bu.refunded+obs.later {
 				t.Fatalf("seed %d: budget granted %d retries and hedges, got %d back, %d sent", seed, bu.granted, bu.refunded, obs.later)
+			}
+			// Every turn the throttle gave was handed back, answered, or
+			// belongs to an attempt that ended cancelled (not answered).
+			if th.admitted != th.cancelled+th.record+obs.cancelled {
+				t.Fatalf("seed %d: throttle gave %d turns, got %d back, heard %d answers, %d attempts ended cancelled",
+					seed, th.admitted, th.cancelled, th.record, obs.cancelled)
 			}
 			for n, s := range obs.starts {
 				if obs.ends[n] != s {
