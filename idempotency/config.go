@@ -45,7 +45,10 @@ type Config struct {
 	// per Middleware, so not shared between processes).
 	Store Store
 	// Methods are the methods the middleware applies to; requests with
-	// other methods pass through untouched, key or not. Nil: POST and
+	// other methods pass through untouched, key or not. Methods are
+	// case-sensitive, compared as clients send them: New refuses a
+	// standard method in another case ("post"), which would cover no
+	// request. Nil: POST and
 	// PATCH, the methods that are not idempotent by definition (RFC 9110
 	// §9.2.2).
 	Methods []string
@@ -176,6 +179,12 @@ func (c Config) validate() (Config, error) {
 			if m == "" || strings.ContainsAny(m, " \t\r\n") {
 				return Config{}, &configerr.Error{Err: ErrInvalidConfig, Field: fmt.Sprintf("Methods[%d]", i), Value: m, Problem: "not an HTTP method", Want: "a method token such as POST"}
 			}
+			if up := strings.ToUpper(m); up != m && standardMethod(up) {
+				// Methods are case-sensitive and requests keep theirs as
+				// sent: "post" would cover no POST, silently.
+				return Config{}, &configerr.Error{Err: ErrInvalidConfig, Field: fmt.Sprintf("Methods[%d]", i), Value: m,
+					Problem: "not the method as clients send it (methods are case-sensitive)", Want: up}
+			}
 			ms[i] = m
 		}
 		c.Methods = ms
@@ -204,6 +213,16 @@ func (c Config) validate() (Config, error) {
 		c.Now = time.Now
 	}
 	return c, nil
+}
+
+// standardMethod reports whether m is a method of RFC 9110 or PATCH.
+func standardMethod(m string) bool {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	return false
 }
 
 // retryAfterSeconds is RetryAfter in whole seconds, rounded up.

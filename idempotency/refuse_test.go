@@ -210,3 +210,19 @@ func TestScopeNotText(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigMethodCase: HTTP methods are case-sensitive and net/http keeps
+// them as sent, so Methods {"post"} would cover no POST, and every keyed
+// POST would run its handler again, silently. New refuses a standard
+// method in another case and names the one meant.
+func TestConfigMethodCase(t *testing.T) {
+	for _, m := range []string{"post", "Patch", "put"} {
+		_, err := idempotency.New(idempotency.Config{Methods: []string{"GET", m}})
+		if !errors.Is(err, idempotency.ErrInvalidConfig) || !strings.Contains(err.Error(), "Methods[1]") || !strings.Contains(err.Error(), strings.ToUpper(m)) {
+			t.Errorf("Methods {GET, %q}: %v; want ErrInvalidConfig naming Methods[1] and %s", m, err, strings.ToUpper(m))
+		}
+	}
+	if _, err := idempotency.New(idempotency.Config{Methods: []string{"POST", "PURGE", "x-custom"}}); err != nil {
+		t.Errorf("standard and custom methods: %v", err)
+	}
+}
