@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/textproto"
 	"net/url"
 	"strconv"
 	"strings"
@@ -130,6 +131,13 @@ func newProxyRoute(rc *Route, base http.RoundTripper, s *Server, ctx context.Con
 			r.Out.Header["Via"] = addVia(r.In.Header["Via"], r.In.ProtoMajor, r.In.ProtoMinor)
 			if n, ok := maxForwards(r.In); ok {
 				r.Out.Header["Max-Forwards"] = []string{strconv.Itoa(n - 1)} // 0 was answered by ServeHTTP
+			}
+			if v := r.Out.Header["Upgrade"]; len(v) == 1 && strings.EqualFold(textproto.TrimString(v[0]), "h2c") {
+				// HTTP/2 over cleartext is the connection's business (RFC
+				// 9113 §3.1): the offer stops here, and the request is
+				// served as any other, retried.
+				delete(r.Out.Header, "Upgrade")
+				delete(r.Out.Header, "Connection")
 			}
 			if _, up := r.Out.Header["Upgrade"]; !up {
 				// The number httpretry gives a first attempt, set in the

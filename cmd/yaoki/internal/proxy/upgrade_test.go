@@ -5,7 +5,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -68,6 +70,51 @@ func TestProxyUpgradeFailureSaysWhat(t *testing.T) {
 	for _, want := range []string{`"reason":"upstream_error"`, "proxy: GET " + url + "/ws: upgrade to websocket, sent once (an upgrade is never retried): EOF"} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("the problem %s does not say %q", body, want)
+		}
+	}
+}
+
+func TestProxyH2CUpgradeNotForwarded(t *testing.T) {
+	// The fault: a client offers to upgrade to HTTP/2 over cleartext
+	// (curl --http2 on an http URL sends Upgrade: h2c with every
+	// request). The proxy took it for an upgrade such as WebSocket: sent
+	// the request once, without retries or guards, and passed the offer
+	// on, so that an upstream that takes it would have the client's
+	// connection joined to its own, every later request on it past the
+	// proxy. h2c is the connection's business (RFC 9113 §3.1): the offer
+	// stops at the proxy, and the request is served as any other, its
+	// 503 retried.
+	var n atomic.Int32
+	seen := make(chan http.Header, 4)
+	url, _ := rawUpstream(t, func(c net.Conn, br *bufio.Reader) {
+		for {
+			req, ok := readRequest(t, br)
+			if !ok {
+				return
+			}
+			seen <- req.Header
+			if n.Add(1) == 1 {
+				io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\n\r\nbusy")
+				continue
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+		}
+	})
+	front := proxyFront(t, url)
+	resp, body := rawExchange(t, front.URL, "GET /x HTTP/1.1\r\nHost: front\r\nConnection: Upgrade, HTTP2-Settings\r\n"+
+		"Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n")
+	if resp.StatusCode != 200 || body != "ok" {
+		t.Fatalf("got %s %q after %d attempts, want the retry's 200 ok", resp.Status, body, n.Load())
+	}
+	for i := range 2 {
+		h := <-seen
+		for _, name := range []string{"Upgrade", "Connection", "Http2-Settings"} {
+			if v, ok := h[name]; ok {
+				t.Errorf("attempt %d: the upstream got %s: %q, want none", i+1, name, v)
+			}
+		}
+		if got := h.Get("Attempt-Count"); got != strconv.Itoa(i+1) {
+			t.Errorf("attempt %d: Attempt-Count %q", i+1, got)
 		}
 	}
 }
