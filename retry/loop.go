@@ -59,11 +59,12 @@ type Loop struct {
 	elapsedAt time.Time // start + MaxElapsed; zero: no MaxElapsed
 	attempts  int       // attempts sent
 	prev      time.Duration
-	st        Stepper // made at the first retryable failure when Policy.Stepper is set
-	last      error   // the last attempt's error
-	charge    charge  // the retry the budget granted, until it is sent
-	gaveUp    Error   // why it gave up, when it did
-	err       *Error  // gaveUp as returned by Err, made on first use
+	st        Stepper       // made at the first retryable failure when Policy.Stepper is set
+	last      error         // the last attempt's error
+	charge    charge        // the retry the budget granted, until it is sent
+	hint      time.Duration // the longest server hint of the round's abandoned attempts
+	gaveUp    Error         // why it gave up, when it did
+	err       *Error        // gaveUp as returned by Err, made on first use
 }
 
 // charge is a retry that the budget granted and the loop has not sent yet:
@@ -391,7 +392,14 @@ func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) D
 		wait, stepped = w, true
 	}
 	src := event.Backoff
-	if h, ok := HintOf(err); ok && h > 0 {
+	h, _ := HintOf(err)
+	if l.hint > h {
+		// Another attempt of the round, which failed while this one was in
+		// flight, was told to come back later: the server's word stands.
+		h = l.hint
+	}
+	l.hint = 0
+	if h > 0 {
 		if max := l.p.maxRetryAfter(); h > max {
 			return l.giveUp(ctx, now, Error{Reason: ReasonHintTooLong, Wait: h, Limit: max})
 		}
@@ -465,9 +473,15 @@ func (l *Loop) announce(ctx context.Context, now time.Time, w Wait) {
 // decides nothing: it panicked (err says so), or it failed while a hedging
 // driver waits for another attempt of the same round. The guards hear of
 // it as After would tell them (a failure after the caller's context ended
-// or MaxElapsed passed is not the dependency's). An attempt that the driver cancelled because
-// another one won is reported with ReasonCancelled instead.
+// or MaxElapsed passed is not the dependency's). A server hint it carries
+// is kept for the round: After, told of the round's last failure, waits at
+// least that long (or gives up, if the hint is too long or passes the
+// deadline). An attempt that the driver cancelled because another one won
+// is reported with Cancelled instead.
 func (l *Loop) Abandon(ctx context.Context, now time.Time, t *Ticket, err error) {
+	if h, ok := HintOf(err); ok && h > l.hint && l.ended(ctx, now) == nil {
+		l.hint = h // for the round's last attempt, whose failure decides
+	}
 	if e := l.p.Env; e != nil {
 		var class Class
 		berr, gone := err, false

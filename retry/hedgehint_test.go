@@ -1,0 +1,42 @@
+package retry_test
+
+import (
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/yaoki-go/yaoki/backoff"
+	"github.com/yaoki-go/yaoki/retry"
+)
+
+// TestHedgedRoundKeepsServerHint: in a hedged round, the first attempt is
+// answered "503, come back in 2 s" while its hedge is still out; the hedge
+// then fails without a hint (a reset connection). The server's word beats
+// the backoff: the retry goes 2 s later, not after the 10 ms backoff that
+// the last failure alone would give. A hint too long for MaxRetryAfter ends
+// the call once the round has failed, as it would without hedging. The
+// hint of an attempt that failed while another was in flight was dropped.
+func TestHedgedRoundKeepsServerHint(t *testing.T) {
+	reset := errors.New("read: connection reset")
+	p := retry.Policy{MaxAttempts: 3, Backoff: backoff.Schedule{Kind: backoff.Constant, Base: 10 * time.Millisecond, Jitter: backoff.None}}
+	synctest.Test(t, func(t *testing.T) {
+		// Attempt 1 fails at 60ms with the hint; the hedge, sent at 50ms,
+		// fails at 70ms; the retry goes at 70ms + 2s and answers 1ms later.
+		s := &script{lat: []time.Duration{60 * time.Millisecond, 20 * time.Millisecond, time.Millisecond},
+			errs: []error{retry.After(errors.New("503"), 2*time.Second), reset}}
+		p := p
+		p.Env = &retry.Env{Hedger: fixedHedger(t, 50*time.Millisecond, 1), Rand: func() float64 { return 0 }}
+		s.answers(t, p, 3, 70*time.Millisecond+2*time.Second+time.Millisecond)
+	})
+	synctest.Test(t, func(t *testing.T) {
+		s := &script{lat: []time.Duration{60 * time.Millisecond, 20 * time.Millisecond, time.Millisecond},
+			errs: []error{retry.After(errors.New("503"), 2*time.Minute), reset}}
+		p := p
+		p.Env = &retry.Env{Hedger: fixedHedger(t, 50*time.Millisecond, 1)}
+		_, err := retry.HedgeValue(t.Context(), p, s.call, s.discard)
+		if !errors.Is(err, retry.ErrHintTooLong) || s.n.Load() != 2 {
+			t.Errorf("HedgeValue = %v after %d attempts, want the hint too long after the round's 2", err, s.n.Load())
+		}
+	})
+}
