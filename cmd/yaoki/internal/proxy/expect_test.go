@@ -11,6 +11,7 @@ import (
 	"net/http/httptrace"
 	"net/textproto"
 	neturl "net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -105,7 +106,7 @@ func TestProxyExpectContinueBodyKept(t *testing.T) {
 func TestProxyExpectContinueBodyStreamed(t *testing.T) {
 	// A body longer than the route keeps is sent once, streamed as the
 	// client sends it: the Expect goes on to the upstream, which decides,
-	// and its 100 Continue reaches the client.
+	// and a 100 Continue reaches the client.
 	url, expects := expectUpstream(t, true)
 	up, err := neturl.Parse(url)
 	if err != nil {
@@ -132,7 +133,10 @@ func TestProxyExpectContinueBodyStreamed(t *testing.T) {
 	if got := expects(); len(got) != 1 || got[0] != "100-continue" {
 		t.Errorf("the upstream saw Expect %q, want one attempt with 100-continue", got)
 	}
-	if len(interim) != 1 || interim[0] != 100 {
-		t.Errorf("the client got the 1xx answers %v, want the upstream's 100 Continue", interim)
+	// The upstream's 100 is relayed, and net/http's server may send its
+	// own as the body is first read: the two race, and a client takes
+	// any number of 1xx answers (RFC 9110 §15.2).
+	if len(interim) == 0 || slices.ContainsFunc(interim, func(c int) bool { return c != 100 }) {
+		t.Errorf("the client got the 1xx answers %v, want 100 Continue", interim)
 	}
 }
