@@ -40,3 +40,19 @@ func TestHedgedRoundKeepsServerHint(t *testing.T) {
 		}
 	})
 }
+
+// TestHedgedRoundKeepsThrottling: in a hedged round, the first attempt is
+// answered "429, too many requests" (no hint) while its hedge is out; the
+// hedge then fails with a reset connection. The server said it is
+// overloaded: the retry waits the throttling base (ThrottleBase), not the
+// backoff of transient errors, as it would if the 429 had come last.
+func TestHedgedRoundKeepsThrottling(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &script{lat: []time.Duration{60 * time.Millisecond, 20 * time.Millisecond, time.Millisecond},
+			errs: []error{retry.Throttling(errors.New("429")), errors.New("read: connection reset")}}
+		p := retry.Policy{MaxAttempts: 3, ThrottleBase: time.Second,
+			Backoff: backoff.Schedule{Kind: backoff.Constant, Base: 10 * time.Millisecond, Jitter: backoff.None},
+			Env:     &retry.Env{Hedger: fixedHedger(t, 50*time.Millisecond, 1)}}
+		s.answers(t, p, 3, 70*time.Millisecond+time.Second+time.Millisecond)
+	})
+}

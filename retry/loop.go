@@ -63,6 +63,7 @@ type Loop struct {
 	last      error         // the last attempt's error
 	charge    charge        // the retry the budget granted, until it is sent
 	hint      time.Duration // the longest server hint of the round's abandoned attempts
+	throttled bool          // one of the round's abandoned attempts was throttled
 	gaveUp    Error         // why it gave up, when it did
 	err       *Error        // gaveUp as returned by Err, made on first use
 }
@@ -398,7 +399,8 @@ func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) D
 		// flight, was told to come back later: the server's word stands.
 		h = l.hint
 	}
-	l.hint = 0
+	throttled := class == ClassThrottled || l.throttled
+	l.hint, l.throttled = 0, false
 	if h > 0 {
 		if max := l.p.maxRetryAfter(); h > max {
 			return l.giveUp(ctx, now, Error{Reason: ReasonHintTooLong, Wait: h, Limit: max})
@@ -423,7 +425,7 @@ func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) D
 		src = event.ServerHint
 	} else if !stepped {
 		s := l.p.Backoff
-		if class == ClassThrottled {
+		if throttled {
 			s.Base = l.p.throttleBase()
 		}
 		wait = s.Delay(l.attempts, l.prev, l.draw())
@@ -476,11 +478,19 @@ func (l *Loop) announce(ctx context.Context, now time.Time, w Wait) {
 // or MaxElapsed passed is not the dependency's). A server hint it carries
 // is kept for the round: After, told of the round's last failure, waits at
 // least that long (or gives up, if the hint is too long or passes the
-// deadline). An attempt that the driver cancelled because another one won
+// deadline); so is a throttling answer (the backoff then starts from
+// Policy.ThrottleBase). An attempt that the driver cancelled because another one won
 // is reported with Cancelled instead.
 func (l *Loop) Abandon(ctx context.Context, now time.Time, t *Ticket, err error) {
-	if h, ok := HintOf(err); ok && h > l.hint && l.ended(ctx, now) == nil {
-		l.hint = h // for the round's last attempt, whose failure decides
+	if err != nil && l.ended(ctx, now) == nil {
+		// For the round's last attempt, whose failure decides: the
+		// server's word (its hint, its overload) stands.
+		if h, ok := HintOf(err); ok && h > l.hint {
+			l.hint = h
+		}
+		if l.p.classify(err) == ClassThrottled {
+			l.throttled = true
+		}
 	}
 	if e := l.p.Env; e != nil {
 		var class Class
