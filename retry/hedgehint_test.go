@@ -1,12 +1,14 @@
 package retry_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/yaoki-go/yaoki/backoff"
+	"github.com/yaoki-go/yaoki/budget"
 	"github.com/yaoki-go/yaoki/retry"
 )
 
@@ -54,5 +56,29 @@ func TestHedgedRoundKeepsThrottling(t *testing.T) {
 			Backoff: backoff.Schedule{Kind: backoff.Constant, Base: 10 * time.Millisecond, Jitter: backoff.None},
 			Env:     &retry.Env{Hedger: fixedHedger(t, 50*time.Millisecond, 1)}}
 		s.answers(t, p, 3, 70*time.Millisecond+time.Second+time.Millisecond)
+	})
+}
+
+// The retry after such a round is charged as a retry after a throttling
+// answer: a token bucket takes ThrottleCost (5), not RetryCost (14).
+func TestHedgedRoundThrottledRetryCost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bk, err := budget.NewBucket(budget.BucketConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &script{lat: []time.Duration{60 * time.Millisecond, 20 * time.Millisecond, time.Millisecond},
+			errs: []error{retry.Throttling(errors.New("429")), errors.New("read: connection reset")}}
+		p := retry.Policy{MaxAttempts: 3,
+			Env: &retry.Env{Budget: bk, Hedger: fixedHedger(t, 50*time.Millisecond, 1), Sleep: func(context.Context, time.Duration) error { return nil }}}
+		if _, err := retry.HedgeValue(context.Background(), p, s.call, s.discard); err != nil {
+			t.Fatal(err)
+		}
+		// The hedge took RetryCost (14, it is charged as a retry), the retry
+		// ThrottleCost (5); the retry's success gives back RetryCost.
+		want := float64(budget.DefaultCapacity - 14 - 5 + 14)
+		if lv := bk.Level(); lv != want {
+			t.Errorf("bucket level %v, want %v (the retry after the 429 charged 5)", lv, want)
+		}
 	})
 }

@@ -437,7 +437,11 @@ func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) D
 	if e := l.p.Env; e != nil {
 		if b := e.Budget; b != nil {
 			timeout := errors.Is(err, ErrAttemptTimeout)
-			if !allowRetry(b, now, class, timeout) {
+			bclass := class
+			if throttled {
+				bclass = ClassThrottled // the round was told it overloads the server
+			}
+			if !allowRetry(b, now, bclass, timeout) {
 				if e.Observer != nil { // Key builds a string
 					l.observe(ctx, event.Event{Kind: event.BudgetRefused, Time: now, Attempt: l.attempts, Err: err,
 						Reason: ReasonBudgetExhausted.Key()})
@@ -445,7 +449,7 @@ func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) D
 				return l.giveUp(ctx, now, Error{Reason: ReasonBudgetExhausted})
 			}
 			_, byClass := b.(ClassBudget) // told the class, it is given back the same
-			l.charge = charge{at: now, on: true, throttled: byClass && class == ClassThrottled, timeout: timeout}
+			l.charge = charge{at: now, on: true, throttled: byClass && throttled, timeout: timeout}
 		}
 	}
 	if l.p.OnRetry != nil || l.p.Env != nil && l.p.Env.Observer != nil {
