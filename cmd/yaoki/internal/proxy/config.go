@@ -159,7 +159,13 @@ func (c *configReader) route(n *yaml.Node, name string) *Route {
 				if !strings.HasPrefix(s, "/") || strings.ContainsAny(s, "?# \t") {
 					c.fail(v, path, "%q: want a path prefix starting with / (no query, fragment or spaces), e.g. /payments/", s)
 				}
-				r.Path = s
+				// Requests are matched by their decoded path: a prefix
+				// written as it goes on the wire (%20) is decoded alike.
+				p, err := url.PathUnescape(s)
+				if err != nil {
+					c.fail(v, path, "%q: invalid percent-encoding: want %%XX with two hex digits, e.g. /my%%20docs/", s)
+				}
+				r.Path = p
 			}
 		case "host":
 			if s, ok := c.scalar(v, path, "a host name such as api.local"); ok {

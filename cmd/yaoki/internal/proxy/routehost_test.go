@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -46,5 +47,31 @@ func TestProxyRouteHostForms(t *testing.T) {
 				t.Errorf("route host %q, request Host %q: matched %s, want routes[1]", c.route, h, got.cfg.Name)
 			}
 		}
+	}
+}
+
+func TestProxyRoutePathEscaped(t *testing.T) {
+	// A path prefix written percent-encoded in the file, as it goes on the
+	// wire, takes the requests under it: requests are matched by their
+	// decoded path, and the prefix was compared as written, so the route
+	// never took any request. A prefix whose escapes are not valid is an
+	// error that says so.
+	cfg, err := ParseConfig("p.yaml", []byte("routes:\n  - path: /caf%C3%A9/my%20docs/\n    upstream: http://127.0.0.1:9001\n  - upstream: http://127.0.0.1:9002\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := &proxyRoutes{}
+	for _, rc := range cfg.Routes {
+		rs.list = append(rs.list, &proxyRoute{cfg: rc})
+	}
+	for target, want := range map[string]int{"/caf%C3%A9/my%20docs/x": 0, "/café/my%20docs/x": 0, "/caf%C3%A9/my%20docs": 1, "/cafe/my%20docs/x": 1} {
+		r := httptest.NewRequest("GET", target, nil)
+		if got := rs.match(r); got != rs.list[want] {
+			t.Errorf("GET %s: matched %s, want routes[%d]", target, got.cfg.Name, want)
+		}
+	}
+	_, err = ParseConfig("p.yaml", []byte("routes:\n  - path: /a%zz/\n    upstream: http://127.0.0.1:9001\n"))
+	if err == nil || !strings.Contains(err.Error(), `p.yaml:2:11: routes[0].path: "/a%zz/": invalid percent-encoding`) {
+		t.Errorf("a prefix with a bad escape: %v, want an error that says so", err)
 	}
 }
