@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/yaoki-go/yaoki/event"
+	"github.com/yaoki-go/yaoki/header"
 	"github.com/yaoki-go/yaoki/internal/configerr"
 )
 
@@ -71,7 +72,9 @@ type Config struct {
 	Scope func(r *http.Request) string
 	// FingerprintHeaders are request header fields that take part in the
 	// fingerprint, besides the method, the target (path and query) and the
-	// body (for example Content-Type). Nil: none.
+	// body (for example Content-Type), named in any case. New refuses a
+	// name that is not a field name ("Content Type"): no request carries
+	// it. Nil: none.
 	FingerprintHeaders []string
 	// TTL is how long a completed record is kept. Zero: DefaultTTL (24 h).
 	TTL time.Duration
@@ -191,8 +194,9 @@ func (c Config) validate() (Config, error) {
 	}
 	hs := make([]string, len(c.FingerprintHeaders))
 	for i, h := range c.FingerprintHeaders {
-		if h == "" {
-			return bad(fmt.Sprintf("FingerprintHeaders[%d]", i), h, "a header name")
+		if !header.ValidName(h) {
+			// No request carries it: it would take no part, silently.
+			return bad(fmt.Sprintf("FingerprintHeaders[%d]", i), h, "a header field name (a token: letters, digits or !#$%&'*+-.^_`|~) such as Content-Type")
 		}
 		hs[i] = http.CanonicalHeaderKey(h)
 	}

@@ -167,6 +167,9 @@ func TestConfigRefused(t *testing.T) {
 	for _, c := range []idempotency.Config{
 		{TTL: -1}, {Lease: -1}, {Lease: time.Millisecond}, {MaxRequestBytes: -1}, {MaxResponseBytes: -1}, {StoreTimeout: -1},
 		{Methods: []string{""}}, {Methods: []string{"PO ST"}}, {FingerprintHeaders: []string{""}},
+		// A field name that no request can carry would take no part,
+		// silently: a key reused with another value would be replayed.
+		{FingerprintHeaders: []string{"Content Type"}}, {FingerprintHeaders: []string{"Content-Type:"}},
 	} {
 		if _, err := idempotency.New(c); !errors.Is(err, idempotency.ErrInvalidConfig) || !strings.Contains(err.Error(), "out of range") && !strings.Contains(err.Error(), "Methods") && !strings.Contains(err.Error(), "FingerprintHeaders") {
 			t.Errorf("New(%+v) = %v, want an error naming the field", c, err)
