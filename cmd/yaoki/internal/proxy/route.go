@@ -259,8 +259,8 @@ func isUpgrade(req *http.Request) bool {
 }
 
 // relay adjusts an upstream answer before it is copied to the client:
-// its Location and Content-Location point the client through the proxy
-// (clientLocation); when it carries a status this route retries and this proxy was the
+// its Location, Content-Location and Link point the client through the
+// proxy (clientLocation, clientLinks); when it carries a status this route retries and this proxy was the
 // layer that retried (the client does not say it retries, and the request
 // was not an upgrade, which is sent once), Do-Not-Retry tells the layers
 // above that retrying again would multiply what was already tried.
@@ -272,6 +272,9 @@ func (pr *proxyRoute) relay(resp *http.Response) error {
 				resp.Header[name] = []string{v}
 			}
 		}
+	}
+	for i, v := range resp.Header["Link"] {
+		resp.Header["Link"][i] = clientLinks(pr.cfg.Upstream, v) // the values read from the upstream are this answer's own
 	}
 	if c := resp.StatusCode; c < len(pr.statuses) && pr.statuses[c] && resp.Request != nil && !layer.FromRetryingCaller(resp.Request) &&
 		mayRetry(resp.Request) {
@@ -489,4 +492,49 @@ func sameHostPort(a, b, scheme string) bool {
 	}
 	a, b = strings.TrimSuffix(a, port), strings.TrimSuffix(b, port)
 	return strings.EqualFold(a, b)
+}
+
+// clientLinks returns a Link field value (RFC 8288: <URI-reference>;
+// parameters, separated by commas) with the URI of each link rewritten by
+// clientLocation, so that a link into the upstream (a paginated API's next
+// page) is followed through the proxy. The parameters, quoted strings
+// included, are kept as they came, and so is everything from the first
+// text that is not a link on.
+func clientLinks(up *url.URL, v string) string {
+	var b strings.Builder
+	copied := 0 // v[:copied] is in b
+	for i := 0; i < len(v); {
+		for i < len(v) && (v[i] == ' ' || v[i] == '\t') {
+			i++
+		}
+		if i == len(v) || v[i] != '<' {
+			break
+		}
+		end := strings.IndexByte(v[i+1:], '>')
+		if end < 0 {
+			break
+		}
+		ref := v[i+1 : i+1+end]
+		if to := clientLocation(up, ref); to != ref {
+			b.WriteString(v[copied : i+1])
+			b.WriteString(to)
+			copied = i + 1 + end
+		}
+		// The parameters, to the comma that ends this link.
+		quoted := false
+		for i += end + 2; i < len(v) && (quoted || v[i] != ','); i++ {
+			switch {
+			case quoted && v[i] == '\\':
+				i++
+			case v[i] == '"':
+				quoted = !quoted
+			}
+		}
+		i++
+	}
+	if copied == 0 {
+		return v
+	}
+	b.WriteString(v[copied:])
+	return b.String()
 }
