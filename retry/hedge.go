@@ -94,13 +94,16 @@ func HedgeValueWith[T any](ctx context.Context, r *Retrier, fn func(context.Cont
 // hedge never waits: the bulkhead is asked with a context that has ended, so
 // that only a free slot admits it (ReasonRejectedLocally), and a throttle that
 // asks for a wait refuses it (ReasonRejectedLocally), as does a breaker that
-// refuses it (ReasonBreakerOpen); then the Hedger (its budget and brownout:
-// ReasonRejectedLocally) and the retry budget (ReasonBudgetExhausted). The two
-// budgets come last because they count what they grant and cannot be given
-// it back: a hedge that a guard refuses costs them nothing. What the guards
-// gave a hedge that is not sent goes back (the bulkhead's slot, the
-// throttle's turn, the breaker's ticket as context.Canceled, which package
-// breaker ignores), also when a guard, a budget or a hook panics.
+// refuses it (ReasonBreakerOpen); then the retry budget
+// (ReasonBudgetExhausted) and the Hedger (its budget and brownout:
+// ReasonRejectedLocally). The two budgets come last because they count
+// what they grant: a hedge that a guard refuses costs them nothing, and the
+// Hedger, which cannot be given a hedge back, is asked last, so that it
+// counts only hedges that go. What the others gave a hedge that is not sent
+// goes back (the bulkhead's slot, the throttle's turn, the breaker's ticket
+// as context.Canceled, which package breaker ignores, the retry budget's
+// grant to a BudgetCanceller), also when a guard, a budget or a hook
+// panics.
 //
 // It says Send, with t the attempt to send (reported to the observer as an
 // attempt start and an event.Hedge), or GiveUp for this hedge only, with
@@ -159,16 +162,18 @@ func (l *Loop) Hedge(ctx context.Context, now time.Time, t *Ticket) (d Decision)
 		}
 		t.breaker, t.allowed = tk, true
 	}
-	if h := e.Hedger; h != nil {
-		if err := h.AllowAt(now); err != nil {
-			return no(ReasonRejectedLocally, hedgeReason(err), err)
-		}
-	}
 	if b := e.Budget; b != nil {
 		if !b.AllowRetryAt(now, false) {
 			return no(ReasonBudgetExhausted, ReasonBudgetExhausted.Key(), nil)
 		}
-		l.charge = charge{at: now, on: true} // given back if an observer panics before it goes
+		// Given back if the Hedger refuses, or an observer panics before
+		// the hedge goes.
+		l.charge = charge{at: now, on: true}
+	}
+	if h := e.Hedger; h != nil {
+		if err := h.AllowAt(now); err != nil {
+			return no(ReasonRejectedLocally, hedgeReason(err), err)
+		}
 	}
 	return l.hedgeSent(ctx, now, t, e)
 }

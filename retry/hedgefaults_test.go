@@ -243,3 +243,49 @@ func TestHedgeRefusedByGuardNotCharged(t *testing.T) {
 		t.Errorf("the Hedger counts %d hedges sent, want 0", st.Hedges)
 	}
 }
+
+// Between the two budgets of a hedge, neither counts one the other
+// refused: the retry budget refuses (it is empty), and the Hedger does not
+// count a hedge sent; the Hedger refuses (its own budget is spent), and the
+// retry budget gets back what it took.
+func TestHedgeBudgetsChargeOnlySentHedges(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	hedgeOnce := func(p *retry.Policy, h *hedge.Hedger) retry.Decision {
+		var l retry.Loop
+		l.Start(ctx, p, now)
+		h.PlanAt(now)
+		var first, hd retry.Ticket
+		if d := l.Before(ctx, now, &first); d.Verdict != retry.Send {
+			t.Fatalf("first attempt: %+v, want Send", d)
+		}
+		return l.Hedge(ctx, now.Add(10*time.Millisecond), &hd)
+	}
+
+	h, err := hedge.New(hedge.Config{Delay: 10 * time.Millisecond, Brownout: hedge.Off})
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty := &countBudget{left: 0}
+	if d := hedgeOnce(&retry.Policy{Env: &retry.Env{Budget: empty, Hedger: h}}, h); d.Reason != retry.ReasonBudgetExhausted {
+		t.Fatalf("hedge with the retry budget empty: %+v, want refused (budget exhausted)", d)
+	}
+	if st := h.StatsAt(now.Add(10 * time.Millisecond)); st.Hedges != 0 {
+		t.Errorf("the retry budget refused the hedge, the Hedger counts %d hedges sent, want 0", st.Hedges)
+	}
+
+	spent, err := hedge.New(hedge.Config{Delay: 10 * time.Millisecond, Brownout: hedge.Off, MinPerSecond: hedge.Off, Budget: 0.01})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bk, err := budget.NewBucket(budget.BucketConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := hedgeOnce(&retry.Policy{Env: &retry.Env{Budget: bk, Hedger: spent}}, spent); d.Reason != retry.ReasonRejectedLocally {
+		t.Fatalf("hedge with the Hedger's budget spent: %+v, want refused (rejected locally)", d)
+	}
+	if lv := bk.Level(); lv != budget.DefaultCapacity {
+		t.Errorf("the Hedger refused the hedge, the retry budget holds %v, want %v", lv, budget.DefaultCapacity)
+	}
+}
