@@ -5,8 +5,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	neturl "net/url"
 	"strings"
 	"testing"
 	"time"
@@ -70,21 +68,7 @@ func TestProxyClientBodyMalformed(t *testing.T) {
 					io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 				}
 			})
-			up, err := neturl.Parse(url)
-			if err != nil {
-				t.Fatal(err)
-			}
-			base := newUpstreamTransport()
-			t.Cleanup(base.CloseIdleConnections)
-			s := &Server{base: base, buffers: &bufferPool{}}
-			rs, err := s.build(&Config{Routes: []*Route{{Name: "--upstream", Upstream: up, MaxBody: c.maxBody}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			s.routes.Store(rs)
-			t.Cleanup(rs.close)
-			front := httptest.NewServer(s)
-			t.Cleanup(front.Close)
+			front := routeFront(t, url, Route{MaxBody: c.maxBody})
 
 			resp, body := rawExchange(t, front.URL, c.method+" /x HTTP/1.1\r\nHost: front\r\n"+malformed)
 			if resp.StatusCode != 400 || resp.Header.Get("Content-Type") != "application/problem+json" ||

@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"net/textproto"
-	neturl "net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -108,24 +107,7 @@ func TestProxyExpectContinueBodyStreamed(t *testing.T) {
 	// client sends it: the Expect goes on to the upstream, which decides,
 	// and a 100 Continue reaches the client.
 	url, expects := expectUpstream(t, true)
-	up, err := neturl.Parse(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := newUpstreamTransport()
-	t.Cleanup(base.CloseIdleConnections)
-	s := &Server{base: base, buffers: &bufferPool{}}
-	rs, err := s.build(&Config{Routes: []*Route{{Name: "--upstream", Upstream: up, MaxBody: 4}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.routes.Store(rs)
-	t.Cleanup(rs.close)
-	front := httptest.NewServer(s)
-	t.Cleanup(func() {
-		front.Client().CloseIdleConnections()
-		front.Close()
-	})
+	front := routeFront(t, url, Route{MaxBody: 4})
 	code, body, interim := putExpecting(t, front, "hello")
 	if code != 500 || body != "busy" {
 		t.Fatalf("got %d %q, want the one attempt's 500 busy", code, body)

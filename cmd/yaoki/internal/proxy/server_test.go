@@ -139,13 +139,27 @@ func TestProxyRetryAfterStalledBody(t *testing.T) {
 // ends.
 func proxyFront(t *testing.T, upstream string) *httptest.Server {
 	t.Helper()
+	return routeFront(t, upstream, Route{})
+}
+
+// routeFront is proxyFront for the route rc, its name and upstream set.
+func routeFront(t *testing.T, upstream string, rc Route) *httptest.Server {
+	t.Helper()
 	up, err := neturl.Parse(upstream)
 	if err != nil {
 		t.Fatal(err)
 	}
+	rc.Name, rc.Upstream = "--upstream", up
 	base := newUpstreamTransport()
 	t.Cleanup(base.CloseIdleConnections) // after the routes close (cleanups run last first)
-	front := httptest.NewServer(routeProxy(t, base, nil, up))
+	s := &Server{base: base, buffers: &bufferPool{}}
+	rs, err := s.build(&Config{Routes: []*Route{&rc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.routes.Store(rs)
+	t.Cleanup(rs.close)
+	front := httptest.NewServer(s)
 	t.Cleanup(func() {
 		front.Client().CloseIdleConnections()
 		front.Close()

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -27,16 +28,8 @@ func TestProxyUpgradeRefusedNotMarkedTried(t *testing.T) {
 		}
 	})
 	front := proxyFront(t, url)
-	req, _ := http.NewRequest("GET", front.URL+"/ws", nil)
-	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", "websocket")
-	resp, err := front.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 503 || string(body) != "busy" || resp.Header.Get("Retry-After") != "2" {
+	resp, body := upgradeGet(t, front)
+	if resp.StatusCode != 503 || body != "busy" || resp.Header.Get("Retry-After") != "2" {
 		t.Fatalf("got %d %q Retry-After %q, want the upstream's 503 busy with Retry-After 2", resp.StatusCode, body, resp.Header.Get("Retry-After"))
 	}
 	if v, ok := resp.Header["Do-Not-Retry"]; ok {
@@ -55,15 +48,7 @@ func TestProxyUpgradeFailureSaysWhat(t *testing.T) {
 		readRequest(t, br) // then the connection closes
 	})
 	front := proxyFront(t, url)
-	req, _ := http.NewRequest("GET", front.URL+"/ws", nil)
-	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", "websocket")
-	resp, err := front.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	resp, body := upgradeGet(t, front)
 	if resp.StatusCode != 502 || resp.Header.Get("Content-Type") != "application/problem+json" {
 		t.Fatalf("got %d %s %s, want a 502 problem", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
@@ -117,4 +102,20 @@ func TestProxyH2CUpgradeNotForwarded(t *testing.T) {
 			t.Errorf("attempt %d: Attempt-Count %q", i+1, got)
 		}
 	}
+}
+
+// upgradeGet asks front for a WebSocket upgrade of /ws, and returns the
+// answer and its body.
+func upgradeGet(t *testing.T, front *httptest.Server) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", front.URL+"/ws", nil)
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "websocket")
+	resp, err := front.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(body)
 }
