@@ -260,6 +260,23 @@ func (b *Budget) AllowRetryAt(now time.Time, timeout bool) bool {
 	return true
 }
 
+// CancelRetryAt takes back a retry that AllowRetryAt granted at granted
+// but the caller did not send (a breaker refused it after the wait, the
+// caller left during it): it no longer counts against this process's
+// allowance (unless the window has slid past it) nor, from the next sync,
+// against the fleet's. A retry that a sync has already sent to Redis is
+// taken off the next one this process grants instead, so that the
+// fleet's count never goes down and no retry is counted twice. The flags
+// are not used. It does no I/O and does not allocate. It implements
+// retry.BudgetCanceller.
+func (b *Budget) CancelRetryAt(granted time.Time, throttled, timeout bool) {
+	if b == nil {
+		return
+	}
+	b.cumR.Add(-1)
+	b.retr.SubEpoch(b.succ.Epoch(granted), 1)
+}
+
 // RecordAt counts a successful request when success is true, whether the
 // attempt was a first one or a retry (a logical request succeeds at most
 // once). A failed attempt adds nothing: retries were counted when they were

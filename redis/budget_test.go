@@ -568,6 +568,7 @@ func TestBudgetNoAllocations(t *testing.T) {
 	if n := testing.AllocsPerRun(1000, func() {
 		b.RecordAt(t0, true, true)
 		b.AllowRetryAt(t0, false)
+		b.CancelRetryAt(t0, false, false)
 		b.LevelAt(t0)
 	}); n != 0 {
 		t.Fatalf("hot path on the fleet's totals: %v allocations, want 0", n)
@@ -708,4 +709,59 @@ func TestBudgetConcurrentSync(t *testing.T) {
 		t.Fatalf("granted %d retries, want ≤ 0.2 × 6000 + 100", g)
 	}
 	t.Logf("%d successes, %d of %d retry requests granted", st.Successes, granted.Load(), workers*calls)
+}
+
+var _ retry.BudgetCanceller = (*redis.Budget)(nil)
+
+// TestBudgetCancelRetry: a retry granted but not sent (the loop's
+// CancelRetryAt) is given back to this process, deciding alone or on the
+// fleet's totals, and the fleet counts only the retries sent: one a sync
+// already sent to Redis is taken off the next one granted, never counted
+// twice nor subtracted from Redis.
+func TestBudgetCancelRetry(t *testing.T) {
+	srv := redistest.Start(t)
+	grantAll := func(b *redis.Budget, now time.Time) int {
+		n := 0
+		for b.AllowRetryAt(now, false) {
+			n++
+		}
+		return n
+	}
+
+	alone := newBudget(t, client(t, srv.Addr), "alone")
+	if n := grantAll(alone, t0); n != 100 {
+		t.Fatalf("alone: granted %d, want the floor of 100", n)
+	}
+	alone.CancelRetryAt(t0, false, false)
+	if n := grantAll(alone, t0); n != 1 {
+		t.Errorf("alone: granted %d after a cancel, want 1", n)
+	}
+
+	b := newBudget(t, client(t, srv.Addr), "fleet")
+	obs := newBudget(t, client(t, srv.Addr), "fleet")
+	if err := b.SyncAt(t.Context(), t0); err != nil {
+		t.Fatal(err)
+	}
+	if n := grantAll(b, t0); n != 100 {
+		t.Fatalf("synced: granted %d, want its quota of 100", n)
+	}
+	if err := b.SyncAt(t.Context(), t0.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	// The 100 are in Redis now; 3 of them were not sent after all.
+	now := t0.Add(1500 * time.Millisecond)
+	for range 3 {
+		b.CancelRetryAt(t0, false, false)
+	}
+	if n := grantAll(b, now); n != 3 {
+		t.Errorf("synced: granted %d after 3 cancels, want 3", n)
+	}
+	if err := b.SyncAt(t.Context(), t0.Add(2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if st := fleetTotals(t, obs, t0.Add(2*time.Second)); st.Retries != 100 {
+		t.Errorf("fleet retries %d, want the 100 sent (not 103, nor 97)", st.Retries)
+	}
+	var nilBudget *redis.Budget
+	nilBudget.CancelRetryAt(t0, false, false) // no panic
 }

@@ -45,8 +45,8 @@ type ClassBudget interface {
 // it), the loop calls CancelRetryAt with the instant AllowRetryAt (or
 // AllowRetryClassAt) granted it and the flags it was asked with (throttled
 // is false for a Budget that is not a ClassBudget), so that the budget's
-// allowance is not spent on a retry that never went. budget.Bucket and
-// budget.Share implement it.
+// allowance is not spent on a retry that never went. budget.Bucket,
+// budget.Share and the fleet's redis.Budget implement it.
 type BudgetCanceller interface {
 	CancelRetryAt(granted time.Time, throttled, timeout bool)
 }
