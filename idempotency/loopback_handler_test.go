@@ -151,7 +151,15 @@ func TestLoopbackClientGone(t *testing.T) {
 				io.WriteString(w, "first")
 			}
 		})
-		srv, send := loopback(t, m.Handler(h))
+		// served says that the middleware is done with a request: the
+		// key released or the response stored. The handler's done comes
+		// before that, and a retry sent on it alone could find the key
+		// still held (409, and no second run to wait for).
+		served := make(chan struct{}, 2)
+		srv, send := loopback(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			defer func() { served <- struct{}{} }()
+			m.Handler(h).ServeHTTP(w, r)
+		}))
 		ctx, cancel := context.WithCancel(context.Background())
 		r := request(t, srv, "POST", "/g", "k", "{}").WithContext(ctx)
 		errc := make(chan error)
@@ -170,6 +178,7 @@ func TestLoopbackClientGone(t *testing.T) {
 			t.Errorf("client: %v", err)
 		}
 		<-done
+		<-served
 		again, body := send(request(t, srv, "POST", "/g", "k", "{}"))
 		if write {
 			<-nothing(t, done)

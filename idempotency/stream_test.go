@@ -33,7 +33,8 @@ func TestLoopbackStreamCutShort(t *testing.T) {
 			var runs atomic.Int64
 			done := make(chan struct{}, 2)
 			m := newMiddleware(t, idempotency.Config{})
-			srv, send := loopback(t, m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			served := make(chan struct{}, 2) // the middleware is done: key released or response stored
+			mh := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				defer func() { done <- struct{}{} }()
 				w.Header().Set("Content-Type", "text/event-stream")
 				io.WriteString(w, "data: part1\n\n")
@@ -46,7 +47,11 @@ func TestLoopbackStreamCutShort(t *testing.T) {
 				if tc.abort {
 					panic(http.ErrAbortHandler)
 				}
-			})))
+			}))
+			srv, send := loopback(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				defer func() { served <- struct{}{} }()
+				mh.ServeHTTP(w, r)
+			}))
 			ctx, cancel := context.WithCancel(context.Background())
 			tr := &http.Transport{}
 			defer tr.CloseIdleConnections()
@@ -60,6 +65,7 @@ func TestLoopbackStreamCutShort(t *testing.T) {
 			cancel() // the client goes away mid-stream
 			resp.Body.Close()
 			<-done
+			<-served
 
 			again, body := send(request(t, srv, "POST", "/chat", "k", "{}"))
 			if tc.runs == 2 {
