@@ -165,7 +165,9 @@ type Report struct {
 	Parked  int // failed and parked (permanent, or MaxRedrives reached)
 	// LeaseLost counts letters whose outcome could not be stored because
 	// the claim had ended (the handler outlived its lease and another
-	// claim took the letter, or an operator requeued or deleted it).
+	// claim took the letter, or an operator requeued or deleted it), and
+	// those whose outcome went through on a first try whose reply was lost
+	// (the second try finds the claim ended).
 	LeaseLost int
 	// Expired counts letters claimed and not started because the claim's
 	// lease ended while the letters before them were handled (the lease is
@@ -184,8 +186,9 @@ type Report struct {
 // the redrive in hand if the handler finished it (a success is not lost to
 // a shutdown), ends the claims of the letters it has not started, and
 // stops; the error is then ctx's. A handler cut by ctx leaves its claim to
-// end with its lease (the next claim counts it). A store error ends the
-// pass too, with what was done so far.
+// end with its lease (the next claim counts it). An outcome that the store
+// fails to take (a broken connection) is tried once more; a store error
+// that remains ends the pass, with what was done so far.
 //
 // Each handler's deadline is its claim's lease end, and a letter whose
 // lease has ended before its turn is not started (Report.Expired): past
@@ -237,16 +240,7 @@ func (r *Redriver) RedriveAt(ctx context.Context, now time.Time) (Report, error)
 				l = r.outcome(l, herr, now)
 			}
 		}
-		// The outcome is stored even if the caller is stopping (a shutdown
-		// during a redrive that worked must not make it run again), within
-		// StoreTimeout.
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), StoreTimeout)
-		if herr == nil {
-			err = r.c.Store.Done(sctx, l.ID, l.Token)
-		} else {
-			err = r.c.Store.Fail(sctx, l)
-		}
-		cancel()
+		err = r.store(ctx, l, herr == nil)
 		switch {
 		case errors.Is(err, ErrLeaseLost):
 			rep.LeaseLost++
@@ -264,6 +258,32 @@ func (r *Redriver) RedriveAt(ctx context.Context, now time.Time) (Report, error)
 		}
 	}
 	return rep, nil
+}
+
+// store stores the outcome of the redrive of l: Done when it worked, Fail
+// otherwise. It stores it even if the caller is stopping (a shutdown during
+// a redrive that worked must not make it run again), within StoreTimeout,
+// and tries a second time when the store failed otherwise than with
+// ErrLeaseLost or ErrInvalidLetter (a connection that broke, the server
+// restarted): Done and Fail hold only with the claim's token, so a second
+// try after a first that went through, its reply lost, changes nothing and
+// returns ErrLeaseLost. Without it, a letter whose redrive worked would
+// stay claimed, to be redriven again once its lease ended.
+func (r *Redriver) store(ctx context.Context, l Letter, done bool) error {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), StoreTimeout)
+	defer cancel()
+	var err error
+	for range 2 {
+		if done {
+			err = r.c.Store.Done(sctx, l.ID, l.Token)
+		} else {
+			err = r.c.Store.Fail(sctx, l)
+		}
+		if err == nil || errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrInvalidLetter) || sctx.Err() != nil {
+			break
+		}
+	}
+	return err
 }
 
 // release ends the claims on letters, which were not started, storing
