@@ -70,8 +70,8 @@ own retries end on a retryable status, it relays the last answer with
 Do-Not-Retry: true. When there is no answer to relay, the proxy answers
 itself with application/problem+json: 502 (upstream unreachable), 503
 (budget exhausted, breaker open: with Retry-After when it knows when), 504
-(a deadline passed), 400 (the client's body could not be read), with the
-reason as a word.
+(a deadline passed), 400 (the client's body could not be read, or its
+path has a ".." segment), with the reason as a word.
 
 --redis URL shares the retry budgets and breakers with every proxy using
 the same Redis. --admin-addr serves /metrics (Prometheus), /healthz and

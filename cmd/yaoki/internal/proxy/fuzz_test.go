@@ -55,3 +55,20 @@ func FuzzParseUpstream(f *testing.F) {
 		}
 	})
 }
+
+// FuzzHasDotDotSegment checks hasDotDotSegment against the segments of
+// the path split at both separators.
+func FuzzHasDotDotSegment(f *testing.F) {
+	for _, p := range []string{"/a/../b", "/a..b", "..", "/a\\..\\b", "", "/"} {
+		f.Add(p)
+	}
+	f.Fuzz(func(t *testing.T, path string) {
+		want := false
+		for _, seg := range strings.FieldsFunc(path, func(r rune) bool { return r == '/' || r == '\\' }) {
+			want = want || seg == ".."
+		}
+		if got := hasDotDotSegment(path); got != want {
+			t.Fatalf("hasDotDotSegment(%q) = %v, want %v", path, got, want)
+		}
+	})
+}

@@ -113,6 +113,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Detail: "proxy: TRACE with Max-Forwards: 0 ends at yaoki proxy, which does not reflect requests"}, -1)
 		return
 	}
+	if hasDotDotSegment(r.URL.Path) {
+		// Matched against a route's prefix and resolved by the upstream,
+		// a ".." would reach what the route does not take (RFC 3986
+		// §5.2.4); clients resolve them before sending (curl, browsers).
+		w.Header().Set(header.DoNotRetry, "true")
+		writeProxyProblem(w, proxyProblem{Status: http.StatusBadRequest, Reason: "bad_request_path",
+			Detail: fmt.Sprintf("proxy: %s %s: the path has a \"..\" segment (written as is, percent-encoded, or after an encoded slash or a backslash), which would leave the route's prefix upstream: send the path resolved", r.Method, r.URL.EscapedPath())}, -1)
+		return
+	}
 	pr := s.routes.Load().match(r)
 	if pr == nil {
 		writeProxyProblem(w, proxyProblem{Status: http.StatusNotFound, Reason: "no_route",
@@ -157,6 +166,22 @@ func maxForwards(r *http.Request) (n int, ok bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// hasDotDotSegment reports whether path (decoded: a percent-encoded dot
+// or slash is one) has a ".." segment, segments split at '/' and at '\\'
+// (which some servers take for a slash).
+func hasDotDotSegment(path string) bool {
+	for i := 0; ; {
+		j := strings.IndexAny(path[i:], "/\\")
+		if j < 0 {
+			return path[i:] == ".."
+		}
+		if path[i:i+j] == ".." {
+			return true
+		}
+		i += j + 1
+	}
 }
 
 // maxYaokiHops is how many yaoki proxies a request may have passed
