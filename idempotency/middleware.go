@@ -78,6 +78,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/yaoki-go/yaoki/event"
@@ -299,15 +300,18 @@ func (c *Config) scope(r *http.Request, body []byte) string {
 	return c.Scope(r)
 }
 
-// scopeProblem refuses a scope that no store can keep: not UTF-8, or with
-// a NUL byte (PostgreSQL's text refuses both). Retrying cannot help, so it
-// is a 400, not a 503 from the store.
+// scopeProblem refuses a scope that no store can keep or no log can
+// show as it is: not UTF-8, or with a control character (PostgreSQL's
+// text refuses invalid UTF-8 and NUL; a line break in a principal a
+// client chose would forge lines in the stores' error logs, which name
+// the record). Retrying cannot help, so it is a 400, not a 503 from the
+// store.
 func scopeProblem(scope string) Problem {
-	if utf8.ValidString(scope) && strings.IndexByte(scope, 0) < 0 {
+	if utf8.ValidString(scope) && strings.IndexFunc(scope, unicode.IsControl) < 0 {
 		return Problem{}
 	}
 	return Problem{Status: http.StatusBadRequest, Reason: ReasonScopeMalformed,
-		Detail: fmt.Sprintf("idempotency: the scope of the request (%q, from Config.Scope) is not valid UTF-8 or holds a NUL byte; the principal it names must be valid UTF-8 text", scope)}
+		Detail: fmt.Sprintf("idempotency: the scope of the request (%q, from Config.Scope) is not valid UTF-8 or holds a control character (a NUL, a line break); the principal it names must be UTF-8 text without control characters", scope)}
 }
 
 func (c *Config) covers(method string) bool {

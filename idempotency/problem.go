@@ -16,7 +16,7 @@ import (
 //	400     key_missing          the route requires a key and none was sent
 //	400     key_malformed        the key is empty, too long, not printable ASCII, sent twice, or two keys in one field (a, b)
 //	400     body_unreadable      the request body could not be read
-//	400     scope_malformed      Config.Scope returned text that is not UTF-8 or holds a NUL byte
+//	400     scope_malformed      Config.Scope returned text that is not UTF-8 or holds a control character
 //	409     in_progress          a request with this key is still running (Retry-After is set)
 //	410     response_too_large   the request was executed but its response was too large to keep
 //	413     body_too_large       the request body is over Config.MaxRequestBytes

@@ -195,10 +195,12 @@ func TestStoreUnavailable(t *testing.T) {
 }
 
 // TestScopeNotText: a scope that no store can keep (PostgreSQL's text
-// refuses invalid UTF-8 and NUL) is the request's fault, and retrying
-// cannot help: 400, not the store's 503; the store is not asked.
+// refuses invalid UTF-8 and NUL), or that would forge lines in the
+// stores' error logs (a line break in a principal a client chose), is the
+// request's fault, and retrying cannot help: 400, not the store's 503;
+// the store is not asked.
 func TestScopeNotText(t *testing.T) {
-	for _, scope := range []string{"caf\xe9", "a\x00b"} {
+	for _, scope := range []string{"caf\xe9", "a\x00b", "alice\nlevel=ERROR msg=forged", "a\rb", "a\u0085b"} {
 		h := &charges{}
 		m := newMiddleware(t, idempotency.Config{Scope: func(*http.Request) string { return scope }})
 		w := post(m.Handler(h), "POST", "/x", "k", "{}")
