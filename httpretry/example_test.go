@@ -155,3 +155,42 @@ func ExampleGuards() {
 	// refused: breaker open
 	// open
 }
+
+// A link cut as the answer comes: with ReadBody, the attempt reads the
+// body before it returns, so the cut is retried and the caller reads the
+// whole answer of the next attempt.
+func ExampleTransport_readBody() {
+	srv, err := retrytest.StartServer("200:body=order 7 is paid:cut=9,200:body=order 7 is paid")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+
+	client := (&httpretry.Transport{
+		Base:     base,
+		ReadBody: 1 << 20, // answers up to 1 MiB are read within their attempt
+		Policy: retry.Policy{
+			Backoff: backoff.Schedule{Base: time.Millisecond}, // short waits for the example
+			OnRetry: func(w retry.Wait) {
+				var cut *httpretry.BodyCutError
+				if errors.As(w.Err, &cut) {
+					fmt.Printf("attempt %d: %s, body cut after %d bytes, retrying\n", w.Attempt, cut.Status, cut.Read)
+				}
+			},
+		},
+	}).Client()
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Println(resp.StatusCode, string(body))
+	// Output:
+	// attempt 1: 200 OK, body cut after 9 bytes, retrying
+	// 200 order 7 is paid
+}
