@@ -18,10 +18,12 @@ type BodyCutError struct {
 	Err    error  // the read's error
 }
 
+// Error says which answer was cut, after how many bytes, and why.
 func (e *BodyCutError) Error() string {
 	return fmt.Sprintf("httpretry: %s: the answer's body was cut after %d bytes: %v", e.Status, e.Read, e.Err)
 }
 
+// Unwrap returns the read's error.
 func (e *BodyCutError) Unwrap() error { return e.Err }
 
 // readAhead reads up to c.readBody bytes of resp's body within its
