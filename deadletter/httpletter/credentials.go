@@ -150,3 +150,41 @@ func (e Encoder) redact(req *http.Request, msg string) string {
 	}
 	return msg
 }
+
+// hide returns err, a redrive's error about req, with a message that holds
+// none of req's credentials: those the package lists, and the query
+// parameters that are in req's URL but not in query, the letter's query
+// (prepare added them). It unwraps to err, so that errors.Is and As, and
+// the retry marks (Permanent, After), see through.
+func hide(req *http.Request, query string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var e Encoder
+	if req.URL.RawQuery != query {
+		had := map[string]bool{}
+		for part := range strings.SplitSeq(query, "&") {
+			had[part] = true
+		}
+		for part := range strings.SplitSeq(req.URL.RawQuery, "&") {
+			if !had[part] {
+				e.DropQuery = append(e.DropQuery, queryName(part))
+			}
+		}
+	}
+	msg := err.Error()
+	clean := e.redact(req, msg)
+	if clean == msg {
+		return err
+	}
+	return &hiddenError{msg: clean, err: err}
+}
+
+// hiddenError is err with a message without credentials.
+type hiddenError struct {
+	msg string
+	err error
+}
+
+func (e *hiddenError) Error() string { return e.msg }
+func (e *hiddenError) Unwrap() error { return e.err }

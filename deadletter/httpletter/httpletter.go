@@ -160,6 +160,11 @@ func (r Request) New(ctx context.Context) (*http.Request, error) {
 //     parked for an operator. Without prepare, a 401 or 407 says in its
 //     error that the letter holds no credentials and that prepare adds them.
 //
+// The error, which the redriver stores in the letter, holds no credential
+// of the request sent: its URL is written without userinfo, without the
+// listed query parameters and without those that prepare added, and the
+// values of these and of the credential headers are replaced by "xxxxx".
+//
 // A payload that Decode refuses is permanent too, and is not counted as an
 // attempt (deadletter.ErrNotAttempted): nothing was sent. So is a request
 // that prepare refused, which is tried again later. Every response body is
@@ -180,14 +185,16 @@ func Handler(client *http.Client, prepare func(*http.Request) error) deadletter.
 		if l.Key != "" {
 			req.Header.Set(header.IdempotencyKey, l.Key)
 		}
+		query := req.URL.RawQuery // the letter's, before prepare's credentials
 		if prepare != nil {
+			target := req.URL.String()
 			if err := prepare(req); err != nil {
-				return fmt.Errorf("httpletter: prepare %s %s: %w: %w", req.Method, req.URL.Redacted(), deadletter.ErrNotAttempted, err)
+				return hide(req, query, fmt.Errorf("httpletter: prepare %s %s: %w: %w", req.Method, target, deadletter.ErrNotAttempted, err))
 			}
 		}
 		resp, err := client.Do(req)
 		if err != nil {
-			return err
+			return hide(req, query, err)
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
@@ -196,7 +203,7 @@ func Handler(client *http.Client, prepare func(*http.Request) error) deadletter.
 		if prepare == nil && errors.As(err, &se) && (se.Code == http.StatusUnauthorized || se.Code == http.StatusProxyAuthRequired) {
 			err = retry.Permanent(fmt.Errorf("%w (the letter holds no credentials, which httpletter leaves out: the redrive must add fresh ones, with Handler's prepare function)", se))
 		}
-		return err
+		return hide(req, query, err)
 	}
 }
 
