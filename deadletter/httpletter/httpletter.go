@@ -165,8 +165,9 @@ func (r Request) New(ctx context.Context) (*http.Request, error) {
 // listed query parameters and without those that prepare added, and the
 // values of these and of the credential headers are replaced by "xxxxx".
 //
-// A payload that Decode refuses is permanent too, and is not counted as an
-// attempt (deadletter.ErrNotAttempted): nothing was sent. So is a request
+// A payload that Decode refuses, or a Key with a control byte (which no
+// header value holds), is permanent too, and is not counted as an attempt
+// (deadletter.ErrNotAttempted): nothing was sent. So is a request
 // that prepare refused, which is tried again later. Every response body is
 // drained (up to 64 KiB) and closed.
 func Handler(client *http.Client, prepare func(*http.Request) error) deadletter.Handler {
@@ -181,6 +182,9 @@ func Handler(client *http.Client, prepare func(*http.Request) error) deadletter.
 		req, err := r.New(ctx)
 		if err != nil {
 			return retry.Permanent(fmt.Errorf("%w: %w", deadletter.ErrNotAttempted, err))
+		}
+		if i := strings.IndexFunc(l.Key, control); i >= 0 {
+			return retry.Permanent(fmt.Errorf("httpletter: letter %s: %w: its Key has the control byte %#02x at %d, which an Idempotency-Key header cannot hold: want visible text, spaces and tabs", l.ID, deadletter.ErrNotAttempted, l.Key[i], i))
 		}
 		if l.Key != "" {
 			req.Header.Set(header.IdempotencyKey, l.Key)

@@ -89,3 +89,37 @@ func TestRedriveErrorHoldsNoPreparedCredentials(t *testing.T) {
 		})
 	}
 }
+
+// TestRedriveParksKeyWithControlByte: a letter whose Key holds a byte that
+// a header value cannot (CR LF, as a key built from other text might)
+// cannot be sent: net/http refuses the Idempotency-Key before any byte
+// leaves. Handler parks it at once, counting no attempt, instead of
+// failing it as a transport error MaxRedrives times, each counted as an
+// attempt that never reached the server.
+func TestRedriveParksKeyWithControlByte(t *testing.T) {
+	var received int
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { received++ }))
+	defer srv.Close()
+	store, _ := deadletter.NewMemory(0)
+	l, err := httpletter.Letter("q", newPost(t, srv.URL+"/charges", `{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.ID, l.Key, l.Attempts, l.Created, l.Due = "l1", "order-7\r\nX-Injected: 1", 3, time.Now(), time.Now()
+	if err := store.Put(context.Background(), l); err != nil {
+		t.Fatal(err)
+	}
+	r, err := deadletter.NewRedriver(deadletter.Config{Store: store, Queue: "q", Handler: httpletter.Handler(srv.Client(), nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.RedriveAt(context.Background(), time.Now())
+	if err != nil || rep.Parked != 1 {
+		t.Fatalf("pass: %+v, %v: want the letter parked", rep, err)
+	}
+	got, err := store.Get(context.Background(), "l1")
+	if err != nil || !got.Parked || got.Attempts != 3 || received != 0 || !strings.Contains(got.Error, "Key") {
+		t.Fatalf("letter %+v, %v, server received %d: want parked, 3 attempts (none counted), nothing sent, an error naming the Key", got, err, received)
+	}
+	t.Logf("stored error: %s", got.Error)
+}
