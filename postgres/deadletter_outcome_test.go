@@ -14,8 +14,8 @@ import (
 
 // TestFaultRedriveOutcomeLink: the link to PostgreSQL breaks once right
 // after a handler succeeded, before its Done is stored: the redriver's
-// single connection is ended by the server (pg_terminate_backend), or the
-// reply to the Done that deleted the letter is lost (the proxy cuts the
+// single connection is ended by the server (pg_terminate_backend), the
+// server restarts (fast shutdown, then up again on its port), or the reply to the Done that deleted the letter is lost (the proxy cuts the
 // connection instead of passing it). The redriver stores the outcome again
 // on a new connection: the letter that succeeded is deleted, not left
 // claimed to be redriven once more after its lease, and the pass goes on
@@ -37,6 +37,10 @@ func TestFaultRedriveOutcomeLink(t *testing.T) {
 			if err := direct.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n); err != nil || n != 1 {
 				t.Errorf("terminate the redriver's session: %d, %v: want one ended", n, err)
 			}
+		}},
+		{name: "PostgreSQL restarted", done: 3, fault: func(t *testing.T, _ string) {
+			direct.Reset() // its connections end with the server
+			srv.Restart(t)
 		}},
 		{name: "reply to Done lost", done: 2, leaseLost: 1, fault: func(*testing.T, string) { proxy.DropNextReply() }},
 	} {
