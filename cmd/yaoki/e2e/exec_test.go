@@ -198,3 +198,72 @@ func TestExecEndsTheCommandsChildren(t *testing.T) {
 		})
 	}
 }
+
+// Fault: an attempt fails (exit 1) and leaves a process running: a
+// background child in its process group, one that left the group for a
+// session of its own (setsid), a daemon made by a double fork (its parent
+// gone, it is an orphan), one that ignores SIGTERM. None of them may run on
+// beside the next attempt: the retry checks, through /proc, whether the
+// first attempt's leftover still runs. With one attempt, none runs on after
+// yaoki exits. yaoki runs without a controlling terminal, as under CI.
+func TestExecFailedAttemptLeavesNothingRunning(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("needs /proc")
+	}
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("needs setsid")
+	}
+	const quiet = "</dev/null >/dev/null 2>&1"
+	for _, tc := range []struct{ name, leftover string }{
+		{"background child", `sleep 300 ` + quiet + ` & echo $! > "$d/child"`},
+		{"setsid child", `setsid sleep 300 ` + quiet + ` & echo $! > "$d/child"`},
+		{"double fork daemon", `sh -c 'setsid sleep 300 ` + quiet + ` & echo $! > "$d/child"'`},
+		{"SIGTERM ignored", `(trap '' TERM; exec sleep 300 ` + quiet + `) & echo $! > "$d/child"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := t.TempDir()
+			script := filepath.Join(d, "attempt.sh")
+			body := "#!/bin/sh\nd='" + d + "'\nexport d\n" + `if [ -e "$d/child" ]; then
+  s=$(cut -d' ' -f3 "/proc/$(cat "$d/child")/stat" 2>/dev/null)
+  case "$s" in ''|Z|X) echo alone > "$d/seen";; *) echo "overlap, state $s" > "$d/seen";; esac
+  exit 0
+fi
+` + tc.leftover + "\nexit 1\n"
+			if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			childPID := func() string {
+				b, _ := os.ReadFile(filepath.Join(d, "child"))
+				return strings.TrimSpace(string(b))
+			}
+			t.Cleanup(func() { // a test that fails leaves no sleep behind
+				if n, err := strconv.Atoi(childPID()); err == nil && !gone(childPID()) {
+					syscall.Kill(n, syscall.SIGKILL)
+				}
+			})
+			for _, attempts := range []string{"2", "1"} {
+				os.Remove(filepath.Join(d, "child"))
+				os.Remove(filepath.Join(d, "seen"))
+				c := exec.Command(yaoki, "exec", "--base", "0", "--grace", "100ms", "--max-attempts", attempts, "--", script)
+				c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+				var out, errb strings.Builder
+				c.Stdout, c.Stderr = &out, &errb
+				err := c.Run()
+				if attempts == "2" {
+					seen, _ := os.ReadFile(filepath.Join(d, "seen"))
+					if err != nil || strings.TrimSpace(string(seen)) != "alone" {
+						t.Fatalf("retry: %v, the retry saw %q: want exit 0 and the first attempt's leftover (PID %s) gone\n%s",
+							err, seen, childPID(), errb.String())
+					}
+					if n, _ := strconv.Atoi(childPID()); n > 0 && !gone(childPID()) {
+						syscall.Kill(n, syscall.SIGKILL)
+					}
+					continue
+				}
+				if pid := childPID(); pid == "" || !gone(pid) {
+					t.Fatalf("one attempt: %v; its leftover (PID %q) still runs after yaoki exited\n%s", err, pid, errb.String())
+				}
+			}
+		})
+	}
+}

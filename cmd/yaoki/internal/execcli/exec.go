@@ -152,6 +152,7 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 	}
 
 	group := ownGroup()
+	adoptOrphans()
 	send := func(p *os.Process, s os.Signal) error {
 		if group {
 			return signalGroup(p, s)
@@ -253,13 +254,18 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 		mu.Lock()
 		current = nil
 		mu.Unlock()
-		if group && !cancelled.IsZero() {
+		st := c.ProcessState
+		ok := werr == nil && st != nil && st.Success()
+		if !ok || !cancelled.IsZero() {
 			// What the command started must not run on beside the next
 			// attempt, nor after yaoki.
-			endGroup(c.Process.Pid, cancelled.Add(grace))
+			deadline := time.Now().Add(grace)
+			if !cancelled.IsZero() {
+				deadline = cancelled.Add(grace)
+			}
+			endLeftovers(c.Process.Pid, group, !cancelled.IsZero(), deadline)
 		}
-		st := c.ProcessState
-		if werr == nil && st != nil && st.Success() {
+		if ok {
 			last = 0
 			return nil
 		}

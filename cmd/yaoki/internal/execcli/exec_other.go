@@ -16,4 +16,6 @@ func setGroup(*exec.Cmd) {}
 
 func signalGroup(p *os.Process, s os.Signal) error { return p.Signal(s) }
 
-func endGroup(int, time.Time) {}
+func adoptOrphans() bool { return false }
+
+func endLeftovers(int, bool, bool, time.Time) {}

@@ -41,12 +41,48 @@ func signalGroup(p *os.Process, s os.Signal) error {
 	return syscall.Kill(-p.Pid, sig)
 }
 
-// endGroup waits, until deadline, for the processes left in the group of
-// the command pid (which has exited) to exit, checking every 10 ms, then
-// kills those still there.
-func endGroup(pid int, deadline time.Time) {
-	for syscall.Kill(-pid, 0) == nil && time.Now().Before(deadline) {
+// endLeftovers ends what an attempt left running once its command pid has
+// exited: the processes of its group (when group) and, where yaoki adopts
+// orphans (Linux), every process left of the attempt, those that left the
+// group (setsid, a daemon's double fork) too. Each gets SIGTERM (the group's
+// members not when signalled: they got the timeout's or a forwarded signal
+// already), and those still there at deadline SIGKILL. It returns once none
+// is left, or a second after deadline.
+func endLeftovers(pid int, group, signalled bool, deadline time.Time) {
+	if group && !signalled {
+		_ = syscall.Kill(-pid, syscall.SIGTERM)
+	}
+	termed := map[int]bool{}
+	killed := false
+	for {
+		reap()
+		kids := orphans()
+		inGroup := group && syscall.Kill(-pid, 0) == nil
+		if !inGroup && len(kids) == 0 {
+			return
+		}
+		now := time.Now()
+		if !killed && !now.Before(deadline) {
+			killed = true
+			if group {
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+			}
+		}
+		for _, k := range kids {
+			switch {
+			case killed:
+				_ = syscall.Kill(k, syscall.SIGKILL)
+			case !termed[k]:
+				termed[k] = true
+				if pg, err := syscall.Getpgid(k); err == nil && pg == pid && signalled {
+					continue // the group's signal reached it
+				}
+				_ = syscall.Kill(k, syscall.SIGTERM)
+			}
+		}
+		if now.After(deadline.Add(time.Second)) {
+			return
+		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
 }

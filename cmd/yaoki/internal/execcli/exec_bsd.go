@@ -1,0 +1,11 @@
+//go:build darwin || freebsd || netbsd || openbsd || dragonfly
+
+package execcli
+
+// adoptOrphans reports false: on the BSDs yaoki does not adopt what an
+// attempt leaves running; endLeftovers ends the attempt's process group only.
+func adoptOrphans() bool { return false }
+
+func orphans() []int { return nil }
+
+func reap() {}
