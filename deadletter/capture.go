@@ -12,7 +12,7 @@ import (
 // Capture puts work that a retry loop gave up on into s, as l filled from
 // err and now: Reason is the *retry.Error's reason in words ("attempts
 // exhausted", ...; "failed" for another error), Error err's message (cut to
-// MaxErrorBytes), Attempts the *retry.Error's count (1 for another error);
+// MaxErrorBytes), Attempts the *retry.Error's count (up to MaxCount; 1 for another error);
 // an empty ID gets NewID, a zero Created and a zero Due get now. Fields of l
 // that are set are kept. It returns the letter as put, so that the caller
 // can log its ID. A nil err is refused: nothing failed.
@@ -43,7 +43,7 @@ func Capture(ctx context.Context, s Store, l Letter, err error, now time.Time) (
 	}
 	l.Reason = Message(l.Reason)
 	if l.Attempts == 0 {
-		l.Attempts = attempts
+		l.Attempts = min(attempts, MaxCount)
 	}
 	if l.Error == "" {
 		l.Error = cut(Message(err.Error()), MaxErrorBytes)

@@ -77,3 +77,15 @@ func TestCaptureMakesErrorsText(t *testing.T) {
 		t.Fatalf("error %q, want the bad byte and the NUL replaced by U+FFFD", l.Error)
 	}
 }
+
+// TestCaptureCountsStopAtMaxCount: an error that counts more attempts than
+// a store keeps is captured with Attempts MaxCount, not refused.
+func TestCaptureCountsStopAtMaxCount(t *testing.T) {
+	ctx := context.Background()
+	m := newMemory(t)
+	err := &retry.Error{Attempts: 1 << 40, Reason: retry.ReasonExhausted, Last: errors.New("partner: 503")}
+	l, perr := deadletter.Capture(ctx, m, deadletter.Letter{Queue: "q"}, err, t0)
+	if perr != nil || get(t, m, l.ID).Attempts != deadletter.MaxCount {
+		t.Fatalf("Capture of %d attempts: %+v, %v: want it stored with Attempts %d", 1<<40, l, perr, deadletter.MaxCount)
+	}
+}

@@ -24,6 +24,10 @@ const (
 	// MaxErrorBytes is the longest Error kept; Capture truncates longer
 	// messages to it (on a rune boundary) rather than refusing the letter.
 	MaxErrorBytes = 4 << 10
+	// MaxCount is the largest Attempts and Redrives (a 32-bit integer's,
+	// what a database's integer column holds). The Redriver stops counting
+	// at it.
+	MaxCount = 1<<31 - 1
 )
 
 // Letter is one piece of work that a retry loop gave up on.
@@ -94,15 +98,15 @@ func (l *Letter) Validate() error {
 }
 
 // ValidateOutcome checks the fields that Store.Fail stores: Error, Attempts
-// and Redrives. Every store's Fail checks it.
+// and Redrives (0 to MaxCount). Every store's Fail checks it.
 func (l *Letter) ValidateOutcome() error {
 	switch {
 	case len(l.Error) > MaxErrorBytes:
 		return invalidf("Error of %d bytes: want at most %d", len(l.Error), MaxErrorBytes)
-	case l.Attempts < 0:
-		return invalidf("Attempts %d: want ≥ 0", l.Attempts)
-	case l.Redrives < 0:
-		return invalidf("Redrives %d: want ≥ 0", l.Redrives)
+	case l.Attempts < 0 || l.Attempts > MaxCount:
+		return invalidf("Attempts %d: want 0 to %d", l.Attempts, MaxCount)
+	case l.Redrives < 0 || l.Redrives > MaxCount:
+		return invalidf("Redrives %d: want 0 to %d", l.Redrives, MaxCount)
 	}
 	return nil
 }

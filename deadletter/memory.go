@@ -105,8 +105,8 @@ func (m *Memory) Claim(_ context.Context, queue string, now time.Time, max int, 
 	for i, l := range due {
 		if l.Token != "" {
 			// Its last claim ended with its lease, no outcome stored.
-			l.Attempts++
-			l.Redrives++
+			l.Attempts = min(l.Attempts+1, MaxCount)
+			l.Redrives = min(l.Redrives+1, MaxCount)
 			l.Reason = ReasonLeaseEnded
 		}
 		m.claims++

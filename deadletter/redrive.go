@@ -351,9 +351,9 @@ func (r *Redriver) outcome(l Letter, err error, now time.Time) Letter {
 	if errors.Is(err, ErrNotAttempted) {
 		attempts = 0
 	}
-	l.Attempts += attempts
+	l.Attempts = min(l.Attempts+min(attempts, MaxCount), MaxCount)
 	l.Error = cut(Message(err.Error()), MaxErrorBytes)
-	l.Redrives++
+	l.Redrives = min(l.Redrives+1, MaxCount)
 	switch {
 	case permanent:
 		l.Reason, l.Parked = ReasonPermanent, true

@@ -617,3 +617,33 @@ func TestFaultRedriverKilled(t *testing.T) {
 		t.Fatalf("the poison letter: %+v: want parked, unclaimed, %d attempts, %d redrives, reason %q", l, 3+maxRedrives, maxRedrives, deadletter.ReasonRedrivesExhausted)
 	}
 }
+
+// TestRedriveCountsStopAtMaxCount: a letter whose counts are near MaxCount
+// is redriven by a handler that reports a *retry.Error of a huge number of
+// attempts: the redriver stores the outcome with its counts at MaxCount,
+// which every store keeps, instead of one that the stores refuse (and, in
+// the postgres module's store, cannot hold), which would end every pass.
+func TestRedriveCountsStopAtMaxCount(t *testing.T) {
+	ctx := context.Background()
+	s, _ := deadletter.NewMemory(0)
+	l := deadletter.Letter{ID: "l1", Queue: "q", Created: t0, Due: t0,
+		Attempts: deadletter.MaxCount - 1, Redrives: deadletter.MaxCount}
+	if err := s.Put(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	r, err := deadletter.NewRedriver(deadletter.Config{Store: s, Queue: "q", MaxRedrives: retry.Unlimited,
+		Handler: func(context.Context, deadletter.Letter) error {
+			return &retry.Error{Attempts: 1 << 62, Reason: retry.ReasonExhausted, Last: errors.New("503")}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.RedriveAt(ctx, t0)
+	if err != nil || rep.Failed != 1 {
+		t.Fatalf("pass: %+v, %v: want the failed redrive stored", rep, err)
+	}
+	got, err := s.Get(ctx, "l1")
+	if err != nil || got.Attempts != deadletter.MaxCount || got.Redrives != deadletter.MaxCount {
+		t.Fatalf("letter: Attempts %d Redrives %d, %v: want both %d", got.Attempts, got.Redrives, err, deadletter.MaxCount)
+	}
+}

@@ -31,7 +31,7 @@ type Store interface {
 	// Each gets a new Token and LeaseEnd now+lease. A letter still
 	// carrying an earlier claim (which ended with its lease, neither Done
 	// nor Fail stored) has that claim counted: Attempts and Redrives one
-	// more, Reason ReasonLeaseEnded, Error kept. They are returned
+	// more (up to MaxCount), Reason ReasonLeaseEnded, Error kept. They are returned
 	// earliest Due first (then by ID). max must be ≥ 1 and lease > 0.
 	Claim(ctx context.Context, queue string, now time.Time, max int, lease time.Duration) ([]Letter, error)
 	// Done deletes the letter id held by token: its redrive worked. It

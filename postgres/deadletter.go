@@ -119,11 +119,12 @@ func (s *DeadLetters) Put(ctx context.Context, l deadletter.Letter) error {
 //
 // A row that still has a token carries a claim that ended with its lease,
 // no outcome stored: SET, which reads the row as it was, counts it
-// (deadletter.Store's Claim).
+// (deadletter.Store's Claim), up to deadletter.MaxCount, the integer
+// column's largest value.
 const claimSQL = `UPDATE yaoki_dead_letters
 SET token = replace(gen_random_uuid()::text, '-', ''), lease_end = $4,
-	attempts = attempts + (token IS NOT NULL)::integer,
-	redrives = redrives + (token IS NOT NULL)::integer,
+	attempts = CASE WHEN token IS NULL OR attempts = 2147483647 THEN attempts ELSE attempts + 1 END,
+	redrives = CASE WHEN token IS NULL OR redrives = 2147483647 THEN redrives ELSE redrives + 1 END,
 	reason = CASE WHEN token IS NULL THEN reason ELSE $5 END
 WHERE id = ANY (ARRAY(
 	SELECT id FROM yaoki_dead_letters

@@ -96,6 +96,21 @@ func testLeaseEnds(t *testing.T, c *contract, s deadletter.Store, q, p string) {
 	}
 }
 
+// testLeaseEndsAtMaxCount: a letter whose counts are at MaxCount is still
+// claimed after a claim that ended with its lease, its counts kept at
+// MaxCount (a store whose integers overflow would refuse every claim of
+// the queue).
+func testLeaseEndsAtMaxCount(t *testing.T, c *contract, s deadletter.Store, q, p string) {
+	l := c.letter(q, p+"1", c.t0)
+	l.Attempts, l.Redrives = deadletter.MaxCount, deadletter.MaxCount
+	put(t, s, l)
+	claim(t, s, q, c.t0, 1)
+	got := claim(t, s, q, c.t0.Add(Lease), 1)
+	if len(got) != 1 || got[0].Attempts != deadletter.MaxCount || got[0].Redrives != deadletter.MaxCount || got[0].Reason != deadletter.ReasonLeaseEnded {
+		t.Fatalf("Claim after a claim that ended with its lease, counts at MaxCount: %+v, want the letter, Attempts and Redrives %d", got, deadletter.MaxCount)
+	}
+}
+
 func testDoneAfterLease(t *testing.T, c *contract, s deadletter.Store, q, p string) {
 	h := c.held(t, s, q, p)
 	if err := s.Done(t.Context(), p+"1", h.Token); err != nil {
@@ -172,6 +187,10 @@ func testFailInvalid(t *testing.T, c *contract, s deadletter.Store, q, p string)
 	bad.Attempts = -1
 	if err := s.Fail(t.Context(), bad); !errors.Is(err, deadletter.ErrInvalidLetter) {
 		t.Fatalf("Fail with Attempts -1: %v, want ErrInvalidLetter", err)
+	}
+	bad.Attempts = deadletter.MaxCount + 1
+	if err := s.Fail(t.Context(), bad); !errors.Is(err, deadletter.ErrInvalidLetter) {
+		t.Fatalf("Fail with Attempts past MaxCount: %v, want ErrInvalidLetter", err)
 	}
 }
 

@@ -61,12 +61,14 @@ func unchanged(t *testing.T, s deadletter.Store, l deadletter.Letter, after stri
 
 func testPutInvalid(t *testing.T, c *contract, s deadletter.Store, q, p string) {
 	for name, mod := range map[string]func(*deadletter.Letter){
-		"no queue":         func(l *deadletter.Letter) { l.Queue = "" },
-		"zero Created":     func(l *deadletter.Letter) { l.Created = time.Time{} },
-		"payload too big":  func(l *deadletter.Letter) { l.Payload = make([]byte, deadletter.MaxPayloadBytes+1) },
-		"negative attempt": func(l *deadletter.Letter) { l.Attempts = -1 },
-		"ID not UTF-8":     func(l *deadletter.Letter) { l.ID += "\xff" },
-		"key with NUL":     func(l *deadletter.Letter) { l.Key = "k\x00" },
+		"no queue":                func(l *deadletter.Letter) { l.Queue = "" },
+		"zero Created":            func(l *deadletter.Letter) { l.Created = time.Time{} },
+		"payload too big":         func(l *deadletter.Letter) { l.Payload = make([]byte, deadletter.MaxPayloadBytes+1) },
+		"negative attempt":        func(l *deadletter.Letter) { l.Attempts = -1 },
+		"attempts past the limit": func(l *deadletter.Letter) { l.Attempts = deadletter.MaxCount + 1 },
+		"redrives past the limit": func(l *deadletter.Letter) { l.Redrives = deadletter.MaxCount + 1 },
+		"ID not UTF-8":            func(l *deadletter.Letter) { l.ID += "\xff" },
+		"key with NUL":            func(l *deadletter.Letter) { l.Key = "k\x00" },
 	} {
 		l := c.letter(q, p+name, c.t0)
 		mod(&l)
@@ -79,6 +81,13 @@ func testPutInvalid(t *testing.T, c *contract, s deadletter.Store, q, p string) 
 	}
 	if err := s.Put(t.Context(), c.letter(q, "", c.t0)); !errors.Is(err, deadletter.ErrInvalidLetter) {
 		t.Errorf("Put with no ID: %v, want ErrInvalidLetter", err)
+	}
+	// The counts at their limit are kept.
+	l := c.letter(q, p+"most", c.t0)
+	l.Attempts, l.Redrives = deadletter.MaxCount, deadletter.MaxCount
+	put(t, s, l)
+	if got, err := s.Get(t.Context(), l.ID); err != nil || got.Attempts != deadletter.MaxCount || got.Redrives != deadletter.MaxCount {
+		t.Errorf("letter with Attempts and Redrives %d: got %d and %d, %v", deadletter.MaxCount, got.Attempts, got.Redrives, err)
 	}
 }
 

@@ -38,6 +38,7 @@ func TestStore(t *testing.T, newStore func(t *testing.T) deadletter.Store) {
 		{"returned letters share nothing with the store", testNoSharing},
 		{"claim takes due letters of its queue, earliest first", testClaimOrder},
 		{"a claim ends with its lease, and its token with it", testLeaseEnds},
+		{"a claim ended with its lease is counted up to MaxCount", testLeaseEndsAtMaxCount},
 		{"done after the lease ended, unclaimed since, deletes", testDoneAfterLease},
 		{"fail stores the outcome and ends the claim", testFail},
 		{"a parked letter is never claimed", testParkedNotClaimed},
