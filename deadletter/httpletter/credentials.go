@@ -148,7 +148,60 @@ func (e Encoder) redact(req *http.Request, msg string) string {
 			msg = strings.ReplaceAll(msg, s, redacted)
 		}
 	}
-	return msg
+	return e.scrub(msg)
+}
+
+// urlEnd are the bytes that end a URL's part quoted in a message.
+const urlEnd = "\"' \t\r\n<>"
+
+// scrub returns msg with the userinfo of every URL it quotes left out and
+// the values of the query parameters e drops replaced by "xxxxx": URLs
+// other than the request's (a redirect's Location, such as an object
+// store's presigned URL) hold credentials that the request did not.
+func (e Encoder) scrub(msg string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(msg, "://")
+		if i < 0 {
+			break
+		}
+		b.WriteString(msg[:i+3])
+		msg = msg[i+3:]
+		host := strings.IndexAny(msg, "/?#"+urlEnd)
+		if host < 0 {
+			host = len(msg)
+		}
+		if at := strings.LastIndexByte(msg[:host], '@'); at >= 0 {
+			msg = msg[at+1:]
+		}
+	}
+	b.WriteString(msg)
+	msg = b.String()
+	b.Reset()
+	for {
+		i := strings.IndexAny(msg, "?&")
+		if i < 0 {
+			break
+		}
+		b.WriteString(msg[:i+1])
+		msg = msg[i+1:]
+		eq := strings.IndexAny(msg, "=?&#"+urlEnd)
+		if eq < 0 || msg[eq] != '=' || !e.dropQuery(queryName(msg[:eq])) {
+			continue
+		}
+		b.WriteString(msg[:eq+1])
+		msg = msg[eq+1:]
+		end := strings.IndexAny(msg, "&#"+urlEnd)
+		if end < 0 {
+			end = len(msg)
+		}
+		if end > 0 {
+			b.WriteString(redacted)
+		}
+		msg = msg[end:]
+	}
+	b.WriteString(msg)
+	return b.String()
 }
 
 // hide returns err, a redrive's error about req, with a message that holds

@@ -155,7 +155,9 @@ func keyOf(h http.Header) string {
 // sends the key the server may have executed the request under. Its Error
 // is the error's message with every credential of req in it (the URL's
 // userinfo, the values of the dropped headers and query parameters)
-// replaced by "xxxxx". resp's body is left to the caller.
+// replaced by "xxxxx", and any other URL it quotes (a redirect's) without
+// its userinfo and the values of the dropped query parameters. resp's body
+// is left to the caller.
 func Capture(ctx context.Context, s deadletter.Store, queue string, req *http.Request, resp *http.Response, err error, now time.Time) (deadletter.Letter, bool, error) {
 	return Encoder{}.Capture(ctx, s, queue, req, resp, err, now)
 }

@@ -163,7 +163,8 @@ func (r Request) New(ctx context.Context) (*http.Request, error) {
 // The error, which the redriver stores in the letter, holds no credential
 // of the request sent: its URL is written without userinfo, without the
 // listed query parameters and without those that prepare added, and the
-// values of these and of the credential headers are replaced by "xxxxx".
+// values of these and of the credential headers are replaced by "xxxxx";
+// so are those of a URL it was redirected to.
 //
 // A payload that Decode refuses, or a Key with a control byte (which no
 // header value holds), is permanent too, and is not counted as an attempt
