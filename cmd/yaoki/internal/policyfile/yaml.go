@@ -3,7 +3,9 @@ package policyfile
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
@@ -15,13 +17,30 @@ import (
 // column) where it stands in the YAML file, so that the positions in
 // policy's errors point into the YAML file. Keys keep their order;
 // anchors and aliases are expanded.
+//
+// A file holds one YAML document: a second one (after ---) is refused, not
+// ignored. Aliases may stand for at most maxAliasValues values in all, so
+// that a file of aliases of aliases (a "billion laughs") is refused before
+// it is expanded.
 func YAMLToJSON(data []byte) ([]byte, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
+	if err := dec.Decode(&root); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("the document is empty")
+		}
 		return nil, fmt.Errorf("invalid YAML: %v", strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	if root.Kind == 0 {
 		return nil, fmt.Errorf("the document is empty")
+	}
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		return nil, fmt.Errorf("invalid YAML after the first document: %v", strings.TrimPrefix(err.Error(), "yaml: "))
+	default:
+		return nil, fmt.Errorf("line %d: a second YAML document (after ---): a policy file holds one document", next.Line)
 	}
 	w := &jsonWriter{line: 1, col: 1}
 	if err := w.node(&root, 0); err != nil {
@@ -41,10 +60,17 @@ func NodeToJSON(n *yaml.Node) ([]byte, error) {
 	return w.buf.Bytes(), nil
 }
 
+// maxAliasValues bounds the values that aliases stand for in one
+// document, counted each time an alias is used: a policy needs a few, and
+// nine levels of aliases used ten times each stand for a billion.
+const maxAliasValues = 10000
+
 // jsonWriter writes JSON, keeping track of the line and column it is at.
 type jsonWriter struct {
 	buf       bytes.Buffer
 	line, col int
+	inAlias   int // aliases being expanded around the current node
+	aliased   int // values written for aliases so far
 }
 
 // moveTo pads with newlines and spaces so that the next byte lands at
@@ -77,6 +103,11 @@ func (w *jsonWriter) node(n *yaml.Node, depth int) error {
 	if depth > 64 {
 		return fmt.Errorf("line %d: the document is nested too deeply", n.Line)
 	}
+	if w.inAlias > 0 {
+		if w.aliased++; w.aliased > maxAliasValues {
+			return fmt.Errorf("line %d: aliases stand for more than %d values: a policy needs far fewer; write the values out or use fewer aliases of aliases", n.Line, maxAliasValues)
+		}
+	}
 	switch n.Kind {
 	case yaml.DocumentNode:
 		if len(n.Content) == 0 {
@@ -84,6 +115,8 @@ func (w *jsonWriter) node(n *yaml.Node, depth int) error {
 		}
 		return w.node(n.Content[0], depth+1)
 	case yaml.AliasNode:
+		w.inAlias++
+		defer func() { w.inAlias-- }()
 		return w.node(n.Alias, depth+1)
 	case yaml.MappingNode:
 		w.moveTo(n.Line, n.Column)

@@ -1,0 +1,43 @@
+package policyfile
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestYAMLAliasExpansionBounded: a "billion laughs" file, aliases of
+// aliases, each used ten times, is refused before it is expanded (nine
+// levels would write 10^9 values).
+func TestYAMLAliasExpansionBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("a: &a [x, x, x, x, x, x, x, x, x, x]\n")
+	for c := 'b'; c <= 'i'; c++ {
+		prev := string(c - 1)
+		b.WriteString(string(c) + ": &" + string(c) + " [" + strings.TrimSuffix(strings.Repeat("*"+prev+", ", 10), ", ") + "]\n")
+	}
+	b.WriteString("Retry: [{ErrorEquals: [States.ALL]}]\n")
+	_, err := YAMLToJSON([]byte(b.String()))
+	if err == nil || !strings.Contains(err.Error(), "alias") {
+		t.Fatalf("YAMLToJSON of a billion laughs: %v, want a refusal that names the aliases", err)
+	}
+	// Aliases used as a policy uses them are expanded.
+	js, err := YAMLToJSON([]byte("x: &errs [HTTP.503, Net.Reset]\nRetry:\n  - ErrorEquals: *errs\n  - ErrorEquals: *errs\n"))
+	if err != nil || !strings.Contains(string(js), `"ErrorEquals":["HTTP.503","Net.Reset"]`) {
+		t.Fatalf("a plain alias: %s, %v", js, err)
+	}
+}
+
+// TestYAMLSecondDocumentRefused: a file of two YAML documents (---) is
+// refused with the line of the second: only the first was read, and the
+// rest silently ignored.
+func TestYAMLSecondDocumentRefused(t *testing.T) {
+	_, err := YAMLToJSON([]byte("Retry:\n  - ErrorEquals: [States.ALL]\n---\nRetry:\n  - ErrorEquals: [HTTP.503]\n    MaxAttempts: 9\n"))
+	if err == nil || !strings.Contains(err.Error(), "line 3") || !strings.Contains(err.Error(), "one document") {
+		t.Fatalf("two documents: %v, want a refusal naming line 3, the ---", err)
+	}
+	for _, ok := range []string{"---\nRetry: []\n", "Retry: []\n...\n", "Retry: []\n# ---\n"} {
+		if _, err := YAMLToJSON([]byte(ok)); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+}
