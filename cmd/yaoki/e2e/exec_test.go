@@ -267,3 +267,50 @@ fi
 		})
 	}
 }
+
+// Fault: the user's signal (Ctrl-C's SIGINT, SIGTERM, SIGHUP) comes while
+// yaoki waits between attempts, no command running. yaoki exits 128+N, as
+// a command killed by it would: a shell running yaoki in a script sees the
+// interruption and stops the script, where the last attempt's code (1)
+// would let it go on as after an ordinary failure.
+func TestExecSignalDuringWaitExits128PlusN(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+		t.Run(sig.String(), func(t *testing.T) {
+			// The 10 s wait is never waited: the signal ends it.
+			s, line, _ := startPrinting(t, nil, yaoki, "exec", "--max-attempts", "3", "--base", "10s", "--jitter", "none", "--", "sh", "-c", "echo started; exit 1")
+			t.Cleanup(s.kill)
+			if line != "started" {
+				t.Fatalf("got %q", line)
+			}
+			if !poll(10*time.Second, 5*time.Millisecond, func() bool { return strings.Contains(strings.Join(s.lines(), "\n"), "retrying in") }) {
+				t.Fatalf("no wait reported:\n%s", strings.Join(s.lines(), "\n"))
+			}
+			s.cmd.Process.Signal(sig)
+			code := s.wait(t)
+			stderr := strings.Join(s.lines(), "\n")
+			if code != 128+int(sig) || !strings.Contains(stderr, "stopped by a signal") {
+				t.Fatalf("exit %d; want %d (128+%d, the signal that stopped the retrying)\n%s", code, 128+int(sig), int(sig), stderr)
+			}
+		})
+	}
+}
+
+// A signal that reaches a running command leaves the exit code to it: a
+// command that traps SIGTERM and exits 3 makes yaoki exit 3.
+func TestExecSignalDuringAttemptKeepsCommandsCode(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "never")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Opening the FIFO blocks: no writer ever comes.
+	s, line, _ := startPrinting(t, nil, yaoki, "exec", "--max-attempts", "3", "--base", "0", "--",
+		"sh", "-c", `trap 'exit 3' TERM; echo started; read x < "$0" & wait`, fifo)
+	t.Cleanup(s.kill)
+	if line != "started" {
+		t.Fatalf("got %q", line)
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	if code := s.wait(t); code != 3 {
+		t.Fatalf("exit %d; want 3, the command's own\n%s", code, strings.Join(s.lines(), "\n"))
+	}
+}

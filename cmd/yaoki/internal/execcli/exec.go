@@ -66,7 +66,8 @@ Ctrl-C reaches it) and only the command is signalled.
 
 Exit code: the command's last exit code (128+N if a signal N ended it);
 124 if the last attempt was ended by --attempt-timeout or --max-time; 126
-or 127 if the command could not be run; 2 for bad usage.
+or 127 if the command could not be run; 128+N if signal N came during a
+wait between attempts; 2 for bad usage.
 
 Standard input is handed to every attempt as it is: a command that reads it
 gets, on a retry, only what the earlier attempts left.
@@ -162,22 +163,28 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
 	var (
-		mu       sync.Mutex
-		current  *os.Process
-		pending  os.Signal   // a signal that came while no command was running, guarded by mu
-		stopped  atomic.Bool // the user sent a signal: forward it, start nothing more
-		sigs     = make(chan os.Signal, 4)
-		attempts int
-		last     = -1
-		timedOut atomic.Bool // the running attempt was ended by a timeout
+		mu        sync.Mutex
+		current   *os.Process
+		pending   os.Signal    // a signal that came while no command was running, guarded by mu
+		stopped   atomic.Bool  // the user sent a signal: forward it, start nothing more
+		stopSig   atomic.Int32 // the first such signal
+		forwarded atomic.Bool  // a running command got it: its exit code stands
+		sigs      = make(chan os.Signal, 4)
+		attempts  int
+		last      = -1
+		timedOut  atomic.Bool // the running attempt was ended by a timeout
 	)
 	signal.Notify(sigs, userSignals...)
 	defer func() { signal.Stop(sigs); close(sigs) }() // Stop first: no send on a closed channel
 	go func() {
 		for s := range sigs {
+			if n, ok := s.(syscall.Signal); ok {
+				stopSig.CompareAndSwap(0, int32(n))
+			}
 			stopped.Store(true)
 			mu.Lock()
 			if current != nil {
+				forwarded.Store(true)
 				_ = send(current, s)
 			} else {
 				pending = s // the command is starting: it gets the signal once it runs
@@ -246,6 +253,7 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 		mu.Lock()
 		current = c.Process
 		if pending != nil { // the signal came between the check above and now
+			forwarded.Store(true)
 			_ = send(c.Process, pending)
 			pending = nil
 		}
@@ -311,6 +319,11 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 		}
 	}
 	var es *exitStatus
+	if stopped.Load() && !forwarded.Load() && stopSig.Load() != 0 {
+		// The signal came while no command ran (a wait): exit as a
+		// command killed by it would, so that a calling shell stops too.
+		code = 128 + int(stopSig.Load())
+	}
 	if errors.As(err, &es) && es.noStart != nil {
 		fmt.Fprintf(stderr, "yaoki exec: cannot run %s: %v\n", args[0], es.noStart)
 	} else {
