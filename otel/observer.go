@@ -178,7 +178,12 @@ type measure struct {
 }
 
 func keyOf(e event.Event) setKey {
-	k := setKey{kind: e.Kind, component: e.Component, name: e.Name, method: e.Method, host: e.Host, status: e.Status}
+	k := setKey{kind: e.Kind, component: e.Component, name: e.Name, host: e.Host, status: e.Status}
+	if e.Method != "" {
+		// Normalized here, not in attributesOf, so that the methods a
+		// server's clients make up share one cached set, "_OTHER".
+		k.method = method(e.Method)
+	}
 	switch e.Kind {
 	case event.AttemptEnd:
 		k.outcome = e.Outcome
@@ -252,7 +257,7 @@ func attributesOf(k setKey) attribute.Set {
 		kv = append(kv, attribute.String(event.AttrName, k.name))
 	}
 	if k.method != "" {
-		kv = append(kv, attribute.String(event.AttrMethod, method(k.method)))
+		kv = append(kv, attribute.String(event.AttrMethod, k.method))
 	}
 	if k.host != "" {
 		addr, port := event.Event{Host: k.host}.Server()

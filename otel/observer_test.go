@@ -393,3 +393,26 @@ func TestConcurrent(t *testing.T) {
 		t.Fatalf("%d breaker series, want %d", got, goroutines+1)
 	}
 }
+
+// TestArbitraryMethodsDoNotFillTheCache: a server observed by the
+// idempotency middleware (or yaoki flaky) reports the methods its clients
+// send, any token at all. They are all counted as "_OTHER", one series, and
+// must not take the cache of attribute sets from the series that are real:
+// after 5000 made-up methods, an event of a new, ordinary set is still
+// cached and recorded without allocating.
+func TestArbitraryMethodsDoNotFillTheCache(t *testing.T) {
+	o, collect := newObserver(t)
+	ctx := context.Background()
+	for i := range 5000 {
+		o.Observe(ctx, event.Event{Kind: event.Replay, Component: "idempotency", Method: fmt.Sprintf("M%d", i), Status: 200})
+	}
+	e := event.Event{Kind: event.Replay, Component: "idempotency", Method: "POST", Status: 201}
+	o.Observe(ctx, e)
+	if n := testing.AllocsPerRun(100, func() { o.Observe(ctx, e) }); n != 0 {
+		t.Errorf("an event of an ordinary set allocates %v times after 5000 made-up methods, want 0 (its set was not cached)", n)
+	}
+	got := collect().values(yotel.MetricReplays)
+	if len(got) != 2 || got["http.request.method=_OTHER,http.response.status_code=200,retry.component=idempotency,retry.status_class=2xx"] != 5000 {
+		t.Errorf("replays = %v, want 5000 under _OTHER and the POSTs", got)
+	}
+}
