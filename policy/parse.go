@@ -2,7 +2,9 @@ package policy
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"slices"
@@ -13,21 +15,55 @@ import (
 	"github.com/yaoki-go/yaoki/backoff"
 )
 
+// MaxDocumentSize is the largest document, in bytes, that Parse, Load and
+// ReadFile take: a policy is a few kilobytes at most, and a larger file
+// is not one (or is an attempt to exhaust the memory of the process).
+const MaxDocumentSize = 1 << 20
+
 // Load reads the policy document in the file at path; see Parse. Error
 // positions name the file.
 func Load(path string) (*Document, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
+	var tooBig *Error
+	if errors.As(err, &tooBig) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("policy: cannot read the policy file: %w", err)
 	}
 	return ParseFile(path, data)
 }
 
+// ReadFile returns the content of the policy file at path. It reads at
+// most MaxDocumentSize bytes, and refuses a larger file with a *Error
+// naming it; the error of a file it cannot read is the os package's
+// (*fs.PathError), for the caller to put in its own words.
+func ReadFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxDocumentSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxDocumentSize {
+		return nil, tooLarge(path)
+	}
+	return data, nil
+}
+
+func tooLarge(name string) *Error {
+	return &Error{File: name, Msg: fmt.Sprintf("the document is larger than %d bytes (1 MiB): a policy is a few kilobytes at most; is this the right file?", MaxDocumentSize)}
+}
+
 // Parse reads a policy document: a JSON object with Retry (and Catch and
 // the fields listed in the package comment), a bare Retry array, or the
 // fragment `"Retry": [...]`. It checks every field and returns every error
 // it finds, each a *Error with its line, column and JSON path, joined with
-// errors.Join. The returned Document is valid.
+// errors.Join. The returned Document is valid. A document larger than
+// MaxDocumentSize is refused.
 func Parse(data []byte) (*Document, error) { return ParseFile("", data) }
 
 // ParseFile is Parse with a file name for the error positions.
@@ -36,6 +72,9 @@ func Parse(data []byte) (*Document, error) { return ParseFile("", data) }
 // allows a parser to ignore it): columns count from the character after
 // it, as editors show them, and offsets count it.
 func ParseFile(name string, data []byte) (*Document, error) {
+	if len(data) > MaxDocumentSize {
+		return nil, tooLarge(name)
+	}
 	var bom int64
 	if rest, ok := bytes.CutPrefix(data, []byte("\xef\xbb\xbf")); ok {
 		data, bom = rest, 3

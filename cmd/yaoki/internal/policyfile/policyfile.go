@@ -5,8 +5,8 @@ package policyfile
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -17,7 +17,11 @@ import (
 // Load reads a policy file: YAML when its name ends in .yaml or
 // .yml, JSON otherwise.
 func Load(path string) (*policy.Document, error) {
-	data, err := os.ReadFile(path)
+	data, err := policy.ReadFile(path) // at most policy.MaxDocumentSize bytes
+	var tooBig *policy.Error
+	if errors.As(err, &tooBig) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the policy file: %w", err)
 	}

@@ -1,8 +1,13 @@
 package policyfile
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/yaoki-go/yaoki/policy"
 )
 
 // TestYAMLAliasExpansionBounded: a "billion laughs" file, aliases of
@@ -39,5 +44,19 @@ func TestYAMLSecondDocumentRefused(t *testing.T) {
 		if _, err := YAMLToJSON([]byte(ok)); err != nil {
 			t.Errorf("%q: %v", ok, err)
 		}
+	}
+}
+
+// TestLoadTooLarge: a YAML file larger than policy.MaxDocumentSize is
+// refused, with its name, before it is parsed.
+func TestLoadTooLarge(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "big.yaml")
+	data := "Retry: [{ErrorEquals: [States.ALL]}]\nComment: " + strings.Repeat("x", policy.MaxDocumentSize) + "\n"
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	if !errors.Is(err, policy.ErrInvalidDocument) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("Load of a %d-byte YAML file: %v, want a refusal naming it", len(data), err)
 	}
 }
