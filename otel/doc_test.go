@@ -1,0 +1,171 @@
+package otel_test
+
+import (
+	"context"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/yaoki-go/yaoki/event"
+	yotel "github.com/yaoki-go/yaoki/otel"
+)
+
+// documentedMetric is one row of the metrics table of docs/observability.md.
+type documentedMetric struct {
+	prom, kind string
+	attrs      map[string]bool // OpenTelemetry attribute keys
+}
+
+// docAttrs maps the words of the table's attribute column to the
+// attribute keys they stand for.
+var docAttrs = map[string][]string{
+	"component":              {event.AttrComponent},
+	"name":                   {event.AttrName},
+	"method":                 {event.AttrMethod},
+	"status":                 {event.AttrStatusCode, event.AttrStatusClass},
+	"destination":            {event.AttrServerAddress, event.AttrServerPort},
+	"outcome":                {event.AttrOutcome},
+	"error.type":             {event.AttrErrorType},
+	"retry.wait.source":      {event.AttrWaitSource},
+	"retry.reason":           {event.AttrReason},
+	"retry.state.from":       {event.AttrStateFrom},
+	"retry.state.to":         {event.AttrStateTo},
+	"retry.deadletter.state": {"retry.deadletter.state"},
+}
+
+// readMetricsTable parses the table under "## Metrics" in
+// docs/observability.md.
+func readMetricsTable(t *testing.T) map[string]documentedMetric {
+	t.Helper()
+	b, err := os.ReadFile("../docs/observability.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("^\\| `(yaoki\\.[a-z_.]+)` \\| `([a-z_]+)` \\| ([a-z]+) \\| (.*) \\|$")
+	parens := regexp.MustCompile(`\([^)]*\)`)
+	out := map[string]documentedMetric{}
+	for _, line := range strings.Split(string(b), "\n") {
+		m := row.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		d := documentedMetric{prom: m[2], kind: m[3], attrs: map[string]bool{}}
+		col := parens.ReplaceAllString(m[4], "")
+		if i := strings.IndexAny(col, ":;"); i >= 0 {
+			col = col[:i]
+		}
+		for _, w := range strings.Split(col, ",") {
+			w = strings.Trim(strings.TrimSpace(w), "`")
+			if as, ok := strings.CutPrefix(w, "as `"); ok {
+				for k := range out[strings.TrimSuffix(as, "`")].attrs {
+					d.attrs[k] = true
+				}
+				continue
+			}
+			keys, ok := docAttrs[w]
+			if !ok {
+				t.Fatalf("docs/observability.md: %s: attribute %q not understood by this test", m[1], w)
+			}
+			for _, k := range keys {
+				d.attrs[k] = true
+			}
+		}
+		out[m[1]] = d
+	}
+	if len(out) == 0 {
+		t.Fatal("docs/observability.md: no metrics table found")
+	}
+	return out
+}
+
+// TestDocumentedMetrics checks the table of docs/observability.md against
+// what the SDK collects (a manual reader) after every kind of event and
+// what the Prometheus exporter writes: the same instruments, of the
+// documented type, under the documented Prometheus names, carrying no
+// attribute the table does not list.
+func TestDocumentedMetrics(t *testing.T) {
+	doc := readMetricsTable(t)
+	reader := sdkmetric.NewManualReader()
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer provider.Shutdown(context.Background())
+	o, err := yotel.New(provider)
+	if err != nil {
+		t.Fatal(err)
+	}
+	everyEvent(o)
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	prom, _ := exportedByPrometheus(t)
+	seen := map[string]bool{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			seen[m.Name] = true
+			d, ok := doc[m.Name]
+			if !ok {
+				t.Errorf("%s is exported but not in the table of docs/observability.md", m.Name)
+				continue
+			}
+			var kind string
+			var sets []attribute.Set
+			switch x := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				kind = "counter"
+				for _, p := range x.DataPoints {
+					sets = append(sets, p.Attributes)
+				}
+			case metricdata.Histogram[float64]:
+				kind = "histogram"
+				for _, p := range x.DataPoints {
+					sets = append(sets, p.Attributes)
+				}
+			case metricdata.Gauge[int64]:
+				kind = "gauge"
+				for _, p := range x.DataPoints {
+					sets = append(sets, p.Attributes)
+				}
+			case metricdata.Gauge[float64]:
+				kind = "gauge"
+				for _, p := range x.DataPoints {
+					sets = append(sets, p.Attributes)
+				}
+			default:
+				kind = "unknown"
+			}
+			if kind != d.kind {
+				t.Errorf("%s is a %s, the table says %s", m.Name, kind, d.kind)
+			}
+			family := d.prom
+			if kind == "histogram" {
+				family += "_count"
+			}
+			if prom[family] == nil {
+				t.Errorf("%s: the table's Prometheus name %s is not in the scrape (%v)", m.Name, d.prom, prom.names())
+			}
+			var extra []string
+			for _, s := range sets {
+				for _, kv := range s.ToSlice() {
+					if !d.attrs[string(kv.Key)] {
+						extra = append(extra, string(kv.Key))
+					}
+				}
+			}
+			if len(extra) > 0 {
+				sort.Strings(extra)
+				t.Errorf("%s carries attributes the table does not list: %v", m.Name, extra)
+			}
+		}
+	}
+	for name := range doc {
+		if !seen[name] {
+			t.Errorf("%s is in the table of docs/observability.md but not exported", name)
+		}
+	}
+}
