@@ -18,6 +18,9 @@ func FuzzParse(f *testing.F) {
 		`{"Type": "Task", "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "F"}], "TimeoutSeconds": 5, "RetryMode": "off"}`,
 		`{"Retry": [], "DeadlineSeconds": 1e3, "MaxTotalAttempts": 2, "IdempotencyKey": "auto"}`,
 		`{"Retry": [{"ErrorEquals": ["States.ALL"], "MaxAttempts": 1e400}]}`,
+		`[{"ErrorEquals": [" HTTP.503"]}]`, `[{"ErrorEquals": ["Net.Reset\t"]}]`,
+		`{"Breaker": {"OpenSeconds": 1e12}, "Budget": {"WindowSeconds": -1e300}}`,
+		`[{"ErrorEquals": ["HTTP.503"], "MaxAttempts": 100000000000000000000}]`,
 		`[[[[[[[[`, `{"a":`, `"`, "\xff", ``,
 	} {
 		f.Add([]byte(s))

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"unicode"
 
 	"github.com/yaoki-go/yaoki/retry"
 )
@@ -188,6 +189,9 @@ func checkName(name string) string {
 	switch {
 	case name == "":
 		return "an error name is empty: write a name such as HTTP.503, Net.Timeout or States.ALL"
+	case name != strings.TrimSpace(name) || strings.ContainsFunc(name, unicode.IsControl):
+		// No error is named so: such a name would silently match nothing.
+		return "error name " + strconv.Quote(name) + " has a space at an end or a control character: write the name alone, such as \"HTTP.503\""
 	case strings.HasPrefix(name, "HTTP."):
 		rest := name[len("HTTP."):]
 		if _, ok := statusClass(name); ok {

@@ -374,12 +374,21 @@ func (d *decoder) seconds(n *node, path string, check func(float64) (string, str
 	return seconds(f)
 }
 
+// maxSeconds is about the longest time.Duration, in seconds: more would
+// wrap around to a negative duration.
+const maxSeconds = float64(math.MaxInt64/time.Second) - 1
+
 // keepsSeconds reports whether f seconds, read from n, is kept as a
 // duration: a value other than 0 that rounds to 0 ns would read as 0
-// (none, or the default) and is refused.
+// (none, or the default) and is refused, and so is one too large for a
+// time.Duration.
 func (d *decoder) keepsSeconds(n *node, path string, f float64, want string) bool {
 	if f != 0 && seconds(f) == 0 {
 		d.fail(n.off, path, n.raw()+" is less than a nanosecond (1e-9), the smallest duration kept: "+want)
+		return false
+	}
+	if math.Abs(f) > maxSeconds {
+		d.fail(n.off, path, n.raw()+" is too large: "+want+" (a duration is at most 292 years)")
 		return false
 	}
 	return true
@@ -391,8 +400,12 @@ func (d *decoder) integer(n *node, path string, check func(int) (string, string)
 	if !ok {
 		return 0
 	}
-	if f != math.Trunc(f) || math.Abs(f) > 1e15 {
+	if f != math.Trunc(f) {
 		d.fail(n.off, path, n.raw()+" is not an integer: "+want)
+		return 0
+	}
+	if math.Abs(f) > 1e15 { // int(f) would be exact, but check wants an int
+		d.fail(n.off, path, n.raw()+" out of range: "+want)
 		return 0
 	}
 	if msg, _ := check(int(f)); msg != "" {

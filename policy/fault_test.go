@@ -1,0 +1,78 @@
+package policy_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/yaoki-go/yaoki/policy"
+)
+
+// firstErr parses doc and returns its first *policy.Error, failing the
+// test when doc is accepted.
+func firstErr(t *testing.T, doc string) *policy.Error {
+	t.Helper()
+	_, err := policy.ParseFile("p.json", []byte(doc))
+	var pe *policy.Error
+	if !errors.As(err, &pe) {
+		t.Fatalf("%s: accepted (%v), want a *policy.Error", doc, err)
+	}
+	return pe
+}
+
+// TestNameSpacesRefused: an error name with a space at an end, or a
+// control character (a tab, a line break pasted in), is refused: it is
+// outside every namespace this package checks, so it was taken as an
+// application's own name and silently matched nothing.
+func TestNameSpacesRefused(t *testing.T) {
+	for _, name := range []string{` HTTP.503`, `HTTP.503 `, `Net.Reset\t`, `States.ALL\n`, `Orders.Conflict `} {
+		doc := `[{"ErrorEquals": ["` + name + `"]}]`
+		e := firstErr(t, doc)
+		if e.Path != "Retry[0].ErrorEquals[0]" || e.Column != 19 || !strings.Contains(e.Msg, "space") {
+			t.Errorf("%s: %v, want a refusal of the spaces at 1:19", doc, e)
+		}
+	}
+	if _, err := policy.Parse([]byte(`[{"ErrorEquals": ["Orders.Out of stock"]}]`)); err != nil {
+		t.Errorf("a name with a space inside: %v", err)
+	}
+	doc := policy.Document{Retry: []policy.Retrier{policy.NewRetrier("HTTP.503 ")}}
+	if err := doc.Validate(); err == nil {
+		t.Error("Validate accepted \"HTTP.503 \"")
+	}
+}
+
+// TestGuardSecondsTooLarge: a Budget or Breaker duration too large for a
+// time.Duration (292 years) is refused at its own field with the value
+// written, not wrapped around to a negative duration that the guard then
+// refused as "-2562047h47m16.854775808s out of range" at the object.
+func TestGuardSecondsTooLarge(t *testing.T) {
+	for _, tc := range []struct{ doc, path string }{
+		{`{"Breaker": {"OpenSeconds": 1e12}}`, "Breaker.OpenSeconds"},
+		{`{"Breaker": {"WindowSeconds": 1e10}}`, "Breaker.WindowSeconds"},
+		{`{"Budget": {"WindowSeconds": 1e12}}`, "Budget.WindowSeconds"},
+	} {
+		e := firstErr(t, tc.doc)
+		if e.Path != tc.path || !strings.Contains(e.Msg, "1e1") || strings.Contains(e.Msg, "-") {
+			t.Errorf("%s: %v, want a refusal at %s naming the value", tc.doc, e, tc.path)
+		}
+	}
+}
+
+// TestIntegerTooLargeMessage: an integer field given a huge integer says
+// it is out of range, not that it is not an integer.
+func TestIntegerTooLargeMessage(t *testing.T) {
+	for _, doc := range []string{
+		`[{"ErrorEquals": ["HTTP.503"], "MaxAttempts": 1e20}]`,
+		`[{"ErrorEquals": ["HTTP.503"], "MaxAttempts": 100000000000000000000}]`,
+		`{"MaxTotalAttempts": -1e16}`,
+	} {
+		e := firstErr(t, doc)
+		if strings.Contains(e.Msg, "not an integer") || !strings.Contains(e.Msg, "out of range") {
+			t.Errorf("%s: %v, want \"out of range\"", doc, e)
+		}
+	}
+	e := firstErr(t, `[{"ErrorEquals": ["HTTP.503"], "MaxAttempts": 2.5}]`)
+	if !strings.Contains(e.Msg, "not an integer") {
+		t.Errorf("2.5: %v, want \"not an integer\"", e)
+	}
+}
