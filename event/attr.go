@@ -15,6 +15,9 @@ import (
 const (
 	// AttrMethod is the HTTP method (semantic convention).
 	AttrMethod = "http.request.method"
+	// AttrMethodOriginal is the HTTP method as sent, when AttrMethod says
+	// "_OTHER" (semantic convention; in logs only).
+	AttrMethodOriginal = "http.request.method_original"
 	// AttrStatusCode is the HTTP response status code (semantic convention).
 	AttrStatusCode = "http.response.status_code"
 	// AttrServerAddress is the destination host without its port (semantic
@@ -72,6 +75,23 @@ const (
 	StateOpen     = "open"
 	StateHalfOpen = "half_open"
 )
+
+// MethodOther is what KnownMethod returns for a method it does not know
+// (semantic convention).
+const MethodOther = "_OTHER"
+
+// KnownMethod returns e.Method if it is one of the methods the semantic
+// conventions know (those of RFC 9110, PATCH of RFC 5789, and QUERY),
+// MethodOther for any other (methods are case-sensitive: "get" is not
+// known), and "" when there is none. It allocates nothing: a server's
+// clients cannot give the http.request.method attribute unbounded values.
+func (e Event) KnownMethod() string {
+	switch e.Method {
+	case "", "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH", "QUERY":
+		return e.Method
+	}
+	return MethodOther
+}
 
 // StatusClass returns the class of e.Status: "1xx", "2xx", "3xx", "4xx" or
 // "5xx", and "" when there is no status (0) or it is out of range.

@@ -148,3 +148,11 @@ func FuzzServer(f *testing.F) {
 		}
 	})
 }
+
+func TestKnownMethod(t *testing.T) {
+	for m, want := range map[string]string{"": "", "GET": "GET", "QUERY": "QUERY", "PATCH": "PATCH", "get": event.MethodOther, "PROPFIND": event.MethodOther} {
+		if got := (event.Event{Method: m}).KnownMethod(); got != want {
+			t.Errorf("KnownMethod(%q) = %q, want %q", m, got, want)
+		}
+	}
+}

@@ -178,12 +178,9 @@ type measure struct {
 }
 
 func keyOf(e event.Event) setKey {
-	k := setKey{kind: e.Kind, component: e.Component, name: e.Name, host: e.Host, status: e.Status}
-	if e.Method != "" {
-		// Normalized here, not in attributesOf, so that the methods a
-		// server's clients make up share one cached set, "_OTHER".
-		k.method = method(e.Method)
-	}
+	// The method is normalized here, not in attributesOf, so that the
+	// methods a server's clients make up share one cached set, "_OTHER".
+	k := setKey{kind: e.Kind, component: e.Component, name: e.Name, method: e.KnownMethod(), host: e.Host, status: e.Status}
 	switch e.Kind {
 	case event.AttemptEnd:
 		k.outcome = e.Outcome
@@ -289,15 +286,4 @@ func attributesOf(k setKey) attribute.Set {
 		kv = append(kv, attribute.String(event.AttrStateFrom, k.from), attribute.String(event.AttrStateTo, k.to))
 	}
 	return attribute.NewSet(kv...)
-}
-
-// method returns m if it is one of the methods of RFC 9110 and RFC 5789
-// (and QUERY), and "_OTHER" otherwise, as the semantic conventions ask, so
-// that a client sending arbitrary methods cannot blow up cardinality.
-func method(m string) string {
-	switch m {
-	case "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH", "QUERY":
-		return m
-	}
-	return "_OTHER"
 }

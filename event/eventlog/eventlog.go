@@ -116,8 +116,11 @@ func Attrs(dst []slog.Attr, e event.Event) []slog.Attr {
 	if e.Name != "" {
 		dst = append(dst, slog.String(event.AttrName, e.Name))
 	}
-	if e.Method != "" {
-		dst = append(dst, slog.String(event.AttrMethod, e.Method))
+	if m := e.KnownMethod(); m != "" {
+		dst = append(dst, slog.String(event.AttrMethod, m))
+		if m != e.Method {
+			dst = append(dst, slog.String(event.AttrMethodOriginal, e.Method))
+		}
 	}
 	if e.Host != "" {
 		addr, port := e.Server()

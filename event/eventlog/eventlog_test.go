@@ -192,3 +192,24 @@ func TestRedriveLevels(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownMethodIsOther: a method the semantic conventions do not know
+// (one a server's client made up, or a lower-case "get") is logged as
+// http.request.method "_OTHER", as the metrics count it, with the method
+// as sent in http.request.method_original; a known one is logged as is.
+func TestUnknownMethodIsOther(t *testing.T) {
+	l, lines := jsonLines(t, slog.LevelDebug)
+	obs := eventlog.New(l)
+	for _, m := range []string{"FROB", "get", "PATCH"} {
+		obs.Observe(context.Background(), event.Event{Kind: event.Replay, Component: "idempotency", Method: m, Status: 200})
+	}
+	got := lines()
+	if len(got) != 3 {
+		t.Fatalf("%d lines, want 3", len(got))
+	}
+	for i, want := range []struct{ method, original any }{{"_OTHER", "FROB"}, {"_OTHER", "get"}, {"PATCH", nil}} {
+		if got[i][event.AttrMethod] != want.method || got[i][event.AttrMethodOriginal] != want.original {
+			t.Errorf("line %d: method %v, original %v; want %v, %v", i, got[i][event.AttrMethod], got[i][event.AttrMethodOriginal], want.method, want.original)
+		}
+	}
+}
