@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -155,8 +156,12 @@ func (w *jsonWriter) node(n *yaml.Node, depth int) error {
 		}
 		w.write("]")
 	case yaml.ScalarNode:
+		v, err := scalar(n)
+		if err != nil {
+			return err
+		}
 		w.moveTo(n.Line, n.Column)
-		w.write(scalar(n))
+		w.write(v)
 	default:
 		return fmt.Errorf("line %d: unsupported YAML node", n.Line)
 	}
@@ -164,24 +169,41 @@ func (w *jsonWriter) node(n *yaml.Node, depth int) error {
 }
 
 // scalar renders a YAML scalar as JSON: numbers, booleans and null by their
-// resolved tag, everything else as a string.
-func scalar(n *yaml.Node) string {
+// resolved tag, everything else as a string. An integer is the number it
+// stands for in YAML (0x10 is 16, 0o17 is 15); .inf and .nan, which JSON
+// cannot hold, are refused.
+func scalar(n *yaml.Node) (string, error) {
 	switch n.ShortTag() {
-	case "!!int", "!!float":
+	case "!!int":
+		var i int64
+		if n.Decode(&i) == nil {
+			return strconv.FormatInt(i, 10), nil
+		}
 		if f, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64); err == nil {
-			if b, err := json.Marshal(f); err == nil {
-				return string(b)
+			return number(f), nil // beyond int64: policy refuses it as out of range
+		}
+	case "!!float":
+		var f float64
+		if n.Decode(&f) == nil {
+			if math.IsInf(f, 0) || math.IsNaN(f) {
+				return "", fmt.Errorf("line %d: %s is not a finite number: write a number such as 2.5", n.Line, n.Value)
 			}
+			return number(f), nil
 		}
 	case "!!bool":
 		var b bool
 		if n.Decode(&b) == nil {
-			return strconv.FormatBool(b)
+			return strconv.FormatBool(b), nil
 		}
 	case "!!null":
-		return "null"
+		return "null", nil
 	}
-	return quote(n.Value)
+	return quote(n.Value), nil
+}
+
+func number(f float64) string {
+	b, _ := json.Marshal(f) // f is finite
+	return string(b)
 }
 
 func quote(s string) string {

@@ -31,7 +31,7 @@ func TestYAMLToJSONKeepsLines(t *testing.T) {
 }
 
 func FuzzYAMLToJSON(f *testing.F) {
-	for _, s := range []string{"Retry:\n  - ErrorEquals: [States.ALL]\n", "a: &a [x, x]\nb: &b [*a, *a]\nc: [*b, *b]\n", "Retry: []\n---\nRetry: []\n", "a: &x [1, 2]\nb: *x\n", "- 1e3\n- .nan\n- ~\n- true\n"} {
+	for _, s := range []string{"Retry:\n  - ErrorEquals: [States.ALL]\n", "a: &a [x, x]\nb: &b [*a, *a]\nc: [*b, *b]\n", "Retry: []\n---\nRetry: []\n", "- 0x10\n- 0o17\n- -.inf\n- 1_000\n- !!float 3\n", "a: &x [1, 2]\nb: *x\n", "- 1e3\n- .nan\n- ~\n- true\n"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

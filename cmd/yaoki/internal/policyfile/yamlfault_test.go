@@ -60,3 +60,25 @@ func TestLoadTooLarge(t *testing.T) {
 		t.Fatalf("Load of a %d-byte YAML file: %v, want a refusal naming it", len(data), err)
 	}
 }
+
+// TestYAMLNumberForms: YAML integers written in hex, octal or with a sign
+// or underscores are the numbers they stand for; .inf and .nan, which JSON
+// cannot hold, are refused with their line as numbers, not passed on as
+// strings (policy then said ".inf" is a string).
+func TestYAMLNumberForms(t *testing.T) {
+	for lit, want := range map[string]string{"0x10": "16", "0o17": "15", "+3": "3", "1_000": "1000", "3": "3", "2.5": "2.5", "!!float 3": "3"} {
+		js, err := YAMLToJSON([]byte("MaxAttempts: " + lit + "\n"))
+		if err != nil || !strings.Contains(string(js), `"MaxAttempts":`+want+"}") {
+			t.Errorf("%s: %s, %v; want %s", lit, js, err, want)
+		}
+	}
+	for _, lit := range []string{".inf", "-.Inf", ".nan"} {
+		_, err := YAMLToJSON([]byte("Retry:\n  - ErrorEquals: [States.ALL]\n    BackoffRate: " + lit + "\n"))
+		if err == nil || !strings.Contains(err.Error(), "line 3") || !strings.Contains(err.Error(), "finite") {
+			t.Errorf("%s: %v, want a refusal at line 3", lit, err)
+		}
+	}
+	if js, err := YAMLToJSON([]byte("Comment: !!str 0x10\n")); err != nil || !strings.Contains(string(js), `"0x10"`) {
+		t.Errorf("a !!str: %s, %v", js, err)
+	}
+}
