@@ -20,8 +20,9 @@ const MetricDeadLetters = "yaoki.deadletter.letters"
 // "waiting", "due", "held" or "parked" (deadletter.Counts).
 const AttrDeadLetterState = "retry.deadletter.state"
 
-// CountTimeout bounds each store's Count at a collection, so that a slow
-// or unreachable store delays a scrape by no more than this.
+// CountTimeout bounds the stores' Count calls at a collection (they run at
+// once), so that slow or unreachable stores delay a scrape by no more than
+// this, however many queues are tracked.
 const CountTimeout = 2 * time.Second
 
 // deadLetters is the dead-letter gauge and the queues it reads.
@@ -49,8 +50,8 @@ func (d *deadLetters) register(m metric.Meter) error {
 	return err
 }
 
-// observe counts every tracked queue, each bounded by CountTimeout, outside
-// the lock. A store that fails leaves its queue out of this collection and
+// observe counts every tracked queue at once, all bounded by CountTimeout,
+// outside the lock. A store that fails leaves its queue out of this collection and
 // its error in the SDK's error handler.
 func (d *deadLetters) observe(ctx context.Context, o metric.Observer) error {
 	d.mu.Lock()
@@ -63,18 +64,31 @@ func (d *deadLetters) observe(ctx context.Context, o metric.Observer) error {
 		reads = append(reads, read{q, t})
 	}
 	d.mu.Unlock()
-	var errs []error
+	// The queues are counted at once, so that stores that do not answer
+	// (a database down) hold the collection for CountTimeout in all, not
+	// for CountTimeout each: a scrape then ends before its own timeout and
+	// shows everything else.
 	now := time.Now()
-	for _, r := range reads {
-		cctx, cancel := context.WithTimeout(ctx, CountTimeout)
-		c, err := r.t.store.Count(cctx, r.queue, now)
-		cancel()
-		if err != nil {
-			errs = append(errs, err)
+	cctx, cancel := context.WithTimeout(ctx, CountTimeout)
+	defer cancel()
+	counts := make([]deadletter.Counts, len(reads))
+	errs := make([]error, len(reads))
+	var wg sync.WaitGroup
+	for i, r := range reads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			counts[i], errs[i] = r.t.store.Count(cctx, r.queue, now)
+		}()
+	}
+	wg.Wait()
+	for i, r := range reads {
+		if errs[i] != nil {
 			continue
 		}
-		for i, n := range [4]int{c.Waiting, c.Due, c.Held, c.Parked} {
-			o.ObserveInt64(d.gauge, int64(n), r.t.opts[i]...)
+		c := counts[i]
+		for j, n := range [4]int{c.Waiting, c.Due, c.Held, c.Parked} {
+			o.ObserveInt64(d.gauge, int64(n), r.t.opts[j]...)
 		}
 	}
 	return errors.Join(errs...)
@@ -83,8 +97,8 @@ func (d *deadLetters) observe(ctx context.Context, o metric.Observer) error {
 // TrackDeadLetters reports the letters of queue in s on the
 // yaoki.deadletter.letters gauge, one series per state (retry.name = the
 // queue, retry.deadletter.state = waiting, due, held or parked): at each
-// collection it calls s.Count (one query for a database store), bounded by
-// CountTimeout. Alert on parked > 0: that work waits for an operator.
+// collection it calls s.Count (one query for a database store), at the
+// same time as the other tracked queues', bounded by CountTimeout. Alert on parked > 0: that work waits for an operator.
 // Tracking a queue again replaces the earlier store. The returned function
 // stops tracking.
 func (o *Observer) TrackDeadLetters(queue string, s deadletter.Store) (untrack func()) {

@@ -2,8 +2,13 @@ package otel_test
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/yaoki-go/yaoki/deadletter"
 	yotel "github.com/yaoki-go/yaoki/otel"
@@ -36,4 +41,52 @@ func TestDeadLetterGauge(t *testing.T) {
 	if got := collect().values(yotel.MetricDeadLetters); len(got) != 0 {
 		t.Fatalf("after untrack: %v, want no points", got)
 	}
+}
+
+// unanswered is a dead-letter store whose server does not answer counts
+// (a lost reply): Count waits until its context ends.
+type unanswered struct{ deadletter.Store }
+
+func (unanswered) Count(ctx context.Context, _ string, _ time.Time) (deadletter.Counts, error) {
+	<-ctx.Done()
+	return deadletter.Counts{}, ctx.Err()
+}
+
+// TestDeadLetterGaugeStoresNotAnswering: fault, lost replies: three
+// tracked queues whose store does not answer hold a collection (a scrape)
+// for CountTimeout in all, not CountTimeout each, so that a scrape during
+// a database outage ends before Prometheus' own timeout (10 s by default)
+// and still shows every other metric and the queue whose store answers.
+func TestDeadLetterGaugeStoresNotAnswering(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		reader := sdkmetric.NewManualReader()
+		provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+		defer provider.Shutdown(ctx)
+		o, err := yotel.New(provider)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _ := deadletter.NewMemory(0)
+		if err := s.Put(ctx, deadletter.Letter{ID: "1", Queue: "ok", Created: time.Now(), Parked: true}); err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []string{"a", "b", "c"} {
+			o.TrackDeadLetters(q, unanswered{s})
+		}
+		o.TrackDeadLetters("ok", s)
+		start := time.Now()
+		var rm metricdata.ResourceMetrics
+		err = reader.Collect(ctx, &rm)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Collect: %v, want the stores' context.DeadlineExceeded", err)
+		}
+		got := flatten(t, rm).values(yotel.MetricDeadLetters)
+		if took := time.Since(start); took > yotel.CountTimeout {
+			t.Errorf("the collection took %v, want at most CountTimeout (%v)", took, yotel.CountTimeout)
+		}
+		if got["retry.deadletter.state=parked,retry.name=ok"] != 1 || len(got) != 4 {
+			t.Errorf("letters = %v, want the 4 states of queue ok only", got)
+		}
+	})
 }
