@@ -188,7 +188,16 @@ func makePlan(cp *flags.Resolved, o *planOptions) *plan {
 		}
 	} else {
 		for i, r := range cp.Doc.Retry {
-			s := schedule{s: r.Schedule(), retries: r.MaxAttempts, noCap: r.MaxDelay == 0 && r.Interval > 0}
+			// The call's attempts (MaxTotalAttempts, RetryMode off,
+			// YAOKI_MAX_ATTEMPTS) may end it before the retrier's own
+			// MaxAttempts: the table shows the retries the loop makes.
+			retries := r.MaxAttempts
+			if pl.Attempts > 0 && retries > pl.Attempts-1 {
+				retries = pl.Attempts - 1
+				pl.Notes = append(pl.Notes, fmt.Sprintf("Retry[%d] allows %d retries, but the call's %d attempts leave room for %d: its table shows that many",
+					i, r.MaxAttempts, pl.Attempts, retries))
+			}
+			s := schedule{s: r.Schedule(), retries: retries, noCap: r.MaxDelay == 0 && r.Interval > 0}
 			pl.addTrack(fmt.Sprintf("Retry[%d] %s", i, strings.Join(r.ErrorEquals, ", ")), s, o.rows)
 		}
 	}
