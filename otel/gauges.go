@@ -60,6 +60,9 @@ type gauges struct {
 	transports map[*httpretry.Transport]uint64 // the number of its tracking: an earlier one's untrack leaves it
 	trackings  atomic.Uint64
 	hosts      map[string][]metric.ObserveOption // destinations seen in httpretry's events, with their name set
+	// hostsGuarded: hosts is full, and every host in it is guarded by a
+	// tracked transport (none can make room).
+	hostsGuarded bool
 }
 
 type tracked[T any] struct {
@@ -128,13 +131,40 @@ func (g *gauges) retireLocked(name string) {
 
 // sawHost records a destination of httpretry's events, for the transports
 // tracked with TrackTransport. It is called when an event's attribute set
-// is not cached yet, so not on the hot path.
+// is not cached yet, so not on the hot path. When maxHosts are recorded,
+// those that no tracked transport has guards for (the hosts of transports
+// not tracked, a crawler's say) make room, so that they cannot keep a
+// tracked transport's hosts off the gauges.
 func (g *gauges) sawHost(host string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if _, ok := g.hosts[host]; !ok && len(g.hosts) < maxHosts {
+	if _, ok := g.hosts[host]; ok {
+		return
+	}
+	if len(g.hosts) >= maxHosts && !g.hostsGuarded {
+		for h := range g.hosts {
+			if !g.guardedLocked(h) {
+				delete(g.hosts, h)
+			}
+		}
+		// Full of hosts that tracked transports guard: no need to look
+		// again until one of them is untracked.
+		g.hostsGuarded = len(g.hosts) >= maxHosts
+	}
+	if len(g.hosts) < maxHosts {
 		g.hosts[host] = nameSet(host)
 	}
+}
+
+// guardedLocked says whether a tracked transport has guards of host's own;
+// g.mu is held.
+func (g *gauges) guardedLocked(host string) bool {
+	for t := range g.transports {
+		if _, _, _, ok := t.Guarded(host); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // maxHosts bounds the destinations read from tracked transports, as
@@ -292,6 +322,7 @@ func (o *Observer) TrackBreakerFunc(name string, state func() string) (untrack f
 func (o *Observer) TrackTransport(t *httpretry.Transport) (untrack func()) {
 	g := &o.gauges
 	return track(&g.mu, g.transports, t, g.trackings.Add(1), func() {
+		g.hostsGuarded = false
 		for h := range g.hosts {
 			if _, brk, _, ok := t.Guarded(h); ok {
 				if _, reads := brk.(interface{ State() breaker.State }); reads {

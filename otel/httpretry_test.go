@@ -12,6 +12,7 @@ import (
 
 	"github.com/yaoki-go/yaoki/breaker"
 	"github.com/yaoki-go/yaoki/budget"
+	"github.com/yaoki-go/yaoki/event"
 	"github.com/yaoki-go/yaoki/httpretry"
 	yotel "github.com/yaoki-go/yaoki/otel"
 	"github.com/yaoki-go/yaoki/retry"
@@ -215,4 +216,33 @@ func TestCancelledCallCountsNoAttempt(t *testing.T) {
 		"error.type=cancelled,retry.component=retry,retry.reason=cancelled":                                                                               1,
 		"error.type=cancelled,http.request.method=GET,retry.component=httpretry,server.address=127.0.0.1,server.port=" + port + ",retry.reason=cancelled": 1,
 	})
+}
+
+// TestTrackTransportAfterManyUntrackedHosts: a program's crawler (a
+// transport given the Observer but not tracked) has called more hosts than
+// the Observer keeps for tracked transports (httpretry.MaxGuardedHosts)
+// before the tracked transport of its API calls its host: that host's
+// budget still shows on the gauge.
+func TestTrackTransportAfterManyUntrackedHosts(t *testing.T) {
+	o, collect := newObserver(t)
+	p, _ := retrytest.NoWait(retry.Policy{})
+	ctx := context.Background()
+	for i := range httpretry.MaxGuardedHosts + 10 {
+		o.Observe(ctx, event.Event{Kind: event.AttemptEnd, Component: "httpretry", Method: "GET",
+			Host: fmt.Sprintf("site%d.test", i), Outcome: event.Success, Status: 200})
+	}
+	srv := retrytest.NewServer(t, "200")
+	tr := &httpretry.Transport{Base: srv.Client().Transport, Policy: p, Observer: o}
+	defer o.TrackTransport(tr)()
+	client := tr.Client()
+	resp, err := client.Get(srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	client.CloseIdleConnections()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	if got := collect().values(yotel.MetricBudgetLevel); len(got) != 1 || got["retry.name="+host] == 0 {
+		t.Errorf("budget levels = %v, want the tracked transport's host %s", got, host)
+	}
 }
