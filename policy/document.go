@@ -47,7 +47,8 @@
 //	BackoffRate      multiplier ≥ 1.0 applied after each retry; default 2.0
 //	MaxDelaySeconds  cap on one wait, > 0 and ≤ 31622400; default none (waits grow unbounded)
 //	JitterStrategy   FULL (a uniform draw in [0, wait)) or NONE, and ours EQUAL ([wait/2, wait))
-//	                 and DECORRELATED; default NONE, as in Step Functions
+//	                 and DECORRELATED (each wait up to 3 times the previous one; it takes no
+//	                 BackoffRate); default NONE, as in Step Functions
 //	Comment          free text
 //
 // Retry n of a retrier waits IntervalSeconds·BackoffRate^(n−1), capped by

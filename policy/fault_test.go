@@ -76,3 +76,20 @@ func TestIntegerTooLargeMessage(t *testing.T) {
 		t.Errorf("2.5: %v, want \"not an integer\"", e)
 	}
 }
+
+// TestDecorrelatedBackoffRateRefused: DECORRELATED jitter draws each wait
+// up to three times the previous one and takes no BackoffRate: one written
+// beside it is refused at its place, where it was silently ignored.
+func TestDecorrelatedBackoffRateRefused(t *testing.T) {
+	e := firstErr(t, `[{"ErrorEquals": ["States.ALL"], "BackoffRate": 1.5, "JitterStrategy": "DECORRELATED"}]`)
+	if e.Path != "Retry[0].BackoffRate" || e.Column != 49 || !strings.Contains(e.Msg, "DECORRELATED") {
+		t.Errorf("got %v, want a refusal of BackoffRate at 1:49", e)
+	}
+	e = firstErr(t, `[{"ErrorEquals": ["States.ALL"], "JitterStrategy": "DECORRELATED", "BackoffRate": 1}]`)
+	if e.Path != "Retry[0].BackoffRate" {
+		t.Errorf("BackoffRate after JitterStrategy: %v", e)
+	}
+	if _, err := policy.Parse([]byte(`[{"ErrorEquals": ["States.ALL"], "JitterStrategy": "DECORRELATED", "MaxDelaySeconds": 20}]`)); err != nil {
+		t.Errorf("DECORRELATED without BackoffRate: %v", err)
+	}
+}

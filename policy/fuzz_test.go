@@ -21,6 +21,7 @@ func FuzzParse(f *testing.F) {
 		`[{"ErrorEquals": [" HTTP.503"]}]`, `[{"ErrorEquals": ["Net.Reset\t"]}]`,
 		`{"Breaker": {"OpenSeconds": 1e12}, "Budget": {"WindowSeconds": -1e300}}`,
 		`[{"ErrorEquals": ["HTTP.503"], "MaxAttempts": 100000000000000000000}]`,
+		`[{"ErrorEquals": ["States.ALL"], "BackoffRate": 1.5, "JitterStrategy": "DECORRELATED"}]`,
 		`[[[[[[[[`, `{"a":`, `"`, "\xff", ``,
 	} {
 		f.Add([]byte(s))

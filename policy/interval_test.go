@@ -9,7 +9,11 @@ import (
 // every retry, whatever the rate and the jitter.
 func TestIntervalZeroRetriesAtOnce(t *testing.T) {
 	for _, jitter := range []string{"NONE", "FULL", "EQUAL", "DECORRELATED"} {
-		doc := mustParse(t, `[{"ErrorEquals": ["States.ALL"], "IntervalSeconds": 0, "MaxAttempts": 70, "BackoffRate": 2, "JitterStrategy": "`+jitter+`"}]`)
+		rate := `"BackoffRate": 2, `
+		if jitter == "DECORRELATED" { // which takes no BackoffRate
+			rate = ""
+		}
+		doc := mustParse(t, `[{"ErrorEquals": ["States.ALL"], "IntervalSeconds": 0, "MaxAttempts": 70, `+rate+`"JitterStrategy": "`+jitter+`"}]`)
 		errs := make([]error, 70)
 		for i := range errs {
 			errs[i] = named("E")

@@ -232,6 +232,7 @@ func (d *decoder) retriers(n *node, path string) []Retrier {
 	return objects(d, n, path, "want an array of retriers such as [{\"ErrorEquals\": [\"States.ALL\"]}]", "want a retrier object with ErrorEquals", func(i int, e *node, p string) Retrier {
 		r := Retrier{Interval: DefaultInterval, MaxAttempts: DefaultMaxAttempts, BackoffRate: DefaultBackoffRate, Jitter: backoff.None}
 		seen := false
+		var rate *node // BackoffRate as written, if it is
 		d.fields(e, p, "retrier", retrierFields, func(k string, v *node, fp string) bool {
 			switch k {
 			case "ErrorEquals":
@@ -242,6 +243,7 @@ func (d *decoder) retriers(n *node, path string) []Retrier {
 			case "MaxAttempts":
 				r.MaxAttempts = d.integer(v, fp, checkMaxAttempts)
 			case "BackoffRate":
+				rate = v
 				if f, ok := d.number(v, fp, "want a number ≥ 1.0 (default 2.0)"); ok {
 					if msg := checkBackoffRate(f); msg != "" {
 						d.fail(v.off, fp, v.raw()+msg)
@@ -266,6 +268,9 @@ func (d *decoder) retriers(n *node, path string) []Retrier {
 		})
 		if !seen {
 			d.fail(e.off, p, "ErrorEquals is missing: each retrier lists the errors it retries, e.g. \"ErrorEquals\": [\"States.ALL\"]")
+		}
+		if rate != nil && r.Jitter == backoff.Decorrelated {
+			d.fail(rate.off, p+".BackoffRate", rate.raw()+` has no effect with "JitterStrategy": "DECORRELATED", which draws each wait from IntervalSeconds up to 3 times the previous one: leave BackoffRate out, or use FULL jitter`)
 		}
 		return r
 	})
