@@ -234,6 +234,11 @@ func (pl *plan) addTrack(label string, s schedule, maxRows int) {
 	if s.s.Kind != backoff.Exponential {
 		t.Rate = 1
 	}
+	if s.s.Jitter == backoff.Decorrelated && s.s.Base < s.s.Cap {
+		// Each wait is drawn up to 3 times the previous one, whatever the
+		// schedule's kind and multiplier.
+		t.Kind, t.Rate = "decorrelated", 3
+	}
 	if !s.noCap {
 		t.Cap = s.s.Cap.Seconds()
 	}
@@ -471,9 +476,13 @@ func (pl *plan) print(w io.Writer) {
 		default:
 			fmt.Fprintf(w, "%d retr%s, ", t.Retries, map[bool]string{true: "y", false: "ies"}[t.Retries == 1])
 		}
-		fmt.Fprintf(w, "%s", t.Kind)
-		if t.Kind == "exponential" {
-			fmt.Fprintf(w, " ×%g", t.Rate)
+		switch t.Kind {
+		case "exponential":
+			fmt.Fprintf(w, "%s ×%g", t.Kind, t.Rate)
+		case "decorrelated":
+			fmt.Fprintf(w, "each wait up to ×%g the previous", t.Rate)
+		default:
+			fmt.Fprintf(w, "%s", t.Kind)
 		}
 		jitter := t.Jitter + " jitter"
 		if t.Jitter == "none" {
