@@ -25,7 +25,7 @@ var (
 func guardObject[C any](d *decoder, n *node, path, name, example string, fields []string, c *C,
 	field func(k string, v *node, fp string) bool, check func(C) error) *C {
 	if n.kind != 'o' {
-		d.fail(n.off, path, n.raw()+" is "+n.kindName()+": want an object such as "+example+" ({} for the defaults)")
+		d.fail(n.off, path, n.found()+": want an object such as "+example+" ({} for the defaults)")
 		return nil
 	}
 	if !d.fields(n, path, name, fields, field) {
@@ -98,7 +98,7 @@ func (d *decoder) breakerConfig(n *node, path string) *breaker.Config {
 			case "RetriesOnly":
 				s.RetriesOnly, ok = v.b, v.kind == 'b'
 				if !ok {
-					d.fail(v.off, fp, v.raw()+" is "+v.kindName()+": want true or false")
+					d.fail(v.off, fp, v.found()+": want true or false")
 				}
 			}
 			return ok

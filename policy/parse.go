@@ -213,14 +213,14 @@ func (d *decoder) fields(n *node, path, what string, known []string, field func(
 // returns nil when n is not an array.
 func objects[T any](d *decoder, n *node, path, wantArray, wantObject string, each func(i int, e *node, p string) T) []T {
 	if n.kind != 'a' {
-		d.fail(n.off, path, n.raw()+" is "+n.kindName()+": "+wantArray)
+		d.fail(n.off, path, n.found()+": "+wantArray)
 		return nil
 	}
 	out := make([]T, 0, len(n.elems))
 	for i, e := range n.elems {
 		p := fmt.Sprintf("%s[%d]", path, i)
 		if e.kind != 'o' {
-			d.fail(e.off, p, e.raw()+" is "+e.kindName()+": "+wantObject)
+			d.fail(e.off, p, e.found()+": "+wantObject)
 			continue
 		}
 		out = append(out, each(i, e, p))
@@ -319,7 +319,7 @@ func (d *decoder) catchers(n *node, path string) []Catcher {
 // catcher) is the last one, where States.ALL may stand.
 func (d *decoder) names(n *node, path string, last bool, what string) []string {
 	if n.kind != 'a' {
-		d.fail(n.off, path, n.raw()+" is "+n.kindName()+`: want an array of error names such as ["HTTP.503", "Net.Timeout"]`)
+		d.fail(n.off, path, n.found()+`: want an array of error names such as ["HTTP.503", "Net.Timeout"]`)
 		return nil
 	}
 	if len(n.elems) == 0 {
@@ -330,7 +330,7 @@ func (d *decoder) names(n *node, path string, last bool, what string) []string {
 	for i, e := range n.elems {
 		p := fmt.Sprintf("%s[%d]", path, i)
 		if e.kind != 's' {
-			d.fail(e.off, p, e.raw()+" is "+e.kindName()+": want an error name in quotes, such as \"HTTP.503\"")
+			d.fail(e.off, p, e.found()+": want an error name in quotes, such as \"HTTP.503\"")
 			continue
 		}
 		if msg := checkName(e.str); msg != "" {
@@ -351,7 +351,7 @@ func (d *decoder) names(n *node, path string, last bool, what string) []string {
 
 func (d *decoder) number(n *node, path, want string) (float64, bool) {
 	if n.kind != 'n' {
-		d.fail(n.off, path, n.raw()+" is "+n.kindName()+": "+want)
+		d.fail(n.off, path, n.found()+": "+want)
 		return 0, false
 	}
 	f, err := strconv.ParseFloat(n.num.String(), 64)
@@ -422,7 +422,7 @@ func (d *decoder) integer(n *node, path string, check func(int) (string, string)
 
 func (d *decoder) str(n *node, path, want string) (string, bool) {
 	if n.kind != 's' {
-		d.fail(n.off, path, n.raw()+" is "+n.kindName()+": "+want)
+		d.fail(n.off, path, n.found()+": "+want)
 		return "", false
 	}
 	return n.str, true

@@ -45,6 +45,15 @@ func (n *node) kindName() string {
 	return "null"
 }
 
+// found says what n is, for messages: `"3" is a string`, or `null`
+// alone for a null value (a field left empty in YAML).
+func (n *node) found() string {
+	if n.kind == 'z' {
+		return "null"
+	}
+	return n.raw() + " is " + n.kindName()
+}
+
 // raw returns the value as it would be written in the file, shortened, for
 // messages.
 func (n *node) raw() string {

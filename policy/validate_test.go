@@ -62,7 +62,7 @@ func TestParseErrors(t *testing.T) {
 		{"MaxDelaySeconds too large", `[{"ErrorEquals": ["States.ALL"], "MaxDelaySeconds": 31622401}]`, []string{"Retry[0].MaxDelaySeconds: 31622401 out of range"}},
 		{"JitterStrategy unknown", `[{"ErrorEquals": ["States.ALL"], "JitterStrategy": "RANDOM"}]`, []string{`Retry[0].JitterStrategy: "RANDOM" is not a jitter strategy: want FULL, NONE, EQUAL, DECORRELATED`}},
 		{"JitterStrategy lower-case", `[{"ErrorEquals": ["States.ALL"], "JitterStrategy": "full"}]`, []string{`did you mean "FULL"?`}},
-		{"JitterStrategy not a string", `[{"ErrorEquals": ["States.ALL"], "JitterStrategy": null}]`, []string{"Retry[0].JitterStrategy: null is null"}},
+		{"JitterStrategy not a string", `[{"ErrorEquals": ["States.ALL"], "JitterStrategy": null}]`, []string{"Retry[0].JitterStrategy: null: want one of"}},
 		{"Comment not a string", `[{"ErrorEquals": ["States.ALL"], "Comment": 1}]`, []string{"Retry[0].Comment: 1 is a number: want a string"}},
 		{"Catch not an array", `{"Catch": "x"}`, []string{"Catch: \"x\" is a string: want an array of catchers"}},
 		{"catcher not an object", `{"Catch": [1]}`, []string{"Catch[0]: 1 is a number"}},
