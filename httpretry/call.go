@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/yaoki-go/yaoki/header"
+	"github.com/yaoki-go/yaoki/internal/credential"
 	"github.com/yaoki-go/yaoki/retry"
 )
 
@@ -199,7 +200,7 @@ func (cl *call) gaveUp(resp *http.Response, err error) (*http.Response, error) {
 
 // fail builds RoundTrip's error.
 func (cl *call) fail(err error) error {
-	e := &Error{Method: methodOf(cl.req), URL: cl.req.URL.Redacted(), Attempts: cl.attemptsSent(), LastStatus: cl.lastStatus, Key: cl.idempotencyKey(), Err: err}
+	e := &Error{Method: methodOf(cl.req), URL: credential.RedactedURL(cl.req.URL), Attempts: cl.attemptsSent(), LastStatus: cl.lastStatus, Key: cl.idempotencyKey(), Err: err}
 	var re *retry.Error
 	if errors.As(err, &re) {
 		if cl.unsent || cl.hs != nil {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/yaoki-go/yaoki/internal/credential"
 	"github.com/yaoki-go/yaoki/retry"
 )
 
@@ -95,7 +96,7 @@ func (e *StatusError) Error() string {
 	var b strings.Builder
 	b.WriteString("httpretry: ")
 	if e.req != nil && e.req.URL != nil {
-		fmt.Fprintf(&b, "%s %s: ", methodOf(e.req), e.req.URL.Redacted())
+		fmt.Fprintf(&b, "%s %s: ", methodOf(e.req), credential.RedactedURL(e.req.URL))
 	}
 	if e.Status != "" {
 		b.WriteString(e.Status)

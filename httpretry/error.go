@@ -40,7 +40,10 @@ var (
 // last response and no error, as http.Client does.
 type Error struct {
 	Method string
-	// URL is the request's URL with its password redacted (url.Redacted).
+	// URL is the request's URL with its password redacted (url.Redacted)
+	// and the values of the query parameters that carry credentials too
+	// (api_key, access_token, client_secret, password, an AWS presigned
+	// URL's signature, credential and token), as "xxxxx".
 	URL string
 	// Attempts is the number of attempts sent. An attempt that was not
 	// sent is not counted: one due after the caller's context had ended

@@ -54,7 +54,7 @@ func pooledObservedCall(cl *call, o event.Observer) *observedCall {
 
 func (oc *observedCall) init(cl *call, o event.Observer) {
 	oc.call = *cl
-	oc.obs = observer{next: o, cl: &oc.call, method: methodOf(cl.req), host: cl.req.URL.Host}
+	oc.obs = observer{next: o, cl: &oc.call, method: methodOf(cl.req), host: hostKey(cl.req.URL.Host)}
 	oc.call.obs = &oc.obs
 }
 

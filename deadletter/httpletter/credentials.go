@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/yaoki-go/yaoki/header"
+	"github.com/yaoki-go/yaoki/internal/credential"
 )
 
 // credentialHeader reports whether the header name (canonical) is one of
@@ -32,17 +33,6 @@ func kept(name string) bool {
 	return !credentialHeader(name)
 }
 
-// credentialQuery reports whether the query parameter name is one of the
-// listed credentials (compared case-insensitively).
-func credentialQuery(name string) bool {
-	switch strings.ToLower(name) {
-	case "api_key", "apikey", "api-key", "access_token", "client_secret", "password",
-		"x-amz-security-token", "x-amz-signature", "x-amz-credential":
-		return true
-	}
-	return false
-}
-
 // dropHeader reports whether the header name (canonical) is one of e's own
 // credentials.
 func (e Encoder) dropHeader(name string) bool {
@@ -51,7 +41,7 @@ func (e Encoder) dropHeader(name string) bool {
 
 // dropQuery reports whether Encode leaves the query parameter name out.
 func (e Encoder) dropQuery(name string) bool {
-	return credentialQuery(name) || slices.ContainsFunc(e.DropQuery, func(d string) bool { return strings.EqualFold(d, name) })
+	return credential.Query(name) || slices.ContainsFunc(e.DropQuery, func(d string) bool { return strings.EqualFold(d, name) })
 }
 
 // cleanURL returns u without its userinfo, its credential query
@@ -67,7 +57,7 @@ func (e Encoder) cleanURL(u *url.URL) url.URL {
 	}
 	kept := make([]string, 0, strings.Count(c.RawQuery, "&")+1)
 	for part := range strings.SplitSeq(c.RawQuery, "&") {
-		if !e.dropQuery(queryName(part)) {
+		if !e.dropQuery(credential.QueryName(part)) {
 			kept = append(kept, part)
 		}
 	}
@@ -75,18 +65,8 @@ func (e Encoder) cleanURL(u *url.URL) url.URL {
 	return c
 }
 
-// queryName returns the decoded name of a query's name=value part (the
-// part as written if it does not decode).
-func queryName(part string) string {
-	name, _, _ := strings.Cut(part, "=")
-	if n, err := url.QueryUnescape(name); err == nil {
-		return n
-	}
-	return name
-}
-
 // redacted replaces a credential in a message.
-const redacted = "xxxxx"
+const redacted = credential.Hidden
 
 // minSecret is the length from which a credential's value is looked for
 // in a message: a shorter one would match ordinary words. (The URL, where
@@ -134,7 +114,7 @@ func (e Encoder) redact(req *http.Request, msg string) string {
 		}
 	}
 	for part := range strings.SplitSeq(u.RawQuery, "&") {
-		if _, v, _ := strings.Cut(part, "="); e.dropQuery(queryName(part)) {
+		if _, v, _ := strings.Cut(part, "="); e.dropQuery(credential.QueryName(part)) {
 			add(v)
 			if d, err := url.QueryUnescape(v); err == nil {
 				add(d)
@@ -186,7 +166,7 @@ func (e Encoder) scrub(msg string) string {
 		b.WriteString(msg[:i+1])
 		msg = msg[i+1:]
 		eq := strings.IndexAny(msg, "=?&#"+urlEnd)
-		if eq < 0 || msg[eq] != '=' || !e.dropQuery(queryName(msg[:eq])) {
+		if eq < 0 || msg[eq] != '=' || !e.dropQuery(credential.QueryName(msg[:eq])) {
 			continue
 		}
 		b.WriteString(msg[:eq+1])
@@ -221,7 +201,7 @@ func hide(req *http.Request, query string, err error) error {
 		}
 		for part := range strings.SplitSeq(req.URL.RawQuery, "&") {
 			if !had[part] {
-				e.DropQuery = append(e.DropQuery, queryName(part))
+				e.DropQuery = append(e.DropQuery, credential.QueryName(part))
 			}
 		}
 	}
