@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -312,5 +313,32 @@ func TestExecSignalDuringAttemptKeepsCommandsCode(t *testing.T) {
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	if code := s.wait(t); code != 3 {
 		t.Fatalf("exit %d; want 3, the command's own\n%s", code, strings.Join(s.lines(), "\n"))
+	}
+}
+
+// Fault: yaoki exec is killed with SIGKILL (kill -9, the OOM killer) while
+// an attempt runs. On Linux the command gets SIGKILL with it (the parent
+// death signal): it does not run on unwatched, to be started again beside
+// itself by whoever runs yaoki again.
+func TestExecKilledYaokiTakesTheCommandWithIt(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the parent death signal is Linux's")
+	}
+	fifo := filepath.Join(t.TempDir(), "never")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The command prints its PID, then blocks opening the FIFO.
+	s, pid, _ := startPrinting(t, nil, yaoki, "exec", "--max-attempts", "3", "--base", "0", "--",
+		"sh", "-c", `echo $$; exec cat "$0"`, fifo)
+	t.Cleanup(s.kill) // runs last: once the command is gone, its stderr ends
+	t.Cleanup(func() {
+		if n, err := strconv.Atoi(pid); err == nil && !gone(pid) {
+			syscall.Kill(n, syscall.SIGKILL)
+		}
+	})
+	s.cmd.Process.Signal(syscall.SIGKILL)
+	if !poll(5*time.Second, 5*time.Millisecond, func() bool { return gone(pid) }) {
+		t.Fatalf("the command (PID %s) runs on after yaoki was killed", pid)
 	}
 }

@@ -241,6 +241,7 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 		if group {
 			setGroup(c)
 		}
+		dieWithYaoki(c)
 		timedOut.Store(false)
 		if err := c.Start(); err != nil {
 			code := execNotExecutable

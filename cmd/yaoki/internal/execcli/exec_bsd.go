@@ -2,6 +2,8 @@
 
 package execcli
 
+import "os/exec"
+
 // adoptOrphans reports false: on the BSDs yaoki does not adopt what an
 // attempt leaves running; endLeftovers ends the attempt's process group only.
 func adoptOrphans() bool { return false }
@@ -9,3 +11,5 @@ func adoptOrphans() bool { return false }
 func orphans() []int { return nil }
 
 func reap() {}
+
+func dieWithYaoki(*exec.Cmd) {}

@@ -2,6 +2,7 @@ package execcli
 
 import (
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -64,4 +65,14 @@ func reap() {
 			return
 		}
 	}
+}
+
+// dieWithYaoki makes c get SIGKILL if yaoki dies first (the parent death
+// signal), so that a yaoki killed with SIGKILL leaves no attempt running on
+// unwatched. The processes the command started are not reached by it.
+func dieWithYaoki(c *exec.Cmd) {
+	if c.SysProcAttr == nil {
+		c.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	c.SysProcAttr.Pdeathsig = syscall.SIGKILL
 }
