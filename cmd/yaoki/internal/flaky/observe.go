@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -25,6 +26,17 @@ type flakyAnswer struct {
 	replayed   bool
 }
 
+// serverAddr is the address that r came to, the one flaky listens on:
+// the events' Host, a label of the metrics, which the Host field a client
+// writes (any value) would make unbounded. r.Host when the server did not
+// say (a request made by hand).
+func serverAddr(r *http.Request) string {
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		return a.String()
+	}
+	return r.Host
+}
+
 // reportAnswer reports an answer of yaoki flaky: to the observer, as the attempt
 // it ends for the client (event.AttemptEnd with Component "flaky", Attempt
 // from the client's attempt header, the status and the outcome the client
@@ -37,7 +49,8 @@ func reportAnswer(o *telemetry.Running, r *http.Request, a flakyAnswer) (logged 
 		return false
 	}
 	if obs := o.Observer; obs != nil {
-		e := event.Event{Kind: event.AttemptEnd, Time: time.Now(), Component: "flaky", Method: r.Method, Host: r.Host,
+		host := serverAddr(r)
+		e := event.Event{Kind: event.AttemptEnd, Time: time.Now(), Component: "flaky", Method: r.Method, Host: host,
 			Status: a.st.status, Outcome: answerOutcome(a.st), Duration: a.st.slow}
 		e.Attempt, _ = strconv.Atoi(a.attemptHdr)
 		if a.st.reset {
@@ -46,7 +59,7 @@ func reportAnswer(o *telemetry.Running, r *http.Request, a flakyAnswer) (logged 
 		obs.Observe(r.Context(), e)
 		if a.replayed {
 			obs.Observe(r.Context(), event.Event{Kind: event.Replay, Time: e.Time, Component: "flaky",
-				Method: r.Method, Host: r.Host, Status: a.st.status, Key: a.key})
+				Method: r.Method, Host: host, Status: a.st.status, Key: a.key})
 		}
 	}
 	if o.Logger == nil {
