@@ -1,8 +1,10 @@
 package proxy
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/url"
@@ -96,9 +98,20 @@ func LoadConfig(path string) (*Config, error) {
 // it finds, each with its file, line and column, joined with errors.Join.
 func ParseConfig(file string, data []byte) (*Config, error) {
 	c := &configReader{file: file, dir: filepath.Dir(file)}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
+	if err := dec.Decode(&root); err != nil && !errors.Is(err, io.EOF) {
 		return nil, &proxyConfigError{file: file, msg: "invalid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		return nil, &proxyConfigError{file: file, msg: "invalid YAML after the first document: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+	default:
+		// The routes of a second document would be dropped without a
+		// word.
+		return nil, &proxyConfigError{file: file, line: next.Line, col: next.Column, msg: "a second YAML document (after ---): a config file holds one document, with all its routes"}
 	}
 	if root.Kind == 0 || len(root.Content) == 0 {
 		return nil, &proxyConfigError{file: file, msg: "the file is empty: want a mapping with routes, e.g.\nroutes:\n  - path: /\n    upstream: http://127.0.0.1:9000"}

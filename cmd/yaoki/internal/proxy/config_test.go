@@ -141,6 +141,8 @@ func TestProxyConfigErrors(t *testing.T) {
     upstream: http://b
 `, []string{"f.yaml:4:5: routes[1]: never used: routes[0] (line 2) comes first"}},
 		{"bad yaml", "routes: [\n", []string{"proxy: f.yaml: invalid YAML"}},
+		{"two documents", "routes:\n  - upstream: http://a\n---\nroutes:\n  - path: /b\n    upstream: http://b\n", []string{"f.yaml:3:1: a second YAML document (after ---): a config file holds one document"}},
+		{"bad second document", "routes:\n  - upstream: http://a\n---\nroutes: [\n", []string{"f.yaml: invalid YAML after the first document"}},
 	} {
 		_, err := ParseConfig("f.yaml", []byte(c.text))
 		if err == nil {
