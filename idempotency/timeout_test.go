@@ -56,7 +56,7 @@ func TestTimeoutHandlerOrder(t *testing.T) {
 				// runs the handler too, which waits on proceed as well.
 				retry := make(chan int, 1)
 				go func() { retry <- post(srv, "POST", "/pay", "k", "{}").Code }()
-				time.Sleep(2 * time.Second)
+				time.Sleep(2 * time.Second) // virtual: the retry's own timeout passes
 				if code := <-retry; code != tc.retry {
 					t.Errorf("retry while the first handler runs: %d, want %d", code, tc.retry)
 				}

@@ -8,13 +8,13 @@ import (
 
 func TestRedactedURL(t *testing.T) {
 	for in, want := range map[string]string{
-		"https://api.test/v1/x":                                        "https://api.test/v1/x",
-		"https://u:secret@api.test/x?page=2":                           "https://u:xxxxx@api.test/x?page=2",
-		"https://api.test/x?page=2&api_key=s3cr3t&q=a%20b":             "https://api.test/x?page=2&api_key=xxxxx&q=a%20b",
-		"https://api.test/x?API_KEY=s3cr3t":                            "https://api.test/x?API_KEY=xxxxx",
+		"https://api.test/v1/x":                                         "https://api.test/v1/x",
+		"https://u:secret@api.test/x?page=2":                            "https://u:xxxxx@api.test/x?page=2",
+		"https://api.test/x?page=2&api_key=s3cr3t&q=a%20b":              "https://api.test/x?page=2&api_key=xxxxx&q=a%20b",
+		"https://api.test/x?API_KEY=s3cr3t":                             "https://api.test/x?API_KEY=xxxxx",
 		"https://b.test/o?X-Amz-Credential=AK%2F1&X-Amz-Signature=ab12": "https://b.test/o?X-Amz-Credential=xxxxx&X-Amz-Signature=xxxxx",
-		"https://api.test/x?access%5Ftoken=t0k3n":                      "https://api.test/x?access%5Ftoken=xxxxx",
-		"https://api.test/x?password":                                  "https://api.test/x?password",
+		"https://api.test/x?access%5Ftoken=t0k3n":                       "https://api.test/x?access%5Ftoken=xxxxx",
+		"https://api.test/x?password":                                   "https://api.test/x?password",
 	} {
 		u, err := url.Parse(in)
 		if err != nil {
