@@ -88,3 +88,47 @@ func TestHugeHintNeverShortened(t *testing.T) {
 		}
 	}
 }
+
+// TestHintJitterDrawOutOfRange: a random source that breaks Env.Rand's
+// contract ([0, 1)), such as a normal distribution, 1 for "the largest
+// jitter" or a NaN from a bad computation, is clamped as backoff.Delay
+// clamps its draw. A 10 s server hint is then waited for between 10 s
+// and 12 s (up to HintJitter on top): a NaN or ±Inf draw made the wait
+// −2562047h and the loop retried at once, −1 shortened it to 8 s, earlier
+// than the server asked, and 5 made it 20 s. The Stepper's draw is in
+// [0, 1) too.
+func TestHintJitterDrawOutOfRange(t *testing.T) {
+	const hint = 10 * time.Second
+	for _, u := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), -1, 5, 1} {
+		var waits []time.Duration
+		var steps []float64
+		p := retry.Policy{MaxAttempts: 3, Env: &retry.Env{
+			Rand:  func() float64 { return u },
+			Sleep: func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil },
+		}, Stepper: func() retry.Stepper { return drawRecorder{&steps} }}
+		calls := 0
+		_ = retry.Do(context.Background(), p, func(context.Context) error {
+			calls++
+			if calls == 1 {
+				return retry.After(errFlaky, hint)
+			}
+			return errFlaky
+		})
+		if len(waits) != 2 || waits[0] < hint || waits[0] > hint+hint/5 {
+			t.Errorf("draw %v: waits %v, want the first between %v and %v", u, waits, hint, hint+hint/5)
+		}
+		for _, s := range steps {
+			if !(s >= 0 && s < 1) {
+				t.Errorf("draw %v: the Stepper got %v, want a draw in [0, 1)", u, s)
+			}
+		}
+	}
+}
+
+// drawRecorder is a Stepper that keeps the draws it is given and waits 1 s.
+type drawRecorder struct{ us *[]float64 }
+
+func (r drawRecorder) Step(_ int, _ error, _ retry.Class, u float64) (time.Duration, bool) {
+	*r.us = append(*r.us, u)
+	return time.Second, true
+}

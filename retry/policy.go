@@ -142,7 +142,8 @@ type Env struct {
 	// Rand returns draws in [0, 1) for jitter. Nil: math/rand/v2's
 	// Float64, which is safe for concurrent use. A seeded source gives a
 	// repeatable schedule; it must be safe for concurrent use if the Env
-	// is shared.
+	// is shared. A draw outside [0, 1) is clamped into it (NaN counts as
+	// 0), so the jitter on a server hint stays within [0, HintJitter].
 	Rand func() float64
 	// Sleep, if set, replaces the loop's timer: it must wait d or until
 	// ctx ends, whichever is first, and return ctx.Err() in the second
@@ -175,11 +176,22 @@ func (e *Env) sleep(ctx context.Context, d time.Duration) error {
 	return sleep(ctx, d)
 }
 
+// draw returns a draw in [0, 1): Rand's, clamped into that range as
+// backoff.Delay clamps its own (a NaN counts as 0), so that a source that
+// breaks the contract can neither shorten a server's hint nor make a wait
+// negative.
 func (e *Env) draw() float64 {
-	if e != nil && e.Rand != nil {
-		return e.Rand()
+	if e == nil || e.Rand == nil {
+		return rand.Float64()
 	}
-	return rand.Float64()
+	u := e.Rand()
+	if !(u >= 0) {
+		return 0
+	}
+	if u >= 1 {
+		return 1 - 0x1p-53
+	}
+	return u
 }
 
 // Stepper decides the waits of one call; see Policy.Stepper. It is used by
