@@ -179,3 +179,35 @@ func TestSingleAttemptTransportErrorAnswers503(t *testing.T) {
 	}
 	http.DefaultClient.CloseIdleConnections()
 }
+
+// TestRetryingCallerPastAttempt1000: a caller that retries for hours
+// (MaxAttempts Unlimited under a long MaxElapsed) numbers its attempts
+// past 1000. Its attempt 1001, 5000 or 999999999 still comes from a
+// retrying caller: the guarded hop makes a single attempt, so C receives
+// one request per attempt, not 3 (the guard took any number above 1000
+// for "does not retry", and the hop's own retries multiplied the
+// caller's).
+func TestRetryingCallerPastAttempt1000(t *testing.T) {
+	var n atomic.Int64
+	c := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer c.Close()
+	b := hop(t, c.URL, guarded)
+	for _, attempt := range []string{"1000", "1001", "5000", "999999999"} {
+		n.Store(0)
+		req, _ := http.NewRequest("GET", b.URL, nil)
+		req.Header.Set("Attempt-Count", attempt)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if n.Load() != 1 || resp.StatusCode != 503 || resp.Header.Get("Do-Not-Retry") != "" {
+			t.Errorf("Attempt-Count: %s: C received %d requests, B answered %d with Do-Not-Retry %q; want 1, and 503 without it (the caller retries)",
+				attempt, n.Load(), resp.StatusCode, resp.Header.Get("Do-Not-Retry"))
+		}
+	}
+	http.DefaultClient.CloseIdleConnections()
+}

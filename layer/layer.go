@@ -61,8 +61,8 @@ const (
 // Config configures the middleware. The zero value uses the defaults above.
 type Config struct {
 	// AttemptHeader is the request header whose presence, with a valid
-	// attempt number (1 to 1000), says the caller retries. Empty:
-	// header.AttemptCount ("Attempt-Count").
+	// attempt number (a positive decimal integer), says the caller
+	// retries. Empty: header.AttemptCount ("Attempt-Count").
 	AttemptHeader string
 	// DoNotRetryHeader is the response header Fail and DoNotRetry set to
 	// "true". Empty: header.DoNotRetry ("Do-Not-Retry").
@@ -132,17 +132,34 @@ func Middleware(next http.Handler) http.Handler {
 	return mw(next)
 }
 
+// MaxAttempt is the largest attempt number Attempt reports: a caller's
+// attempt header with a larger number (ten digits or more) still says that
+// the caller retries, and reads as MaxAttempt.
+const MaxAttempt = 999_999_999
+
 // parseAttempt returns the attempt number in v, or 0 when v is not one
-// (absent, not a decimal integer, outside 1..1000).
+// (absent, not a decimal integer, 0). Any positive number is one: a caller
+// that retries for hours numbers its attempts past 1000, and is no less a
+// retrying caller then. Numbers above MaxAttempt read as MaxAttempt.
 func parseAttempt(v string) int {
 	v = strings.TrimSpace(v)
-	if v == "" || len(v) > 4 {
+	v = strings.TrimPrefix(v, "+")
+	if v == "" {
 		return 0
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > 1000 {
-		return 0
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return 0
+		}
 	}
+	v = strings.TrimLeft(v, "0")
+	switch {
+	case v == "":
+		return 0
+	case len(v) > 9:
+		return MaxAttempt
+	}
+	n, _ := strconv.Atoi(v) // nine digits at most: no error
 	return n
 }
 
