@@ -407,10 +407,31 @@ func (cl *call) request(ctx context.Context) (*http.Request, error) {
 }
 
 // numbered reports whether the caller's request already carries the
-// attempt header with this attempt's number, and nothing else in it.
+// attempt header with this attempt's number, and nothing else in it, or
+// the number of a caller that retries (callerAttempt).
 func (cl *call) numbered() bool {
 	vs := cl.req.Header[cl.c.attemptHdr]
-	return len(vs) == 1 && vs[0] == attemptNumber(cl.n)
+	return len(vs) == 1 && (vs[0] == attemptNumber(cl.n) || cl.callerAttempt(vs[0]))
+}
+
+// callerAttempt reports whether v, the attempt header of the caller's
+// request, is the number of an attempt of a layer above that retries,
+// which this attempt sends on: the call is a single attempt because of
+// that layer (retry.SingleAttempt: layer.Middleware saw the number come
+// in) and v is an attempt number (1 to 1000, digits only, as
+// layer.Middleware reads them). A gateway that relays the request then
+// tells the upstream which of its caller's attempts this is, where its
+// own loop's number would always be 1.
+func (cl *call) callerAttempt(v string) bool {
+	if cl.n != 1 || len(v) == 0 || len(v) > 4 || v[0] == '0' {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return false
+		}
+	}
+	return (len(v) < 4 || v == "1000") && retry.IsSingleAttempt(cl.req.Context())
 }
 
 // header returns a copy of the caller's header map with the attempt number
@@ -424,7 +445,7 @@ func (cl *call) header() http.Header {
 	if h == nil {
 		h = make(http.Header, 2)
 	}
-	if cl.c.attemptHdr != "" {
+	if cl.c.attemptHdr != "" && !cl.numbered() {
 		h[cl.c.attemptHdr] = []string{attemptNumber(cl.n)}
 	}
 	if cl.key != "" {

@@ -183,7 +183,10 @@ type Transport struct {
 	// A request that already carries it with the value "1" (and needs no
 	// Idempotency-Key nor buffered body) is sent as it is on its first
 	// attempt, without the copy of the request that a header to change
-	// takes.
+	// takes. A single attempt (retry.SingleAttempt: a layer above
+	// retries) keeps an attempt number (1 to 1000) the request already
+	// carries, the number of that layer's attempt, for a gateway that
+	// relays its caller's request.
 	AttemptHeader string
 
 	// DoNotRetryHeader names the response header by which a server asks not

@@ -549,6 +549,59 @@ func TestSingleAttemptContext(t *testing.T) {
 	}
 }
 
+func TestSingleAttemptKeepsCallersAttemptNumber(t *testing.T) {
+	// A gateway that relays a request from a caller that retries (its
+	// Attempt-Count: 3 made the call a single attempt) sends that caller's
+	// number on: the upstream sees which of the caller's attempts this is,
+	// not the "1" of a loop that makes one. A number that is not one, or a
+	// call that retries itself, gets httpretry's own numbering.
+	for _, c := range []struct {
+		single bool
+		caller string
+		method string
+		want   string
+	}{
+		{true, "3", "GET", "3"},
+		{true, "3", "POST", "3"}, // with the Idempotency-Key added (KeyAuto): a copy of the header
+		{true, "1000", "GET", "1000"},
+		{true, "1001", "GET", "1"},
+		{true, "0", "GET", "1"},
+		{true, "x", "GET", "1"},
+		{true, "3 ", "GET", "1"},
+		{true, "", "GET", "1"},
+		{false, "3", "GET", "1"},
+	} {
+		base := &sentRequests{codes: []int{503}}
+		tr := &httpretry.Transport{Base: base, Policy: fast(retry.Policy{}), IdempotencyKey: httpretry.KeyAuto}
+		ctx := context.Background()
+		if c.single {
+			ctx = retry.SingleAttempt(ctx)
+		}
+		req, _ := http.NewRequestWithContext(ctx, c.method, "http://api.test/x", nil)
+		if c.caller != "" {
+			req.Header["Attempt-Count"] = []string{c.caller}
+		}
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatalf("%+v: %v", c, err)
+		}
+		resp.Body.Close()
+		if c.single && len(base.sent) != 1 {
+			t.Fatalf("%+v: %d attempts, want 1", c, len(base.sent))
+		}
+		sent := base.sent[0].Header
+		if got := sent["Attempt-Count"]; len(got) != 1 || got[0] != c.want {
+			t.Errorf("%+v: first attempt sent with Attempt-Count %q, want %q", c, got, c.want)
+		}
+		if c.method == "POST" && sent.Get("Idempotency-Key") == "" {
+			t.Errorf("%+v: the POST went without its Idempotency-Key", c)
+		}
+		if v := req.Header["Attempt-Count"]; c.caller != "" && (len(v) != 1 || v[0] != c.caller) {
+			t.Errorf("%+v: the caller's request now says %q", c, v)
+		}
+	}
+}
+
 func TestNoRetryForBadRequests(t *testing.T) {
 	tr := &httpretry.Transport{Policy: fast(retry.Policy{})}
 	for _, url := range []string{"ftp://127.0.0.1/x", "http:///nohost"} {

@@ -65,7 +65,8 @@ attempt runs; the first answer wins, within the hedge budget of package
 hedge (5 % more requests by default).
 
 Each attempt carries Attempt-Count; a client that sends Attempt-Count itself
-retries, and then the proxy makes one attempt per request. When the proxy's
+retries, and then the proxy makes one attempt per request, sent with the
+client's number. When the proxy's
 own retries end on a retryable status, it relays the last answer with
 Do-Not-Retry: true. When there is no answer to relay, the proxy answers
 itself with application/problem+json: 502 (upstream unreachable), 503

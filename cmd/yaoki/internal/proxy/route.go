@@ -139,10 +139,12 @@ func newProxyRoute(rc *Route, base http.RoundTripper, s *Server, ctx context.Con
 				delete(r.Out.Header, "Upgrade")
 				delete(r.Out.Header, "Connection")
 			}
-			if _, up := r.Out.Header["Upgrade"]; !up {
+			if _, up := r.Out.Header["Upgrade"]; !up && !layer.FromRetryingCaller(r.In) {
 				// The number httpretry gives a first attempt, set in the
 				// request the proxy owns: the first attempt is then sent
-				// without a copy of the request and its header.
+				// without a copy of the request and its header. A client
+				// that retries keeps its own number: the proxy's one
+				// attempt sends it on (httpretry.Transport.AttemptHeader).
 				r.Out.Header[header.AttemptCount] = firstAttempt
 			}
 		},
