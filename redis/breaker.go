@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -94,9 +95,16 @@ type BreakerConfig struct {
 // breaker's open period is published at the next sync that succeeds, if
 // it has not ended by then.
 //
-// The fleet's clocks should agree to well within the open period: the end
-// is published as an instant (Unix milliseconds) and compared with each
-// process's now. It is safe for concurrent use.
+// The end is published as an instant (Unix milliseconds) and compared with
+// each process's now, so the fleet's clocks should agree to well within the
+// open period; the key's expiry (Redis's clock) bounds what a skewed clock
+// does. An end is never believed past the key's time to live (+2 s), so a
+// process whose clock runs ahead by d makes the others refuse for its
+// period's real length, not d longer, and itself follows the others' trips
+// only for what is left of their periods after d; a process whose clock is
+// behind by d is followed for its period less d. A key the breaker never
+// writes (another type, no expiry) is deleted at the next sync rather than
+// believed. It is safe for concurrent use.
 type Breaker struct {
 	fleet   atomic.Pointer[fleetOpen] // what the last sync read; nil before the first
 	local   *breaker.Breaker
@@ -231,22 +239,47 @@ func (b *Breaker) StateAt(now time.Time) breaker.State {
 func (b *Breaker) State() breaker.State { return b.StateAt(time.Now()) }
 
 // syncScript: KEYS[1] the fleet's key, a hash of u (the end of the open
-// period, Unix ms) and n (the trips of the process that published it).
-// ARGV until_ms (0: nothing to publish), trips, ttl_ms. A later end
-// replaces the stored one and sets the key to expire when it passes;
-// an earlier one changes nothing. Returns {u, n} after the update, {0, 0}
-// when no process is open.
+// period, Unix ms) and n (the trips of the process that published it),
+// which expires when u passes. ARGV until_ms (0: nothing to publish),
+// trips, ttl_ms, now_ms (the caller's clock), slack_ms. The stored end is
+// read as it stands for the caller: at most its clock plus the key's time
+// to live (plus slack), so that an end published by a process whose clock
+// runs ahead is not believed past the real end of its period. A key this
+// script never writes (another type, or no expiry: another version's, or
+// corrupt) is deleted rather than believed, which would refuse calls or
+// block every later end for as long as it stays. A later end replaces the
+// stored one and sets the key to expire when it passes; an earlier one
+// changes nothing. Returns {u, n} after the update, {0, 0} when no process
+// is open.
 var syncScript = goredis.NewScript(`
-local v = redis.call('HMGET', KEYS[1], 'u', 'n')
-local u = tonumber(v[1]) or 0
-local want = tonumber(ARGV[1])
+local key = KEYS[1]
+local want, now = tonumber(ARGV[1]), tonumber(ARGV[4])
+local u, n = 0, 0
+local kind = redis.call('TYPE', key)['ok']
+if kind ~= 'none' then
+  local ttl = redis.call('PTTL', key)
+  if kind == 'hash' and ttl > 0 then
+    local v = redis.call('HMGET', key, 'u', 'n')
+    u = tonumber(v[1]) or 0
+    if u ~= u then u = 0 end
+    u = math.min(u, now + ttl + tonumber(ARGV[5]))
+    n = tonumber(v[2]) or 0
+  else
+    redis.call('DEL', key)
+  end
+end
 if want > u then
-  redis.call('HSET', KEYS[1], 'u', ARGV[1], 'n', ARGV[2])
-  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  redis.call('HSET', key, 'u', ARGV[1], 'n', ARGV[2])
+  redis.call('PEXPIRE', key, ARGV[3])
   return {want, tonumber(ARGV[2])}
 end
-return {u, tonumber(v[2]) or 0}
+return {u, n}
 `)
+
+// clockSlack is how far past the fleet key's time to live an end read from
+// it is still believed: the margin between the clock of the process that
+// published it and Redis's (see syncScript).
+const clockSlack = 2 * time.Second
 
 // SyncAt exchanges state with the fleet in one round trip: it publishes the
 // end of the local breaker's open period if the breaker is open at now,
@@ -267,18 +300,27 @@ func (b *Breaker) SyncAt(ctx context.Context, now time.Time) error {
 		trips = int64(max(1, b.local.Trips()))
 		ttlMs = max(1, untilMs-now.UnixMilli())
 	}
-	res, err := syncScript.Run(ctx, b.c, []string{b.key}, untilMs, trips, ttlMs).Int64Slice()
+	res, err := syncScript.Run(ctx, b.c, []string{b.key}, untilMs, trips, ttlMs, now.UnixMilli(), clockSlack.Milliseconds()).Int64Slice()
 	if err != nil {
 		return fmt.Errorf("redis: breaker %q sync with the fleet (key %s): %w", b.local.Name(), b.key, err)
 	}
 	if len(res) != 2 {
 		return fmt.Errorf("redis: breaker %q sync with the fleet (key %s): unexpected reply of %d values", b.local.Name(), b.key, len(res))
 	}
-	until, n := res[0]*int64(time.Millisecond), int(res[1])
+	var until int64
+	n := int(min(max(res[1], 1), math.MaxInt32))
+	switch ms := res[0]; {
+	case ms <= 0:
+		n = 0
+	case ms > math.MaxInt64/int64(time.Millisecond):
+		until = math.MaxInt64
+	default:
+		until = ms * int64(time.Millisecond)
+	}
 	if f := b.fleet.Load(); f == nil || f.until != until || f.trips != n {
 		held := until
 		if until > 0 {
-			held += b.hold
+			held = min(until, math.MaxInt64-b.hold) + b.hold
 		}
 		b.fleet.Store(&fleetOpen{until: until, held: held, trips: n})
 	}

@@ -1,10 +1,15 @@
 package redis_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/yaoki-go/yaoki/redis"
 	"github.com/yaoki-go/yaoki/redis/internal/redistest"
+	"github.com/yaoki-go/yaoki/retry"
 )
 
 // TestBreakerRedisRestart: redis-server restarts without persistence while
@@ -146,4 +151,82 @@ func TestBudgetRedisRestart(t *testing.T) {
 	if l := b.LevelAt(now); l > 100+0.2*105 {
 		t.Fatalf("level %v after the restart, want at most one window's allowance", l)
 	}
+}
+
+// TestBreakerForeignKey: the fleet's key holds what this version never
+// writes: a value of another type, an end in nanoseconds or microseconds
+// (another version's unit), an end a year away, NaN, infinity, a trip
+// count that is no number, none of them with an expiry (every key the
+// breaker writes expires when its period ends). None of them makes a
+// process refuse, none stops a trip from reaching the fleet, and the key
+// the trip leaves expires.
+func TestBreakerForeignKey(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	const key = "yaoki:breaker:payments"
+	for _, tc := range []struct {
+		name string
+		set  func() error
+	}{
+		{"a string", func() error { return rdb.Set(t.Context(), key, "open", 0).Err() }},
+		{"a list", func() error { return rdb.RPush(t.Context(), key, "u").Err() }},
+		{"an end in nanoseconds", func() error { return rdb.HSet(t.Context(), key, "u", at(0).UnixNano(), "n", 1).Err() }},
+		{"an end in microseconds", func() error { return rdb.HSet(t.Context(), key, "u", at(0).UnixMicro(), "n", 1).Err() }},
+		{"an end a year away", func() error {
+			return rdb.HSet(t.Context(), key, "u", at(365*24*time.Hour).UnixMilli(), "n", 1).Err()
+		}},
+		{"NaN", func() error { return rdb.HSet(t.Context(), key, "u", "nan", "n", 1).Err() }},
+		{"infinity", func() error { return rdb.HSet(t.Context(), key, "u", "inf", "n", 1).Err() }},
+		{"a trip count that is no number", func() error {
+			return rdb.HSet(t.Context(), key, "u", at(10*time.Second).UnixMilli(), "n", "many").Err()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := rdb.Del(t.Context(), key).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.set(); err != nil {
+				t.Fatal(err)
+			}
+			a := newProc(t, client(t, srv.Addr), "payments", nil)
+			b := newProc(t, client(t, srv.Addr), "payments", nil)
+			mustSync(t, b, at(0))
+			mustAllow(t, "B beside the foreign key", b, at(time.Second))
+			fail(t, a, at(time.Second), 20) // open until +31 s
+			mustSync(t, a, at(time.Second))
+			mustSync(t, b, at(2*time.Second))
+			mustRefuseFleet(t, "B after A's trip", b, at(2*time.Second), 29*time.Second)
+			if ttl := rdb.PTTL(t.Context(), key).Val(); ttl <= 0 || ttl > 30*time.Second {
+				t.Fatalf("the key after A's trip expires in %v, want within A's 30 s period", ttl)
+			}
+		})
+	}
+}
+
+// TestBreakerReplicaClockAhead: A's clock is 5 minutes ahead when its
+// breaker trips. B, whose clock is right, refuses while A's period lasts
+// in real time (the key expires with it), not until its own clock reaches
+// A's end: its hint says about 30 s, not 5 min 30 s, and once Redis is out
+// of reach B does not go on refusing on what it read.
+func TestBreakerReplicaClockAhead(t *testing.T) {
+	srv := redistest.Start(t)
+	link := srv.Proxy(t)
+	cb := goredis.NewClient(&goredis.Options{Addr: link.Addr, MaxRetries: -1, DialTimeout: time.Second})
+	t.Cleanup(func() { _ = cb.Close() })
+	a := newProc(t, client(t, srv.Addr), "payments", nil)
+	b := newProc(t, cb, "payments", nil)
+	skew := 5 * time.Minute
+	fail(t, a, at(skew), 20) // open until +5m30s on A's clock
+	mustSync(t, a, at(skew))
+	mustSync(t, b, at(0))
+	_, err := b.AllowAt(at(0), false)
+	h, ok := retry.HintOf(err)
+	if !errors.Is(err, redis.ErrFleetOpen) || !ok || h <= 25*time.Second || h > 32*time.Second {
+		t.Fatalf("B (right clock) after A's trip: %v, hint %v, want refused by the fleet for about 30 s", err, h)
+	}
+	link.Down()
+	if err := b.SyncAt(t.Context(), at(time.Second)); err == nil {
+		t.Fatal("sync through a cut link succeeded")
+	}
+	mustAllow(t, "B, Redis out of reach, 33 s after A's trip", b, at(33*time.Second))
 }
