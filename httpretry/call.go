@@ -418,12 +418,12 @@ func (cl *call) numbered() bool {
 // request, is the number of an attempt of a layer above that retries,
 // which this attempt sends on: the call is a single attempt because of
 // that layer (retry.SingleAttempt: layer.Middleware saw the number come
-// in) and v is an attempt number (1 to 1000, digits only, as
-// layer.Middleware reads them). A gateway that relays the request then
-// tells the upstream which of its caller's attempts this is, where its
-// own loop's number would always be 1.
+// in) and v is a positive decimal number (digits only, at most 10). A
+// gateway that relays the request then tells the upstream which of its
+// caller's attempts this is, where its own loop's number would always be
+// 1.
 func (cl *call) callerAttempt(v string) bool {
-	if cl.n != 1 || len(v) == 0 || len(v) > 4 || v[0] == '0' {
+	if cl.n != 1 || len(v) == 0 || len(v) > 10 || strings.Trim(v, "0") == "" {
 		return false
 	}
 	for i := 0; i < len(v); i++ {
@@ -431,7 +431,7 @@ func (cl *call) callerAttempt(v string) bool {
 			return false
 		}
 	}
-	return (len(v) < 4 || v == "1000") && retry.IsSingleAttempt(cl.req.Context())
+	return retry.IsSingleAttempt(cl.req.Context())
 }
 
 // header returns a copy of the caller's header map with the attempt number

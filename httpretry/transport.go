@@ -184,8 +184,8 @@ type Transport struct {
 	// Idempotency-Key nor buffered body) is sent as it is on its first
 	// attempt, without the copy of the request that a header to change
 	// takes. A single attempt (retry.SingleAttempt: a layer above
-	// retries) keeps an attempt number (1 to 1000) the request already
-	// carries, the number of that layer's attempt, for a gateway that
+	// retries) keeps an attempt number (a positive decimal number) the
+	// request already carries, the number of that layer's attempt, for a gateway that
 	// relays its caller's request.
 	AttemptHeader string
 

@@ -564,7 +564,9 @@ func TestSingleAttemptKeepsCallersAttemptNumber(t *testing.T) {
 		{true, "3", "GET", "3"},
 		{true, "3", "POST", "3"}, // with the Idempotency-Key added (KeyAuto): a copy of the header
 		{true, "1000", "GET", "1000"},
-		{true, "1001", "GET", "1"},
+		{true, "1001", "GET", "1001"},
+		{true, "00", "GET", "1"},
+		{true, "12345678901", "GET", "1"},
 		{true, "0", "GET", "1"},
 		{true, "x", "GET", "1"},
 		{true, "3 ", "GET", "1"},
