@@ -251,3 +251,80 @@ func TestReplicaCheck(t *testing.T) {
 		t.Fatalf("Replicas 1 with a replica in sync: %v, want nil", err)
 	}
 }
+
+// TestReplicaWaitSentAgain: the replica is frozen (SIGSTOP: its primary
+// still counts it as connected, it acknowledges nothing) and the reply to
+// a Complete, then to a Begin, is lost after the primary ran it. The call
+// sent again (by the middleware, which tries a failed Complete again; by
+// go-redis) runs on a new connection, finds its own work done on the
+// primary and writes nothing; it still fails with a *ReplicaError rather
+// than report the first call's write replicated: its WAIT too waits for
+// the replicas to acknowledge it (Redis sets a connection's WAIT offset
+// to the replication offset after each of its commands, writes or not).
+// Once the replica is thawed, the same calls succeed and the replica holds
+// both records.
+func TestReplicaWaitSentAgain(t *testing.T) {
+	primary := redistest.Start(t)
+	replica := redistest.StartReplica(t, primary.Addr)
+	link := primary.Proxy(t)
+	ctx := t.Context()
+	// patient waits for a replica in sync; store gives up on a frozen one
+	// sooner and reaches the primary through link. Both keep the same
+	// records.
+	patient := redis.NewIdempotencyStore(primary.Client(t), redis.IdempotencyConfig{Replicas: 1, ReplicaTimeout: 10 * time.Second})
+	lc := goredis.NewClient(&goredis.Options{Addr: link.Addr})
+	t.Cleanup(func() { _ = lc.Close() })
+	store := redis.NewIdempotencyStore(lc, redis.IdempotencyConfig{Replicas: 1, ReplicaTimeout: 100 * time.Millisecond})
+	now := time.Now()
+	done, claim, warm := idempotency.ID{Key: "done"}, idempotency.ID{Key: "claim"}, idempotency.ID{Key: "warm"}
+	resp := idempotency.Response{Status: http.StatusCreated, Body: []byte("charged")}
+	// Every script in the server's cache, so that the lost replies below
+	// are the scripts' own, not NOSCRIPT's.
+	if _, _, err := patient.Begin(ctx, warm, idempotency.Fingerprint{}, "t0", now, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := patient.Complete(ctx, warm, "t0", resp, now, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, claimed, err := patient.Begin(ctx, done, idempotency.Fingerprint{}, "t1", now, time.Minute); err != nil || !claimed {
+		t.Fatalf("Begin with the replica in sync: claimed %v, err %v", claimed, err)
+	}
+	if _, _, err := store.Get(ctx, done, now); err != nil { // a connection through link, ready
+		t.Fatal(err)
+	}
+	replica.Freeze(t)
+	frozen := true
+	defer func() {
+		if frozen {
+			replica.Thaw(t)
+		}
+	}()
+	link.DropNextReply()
+	err := store.Complete(ctx, done, "t1", resp, now, time.Hour)
+	if err == nil {
+		t.Fatal("Complete whose reply was lost, with the replica frozen: nil; want an error")
+	}
+	err = store.Complete(ctx, done, "t1", resp, now, time.Hour)
+	if !errors.Is(err, redis.ErrNotReplicated) {
+		t.Fatalf("Complete sent again with the replica frozen: %v; want a *ReplicaError (the record is on the primary only)", err)
+	}
+	link.DropNextReply()
+	if _, claimed, err := store.Begin(ctx, claim, idempotency.Fingerprint{}, "t2", now, time.Minute); err == nil || claimed {
+		t.Fatalf("Begin whose reply was lost, with the replica frozen: claimed %v, err %v; want an error", claimed, err)
+	}
+	if _, claimed, err := store.Begin(ctx, claim, idempotency.Fingerprint{}, "t2", now, time.Minute); !errors.Is(err, redis.ErrNotReplicated) || claimed {
+		t.Fatalf("Begin sent again with the replica frozen: claimed %v, err %v; want a *ReplicaError (the claim is on the primary only)", claimed, err)
+	}
+	replica.Thaw(t)
+	frozen = false
+	if err := patient.Complete(ctx, done, "t1", resp, now, time.Hour); err != nil {
+		t.Fatalf("Complete sent again with the replica thawed: %v", err)
+	}
+	if _, claimed, err := patient.Begin(ctx, claim, idempotency.Fingerprint{}, "t2", now, time.Minute); err != nil || !claimed {
+		t.Fatalf("Begin sent again with the replica thawed: claimed %v, err %v", claimed, err)
+	}
+	rc := replica.Client(t)
+	if n, err := rc.Exists(ctx, redis.DefaultIdempotencyPrefix+done.String(), redis.DefaultIdempotencyPrefix+claim.String()).Result(); err != nil || n != 2 {
+		t.Fatalf("the replica holds %d of the 2 records (err %v) after the calls succeeded; want both", n, err)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -172,6 +173,32 @@ func (s *Server) Kill() {
 	_ = s.cmd.Process.Kill()
 	<-s.done
 	s.cmd = nil
+}
+
+// Freeze stops the server's process (SIGSTOP) without ending it: its
+// connections stay open and its peers see it as connected, but it reads,
+// runs and answers nothing until Thaw. A frozen replica is one that its
+// primary still counts as connected (until repl-timeout, 60 s) but that
+// acknowledges no write. Kill ends a frozen server too.
+func (s *Server) Freeze(tb testing.TB) {
+	tb.Helper()
+	if s.cmd == nil {
+		tb.Fatalf("redistest: freeze: the server on %s is not running", s.Addr)
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		tb.Fatalf("redistest: freeze %s: %v", s.Addr, err)
+	}
+}
+
+// Thaw lets a frozen server run again (SIGCONT).
+func (s *Server) Thaw(tb testing.TB) {
+	tb.Helper()
+	if s.cmd == nil {
+		return
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		tb.Fatalf("redistest: thaw %s: %v", s.Addr, err)
+	}
 }
 
 // Resume starts a killed server again, on the same port and directory: a
