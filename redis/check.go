@@ -18,7 +18,7 @@ var ErrUnsafeServer = errors.New("redis: the server may lose idempotency records
 // UnsafeServerError is what Check found wrong with a server. errors.Is(err,
 // ErrUnsafeServer) is true.
 type UnsafeServerError struct {
-	Addr string // the server (for a cluster, the node) that was checked
+	Addr string // the server (for a cluster or a ring, the node) that was checked
 	// Evicts is true when the server evicts keys at its memory limit
 	// (maxmemory set and maxmemory-policy other than noeviction): a
 	// completed record evicted early lets a retry run its request again.
@@ -57,7 +57,8 @@ func (e *UnsafeServerError) Error() string {
 // Is matches ErrUnsafeServer.
 func (e *UnsafeServerError) Is(target error) bool { return target == ErrUnsafeServer }
 
-// Check asks the server (every master of a cluster) whether it keeps
+// Check asks the server (every master of a cluster, every shard of a
+// ring) whether it keeps
 // records as the store needs: without eviction (maxmemory-policy
 // noeviction, or no maxmemory), with the append-only file on, and, when
 // the store waits for replicas (IdempotencyConfig.Replicas), with at least
@@ -74,12 +75,21 @@ func (s *IdempotencyStore) Check(ctx context.Context) error {
 	if s.err != nil {
 		return s.err
 	}
-	if cc, ok := s.c.(*goredis.ClusterClient); ok {
+	// Every node that holds records is asked: each master of a cluster,
+	// each shard of a ring (INFO alone would reach one of them).
+	var each func(context.Context, func(context.Context, *goredis.Client) error) error
+	switch c := s.c.(type) {
+	case *goredis.ClusterClient:
+		each = c.ForEachMaster
+	case *goredis.Ring:
+		each = c.ForEachShard
+	}
+	if each != nil {
 		var (
-			mu   sync.Mutex // ForEachMaster calls in parallel
+			mu   sync.Mutex // the callbacks run in parallel
 			errs []error
 		)
-		err := cc.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error {
+		err := each(ctx, func(ctx context.Context, c *goredis.Client) error {
 			err := check(ctx, c, s.replicas)
 			if errors.Is(err, ErrUnsafeServer) {
 				mu.Lock()

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/yaoki-go/yaoki/redis"
 	"github.com/yaoki-go/yaoki/redis/internal/redistest"
 )
@@ -52,5 +54,27 @@ func TestCheckCluster(t *testing.T) {
 	var unsafe *redis.UnsafeServerError
 	if err := s.Check(t.Context()); !errors.As(err, &unsafe) || !unsafe.NotAppendOnly || unsafe.Addr == "" {
 		t.Fatalf("cluster node without an append-only file: %v, want an UnsafeServerError naming the node", err)
+	}
+}
+
+// TestCheckRing: on a Ring, every shard holds some of the records, so
+// every shard is asked. One of two shards runs without the append-only
+// file: every Check names it (INFO alone would go to a shard picked at
+// random each time).
+func TestCheckRing(t *testing.T) {
+	safe, unsafe := redistest.Start(t), redistest.Start(t)
+	ctx := t.Context()
+	if err := safe.Client(t).ConfigSet(ctx, "appendonly", "yes").Err(); err != nil {
+		t.Fatal(err)
+	}
+	ring := goredis.NewRing(&goredis.RingOptions{Addrs: map[string]string{"safe": safe.Addr, "unsafe": unsafe.Addr}})
+	t.Cleanup(func() { _ = ring.Close() })
+	s := redis.NewIdempotencyStore(ring, redis.IdempotencyConfig{})
+	for i := range 20 {
+		var e *redis.UnsafeServerError
+		err := s.Check(ctx)
+		if !errors.As(err, &e) || !e.NotAppendOnly || e.Addr != unsafe.Addr {
+			t.Fatalf("Check %d on a ring whose shard %s has no append-only file: %v; want an UnsafeServerError naming that shard", i+1, unsafe.Addr, err)
+		}
 	}
 }
