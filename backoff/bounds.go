@@ -38,44 +38,64 @@ func (s Schedule) Bounds(n int) Bounds {
 }
 
 func (s Schedule) decorrelatedBounds(n int) Bounds {
-	base, limit := s.Base, s.Cap
-	if base >= limit {
-		return Bounds{Retry: n, Min: limit, Max: limit, Mean: limit}
+	if s.Base >= s.Cap {
+		return Bounds{Retry: n, Min: s.Cap, Max: s.Cap, Mean: s.Cap}
 	}
-	return Bounds{Retry: n, Min: base, Max: s.ceiling(n), Mean: s.decorrelatedMean(n)}
+	var m meanWalk
+	m.init(s)
+	return m.bounds(n)
 }
 
-// decorrelatedMean returns the expected delay of retry n. While even the
-// largest delay stays below the cap, it follows the exact recursion
-// E[d1] = 2·base, E[dn] = (base + 3·E[dn−1])/2. Once the cap can bind, it is
-// estimated by running a fixed set of chains on deterministic hashed draws
-// (no random source, the same answer every time; about 1 % error). After
-// 100 retries every chain has long reached the cap's region, where the
-// distribution no longer moves, so later retries reuse that step's mean.
-func (s Schedule) decorrelatedMean(n int) time.Duration {
-	base := float64(s.Base)
-	if s.ceiling(n) < s.Cap {
-		mean := base
-		for k := 1; k <= n; k++ {
-			mean = (base + 3*mean) / 2
+// meanWalk estimates the means of a decorrelated schedule's delays, retry
+// after retry. While even the largest delay stays below the cap, the mean
+// follows the exact recursion E[d1] = 2·base, E[dn] = (base + 3·E[dn−1])/2.
+// Once the cap can bind, it is estimated by running a fixed set of chains
+// on deterministic hashed draws (no random source, the same answer every
+// time; about 1 % error). After 100 retries every chain has long reached
+// the cap's region, where the distribution no longer moves, so later
+// retries reuse that step's mean. The chains are advanced as the retries
+// are asked for in order, so that Plan walks them once, not once per
+// retry.
+type meanWalk struct {
+	s      Schedule // with its defaults
+	k      int      // the retry the chains stand at
+	mean   float64  // the chains' mean at retry k
+	exact  float64  // the exact recursion's mean at retry exactK
+	exactK int
+	prev   [chains]time.Duration
+}
+
+const (
+	chains     = 4096
+	chainSteps = 100 // the chains' distribution no longer moves after these
+)
+
+func (m *meanWalk) init(s Schedule) { m.s = s; m.exact = float64(s.Base) }
+
+// bounds returns Bounds(n); n must not be below the last n asked.
+func (m *meanWalk) bounds(n int) Bounds {
+	return Bounds{Retry: n, Min: m.s.Base, Max: m.s.ceiling(n), Mean: m.meanAt(n)}
+}
+
+func (m *meanWalk) meanAt(n int) time.Duration {
+	base := float64(m.s.Base)
+	if m.s.ceiling(n) < m.s.Cap {
+		for ; m.exactK < n; m.exactK++ {
+			m.exact = (base + 3*m.exact) / 2
 		}
-		return time.Duration(mean)
+		return time.Duration(m.exact)
 	}
-	const chains = 4096
-	if n > 100 {
-		n = 100
-	}
-	var prev [chains]time.Duration
-	var sum float64
-	for k := 1; k <= n; k++ {
-		sum = 0
-		for i := range prev {
-			u := float64(splitmix(uint64(k)<<32|uint64(i))>>11) / (1 << 53)
-			prev[i] = s.decorrelated(prev[i], u)
-			sum += float64(prev[i])
+	n = min(n, chainSteps)
+	for ; m.k < n; m.k++ {
+		var sum float64
+		for i := range m.prev {
+			u := float64(splitmix(uint64(m.k+1)<<32|uint64(i))>>11) / (1 << 53)
+			m.prev[i] = m.s.decorrelated(m.prev[i], u)
+			sum += float64(m.prev[i])
 		}
+		m.mean = sum / chains
 	}
-	return time.Duration(sum / chains)
+	return time.Duration(m.mean)
 }
 
 // splitmix is the SplitMix64 finaliser: a fixed, well-mixed hash of x.
@@ -93,6 +113,14 @@ func (s Schedule) Plan(n int) []Bounds {
 		return nil
 	}
 	out := make([]Bounds, n)
+	if s = s.WithDefaults(); s.Jitter == Decorrelated && s.Base < s.Cap {
+		m := new(meanWalk) // its chains are 32 KiB
+		m.init(s)
+		for i := range out {
+			out[i] = m.bounds(i + 1)
+		}
+		return out
+	}
 	for i := range out {
 		out[i] = s.Bounds(i + 1)
 	}
