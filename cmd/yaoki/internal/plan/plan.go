@@ -249,8 +249,8 @@ func (pl *plan) addTrack(label string, s schedule, maxRows int) {
 	if n < 0 || n > maxRows-1 {
 		n = maxRows - 1
 	}
-	for k := 1; k <= n; k++ {
-		b := s.s.Bounds(k)
+	for _, b := range s.s.Plan(n) { // one walk, where Bounds per row would start over each time
+		k := b.Retry
 		start += timeout + b.Max.Seconds()
 		t.Rows = append(t.Rows, row{Attempt: k + 1, WaitMin: b.Min.Seconds(), WaitMean: b.Mean.Seconds(), WaitMax: b.Max.Seconds(),
 			WorstStart: start, WorstEnd: start + timeout, AfterDL: pl.Deadline > 0 && start > pl.Deadline})
