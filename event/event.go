@@ -33,6 +33,9 @@ const (
 	// AttemptEnd: an attempt finished (Outcome, Status, Err, Duration).
 	AttemptEnd
 	// RetryScheduled: the loop will wait Wait (from Source) and try again.
+	// With Source RateLimit no retry is scheduled: the throttle (a
+	// client-side rate limiter) makes attempt number Attempt, the first
+	// one too, wait Wait before it is sent.
 	RetryScheduled
 	// GaveUp: the loop stopped without success (Reason, Err, Attempt is
 	// the number of attempts made, Duration the time spent).
@@ -44,8 +47,9 @@ const (
 	// BreakerRejected: an open breaker refused an attempt (Wait is the time
 	// until the next probe).
 	BreakerRejected
-	// ThrottleRejected: adaptive throttling or a bulkhead refused an attempt
-	// locally, before it was sent.
+	// ThrottleRejected: adaptive throttling, a rate limiter or a bulkhead
+	// refused an attempt locally, before it was sent; Reason "deadline"
+	// (with Wait) when the throttle's wait would end after the deadline.
 	ThrottleRejected
 	// Replay: the idempotency middleware replayed a stored response (Key).
 	Replay
@@ -171,10 +175,10 @@ type Event struct {
 	Outcome   Outcome       // for AttemptEnd
 	Status    int           // HTTP status code, 0 if none
 	Err       error         // the attempt's or the give-up's error
-	Wait      time.Duration // RetryScheduled: the wait; BreakerRejected: time to next probe; Hedge: time since the call's start
+	Wait      time.Duration // RetryScheduled: the wait; BreakerRejected: time to next probe; ThrottleRejected: the throttle's wait; Hedge: time since the call's start
 	Source    Source        // RetryScheduled: where Wait came from
 	Duration  time.Duration // AttemptEnd: the attempt's duration; GaveUp, HedgeWon: time spent
-	Reason    string        // GaveUp, BudgetRefused, Conflict, HedgeRefused: why, as a short snake_case word
+	Reason    string        // GaveUp, BudgetRefused, ThrottleRejected, Conflict, HedgeRefused: why, as a short snake_case word
 	From, To  string        // BreakerStateChange: "closed", "open", "half_open"
 	Key       string        // Replay, Conflict: the Idempotency-Key
 	Level     float64       // BudgetRefused: the budget's level when it refused

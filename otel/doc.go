@@ -48,11 +48,14 @@
 //	O  retry.outcome              success, failure (retryable), throttled (429, 503), rejected (not retryable), cancelled;
 //	                              redrives: success (done), failure (due again), rejected (parked)
 //	W  retry.wait.source          backoff (the schedule), server (Retry-After or another hint), rate_limit
+//	                              (a throttle's wait before an attempt, the first one too: in
+//	                              yaoki.retry.wait only, since it schedules no retry)
 //	R  retry.reason               give-ups: attempts_exhausted, deadline, permanent_error, hint_too_long,
 //	                              cancelled, budget_exhausted, breaker_open, rejected_locally,
 //	                              outer_layer_retries, and from httpretry not_idempotent,
 //	                              body_not_replayable, do_not_retry; rejections: budget_exhausted,
-//	                              breaker_open, rejected_locally, hedge_budget_exhausted,
+//	                              breaker_open, rejected_locally, deadline (a throttle's wait
+//	                              that would end after it), hedge_budget_exhausted,
 //	                              hedge_brownout; conflicts: the middleware's reason
 //	                              (key_missing, key_malformed, in_progress, key_reused, ...);
 //	                              redrives: redrive_failed, redrives_exhausted, permanent_error, lease_lost

@@ -112,7 +112,7 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 	o.redrives = counter(MetricRedrives, "{letter}", "Dead letters redriven, by queue, outcome (success: done; failure: due again; rejected: parked) and reason.")
 	o.hedges = counter(MetricHedges, "{hedge}", "Hedges sent: copies of calls whose earlier attempts had not answered yet.")
 	o.hedgesWon = counter(MetricHedgesWon, "{call}", "Calls whose answer came from a hedge rather than from the first attempt.")
-	o.waits = histogram(MetricRetryWait, "Waits before retries, by source: the backoff schedule or the server's hint.", waitBuckets)
+	o.waits = histogram(MetricRetryWait, "Waits before attempts, by source: the backoff schedule or the server's hint before a retry, or a client-side rate limiter.", waitBuckets)
 	o.durations = histogram(MetricAttemptDuration, "Durations of attempts, by outcome, status and destination.", durationBuckets)
 	errs = append(errs, o.gauges.register(m), o.deadLetters.register(m))
 	if err := errors.Join(errs...); err != nil {
@@ -131,7 +131,9 @@ func (o *Observer) Observe(ctx context.Context, e event.Event) {
 		o.durations.Record(ctx, e.Duration.Seconds(), m.record...)
 	case event.RetryScheduled:
 		m := o.measure(e)
-		o.retries.Add(ctx, 1, m.add...)
+		if e.Source != event.RateLimit { // a throttle's wait delays an attempt: no retry
+			o.retries.Add(ctx, 1, m.add...)
+		}
 		o.waits.Record(ctx, e.Wait.Seconds(), m.record...)
 	case event.GaveUp:
 		o.giveUps.Add(ctx, 1, o.measure(e).add...)

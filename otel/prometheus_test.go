@@ -53,6 +53,8 @@ func everyEvent(o *yotel.Observer) {
 		{Kind: event.BudgetRefused, Name: "127.0.0.1:8080", Reason: "budget_exhausted"},
 		{Kind: event.BreakerRejected, Name: "127.0.0.1:8080", Wait: time.Second},
 		{Kind: event.ThrottleRejected, Name: "127.0.0.1:8080"},
+		{Kind: event.RetryScheduled, Attempt: 1, Wait: 2 * time.Second, Source: event.RateLimit},
+		{Kind: event.ThrottleRejected, Attempt: 1, Wait: 4 * time.Second, Reason: "deadline"},
 		{Kind: event.BreakerStateChange, Component: "breaker", Name: "127.0.0.1:8080", From: "closed", To: "open"},
 		{Kind: event.Replay, Component: "idempotency", Method: "POST", Status: 201},
 		{Kind: event.Conflict, Component: "idempotency", Method: "POST", Status: 409, Reason: "in_progress"},

@@ -160,8 +160,10 @@ func (l *Loop) Err() *Error {
 // Before asks the guards, at now, whether attempt t may be sent. ctx is
 // the caller's context (for the observer). It says Send (t is then
 // attempt number Loop.Attempts()), Acquire, Sleep (a throttle's wait,
-// Source event.RateLimit) or GiveUp (ReasonBreakerOpen, ReasonRejectedLocally, or
-// ReasonDeadline when the throttle's wait would not end before the deadline).
+// Source event.RateLimit, reported to the observer as an event.RetryScheduled
+// of that source) or GiveUp (ReasonBreakerOpen, ReasonRejectedLocally, or
+// ReasonDeadline when the throttle's wait would not end before the deadline,
+// reported as an event.ThrottleRejected with reason deadline and the wait).
 // When ctx has already ended, or MaxElapsed has passed, it gives up at
 // once (ReasonCancelled, ReasonDeadline) without asking a guard: the
 // attempt is not sent, the observer sees no attempt event for it, and the
@@ -200,8 +202,16 @@ func (l *Loop) Before(ctx context.Context, now time.Time, t *Ticket) (d Decision
 		t.admitted = true
 		if w > 0 {
 			if !l.fits(now, w) {
+				l.release(now, t)      // before the observer, which may panic
+				if e.Observer != nil { // Key builds a string
+					l.observe(ctx, event.Event{Kind: event.ThrottleRejected, Time: now, Attempt: l.attempts + 1,
+						Wait: w, Reason: ReasonDeadline.Key()})
+				}
 				return l.refuse(ctx, now, t, Error{Reason: ReasonDeadline, Wait: w, Limit: l.deadline.Sub(now)})
 			}
+			// The attempt waits for the throttle: the observer hears of
+			// it (if it panics, the deferred release hands the turn back).
+			l.observe(ctx, event.Event{Kind: event.RetryScheduled, Time: now, Attempt: l.attempts + 1, Wait: w, Source: event.RateLimit})
 			return Decision{Verdict: Sleep, Wait: w, Source: event.RateLimit}
 		}
 	}

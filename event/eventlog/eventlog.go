@@ -102,8 +102,12 @@ func (x *Logger) Observe(ctx context.Context, e event.Event) {
 	if !l.Enabled(ctx, level) {
 		return
 	}
+	msg := messages[e.Kind]
+	if e.Kind == event.RetryScheduled && e.Source == event.RateLimit {
+		msg = "attempt delayed by throttle" // no retry: the throttle holds an attempt back
+	}
 	var buf [16]slog.Attr
-	l.LogAttrs(ctx, level, messages[e.Kind], Attrs(buf[:0], e)...)
+	l.LogAttrs(ctx, level, msg, Attrs(buf[:0], e)...)
 }
 
 // Attrs appends to dst the attributes of e that apply to it, named as the
@@ -143,7 +147,7 @@ func Attrs(dst []slog.Attr, e event.Event) []slog.Attr {
 		dst = append(dst, slog.Float64(event.AttrWait, e.Wait.Seconds()), slog.String(event.AttrWaitSource, e.Source.String()))
 	case event.Hedge:
 		dst = append(dst, slog.Float64(event.AttrWait, e.Wait.Seconds()))
-	case event.BreakerRejected:
+	case event.BreakerRejected, event.ThrottleRejected:
 		if e.Wait > 0 {
 			dst = append(dst, slog.Float64(event.AttrWait, e.Wait.Seconds()))
 		}
