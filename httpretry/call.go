@@ -342,7 +342,7 @@ func hint(resp *http.Response, now time.Time) time.Duration {
 	if v == "" && !throttledStatus(resp.StatusCode) {
 		return -1 // no hint to read: the Date is not parsed
 	}
-	if d, err := http.ParseTime(resp.Header.Get(header.Date)); err == nil {
+	if d, ok := parseDate(resp.Header.Get(header.Date), now); ok {
 		now = d
 		if a, err := strconv.ParseUint(resp.Header.Get(header.Age), 10, 32); err == nil {
 			now = now.Add(time.Duration(a) * time.Second)

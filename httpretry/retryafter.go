@@ -24,7 +24,8 @@ const MaxHint = 365 * 24 * time.Hour
 // asctime form "Sun Nov  6 08:49:37 1994"), with optional surrounding
 // whitespace. An RFC 850 date's two-digit year is read as RFC 9110 says:
 // the latest year with those digits that is not more than 50 years after
-// now. A date in the past means "now" (0, true). It reports false for
+// now; a date in a zone other than GMT is malformed. A date in the past
+// means "now" (0, true). It reports false for
 // an empty, negative or malformed value (fractions of a second included:
 // the grammar has none) and for an absurd one: more than MaxHint (one year)
 // ahead, or too large to represent.
@@ -36,14 +37,32 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 	if isDigits(v) {
 		return seconds(v)
 	}
-	t, err := http.ParseTime(v)
-	if err != nil {
+	t, ok := parseDate(v, now)
+	if !ok {
 		return 0, false
 	}
+	return until(t, now)
+}
+
+// parseDate parses an HTTP-date (RFC 9110 §5.6.7) received at now, in
+// any of its three forms; an RFC 850 date's two-digit year is put in its
+// century by rfc850Year. It reports false for anything else, including an
+// RFC 850 date in a zone other than GMT: Go's parser accepts any zone
+// abbreviation there and reads it by the process's own time zone ("PST"
+// is 8 h behind on a machine in Los Angeles, UTC on one in UTC), so the
+// same answer would mean different waits on different machines.
+func parseDate(v string, now time.Time) (time.Time, bool) {
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return time.Time{}, false
+	}
 	if _, err := time.Parse(time.RFC850, v); err == nil {
+		if !strings.HasSuffix(v, " GMT") {
+			return time.Time{}, false
+		}
 		t = rfc850Year(t, now)
 	}
-	return until(t, now)
+	return t, true
 }
 
 // rfc850Year puts a date read from the two-digit-year RFC 850 form in the

@@ -3,6 +3,7 @@ package httpretry_test
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,9 +100,14 @@ func TestRateLimitReset(t *testing.T) {
 
 func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
 
+// isSeconds reports whether v is delta-seconds: digits only.
+func isSeconds(v string) bool {
+	return v != "" && strings.Trim(v, "0123456789") == ""
+}
+
 func FuzzParseRetryAfter(f *testing.F) {
 	for _, s := range []string{"0", "120", "-1", "1.5", "Sun, 01 Mar 2026 12:00:30 GMT",
-		"Sunday, 01-Mar-26 12:00:30 GMT", "Thursday, 01-Jan-70 00:00:00 GMT", "Sun Mar  1 12:00:30 2026", "99999999999999999999", " 7 ", ""} {
+		"Sunday, 01-Mar-26 12:00:30 GMT", "Sunday, 01-Mar-26 12:00:30 PST", "Thursday, 01-Jan-70 00:00:00 GMT", "Sun Mar  1 12:00:30 2026", "99999999999999999999", " 7 ", ""} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
@@ -114,6 +120,14 @@ func FuzzParseRetryAfter(f *testing.F) {
 		}
 		if d < 0 || d > httpretry.MaxHint {
 			t.Fatalf("ParseRetryAfter(%q) = %v, out of [0, MaxHint]", v, d)
+		}
+		// A date is in GMT: an IMF-fixdate or RFC 850 date says so, an
+		// asctime date (no zone) is read as GMT. No other zone is read,
+		// so that the answer does not depend on the machine's zone.
+		if v := strings.TrimSpace(v); !isSeconds(v) && !strings.HasSuffix(v, " GMT") {
+			if _, err := time.Parse(time.ANSIC, v); err != nil {
+				t.Fatalf("ParseRetryAfter(%q) = %v, true: a date neither in GMT nor in asctime form", v, d)
+			}
 		}
 		// A delta in whole seconds reads back the same.
 		if d2, ok2 := httpretry.ParseRetryAfter(itoa64(int64(d/time.Second)), now); !ok2 || d2 != d.Truncate(time.Second) {
@@ -149,4 +163,24 @@ func FuzzRateLimitReset(f *testing.F) {
 			t.Fatalf("RateLimitReset(%v) = %v, %v", h, d, ok)
 		}
 	})
+}
+
+// TestRFC850ZoneOtherThanGMT: an HTTP-date is always in GMT (RFC 9110
+// §5.6.7); an RFC 850 date that names another zone is malformed, as an
+// IMF-fixdate that does is. Go's parser read the zone by the process's
+// own time zone: "12:00:30 PST" was 30 s away on a machine in UTC, 8 h
+// on one in Los Angeles (and given up at once as over MaxRetryAfter),
+// and "CET" was in the past on one in Paris. A malformed Retry-After is
+// ignored, whatever machine reads it, and so is a malformed Date: the
+// hint is then read against the client's clock.
+func TestRFC850ZoneOtherThanGMT(t *testing.T) {
+	for _, zone := range []string{"PST", "EST", "CET", "UTC", "GMT+1", "GMT-10", "gmt"} {
+		v := "Sunday, 01-Mar-26 12:00:30 " + zone
+		if d, ok := httpretry.ParseRetryAfter(v, now); ok {
+			t.Errorf("ParseRetryAfter(%q) = %v, true; want false (an HTTP-date is in GMT)", v, d)
+		}
+	}
+	if d, ok := httpretry.ParseRetryAfter("Sunday, 01-Mar-26 12:00:30 GMT", now); !ok || d != 30*time.Second {
+		t.Errorf("the GMT form: %v, %v; want 30s", d, ok)
+	}
 }
