@@ -32,6 +32,7 @@ type answer struct {
 	close   bool          // close the connection cleanly, no answer (an empty reply)
 	cut     bool          // close the connection once the answer is written (a Content-Length header longer than the body cuts it short)
 	delay   time.Duration // wait before answering
+	wire    string        // when set, the answer as written on the wire, as is (headers in the server's order and case), for any method
 }
 
 // raw is the answer as bytes on the wire: the status line, the headers
@@ -157,7 +158,9 @@ func (s *scripted) conn(c net.Conn) {
 			return
 		}
 		out := a.raw()
-		if req.method == http.MethodHead {
+		if a.wire != "" {
+			out = []byte(a.wire)
+		} else if req.method == http.MethodHead {
 			out = out[:strings.Index(string(out), "\r\n\r\n")+4]
 		}
 		if _, err := c.Write(out); err != nil || a.cut {

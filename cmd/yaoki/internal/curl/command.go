@@ -85,6 +85,7 @@ type httpOptions struct {
 	rangeSet       bool   // -r given (even "")
 	continueAt     string // -C: the byte offset to continue from, or "-"
 	resume         *resumeState
+	trace          *connTrace // the attempts' connections, for the headers as they came
 }
 
 // NewCommand returns the yaoki http command, built anew at each call.
@@ -506,6 +507,7 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	obs := &httpObserver{w: lw, verbose: o.verbose, limit: limit}
 	base := o.baseTransport(roots)
 	addrs := &connTrace{base: base}
+	o.trace = addrs
 	var rt http.RoundTripper = addrs
 	if o.verbose {
 		rt = &verboseTransport{base: rt, w: lw}

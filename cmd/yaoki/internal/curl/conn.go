@@ -133,7 +133,8 @@ func (o *httpOptions) createDirs() error {
 // baseTransport is the transport each attempt goes through: net/http's
 // defaults without compression (curl asks for none; --compressed asks
 // itself), with -k, --cacert's roots, --connect-timeout, -4 or -6, and
-// --http1.1 applied.
+// --http1.1 applied. Its connections record what they read when connTrace
+// asks (recordConn).
 func (o *httpOptions) baseTransport(roots *x509.CertPool) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.DisableCompression = true
@@ -151,13 +152,13 @@ func (o *httpOptions) baseTransport(roots *x509.CertPool) *http.Transport {
 		}
 		to, ok := o.resolved[strings.ToLower(addr)]
 		if !ok {
-			return dialer.DialContext(ctx, network, addr)
+			to = []string{addr}
 		}
 		var err error
 		for _, a := range to {
 			var c net.Conn
 			if c, err = dialer.DialContext(ctx, network, a); err == nil {
-				return c, nil
+				return &recordConn{Conn: c}, nil
 			}
 		}
 		return nil, err

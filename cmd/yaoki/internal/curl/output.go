@@ -1,7 +1,6 @@
 package curl
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -53,7 +52,7 @@ var errReadBody = errors.New("failure when receiving data from the peer")
 // returns the body's size.
 func (o *httpOptions) write(stdout io.Writer, resp *http.Response, noBody bool) (int64, error) {
 	if o.dumpHeader != "" {
-		if err := writeTo(o.dumpHeader, stdout, headerBlock(resp)); err != nil {
+		if err := writeTo(o.dumpHeader, stdout, headerBlock(resp, o.trace.raw)); err != nil {
 			return 0, err
 		}
 	}
@@ -91,7 +90,7 @@ func (o *httpOptions) write(stdout io.Writer, resp *http.Response, noBody bool) 
 		out = f
 	}
 	if o.include || o.head {
-		if _, err := out.Write(headerBlock(resp)); err != nil {
+		if _, err := out.Write(headerBlock(resp, o.trace.raw)); err != nil {
 			return 0, fmt.Errorf("failure writing output to destination: %v", err)
 		}
 	}
@@ -134,22 +133,6 @@ func (o *httpOptions) readFailed(err error) error {
 		return err
 	}
 	return fmt.Errorf("failure writing output to destination: %v", err)
-}
-
-// headerBlock is every answer's status line and headers, the redirects
-// followed first, as curl writes them.
-func headerBlock(resp *http.Response) []byte {
-	var hops []*http.Response
-	for r := resp; r != nil; r = r.Request.Response {
-		hops = append(hops, r)
-	}
-	var b bytes.Buffer
-	for i := len(hops) - 1; i >= 0; i-- {
-		fmt.Fprintf(&b, "%s %s\r\n", hops[i].Proto, hops[i].Status)
-		_ = hops[i].Header.Write(&b)
-		b.WriteString("\r\n")
-	}
-	return b.Bytes()
 }
 
 // writeTo writes b to the file path, or to stdout for "-".

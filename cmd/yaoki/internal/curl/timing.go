@@ -44,8 +44,10 @@ type attemptTrace struct {
 	gotConn, firstByte    time.Time
 	newConn               bool
 	local, remote         net.Addr
-	headerBytes           int64 // the request line and headers written
-	bodyBytes             int64 // the body written
+	headerBytes           int64       // the request line and headers written
+	bodyBytes             int64       // the body written
+	rec                   *recordConn // the connection, when it records what it reads
+	raw                   []byte      // the answer's header sections as they came (rawHeaders), or nil
 }
 
 func (c *connTrace) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -78,6 +80,10 @@ func (c *connTrace) RoundTrip(req *http.Request) (*http.Response, error) {
 			defer c.mu.Unlock()
 			a.gotConn, a.newConn = now, !i.Reused
 			a.local, a.remote = i.Conn.LocalAddr(), i.Conn.RemoteAddr()
+			if rc, ok := i.Conn.(*recordConn); ok {
+				rc.arm()
+				a.rec = rc
+			}
 			if c.conns == nil {
 				c.conns = map[net.Conn]setup{}
 			}
@@ -124,6 +130,11 @@ func (c *connTrace) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.last = a
+	if a.rec != nil {
+		if b := a.rec.take(); resp != nil {
+			a.raw = rawHeaders(b, resp.StatusCode)
+		}
+	}
 	if resp != nil {
 		resp.Request = req
 		if c.of == nil {
@@ -185,15 +196,38 @@ func (c *connTrace) carried(resp *http.Response, ti *transferInfo, start time.Ti
 				ti.connects++
 			}
 		}
-		ti.sizeHeader += headerSize(r)
+		if t := c.of[r]; t != nil && t.raw != nil {
+			ti.sizeHeader += int64(len(t.raw))
+		} else {
+			ti.sizeHeader += headerSize(r)
+		}
 	}
+}
+
+// raw returns resp's header sections as they came, or nil when its
+// attempt did not record them (see recordConn). A nil c has none.
+func (c *connTrace) raw(resp *http.Response) []byte {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a := c.of[resp]; a != nil {
+		return a.raw
+	}
+	return nil
 }
 
 // headerSize is the size of resp's status line and headers as the server
 // sent them, if it wrote each as "Name: value" (net/http keeps neither
-// their order nor their spacing): what curl counts as %{size_header}.
+// their order nor their spacing): what curl counts as %{size_header} when
+// the raw header was not recorded (over HTTP/2, the status line as curl
+// writes it, "HTTP/2 200 ").
 func headerSize(resp *http.Response) int64 {
 	n := len(resp.Proto) + len(" ") + len(resp.Status) + len("\r\n") + len("\r\n")
+	if resp.ProtoMajor == 2 {
+		n = len("HTTP/2 200 \r\n") + len("\r\n")
+	}
 	for k, vs := range resp.Header {
 		for _, v := range vs {
 			n += len(k) + len(": ") + len(v) + len("\r\n")

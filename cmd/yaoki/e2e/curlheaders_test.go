@@ -1,0 +1,114 @@
+package e2e
+
+import (
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// -i, -I, -D and %{size_header} give the headers of an HTTP/1.x answer
+// as the server wrote them, as curl does: in its order, with its case and
+// spacing, its line ends, the Transfer-Encoding net/http takes out of
+// the header, and the 1xx answers before the final one.
+func TestHTTPHeadersAsWrittenLikeCurl(t *testing.T) {
+	const odd = "HTTP/1.1 200 OK\r\nX-RateLimit-Remaining: 9\r\nETag: \"v1\"\r\ncontent-type: text/plain\r\nWWW-Authenticate:   Basic  \r\nContent-Length: 3\r\n\r\nabc"
+	redirect := answer{wire: "HTTP/1.1 302 Found\r\nlocation: /next\r\nX-Hop: 1\r\nContent-Length: 0\r\n\r\n"}
+	for _, tc := range []struct {
+		name   string
+		script []answer
+		args   []string
+	}{
+		{"-i", []answer{{wire: odd}}, []string{"-i"}},
+		{"-D -", []answer{{wire: odd}}, []string{"-D", "-", "-o", "/dev/null"}},
+		{"-I", []answer{{wire: "HTTP/1.1 200 OK\r\nX-RateLimit-Remaining: 9\r\nETag: \"v1\"\r\nContent-Length: 3\r\n\r\n"}}, []string{"-I"}},
+		{"%{size_header}", []answer{{wire: odd}}, []string{"-o", "/dev/null", "-w", "%{size_header} %{num_headers} %header{etag}"}},
+		{"bare line feeds", []answer{{wire: "HTTP/1.1 200 OK\nX-Odd:   spaced  \nx-lower: 1\nContent-Length: 3\n\nabc"}}, []string{"-i", "-w", "|%{size_header}"}},
+		{"100 Continue first", []answer{{wire: "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc"}}, []string{"-i", "-w", "|%{size_header}"}},
+		{"chunked", []answer{{wire: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-A: 1\r\n\r\n3\r\nabc\r\n0\r\n\r\n"}}, []string{"-i", "-w", "|%{size_header}"}},
+		{"HTTP/1.0", []answer{{wire: "HTTP/1.0 200 Fine\r\nserver: old\r\nContent-Length: 3\r\n\r\nabc"}}, []string{"-i"}},
+		{"-iL", []answer{redirect, {wire: odd}}, []string{"-iL", "-w", "|%{size_header}"}},
+		{"-L -D -", []answer{redirect, {wire: odd}}, []string{"-L", "-D", "-"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startScripted(t, false, tc.script...)
+			args := append(append([]string{"-sS", "--retry", "0"}, tc.args...), s.url+"p")
+			y := runAs(t, "yaoki", args...)
+			s.restart()
+			c := runAs(t, "curl", args...)
+			if y.code != 0 || c.code != 0 {
+				t.Fatalf("exit: yaoki %d, curl %d; want 0\nyaoki: %s\ncurl: %s", y.code, c.code, y.stderr, c.stderr)
+			}
+			if y.stdout != c.stdout {
+				t.Errorf("stdout:\nyaoki: %q\ncurl:  %q", y.stdout, c.stdout)
+			}
+			if !strings.Contains(tc.name, "size") && !strings.Contains(y.stdout, "HTTP/1.") {
+				t.Errorf("stdout %q: want the headers", y.stdout)
+			}
+		})
+	}
+}
+
+// Over HTTP/2, -i, -D and %{size_header} write the status line as curl
+// 7.88 writes it ("HTTP/2 200 ", no reason phrase) and the header names
+// in lower case, as HTTP/2 sends them: a script that greps for "HTTP/2
+// 200" or "^x-ratelimit-remaining:" finds them. (net/http keeps no order
+// of an HTTP/2 header: the lines are compared sorted.)
+func TestHTTPHeadersOverHTTP2LikeCurl(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h["Date"] = []string{"Wed, 02 Dec 2026 05:31:02 GMT"}
+		h.Set("X-RateLimit-Remaining", "9")
+		h.Set("ETag", `"v1"`)
+		h.Add("Set-Cookie", "a=1")
+		h.Add("Set-Cookie", "b=2")
+		if r.URL.Path == "/redirect" {
+			http.Redirect(w, r, "/p", http.StatusFound)
+			return
+		}
+		fmt.Fprintln(w, "hello")
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// sorted sorts the lines of each header section.
+	sorted := func(s string) string {
+		var out []string
+		for _, sec := range strings.SplitAfter(s, "\r\n\r\n") {
+			status, rest, _ := strings.Cut(sec, "\r\n")
+			lines := strings.Split(rest, "\r\n")
+			sort.Strings(lines)
+			out = append(out, status+"\r\n"+strings.Join(lines, "\r\n"))
+		}
+		return strings.Join(out, "|")
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"-i", []string{"-i", srv.URL + "/p"}},
+		{"-I", []string{"-I", srv.URL + "/p"}},
+		{"-D - and %{size_header}", []string{"-D", "-", "-o", "/dev/null", "-w", "%{size_header}", srv.URL + "/p"}},
+		{"-iL", []string{"-iL", "-w", "|%{size_header}", srv.URL + "/redirect"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"-sS", "--retry", "0", "--cacert", ca}, tc.args...)
+			y, c := runAs(t, "yaoki", args...), runAs(t, "curl", args...)
+			if y.code != 0 || c.code != 0 {
+				t.Fatalf("exit: yaoki %d, curl %d; want 0\nyaoki: %s\ncurl: %s", y.code, c.code, y.stderr, c.stderr)
+			}
+			if !strings.HasPrefix(y.stdout, "HTTP/2 ") || sorted(y.stdout) != sorted(c.stdout) {
+				t.Errorf("stdout:\nyaoki: %q\ncurl:  %q", y.stdout, c.stdout)
+			}
+		})
+	}
+}
