@@ -54,7 +54,7 @@ type call struct {
 func (cl *call) prepare() error {
 	req := cl.req
 	replayable := Idempotent(req.Method)
-	if !replayable && (req.Header.Get(header.IdempotencyKey) != "" || req.Header.Get(header.XIdempotencyKey) != "") {
+	if !replayable && callerKey(req.Header) != "" {
 		replayable = true
 	}
 	if !replayable && cl.c.keyMode == KeyAuto {
@@ -325,10 +325,36 @@ func (cl *call) idempotencyKey() string {
 	if cl.key != "" {
 		return cl.key
 	}
-	if k := cl.req.Header.Get(header.IdempotencyKey); k != "" {
+	return callerKey(cl.req.Header)
+}
+
+// callerKey returns the key of the caller's Idempotency-Key field, or of
+// its X-Idempotency-Key, or "". A field name is case-insensitive (RFC 9110
+// §5.1): a caller may have written it into the map under a name not in
+// canonical form ("idempotency-key", as HTTP/2 and configuration files
+// spell it), which net/http sends as it is and the server reads as the
+// key; so does the transport, rather than send the request once as if it
+// had none, or add a second, created key beside it.
+func callerKey(h http.Header) string {
+	if k := h.Get(header.IdempotencyKey); k != "" {
 		return k
 	}
-	return cl.req.Header.Get(header.XIdempotencyKey)
+	if k := h.Get(header.XIdempotencyKey); k != "" {
+		return k
+	}
+	var x string
+	for name, vs := range h {
+		if len(vs) == 0 || vs[0] == "" {
+			continue
+		}
+		if strings.EqualFold(name, header.IdempotencyKey) {
+			return vs[0]
+		}
+		if x == "" && strings.EqualFold(name, header.XIdempotencyKey) {
+			x = vs[0]
+		}
+	}
+	return x
 }
 
 // hint returns the wait the server asked for in resp, or -1. A date in
