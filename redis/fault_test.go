@@ -2,8 +2,14 @@ package redis_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -127,6 +133,117 @@ func TestFaultRedisRestart(t *testing.T) {
 			if _, ok, err := store.Get(t.Context(), id, now); err != nil || ok {
 				t.Fatalf("after the crash of a server without the append-only file: record found %v (err %v), want it lost", ok, err)
 			}
+		})
+	}
+}
+
+// logged keeps the lines a middleware logs, and passes them to t's log.
+type logged struct {
+	t  *testing.T
+	mu sync.Mutex
+	b  []string
+}
+
+func (l *logged) Write(p []byte) (int, error) {
+	s := strings.TrimSpace(string(p))
+	l.mu.Lock()
+	l.b = append(l.b, s)
+	l.mu.Unlock()
+	l.t.Log(s)
+	return len(p), nil
+}
+
+func (l *logged) count(sub string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, s := range l.b {
+		if strings.Contains(s, sub) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestFaultRedisCrashWhileHeld: redis-server is killed (SIGKILL) while a
+// handler runs, after Begin claimed its key and before Complete, and
+// started again at once; a retry arrives while the handler still runs,
+// then the handler answers 201 and its response is stored, then a third
+// request comes. With the append-only file on, whatever appendfsync says
+// (Redis writes the file before it answers; fsync only decides what a
+// crash of the machine loses), the claim is still there after the restart:
+// the retry gets 409, the third request the first's response, one run.
+// Without it the claim is gone: the retry runs the handler beside the
+// first, whose Complete is refused (its lease is lost), and the third
+// request replays the retry's response: two runs; Check names the setting.
+func TestFaultRedisCrashWhileHeld(t *testing.T) {
+	for _, tc := range []struct {
+		fsync string // appendfsync, "" for appendonly no
+		kept  bool
+	}{{"", false}, {"no", true}, {"everysec", true}, {"always", true}} {
+		name := "appendonly no"
+		if tc.fsync != "" {
+			name = "appendfsync " + tc.fsync
+		}
+		t.Run(name, func(t *testing.T) {
+			var srv *redistest.Server
+			if tc.fsync == "" {
+				srv = redistest.Start(t)
+			} else {
+				srv = redistest.StartAppendOnly(t, tc.fsync)
+			}
+			store := redis.NewIdempotencyStore(srv.Client(t), redis.IdempotencyConfig{})
+			logs := &logged{t: t}
+			m, err := idempotency.New(idempotency.Config{Store: store, Lease: 10 * time.Second, StoreTimeout: time.Minute, ErrorLog: log.New(logs, "", 0)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var runs atomic.Int64
+			started, finish := make(chan struct{}), make(chan struct{})
+			h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				n := runs.Add(1)
+				if n == 1 {
+					close(started)
+					<-finish
+				}
+				w.WriteHeader(http.StatusCreated)
+				fmt.Fprintf(w, "charge %d", n)
+			}))
+			done := make(chan *httptest.ResponseRecorder, 1)
+			go func() { done <- post(h, "pay-1") }()
+			<-started
+			srv.Kill() // the claim made, the handler running
+			if err := srv.Resume(); err != nil {
+				close(finish)
+				<-done
+				t.Fatal(err)
+			}
+			retry := post(h, "pay-1")
+			close(finish)
+			first := <-done
+			third := post(h, "pay-1")
+			got := fmt.Sprintf("first %d %q, retry during it %d %q, third %d %q (replayed %q), %d runs",
+				first.Code, first.Body, retry.Code, retry.Body, third.Code, third.Body, third.Header().Get("Idempotent-Replayed"), runs.Load())
+			if first.Code != http.StatusCreated || first.Body.String() != "charge 1" {
+				t.Fatalf("%s; the first client gets its handler's 201 either way", got)
+			}
+			if tc.kept {
+				if retry.Code != http.StatusConflict || third.Body.String() != "charge 1" || runs.Load() != 1 {
+					t.Fatalf("%s; want 409 for the retry, the first's response replayed, 1 run", got)
+				}
+				return
+			}
+			if retry.Code != http.StatusCreated || retry.Body.String() != "charge 2" || third.Body.String() != "charge 2" || runs.Load() != 2 {
+				t.Fatalf("%s; want the retry to run beside the first, and its response replayed: 2 runs", got)
+			}
+			if logs.count("lease lost") == 0 {
+				t.Fatal("the first request's Complete, refused, was not logged as a lost lease")
+			}
+			var unsafe *redis.UnsafeServerError
+			if err := store.Check(t.Context()); !errors.As(err, &unsafe) || !unsafe.NotAppendOnly {
+				t.Fatalf("Check: %v; want it to name the missing append-only file", err)
+			}
+			t.Log(got)
 		})
 	}
 }

@@ -63,6 +63,19 @@ func StartDurable(tb testing.TB) *Server {
 // durable is the append-only file on, written at every command.
 func durable(string) []string { return []string{"--appendonly", "yes", "--appendfsync", "always"} }
 
+// StartAppendOnly starts a server as Start does, with the append-only file
+// on and fsynced as fsync says ("always", "everysec" or "no", Redis's
+// appendfsync). Redis writes the file before it answers (unless a slow
+// disk makes it postpone the write under everysec): what it acknowledged
+// survives Kill and Resume whatever fsync is; fsync decides what a crash
+// of the machine would lose, which a test cannot cause.
+func StartAppendOnly(tb testing.TB, fsync string) *Server {
+	tb.Helper()
+	return startOrSkip(tb, " with appendfsync "+fsync, func(string) []string {
+		return []string{"--appendonly", "yes", "--appendfsync", fsync}
+	})
+}
+
 // startOrSkip starts a server in a directory of tb's, with the extra
 // arguments (mode says which, for an error), stopped when tb ends, or skips
 // tb when redis-server is missing.
