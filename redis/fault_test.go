@@ -170,10 +170,12 @@ func (l *logged) count(sub string) int {
 // started again at once; a retry arrives while the handler still runs,
 // then the handler answers 201 and its response is stored, then a third
 // request comes. With the append-only file on, whatever appendfsync says
-// (Redis writes the file before it answers; fsync only decides what a
-// crash of the machine loses), the claim is still there after the restart:
+// (Redis writes the file before it answers; appendfsync decides what a
+// crash of the machine loses, which a test cannot cause), the claim is still there after the restart:
 // the retry gets 409, the third request the first's response, one run.
-// Without it the claim is gone: the retry runs the handler beside the
+// (Under everysec, Redis postpones the write, for up to 2 s, while an
+// fsync of the file is still running on a slow disk; what it answered
+// meanwhile a kill would lose.) Without it the claim is gone: the retry runs the handler beside the
 // first, whose Complete is refused (its lease is lost), and the third
 // request replays the retry's response: two runs; Check names the setting.
 func TestFaultRedisCrashWhileHeld(t *testing.T) {
@@ -242,6 +244,80 @@ func TestFaultRedisCrashWhileHeld(t *testing.T) {
 			var unsafe *redis.UnsafeServerError
 			if err := store.Check(t.Context()); !errors.As(err, &unsafe) || !unsafe.NotAppendOnly {
 				t.Fatalf("Check: %v; want it to name the missing append-only file", err)
+			}
+			t.Log(got)
+		})
+	}
+}
+
+// TestFaultRedisEviction: the server reaches its memory limit
+// (maxmemory set to 1 byte, then a write) under an eviction policy, once
+// one request's record is complete and while another's handler runs. Both
+// policies pick the store's keys (each has an expiry, so volatile-lru too):
+// the completed record and the claim are evicted. The completed request's
+// retry runs its handler again; the running request's retry runs beside
+// it, and the first's Complete is refused. Check names the policy.
+func TestFaultRedisEviction(t *testing.T) {
+	for _, policy := range []string{"allkeys-lru", "volatile-lru"} {
+		t.Run(policy, func(t *testing.T) {
+			srv := redistest.StartAppendOnly(t, "always")
+			c := srv.Client(t)
+			ctx := t.Context()
+			store := redis.NewIdempotencyStore(c, redis.IdempotencyConfig{})
+			logs := &logged{t: t}
+			m, err := idempotency.New(idempotency.Config{Store: store, ErrorLog: log.New(logs, "", 0)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var runs atomic.Int64
+			started, finish := make(chan struct{}), make(chan struct{})
+			h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				n := runs.Add(1)
+				if r.Header.Get("Idempotency-Key") == "held" && n == 2 {
+					close(started)
+					<-finish
+				}
+				w.WriteHeader(http.StatusCreated)
+				fmt.Fprintf(w, "charge %d", n)
+			}))
+			if rec := post(h, "done"); rec.Code != http.StatusCreated {
+				t.Fatalf("first request: %d %s", rec.Code, rec.Body)
+			}
+			held := make(chan *httptest.ResponseRecorder, 1)
+			go func() { held <- post(h, "held") }()
+			<-started
+
+			if err := c.ConfigSet(ctx, "maxmemory-policy", policy).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+				t.Fatal(err)
+			}
+			_ = c.Set(ctx, "filler", "x", 0).Err() // evicts what the policy may, then fails with OOM
+			n, err := c.Exists(ctx, redis.DefaultIdempotencyPrefix+"0::done", redis.DefaultIdempotencyPrefix+"0::held").Result()
+			var unsafe *redis.UnsafeServerError
+			checked := store.Check(ctx)
+			if err := c.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err != nil || n != 0 {
+				close(finish)
+				<-held
+				t.Fatalf("%d of the 2 records left after the eviction (err %v); want both evicted", n, err)
+			}
+			if !errors.As(checked, &unsafe) || !unsafe.Evicts || unsafe.MaxmemoryPolicy != policy || unsafe.NotAppendOnly {
+				t.Errorf("Check at the memory limit: %v; want it to name %s alone", checked, policy)
+			}
+
+			again := post(h, "done")
+			beside := post(h, "held")
+			close(finish)
+			first := <-held
+			got := fmt.Sprintf("done's retry %d %q (replayed %q); held: the first %d %q, its retry %d %q; %d runs",
+				again.Code, again.Body, again.Header().Get("Idempotent-Replayed"), first.Code, first.Body, beside.Code, beside.Body, runs.Load())
+			if again.Code != http.StatusCreated || again.Header().Get("Idempotent-Replayed") != "" || beside.Code != http.StatusCreated ||
+				first.Code != http.StatusCreated || runs.Load() != 4 || logs.count("lease lost") != 1 {
+				t.Fatalf("%s; want each retry to run its handler again (4 runs) and the first held request's Complete refused", got)
 			}
 			t.Log(got)
 		})
