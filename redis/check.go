@@ -30,6 +30,13 @@ type UnsafeServerError struct {
 	// NotAppendOnly is true when the append-only file is off: a restart
 	// loses the records written since the last snapshot, if any.
 	NotAppendOnly bool
+	// NoFsync is true when the append-only file is on but never fsynced
+	// (appendfsync no): the operating system writes it to disk when it
+	// sees fit, about every 30 s on Linux, so a crash of the machine (not
+	// of redis-server alone) loses the records of that time. Check reads
+	// appendfsync with CONFIG GET; a server that refuses CONFIG (many
+	// hosted ones do) is not judged on it.
+	NoFsync bool
 	// TooFewReplicas is true when the store waits for more replicas
 	// (IdempotencyConfig.Replicas, in ReplicasAsked) than the server has
 	// connected (ConnectedReplicas): every write would then fail, and the
@@ -48,6 +55,9 @@ func (e *UnsafeServerError) Error() string {
 	if e.NotAppendOnly {
 		why = append(why, "its append-only file is off, so a restart loses recent records: set appendonly yes")
 	}
+	if e.NoFsync {
+		why = append(why, "its append-only file is never fsynced (appendfsync no), so a crash of the machine loses the records of the last 30 s or so: set appendfsync everysec (about 2 s at most) or always")
+	}
 	if e.TooFewReplicas {
 		why = append(why, fmt.Sprintf("it has %d connected replicas of the %d that each write waits for (Replicas), so every write fails until they are connected: connect them or lower Replicas", e.ConnectedReplicas, e.ReplicasAsked))
 	}
@@ -60,7 +70,8 @@ func (e *UnsafeServerError) Is(target error) bool { return target == ErrUnsafeSe
 // Check asks the server (every master of a cluster, every shard of a
 // ring) whether it keeps
 // records as the store needs: without eviction (maxmemory-policy
-// noeviction, or no maxmemory), with the append-only file on, and, when
+// noeviction, or no maxmemory), with the append-only file on and fsynced
+// (appendfsync everysec or always, when CONFIG GET may read it), and, when
 // the store waits for replicas (IdempotencyConfig.Replicas), with at least
 // that many replicas connected. It
 // returns nil when it does, an *UnsafeServerError (matching
@@ -119,7 +130,14 @@ func check(ctx context.Context, c goredis.UniversalClient, replicas int) error {
 	}
 	e.ReplicasAsked = replicas
 	e.TooFewReplicas = replicas > 0 && e.ConnectedReplicas >= 0 && e.ConnectedReplicas < replicas
-	if !e.Evicts && !e.NotAppendOnly && !e.TooFewReplicas {
+	if !e.NotAppendOnly {
+		// INFO does not say how the file is fsynced. A server that refuses
+		// CONFIG GET (no permission, a hosted service) is not judged on it.
+		if v, err := c.ConfigGet(ctx, "appendfsync").Result(); err == nil {
+			e.NoFsync = v["appendfsync"] == "no"
+		}
+	}
+	if !e.Evicts && !e.NotAppendOnly && !e.NoFsync && !e.TooFewReplicas {
 		return nil
 	}
 	if cl, ok := c.(*goredis.Client); ok {

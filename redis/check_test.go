@@ -12,8 +12,9 @@ import (
 )
 
 // TestCheckServer: Check names what makes a real server unsafe for the
-// store (eviction at the memory limit, no append-only file) and is quiet
-// once it is configured as the store needs.
+// store (eviction at the memory limit, no append-only file, an append-only
+// file never fsynced) and is quiet once it is configured as the store
+// needs.
 func TestCheckServer(t *testing.T) {
 	srv := redistest.Start(t) // appendonly no, no maxmemory
 	c := srv.Client(t)
@@ -37,9 +38,24 @@ func TestCheckServer(t *testing.T) {
 	if !errors.As(err, &unsafe) || !unsafe.Evicts || unsafe.MaxmemoryPolicy != "volatile-lru" || unsafe.Maxmemory != 100<<20 || !strings.Contains(err.Error(), "noeviction") {
 		t.Fatalf("server that evicts: %v, want an UnsafeServerError naming volatile-lru and noeviction", err)
 	}
-	set("maxmemory-policy", "noeviction", "appendonly", "yes")
+	set("maxmemory-policy", "noeviction", "appendonly", "yes", "appendfsync", "no")
+	err = s.Check(ctx)
+	if !errors.As(err, &unsafe) || !unsafe.NoFsync || unsafe.Evicts || unsafe.NotAppendOnly || !strings.Contains(err.Error(), "appendfsync everysec") {
+		t.Fatalf("server whose append-only file is never fsynced: %v, want an UnsafeServerError saying appendfsync everysec", err)
+	}
+	// A client that may not run CONFIG (as on hosted servers) is not told
+	// about appendfsync, and Check still answers from INFO.
+	if err := c.Do(ctx, "ACL", "SETUSER", "app", "on", ">pw", "~*", "&*", "+@all", "-config").Err(); err != nil {
+		t.Fatal(err)
+	}
+	limited := goredis.NewClient(&goredis.Options{Addr: srv.Addr, Username: "app", Password: "pw"})
+	t.Cleanup(func() { _ = limited.Close() })
+	if err := redis.NewIdempotencyStore(limited, redis.IdempotencyConfig{}).Check(ctx); err != nil {
+		t.Fatalf("Check by a client refused CONFIG, on a server with noeviction and appendonly: %v, want nil", err)
+	}
+	set("appendfsync", "everysec")
 	if err := s.Check(ctx); err != nil {
-		t.Fatalf("server with noeviction and appendonly: %v, want nil", err)
+		t.Fatalf("server with noeviction, appendonly and appendfsync everysec: %v, want nil", err)
 	}
 	set("maxmemory", "0", "maxmemory-policy", "allkeys-lru")
 	if err := s.Check(ctx); err != nil {

@@ -102,18 +102,27 @@ func (e *ReplicaError) Is(target error) bool { return target == ErrNotReplicated
 // Run it with maxmemory-policy noeviction (or no maxmemory): under any
 // other policy Redis may evict records at its memory limit (every record
 // has an expiry, so the volatile-* policies pick them too), and a retry of
-// an evicted completed request runs it again. Run it with appendonly yes
-// (appendfsync everysec loses at most about a second of records in a
-// crash; always, none): without the append-only file a restart loses every
-// record written since the last snapshot. A replica promoted by failover
+// an evicted completed request runs it again. Run it with appendonly yes:
+// without the append-only file a restart loses every record written since
+// the last snapshot, a claim too, so that a retry runs its request beside
+// the handler still running. Redis writes the file before it answers (but
+// for a write postponed, up to 2 s, behind a slow fsync under everysec), so
+// a crash of redis-server alone loses nothing it acknowledged; appendfsync
+// decides what a crash of the machine loses: about the last 2 s under
+// everysec, the last 30 s or so under no, nothing under always (at the
+// cost of an fsync per write). A replica promoted by failover
 // may lack the last writes, which asynchronous replication had not copied:
 // a claim or a completed record lost so lets a retry run its request again.
 // IdempotencyConfig.Replicas makes each write that matters wait until
 // replicas acknowledged it (Redis's WAIT) and fail otherwise, at the cost
 // of a round trip to the replicas per write; a replica that acknowledged
 // a write may still lose it in its own crash before its append-only file
-// has it, and WAIT does not make Redis strongly consistent. Check tells at start whether the server evicts keys or runs without the
-// append-only file.
+// has it, and WAIT does not make Redis strongly consistent. The expiry of
+// every key is kept as a time of the server's clock: a step forward of
+// that clock by more than a lease ends the leases held (by more than a
+// record's age, its retention); keep it slewed, not stepped. Check tells
+// at start whether the server evicts keys, runs without the append-only
+// file or never fsyncs it.
 //
 // A Begin or Complete whose reply was lost is run again by go-redis; the
 // scripts recognise the caller's token, so that the second run reports
