@@ -69,6 +69,9 @@ the header Idempotent-Replayed: true. Requests without a key share one walk.
 
 Rate mode (--rate-429, --rate-5xx, --rate-reset, --rate-slow): each request
 draws its fate from a seeded generator (--seed), so a run is repeatable.
+--retry-after, --slow, --status-5xx and --seed qualify a rate, and are
+refused without it (--retry-after needs --rate-429, --slow --rate-slow,
+--status-5xx --rate-5xx, --seed any of them).
 
 It stops on SIGINT or SIGTERM (at once: a slow answer under way is not sent,
 its connection is closed), or after --max-requests requests, and prints a
@@ -142,6 +145,9 @@ func (o *flakyOptions) run(cmd *cobra.Command) error {
 		return cli.Usagef("--slow 0: want a delay > 0 such as 2s (the share of slow answers is --rate-slow)")
 	}
 	rated := o.rate429 > 0 || o.rate5xx > 0 || o.rateReset > 0 || o.rateSlow > 0
+	if err := o.checkRateCompanions(cmd, rated); err != nil {
+		return err
+	}
 	switch {
 	case o.script != "" && rated:
 		return cli.Usagef("--script and the --rate-* flags cannot be combined: choose a script (answers in order) or rates (random answers)")
@@ -231,12 +237,36 @@ func (o *flakyOptions) makeRates() (*rates, error) {
 	return r, nil
 }
 
+// checkRateCompanions refuses the flags that qualify a rate (--retry-after,
+// --slow, --status-5xx, --seed) when that rate is not set: they would do
+// nothing, and a user who wrote them expects them to.
+func (o *flakyOptions) checkRateCompanions(cmd *cobra.Command, rated bool) error {
+	for _, c := range []struct {
+		flag string
+		set  bool   // the rate it qualifies is set
+		says string // what it does, and what to do instead
+	}{
+		{"retry-after", o.rate429 > 0, "sets the Retry-After of --rate-429's answers, but --rate-429 is not set, so it would do nothing: add --rate-429 P, or write it in a --script step (429:retry-after=2)"},
+		{"slow", o.rateSlow > 0, "delays --rate-slow's answers, but --rate-slow is not set, so it would do nothing: add --rate-slow P, or write it in a --script step (503:slow=2s)"},
+		{"status-5xx", o.rate5xx > 0, "is the status of --rate-5xx's answers, but --rate-5xx is not set, so it would do nothing: add --rate-5xx P, or write the status in a --script (502)"},
+		{"seed", rated, "seeds the draws of the --rate-* flags, but none is set, so it would do nothing: add a --rate-* flag, or drop --seed (a --script answers in order)"},
+	} {
+		if fl := cmd.Flags().Lookup(c.flag); fl.Changed && !c.set {
+			return cli.Usagef("--%s %s %s", c.flag, fl.Value, c.says)
+		}
+	}
+	return nil
+}
+
 // checkLoopback refuses addresses other than loopback: flaky serves faults
 // for tests and must not be reachable from elsewhere.
 func checkLoopback(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return cli.Usagef("--addr %q: want HOST:PORT such as 127.0.0.1:8080 (port 0: any free port)", addr)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil && port != "" && strings.Trim(port, "0123456789") == "" {
+		return cli.Usagef("--addr %q: port %q: want a port from 0 to 65535 (0: any free port)", addr, port)
 	}
 	if host == "localhost" {
 		return nil
