@@ -116,9 +116,12 @@ func parseRateLimit(lines []string) (time.Duration, bool) {
 		reset = int64(-1)
 		left  int64 // the dictionary's remaining
 	)
-	for {
+	for first := true; ; first = false {
 		p.ows()
 		if p.done() {
+			if !first {
+				return 0, false // a trailing comma (RFC 8941 §4.2.1: fail parsing)
+			}
 			break
 		}
 		var m member

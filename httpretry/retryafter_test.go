@@ -71,6 +71,8 @@ func TestRateLimitReset(t *testing.T) {
 		{"draft one exhausted", http.Header{"Ratelimit": {`"burst";r=5;t=2`, `"daily";r=0;t=60`}}, time.Minute, true},
 		{"draft other params", http.Header{"Ratelimit": {`"d";pk=:YWJj:;r=0;t=9;x="y";z=?1;w=1.5`}}, 9 * time.Second, true},
 		{"draft malformed", http.Header{"Ratelimit": {`"default;r=0;t=30`}}, 0, false},
+		{"draft trailing comma", http.Header{"Ratelimit": {`"d";r=0;t=7, `}}, 0, false},
+		{"draft empty line", http.Header{"Ratelimit": {`"d";r=0;t=7`, ``}}, 0, false},
 		{"draft negative t", http.Header{"Ratelimit": {`"d";r=0;t=-3`}}, 0, false},
 		{"draft absurd t", http.Header{"Ratelimit": {`"d";r=0;t=99999999999`}}, 0, false},
 		{"draft 07 dictionary", http.Header{"Ratelimit": {`limit=100, remaining=0, reset=45`}}, 45 * time.Second, true},
@@ -144,6 +146,7 @@ func FuzzRateLimitReset(f *testing.F) {
 		{"", "20", "0"},
 		{"", "", "1700000000.5"},
 		{`x;y=?1;z=:AA==:;w="\""`, "9", "9"},
+		{`0;t=0,`, "", ""}, // a trailing comma: malformed, as it is with a second line after it
 	} {
 		f.Add(s[0], s[1], s[2])
 	}
@@ -161,6 +164,20 @@ func FuzzRateLimitReset(f *testing.F) {
 		d, ok := httpretry.RateLimitReset(h, now)
 		if !ok && d != 0 || ok && (d < 0 || d > httpretry.MaxHint) {
 			t.Fatalf("RateLimitReset(%v) = %v, %v", h, d, ok)
+		}
+		if draft == "" {
+			return
+		}
+		// A policy that still has quota left says nothing about when to
+		// come back: adding one, in a field line of its own or in the
+		// same line, changes nothing.
+		for _, more := range []http.Header{
+			{"Ratelimit": {draft, `"zz";r=5;t=7`}},
+			{"Ratelimit": {draft + `, "zz";r=5;t=99999`}},
+		} {
+			if d2, ok2 := httpretry.RateLimitReset(more, now); ok && (d2 != d || !ok2) {
+				t.Fatalf("RateLimit %q: %v, %v; with a policy that has quota left, %v: %v, %v", draft, d, ok, more, d2, ok2)
+			}
 		}
 	})
 }
