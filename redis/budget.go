@@ -122,6 +122,14 @@ type BudgetConfig struct {
 // by a failed sync are dated at the next successful one, so they stay in
 // the window that much longer.
 //
+// Every key of a budget expires, so an eviction policy (volatile-lru,
+// allkeys-lru) may take any of them: lost counts are lost for the window
+// they were in; when the set of processes is lost, the reservations go with
+// it (a dead process's would otherwise be kept aside for good), and the
+// processes reserve again at their next sync. A key or value that no sync
+// writes (another version's, or corrupt) is read as nothing, never as a
+// reason for every sync to fail.
+//
 // Decisions compare instants the processes pass (now), so the fleet's
 // clocks should agree to well within a Slot. All the keys of a budget carry
 // the hash tag {Name}, so that they lie in one Redis Cluster slot.

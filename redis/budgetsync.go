@@ -77,16 +77,44 @@ func (k *budgetKeys) at(e int64) []string {
 // 14 the process's asks over the window. Returns the fleet's successes,
 // retries and asks over the window, the number of processes, the
 // cumulative counts Redis now holds for this process, and its reservation.
+//
+// What no sync writes (another version's keys, or corrupt ones) is read as
+// nothing rather than failing every sync or skewing the totals for as long
+// as it stays: a key of another type is deleted (an earlier slot is
+// skipped), a count that is not an integer from 0 to 2^53 reads as 0 (in
+// the slot of now, it is reset). The reservations are counted again from
+// the processes' own entries when their total cannot be right (no
+// number, or more than every entry holding the whole allowance), or when
+// entries outnumber the processes; and dropped when the set of processes
+// is gone (evicted or expired): whose reservations they were can no longer
+// be told, and a dead process's would be kept aside for good.
 var budgetScript = goredis.NewScript(`
 local n = #KEYS - 3
 local cur, pk, zk, hk = KEYS[n], KEYS[n+1], KEYS[n+2], KEYS[n+3]
 local id = ARGV[1]
 local f = {'s', 'r', 'a'}
+local function count(x)
+  local v = tonumber(x)
+  if v == nil or v ~= v or v < 0 or v > 9007199254740992 or v ~= math.floor(v) then return nil end
+  return v
+end
+local function claim(key, kind)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= kind then redis.call('DEL', key) end
+end
+claim(cur, 'hash')
+claim(pk, 'hash')
+claim(zk, 'zset')
+claim(hk, 'hash')
+local seen = redis.call('HMGET', cur, 's', 'r', 'a')
+for i = 1, 3 do
+  if seen[i] and not count(seen[i]) then redis.call('HDEL', cur, f[i]) end
+end
 local had = redis.call('HMGET', pk, 's', 'r', 'a')
 local held = {}
 for i = 1, 3 do
   local sent = tonumber(ARGV[1+i])
-  local base = tonumber(had[i]) or tonumber(ARGV[4+i])
+  local base = count(had[i]) or tonumber(ARGV[4+i])
   if sent > base then
     redis.call('HINCRBY', cur, f[i], string.format('%d', sent - base))
     base = sent
@@ -96,9 +124,10 @@ end
 redis.call('HSET', pk, 's', string.format('%d', held[1]), 'r', string.format('%d', held[2]), 'a', string.format('%d', held[3]))
 redis.call('PEXPIRE', pk, ARGV[11])
 if redis.call('EXISTS', cur) == 1 then redis.call('PEXPIRE', cur, ARGV[10]) end
-local total = tonumber(redis.call('HGET', hk, '*')) or 0
+if redis.call('EXISTS', zk) == 0 then redis.call('DEL', hk) end
+local total = count(redis.call('HGET', hk, '*'))
 for _, gone in ipairs(redis.call('ZRANGEBYSCORE', zk, '-inf', '(' .. ARGV[9])) do
-  total = total - (tonumber(redis.call('HGET', hk, gone)) or 0)
+  total = total and total - (count(redis.call('HGET', hk, gone)) or 0)
   redis.call('HDEL', hk, gone)
   redis.call('ZREM', zk, gone)
 end
@@ -107,11 +136,29 @@ redis.call('PEXPIRE', zk, ARGV[10])
 local procs = redis.call('ZCARD', zk)
 local t = {0, 0, 0}
 for k = 1, n do
-  local v = redis.call('HMGET', KEYS[k], 's', 'r', 'a')
-  for i = 1, 3 do t[i] = t[i] + (tonumber(v[i]) or 0) end
+  local v = redis.pcall('HMGET', KEYS[k], 's', 'r', 'a')
+  if not v.err then
+    for i = 1, 3 do t[i] = t[i] + (count(v[i]) or 0) end
+  end
 end
-local others = math.max(0, total - (tonumber(redis.call('HGET', hk, id)) or 0))
-local left = math.max(0, tonumber(ARGV[12]) * t[1] + tonumber(ARGV[13]) - t[2])
+local allowance = tonumber(ARGV[12]) * t[1] + tonumber(ARGV[13])
+local entries = redis.call('HLEN', hk)
+if total == nil or total > entries * allowance or entries > procs + 1 then
+  total = 0
+  local all = redis.call('HGETALL', hk)
+  for j = 1, #all, 2 do
+    if all[j] ~= '*' then
+      local q = count(all[j+1])
+      if q and redis.call('ZSCORE', zk, all[j]) then
+        total = total + q
+      else
+        redis.call('HDEL', hk, all[j])
+      end
+    end
+  end
+end
+local others = math.max(0, total - (count(redis.call('HGET', hk, id)) or 0))
+local left = math.max(0, allowance - t[2])
 local share = math.min(1, (tonumber(ARGV[14]) + 1) / (t[3] + procs))
 local q = math.floor(math.min(left * share, math.max(0, left - others)))
 redis.call('HSET', hk, id, string.format('%d', q), '*', string.format('%d', others + q))

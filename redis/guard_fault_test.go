@@ -2,6 +2,7 @@ package redis_test
 
 import (
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -229,4 +230,83 @@ func TestBreakerReplicaClockAhead(t *testing.T) {
 		t.Fatal("sync through a cut link succeeded")
 	}
 	mustAllow(t, "B, Redis out of reach, 33 s after A's trip", b, at(33*time.Second))
+}
+
+// TestBudgetProcessesKeyEvicted: the set of processes is evicted (every
+// key of a budget expires, so maxmemory-policy volatile-lru may pick any;
+// DEL here) after A, which reserved the whole floor at its sync, died.
+// A's reservation cannot be told from a live process's any more: B does
+// not keep it aside for ever (its quota stayed 0 for good, as A was never
+// found silent), but gets the floor from its next sync.
+func TestBudgetProcessesKeyEvicted(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	a := newBudget(t, client(t, srv.Addr), "payments")
+	b := newBudget(t, client(t, srv.Addr), "payments")
+	if err := a.SyncAt(t.Context(), at(0)); err != nil {
+		t.Fatal(err)
+	}
+	if q := a.StateAt(at(0)).Quota; q != 100 {
+		t.Fatalf("A's reservation %v, want the whole floor of 100 (the only process)", q)
+	}
+	if err := rdb.Del(t.Context(), "yaoki:budget:{payments}:procs").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []time.Duration{time.Second, 20 * time.Second} {
+		if err := b.SyncAt(t.Context(), at(s)); err != nil {
+			t.Fatal(err)
+		}
+		if st := b.StateAt(at(s)); st.Quota != 100 || st.Processes != 1 {
+			t.Fatalf("B at +%v, A dead, the processes' key evicted: %+v, want the floor of 100 for the one process", s, st)
+		}
+	}
+}
+
+// TestBudgetForeignKeys: a budget's keys hold what no sync writes (another
+// version's, or corrupt): another type, counts that are no number, NaN,
+// infinite or beyond 2^53, a reservation total of 10^15. Each sync
+// succeeds and reads them as nothing, instead of failing for as long as
+// the key stays (the process deciding alone) or reading a count of -2^63
+// or a reservation total that starves the fleet for good.
+func TestBudgetForeignKeys(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	const p = "yaoki:budget:{payments}:"
+	slot := p + strconv.FormatInt(at(0).Unix(), 10) // the slot of +0 (1 s slots)
+	for _, tc := range []struct {
+		name string
+		set  func() error
+	}{
+		{"the reservations a string", func() error { return rdb.Set(t.Context(), p+"held", "x", 0).Err() }},
+		{"the processes a string", func() error { return rdb.Set(t.Context(), p+"procs", "x", 0).Err() }},
+		{"the slot a string", func() error { return rdb.Set(t.Context(), slot, "x", 0).Err() }},
+		{"an earlier slot a list", func() error {
+			return rdb.RPush(t.Context(), p+strconv.FormatInt(at(-3*time.Second).Unix(), 10), "x").Err()
+		}},
+		{"the reservation total 10^15", func() error { return rdb.HSet(t.Context(), p+"held", "*", "1e15").Err() }},
+		{"the reservation total NaN", func() error { return rdb.HSet(t.Context(), p+"held", "*", "nan").Err() }},
+		{"counts NaN", func() error { return rdb.HSet(t.Context(), slot, "s", "nan", "r", "nan", "a", "nan").Err() }},
+		{"counts infinite", func() error { return rdb.HSet(t.Context(), slot, "s", "inf", "r", "-inf").Err() }},
+		{"retries beyond 2^53", func() error { return rdb.HSet(t.Context(), slot, "r", "1e30").Err() }},
+		{"negative retries", func() error { return rdb.HSet(t.Context(), slot, "r", "-50").Err() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := rdb.FlushAll(t.Context()).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.set(); err != nil {
+				t.Fatal(err)
+			}
+			b := newBudget(t, client(t, srv.Addr), "payments")
+			for range 10 {
+				b.RecordAt(at(0), true, true)
+			}
+			if err := b.SyncAt(t.Context(), at(0)); err != nil {
+				t.Fatalf("sync: %v", err)
+			}
+			if st := b.StateAt(at(0)); !st.Shared || st.Successes != 10 || st.Retries != 0 || st.Processes != 1 || st.Quota != 102 {
+				t.Fatalf("state %+v, want shared: the 10 successes, no retry, 1 process, a reservation of 100 + 0.2 × 10", st)
+			}
+		})
+	}
 }
