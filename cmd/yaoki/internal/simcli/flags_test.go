@@ -44,3 +44,23 @@ func TestHelpListDefaultsAsTyped(t *testing.T) {
 		t.Errorf("--p's default is not written as typed:\n%s", h)
 	}
 }
+
+// --workers below 1 and --max-attempts 0 are refused as bad usage: they
+// were read as the defaults (one worker per CPU; 3 attempts) while the
+// help gives those defaults as numbers a user can write.
+func TestWorkersAndMaxAttemptsZeroRefused(t *testing.T) {
+	for args, want := range map[string]string{
+		"herd --workers 0":        "--workers 0: want ≥ 1 (leave the flag out for one per CPU,",
+		"herd --workers -1":       "--workers -1: want ≥ 1",
+		"outage --max-attempts 0": "--max-attempts 0: want ≥ 1, or -1 for unlimited (leave the flag out for the scenario's default)",
+	} {
+		cmd := NewCommand()
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		cmd.SetArgs(append(strings.Fields(args), "--out", "", "--clients", "2", "--runs", "1"))
+		var ee *cli.ExitError
+		if err := cmd.Execute(); !errors.As(err, &ee) || ee.Code != cli.ExitUsage || !strings.HasPrefix(ee.Msg, want) {
+			t.Errorf("yaoki sim %s: %v, want exit %d and %q", args, err, cli.ExitUsage, want)
+		}
+	}
+}

@@ -168,6 +168,9 @@ func (o *simOptions) run(cmd *cobra.Command, job *simJob) error {
 	if err := refuseZeros(cmd.Flags()); err != nil {
 		return err
 	}
+	if o.workers < 1 {
+		return cli.Exit(cli.ExitUsage, fmt.Sprintf("--workers %d: want ≥ 1 (leave the flag out for one per CPU, %s)", o.workers, cmd.Flags().Lookup("workers").DefValue))
+	}
 	yours, err := o.yours(cmd)
 	if err != nil {
 		return err
@@ -338,8 +341,8 @@ func (o *simOptions) yours(cmd *cobra.Command) (*yourPolicy, error) {
 		}
 		p.Backoff.Jitter = j
 	}
-	if o.maxAttempts < retry.Unlimited {
-		return nil, cli.Exit(cli.ExitUsage, fmt.Sprintf("--max-attempts %d: want ≥ 1, or -1 for unlimited", o.maxAttempts))
+	if o.maxAttempts < retry.Unlimited || cmd.Flags().Changed("max-attempts") && o.maxAttempts == 0 {
+		return nil, cli.Exit(cli.ExitUsage, fmt.Sprintf("--max-attempts %d: want ≥ 1, or -1 for unlimited (leave the flag out for the scenario's default)", o.maxAttempts))
 	}
 	if err := p.Validate(); err != nil {
 		return nil, cli.Exit(cli.ExitUsage, "your policy: "+strings.TrimPrefix(err.Error(), "retry: invalid configuration: "))
