@@ -362,10 +362,13 @@ func callerKey(h http.Header) string {
 // read against the answer's Date, stamped by the same clock, plus its Age
 // (the seconds a cache held it), when there is a valid Date, so that a
 // client whose clock is off (a VM that drifted, a device without NTP)
-// waits what the server asked; against now otherwise.
+// waits what the server asked; against now otherwise. Retry-After is a
+// singleton field: an answer that has it more than once (a proxy that
+// adds its own to the server's) asked for each, and the longest valid one
+// is the hint, so that the client comes back before none of them.
 func hint(resp *http.Response, now time.Time) time.Duration {
-	v := resp.Header.Get(header.RetryAfter)
-	if v == "" && !throttledStatus(resp.StatusCode) {
+	vs := resp.Header[header.RetryAfter]
+	if len(vs) == 0 && !throttledStatus(resp.StatusCode) {
 		return -1 // no hint to read: the Date is not parsed
 	}
 	if d, ok := parseDate(resp.Header.Get(header.Date), now); ok {
@@ -374,10 +377,14 @@ func hint(resp *http.Response, now time.Time) time.Duration {
 			now = now.Add(time.Duration(a) * time.Second)
 		}
 	}
-	if v != "" {
-		if d, ok := ParseRetryAfter(v, now); ok {
-			return d
+	h := time.Duration(-1)
+	for _, v := range vs {
+		if d, ok := ParseRetryAfter(v, now); ok && d > h {
+			h = d
 		}
+	}
+	if h >= 0 {
+		return h
 	}
 	if throttledStatus(resp.StatusCode) {
 		if d, ok := RateLimitReset(resp.Header, now); ok {

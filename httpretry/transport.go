@@ -20,8 +20,9 @@
 // only when they carry an Idempotency-Key (given by the caller, or created
 // by the transport when told to, see KeyMode); any request whose connection
 // could not even be made. When: after the policy's backoff, or after what
-// the server asked for (Retry-After, or the RateLimit fields on 429 and
-// 503) plus up to 20 % jitter; a server asking for more than
+// the server asked for (Retry-After, the longest if it came more than
+// once, or the RateLimit fields on 429 and 503) plus up to 20 % jitter; a
+// server asking for more than
 // Policy.MaxRetryAfter (60 s), or for a wait that would end after the
 // request's deadline, gets its answer returned at once.
 //

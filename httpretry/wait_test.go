@@ -53,6 +53,14 @@ func TestRetryAfterHonoured(t *testing.T) {
 		{"malformed", "429:retry-after=soon,200", 0, time.Second},
 		{"fraction", "429:retry-after=1.5,200", 0, time.Second},
 		{"absurd", "429:retry-after=99999999999,200", 0, time.Second},
+		// Retry-After is a singleton field; a server (or a proxy in
+		// front of it) that sends it twice asked for both: the longer
+		// valid one is waited for, so that the client comes back before
+		// neither (the first one alone was read).
+		{"two fields: the longer", "503:retry-after=1:header=Retry-After=5,200", 5 * time.Second, 6 * time.Second},
+		{"two fields: the longer, first", "429:retry-after=4:header=Retry-After=2,200", 4 * time.Second, 4800 * time.Millisecond},
+		{"two fields, one malformed", "503:retry-after=soon:header=Retry-After=3,200", 3 * time.Second, 3600 * time.Millisecond},
+		{"two fields, a date past", "503:retry-after=date-1h:header=Retry-After=2,200", 2 * time.Second, 2400 * time.Millisecond},
 		// Without Retry-After, the RateLimit fields on 429 and 503.
 		{"RateLimit", `429:header=RateLimit="default";r=0;t=4,200`, 4 * time.Second, 4800 * time.Millisecond},
 		{"RateLimit-Reset", `503:header=RateLimit-Reset=2,200`, 2 * time.Second, 2400 * time.Millisecond},
