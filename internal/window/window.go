@@ -17,6 +17,11 @@ const (
 	countBits = 32
 	countMask = 1<<countBits - 1
 	tagMask   = 1<<(64-countBits) - 1
+	// countCap is where a bucket stops counting: below the largest count
+	// by more than any number of Adds racing past the check (each of at
+	// most maxAdd), so that a count never carries into the epoch bits.
+	countCap = countMask - 1<<24
+	maxAdd   = 1 << 8
 	// lagLimit bounds how far ahead of an event its bucket's epoch may be,
 	// in a ring made with NewRing, for the event to count as late (and be
 	// dropped) rather than the bucket as stale (and be reset).
@@ -27,8 +32,10 @@ const (
 // one epoch. An epoch is any increasing bucket number: the index of a time
 // bucket (see Counter) or of a block of calls (breaker's count window).
 //
-// Each bucket is one 64-bit word: the low 32 bits hold the count (at most
-// 2^32−1 events per bucket), the high 32 bits the epoch modulo 2^32. The
+// Each bucket is one 64-bit word: the low 32 bits hold the count, the
+// high 32 bits the epoch modulo 2^32. A bucket counts up to 2^32 − 2^24
+// events and then stays there (saturates), so that concurrent Adds never
+// carry into the epoch bits. The
 // first Add of a new epoch replaces the bucket's content with a
 // compare-and-swap; later Adds of the same epoch are a single atomic add.
 // Sum counts the buckets whose epoch is one of the last len epochs. Two
@@ -96,14 +103,26 @@ func (r *Ring) Add(e int64, n uint64) {
 		w := s.Load()
 		switch t := w >> countBits; {
 		case t == tag:
-			s.Add(n)
-			return
+			c := w & countMask
+			if n <= maxAdd && c+n <= countCap {
+				s.Add(n)
+				return
+			}
+			// A large n, or a bucket at its cap: saturate rather than
+			// carry into the epoch bits.
+			if c >= countCap {
+				return
+			}
+			if s.CompareAndSwap(w, tag<<countBits|c+min(n, countCap-c)) {
+				return
+			}
+			continue
 		case w&countMask != 0 && (t-tag)&tagMask < r.lag:
 			// The bucket holds a later epoch: this event is at least a
 			// whole window old.
 			return
 		}
-		if s.CompareAndSwap(w, tag<<countBits|n&countMask) {
+		if s.CompareAndSwap(w, tag<<countBits|min(n, countCap)) {
 			return
 		}
 	}

@@ -213,3 +213,60 @@ func TestRingSub(t *testing.T) {
 		t.Fatalf("taking back from an epoch gone: Sum %d, want 4", got)
 	}
 }
+
+// TestBucketSaturates: a bucket that has counted nearly 2^32 events (a
+// breaker with a 24 h window, 2.4 h buckets, at 500 000 calls/s) stops at
+// its cap instead of carrying into the epoch bits: the carry made the
+// bucket read as the next epoch's, its count left the sum (4 billion calls
+// forgotten at once), and the next event reset it to 1.
+func TestBucketSaturates(t *testing.T) {
+	c := NewCounter(24*time.Hour, 10)
+	c.Add(t0, countMask-1)
+	for range 3 {
+		c.Add(t0, 1)
+	}
+	if got := c.Sum(t0); got != countCap {
+		t.Fatalf("sum %d after 2^32 + 1 events in one bucket, want the cap %d", got, uint64(countCap))
+	}
+	c.Add(t0.Add(3*time.Hour), 5) // the next bucket counts as before
+	if got := c.Sum(t0.Add(3 * time.Hour)); got != countCap+5 {
+		t.Fatalf("sum %d, want the cap + 5", got)
+	}
+	r := NewRing(2)
+	r.Add(7, countMask) // more than the cap at once
+	r.Add(7, 1)
+	if got := r.Sum(7); got != countCap {
+		t.Fatalf("ring sum %d, want the cap %d", got, uint64(countCap))
+	}
+}
+
+// TestBucketSaturatesConcurrently: goroutines adding to a bucket at its
+// cap never carry into the epoch bits.
+func TestBucketSaturatesConcurrently(t *testing.T) {
+	r := NewClockRing(4)
+	r.Add(3, countMask-100)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 1000 {
+				r.Add(3, 1)
+			}
+		})
+	}
+	wg.Wait()
+	if got := r.Sum(3); got != countCap {
+		t.Fatalf("sum %d, want the cap %d", got, uint64(countCap))
+	}
+}
+
+// TestLargeAddsCount: an Add of more than the fast path takes is counted
+// whole.
+func TestLargeAddsCount(t *testing.T) {
+	r := NewClockRing(2)
+	r.Add(1, 1)
+	r.Add(1, 1000)
+	r.Add(1, maxAdd+1)
+	if got, want := r.Sum(1), uint64(1+1000+maxAdd+1); got != want {
+		t.Fatalf("sum %d, want %d", got, want)
+	}
+}
