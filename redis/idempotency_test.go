@@ -29,6 +29,14 @@ func TestIdempotencyStoreContract(t *testing.T) {
 	idempotencytest.TestStore(t, func(t *testing.T) idempotency.Store { return store })
 }
 
+// TestIdempotencyStoreContractCluster: the same contract through a
+// ClusterClient: each transition is one script on one key, so it keeps to
+// one slot.
+func TestIdempotencyStoreContractCluster(t *testing.T) {
+	store := redis.NewIdempotencyStore(redistest.StartCluster(t).ClusterClient(t), redis.IdempotencyConfig{})
+	idempotencytest.TestStore(t, func(t *testing.T) idempotency.Store { return store })
+}
+
 func TestIdempotencyExactlyOnce(t *testing.T) {
 	srv := redistest.Start(t)
 	idempotencytest.ExactlyOnce(t, redis.NewIdempotencyStore(srv.Client(t), redis.IdempotencyConfig{}), 500)
