@@ -130,7 +130,11 @@ func (m *Middleware) Require(next http.Handler) http.Handler {
 // that the client's retry runs the handler again once the lease has
 // passed. Call it after http.Server.Shutdown, before the process exits,
 // with a context that allows up to Config.Lease. It returns nil when none
-// is left, or an error matching ctx's error that says how many are.
+// is left, or an error matching ctx's error that says how many are. Nil
+// says the background Completes have ended, not that they stored their
+// records: one that the store refused (the lease lost, as when a Redis
+// without its append-only file restarted) or that the lease's end cut
+// short is logged to Config.ErrorLog.
 func (m *Middleware) Wait(ctx context.Context) error {
 	m.mu.Lock()
 	if m.bg == 0 {

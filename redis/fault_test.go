@@ -323,3 +323,84 @@ func TestFaultRedisEviction(t *testing.T) {
 		})
 	}
 }
+
+// TestFaultRedisRestartDuringWait: redis-server is killed (SIGKILL) as the
+// handler answers, so that Complete fails past StoreTimeout (200 ms): the
+// client gets its 201 and the middleware tries Complete on in the
+// background. The server shuts down (httptest's Close, as
+// http.Server.Shutdown) and calls Middleware.Wait, which holds until
+// redis-server is started again and the record stored. With the
+// append-only file the claim survived: Wait returns nil once Complete got
+// through, and a retry to another instance, after the lease, replays the
+// answer. Without it the claim is gone: the background Complete is refused
+// (logged as a lost lease), Wait returns nil as well, having nothing left to
+// try, and the retry runs the handler again.
+func TestFaultRedisRestartDuringWait(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		start func(testing.TB) *redistest.Server
+		kept  bool
+	}{{"appendonly yes", redistest.StartDurable, true}, {"appendonly no", redistest.Start, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := tc.start(t)
+			const lease = 10 * time.Second
+			logs := &logged{t: t}
+			var runs atomic.Int64
+			handler := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				n := runs.Add(1)
+				if n == 1 {
+					srv.Kill()
+				}
+				w.WriteHeader(http.StatusCreated)
+				fmt.Fprintf(w, "charge %d", n)
+			})
+			m, err := idempotency.New(idempotency.Config{Store: redis.NewIdempotencyStore(srv.Client(t), redis.IdempotencyConfig{}),
+				Lease: lease, StoreTimeout: 200 * time.Millisecond, ErrorLog: log.New(logs, "", 0)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			hs := httptest.NewServer(m.Handler(handler))
+			req, _ := http.NewRequest(http.MethodPost, hs.URL+"/pay", strings.NewReader(`{"amount":1}`))
+			req.Header.Set("Idempotency-Key", "pay-1")
+			resp, err := hs.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			hs.Close() // the server shuts down, its response sent, its record not stored
+			if resp.StatusCode != http.StatusCreated {
+				t.Fatalf("first: %d; want 201 after StoreTimeout", resp.StatusCode)
+			}
+			waited := make(chan error, 1)
+			ctx, cancel := context.WithTimeout(context.Background(), lease)
+			defer cancel()
+			go func() { waited <- m.Wait(ctx) }()
+			select {
+			case err := <-waited:
+				t.Fatalf("Wait returned %v while redis-server was down; want it to hold until Complete ends", err)
+			default:
+			}
+			if err := srv.Resume(); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-waited; err != nil {
+				t.Fatalf("Wait: %v; want nil once the background Complete ended", err)
+			}
+			// Another instance, after the lease.
+			other, err := idempotency.New(idempotency.Config{Store: redis.NewIdempotencyStore(srv.Client(t), redis.IdempotencyConfig{}),
+				Now: func() time.Time { return time.Now().Add(lease + time.Second) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			again := post(other.Handler(handler), "pay-1")
+			got := fmt.Sprintf("the retry %d %q (replayed %q), %d runs", again.Code, again.Body, again.Header().Get("Idempotent-Replayed"), runs.Load())
+			if tc.kept != (again.Header().Get("Idempotent-Replayed") == "true" && again.Body.String() == "charge 1" && runs.Load() == 1) {
+				t.Fatalf("%s; want the replay of charge 1 and 1 run exactly when the append-only file kept the claim", got)
+			}
+			if !tc.kept && (runs.Load() != 2 || logs.count("lease lost") == 0) {
+				t.Fatalf("%s; want 2 runs and the refused Complete logged as a lost lease", got)
+			}
+			t.Log(got)
+		})
+	}
+}
