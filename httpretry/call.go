@@ -373,8 +373,10 @@ func hint(resp *http.Response, now time.Time) time.Duration {
 	}
 	if d, ok := parseDate(resp.Header.Get(header.Date), now); ok {
 		now = d
-		if a, err := strconv.ParseUint(resp.Header.Get(header.Age), 10, 32); err == nil {
-			now = now.Add(time.Duration(a) * time.Second)
+		if v := resp.Header.Get(header.Age); v != "" { // ParseUint("") allocates its error
+			if a, err := strconv.ParseUint(v, 10, 32); err == nil {
+				now = now.Add(time.Duration(a) * time.Second)
+			}
 		}
 	}
 	h := time.Duration(-1)

@@ -52,14 +52,19 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 // is 8 h behind on a machine in Los Angeles, UTC on one in UTC), so the
 // same answer would mean different waits on different machines.
 func parseDate(v string, now time.Time) (time.Time, bool) {
+	// The RFC 850 form is the one whose weekday, before the comma, is
+	// written in full ("Sunday,"); an IMF-fixdate's has three letters
+	// ("Sun,") and asctime's no comma. Telling them apart so, rather than
+	// parsing v again, keeps a Date header free of allocations.
+	rfc850 := strings.IndexByte(v, ',') > 3
+	if rfc850 && !strings.HasSuffix(v, " GMT") {
+		return time.Time{}, false
+	}
 	t, err := http.ParseTime(v)
 	if err != nil {
 		return time.Time{}, false
 	}
-	if _, err := time.Parse(time.RFC850, v); err == nil {
-		if !strings.HasSuffix(v, " GMT") {
-			return time.Time{}, false
-		}
+	if rfc850 {
 		t = rfc850Year(t, now)
 	}
 	return t, true

@@ -1,6 +1,7 @@
 package httpretry
 
 import (
+	"net/http"
 	"testing"
 	"time"
 )
@@ -48,4 +49,23 @@ func FuzzRFC850Year(f *testing.F) {
 			t.Fatalf("now %v, parsed %v: got %v; want the latest year ending in %02d not after %v", now, parsed, got, parsed.Year()%100, limit)
 		}
 	})
+}
+
+// TestHintAllocations: reading a retried answer's hint, with its Date
+// header, allocates nothing (docs/http-client.md counts the allocations
+// of a GET answered 503 then 200): telling the RFC 850 form from the
+// others by parsing the Date a second time allocated a parse error for
+// every IMF-fixdate.
+func TestHintAllocations(t *testing.T) {
+	resp := &http.Response{StatusCode: 503, Header: http.Header{
+		"Date":        {"Sun, 01 Mar 2026 12:00:00 GMT"},
+		"Retry-After": {"Sun, 01 Mar 2026 12:00:30 GMT"},
+	}}
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	if d := hint(resp, now); d != 30*time.Second {
+		t.Fatalf("hint = %v, want 30s", d)
+	}
+	if n := testing.AllocsPerRun(100, func() { hint(resp, now) }); n != 0 {
+		t.Errorf("hint allocates %v times per answer, want 0", n)
+	}
 }
