@@ -331,8 +331,12 @@ func (b *Breaker) SyncAt(ctx context.Context, now time.Time) error {
 func (b *Breaker) Sync(ctx context.Context) error { return b.SyncAt(ctx, time.Now()) }
 
 // Run syncs with the fleet at once and then every SyncInterval, each sync
-// bounded by SyncInterval, until ctx ends; errors go to OnError. Run it on
-// a goroutine of its own, one per Breaker.
+// under a context that ends after SyncInterval, until ctx ends; errors go
+// to OnError. go-redis honours that context only with
+// Options.ContextTimeoutEnabled: otherwise a server that stops answering
+// holds a sync for the client's ReadTimeout (3 s by default), and Run syncs
+// that much later; calls never wait for it. Run it on a goroutine of its
+// own, one per Breaker: it makes one sync at a time.
 func (b *Breaker) Run(ctx context.Context) {
 	t := time.NewTicker(b.every)
 	defer t.Stop()

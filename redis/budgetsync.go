@@ -232,7 +232,10 @@ func (b *Budget) markFailed() {
 func (b *Budget) Sync(ctx context.Context) error { return b.SyncAt(ctx, time.Now()) }
 
 // Run syncs the budget with the fleet at once and then every SyncInterval,
-// until ctx ends; each sync may take SyncInterval, at least 1 s. The errors
+// until ctx ends; each sync under a context that ends after SyncInterval,
+// at least 1 s (go-redis honours it only with
+// Options.ContextTimeoutEnabled; otherwise a server that stops answering
+// holds a sync for the client's ReadTimeout, 3 s by default). The errors
 // of failed syncs go to BudgetConfig.OnError (while Redis cannot be
 // reached the budget decides alone, see Budget). Run one Run per Budget,
 // typically in its own goroutine for the life of the process.

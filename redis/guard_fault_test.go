@@ -1,6 +1,7 @@
 package redis_test
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"testing"
@@ -306,6 +307,109 @@ func TestBudgetForeignKeys(t *testing.T) {
 			}
 			if st := b.StateAt(at(0)); !st.Shared || st.Successes != 10 || st.Retries != 0 || st.Processes != 1 || st.Quota != 102 {
 				t.Fatalf("state %+v, want shared: the 10 successes, no retry, 1 process, a reservation of 100 + 0.2 × 10", st)
+			}
+		})
+	}
+}
+
+// skewed is a process's budget whose clock is off by skew.
+type skewed struct {
+	b    *redis.Budget
+	skew time.Duration
+}
+
+func (s skewed) AllowRetryAt(now time.Time, timeout bool) bool {
+	return s.b.AllowRetryAt(now.Add(s.skew), timeout)
+}
+func (s skewed) RecordAt(now time.Time, first, ok bool) { s.b.RecordAt(now.Add(s.skew), first, ok) }
+
+// TestBudgetReplicaClockSkew measures what one process whose clock is off
+// does to the fleet's floor (3 processes × 10 calls/s against a dead
+// dependency, 30 s, floor 100 per 10 s window). Off by less than a Slot
+// (1 s) changes nothing; off by more, its counts go to slots the others
+// do not read (and theirs to slots it does not read), and its syncs drop
+// the others from the set of processes (or the others drop it), so that it
+// is a fleet of its own with a floor of its own: at most twice the floor
+// per window, whatever the skew.
+func TestBudgetReplicaClockSkew(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, skew := range []time.Duration{0, 500 * time.Millisecond, 5 * time.Second, 5 * time.Minute, -5 * time.Minute} {
+		name := "skew" + skew.String()
+		bs, rbs, _ := redisFleet(t, srv, name, 3)
+		rbs[0] = skewed{bs[0], skew}
+		sync := func(i int, now time.Time) {
+			if i == 0 {
+				now = now.Add(skew)
+			}
+			if err := bs[i].SyncAt(t.Context(), now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f := &fleet{budgets: rbs, sync: sync, perSecond: 10, fail: dead}
+		f.run(t0.Add(-11*time.Second), 10*time.Second, false)
+		tl := f.run(t0, 30*time.Second, true)
+		worst := 0
+		for end := 10; end <= 30; end++ {
+			worst = max(worst, sum(tl.granted[end-10:end]))
+		}
+		t.Logf("one process's clock off by %v: %d retries over 30 s, at most %d in a 10 s window (the floor: 100)", skew, sum(tl.granted), worst)
+		switch {
+		case (skew < time.Second && skew > -time.Second) && worst > 100:
+			t.Errorf("off by %v: %d retries in a window, want the floor of 100", skew, worst)
+		case worst > 2*100+10:
+			t.Errorf("off by %v: %d retries in a window, want at most two floors (+ one second's grants)", skew, worst)
+		}
+	}
+}
+
+// TestSyncHeldByStalledServer: redis-server stops answering without
+// closing anything (CLIENT PAUSE WRITE, as a failover does; a fork or a long
+// script stalls it alike). go-redis honours a context's deadline only with
+// Options.ContextTimeoutEnabled: with it, a sync given 200 ms returns
+// within a second; without it, a sync waits for the client's ReadTimeout
+// (3 s by default, 1.5 s here) whatever its context says, and that is what
+// bounds Run's syncs. Calls never wait for either.
+func TestSyncHeldByStalledServer(t *testing.T) {
+	srv := redistest.Start(t)
+	admin := srv.Client(t)
+	for _, tc := range []struct {
+		name     string
+		opt      goredis.Options
+		min, max time.Duration
+	}{
+		{"ContextTimeoutEnabled", goredis.Options{ContextTimeoutEnabled: true}, 0, time.Second},
+		{"ReadTimeout 1.5s", goredis.Options{ReadTimeout: 1500 * time.Millisecond}, 1400 * time.Millisecond, 5 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opt := tc.opt
+			opt.Addr, opt.MaxRetries = srv.Addr, -1
+			c := goredis.NewClient(&opt)
+			t.Cleanup(func() { _ = c.Close() })
+			br := newProc(t, c, "payments", nil)
+			bu := newBudget(t, c, "payments")
+			mustSync(t, br, at(0)) // connected, the scripts loaded
+			if err := bu.SyncAt(t.Context(), at(0)); err != nil {
+				t.Fatal(err)
+			}
+			if err := admin.Do(t.Context(), "CLIENT", "PAUSE", "30000", "WRITE").Err(); err != nil {
+				t.Fatal(err)
+			}
+			defer admin.Do(context.Background(), "CLIENT", "UNPAUSE")
+			for _, s := range []struct {
+				who  string
+				sync func(context.Context, time.Time) error
+			}{{"breaker", br.SyncAt}, {"budget", bu.SyncAt}} {
+				ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+				start := time.Now()
+				err := s.sync(ctx, at(time.Second))
+				took := time.Since(start)
+				cancel()
+				if err == nil || took < tc.min || took > tc.max {
+					t.Errorf("%s sync, server stalled, 200ms context: %v after %v, want an error after %v to %v", s.who, err, took, tc.min, tc.max)
+				}
+			}
+			if _, err := br.AllowAt(at(time.Second), false); err != nil {
+				t.Errorf("a call while the server stalls: %v, want allowed at once", err)
 			}
 		})
 	}
