@@ -62,7 +62,8 @@ const (
 type Config struct {
 	// AttemptHeader is the request header whose presence, with a valid
 	// attempt number (a positive decimal integer), says the caller
-	// retries. Empty: header.AttemptCount ("Attempt-Count").
+	// retries; repeated, or as a comma-separated list, its largest valid
+	// number counts. Empty: header.AttemptCount ("Attempt-Count").
 	AttemptHeader string
 	// DoNotRetryHeader is the response header Fail and DoNotRetry set to
 	// "true". Empty: header.DoNotRetry ("Do-Not-Retry").
@@ -115,7 +116,7 @@ func New(c Config) (func(http.Handler) http.Handler, error) {
 	c.DoNotRetryHeader = http.CanonicalHeaderKey(c.DoNotRetryHeader)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			in := &info{c: c, attempt: parseAttempt(r.Header.Get(c.AttemptHeader))}
+			in := &info{c: c, attempt: attemptOf(r.Header[c.AttemptHeader])}
 			ctx := context.WithValue(r.Context(), ctxKey{}, in)
 			if in.attempt > 0 {
 				ctx = retry.SingleAttempt(ctx)
@@ -136,6 +137,23 @@ func Middleware(next http.Handler) http.Handler {
 // attempt header with a larger number (ten digits or more) still says that
 // the caller retries, and reads as MaxAttempt.
 const MaxAttempt = 999_999_999
+
+// attemptOf returns the caller's attempt number in the attempt header's
+// field lines, or 0. A proxy or server library may have merged repeated
+// fields into one comma-separated line (Node.js and Envoy do), or passed
+// them on as several lines: each number is read, and the largest counts,
+// so that a repetition does not hide a retrying caller.
+func attemptOf(lines []string) int {
+	n := 0
+	for _, l := range lines {
+		for l != "" {
+			var v string
+			v, l, _ = strings.Cut(l, ",")
+			n = max(n, parseAttempt(v))
+		}
+	}
+	return n
+}
 
 // parseAttempt returns the attempt number in v, or 0 when v is not one
 // (absent, not a decimal integer, 0). Any positive number is one: a caller

@@ -53,6 +53,45 @@ func TestMiddlewareMarksRetryingCallers(t *testing.T) {
 	}
 }
 
+// TestAttemptCountRepeated: an attempt header that reached the server in
+// more than one field line, or as one line of comma-separated values (a
+// proxy or server library that merges repeated fields, as Node.js and
+// Envoy do), still comes from a retrying caller: its largest valid number
+// counts. Only the first field line was read, and a list was not a number,
+// so the handler's own loop retried, multiplying the caller's retries.
+func TestAttemptCountRepeated(t *testing.T) {
+	var attempt int
+	h := Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		attempt = Attempt(r)
+		if retry.IsSingleAttempt(r.Context()) != (attempt > 0) {
+			t.Errorf("attempt %d, single attempt %v", attempt, retry.IsSingleAttempt(r.Context()))
+		}
+	}))
+	for _, c := range []struct {
+		lines []string
+		want  int
+	}{
+		{[]string{"2, 3"}, 3},
+		{[]string{"3,2"}, 3},
+		{[]string{"x", "4"}, 4},
+		{[]string{"4", "x"}, 4},
+		{[]string{"1, x"}, 1},
+		{[]string{"", "2"}, 2},
+		{[]string{"2", "5"}, 5},
+		{[]string{"x, y", "0"}, 0},
+		{[]string{","}, 0},
+	} {
+		r := httptest.NewRequest("GET", "/", nil)
+		for _, l := range c.lines {
+			r.Header.Add("Attempt-Count", l)
+		}
+		h.ServeHTTP(httptest.NewRecorder(), r)
+		if attempt != c.want {
+			t.Errorf("Attempt-Count %q: attempt %d, want %d", c.lines, attempt, c.want)
+		}
+	}
+}
+
 func TestConfiguredNames(t *testing.T) {
 	mw, err := New(Config{AttemptHeader: "x-try", DoNotRetryHeader: "x-final", RetryStatus: 502})
 	if err != nil {
