@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/cli"
@@ -43,5 +45,34 @@ func TestSimZeroIsRefused(t *testing.T) {
 	}
 	if code := run([]string{"sim", "herd", "--clients", "3", "--hop-sd", "0", "--runs", "1", "--out", out, "--format", "csv"}); code != 0 {
 		t.Errorf("yaoki sim herd --hop-sd 0 exited %d, want 0 (a spread of 0 is meaningful)", code)
+	}
+}
+
+// A flag value of a plain pflag type that does not parse says what the
+// flag accepts, not the Go parser's words ("strconv.Atoi: parsing",
+// "time: missing unit"); yaoki's own flag types keep their messages.
+func TestBadFlagValueSaysWhatIsAccepted(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sim", "herd", "--clients", "abc"}, `invalid argument "abc" for "--clients" flag: want whole numbers separated by commas, such as 10,100`},
+		{[]string{"sim", "outage", "--p", "0.1,x"}, `invalid argument "0.1,x" for "--p" flag: want numbers separated by commas, such as 0.01,0.1,0.5`},
+		{[]string{"sim", "outage", "--seed", "-1"}, `invalid argument "-1" for "--seed" flag: want a whole number ≥ 0 such as 7`},
+		{[]string{"sim", "collapse", "--width", "5"}, `invalid argument "5" for "--width" flag: want durations with their units separated by commas, such as 5s,10s`},
+		{[]string{"sim", "herd", "--base", "1"}, `invalid argument "1" for "--base" flag: want a duration with its unit, such as 250ms, 1.5s or 2m`},
+		{[]string{"plan", "--max-attempts", "x"}, `invalid argument "x" for "--max-attempts" flag: want a whole number such as 3`},
+		{[]string{"plan", "--max-attempts", "99999999999999999999"}, `invalid argument "99999999999999999999" for "--max-attempts" flag: "99999999999999999999" is out of range: want a whole number such as 3`},
+		{[]string{"plan", "--multiplier", "two"}, `invalid argument "two" for "--multiplier" flag: want a number such as 0.5`},
+		{[]string{"plan", "--json=maybe"}, `invalid argument "maybe" for "--json" flag: want true or false (the flag alone is true)`},
+		{[]string{"plan", "--base", "5x"}, `invalid argument "5x" for "--base" flag: "5x" is not a duration: want e.g. 250ms, 1.5s, 2m or plain seconds`},
+	} {
+		root := newRoot()
+		root.SetArgs(tc.args)
+		var ee *cli.ExitError
+		err := root.Execute()
+		if !errors.As(err, &ee) || ee.Code != cli.ExitUsage || !strings.HasPrefix(ee.Msg, tc.want+"\n") {
+			t.Errorf("yaoki %q: %v; want exit %d and %q", tc.args, err, cli.ExitUsage, tc.want)
+		}
 	}
 }

@@ -1,7 +1,8 @@
 // Package cli holds what the yaoki command's subcommands share: an error
 // that carries the process's exit code through cobra, the code of a
-// command line that cannot be used as given, the command's version, the
-// plural of its messages and what counts as a timeout. Its functions are
+// command line that cannot be used as given, what a flag accepts when its
+// value does not parse, the command's version, the plural of its messages
+// and what counts as a timeout. Its functions are
 // safe for concurrent use.
 package cli
 
