@@ -296,12 +296,29 @@ func (cl *call) attempt(actx context.Context) (*http.Response, error) {
 	case cl.notRetried != nil:
 		cl.final = reasonKey(cl.notRetried)
 		return resp, retry.Permanent(se)
-	case cl.c.dnrHdr != "" && strings.EqualFold(strings.TrimSpace(resp.Header.Get(cl.c.dnrHdr)), "true"):
+	case cl.c.dnrHdr != "" && doNotRetry(resp.Header, cl.c.dnrHdr):
 		cl.final = "do_not_retry"
 		return resp, retry.Permanent(se)
 	}
 	se.Hint = hint(resp, time.Now())
 	return resp, se
+}
+
+// doNotRetry reports whether the do-not-retry field name of h says
+// "true" (in any case). Two layers may each have added it, and a proxy
+// that merges repeated fields (Node.js, Envoy) made one comma-separated
+// line of them: any "true", in any line, is final.
+func doNotRetry(h http.Header, name string) bool {
+	for _, l := range h[name] {
+		for l != "" {
+			var v string
+			v, l, _ = strings.Cut(l, ",")
+			if strings.EqualFold(strings.TrimSpace(v), "true") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // retries reports whether resp's status is one the call retries: one of

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -201,7 +200,7 @@ func (cl *call) hedgeAttempt(actx context.Context) (answer, error) {
 	if cl.retries(resp) {
 		se = &StatusError{Code: resp.StatusCode, Status: resp.Status, Hint: -1, req: cl.req, resp: resp}
 	}
-	dnr := se != nil && cl.c.dnrHdr != "" && strings.EqualFold(strings.TrimSpace(resp.Header.Get(cl.c.dnrHdr)), "true")
+	dnr := se != nil && cl.c.dnrHdr != "" && doNotRetry(resp.Header, cl.c.dnrHdr)
 	hs.mu.Lock()
 	hs.statuses[n-1] = resp.StatusCode
 	cl.lastStatus = resp.StatusCode
