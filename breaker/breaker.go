@@ -109,7 +109,10 @@ func stateOf(w uint64) State {
 const _ uint = maxID - 1e6
 
 // Breaker is a circuit breaker; see the package documentation. Build it
-// with New. It is safe for concurrent use.
+// with New: the zero Breaker is not usable. A nil *Breaker allows every
+// call and records nothing, as a nil throttle or budget does, so that a
+// guard left unset needs no branch at its call sites. It is safe for
+// concurrent use.
 type Breaker struct {
 	word   atomic.Uint64 // read on every call
 	consec atomic.Int64  // consecutive failures while closed
@@ -247,13 +250,21 @@ func (b *Breaker) closedBits() uint64 {
 }
 
 // Name returns the breaker's name.
-func (b *Breaker) Name() string { return b.s.Name }
+func (b *Breaker) Name() string {
+	if b == nil {
+		return ""
+	}
+	return b.s.Name
+}
 
 // AllowAt asks whether a call may be made at now; retry is true for the
 // attempts of a retry loop after the first. It returns a ticket to pass to
 // DoneAt with the call's outcome, or an *OpenError (matching ErrOpen) when
 // the breaker refuses. Closed, it is one atomic load.
 func (b *Breaker) AllowAt(now time.Time, retry bool) (ticket uint64, err error) {
+	if b == nil {
+		return 0, nil
+	}
 	w := b.word.Load()
 	if w&stateMask == uint64(Closed) {
 		return w, nil
@@ -416,6 +427,9 @@ func (b *Breaker) reportIssued(ctx context.Context, now time.Time, c change, tk 
 // show that a caller reports each ticket once. Permit.Done and Execute
 // report once by construction.
 func (b *Breaker) DoneAt(now time.Time, ticket uint64, elapsed time.Duration, err error) {
+	if b == nil {
+		return
+	}
 	w := b.word.Load()
 	if ticket&^idMask != w {
 		return // issued in an earlier state
@@ -700,6 +714,9 @@ func (b *Breaker) refuse(ctx context.Context, now time.Time, e *OpenError) error
 // ended reports HalfOpen (the transition itself happens at the next
 // AllowAt).
 func (b *Breaker) StateAt(now time.Time) State {
+	if b == nil {
+		return Closed
+	}
 	s := stateOf(b.word.Load())
 	if ns := now.UnixNano(); s == Open && ns >= b.at(b.open.Load(), ns).until {
 		return HalfOpen
@@ -713,6 +730,9 @@ func (b *Breaker) StateAt(now time.Time) State {
 // breaker is not open, and takes no lock: a fleet-wide store (module
 // yaoki/redis) polls it to learn when this breaker tripped.
 func (b *Breaker) OpenUntil(now time.Time) (time.Time, bool) {
+	if b == nil {
+		return time.Time{}, false
+	}
 	if State(b.word.Load()&stateMask) != Open {
 		return time.Time{}, false
 	}
@@ -732,6 +752,9 @@ func (b *Breaker) State() State { return b.StateAt(time.Now()) }
 // closed ones with Config.CheckTickets. A test asserts that it is 0 to
 // show that the code under test reports each ticket once.
 func (b *Breaker) DoubleReports() int {
+	if b == nil {
+		return 0
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.twice
@@ -740,6 +763,9 @@ func (b *Breaker) DoubleReports() int {
 // Trips returns the number of consecutive trips: 0 after the breaker
 // closed, 1 after a first trip, 2 after a failed probe, and so on.
 func (b *Breaker) Trips() int {
+	if b == nil {
+		return 0
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.trips

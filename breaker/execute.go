@@ -19,6 +19,9 @@ import (
 // duration). AllowAt and
 // DoneAt, which take now, never read it.
 func (b *Breaker) Execute(ctx context.Context, fn func(context.Context) error) error {
+	if b == nil {
+		return fn(ctx)
+	}
 	t, start, err := b.begin(ctx)
 	if err != nil {
 		return err
@@ -107,6 +110,9 @@ type Permit struct {
 // Permit whose Done reports the call's outcome, or an *OpenError. Like
 // Execute, it reads the clock only when a decision needs it.
 func (b *Breaker) Allow() (Permit, error) {
+	if b == nil {
+		return Permit{}, nil // its Done does nothing
+	}
 	if w := b.word.Load(); w&stateMask == uint64(Closed) && !b.slowOn() {
 		return Permit{b: b, ticket: w}, nil
 	}

@@ -104,7 +104,8 @@ type BreakerConfig struct {
 // only for what is left of their periods after d; a process whose clock is
 // behind by d is followed for its period less d. A key the breaker never
 // writes (another type, no expiry) is deleted at the next sync rather than
-// believed. It is safe for concurrent use.
+// believed. It is safe for concurrent use. A nil *Breaker allows every
+// call and syncs nothing, as a nil *Budget allows every retry.
 type Breaker struct {
 	fleet   atomic.Pointer[fleetOpen] // what the last sync read; nil before the first
 	local   *breaker.Breaker
@@ -165,16 +166,29 @@ func NewBreaker(cfg BreakerConfig) (*Breaker, error) {
 }
 
 // Name returns the local breaker's name, which the fleet shares.
-func (b *Breaker) Name() string { return b.local.Name() }
+func (b *Breaker) Name() string {
+	if b == nil {
+		return ""
+	}
+	return b.local.Name()
+}
 
 // Key returns the Redis key that holds the fleet's open period.
-func (b *Breaker) Key() string { return b.key }
+func (b *Breaker) Key() string {
+	if b == nil {
+		return ""
+	}
+	return b.key
+}
 
 // AllowAt implements retry.Breaker: it refuses while the fleet's open
 // period (as of the last sync) runs at now, and asks the local breaker
 // otherwise. It does no I/O; allowed or refused, it allocates nothing
 // (refusals within one millisecond share their error).
 func (b *Breaker) AllowAt(now time.Time, retry bool) (ticket uint64, err error) {
+	if b == nil {
+		return 0, nil
+	}
 	if f := b.fleet.Load(); f != nil {
 		if ns := now.UnixNano(); ns < f.held && (ns < f.until || b.local.StateAt(now) == breaker.Closed) {
 			return 0, b.refuse(now, f, ns)
@@ -186,6 +200,9 @@ func (b *Breaker) AllowAt(now time.Time, retry bool) (ticket uint64, err error) 
 // DoneAt implements retry.Breaker: it passes the outcome to the local
 // breaker.
 func (b *Breaker) DoneAt(now time.Time, ticket uint64, elapsed time.Duration, err error) {
+	if b == nil {
+		return
+	}
 	b.local.DoneAt(now, ticket, elapsed, err)
 }
 
@@ -214,6 +231,9 @@ func (b *Breaker) refuse(now time.Time, f *fleetOpen, ns int64) error {
 // sync, and whether it runs at now. The local breaker's own open period
 // is not included until a sync has published it.
 func (b *Breaker) OpenUntil(now time.Time) (time.Time, bool) {
+	if b == nil {
+		return time.Time{}, false
+	}
 	f := b.fleet.Load()
 	if f == nil || now.UnixNano() >= f.until {
 		return time.Time{}, false
@@ -225,6 +245,9 @@ func (b *Breaker) OpenUntil(now time.Time) (time.Time, bool) {
 // open period runs at now, or Hold holds this process), and the local
 // breaker's state otherwise.
 func (b *Breaker) StateAt(now time.Time) breaker.State {
+	if b == nil {
+		return breaker.Closed
+	}
 	s := b.local.StateAt(now)
 	if f := b.fleet.Load(); f != nil {
 		if ns := now.UnixNano(); ns < f.held && (ns < f.until || s == breaker.Closed) {
@@ -294,6 +317,9 @@ const clockSlack = 2 * time.Second
 // The key expires when the open period ends, measured from now: a stepped
 // now in tests sets a real expiry of the same length.
 func (b *Breaker) SyncAt(ctx context.Context, now time.Time) error {
+	if b == nil {
+		return nil
+	}
 	var untilMs, trips, ttlMs int64
 	if u, open := b.local.OpenUntil(now); open {
 		untilMs = ceilMillis(u.UnixNano())
@@ -338,6 +364,9 @@ func (b *Breaker) Sync(ctx context.Context) error { return b.SyncAt(ctx, time.No
 // that much later; calls never wait for it. Run it on a goroutine of its
 // own, one per Breaker: it makes one sync at a time.
 func (b *Breaker) Run(ctx context.Context) {
+	if b == nil {
+		return
+	}
 	t := time.NewTicker(b.every)
 	defer t.Stop()
 	for {

@@ -442,3 +442,22 @@ func TestBreakerNoAllocations(t *testing.T) {
 		t.Errorf("refusal because the fleet is open: %v allocations, want 0", n)
 	}
 }
+
+// TestNilBreakerAllows: a nil *Breaker (a fleet breaker left unset, or
+// handed on from a NewBreaker that failed) allows every call and syncs
+// nothing, as a nil *Budget does, instead of panicking at the first call.
+func TestNilBreakerAllows(t *testing.T) {
+	var b *redis.Breaker
+	tk, err := b.AllowAt(at(0), true)
+	if err != nil {
+		t.Fatalf("AllowAt = %v, want allowed", err)
+	}
+	b.DoneAt(at(0), tk, time.Second, down)
+	if err := b.SyncAt(t.Context(), at(0)); err != nil {
+		t.Fatalf("SyncAt = %v, want nothing to do", err)
+	}
+	b.Run(t.Context()) // returns at once
+	if _, open := b.OpenUntil(at(0)); open || b.StateAt(at(0)) != breaker.Closed || b.Name() != "" || b.Key() != "" {
+		t.Fatal("a nil fleet breaker reports itself open or named")
+	}
+}
