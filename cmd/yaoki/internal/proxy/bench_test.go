@@ -178,7 +178,7 @@ func serveGET(b *testing.B, h http.Handler) {
 // its routes closed when the test or benchmark ends.
 func routeProxy(tb testing.TB, base http.RoundTripper, obs *yotel.Observer, u *url.URL) *Server {
 	tb.Helper()
-	s := &Server{base: base, buffers: &bufferPool{}}
+	s := &Server{base: base, buffers: &bufferPool{}, ClientTimeout: DefaultClientTimeout}
 	if obs != nil {
 		s.Observer, s.Metrics = obs, obs
 	}

@@ -27,6 +27,7 @@ type options struct {
 	config   string
 	redisURL string
 	grace    flags.Seconds
+	client   flags.Seconds
 	key      string
 	maxBody  string
 	pf       flags.Policy
@@ -36,7 +37,7 @@ type options struct {
 
 // NewCommand returns the yaoki proxy command, built anew at each call.
 func NewCommand() *cobra.Command {
-	o := &options{grace: flags.Seconds{D: 30 * time.Second}}
+	o := &options{grace: flags.Seconds{D: 30 * time.Second}, client: flags.Seconds{D: DefaultClientTimeout}}
 	cmd := &cobra.Command{
 		Use:   "proxy (--upstream URL | --config FILE) [flags]",
 		Short: "A reverse proxy that applies yaoki's retry policy to every call through it",
@@ -74,6 +75,10 @@ itself with application/problem+json: 502 (upstream unreachable), 503
 (a deadline passed), 400 (the client's body could not be read, or its
 path has a ".." segment), with the reason as a word.
 
+--client-timeout (60 s) gives up a client that stalls: one that sends no
+byte of its request body, or does not take a write of the answer (at most
+32 KiB), for that long. The wait for the upstream is the policy's, not this.
+
 --redis URL shares the retry budgets and breakers with every proxy using
 the same Redis. --admin-addr serves /metrics (Prometheus), /healthz and
 /readyz. SIGTERM (or SIGINT) stops accepting and lets the calls in flight,
@@ -94,6 +99,7 @@ the loaded routes if the new file is invalid.
 	f.StringVar(&o.config, "config", "", "a YAML file of routes (reloaded on SIGHUP)")
 	f.StringVar(&o.redisURL, "redis", "", "share retry budgets and breakers through this Redis, e.g. redis://127.0.0.1:6379/0")
 	f.Var(&o.grace, "grace", "on SIGTERM, how long the calls in flight may take to finish")
+	f.Var(&o.client, "client-timeout", "give up a client that sends no byte of its request body, or does not take a write of the answer (at most 32 KiB), for this long (0: never)")
 	f.StringVar(&o.key, "idempotency-key", "", "with --upstream: auto adds an Idempotency-Key to each POST and PATCH that has none (default off)")
 	f.StringVar(&o.maxBody, "max-buffered-body", "", "with --upstream: largest request body kept for retries, e.g. 64KiB (default 1MiB; -1: never)")
 	f.StringVar(&o.obs.MetricsAddr, "admin-addr", "", "serve /metrics, /healthz and /readyz on this address (port 0: any free port)")
@@ -165,6 +171,7 @@ func (o *options) run(cmd *cobra.Command) error {
 	}
 	stderr := cmd.ErrOrStderr()
 	s := NewServer(stderr)
+	s.ClientTimeout = o.client.D
 	if o.redisURL != "" {
 		if s.Fleet, err = NewFleet(o.redisURL, stderr); err != nil {
 			return cli.Usagef("%v", err)

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/yaoki-go/yaoki/breaker"
 	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/cli"
@@ -395,11 +396,29 @@ func problemFor(err error, retryingCaller bool) (p proxyProblem, retryAfter int,
 // a *clientBodyError, which problemFor finds through the errors of
 // httpretry and http.Transport that carry it: the client's fault, answered
 // 400, where any other error of an attempt is the upstream's.
-type clientBody struct{ rc io.ReadCloser }
+//
+// With Server.ClientTimeout, each read first moves the connection's read
+// deadline (rd), until the body's end: net/http then reads the connection
+// to hear a client that goes away, without a deadline. A read from another
+// goroutine (http.Transport sends a streamed body from its own) after the
+// handler returned (done) moves nothing: the connection may be reading the
+// next request by then, under the server's own deadlines.
+type clientBody struct {
+	rc   io.ReadCloser
+	rd   idleDeadline
+	eof  bool
+	done atomic.Bool // ServeHTTP returned
+}
 
 func (b *clientBody) Read(p []byte) (int, error) {
+	if b.rd.conn != nil && !b.eof && !b.done.Load() {
+		b.rd.extend()
+	}
 	n, err := b.rc.Read(p)
-	if err != nil && err != io.EOF {
+	switch {
+	case err == io.EOF:
+		b.eof = true
+	case err != nil:
 		err = &clientBodyError{err: err}
 	}
 	return n, err

@@ -33,6 +33,17 @@ type Server struct {
 	// Fleet, if not nil, shares every route's budget and breaker through
 	// Redis (NewFleet). Set it before Load.
 	Fleet *Fleet
+	// ClientTimeout is how long the proxy waits for a client to send the
+	// next bytes of its request's body, or to take a write of the answer
+	// (at most 32 KiB, once the socket's buffers are full), before it
+	// gives the client up: the connection is closed and the upstream
+	// attempt cancelled.
+	// A request is served however long it takes as long as bytes move; the
+	// wait for the upstream's answer is the policy's (AttemptTimeout,
+	// MaxElapsed), not this. An Upgrade (WebSocket) is not bounded. Zero
+	// (the zero Server): no bound; NewServer sets DefaultClientTimeout.
+	// Set it before serving.
+	ClientTimeout time.Duration
 
 	routes  atomic.Pointer[proxyRoutes]
 	base    http.RoundTripper // shared by every route: one connection pool (newUpstreamTransport)
@@ -53,7 +64,7 @@ type Tracker interface {
 // NewServer returns a Server without routes that writes what it does
 // (reloads, shutdowns, Redis errors) on stderr.
 func NewServer(stderr io.Writer) *Server {
-	return &Server{base: newUpstreamTransport(), stderr: stderr, buffers: &bufferPool{}}
+	return &Server{base: newUpstreamTransport(), stderr: stderr, buffers: &bufferPool{}, ClientTimeout: DefaultClientTimeout}
 }
 
 // Load builds the routes of cfg and serves them from the next request on.
@@ -128,17 +139,36 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Detail: fmt.Sprintf("proxy: no route takes %s %s (host %s)", r.Method, r.URL.Path, requestHost(r))}, -1)
 		return
 	}
+	var body *clientBody
 	if r.Body != nil && r.Body != http.NoBody {
 		// So that an attempt that fails because the client's body could
 		// not be read is answered as the client's fault (problemFor).
-		r.Body = &clientBody{rc: r.Body}
+		body = &clientBody{rc: r.Body}
+		r.Body = body
 	}
 	rw, _ := s.writers.Get().(*relayWriter)
 	if rw == nil {
 		rw = new(relayWriter)
 	}
 	rw.ResponseWriter, rw.http10 = w, !r.ProtoAtLeast(1, 1)
+	if _, up := r.Header["Upgrade"]; s.ClientTimeout > 0 && !up {
+		// An upgraded connection (a WebSocket) is the client's and the
+		// upstream's to keep, idle as long as they like: no deadline is
+		// left on it.
+		if c, ok := w.(connDeadlines); ok {
+			rw.wd = idleDeadline{conn: c, write: true, idle: s.ClientTimeout}
+			if body != nil {
+				body.rd = idleDeadline{conn: c, idle: s.ClientTimeout}
+			}
+		}
+	}
 	defer func() {
+		if body != nil {
+			body.done.Store(true)
+		}
+		// The server writes what is left of the answer once the
+		// handler returns: under a deadline that is idle from now.
+		rw.wd.extend()
 		*rw = relayWriter{}
 		s.writers.Put(rw)
 	}()
@@ -228,11 +258,13 @@ func yaokiHops(via []string) int {
 // (Server.writers): a request costs no allocation for it.
 type relayWriter struct {
 	http.ResponseWriter
-	final  bool // the final answer's header is written
-	http10 bool // the client speaks HTTP/1.0, which has no 1xx answers
+	final  bool         // the final answer's header is written
+	http10 bool         // the client speaks HTTP/1.0, which has no 1xx answers
+	wd     idleDeadline // the write deadline of Server.ClientTimeout, moved before each write
 }
 
 func (w *relayWriter) WriteHeader(code int) {
+	w.wd.extend() // a 1xx is written at once
 	h := w.ResponseWriter.Header()
 	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
 		if w.http10 {
@@ -254,6 +286,7 @@ func (w *relayWriter) Write(p []byte) (int, error) {
 	if !w.final {
 		w.WriteHeader(http.StatusOK) // as net/http does on a Write before WriteHeader
 	}
+	w.wd.extend()
 	return w.ResponseWriter.Write(p)
 }
 
