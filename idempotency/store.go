@@ -14,8 +14,8 @@ import (
 // share a record only when both are equal, so that one principal can never
 // replay another's response.
 type ID struct {
-	Scope string
-	Key   string
+	Scope string // Config.Scope's answer for the request; "" when keys are global
+	Key   string // the Idempotency-Key as the client sent it
 }
 
 // String encodes the ID unambiguously (the scope's length first), for
@@ -56,8 +56,8 @@ func (s State) String() string {
 
 // Record is what a store holds for one ID.
 type Record struct {
-	State       State
-	Fingerprint Fingerprint
+	State       State       // InProgress while a request holds the key, then Completed
+	Fingerprint Fingerprint // the request that claimed the key; a retry must match it (else 422)
 	// Token identifies the request that holds an InProgress record (only
 	// that request may extend, complete or release it). Stores keep the
 	// token of the request that completed a Completed record, so that its
@@ -73,11 +73,11 @@ type Record struct {
 // Response is a stored response, replayed to later requests with the same
 // key and fingerprint.
 type Response struct {
-	Status int
+	Status int // the status the handler wrote (200 when it wrote none)
 	// Header holds the header fields to replay and, under names that
 	// start with http.TrailerPrefix, the trailers.
 	Header http.Header
-	Body   []byte
+	Body   []byte // the body as written, up to Config.MaxResponseBytes
 	// Omitted says the body was larger than Config.MaxResponseBytes and was
 	// not kept (Body is empty); a retry gets a 410 problem instead of the
 	// response. See Config.MaxResponseBytes.

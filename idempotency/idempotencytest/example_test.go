@@ -1,6 +1,8 @@
 package idempotencytest_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/yaoki-go/yaoki/idempotency"
@@ -34,4 +36,17 @@ func Example() {
 		idempotencytest.Benchmark(b, newStore(b))
 	}
 	_, _ = testMyStore, benchmarkMyStore
+}
+
+// NewKeys gives a benchmark (or a load test) its keys: one prefix per
+// call, stamped with the time, then the request's number, so that a second
+// run against a shared store sends keys it has not seen.
+func ExampleNewKeys() {
+	key := idempotencytest.NewKeys("bench-")
+	first, second := key(0), key(1)
+	fmt.Println(strings.HasPrefix(first, "bench-"), first != second)
+	fmt.Println(strings.TrimSuffix(first, "0") == strings.TrimSuffix(second, "1"))
+	// Output:
+	// true true
+	// true
 }
