@@ -177,13 +177,13 @@ func ParseMode(s string) (Mode, bool) { return enum.Parse[Mode](modeNames[:], s)
 // zero is backoff.Full), except BackoffRate, where 0 means 2.0. NewRetrier
 // returns a Retrier with Step Functions' defaults, as Parse fills them in.
 type Retrier struct {
-	ErrorEquals []string      // ErrorEquals
-	Interval    time.Duration // IntervalSeconds; in a document, default 1 s
-	MaxAttempts int           // MaxAttempts: retries, not counting the first attempt; in a document, default 3
-	BackoffRate float64       // BackoffRate: ≥ 1; 0 or, in a document, absent: 2.0
-	MaxDelay    time.Duration // MaxDelaySeconds; 0: no cap
-	Jitter      backoff.Jitter
-	Comment     string
+	ErrorEquals []string       // ErrorEquals
+	Interval    time.Duration  // IntervalSeconds; in a document, default 1 s
+	MaxAttempts int            // MaxAttempts: retries, not counting the first attempt; in a document, default 3
+	BackoffRate float64        // BackoffRate: ≥ 1; 0 or, in a document, absent: 2.0
+	MaxDelay    time.Duration  // MaxDelaySeconds; 0: no cap
+	Jitter      backoff.Jitter // JitterStrategy (FULL, NONE, EQUAL, DECORRELATED); in a document, default NONE; in Go, the zero value is backoff.Full
+	Comment     string         // Comment, kept and never read
 }
 
 // NewRetrier returns a retrier for the errors named with Step Functions'
@@ -241,8 +241,8 @@ func match(retriers []Retrier, in info) int {
 // Catcher is one element of Catch: errors that, once the call gave up,
 // go to the state (or handler) named Next.
 type Catcher struct {
-	ErrorEquals []string
-	Next        string
+	ErrorEquals []string // the error names it catches, as a Retrier's
+	Next        string   // the state or handler the caught error goes to
 	// ResultPath is where the state puts the error, "" when the document
 	// does not say.
 	ResultPath string
@@ -250,7 +250,7 @@ type Catcher struct {
 	// "discard the error and pass the state's input on" (the AWS CDK
 	// writes it); ResultPath is then "".
 	DiscardResult bool
-	Comment       string
+	Comment       string // Comment, kept and never read
 }
 
 // Document is a loaded policy. Build it with Parse or Load (which validate
@@ -258,7 +258,12 @@ type Catcher struct {
 // its methods, except ApplyEnv; Policy, Do and Caught are safe for
 // concurrent use.
 type Document struct {
+	// Retry is the Retry block: the first retrier whose ErrorEquals
+	// matches an error decides its retries (States.ALL only in the last).
+	// Empty: no error is retried.
 	Retry []Retrier
+	// Catch is the Catch block: where an error goes once the call gave
+	// up (Caught). Empty: nowhere; the error is returned.
 	Catch []Catcher
 	// AttemptTimeout is TimeoutSeconds: each attempt's bound. 0: none.
 	AttemptTimeout time.Duration
@@ -281,7 +286,7 @@ type Document struct {
 	// Breaker is a circuit breaker for the calls of the policy (package
 	// breaker). Nil: no breaker.
 	Breaker *breaker.Config
-	Comment string
+	Comment string // Comment, kept and never read
 }
 
 // Attempts returns the most attempts a call can make, counting the first.
