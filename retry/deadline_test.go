@@ -132,3 +132,27 @@ func (r drawRecorder) Step(_ int, _ error, _ retry.Class, u float64) (time.Durat
 	*r.us = append(*r.us, u)
 	return time.Second, true
 }
+
+// TestStepperNegativeWait: a Stepper that returns a negative wait (a
+// subtraction gone wrong in a user's schedule) retries at once, and says
+// so: the wait OnRetry, the observer and Env.Sleep are given is 0, not
+// −1s or −2562047h, which a metric of the waits would have recorded.
+func TestStepperNegativeWait(t *testing.T) {
+	for _, w := range []time.Duration{-time.Second, math.MinInt64} {
+		var told, slept []time.Duration
+		p := retry.Policy{MaxAttempts: 2, Stepper: func() retry.Stepper { return fixedStep(w) },
+			OnRetry: func(x retry.Wait) { told = append(told, x.Delay) },
+			Env:     &retry.Env{Sleep: func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil }}}
+		_ = retry.Do(context.Background(), p, func(context.Context) error { return errFlaky })
+		if len(told) != 1 || told[0] != 0 || len(slept) != 1 || slept[0] != 0 {
+			t.Errorf("Stepper wait %v: OnRetry told %v, slept %v; want one wait of 0", w, told, slept)
+		}
+	}
+}
+
+// fixedStep is a Stepper that always waits its value.
+type fixedStep time.Duration
+
+func (f fixedStep) Step(int, error, retry.Class, float64) (time.Duration, bool) {
+	return time.Duration(f), true
+}

@@ -400,7 +400,7 @@ func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) D
 		if !ok {
 			return l.giveUp(ctx, now, Error{Reason: ReasonExhausted})
 		}
-		wait, stepped = w, true
+		wait, stepped = max(w, 0), true // a negative wait is no wait
 	}
 	src := event.Backoff
 	h, _ := HintOf(err)

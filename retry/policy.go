@@ -201,8 +201,9 @@ type Stepper interface {
 	// Step is asked after failed attempt number attempt (from 1), whose
 	// error err the classifier put in class (never ClassPermanent), for the wait
 	// before the next attempt; u is a random draw in [0, 1) from
-	// Env.Rand. ok false ends the call with Reason ReasonExhausted: err is
-	// one the Stepper retries, and its retries are used up. Step is
+	// Env.Rand. A negative wait counts as 0. ok false ends the call with
+	// Reason ReasonExhausted: err is one the Stepper retries, and its
+	// retries are used up. Step is
 	// asked even when err carries a server hint, which then replaces the
 	// returned wait, so that a Stepper counts every retry. It is not asked
 	// when the call ends for another reason first (MaxAttempts reached, an
