@@ -243,3 +243,50 @@ func TestHTTPWriteOutJSONLikeCurl(t *testing.T) {
 		})
 	}
 }
+
+// A run that ends before its transfer (a malformed URL, a protocol other
+// than HTTP, a -T file that cannot be read) writes -w's format as curl
+// does, %{http_code} 000 and %{exitcode} included: a script that reads
+// the status with -w gets 000, not nothing. %{url} is the URL as given.
+func TestHTTPWriteOutBeforeTransferLikeCurl(t *testing.T) {
+	s := startScripted(t, false, ok("hello\n"))
+	host := strings.TrimSuffix(strings.TrimPrefix(s.url, "http://"), "/")
+	const w = `%{http_code} %{exitcode} %{method} %{size_download} %{num_redirects} [%{url}] [%{url_effective}] [%{filename_effective}]`
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"a space in the URL", []string{"http://" + host + "/a b"}, 3},
+		{"a port out of range", []string{"-d", "x=1", "http://127.0.0.1:99999/"}, 3},
+		{"another protocol", []string{"-o", "OUT", "foo://" + host + "/"}, 1},
+		{"-T a file that cannot be read", []string{"-T", "MISSING", "http://" + host + "/up/"}, 26}, // curl's %{method} is GET: yaoki's PUT is left out
+		{"-G", []string{"-G", "-d", "a=1", "http://" + host + "/x/../p?z=1#f"}, 0},
+		{"-G a space", []string{"-G", "-d", "a=b c", "http://" + host + "/p"}, 3},
+		{"%{url} without a scheme", []string{host + "/p"}, 0},
+		{"%{url} as written", []string{"HTTP://" + host + "/x/../p"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			format := w
+			if tc.args[0] == "-T" {
+				format = strings.Replace(w, "%{method} ", "", 1)
+			}
+			args := []string{"-s", "-w", format}
+			for _, a := range tc.args {
+				a = strings.Replace(a, "OUT", dir+"/out", 1)
+				args = append(args, strings.Replace(a, "MISSING", dir+"/missing", 1))
+			}
+			y, c := runAs(t, "yaoki", args...), runAs(t, "curl", args...)
+			if y.code != tc.code || c.code != tc.code {
+				t.Errorf("exit: yaoki %d, curl %d; want %d", y.code, c.code, tc.code)
+			}
+			if y.stdout != c.stdout {
+				t.Errorf("stdout:\nyaoki: %q\ncurl:  %q", y.stdout, c.stdout)
+			}
+			if y.stderr != "" {
+				t.Errorf("stderr %q: want nothing with -s", y.stderr)
+			}
+		})
+	}
+}

@@ -86,6 +86,9 @@ type httpOptions struct {
 	continueAt     string // -C: the byte offset to continue from, or "-"
 	resume         *resumeState
 	trace          *connTrace // the attempts' connections, for the headers as they came
+	format         string     // -w's format, as read
+	urlGiven       string     // %{url}: the URL given (with -G, made anew with the data)
+	infoWritten    bool       // -w's format was written
 }
 
 // NewCommand returns the yaoki http command, built anew at each call.
@@ -222,6 +225,22 @@ each attempt).
 	return cmd
 }
 
+// methodFor is the method sent: -X's, else PUT with -T, HEAD with -I,
+// POST with a body, GET.
+func (o *httpOptions) methodFor(hasBody bool) string {
+	switch {
+	case o.method != "":
+		return o.method
+	case o.upload != "":
+		return http.MethodPut
+	case o.head:
+		return http.MethodHead
+	case hasBody:
+		return http.MethodPost
+	}
+	return http.MethodGet
+}
+
 // say writes an informational line on stderr, unless -s.
 func (o *httpOptions) say(w io.Writer, format string, args ...any) {
 	if !o.silent {
@@ -229,12 +248,9 @@ func (o *httpOptions) say(w io.Writer, format string, args ...any) {
 	}
 }
 
-// fail returns the exit error for code, with msg printed unless -s
-// without -S.
+// failWith returns the exit error for code, with msg (run prints it
+// unless -s without -S).
 func (o *httpOptions) failWith(code int, msg string) error {
-	if o.silent && !o.showError {
-		return cli.Exit(code, "")
-	}
 	return cli.Exit(code, fmt.Sprintf("(%d) %s", code, msg))
 }
 
@@ -348,21 +364,47 @@ func (o *httpOptions) check(cmd *cobra.Command) error {
 	return nil
 }
 
+// run sends the request to rawURL and writes the answer. As curl, a run
+// that ends before its transfer (a malformed URL, a file that cannot be
+// read or written) still writes -w's format, with %{http_code} 000 and
+// %{url} as given; and -s without -S silences every message but a bad
+// usage's.
 func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
+	err := o.transfer(cmd, rawURL)
+	var ee *cli.ExitError
+	if !errors.As(err, &ee) || ee.Code == cli.ExitUsage {
+		return err
+	}
+	if !o.infoWritten {
+		given := o.urlGiven
+		if given == "" {
+			given = uploadURL(rawURL, o.upload)
+		}
+		msg := ee.Msg
+		if _, after, ok := strings.Cut(msg, ") "); ok && strings.HasPrefix(msg, "(") {
+			msg = after
+		}
+		method := o.methodFor(len(o.data) > 0 && !o.get || len(o.form) > 0)
+		info := transferInfo{url: given, urlGiven: given, method: method, filename: o.output, exitCode: ee.Code, errMsg: msg}
+		o.writeInfo(cmd.OutOrStdout(), cmd.ErrOrStderr(), o.format, &info)
+	}
+	if o.silent && !o.showError {
+		return cli.Exit(ee.Code, "")
+	}
+	return err
+}
+
+func (o *httpOptions) transfer(cmd *cobra.Command, rawURL string) error {
 	if err := o.check(cmd); err != nil {
 		return err
 	}
 	stderr := cmd.ErrOrStderr()
-	tg, err := checkURL(uploadURL(rawURL, o.upload), o.pathAsIs)
+	format, err := readWriteOut(o.writeOut, cmd.InOrStdin())
 	if err != nil {
-		if o.silent && !o.showError {
-			var ee *cli.ExitError
-			errors.As(err, &ee)
-			return cli.Exit(ee.Code, "")
-		}
 		return err
 	}
-	format, err := readWriteOut(o.writeOut, cmd.InOrStdin())
+	o.format, o.urlGiven = format, uploadURL(rawURL, o.upload)
+	tg, err := checkURL(uploadURL(rawURL, o.upload), o.pathAsIs)
 	if err != nil {
 		return err
 	}
@@ -389,11 +431,6 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	if len(o.form) > 0 {
 		// As curl, -G leaves a form in the body.
 		if body, o.formType, err = formBody(o.form, newBoundary(), o.givenContentType(), cmd.InOrStdin()); err != nil {
-			if o.silent && !o.showError {
-				var ee *cli.ExitError
-				errors.As(err, &ee)
-				return cli.Exit(ee.Code, "")
-			}
 			return err
 		}
 		hasBody = true
@@ -404,6 +441,7 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 		}
 		u.RawQuery += string(body)
 		body, hasBody = nil, false
+		o.urlGiven = tg.text(u, false) // as curl: -G's URL is made anew, with the data
 		if i := strings.IndexFunc(u.RawQuery, func(r rune) bool { return r <= ' ' || r == 0x7f }); i >= 0 {
 			return o.failWith(curlBadURL, fmt.Sprintf("-G: the query %q holds %q at byte %d: a URL has no spaces or control characters; encode the data with --data-urlencode, or write a space as %%20 or +", u.RawQuery, u.RawQuery[i], i))
 		}
@@ -411,18 +449,7 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	// As curl, -X's method is sent as written: methods are case-sensitive
 	// (RFC 9110 §9.1), so "get" is not GET and is retried as a method of
 	// unknown safety.
-	method := o.method
-	switch {
-	case method != "":
-	case o.upload != "":
-		method = http.MethodPut
-	case o.head:
-		method = http.MethodHead
-	case hasBody:
-		method = http.MethodPost
-	default:
-		method = http.MethodGet
-	}
+	method := o.methodFor(hasBody)
 	outFlag := "-o"
 	if o.remoteName {
 		outFlag = "-O"
@@ -559,7 +586,7 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	}
 	resp, err := client.Do(req)
 	tg.restore(resp)
-	info := transferInfo{url: tg.text(u, false), urlGiven: tg.text(u, false), method: method, filename: o.output}
+	info := transferInfo{url: tg.text(u, false), urlGiven: o.urlGiven, method: method, filename: o.output}
 	if err != nil {
 		code, msg := curlExit(ctx, err)
 		if dns := (*net.DNSError)(nil); code == curlNoHost && o.proxyURL != nil && errors.As(revealed(err), &dns) && strings.EqualFold(dns.Name, o.proxyURL.Hostname()) {

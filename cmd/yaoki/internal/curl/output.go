@@ -182,6 +182,7 @@ func (w writerOnly) Write(p []byte) (int, error) { return w.w.Write(p) }
 // writeInfo writes -w's format, if any, on stdout (or stderr after
 // %{stderr}).
 func (o *httpOptions) writeInfo(stdout, stderr io.Writer, format string, info *transferInfo) {
+	o.infoWritten = true
 	if format != "" {
 		info.writeOut(format, stdout, stderr)
 	}
