@@ -187,6 +187,19 @@ func FuzzDelay(f *testing.F) {
 		if d < 0 || d > c {
 			t.Fatalf("Delay(%d, %d, %v) of %+v = %v, outside [0, %v]", n, prev, u, s, d, c)
 		}
+		if s.Jitter == Decorrelated {
+			// Never below the base (or the cap, if lower), and never more
+			// than three times the previous wait (or the base), so that
+			// a long run neither collapses nor jumps.
+			b := s.WithDefaults().Base
+			lo, grow := min(b, c), 3*float64(max(time.Duration(prev), b))
+			if d < lo || float64(d) > grow && d > lo {
+				t.Fatalf("decorrelated Delay(%d, %d, %v) of %+v = %v, outside [%v, 3·max(prev, base)]", n, prev, u, s, d, lo)
+			}
+		}
+		if b := s.Bounds(n); s.Jitter != Decorrelated && (d < b.Min || d > b.Max) {
+			t.Fatalf("Delay(%d, %d, %v) of %+v = %v, outside its Bounds %+v", n, prev, u, s, d, b)
+		}
 		b := s.Bounds(n)
 		if b.Min < 0 || b.Min > b.Max || b.Max > c || b.Mean < b.Min || b.Mean > b.Max {
 			t.Fatalf("Bounds(%d) of %+v = %+v, not ordered within [0, %v]", n, s, b, c)
