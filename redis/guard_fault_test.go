@@ -414,3 +414,54 @@ func TestSyncHeldByStalledServer(t *testing.T) {
 		})
 	}
 }
+
+// TestFleetStateSurvivesDurableRestart: redis-server, with its append-only
+// file written at every command, is killed (kill -9) and restarted while
+// A's breaker is open and the budget holds counts. The fleet's open period
+// comes back with the key's expiry, so B refuses as before; the budget's
+// counts come back with what each process had sent, so the next syncs
+// neither lose them nor count them twice.
+func TestFleetStateSurvivesDurableRestart(t *testing.T) {
+	srv := redistest.StartDurable(t)
+	a := newProc(t, client(t, srv.Addr), "payments", nil)
+	b := newProc(t, client(t, srv.Addr), "payments", nil)
+	fail(t, a, at(0), 20) // open until +30 s
+	mustSync(t, a, at(time.Second))
+	bu := newBudget(t, client(t, srv.Addr), "payments")
+	obs := newBudget(t, client(t, srv.Addr), "payments")
+	for range 50 {
+		bu.RecordAt(at(0), true, true)
+	}
+	for range 5 {
+		bu.AllowRetryAt(at(0), false)
+	}
+	if err := bu.SyncAt(t.Context(), at(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+
+	srv.Kill()
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	retrying := func(f func() error) {
+		t.Helper()
+		var err error
+		for range 3 { // go-redis may need one failed command to drop the dead connection
+			if err = f(); err == nil {
+				return
+			}
+		}
+		t.Fatalf("after the restart: %v", err)
+	}
+	retrying(func() error { return b.SyncAt(t.Context(), at(2*time.Second)) })
+	mustRefuseFleet(t, "B after the restart", b, at(2*time.Second), 28*time.Second)
+
+	for range 10 {
+		bu.RecordAt(at(2*time.Second), true, true)
+	}
+	retrying(func() error { return bu.SyncAt(t.Context(), at(2*time.Second)) })
+	retrying(func() error { return obs.SyncAt(t.Context(), at(2*time.Second)) })
+	if st := obs.StateAt(at(2 * time.Second)); st.Successes != 60 || st.Retries != 5 {
+		t.Fatalf("the fleet after the restart: %d successes, %d retries, want 60 and 5 (none lost, none twice)", st.Successes, st.Retries)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/yaoki-go/yaoki/event"
 	"github.com/yaoki-go/yaoki/retry"
+	"github.com/yaoki-go/yaoki/retrytest"
 	"github.com/yaoki-go/yaoki/throttle"
 )
 
@@ -94,6 +95,21 @@ func TestThrottleWaitPastDeadlineReported(t *testing.T) {
 		}
 		if r := evs[0]; r.Reason != retry.ReasonDeadline.Key() || r.Wait != 2*time.Second || r.Attempt != 1 {
 			t.Errorf("rejection %+v, want reason %q, the 2s wait, attempt 1", r, retry.ReasonDeadline.Key())
+		}
+	})
+}
+
+// TestRecorderRetriesLeavesThrottleWaitsOut: retrytest.Recorder.Retries
+// counts retries; a throttle's wait before the first attempt is none.
+func TestRecorderRetriesLeavesThrottleWaitsOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &retrytest.Recorder{}
+		p := retry.Policy{Env: &retry.Env{Throttle: throttled(t), Observer: rec}}
+		if err := retry.Do(t.Context(), p, func(context.Context) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if r, all := rec.Retries(), rec.Events(event.RetryScheduled); len(r) != 0 || len(all) != 1 {
+			t.Fatalf("Retries %v, RetryScheduled events %v: want no retry and the throttle's one wait", r, all)
 		}
 	})
 }

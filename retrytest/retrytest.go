@@ -126,9 +126,19 @@ func (r *Recorder) Events(kinds ...event.Kind) []event.Event {
 // outcome, error and duration.
 func (r *Recorder) Attempts() []event.Event { return r.Events(event.AttemptEnd) }
 
-// Retries returns the RetryScheduled events: one per wait, with its length
-// and source.
-func (r *Recorder) Retries() []event.Event { return r.Events(event.RetryScheduled) }
+// Retries returns the RetryScheduled events of retries: one per wait
+// before a retry, with its length and source. A throttle's wait before an
+// attempt (Source event.RateLimit) schedules no retry and is left out;
+// Events(event.RetryScheduled) has it.
+func (r *Recorder) Retries() []event.Event {
+	var out []event.Event
+	for _, e := range r.Events(event.RetryScheduled) {
+		if e.Source != event.RateLimit {
+			out = append(out, e)
+		}
+	}
+	return out
+}
 
 // Reset forgets every recorded event.
 func (r *Recorder) Reset() {

@@ -96,8 +96,11 @@ func printer(start time.Time) event.Observer {
 			fmt.Printf("%8.1f ms  attempt %d: %s %s → %d %s (%s)\n", at, e.Attempt, e.Method, e.Host, e.Status, http.StatusText(e.Status), e.Outcome)
 		case event.RetryScheduled:
 			why := "the backoff schedule"
-			if e.Source == event.ServerHint {
+			switch e.Source {
+			case event.ServerHint:
 				why = "the server's Retry-After, plus jitter"
+			case event.RateLimit:
+				why = "the client-side rate limiter"
 			}
 			fmt.Printf("%8.1f ms  waiting %v (from %s)\n", at, e.Wait.Round(time.Millisecond), why)
 		case event.GaveUp:

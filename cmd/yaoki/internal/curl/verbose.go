@@ -132,6 +132,12 @@ func (h *httpObserver) Observe(_ context.Context, e event.Event) {
 		}
 		h.w.write(fmt.Sprintf("* attempt %d: %s in %s\n", e.Attempt, what, flags.SecondsText(e.Duration)))
 	case event.RetryScheduled:
+		if e.Source == event.RateLimit { // the rate limiter holds attempt e.Attempt back: no retry
+			if h.verbose {
+				h.w.write(fmt.Sprintf("* throttled: waiting %s before attempt %d for the client-side rate limiter\n", flags.SecondsText(e.Wait), e.Attempt))
+			}
+			return
+		}
 		h.retries++
 		if h.verbose {
 			src := "backoff"
