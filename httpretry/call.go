@@ -385,9 +385,6 @@ func callerKey(h http.Header) string {
 // is the hint, so that the client comes back before none of them.
 func hint(resp *http.Response, now time.Time) time.Duration {
 	vs := resp.Header[header.RetryAfter]
-	if len(vs) == 0 && !throttledStatus(resp.StatusCode) {
-		return -1 // no hint to read: the Date is not parsed
-	}
 	if d, ok := parseDate(resp.Header.Get(header.Date), now); ok {
 		now = d
 		if v := resp.Header.Get(header.Age); v != "" { // ParseUint("") allocates its error
@@ -405,10 +402,10 @@ func hint(resp *http.Response, now time.Time) time.Duration {
 	if h >= 0 {
 		return h
 	}
-	if throttledStatus(resp.StatusCode) {
-		if d, ok := RateLimitReset(resp.Header, now); ok {
-			return d
-		}
+	// The rate-limit fields: on 429 and 503 (the quota is why they came),
+	// and on any other status retried when they say the quota is spent.
+	if d, ok := rateLimitReset(resp.Header, now, !throttledStatus(resp.StatusCode)); ok {
+		return d
 	}
 	return -1
 }

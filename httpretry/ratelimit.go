@@ -33,21 +33,33 @@ import (
 // more than MaxHint ahead are ignored.
 //
 // Retry-After takes precedence over all of these (the draft says so); the
-// Transport reads them only when Retry-After is absent or invalid, and only
-// on 429 and 503 answers: on other statuses the quota is not why the
-// request failed.
+// Transport reads them only when Retry-After is absent or invalid; on 429
+// and 503 answers as said here, and on another status it retries only
+// where a remaining count says 0 in so many words (r=0, remaining=0,
+// RateLimit-Remaining or X-RateLimit-Remaining: 0), as GitHub's 403 for a
+// spent quota does: otherwise the quota is not why the request failed.
 func RateLimitReset(h http.Header, now time.Time) (time.Duration, bool) {
+	return rateLimitReset(h, now, false)
+}
+
+// rateLimitReset is RateLimitReset. With spent, a reset is a hint only
+// where a remaining count says, in so many words, that the quota is used
+// up (r=0, remaining=0, a RateLimit-Remaining or X-RateLimit-Remaining of
+// 0): what the Transport reads on a retried status other than 429 and 503,
+// where the fields alone do not say that the quota is why the request
+// failed.
+func rateLimitReset(h http.Header, now time.Time, spent bool) (time.Duration, bool) {
 	if v := h.Values(header.RateLimit); len(v) > 0 {
-		return parseRateLimit(v)
+		return parseRateLimit(v, spent)
 	}
 	if v := h.Get(header.RateLimitReset); v != "" {
-		if remainingLeft(h.Get(header.RateLimitRemaining)) {
+		if !quotaSpent(h.Get(header.RateLimitRemaining), spent) {
 			return 0, false
 		}
 		return parseReset(v, now, false)
 	}
 	if v := h.Get(header.XRateLimitReset); v != "" {
-		if remainingLeft(h.Get(header.XRateLimitRemaining)) {
+		if !quotaSpent(h.Get(header.XRateLimitRemaining), spent) {
 			return 0, false
 		}
 		return parseReset(v, now, true)
@@ -55,14 +67,15 @@ func RateLimitReset(h http.Header, now time.Time) (time.Duration, bool) {
 	return 0, false
 }
 
-// remainingLeft reports whether a remaining-quota field says that quota is
-// left (a positive integer).
-func remainingLeft(v string) bool {
+// quotaSpent reports whether a remaining-quota field v lets its reset be
+// a hint: v is not a positive integer (quota left), and, with explicit, v
+// is 0.
+func quotaSpent(v string, explicit bool) bool {
 	v = strings.TrimSpace(v)
 	if !isDigits(v) {
-		return false
+		return !explicit
 	}
-	return strings.TrimLeft(v, "0") != ""
+	return strings.TrimLeft(v, "0") == ""
 }
 
 // parseReset reads a reset value: seconds to wait, or a Unix time (seconds
@@ -108,13 +121,14 @@ func parseReset(v string, now time.Time, fraction bool) (time.Duration, bool) {
 // joined by commas, as RFC 9110 allows): a structured-field list of
 // policies with parameters r and t (drafts 08+), or the dictionary of
 // draft 07 (limit, remaining, reset). See RateLimitReset for the rule.
-func parseRateLimit(lines []string) (time.Duration, bool) {
+func parseRateLimit(lines []string, spent bool) (time.Duration, bool) {
 	p := sfParser{s: strings.Join(lines, ",")}
 	var (
-		best  = time.Duration(-1)
-		dict  bool
-		reset = int64(-1)
-		left  int64 // the dictionary's remaining
+		best    = time.Duration(-1)
+		dict    bool
+		reset   = int64(-1)
+		left    int64 // the dictionary's remaining
+		hasLeft bool
 	)
 	for first := true; ; first = false {
 		p.ows()
@@ -138,10 +152,10 @@ func parseRateLimit(lines []string) (time.Duration, bool) {
 				reset = m.val
 			case "remaining":
 				if m.hasVal {
-					left = m.val
+					left, hasLeft = m.val, true
 				}
 			}
-		} else if m.hasT && m.t >= 0 && (!m.hasR || m.r <= 0) {
+		} else if m.hasT && m.t >= 0 && (m.hasR && m.r <= 0 || !m.hasR && !spent) {
 			if m.t > maxHintSeconds {
 				return 0, false
 			}
@@ -158,7 +172,7 @@ func parseRateLimit(lines []string) (time.Duration, bool) {
 		}
 	}
 	if dict {
-		if reset < 0 || reset > maxHintSeconds || left > 0 {
+		if reset < 0 || reset > maxHintSeconds || left > 0 || spent && !hasLeft {
 			return 0, false
 		}
 		best = time.Duration(reset) * time.Second

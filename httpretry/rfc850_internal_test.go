@@ -68,4 +68,8 @@ func TestHintAllocations(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { hint(resp, now) }); n != 0 {
 		t.Errorf("hint allocates %v times per answer, want 0", n)
 	}
+	plain := &http.Response{StatusCode: 500, Header: http.Header{"Date": {"Sun, 01 Mar 2026 12:00:00 GMT"}}}
+	if n := testing.AllocsPerRun(100, func() { hint(plain, now) }); n != 0 || hint(plain, now) != -1 {
+		t.Errorf("hint of a 500 without hint fields: %v, %v allocations; want -1 and none", hint(plain, now), n)
+	}
 }

@@ -404,3 +404,41 @@ func TestRetryAfterDateOnServerClock(t *testing.T) {
 		})
 	}
 }
+
+// TestQuotaSpentOnOtherStatus: an API that answers a spent quota with
+// another status than 429 (GitHub's primary rate limit answers 403 with
+// X-RateLimit-Remaining: 0 and X-RateLimit-Reset; a gateway's 502 may
+// carry its upstream's fields) says when the quota comes back: a status
+// the Transport retries (403 added to Statuses here) waits for that reset,
+// when a remaining field says 0 in so many words. Without one, as on 500
+// with a bare RateLimit-Reset, the fields are not why the request failed
+// and the backoff applies. The 403 was retried after 50 ms backoffs, each
+// answered 403 again, until the attempts ran out.
+func TestQuotaSpentOnOtherStatus(t *testing.T) {
+	cases := []struct {
+		name, script string
+		min, max     time.Duration
+	}{
+		{"403, X-RateLimit-Remaining: 0", "403:header=X-RateLimit-Remaining=0:header=X-RateLimit-Reset=6,200", 6 * time.Second, 7200 * time.Millisecond},
+		{"403, RateLimit-Remaining: 0", "403:header=RateLimit-Remaining=0:header=RateLimit-Reset=3,200", 3 * time.Second, 3600 * time.Millisecond},
+		{"502, RateLimit r=0", `502:header=RateLimit="d";r=0;t=4,200`, 4 * time.Second, 4800 * time.Millisecond},
+		{"500, bare RateLimit-Reset", "500:header=RateLimit-Reset=30,200", 0, 50 * time.Millisecond},
+		{"502, RateLimit without r", `502:header=RateLimit="d";t=9,200`, 0, 50 * time.Millisecond},
+		{"403, quota left", "403:header=X-RateLimit-Remaining=5:header=X-RateLimit-Reset=6,200", 0, 50 * time.Millisecond},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rt := retrytest.NewRoundTripper(t, c.script)
+				tr := &httpretry.Transport{Base: rt, Statuses: append(httpretry.DefaultStatuses(), 403)}
+				resp, _, err := do(t, tr, "GET", "http://api.test/", nil)
+				if err != nil || resp.StatusCode != 200 {
+					t.Fatalf("got %v, %v; want 200", resp, err)
+				}
+				if g := gaps(rt.Attempts()); len(g) != 1 || g[0] < c.min || g[0] > c.max {
+					t.Fatalf("waited %v before attempt 2, want within [%v, %v]", g, c.min, c.max)
+				}
+			})
+		})
+	}
+}
