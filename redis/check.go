@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +21,14 @@ var ErrUnsafeServer = errors.New("redis: the server may lose idempotency records
 // ErrUnsafeServer) is true.
 type UnsafeServerError struct {
 	Addr string // the server (for a cluster or a ring, the node) that was checked
+	// Ring is true when the store reaches its servers through a
+	// *goredis.Ring, whatever their settings (Addr then lists the ring's
+	// shards). A Ring sends the keys of a shard it cannot reach to the other
+	// shards, and back when the shard returns: meanwhile a retry finds no
+	// record and runs its request again, and a claim held on one side is
+	// not seen on the other. A single server, a failover (Sentinel) client
+	// or a Cluster keeps each key in one place.
+	Ring bool
 	// Evicts is true when the server evicts keys at its memory limit
 	// (maxmemory set and maxmemory-policy other than noeviction): a
 	// completed record evicted early lets a retry run its request again.
@@ -49,6 +59,9 @@ type UnsafeServerError struct {
 // Error lists each setting of the server that makes the store unsafe, and the value it needs.
 func (e *UnsafeServerError) Error() string {
 	var why []string
+	if e.Ring {
+		why = append(why, "a Ring sends the keys of a shard it cannot reach to the other shards, and back when the shard returns, so a retry meanwhile finds no record: use a single server, a failover (Sentinel) client or a Cluster")
+	}
 	if e.Evicts {
 		why = append(why, fmt.Sprintf("it evicts keys at its memory limit (maxmemory %d bytes, maxmemory-policy %s): set maxmemory-policy noeviction", e.Maxmemory, e.MaxmemoryPolicy))
 	}
@@ -61,19 +74,24 @@ func (e *UnsafeServerError) Error() string {
 	if e.TooFewReplicas {
 		why = append(why, fmt.Sprintf("it has %d connected replicas of the %d that each write waits for (Replicas), so every write fails until they are connected: connect them or lower Replicas", e.ConnectedReplicas, e.ReplicasAsked))
 	}
-	return fmt.Sprintf("redis: the server %s may lose idempotency records: %s", e.Addr, strings.Join(why, "; "))
+	what := "the server " + e.Addr
+	if e.Ring {
+		what = "the Ring of " + e.Addr
+	}
+	return fmt.Sprintf("redis: %s may lose idempotency records: %s", what, strings.Join(why, "; "))
 }
 
 // Is matches ErrUnsafeServer.
 func (e *UnsafeServerError) Is(target error) bool { return target == ErrUnsafeServer }
 
 // Check asks the server (every master of a cluster, every shard of a
-// ring) whether it keeps
-// records as the store needs: without eviction (maxmemory-policy
+// ring) whether it keeps records as the store needs: without eviction
+// (maxmemory-policy
 // noeviction, or no maxmemory), with the append-only file on and fsynced
 // (appendfsync everysec or always, when CONFIG GET may read it), and, when
 // the store waits for replicas (IdempotencyConfig.Replicas), with at least
-// that many replicas connected. It
+// that many replicas connected. A Ring is named whatever its servers'
+// settings: it moves keys between shards (see UnsafeServerError.Ring). It
 // returns nil when it does, an *UnsafeServerError (matching
 // ErrUnsafeServer) naming what it found when it does not, and another
 // error when it could not ask (it reads INFO, which hosted servers that
@@ -88,18 +106,20 @@ func (s *IdempotencyStore) Check(ctx context.Context) error {
 	}
 	// Every node that holds records is asked: each master of a cluster,
 	// each shard of a ring (INFO alone would reach one of them).
-	var each func(context.Context, func(context.Context, *goredis.Client) error) error
+	var (
+		each func(context.Context, func(context.Context, *goredis.Client) error) error
+		mu   sync.Mutex // each's callbacks run in parallel
+		errs []error
+	)
 	switch c := s.c.(type) {
 	case *goredis.ClusterClient:
 		each = c.ForEachMaster
 	case *goredis.Ring:
 		each = c.ForEachShard
+		addrs := slices.Sorted(maps.Values(c.Options().Addrs))
+		errs = append(errs, &UnsafeServerError{Addr: strings.Join(addrs, ", "), Ring: true, ConnectedReplicas: -1})
 	}
 	if each != nil {
-		var (
-			mu   sync.Mutex // the callbacks run in parallel
-			errs []error
-		)
 		err := each(ctx, func(ctx context.Context, c *goredis.Client) error {
 			err := check(ctx, c, s.replicas)
 			if errors.Is(err, ErrUnsafeServer) {

@@ -404,3 +404,55 @@ func TestFaultRedisRestartDuringWait(t *testing.T) {
 		})
 	}
 }
+
+// TestFaultRedisRingShardDown: through a Ring of two shards (each with
+// the append-only file, without eviction: safe servers), a request
+// completes on one shard, and that shard's redis-server is killed. Once
+// the Ring has marked it down (its heartbeat, every 10 ms here) it sends
+// the shard's keys to the other shard, which has no record of them: the
+// retry runs the handler again. A Ring gives up consistency for
+// availability, so Check names it whatever its servers' settings.
+func TestFaultRedisRingShardDown(t *testing.T) {
+	a, b := redistest.StartAppendOnly(t, "everysec"), redistest.StartAppendOnly(t, "everysec")
+	ring := goredis.NewRing(&goredis.RingOptions{Addrs: map[string]string{"a": a.Addr, "b": b.Addr}, HeartbeatFrequency: 10 * time.Millisecond})
+	t.Cleanup(func() { _ = ring.Close() })
+	store := redis.NewIdempotencyStore(ring, redis.IdempotencyConfig{})
+	ctx := t.Context()
+	var unsafe *redis.UnsafeServerError
+	if err := store.Check(ctx); !errors.As(err, &unsafe) || !unsafe.Ring || !strings.Contains(err.Error(), "Cluster") {
+		t.Errorf("Check through a Ring of safe servers: %v; want an UnsafeServerError naming the Ring and what to use instead", err)
+	}
+	m, err := idempotency.New(idempotency.Config{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int64
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprintf(w, "charge %d", runs.Add(1))
+	}))
+	// A key whose record the Ring puts on shard a.
+	ac := a.Client(t)
+	key := ""
+	for i := 0; key == ""; i++ {
+		k := fmt.Sprintf("pay-%d", i)
+		if rec := post(h, k); rec.Code != http.StatusCreated {
+			t.Fatalf("%s: %d %s", k, rec.Code, rec.Body)
+		}
+		if ac.Exists(ctx, redis.DefaultIdempotencyPrefix+"0::"+k).Val() == 1 {
+			key = k
+		}
+	}
+	before := runs.Load()
+	a.Kill()
+	for deadline := time.Now().Add(10 * time.Second); ring.Len() != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the Ring still counts %d live shards 10 s after shard a was killed", ring.Len())
+		}
+	}
+	again := post(h, key)
+	if again.Code != http.StatusCreated || again.Header().Get("Idempotent-Replayed") != "" || runs.Load() != before+1 {
+		t.Fatalf("retry of %s with its shard down: %d %q (replayed %q), %d runs more; want the handler run again on the other shard",
+			key, again.Code, again.Body, again.Header().Get("Idempotent-Replayed"), runs.Load()-before)
+	}
+}

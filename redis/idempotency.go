@@ -139,7 +139,10 @@ type IdempotencyStore struct {
 }
 
 // NewIdempotencyStore returns a store that keeps its records through c (a
-// *goredis.Client, *goredis.ClusterClient or *goredis.Ring). When o is not
+// *goredis.Client, *goredis.ClusterClient or *goredis.Ring). Through a
+// Ring a request may run twice: it sends the keys of a shard it cannot
+// reach to the other shards, where their records are not (Check names it;
+// UnsafeServerError.Ring says more). When o is not
 // valid (see IdempotencyConfig.Validate, which also refuses Replicas with a
 // client other than *goredis.Client or *goredis.ClusterClient), every call
 // of the store returns the error, matching ErrInvalidConfig: the
