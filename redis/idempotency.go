@@ -21,7 +21,10 @@ const DefaultIdempotencyPrefix = "yaoki:idem:"
 type IdempotencyConfig struct {
 	// Prefix starts the Redis key of every record; the rest is the
 	// record's ID (idempotency.ID.String: scope length, scope, key). Zero:
-	// DefaultIdempotencyPrefix.
+	// DefaultIdempotencyPrefix. Stores that share a Redis keep apart only
+	// when neither prefix starts the other: under "app" and "app1:", the
+	// key ":k" of scope "0" and the key "k" of no scope are one Redis key
+	// ("app1:0::k").
 	Prefix string
 	// Replicas, above zero, makes every write that a failover must not
 	// lose wait until at least this many replicas of the primary that took

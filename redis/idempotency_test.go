@@ -111,3 +111,21 @@ func TestIdempotencyRedisExpiresKeys(t *testing.T) {
 		t.Fatalf("PTTL of a completed record %v, want about 24 h", ttl)
 	}
 }
+
+// TestIdempotencyPrefixStartsAnother: what IdempotencyConfig.Prefix says
+// of two prefixes one of which starts the other: a record of one store is
+// found by the other under another scope and key.
+func TestIdempotencyPrefixStartsAnother(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	a := redis.NewIdempotencyStore(c, redis.IdempotencyConfig{Prefix: "app"})
+	b := redis.NewIdempotencyStore(c, redis.IdempotencyConfig{Prefix: "app1:"})
+	ctx := t.Context()
+	now := time.Now()
+	if _, claimed, err := a.Begin(ctx, idempotency.ID{Scope: "0", Key: ":k"}, idempotency.Fingerprint{}, "t", now, time.Minute); err != nil || !claimed {
+		t.Fatal(claimed, err)
+	}
+	if _, claimed, err := b.Begin(ctx, idempotency.ID{Key: "k"}, idempotency.Fingerprint{}, "u", now, time.Minute); err != nil || claimed {
+		t.Fatalf("the store under app1: claimed %v (err %v) the key that the store under app holds as scope 0, key :k; the doc says they meet", claimed, err)
+	}
+}
