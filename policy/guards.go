@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,10 +33,37 @@ func guardObject[C any](d *decoder, n *node, path, name, example string, fields 
 		return nil
 	}
 	if err := check(*c); err != nil {
-		d.fail(n.off, path, guardMsg(err))
+		// At the field out of range, with the value as written, when the
+		// document has it; at the object when the value is a default or
+		// two fields disagree.
+		off, at, msg := n.off, path, guardMsg(err)
+		var ce *configerr.Error
+		if errors.As(err, &ce) {
+			if i := slices.Index(n.keys, guardField(ce.Field)); i >= 0 {
+				v := n.vals[i]
+				off, at, msg = v.off, path+"."+n.keys[i], v.raw()+" out of range: want "+docWords(ce.Want)
+			}
+		}
+		d.fail(off, at, msg)
 		return nil
 	}
 	return c
+}
+
+// guardField returns the document's name of a field of budget.ShareConfig
+// or breaker.Config, as a configuration error names it
+// ("ShareConfig.Window", "OpenTimeout").
+func guardField(goField string) string {
+	switch f := strings.TrimPrefix(goField, "ShareConfig."); f {
+	case "Window":
+		return "WindowSeconds"
+	case "OpenTimeout":
+		return "OpenSeconds"
+	case "MaxOpenTimeout":
+		return "MaxOpenSeconds"
+	default:
+		return f
+	}
 }
 
 // checkBudget and checkBreaker refuse what budget.NewShare and breaker.New
@@ -112,7 +140,12 @@ func guardMsg(err error) string {
 	if !errors.As(err, &ce) {
 		return err.Error()
 	}
-	msg := fmt.Sprintf("%s %v out of range: want %s", ce.Field, ce.Value, ce.Want)
+	return docWords(fmt.Sprintf("%s %v out of range: want %s", ce.Field, ce.Value, ce.Want))
+}
+
+// docWords writes the Go field names of budget and breaker in a message
+// as the document's.
+func docWords(msg string) string {
 	for _, r := range [][2]string{
 		{"ShareConfig.", ""}, {"OpenTimeout", "OpenSeconds"}, {"Window ", "WindowSeconds "},
 	} {
