@@ -104,7 +104,9 @@ type BreakerConfig struct {
 // only for what is left of their periods after d; a process whose clock is
 // behind by d is followed for its period less d. A key the breaker never
 // writes (another type, no expiry) is deleted at the next sync rather than
-// believed. It is safe for concurrent use. A nil *Breaker allows every
+// believed. A clock that steps back (by more than a second) after a sync
+// keeps what was left of the fleet's period and hold, from the stepped
+// instant. It is safe for concurrent use. A nil *Breaker allows every
 // call and syncs nothing, as a nil *Budget allows every retry.
 type Breaker struct {
 	fleet   atomic.Pointer[fleetOpen] // what the last sync read; nil before the first
@@ -119,6 +121,7 @@ type Breaker struct {
 
 // fleetOpen is the fleet's open period as a sync read it.
 type fleetOpen struct {
+	at    int64 // UnixNano of the sync that read it (or of a clock step back, see current)
 	until int64 // UnixNano; 0: the fleet is not open
 	held  int64 // until + Hold: processes whose breaker is closed wait until then
 	trips int   // the trips of the process that published until
@@ -190,7 +193,11 @@ func (b *Breaker) AllowAt(now time.Time, retry bool) (ticket uint64, err error) 
 		return 0, nil
 	}
 	if f := b.fleet.Load(); f != nil {
-		if ns := now.UnixNano(); ns < f.held && (ns < f.until || b.local.StateAt(now) == breaker.Closed) {
+		ns := now.UnixNano()
+		if ns < f.at-stepBack {
+			f = b.current(f, ns)
+		}
+		if ns < f.held && (ns < f.until || b.local.StateAt(now) == breaker.Closed) {
 			return 0, b.refuse(now, f, ns)
 		}
 	}
@@ -204,6 +211,29 @@ func (b *Breaker) DoneAt(now time.Time, ticket uint64, elapsed time.Duration, er
 		return
 	}
 	b.local.DoneAt(now, ticket, elapsed, err)
+}
+
+// stepBack is how far before the sync that read the fleet's state an
+// instant must be to count as a clock that stepped back (see current):
+// instants a little older are those of calls that took now before the sync
+// and are not worth a new state each.
+const stepBack = int64(time.Second)
+
+// current returns the fleet's state f as it stands at ns, an instant
+// before the sync that read it (the clock stepped back): the open period
+// and the hold keep the length they had left at that sync, from ns, and
+// the result replaces f, so that the process refuses for that long on the
+// stepped clock rather than until the clock reaches the end it read (as
+// the local breaker does with its own period).
+func (b *Breaker) current(f *fleetOpen, ns int64) *fleetOpen {
+	for ns < f.at-stepBack && f.until > 0 {
+		g := &fleetOpen{at: ns, trips: f.trips, until: f.until - (f.at - ns), held: f.held - (f.at - ns)}
+		if b.fleet.CompareAndSwap(f, g) {
+			return g
+		}
+		f = b.fleet.Load()
+	}
+	return f
 }
 
 // refuse returns the refusal for a call at ns (UnixNano) during f, its Wait
@@ -235,7 +265,13 @@ func (b *Breaker) OpenUntil(now time.Time) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	f := b.fleet.Load()
-	if f == nil || now.UnixNano() >= f.until {
+	if f == nil {
+		return time.Time{}, false
+	}
+	if ns := now.UnixNano(); ns < f.at-stepBack {
+		f = b.current(f, ns)
+	}
+	if now.UnixNano() >= f.until {
 		return time.Time{}, false
 	}
 	return time.Unix(0, f.until), true
@@ -250,7 +286,11 @@ func (b *Breaker) StateAt(now time.Time) breaker.State {
 	}
 	s := b.local.StateAt(now)
 	if f := b.fleet.Load(); f != nil {
-		if ns := now.UnixNano(); ns < f.held && (ns < f.until || s == breaker.Closed) {
+		ns := now.UnixNano()
+		if ns < f.at-stepBack {
+			f = b.current(f, ns)
+		}
+		if ns < f.held && (ns < f.until || s == breaker.Closed) {
 			return breaker.Open
 		}
 	}
@@ -343,12 +383,14 @@ func (b *Breaker) SyncAt(ctx context.Context, now time.Time) error {
 	default:
 		until = ms * int64(time.Millisecond)
 	}
-	if f := b.fleet.Load(); f == nil || f.until != until || f.trips != n {
+	// The instant of the sync is kept while the fleet is open (see
+	// current); a closed fleet is stored once.
+	if f := b.fleet.Load(); f == nil || until > 0 || f.until != 0 {
 		held := until
 		if until > 0 {
 			held = min(until, math.MaxInt64-b.hold) + b.hold
 		}
-		b.fleet.Store(&fleetOpen{until: until, held: held, trips: n})
+		b.fleet.Store(&fleetOpen{at: now.UnixNano(), until: until, held: held, trips: n})
 	}
 	return nil
 }

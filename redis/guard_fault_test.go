@@ -9,6 +9,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/yaoki-go/yaoki/breaker"
 	"github.com/yaoki-go/yaoki/redis"
 	"github.com/yaoki-go/yaoki/redis/internal/redistest"
 	"github.com/yaoki-go/yaoki/retry"
@@ -463,5 +464,36 @@ func TestFleetStateSurvivesDurableRestart(t *testing.T) {
 	retrying(func() error { return obs.SyncAt(t.Context(), at(2*time.Second)) })
 	if st := obs.StateAt(at(2 * time.Second)); st.Successes != 60 || st.Retries != 5 {
 		t.Fatalf("the fleet after the restart: %d successes, %d retries, want 60 and 5 (none lost, none twice)", st.Successes, st.Retries)
+	}
+}
+
+// TestBreakerClockStepsBackWhileFleetOpen: B learnt at its last sync that
+// the fleet is open for 30 s more; then its clock steps back by two hours
+// and Redis is out of reach. B refuses for those 30 s (and the hold) on
+// the stepped clock, as its local breaker would, not for two hours until
+// its clock reaches the end it read.
+func TestBreakerClockStepsBackWhileFleetOpen(t *testing.T) {
+	srv := redistest.Start(t)
+	link := srv.Proxy(t)
+	cb := goredis.NewClient(&goredis.Options{Addr: link.Addr, MaxRetries: -1, DialTimeout: time.Second})
+	t.Cleanup(func() { _ = cb.Close() })
+	a := newProc(t, client(t, srv.Addr), "payments", nil)
+	b, err := redis.NewBreaker(redis.BreakerConfig{Client: cb, Local: newLocal(t, "payments")}) // Hold: 2 s
+	if err != nil {
+		t.Fatal(err)
+	}
+	fail(t, a, at(0), 20) // open until +30 s
+	mustSync(t, a, at(0))
+	mustSync(t, b, at(0))
+	link.Down()
+	back := at(-2 * time.Hour)
+	mustRefuseFleet(t, "B just after its clock stepped back", b, back, 30*time.Second)
+	mustRefuseFleet(t, "B 29 s later", b, back.Add(29*time.Second), time.Second)
+	if s := b.StateAt(back.Add(31 * time.Second)); s != breaker.Open {
+		t.Fatalf("B 31 s later, held: %v, want open", s)
+	}
+	mustAllow(t, "B after the period and the hold on the stepped clock", b, back.Add(32*time.Second))
+	if s := b.StateAt(back.Add(32 * time.Second)); s != breaker.Closed {
+		t.Fatalf("B after the period and the hold: %v, want closed", s)
 	}
 }
