@@ -76,3 +76,28 @@ func TestBadFlagValueSaysWhatIsAccepted(t *testing.T) {
 		}
 	}
 }
+
+// An unknown flag within two edits of a real one names it; one far from
+// every flag, a hidden flag and an unknown shorthand are said as they are.
+func TestUnknownFlagSuggestsNearest(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plan", "--max-atempts", "3"}, "unknown flag: --max-atempts (did you mean --max-attempts?)\n"},
+		{[]string{"plan", "--jiter=full"}, "unknown flag: --jiter (did you mean --jitter?)\n"},
+		{[]string{"sim", "herd", "--clinets", "5"}, "unknown flag: --clinets (did you mean --clients?)\n"},
+		{[]string{"flaky", "--rate429", "0.5"}, "unknown flag: --rate429 (did you mean --rate-429?)\n"},
+		{[]string{"plan", "--colour"}, "unknown flag: --colour\n"},
+		{[]string{"exec", "--throtle-base", "1s", "--", "true"}, "unknown flag: --throtle-base\n"},
+		{[]string{"plan", "-Q"}, "unknown shorthand flag: 'Q' in -Q\n"},
+	} {
+		root := newRoot()
+		root.SetArgs(tc.args)
+		var ee *cli.ExitError
+		err := root.Execute()
+		if !errors.As(err, &ee) || ee.Code != cli.ExitUsage || !strings.HasPrefix(ee.Msg, tc.want) {
+			t.Errorf("yaoki %q: %v; want exit %d and %q", tc.args, err, cli.ExitUsage, tc.want)
+		}
+	}
+}

@@ -63,7 +63,7 @@ func newRoot() *cobra.Command {
 	// A flag value that does not parse (--max-attempts x) is bad usage:
 	// say which flag, what was given, and where the accepted values are.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return cli.Exit(cli.ExitUsage, fmt.Sprintf("%v\nsee '%s --help' for the flags and the values they accept", cli.FlagValueError(err), c.CommandPath()))
+		return cli.Exit(cli.ExitUsage, fmt.Sprintf("%v\nsee '%s --help' for the flags and the values they accept", cli.SuggestFlag(cli.FlagValueError(err), c.Flags()), c.CommandPath()))
 	})
 	root.AddCommand(simcli.NewCommand(), plan.NewCommand(), execcli.NewCommand(), flaky.NewCommand(), curl.NewCommand(),
 		proxy.NewCommand(), deadlettercli.NewCommand(), newVersionCmd())

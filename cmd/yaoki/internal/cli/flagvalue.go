@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -50,4 +51,51 @@ func FlagValueError(err error) error {
 		return err
 	}
 	return errors.New(msg + ": " + want)
+}
+
+// SuggestFlag adds to an unknown long flag's error the flag of fs whose
+// name is nearest, when it is within two edits ("unknown flag:
+// --max-atempts (did you mean --max-attempts?)"). Other errors, and flags
+// with no near name, are returned as they are; hidden flags are never
+// suggested.
+func SuggestFlag(err error, fs *pflag.FlagSet) error {
+	var ne *pflag.NotExistError
+	if !errors.As(err, &ne) || ne.GetSpecifiedShortnames() != "" || fs == nil {
+		return err
+	}
+	typed := ne.GetSpecifiedName()
+	best, bestDist := "", 3
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Hidden {
+			return
+		}
+		if d := editDistance(typed, f.Name); d < bestDist {
+			best, bestDist = f.Name, d
+		}
+	})
+	if best == "" {
+		return err
+	}
+	return fmt.Errorf("%w (did you mean --%s?)", err, best)
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
