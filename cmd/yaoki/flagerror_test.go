@@ -66,6 +66,8 @@ func TestBadFlagValueSaysWhatIsAccepted(t *testing.T) {
 		{[]string{"plan", "--multiplier", "two"}, `invalid argument "two" for "--multiplier" flag: want a number such as 0.5`},
 		{[]string{"plan", "--json=maybe"}, `invalid argument "maybe" for "--json" flag: want true or false (the flag alone is true)`},
 		{[]string{"plan", "--base", "5x"}, `invalid argument "5x" for "--base" flag: "5x" is not a duration: want e.g. 250ms, 1.5s, 2m or plain seconds`},
+		{[]string{"http", "--retry", "3.5", "http://127.0.0.1:1/"}, `invalid argument "3.5" for "--retry" flag: want a whole number such as 3`},
+		{[]string{"http", "--max-redirs", "x", "http://127.0.0.1:1/"}, `invalid argument "x" for "--max-redirs" flag: want a whole number such as 3`},
 	} {
 		root := newRoot()
 		root.SetArgs(tc.args)
