@@ -10,8 +10,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -370,6 +373,14 @@ func (o *httpOptions) check(cmd *cobra.Command) error {
 // %{url} as given; and -s without -S silences every message but a bad
 // usage's.
 func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
+	// As curl, which ignores SIGPIPE: a reader that went away (| head)
+	// makes the write fail (exit 23), and the run ends as after any
+	// failed write (-w, -c's jar), where Go's runtime would kill the
+	// process at its first write to a closed stdout. Asking for the
+	// signal turns it into that write's EPIPE error.
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	defer signal.Stop(pipe)
 	err := o.transfer(cmd, rawURL)
 	var ee *cli.ExitError
 	if !errors.As(err, &ee) || ee.Code == cli.ExitUsage {

@@ -30,7 +30,7 @@ const (
 	curlNoConnect       = 7   // the connection was refused or could not be made
 	curlPartialFile     = 18  // the connection closed before the whole body came
 	curlHTTPError       = 22  // -f or --fail-with-body: the final status is 400 or more
-	curlWriteError      = 23  // -o could not be written
+	curlWriteError      = 23  // the body could not be written (-o's file, a closed stdout)
 	curlReadError       = 26  // a --data @FILE could not be read
 	curlTimeout         = 28  // --max-time or --connect-timeout passed
 	curlCannotResume    = 33  // -C: the answer is not the part asked for
@@ -63,7 +63,8 @@ Exit codes (curl's where curl has one):
   18   the connection closed before the whole body came (what came is
        written)
   22   -f/--fail-with-body: the final status is 400 or more
-  23   -o could not be written
+  23   the body could not be written (-o's file, or stdout whose reader
+       went away, as with | head)
   26   a --data @FILE could not be read
   33   -C: the answer is not the part asked for (the server ignores ranges)
   28   --max-time or --connect-timeout passed (the last answer, if any, is

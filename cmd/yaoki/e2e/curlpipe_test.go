@@ -1,0 +1,61 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A reader that stops reading stdout early (`yaoki http URL | head -c
+// 10`) makes the write fail as curl's does: exit 23, with the cookie jar
+// of -c still written at the end of the run, where a Go program is killed
+// by SIGPIPE (exit 141 in a shell) and writes nothing more.
+func TestHTTPStdoutClosedLikeCurl(t *testing.T) {
+	big := answer{status: 200, headers: map[string]string{"Content-Type": "text/plain", "Set-Cookie": "sid=abc; Path=/"}, body: strings.Repeat("0123456789abcdef", 1<<16)}
+	s := startScripted(t, false, big)
+	for _, who := range []string{"yaoki", "curl"} {
+		path, args := yaoki, []string{"http"}
+		if who == "curl" {
+			if _, err := os.Stat(curlPath); err != nil {
+				t.Skipf("no curl at %s to compare with", curlPath)
+			}
+			path, args = curlPath, nil
+		}
+		jar := filepath.Join(t.TempDir(), "jar")
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		c := exec.CommandContext(ctx, path, append(args, "-sS", "--retry", "0", "-c", jar, s.url+"p")...)
+		var errb strings.Builder
+		c.Stderr = &errb
+		out, err := c.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(out, make([]byte, 10)); err != nil {
+			t.Fatal(err)
+		}
+		out.Close() // the reader goes away: the next writes to the pipe fail
+		err = c.Wait()
+		var ee *exec.ExitError
+		code := 0
+		if errors.As(err, &ee) {
+			code = ee.ExitCode() // -1 when a signal ended it
+		}
+		if code != 23 {
+			t.Errorf("%s: exit %d (%v), stderr %q; want 23, a write error", who, code, err, errb.String())
+		}
+		if b, err := os.ReadFile(jar); err != nil || !strings.Contains(string(b), "sid\tabc") {
+			t.Errorf("%s: -c's jar: %q, %v; want the cookie sid written", who, b, err)
+		}
+		s.restart()
+	}
+}
