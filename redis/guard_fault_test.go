@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -496,4 +497,72 @@ func TestBreakerClockStepsBackWhileFleetOpen(t *testing.T) {
 	if s := b.StateAt(back.Add(32 * time.Second)); s != breaker.Closed {
 		t.Fatalf("B after the period and the hold: %v, want closed", s)
 	}
+}
+
+// TestBudgetUnderEviction: redis-server runs out of memory with
+// maxmemory-policy allkeys-random while the fleet (3 processes × 10
+// calls/s against a dead dependency, 30 s) syncs and other clients keep
+// writing: thousands of keys are evicted, the budget's among them. Every
+// sync succeeds; the counts lost with evicted slots let the fleet grant
+// more than its floor of 100 per 10 s window (about twice; the bound
+// asserted is four times), and the reservations lost with the processes'
+// key do not starve it: it grants about its floor's 300 over the run, or
+// more.
+func TestBudgetUnderEviction(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	bs, rbs, _ := redisFleet(t, srv, "payments", 3)
+	failed := 0
+	sync := func(i int, now time.Time) {
+		if err := bs[i].SyncAt(t.Context(), now); err != nil {
+			failed++
+			t.Errorf("sync of process %d at +%v: %v", i, now.Sub(t0), err)
+		}
+		pipe := rdb.Pipeline() // another client's writes: 50 KiB a sync
+		for k := range 50 {
+			pipe.Set(t.Context(), "other:"+strconv.FormatInt(now.UnixMilli(), 10)+":"+strconv.Itoa(i*100+k), strings.Repeat("x", 1024), 0)
+		}
+		if _, err := pipe.Exec(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := &fleet{budgets: rbs, sync: sync, perSecond: 10, fail: dead}
+	f.run(t0.Add(-11*time.Second), 10*time.Second, false)
+	mem := infoField(t, rdb, "memory", "used_memory")
+	if err := rdb.ConfigSet(t.Context(), "maxmemory", strconv.Itoa(mem+300<<10)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ConfigSet(t.Context(), "maxmemory-policy", "allkeys-random").Err(); err != nil {
+		t.Fatal(err)
+	}
+	tl := f.run(t0, 30*time.Second, true)
+	evicted := infoField(t, rdb, "stats", "evicted_keys")
+	worst := 0
+	for end := 10; end <= 30; end++ {
+		worst = max(worst, sum(tl.granted[end-10:end]))
+	}
+	t.Logf("%d keys evicted, %d syncs failed; %d retries granted over 30 s, at most %d in a 10 s window (the floor: 100)",
+		evicted, failed, sum(tl.granted), worst)
+	if evicted < 1000 {
+		t.Fatalf("%d keys evicted, want the fault: thousands", evicted)
+	}
+	if worst > 400 || sum(tl.granted) < 250 {
+		t.Errorf("%d retries over 30 s, at most %d in a window: want most of the floor's 300 at least, at most 400 in a window", sum(tl.granted), worst)
+	}
+}
+
+// infoField returns the integer field of an INFO section.
+func infoField(t *testing.T, rdb *goredis.Client, section, field string) int {
+	t.Helper()
+	for _, l := range strings.Split(rdb.Info(t.Context(), section).Val(), "\r\n") {
+		if v, ok := strings.CutPrefix(l, field+":"); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("INFO %s %s: %v", section, field, err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("INFO %s has no %s", section, field)
+	return 0
 }
