@@ -123,8 +123,11 @@ type track struct {
 	Rate    float64 `json:"multiplier"`
 	Cap     float64 `json:"cap_s"` // 0: no cap
 	Jitter  string  `json:"jitter"`
-	Rows    []row   `json:"attempts"`
-	More    int     `json:"more_rows,omitempty"`
+	// AtOnce: every retry is sent at once, without a wait (--cap 0,
+	// IntervalSeconds 0); Base and Cap are then 0.
+	AtOnce bool  `json:"at_once,omitempty"`
+	Rows   []row `json:"attempts"`
+	More   int   `json:"more_rows,omitempty"`
 }
 
 // row is attempt Attempt of a call whose every failure uses this schedule.
@@ -145,6 +148,13 @@ type schedule struct {
 }
 
 const noCapDuration = time.Duration(math.MaxInt64)
+
+// atOnce reports whether s waits nothing before any retry: a cap of 1 ns,
+// which is how --cap 0, --base 0 with --cap 0, and a retrier's
+// IntervalSeconds 0 reach backoff (it reads a zero Cap as its 20 s
+// default). Its waits are shown as 0, not as 1 ns, which the user never
+// wrote and which no clock tells apart from 0.
+func atOnce(s backoff.Schedule) bool { return s.Cap == 1 }
 
 func makePlan(cp *flags.Resolved, o *planOptions) *plan {
 	p := cp.Retry
@@ -183,8 +193,12 @@ func makePlan(cp *flags.Resolved, o *planOptions) *plan {
 			if p.ThrottleBase > 0 {
 				th.Base = p.ThrottleBase
 			}
-			pl.Notes = append(pl.Notes, fmt.Sprintf("throttled answers (429, 503 in yaoki http) start from %v instead: worst case %s",
-				th.Base, fmtSec(pl.worst([]schedule{{s: th, retries: retries}}))))
+			if atOnce(th) {
+				pl.Notes = append(pl.Notes, "throttled answers (429, 503 in yaoki http) are retried at once too: a cap of 0 holds every wait at 0")
+			} else {
+				pl.Notes = append(pl.Notes, fmt.Sprintf("throttled answers (429, 503 in yaoki http) start from %v instead: worst case %s",
+					th.Base, fmtSec(pl.worst([]schedule{{s: th, retries: retries}}))))
+			}
 		}
 	} else {
 		for i, r := range cp.Doc.Retry {
@@ -242,6 +256,9 @@ func (pl *plan) addTrack(label string, s schedule, maxRows int) {
 	if !s.noCap {
 		t.Cap = s.s.Cap.Seconds()
 	}
+	if atOnce(s.s) {
+		t.AtOnce, t.Base, t.Cap = true, 0, 0
+	}
 	timeout := pl.AttemptTimeout
 	t.Rows = append(t.Rows, row{Attempt: 1, WorstEnd: timeout, AfterDL: pl.Deadline > 0 && 0 > pl.Deadline})
 	start := 0.0
@@ -251,6 +268,9 @@ func (pl *plan) addTrack(label string, s schedule, maxRows int) {
 	}
 	for _, b := range s.s.Plan(n) { // one walk, where Bounds per row would start over each time
 		k := b.Retry
+		if atOnce(s.s) {
+			b.Min, b.Mean, b.Max = 0, 0, 0
+		}
 		start += timeout + b.Max.Seconds()
 		t.Rows = append(t.Rows, row{Attempt: k + 1, WaitMin: b.Min.Seconds(), WaitMean: b.Mean.Seconds(), WaitMax: b.Max.Seconds(),
 			WorstStart: start, WorstEnd: start + timeout, AfterDL: pl.Deadline > 0 && start > pl.Deadline})
@@ -270,6 +290,9 @@ func (pl *plan) addTrack(label string, s schedule, maxRows int) {
 // after which every wait is the cap; past exactRetries, waits still below
 // the cap are summed in closed form.
 func longest(s schedule) func(k int) float64 {
+	if atOnce(s.s) {
+		return func(int) float64 { return 0 }
+	}
 	var sums []float64 // sums[i]: the longest total of retries 1 to i+1, each below the cap
 	total, capped := 0.0, -1.0
 	for n := 1; n <= exactRetries; n++ {
@@ -405,6 +428,14 @@ func (pl *plan) warn() {
 		if len(pl.Tracks) > 1 || pl.Source != "flags" {
 			name = strings.SplitN(t.Label, " ", 2)[0]
 		}
+		if atOnce(s.s) {
+			fix := "set its IntervalSeconds above 0"
+			if pl.Source == "flags" {
+				fix = "give --cap a value above 0"
+			}
+			add("%s retries at once, with no wait: clients that fail together retry together, into a server that may be failing from overload; %s", name, fix)
+			continue
+		}
 		if s.noCap {
 			if t.Retries < 0 {
 				add("%s has no cap (MaxDelaySeconds) and no limit on retries: its waits grow without bound (retry 10 waits up to %s); add MaxDelaySeconds, e.g. 20",
@@ -476,19 +507,11 @@ func (pl *plan) print(w io.Writer) {
 		default:
 			fmt.Fprintf(w, "%d retr%s, ", t.Retries, map[bool]string{true: "y", false: "ies"}[t.Retries == 1])
 		}
-		switch t.Kind {
-		case "exponential":
-			fmt.Fprintf(w, "%s ×%g", t.Kind, t.Rate)
-		case "decorrelated":
-			fmt.Fprintf(w, "each wait up to ×%g the previous", t.Rate)
-		default:
-			fmt.Fprintf(w, "%s", t.Kind)
+		if t.AtOnce {
+			fmt.Fprintln(w, "at once, with no wait between attempts")
+		} else {
+			t.printSchedule(w)
 		}
-		jitter := t.Jitter + " jitter"
-		if t.Jitter == "none" {
-			jitter = "no jitter"
-		}
-		fmt.Fprintf(w, " from %s, cap %s, %s\n", fmtSec(t.Base), fmtSecOr(t.Cap, "none"), jitter)
 		fmt.Fprintf(w, "  %-8s %-10s %-10s %-10s %-14s %s\n", "attempt", "wait min", "mean", "max", "worst start", "worst end")
 		for _, r := range t.Rows {
 			mark := ""
@@ -557,6 +580,24 @@ func (pl *plan) print(w io.Writer) {
 
 // fmtSec prints seconds as a short duration: 0s, 50ms, 1.5s, 2m30s, and
 // "unbounded" for +Inf.
+// printSchedule writes how t's waits grow: "exponential ×2 from 50ms, cap
+// 20s, full jitter".
+func (t *track) printSchedule(w io.Writer) {
+	switch t.Kind {
+	case "exponential":
+		fmt.Fprintf(w, "%s ×%g", t.Kind, t.Rate)
+	case "decorrelated":
+		fmt.Fprintf(w, "each wait up to ×%g the previous", t.Rate)
+	default:
+		fmt.Fprintf(w, "%s", t.Kind)
+	}
+	jitter := t.Jitter + " jitter"
+	if t.Jitter == "none" {
+		jitter = "no jitter"
+	}
+	fmt.Fprintf(w, " from %s, cap %s, %s\n", fmtSec(t.Base), fmtSecOr(t.Cap, "none"), jitter)
+}
+
 func fmtSec(s float64) string {
 	switch {
 	case math.IsInf(s, 1):
