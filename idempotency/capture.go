@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/yaoki-go/yaoki/header"
@@ -26,6 +27,9 @@ type capture struct {
 	header http.Header // the header as sent with the final status
 	body   []byte
 	size   int64 // bytes written by the handler
+	// declared is the Content-Length the handler set with its final
+	// status, -1 for none or one that does not count (see cut).
+	declared int64
 }
 
 func (c *capture) Header() http.Header { return c.w.Header() }
@@ -41,7 +45,25 @@ func (c *capture) WriteHeader(code int) {
 	}
 	c.status = code
 	c.header = c.kept()
+	c.declared = c.declaredLength(code)
 	c.w.WriteHeader(code)
+}
+
+// declaredLength returns the Content-Length the handler set for an answer
+// of status code, or -1: when it set none, or one that net/http does not
+// hold the body to (a HEAD request's, which describes a GET's body, and
+// those of statuses without a body: 204, 304), or one that is not a
+// length, which net/http refuses to send.
+func (c *capture) declaredLength(code int) int64 {
+	vs := c.w.Header()["Content-Length"]
+	if len(vs) != 1 || c.head || code == http.StatusNoContent || code == http.StatusNotModified {
+		return -1
+	}
+	n, err := strconv.ParseInt(vs[0], 10, 64) // as net/http reads it
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
 }
 
 // kept returns the fields of the header to store: keptHeader's, and for a
@@ -120,11 +142,15 @@ func (c *capture) response() Response {
 	if c.status == 0 {
 		c.status = http.StatusOK
 		c.header = c.kept()
+		c.declared = c.declaredLength(c.status)
 	}
 	r := Response{Status: c.status, Header: withTrailers(c.header, c.w.Header()), Size: c.size}
-	if c.size > int64(c.max) {
+	switch {
+	case c.declared >= 0 && c.size != c.declared:
+		r.Cut = true
+	case c.size > int64(c.max):
 		r.Omitted = true
-	} else {
+	default:
 		r.Body = c.body
 	}
 	return r

@@ -13,7 +13,7 @@ import (
 //
 //	version  byte (1)
 //	status   uvarint
-//	flags    byte (bit 0: Omitted)
+//	flags    byte (bit 0: Omitted, bit 1: Cut)
 //	size     uvarint
 //	headers  uvarint count, then per field: name, uvarint count, values
 //	body     the rest
@@ -40,6 +40,9 @@ func (r Response) MarshalBinary() ([]byte, error) {
 	var flags byte
 	if r.Omitted {
 		flags |= 1
+	}
+	if r.Cut {
+		flags |= 2
 	}
 	b = append(b, flags)
 	b = binary.AppendUvarint(b, uint64(r.Size))
@@ -80,7 +83,7 @@ func (r *Response) UnmarshalBinary(data []byte) error {
 	if d.err != nil {
 		return d.err
 	}
-	if status > 999 || flags > 1 || size > 1<<62 {
+	if status > 999 || flags > 3 || size > 1<<62 {
 		return badEncoding("status %d, flags %d, size %d out of range", status, flags, size)
 	}
 	if nk > uint64(len(d.b)) { // every field takes at least two bytes
@@ -105,7 +108,7 @@ func (r *Response) UnmarshalBinary(data []byte) error {
 	if d.err != nil {
 		return d.err
 	}
-	*r = Response{Status: int(status), Header: h, Omitted: flags&1 != 0, Size: int64(size)}
+	*r = Response{Status: int(status), Header: h, Omitted: flags&1 != 0, Cut: flags&2 != 0, Size: int64(size)}
 	if len(d.b) > 0 {
 		r.Body = append([]byte(nil), d.b...)
 	}

@@ -336,6 +336,9 @@ func (c *Config) answer(w http.ResponseWriter, r *http.Request, key string, fp F
 	case rec.State == InProgress:
 		c.refuse(w, r, key, Problem{Status: http.StatusConflict, Reason: ReasonInProgress,
 			Detail: fmt.Sprintf("idempotency: a request with key %q is still being processed; retry after it completes", key)}, c.retryAfterSeconds())
+	case rec.Response.Cut:
+		c.refuse(w, r, key, Problem{Status: http.StatusGone, Reason: ReasonResponseCut, OriginalStatus: rec.Response.Status,
+			Detail: fmt.Sprintf("idempotency: the request with key %q was executed (status %d) but its handler wrote %d bytes of a body it declared with another Content-Length, so its response was broken and is not replayed; it will not be executed again", key, rec.Response.Status, rec.Response.Size)}, -1)
 	case rec.Response.Omitted:
 		c.refuse(w, r, key, Problem{Status: http.StatusGone, Reason: ReasonResponseTooLarge, OriginalStatus: rec.Response.Status,
 			Detail: fmt.Sprintf("idempotency: the request with key %q was executed (status %d) but its response (%d bytes) was too large to keep for replay; it will not be executed again", key, rec.Response.Status, rec.Response.Size)}, -1)
@@ -422,7 +425,7 @@ func (c *Config) refuse(w http.ResponseWriter, r *http.Request, key string, p Pr
 func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, id ID, token string, begun, now time.Time) {
 	c := &h.m.c
 	// One allocation for what the request needs while it holds the key.
-	f := &inflight{cw: capture{w: w, max: c.MaxResponseBytes, outer: snapshot(w.Header()), head: r.Method == http.MethodHead}}
+	f := &inflight{cw: capture{w: w, max: c.MaxResponseBytes, declared: -1, outer: snapshot(w.Header()), head: r.Method == http.MethodHead}}
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	ls := &f.ls

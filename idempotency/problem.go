@@ -19,6 +19,7 @@ import (
 //	400     scope_malformed      Config.Scope returned text that is not UTF-8 or holds a control character
 //	409     in_progress          a request with this key is still running (Retry-After is set)
 //	410     response_too_large   the request was executed but its response was too large to keep
+//	410     response_cut         the request was executed but its handler wrote another length than the Content-Length it declared
 //	413     body_too_large       the request body is over Config.MaxRequestBytes
 //	422     key_reused           the key was used before with a different request
 //	503     store_unavailable    the store failed or is full (Retry-After is set)
@@ -29,7 +30,7 @@ type Problem struct {
 	Detail string `json:"detail"`
 	Reason string `json:"reason"`
 	// OriginalStatus is the status of the executed request whose response
-	// was too large to keep (410 only).
+	// was too large to keep or broken (410 only).
 	OriginalStatus int `json:"original_status,omitempty"`
 }
 
@@ -41,6 +42,7 @@ const (
 	ReasonScopeMalformed   = "scope_malformed"
 	ReasonInProgress       = "in_progress"
 	ReasonResponseTooLarge = "response_too_large"
+	ReasonResponseCut      = "response_cut"
 	ReasonBodyTooLarge     = "body_too_large"
 	ReasonKeyReused        = "key_reused"
 	ReasonStoreUnavailable = "store_unavailable"

@@ -95,7 +95,8 @@ func (m *Middleware) Admit(w http.ResponseWriter, r *http.Request, require bool)
 // Answer answers a request whose key already has a record, rec, that the
 // request did not claim, as the middleware does: 422 key_reused when the
 // fingerprints differ, 409 in_progress while rec is InProgress, 410
-// response_too_large when the response was not kept, and otherwise the
+// response_too_large when the response was not kept, 410 response_cut
+// when it was broken (Response.Cut), and otherwise the
 // replay of rec's response marked "Idempotent-Replayed: true".
 func (m *Middleware) Answer(w http.ResponseWriter, r *http.Request, a Admission, rec *Record) {
 	m.c.answer(w, r, a.ID.Key, a.Fingerprint, rec)

@@ -85,6 +85,12 @@ type Response struct {
 	// Size is the body's length as written by the handler (which, when
 	// Omitted, is more than len(Body)).
 	Size int64
+	// Cut says the handler declared a Content-Length and wrote another
+	// number of bytes (Size): its client got a broken answer (net/http
+	// closes the connection of a body shorter than declared, and refuses
+	// a write that goes past it). The body is not kept (Body is empty); a retry
+	// gets a 410 problem instead of the broken answer made whole.
+	Cut bool
 }
 
 // Store keeps idempotency records. Every method is one atomic transition:
