@@ -112,3 +112,21 @@ func TestHTTPHeadersOverHTTP2LikeCurl(t *testing.T) {
 		})
 	}
 }
+
+// A server that answers HEAD with a body (a fault of the server's) gets
+// from yaoki http -sI what it gets from curl: the headers, exit 0 and
+// nothing on stderr (net/http's log line about the bytes that came on
+// the idle connection is not written).
+func TestHTTPHeadAnsweredWithBodyLikeCurl(t *testing.T) {
+	s := startScripted(t, false, answer{wire: "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nhello\n"})
+	args := []string{"-sI", "--retry", "0", s.url + "p"}
+	y := runAs(t, "yaoki", args...)
+	s.restart()
+	c := runAs(t, "curl", args...)
+	if y.code != 0 || c.code != 0 || y.stdout != c.stdout {
+		t.Errorf("yaoki exit %d, %q; curl exit %d, %q", y.code, y.stdout, c.code, c.stdout)
+	}
+	if y.stderr != "" || c.stderr != "" {
+		t.Errorf("stderr: yaoki %q, curl %q; want nothing", y.stderr, c.stderr)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/url"
@@ -381,6 +382,17 @@ func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
 	pipe := make(chan os.Signal, 1)
 	signal.Notify(pipe, syscall.SIGPIPE)
 	defer signal.Stop(pipe)
+	// net/http writes some things through the standard logger (bytes that
+	// came on an idle connection: a HEAD answered with a body); curl says
+	// such things with -v only, as "* " lines.
+	logOut, logFlags, logPrefix := log.Writer(), log.Flags(), log.Prefix()
+	defer func() { log.SetOutput(logOut); log.SetFlags(logFlags); log.SetPrefix(logPrefix) }()
+	log.SetOutput(io.Discard)
+	if o.verbose {
+		log.SetOutput(cmd.ErrOrStderr())
+		log.SetFlags(0)
+		log.SetPrefix("* ")
+	}
 	err := o.transfer(cmd, rawURL)
 	var ee *cli.ExitError
 	if !errors.As(err, &ee) || ee.Code == cli.ExitUsage {
