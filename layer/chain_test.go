@@ -1,6 +1,7 @@
 package layer_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -210,4 +211,62 @@ func TestRetryingCallerPastAttempt1000(t *testing.T) {
 		}
 	}
 	http.DefaultClient.CloseIdleConnections()
+}
+
+// TestDetachedWorkRetries: a handler served under the guard (its caller
+// retries) that answers 202 and finishes its work in the background, on
+// context.WithoutCancel(r.Context()), keeps the single-attempt mark with
+// the context's values: the work's one failed call is not retried,
+// though the caller has its answer and will not retry it. Under
+// retry.WithoutSingleAttempt the work's loop makes its attempts again: C
+// receives 2 requests (503, then 200), and nothing is lost.
+func TestDetachedWorkRetries(t *testing.T) {
+	for _, detach := range []bool{false, true} {
+		var n atomic.Int64
+		c := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if n.Add(1) == 1 {
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}
+		}))
+		p, _ := retrytest.NoWait(retry.Policy{})
+		tr := &httpretry.Transport{Policy: p, Guards: httpretry.Guards{Budget: httpretry.NoBudget}}
+		done := make(chan int, 1)
+		b := httptest.NewServer(layer.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ctx := context.WithoutCancel(r.Context())
+			if detach {
+				ctx = retry.WithoutSingleAttempt(ctx)
+			}
+			go func() {
+				req, _ := http.NewRequestWithContext(ctx, "GET", c.URL, nil)
+				resp, err := tr.RoundTrip(req)
+				if err != nil {
+					done <- 0
+					return
+				}
+				resp.Body.Close()
+				done <- resp.StatusCode
+			}()
+			w.WriteHeader(http.StatusAccepted)
+		})))
+		req, _ := http.NewRequest("GET", b.URL, nil)
+		req.Header.Set("Attempt-Count", "1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		status := <-done
+		b.Close()
+		c.Close()
+		tr.CloseIdleConnections()
+		http.DefaultClient.CloseIdleConnections()
+		want, requests := 503, int64(1)
+		if detach {
+			want, requests = 200, 2
+		}
+		if status != want || n.Load() != requests {
+			t.Errorf("WithoutSingleAttempt %v: the background call got %d after %d requests; want %d after %d",
+				detach, status, n.Load(), want, requests)
+		}
+	}
 }

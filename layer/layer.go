@@ -27,6 +27,12 @@
 // layer's own retry loop gave up, so that the layers above do not multiply
 // what was already tried.
 //
+// Work that outlives the request (the handler answers 202 and finishes in
+// the background on context.WithoutCancel(r.Context()), or queues it)
+// keeps the single-attempt mark with the context's values, though the
+// caller has its answer and will not retry that work: run it under
+// retry.WithoutSingleAttempt, so that its own loops retry.
+//
 // Both header names are configurable (Config), and neutral on purpose: any
 // client may send Attempt-Count and any server may read it.
 package layer

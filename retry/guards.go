@@ -122,7 +122,23 @@ func SingleAttempt(ctx context.Context) context.Context {
 	return context.WithValue(ctx, singleAttemptKey{}, true)
 }
 
-// IsSingleAttempt reports whether ctx was made by SingleAttempt.
+// WithoutSingleAttempt returns a context under which retry loops make
+// their attempts again, whatever SingleAttempt said of ctx. It is for work
+// that outlives the request being served: a handler that answers (202
+// Accepted) and finishes in the background on
+// context.WithoutCancel(r.Context()), or puts the work on a queue, keeps
+// the context's values, the single-attempt mark with them; but its caller
+// has its answer and will not retry that work, so the work's own loops
+// must.
+func WithoutSingleAttempt(ctx context.Context) context.Context {
+	if !IsSingleAttempt(ctx) {
+		return ctx
+	}
+	return context.WithValue(ctx, singleAttemptKey{}, false)
+}
+
+// IsSingleAttempt reports whether ctx was made by SingleAttempt (and not
+// since by WithoutSingleAttempt).
 func IsSingleAttempt(ctx context.Context) bool {
 	v, _ := ctx.Value(singleAttemptKey{}).(bool)
 	return v
