@@ -33,7 +33,8 @@ const chargesTable = `CREATE TABLE IF NOT EXISTS charges (
 // charge is the Atomic tests' handler: it inserts a charge through the
 // request's transaction and answers 201 with its id. Request headers steer
 // it: X-Status answers that status after the insert, X-Fail runs a failing
-// statement first (ignoring its error), X-Big writes that many bytes.
+// statement first (ignoring its error), X-Big writes that many bytes,
+// X-Length declares a Content-Length it does not write.
 func charge(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	tx := postgres.Tx(ctx)
@@ -53,6 +54,9 @@ func charge(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusCreated
 	if s := r.Header.Get("X-Status"); s != "" {
 		fmt.Sscan(s, &status)
+	}
+	if n := r.Header.Get("X-Length"); n != "" {
+		w.Header().Set("Content-Length", n) // not what it writes: a handler's bug
 	}
 	w.WriteHeader(status)
 	if n := r.Header.Get("X-Big"); n != "" {
@@ -173,6 +177,27 @@ func TestAtomic(t *testing.T) {
 	defer srv.Close()
 	defer http.DefaultClient.CloseIdleConnections()
 	newKey := func() string { return "k-" + rand.Text() }
+
+	t.Run("declared length not written rolls back", func(t *testing.T) {
+		// A handler that declares a Content-Length it does not write
+		// would have its client's answer broken by net/http, and the
+		// record would replay the short body as whole. Nothing has left
+		// before the commit: the work is rolled back, the client told,
+		// and its retry runs the handler.
+		key := newKey()
+		for _, length := range []string{"100", "3"} {
+			got := post(t, srv.URL, key, `{"amount":1}`, "X-Length", length)
+			if got.status != 500 || got.reason() != idempotency.ReasonResponseCut || !strings.Contains(got.body, "Content-Length "+length) {
+				t.Fatalf("Content-Length %s not written: %v, want 500 response_cut naming it", length, got)
+			}
+			if n := charges(t, pool, key); n != 0 {
+				t.Fatalf("%d charges after a rolled-back request, want 0", n)
+			}
+		}
+		if got := post(t, srv.URL, key, `{"amount":1}`); got.status != 201 || charges(t, pool, key) != 1 {
+			t.Fatalf("the retry: %v with %d charges, want 201 and one charge", got, charges(t, pool, key))
+		}
+	})
 
 	t.Run("once then replay", func(t *testing.T) {
 		key := newKey()
