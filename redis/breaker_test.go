@@ -461,3 +461,61 @@ func TestNilBreakerAllows(t *testing.T) {
 		t.Fatal("a nil fleet breaker reports itself open or named")
 	}
 }
+
+// TestFleetProbesWhenPeriodEnds: A and B tripped at the same instant, C
+// did not; once the fleet's period is over, 16 goroutines in each process
+// call at once. What goes to the dependency is what the documentation
+// says: one probe from each process whose breaker tripped (its own
+// HalfOpenProbes, 1), nothing from C, held for Hold; and when the probes
+// fail, the new period reaches C before its hold ends.
+func TestFleetProbesWhenPeriodEnds(t *testing.T) {
+	srv := redistest.Start(t)
+	procs := make([]*redis.Breaker, 3)
+	for i := range procs {
+		b, err := redis.NewBreaker(redis.BreakerConfig{Client: client(t, srv.Addr), Local: newLocal(t, "payments")}) // Hold: 2 s
+		if err != nil {
+			t.Fatal(err)
+		}
+		procs[i] = b
+	}
+	a, b, c := procs[0], procs[1], procs[2]
+	fail(t, a, at(0), 20) // open until +30 s
+	fail(t, b, at(0), 20)
+	for _, p := range procs {
+		mustSync(t, p, at(time.Second))
+	}
+	end := at(30*time.Second + time.Millisecond)
+	for _, p := range procs {
+		mustSync(t, p, end)
+	}
+	var sent [3]atomic.Int32
+	tickets := make(chan struct {
+		p  *redis.Breaker
+		tk uint64
+	}, 100)
+	var wg sync.WaitGroup
+	for i, p := range procs {
+		for range 16 {
+			wg.Go(func() {
+				if tk, err := p.AllowAt(end, false); err == nil {
+					sent[i].Add(1)
+					tickets <- struct {
+						p  *redis.Breaker
+						tk uint64
+					}{p, tk}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(tickets)
+	if sa, sb, sc := sent[0].Load(), sent[1].Load(), sent[2].Load(); sa != 1 || sb != 1 || sc != 0 {
+		t.Fatalf("calls let through when the period ended: A %d, B %d, C %d; want one probe from A and from B, none from C (held)", sa, sb, sc)
+	}
+	for x := range tickets {
+		x.p.DoneAt(end, x.tk, time.Millisecond, down) // the probes fail: open 60 s more
+	}
+	mustSync(t, a, end.Add(time.Second))
+	mustSync(t, c, end.Add(time.Second))
+	mustRefuseFleet(t, "C after the failed probes, within its hold", c, end.Add(time.Second), 59*time.Second)
+}
