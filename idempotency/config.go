@@ -234,5 +234,9 @@ func (c *Config) retryAfterSeconds() int {
 	if c.RetryAfter < 0 {
 		return 0
 	}
-	return int((c.RetryAfter + time.Second - 1) / time.Second)
+	n := int(c.RetryAfter / time.Second) // rounded up below: adding 1 s − 1 ns first would overflow
+	if c.RetryAfter%time.Second != 0 {
+		n++
+	}
+	return n
 }
