@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -30,7 +31,7 @@ func YAMLToJSON(data []byte) ([]byte, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("the document is empty")
 		}
-		return nil, fmt.Errorf("invalid YAML: %v", strings.TrimPrefix(err.Error(), "yaml: "))
+		return nil, fmt.Errorf("invalid YAML: %v%s", strings.TrimPrefix(err.Error(), "yaml: "), tabHint(data, err))
 	}
 	if root.Kind == 0 {
 		return nil, fmt.Errorf("the document is empty")
@@ -48,6 +49,29 @@ func YAMLToJSON(data []byte) ([]byte, error) {
 		return nil, err
 	}
 	return w.buf.Bytes(), nil
+}
+
+// yamlLine finds the line number that a YAML parse error names.
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+):`)
+
+// tabHint explains a parse error on a line indented with a tab, which YAML
+// does not allow and whose parser says only that it "found character that
+// cannot start any token".
+func tabHint(data []byte, err error) string {
+	m := yamlLine.FindStringSubmatch(err.Error())
+	if m == nil {
+		return ""
+	}
+	n, _ := strconv.Atoi(m[1])
+	lines := strings.Split(string(data), "\n")
+	if n < 1 || n > len(lines) {
+		return ""
+	}
+	line := lines[n-1]
+	if indent := line[:len(line)-len(strings.TrimLeft(line, " \t"))]; strings.Contains(indent, "\t") {
+		return fmt.Sprintf(" (line %d is indented with a tab: YAML indents with spaces only)", n)
+	}
+	return ""
 }
 
 // NodeToJSON writes a YAML subtree as JSON with each value on its line

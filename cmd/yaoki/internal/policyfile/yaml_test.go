@@ -44,3 +44,20 @@ func FuzzYAMLToJSON(f *testing.F) {
 		}
 	})
 }
+
+// A line indented with a tab, which YAML refuses, is named as such: the
+// parser alone says "found character that cannot start any token".
+func TestYAMLTabIndentNamed(t *testing.T) {
+	for _, doc := range []string{
+		"Retry:\n\t- ErrorEquals: [States.ALL]\n",
+		"Retry:\n  - ErrorEquals: [States.ALL]\n  \tMaxAttempts: 2\n",
+	} {
+		_, err := YAMLToJSON([]byte(doc))
+		if err == nil || !strings.Contains(err.Error(), "is indented with a tab: YAML indents with spaces only") {
+			t.Errorf("YAMLToJSON(%q): %v; want the tab named", doc, err)
+		}
+	}
+	if _, err := YAMLToJSON([]byte("Retry: [\n")); err == nil || strings.Contains(err.Error(), "tab") {
+		t.Errorf("an unclosed bracket: %v; want an error that does not speak of tabs", err)
+	}
+}
