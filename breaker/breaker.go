@@ -662,11 +662,22 @@ func (b *Breaker) openFor(n int) time.Duration {
 	return time.Duration(d)
 }
 
+// draw returns a draw in [0, 1): Config.Rand's, clamped into that range as
+// retry and backoff clamp theirs (a NaN counts as 0), so that a source that
+// breaks the contract can neither shorten an open period below OpenTimeout
+// nor make it negative (the breaker would be half-open at once).
 func (b *Breaker) draw() float64 {
-	if b.s.Rand != nil {
-		return b.s.Rand()
+	if b.s.Rand == nil {
+		return rand.Float64()
 	}
-	return rand.Float64()
+	u := b.s.Rand()
+	if !(u >= 0) { // also NaN
+		return 0
+	}
+	if u >= 1 {
+		return 1 - 0x1p-53
+	}
+	return u
 }
 
 // moveLocked starts a new generation in state to and returns its word. The

@@ -135,7 +135,9 @@ type Config struct {
 	// event.BreakerRejected (Component "breaker", Name). Nil: no events.
 	Observer event.Observer
 	// Rand returns draws in [0, 1) for the open-period jitter. Nil:
-	// math/rand/v2's Float64. It must be safe for concurrent use.
+	// math/rand/v2's Float64. It must be safe for concurrent use. A draw
+	// outside [0, 1) is clamped into it (NaN counts as 0), so each open
+	// period stays within [OpenTimeout, OpenTimeout × (1 + OpenJitter)].
 	Rand func() float64
 }
 

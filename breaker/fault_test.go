@@ -3,6 +3,7 @@ package breaker
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -352,4 +353,21 @@ func TestProbesReportedTwiceConcurrently(t *testing.T) {
 	}
 	b.DoneAt(half, tks[49], time.Millisecond, nil)
 	wantState(t, b, half, Closed)
+}
+
+// TestJitterDrawOutOfRange: Config.Rand breaks its contract (draws in
+// [0, 1)). Each open period stays within [OpenTimeout, OpenTimeout × (1 +
+// OpenJitter)]: a NaN, an infinite or a huge draw made the period
+// negative (time.Duration of NaN), so the breaker tripped and was
+// half-open at once, never refusing; -1 shortened it below OpenTimeout;
+// 2 lengthened it past its jitter.
+func TestJitterDrawOutOfRange(t *testing.T) {
+	for _, draw := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), -1, 2, 1e12, 1} {
+		b := newB(t, Config{ConsecutiveFailures: 1, OpenJitter: 0.1, Rand: func() float64 { return draw }})
+		call(t, b, at(0), boom)
+		u, open := b.OpenUntil(at(0))
+		if d := u.Sub(at(0)); !open || d < 30*time.Second || d > 33*time.Second {
+			t.Errorf("draw %v: open %v for %v, want open for 30 s to 33 s (OpenTimeout + up to 10 %%)", draw, open, d)
+		}
+	}
 }
