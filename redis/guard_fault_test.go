@@ -566,3 +566,44 @@ func infoField(t *testing.T, rdb *goredis.Client, section, field string) int {
 	t.Fatalf("INFO %s has no %s", section, field)
 	return 0
 }
+
+// TestNoConnectionPileUp: while Redis cannot be reached (the link cut),
+// syncs fail one after the other and hold no connection: after 20 failed
+// syncs of a breaker and a budget sharing a client with a pool of 10, the
+// pool holds at most one, and once the link is back one sync succeeds on
+// one connection.
+func TestNoConnectionPileUp(t *testing.T) {
+	srv := redistest.Start(t)
+	link := srv.Proxy(t)
+	c := goredis.NewClient(&goredis.Options{Addr: link.Addr, PoolSize: 10, MaxRetries: -1, DialTimeout: time.Second})
+	t.Cleanup(func() { _ = c.Close() })
+	br := newProc(t, c, "payments", nil)
+	bu := newBudget(t, c, "payments")
+	mustSync(t, br, at(0))
+	link.Down()
+	for i := range 20 {
+		now := at(time.Duration(i+1) * time.Second)
+		if err := br.SyncAt(t.Context(), now); err == nil {
+			t.Fatal("breaker sync through a cut link succeeded")
+		}
+		if err := bu.SyncAt(t.Context(), now); err == nil {
+			t.Fatal("budget sync through a cut link succeeded")
+		}
+	}
+	if st := c.PoolStats(); st.TotalConns > 1 {
+		t.Fatalf("after 40 failed syncs the pool holds %d connections, want at most 1", st.TotalConns)
+	}
+	link.Up()
+	var err error
+	for range 3 { // the pool may hand out a connection the cut closed
+		if err = bu.SyncAt(t.Context(), at(30*time.Second)); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("sync once the link is back: %v", err)
+	}
+	if st := c.PoolStats(); st.TotalConns != 1 {
+		t.Fatalf("the pool holds %d connections after one sync, want 1", st.TotalConns)
+	}
+}
