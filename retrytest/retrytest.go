@@ -60,7 +60,9 @@ func Script(errs ...error) *Scripted {
 	return &Scripted{errs: errs}
 }
 
-// Scripted is a function that fails as scripted; see Script.
+// Scripted is a function that fails as scripted; see Script. It is safe
+// for concurrent use: concurrent calls of its Func take the script's
+// errors in turn, each once.
 type Scripted struct {
 	mu    sync.Mutex
 	errs  []error
