@@ -45,6 +45,15 @@ type IdempotencyConfig struct {
 	ReplicaTimeout time.Duration
 }
 
+// ClaimGrace is how long Redis keeps the key of a record in progress past
+// its lease (PEXPIRE lease+ClaimGrace), as PostgreSQL keeps a row until
+// Cleanup: a holder that answers after its lease passed (its process
+// paused, its link to Redis cut for longer than the lease) still stores its
+// response when no other request claimed the key meanwhile. Claims are
+// decided by the lease alone: Begin takes over a record whose lease has
+// passed, whether or not its key is still there.
+const ClaimGrace = 10 * time.Minute
+
 // DefaultReplicaTimeout is IdempotencyConfig.ReplicaTimeout when zero.
 const DefaultReplicaTimeout = time.Second
 
@@ -96,9 +105,11 @@ func (e *ReplicaError) Is(target error) bool { return target == ErrNotReplicated
 // of many processes that Begin the same key at once, exactly one claims it.
 // Decisions compare the record's expiry with the now the caller passes (so
 // the fleet's clocks should agree to well within the lease); in addition
-// Redis expires the key itself when the lease or the retention ends
-// (PEXPIRE), so that dead records never pile up and need no cleanup. A
-// holder that completes after its lease ended finds the key gone and gets
+// Redis expires the key itself ClaimGrace after the lease ends, or when the
+// retention ends (PEXPIRE), so that dead records never pile up and need no
+// cleanup. A holder that completes after its lease ended stores its
+// response if no other request claimed the key meanwhile, within
+// ClaimGrace; later it finds the key gone and gets
 // idempotency.ErrLeaseLost.
 //
 // What the server needs: records must stay until their time has passed.
@@ -224,7 +235,8 @@ func replied1(c *goredis.Cmd) bool {
 // fingerprint (32 bytes), t token (of the holder, then of the request that
 // completed it), e expiry (Unix milliseconds), r response (completed).
 
-// beginScript: KEYS[1] record; ARGV now_ms, expires_ms, lease_ms, fp, token.
+// beginScript: KEYS[1] record; ARGV now_ms, expires_ms, keep_ms, fp, token,
+// where keep_ms is how long Redis keeps the key: the lease and ClaimGrace.
 // Returns {1} when claimed, else {0, s, f, t, e, r}, t empty for a completed
 // record (nobody needs it from Begin: a replay costs no token string). A live record held by
 // token is claimed already: go-redis runs the script again when its reply
@@ -242,7 +254,8 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return {1}
 `)
 
-// extendScript: KEYS[1] record; ARGV token, expires_ms, lease_ms.
+// extendScript: KEYS[1] record; ARGV token, expires_ms, keep_ms (the lease
+// and ClaimGrace).
 var extendScript = goredis.NewScript(`
 local v = redis.call('HMGET', KEYS[1], 's', 't')
 if v[1] ~= 'p' or v[2] ~= ARGV[1] then return 0 end
@@ -280,7 +293,7 @@ func (s *IdempotencyStore) Begin(ctx context.Context, id idempotency.ID, fp idem
 		return idempotency.Record{}, false, s.err
 	}
 	reply, err := s.run(ctx, "begin", id, beginScript, claimed,
-		now.UnixMilli(), now.Add(lease).UnixMilli(), millis(lease), fp[:], token)
+		now.UnixMilli(), now.Add(lease).UnixMilli(), millis(lease+ClaimGrace), fp[:], token)
 	if err != nil {
 		return idempotency.Record{}, false, err
 	}
@@ -310,7 +323,7 @@ func (s *IdempotencyStore) Extend(ctx context.Context, id idempotency.ID, token 
 	if s.err != nil {
 		return s.err
 	}
-	reply, err := s.run(ctx, "extend", id, extendScript, replied1, token, now.Add(lease).UnixMilli(), millis(lease))
+	reply, err := s.run(ctx, "extend", id, extendScript, replied1, token, now.Add(lease).UnixMilli(), millis(lease+ClaimGrace))
 	if err != nil {
 		return err
 	}
