@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/yaoki-go/yaoki/backoff"
+	"github.com/yaoki-go/yaoki/event"
 	"github.com/yaoki-go/yaoki/retry"
 )
 
@@ -155,4 +156,34 @@ type fixedStep time.Duration
 
 func (f fixedStep) Step(int, error, retry.Class, float64) (time.Duration, bool) {
 	return time.Duration(f), true
+}
+
+// TestDeadlineGiveUpSaysWhoAskedTheWait: a call given up because its next
+// wait would pass the deadline says whose wait it was (Error.Source, and
+// the message): the server's hint (30 s, longer than any backoff the
+// policy allows, read as a misconfigured schedule when the message did
+// not say), the throttle's, or the backoff's.
+func TestDeadlineGiveUpSaysWhoAskedTheWait(t *testing.T) {
+	constant := backoff.Schedule{Kind: backoff.Constant, Base: 30 * time.Second, Cap: time.Minute, Jitter: backoff.None}
+	for _, tc := range []struct {
+		name string
+		p    retry.Policy
+		err  error
+		src  event.Source
+		says string
+	}{
+		{"server", retry.Policy{}, retry.After(errFlaky, 30*time.Second), event.ServerHint, "waiting 30s would end after the deadline (5s left), the wait the server asked for"},
+		{"throttle", retry.Policy{Env: &retry.Env{Throttle: &fakeThrottle{wait: 30 * time.Second}}}, errFlaky, event.RateLimit, "waiting 30s would end after the deadline (5s left), the wait the throttle asked for"},
+		{"backoff", retry.Policy{Backoff: constant}, errFlaky, event.Backoff, "waiting 30s would end after the deadline (5s left): last error"},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			err := retry.Do(ctx, tc.p, func(context.Context) error { return tc.err })
+			e := asError(t, err)
+			if e.Reason != retry.ReasonDeadline || e.Source != tc.src || !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("%s: Reason %v, Source %v, message %q; want deadline, %v, saying %q", tc.name, e.Reason, e.Source, err, tc.src, tc.says)
+			}
+		})
+	}
 }

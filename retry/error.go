@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/yaoki-go/yaoki/event"
 )
 
 // Reason says why the loop stopped without success.
@@ -111,6 +113,11 @@ type Error struct {
 	// (the server's hint), and the time until the next probe for
 	// ReasonBreakerOpen when the breaker says.
 	Wait time.Duration
+	// Source is where Wait came from, for ReasonDeadline: event.ServerHint
+	// (the server asked for it), event.RateLimit (the throttle) or
+	// event.Backoff (the schedule, or the policy's Stepper); zero when
+	// MaxElapsed ran out during an attempt or a wait.
+	Source event.Source
 	// Limit is what Wait was compared with: the time left before the
 	// deadline, or MaxRetryAfter. For ReasonDeadline with a Cause (MaxElapsed
 	// ran out during an attempt or a wait), it is MaxElapsed.
@@ -134,10 +141,18 @@ func (e *Error) Error() string {
 	case ReasonDeadline:
 		if e.Cause != nil {
 			fmt.Fprintf(&b, "deadline: MaxElapsed %v passed", e.Limit)
-		} else if e.Wait == e.Limit {
-			fmt.Fprintf(&b, "deadline: waiting %v would end at the deadline (%v left)", e.Wait, e.Limit)
 		} else {
-			fmt.Fprintf(&b, "deadline: waiting %v would end after the deadline (%v left)", e.Wait, e.Limit)
+			when := "after"
+			if e.Wait == e.Limit {
+				when = "at"
+			}
+			fmt.Fprintf(&b, "deadline: waiting %v would end %s the deadline (%v left)", e.Wait, when, e.Limit)
+			switch e.Source {
+			case event.ServerHint:
+				b.WriteString(", the wait the server asked for")
+			case event.RateLimit:
+				b.WriteString(", the wait the throttle asked for")
+			}
 		}
 	case ReasonHintTooLong:
 		fmt.Fprintf(&b, "server asked to wait %v, more than MaxRetryAfter %v", e.Wait, e.Limit)

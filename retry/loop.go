@@ -207,7 +207,7 @@ func (l *Loop) Before(ctx context.Context, now time.Time, t *Ticket) (d Decision
 					l.observe(ctx, event.Event{Kind: event.ThrottleRejected, Time: now, Attempt: l.attempts + 1,
 						Wait: w, Reason: ReasonDeadline.Key()})
 				}
-				return l.refuse(ctx, now, t, Error{Reason: ReasonDeadline, Wait: w, Limit: l.deadline.Sub(now)})
+				return l.refuse(ctx, now, t, Error{Reason: ReasonDeadline, Wait: w, Source: event.RateLimit, Limit: l.deadline.Sub(now)})
 			}
 			// The attempt waits for the throttle: the observer hears of
 			// it (if it panics, the deferred release hands the turn back).
@@ -420,7 +420,7 @@ func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) D
 		if !l.deadline.IsZero() {
 			left = l.deadline.Sub(now)
 			if h >= left {
-				return l.giveUp(ctx, now, Error{Reason: ReasonDeadline, Wait: h, Limit: left})
+				return l.giveUp(ctx, now, Error{Reason: ReasonDeadline, Wait: h, Source: event.ServerHint, Limit: left})
 			}
 			jitter = min(jitter, float64(left-h))
 		}
@@ -442,7 +442,7 @@ func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) D
 		l.prev = wait
 	}
 	if !l.fits(now, wait) {
-		return l.giveUp(ctx, now, Error{Reason: ReasonDeadline, Wait: wait, Limit: l.deadline.Sub(now)})
+		return l.giveUp(ctx, now, Error{Reason: ReasonDeadline, Wait: wait, Source: src, Limit: l.deadline.Sub(now)})
 	}
 	if e := l.p.Env; e != nil {
 		if b := e.Budget; b != nil {
