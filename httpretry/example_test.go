@@ -194,3 +194,21 @@ func ExampleTransport_readBody() {
 	// attempt 1: 200 OK, body cut after 9 bytes, retrying
 	// 200 order 7 is paid
 }
+
+func ExampleHint() {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, h := range []http.Header{
+		{"Retry-After": {"120"}},
+		{"Retry-After": {"Sun, 01 Mar 2026 12:00:30 GMT"}, "Date": {"Sun, 01 Mar 2026 11:59:50 GMT"}}, // the server's clock is 10 s behind
+		{"Ratelimit": {`"default";r=0;t=15`}},
+		{},
+	} {
+		d, ok := httpretry.Hint(&http.Response{StatusCode: 429, Header: h}, now)
+		fmt.Println(d, ok)
+	}
+	// Output:
+	// 2m0s true
+	// 40s true
+	// 15s true
+	// 0s false
+}

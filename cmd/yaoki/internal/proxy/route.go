@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/yaoki-go/yaoki/breaker"
 	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/cli"
@@ -34,8 +36,9 @@ type proxyRoute struct {
 	cfg      *Route
 	rt       *httpretry.Transport
 	proxy    *httputil.ReverseProxy
-	layered  http.Handler // proxy under layer.Middleware, for clients that retry
-	statuses [600]bool    // the statuses its transport retries
+	layered  http.Handler  // proxy under layer.Middleware, for clients that retry
+	statuses [600]bool     // the statuses its transport retries
+	maxHint  time.Duration // the longest hint its policy waits for (MaxRetryAfter)
 }
 
 // proxyRoutes is one loaded configuration: its routes in order, and what
@@ -120,7 +123,7 @@ func newProxyRoute(rc *Route, base http.RoundTripper, s *Server, ctx context.Con
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
-	pr := &proxyRoute{cfg: rc, rt: t}
+	pr := &proxyRoute{cfg: rc, rt: t, maxHint: cmp.Or(p.MaxRetryAfter, retry.DefaultMaxRetryAfter)}
 	for _, c := range statuses {
 		pr.statuses[c] = true
 	}
@@ -280,10 +283,19 @@ func (pr *proxyRoute) relay(resp *http.Response) error {
 		resp.Header["Link"][i] = clientLinks(pr.cfg.Upstream, v) // the values read from the upstream are this answer's own
 	}
 	if c := resp.StatusCode; c < len(pr.statuses) && pr.statuses[c] && resp.Request != nil && !layer.FromRetryingCaller(resp.Request) &&
-		mayRetry(resp.Request) {
+		mayRetry(resp.Request) && !pr.hintTooLong(resp) {
 		resp.Header.Set(header.DoNotRetry, "true")
 	}
 	return nil
+}
+
+// hintTooLong reports whether resp asks to wait longer than the route's
+// policy waits (retry.Policy.MaxRetryAfter): the proxy stopped because it
+// would not wait that long, not because its retries were spent, and a
+// client that waits longer may come back as asked.
+func (pr *proxyRoute) hintTooLong(resp *http.Response) bool {
+	d, ok := httpretry.Hint(resp, time.Now())
+	return ok && d > pr.maxHint
 }
 
 // mayRetry reports whether the proxy could send req, an attempt it made,

@@ -1,0 +1,53 @@
+package proxy
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/yaoki-go/yaoki/backoff"
+	"github.com/yaoki-go/yaoki/retry"
+)
+
+func TestProxyLongHintRelayedWithoutDoNotRetry(t *testing.T) {
+	// An upstream that asks to be left alone for longer than the route's
+	// policy waits (MaxRetryAfter, 60 s): the proxy stops at once and
+	// relays the answer with its Retry-After. It added Do-Not-Retry, which
+	// told a client that would wait that long (a batch job) never to come
+	// back; Do-Not-Retry says the proxy's own retries were spent, and
+	// here it made none. A hint the proxy waited for and a status it
+	// retried to the end still get Do-Not-Retry.
+	for _, c := range []struct {
+		header, value string
+		dnr           string
+	}{
+		{"Retry-After", "120", ""},
+		{"Ratelimit", `"default";r=0;t=3600`, ""},
+		{"Retry-After", "0", "true"}, // waited for, retried to the end
+		{"", "", "true"},             // no hint: the backoff, to the end
+	} {
+		up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if c.header != "" {
+				w.Header().Set(c.header, c.value)
+			}
+			w.WriteHeader(http.StatusTooManyRequests)
+		}))
+		// Waits of a millisecond: the test waits for no backoff.
+		front := routeFront(t, up.URL, Route{Policy: retry.Policy{Backoff: backoff.Schedule{Base: time.Millisecond, Cap: time.Millisecond}}})
+		resp, err := front.Client().Get(front.URL + "/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		up.Close()
+		if resp.StatusCode != 429 || resp.Header.Get("Do-Not-Retry") != c.dnr {
+			t.Errorf("%s: %s: got %d with Do-Not-Retry %q, want 429 with %q", c.header, c.value, resp.StatusCode, resp.Header.Get("Do-Not-Retry"), c.dnr)
+		}
+		if c.header != "" && resp.Header.Get(c.header) != c.value {
+			t.Errorf("%s: %s: relayed as %q", c.header, c.value, resp.Header.Get(c.header))
+		}
+	}
+}
