@@ -48,6 +48,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/yaoki-go/yaoki/event"
 	"github.com/yaoki-go/yaoki/header"
 	"github.com/yaoki-go/yaoki/internal/configerr"
 	"github.com/yaoki-go/yaoki/retry"
@@ -230,7 +231,8 @@ func DoNotRetry(w http.ResponseWriter, r *http.Request) {
 //     (attempts exhausted, deadline, budget exhausted, breaker open,
 //     rejected locally, hint too long). Fail answers GiveUpStatus (503)
 //     with Do-Not-Retry: true, and Retry-After when the loop knew a wait
-//     (the breaker's next probe, the server's overlong hint): what this
+//     (the breaker's next probe, the server's hint that was too long or
+//     would have ended past the deadline): what this
 //     layer could try was tried, and the layers above must not multiply it.
 //     Its reason ReasonPermanent (the error is not retryable at all) gets
 //     502 Bad Gateway with Do-Not-Retry: true.
@@ -275,8 +277,9 @@ func classify(c Config, err error) (status int, dnr bool, wait time.Duration) {
 	case errors.As(err, &re) && re.Reason == retry.ReasonPermanent:
 		return http.StatusBadGateway, true, 0
 	case errors.As(err, &re):
-		switch re.Reason {
-		case retry.ReasonBreakerOpen, retry.ReasonHintTooLong:
+		switch {
+		case re.Reason == retry.ReasonBreakerOpen, re.Reason == retry.ReasonHintTooLong,
+			re.Reason == retry.ReasonDeadline && re.Source == event.ServerHint:
 			wait = re.Wait
 		}
 		return c.GiveUpStatus, true, wait

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yaoki-go/yaoki/backoff"
 	"github.com/yaoki-go/yaoki/breaker"
 	"github.com/yaoki-go/yaoki/retry"
 )
@@ -127,6 +128,10 @@ func TestFail(t *testing.T) {
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	hinted := func(context.Context) error { return retry.After(down, 2500*time.Millisecond) }
+	// A second left: the server's 2.5 s, and a backoff of 2 s, pass it.
+	soon, cancelSoon := context.WithTimeout(ctx, time.Second)
+	defer cancelSoon()
+	slow := retry.Policy{Backoff: backoff.Schedule{Kind: backoff.Constant, Base: 2 * time.Second, Jitter: backoff.None}, Env: &retry.Env{Sleep: nowait}}
 
 	cases := []struct {
 		name       string
@@ -141,6 +146,10 @@ func TestFail(t *testing.T) {
 		{"wrapped, as httpretry does", fmt.Errorf("httpretry: GET /x: %w", retry.Do(ctx, p, fail)), 503, true, ""},
 		{"breaker open", retry.Do(ctx, retry.Policy{Env: &retry.Env{Breaker: open, Sleep: nowait}}, fail), 503, true, "30"},
 		{"permanent", retry.Do(ctx, p, func(context.Context) error { return retry.Permanent(down) }), 502, true, ""},
+		// The server's word outlasted the deadline: the layers above are
+		// told when to come back, as for an overlong hint.
+		{"server hint past the deadline", retry.Do(soon, p, hinted), 503, true, "3"},
+		{"backoff past the deadline", retry.Do(soon, slow, fail), 503, true, ""},
 		{"caller cancelled", retry.Do(cancelled, p, fail), 503, false, ""},
 		{"not a retry error", down, 502, false, ""},
 	}
