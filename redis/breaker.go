@@ -383,6 +383,14 @@ func (b *Breaker) SyncAt(ctx context.Context, now time.Time) error {
 	default:
 		until = ms * int64(time.Millisecond)
 	}
+	nowNs := now.UnixNano()
+	if f := b.fleet.Load(); until == 0 && f != nil && f.until > 0 && f.until <= nowNs && nowNs < f.held {
+		// The period ended and its key expired with it (on Redis's
+		// clock): the hold after it goes on, or a process that syncs
+		// just then would call at once, before a failed probe's new
+		// period reaches it.
+		return nil
+	}
 	// The instant of the sync is kept while the fleet is open (see
 	// current); a closed fleet is stored once.
 	if f := b.fleet.Load(); f == nil || until > 0 || f.until != 0 {
@@ -390,7 +398,7 @@ func (b *Breaker) SyncAt(ctx context.Context, now time.Time) error {
 		if until > 0 {
 			held = min(until, math.MaxInt64-b.hold) + b.hold
 		}
-		b.fleet.Store(&fleetOpen{at: now.UnixNano(), until: until, held: held, trips: n})
+		b.fleet.Store(&fleetOpen{at: nowNs, until: until, held: held, trips: n})
 	}
 	return nil
 }

@@ -607,3 +607,49 @@ func TestNoConnectionPileUp(t *testing.T) {
 		t.Fatalf("the pool holds %d connections after one sync, want 1", st.TotalConns)
 	}
 }
+
+// TestBreakerHoldSurvivesKeyExpiry: the fleet's key expires when its
+// period ends, on Redis's clock (here DEL stands in for that expiry, which
+// stepped time cannot reach). B, held after the period, syncs just after
+// the expiry and reads no period: it goes on holding until the period's
+// end + Hold rather than calling at once, so that A's failed probe, which
+// A publishes at its next sync, reaches B before B calls. (It called at
+// once, so in real time the hold protected only processes whose sync fell
+// between the period's end and the key's expiry: none.)
+func TestBreakerHoldSurvivesKeyExpiry(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	proc := func() *redis.Breaker {
+		p, err := redis.NewBreaker(redis.BreakerConfig{Client: client(t, srv.Addr), Local: newLocal(t, "payments")}) // Hold: 2 s
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, b := proc(), proc()
+	fail(t, a, at(0), 20) // open until +30 s
+	mustSync(t, a, at(time.Second))
+	mustSync(t, b, at(time.Second))
+	if err := rdb.Del(t.Context(), "yaoki:breaker:payments").Err(); err != nil { // expired at +30 s
+		t.Fatal(err)
+	}
+	tk := mustAllow(t, "A's probe", a, at(30*time.Second))
+	a.DoneAt(at(30*time.Second), tk, time.Millisecond, down) // open until +90 s
+	mustSync(t, b, at(30500*time.Millisecond))
+	mustRefuseFleet(t, "B after the key expired, within its hold", b, at(31*time.Second), time.Second)
+	mustSync(t, a, at(31*time.Second))
+	mustSync(t, b, at(31500*time.Millisecond))
+	mustRefuseFleet(t, "B after A's failed probe", b, at(31500*time.Millisecond), 58500*time.Millisecond)
+
+	// With no new period, B resumes when the hold ends.
+	c := proc()
+	mustSync(t, c, at(31500*time.Millisecond))
+	if err := rdb.Del(t.Context(), "yaoki:breaker:payments").Err(); err != nil { // expired at +90 s
+		t.Fatal(err)
+	}
+	tk = mustAllow(t, "A's second probe", a, at(90*time.Second))
+	a.DoneAt(at(90*time.Second), tk, time.Millisecond, nil)
+	mustSync(t, c, at(90500*time.Millisecond))
+	mustRefuseFleet(t, "C within its hold", c, at(91*time.Second), time.Second)
+	mustAllow(t, "C after its hold", c, at(92*time.Second))
+}
