@@ -97,7 +97,10 @@ func (e *UnsafeServerError) Is(target error) bool { return target == ErrUnsafeSe
 // error when it could not ask (it reads INFO, which hosted servers that
 // refuse CONFIG usually allow). Call it at start and log what it returns:
 // the store works on an unsafe server, but its promise of one execution
-// holds only as long as the server keeps the records. It returns the
+// holds only as long as the server keeps the records. It asks the
+// primaries only: a replica that a failover promotes brings its own
+// settings, so give replicas the same ones (or call Check again after a
+// failover). It returns the
 // configuration's error (matching ErrInvalidConfig) first, when the store
 // was made with one.
 func (s *IdempotencyStore) Check(ctx context.Context) error {
