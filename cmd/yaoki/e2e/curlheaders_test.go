@@ -23,20 +23,23 @@ func TestHTTPHeadersAsWrittenLikeCurl(t *testing.T) {
 		name   string
 		script []answer
 		args   []string
+		tls    bool // HTTPS without HTTP/2 (-k)
 	}{
-		{"-i", []answer{{wire: odd}}, []string{"-i"}},
-		{"-D -", []answer{{wire: odd}}, []string{"-D", "-", "-o", "/dev/null"}},
-		{"-I", []answer{{wire: "HTTP/1.1 200 OK\r\nX-RateLimit-Remaining: 9\r\nETag: \"v1\"\r\nContent-Length: 3\r\n\r\n"}}, []string{"-I"}},
-		{"%{size_header}", []answer{{wire: odd}}, []string{"-o", "/dev/null", "-w", "%{size_header} %{num_headers} %header{etag}"}},
-		{"bare line feeds", []answer{{wire: "HTTP/1.1 200 OK\nX-Odd:   spaced  \nx-lower: 1\nContent-Length: 3\n\nabc"}}, []string{"-i", "-w", "|%{size_header}"}},
-		{"100 Continue first", []answer{{wire: "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc"}}, []string{"-i", "-w", "|%{size_header}"}},
-		{"chunked", []answer{{wire: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-A: 1\r\n\r\n3\r\nabc\r\n0\r\n\r\n"}}, []string{"-i", "-w", "|%{size_header}"}},
-		{"HTTP/1.0", []answer{{wire: "HTTP/1.0 200 Fine\r\nserver: old\r\nContent-Length: 3\r\n\r\nabc"}}, []string{"-i"}},
-		{"-iL", []answer{redirect, {wire: odd}}, []string{"-iL", "-w", "|%{size_header}"}},
-		{"-L -D -", []answer{redirect, {wire: odd}}, []string{"-L", "-D", "-"}},
+		{"-i", []answer{{wire: odd}}, []string{"-i"}, false},
+		{"-D -", []answer{{wire: odd}}, []string{"-D", "-", "-o", "/dev/null"}, false},
+		{"-I", []answer{{wire: "HTTP/1.1 200 OK\r\nX-RateLimit-Remaining: 9\r\nETag: \"v1\"\r\nContent-Length: 3\r\n\r\n"}}, []string{"-I"}, false},
+		{"%{size_header}", []answer{{wire: odd}}, []string{"-o", "/dev/null", "-w", "%{size_header} %{num_headers} %header{etag}"}, false},
+		{"bare line feeds", []answer{{wire: "HTTP/1.1 200 OK\nX-Odd:   spaced  \nx-lower: 1\nContent-Length: 3\n\nabc"}}, []string{"-i", "-w", "|%{size_header}"}, false},
+		{"100 Continue first", []answer{{wire: "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc"}}, []string{"-i", "-w", "|%{size_header}"}, false},
+		{"chunked", []answer{{wire: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-A: 1\r\n\r\n3\r\nabc\r\n0\r\n\r\n"}}, []string{"-i", "-w", "|%{size_header}"}, false},
+		{"HTTP/1.0", []answer{{wire: "HTTP/1.0 200 Fine\r\nserver: old\r\nContent-Length: 3\r\n\r\nabc"}}, []string{"-i"}, false},
+		{"-iL", []answer{redirect, {wire: odd}}, []string{"-iL", "-w", "|%{size_header}"}, false},
+		{"-L -D -", []answer{redirect, {wire: odd}}, []string{"-L", "-D", "-"}, false},
+		{"-i over TLS", []answer{{wire: odd}}, []string{"-i", "-k", "-w", "|%{size_header} %{http_version} %{scheme}"}, true},
+		{"-iL over TLS", []answer{redirect, {wire: odd}}, []string{"-iL", "-k"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := startScripted(t, false, tc.script...)
+			s := startScripted(t, tc.tls, tc.script...)
 			args := append(append([]string{"-sS", "--retry", "0"}, tc.args...), s.url+"p")
 			y := runAs(t, "yaoki", args...)
 			s.restart()

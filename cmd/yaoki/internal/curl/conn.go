@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -146,7 +147,7 @@ func (o *httpOptions) baseTransport(roots *x509.CertPool) *http.Transport {
 		dialer.Timeout = d
 		t.TLSHandshakeTimeout = d
 	}
-	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if o.network != "" {
 			network = o.network
 		}
@@ -158,10 +159,23 @@ func (o *httpOptions) baseTransport(roots *x509.CertPool) *http.Transport {
 		for _, a := range to {
 			var c net.Conn
 			if c, err = dialer.DialContext(ctx, network, a); err == nil {
-				return &recordConn{Conn: c}, nil
+				return c, nil
 			}
 		}
 		return nil, err
+	}
+	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &recordConn{Conn: c}, nil
+	}
+	// HTTPS is set up here rather than by net/http, so that an HTTP/1.1
+	// connection's plain bytes can be recorded too (an HTTP/2 one is
+	// handed over as the *tls.Conn net/http wants for HTTP/2).
+	t.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return tlsDial(ctx, t, dial, network, addr)
 	}
 	if o.proxy != "" {
 		t.Proxy = o.proxyFor
@@ -172,3 +186,63 @@ func (o *httpOptions) baseTransport(roots *x509.CertPool) *http.Transport {
 	}
 	return t
 }
+
+// tlsDial makes a TLS connection to addr as net/http would (t's
+// TLSClientConfig, as net/http set up its protocols, the server name from
+// addr, t's TLSHandshakeTimeout, the handshake's httptrace hooks), over a
+// connection dial makes. Over HTTP/2 it returns the *tls.Conn, which
+// net/http needs to speak HTTP/2; over HTTP/1.1, a recordConn around it.
+func tlsDial(ctx context.Context, t *http.Transport, dial func(context.Context, string, string) (net.Conn, error), network, addr string) (net.Conn, error) {
+	raw, err := dial(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &tls.Config{}
+	if t.TLSClientConfig != nil {
+		cfg = t.TLSClientConfig.Clone()
+	}
+	if cfg.ServerName == "" {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			raw.Close()
+			return nil, err
+		}
+		cfg.ServerName = host
+	}
+	tc := tls.Client(raw, cfg)
+	hctx := ctx
+	if d := t.TLSHandshakeTimeout; d > 0 {
+		var cancel context.CancelFunc
+		hctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	trace := httptrace.ContextClientTrace(ctx)
+	if trace != nil && trace.TLSHandshakeStart != nil {
+		trace.TLSHandshakeStart()
+	}
+	err = tc.HandshakeContext(hctx)
+	if trace != nil && trace.TLSHandshakeDone != nil {
+		trace.TLSHandshakeDone(tc.ConnectionState(), err)
+	}
+	if err != nil {
+		raw.Close()
+		if hctx.Err() != nil && ctx.Err() == nil {
+			return nil, errTLSHandshakeTimeout
+		}
+		return nil, err
+	}
+	if tc.ConnectionState().NegotiatedProtocol == "h2" {
+		return tc, nil
+	}
+	return &recordConn{Conn: tc}, nil
+}
+
+// errTLSHandshakeTimeout is tlsDial's error when TLSHandshakeTimeout
+// (--connect-timeout) passed, as net/http's own: a timeout (exit 28).
+var errTLSHandshakeTimeout = tlsTimeoutError{}
+
+type tlsTimeoutError struct{}
+
+func (tlsTimeoutError) Error() string   { return "net/http: TLS handshake timeout" }
+func (tlsTimeoutError) Timeout() bool   { return true }
+func (tlsTimeoutError) Temporary() bool { return true }
