@@ -550,3 +550,46 @@ func TestHTTPRetryAllErrorsLongBodyRestartsLikeCurl(t *testing.T) {
 		})
 	}
 }
+
+// -C with an offset above 0 makes -o's file at the run's start, as curl
+// 7.88 opens it for appending before its transfer: a run that fails (a
+// refused connection, a 404 with -f) leaves it there, empty; -C - and
+// -C 0 to a missing file make none until something is written.
+func TestHTTPContinueAtMakesTheFileLikeCurl(t *testing.T) {
+	s := startScripted(t, false, status(404, "no\n"))
+	for _, tc := range []struct {
+		name string
+		args []string
+		url  string // "": the scripted server's
+		code int
+	}{
+		{"-C 100, refused", []string{"-C", "100"}, "http://127.0.0.1:1/", 7},
+		{"-C -, refused", []string{"-C", "-"}, "http://127.0.0.1:1/", 7},
+		{"-C 0, refused", []string{"-C", "0"}, "http://127.0.0.1:1/", 7},
+		{"-C 5 -f 404", []string{"-C", "5", "-f"}, "", 22},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := tc.url
+			if url == "" {
+				url = s.url + "p"
+			}
+			var made [2]bool
+			for i, who := range []string{"yaoki", "curl"} {
+				out := filepath.Join(t.TempDir(), "out")
+				r := runAs(t, who, append(append([]string{"-s", "--retry", "0", "-o", out}, tc.args...), url)...)
+				if r.code != tc.code {
+					t.Errorf("%s: exit %d, want %d", who, r.code, tc.code)
+				}
+				st, err := os.Stat(out)
+				made[i] = err == nil
+				if err == nil && st.Size() != 0 {
+					t.Errorf("%s: the file holds %d bytes, want none", who, st.Size())
+				}
+				s.restart()
+			}
+			if made[0] != made[1] {
+				t.Errorf("-o's file made: yaoki %v, curl %v", made[0], made[1])
+			}
+		})
+	}
+}

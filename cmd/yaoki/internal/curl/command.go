@@ -506,6 +506,9 @@ func (o *httpOptions) transfer(cmd *cobra.Command, rawURL string) error {
 	if err := checkOutput(outFlag, o.output); err != nil {
 		return o.failWith(curlWriteError, err.Error())
 	}
+	if err := o.resume.makeFile(); err != nil {
+		return o.failWith(curlWriteError, fmt.Sprintf("-C: cannot open %s to append to it: %v", o.output, err))
+	}
 	if err := checkOutput("-D", o.dumpHeader); err != nil {
 		return o.failWith(curlWriteError, err.Error())
 	}

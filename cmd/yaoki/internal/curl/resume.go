@@ -186,6 +186,21 @@ func (r *resumeState) open() (*os.File, error) {
 	return os.OpenFile(r.path, flag, 0o666)
 }
 
+// makeFile makes -o's file, if missing, when -C continues from an
+// offset above 0, as curl 7.88 opens it for appending before its
+// transfer: a run that then fails (a refused connection, a 404 with -f)
+// leaves it there. A nil r (no -C) makes none.
+func (r *resumeState) makeFile() error {
+	if r == nil || r.restart || r.path == "" || r.given == 0 {
+		return nil
+	}
+	f, err := os.OpenFile(r.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o666)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
 // keepable reports whether the body of resp, the answer to an attempt
 // that asked for the bytes from asked, may be written before its attempt
 // has ended, so that the next attempt continues after what was written:
