@@ -131,10 +131,11 @@ func (e *ReplicaError) Is(target error) bool { return target == ErrNotReplicated
 // replicas acknowledged it (Redis's WAIT) and fail otherwise, at the cost
 // of a round trip to the replicas per write; a replica that acknowledged
 // a write may still lose it in its own crash before its append-only file
-// has it, and WAIT does not make Redis strongly consistent. The expiry of
-// every key is kept as a time of the server's clock: a step forward of
-// that clock by more than a lease ends the leases held (by more than a
-// record's age, its retention); keep it slewed, not stepped. Check tells
+// has it, and WAIT does not make Redis strongly consistent. Redis keeps
+// each key's expiry as a time of the server's clock: a step forward of that
+// clock removes the keys whose time it passes (a completed record before
+// the end of its retention, a claim when the step is longer than its lease
+// and ClaimGrace); keep it slewed, not stepped. Check tells
 // at start whether the server evicts keys, runs without the append-only
 // file or never fsyncs it.
 //
