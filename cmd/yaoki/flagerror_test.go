@@ -103,3 +103,27 @@ func TestUnknownFlagSuggestsNearest(t *testing.T) {
 		}
 	}
 }
+
+// An argument to a command that takes none says what to write instead: a
+// file name goes with --policy, a scenario name near a real one is named,
+// anything else is said to be no argument of the command.
+func TestStrayArgumentSaysWhatToWrite(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plan", "retry.json"}, `yaoki plan takes no arguments, got "retry.json": to load a policy file, write --policy retry.json`},
+		{[]string{"sim", "outage", "policies/retry.yaml"}, `yaoki sim outage takes no arguments, got "policies/retry.yaml": to load a policy file, write --policy policies/retry.yaml`},
+		{[]string{"sim", "hrd"}, `yaoki sim has no subcommand "hrd": want one of all, collapse, herd, outage, ratelimit, tail (did you mean herd?)`},
+		{[]string{"sim", "storm"}, `yaoki sim has no subcommand "storm": want one of all, collapse, herd, outage, ratelimit, tail`},
+		{[]string{"flaky", "503,200"}, `yaoki flaky takes no arguments, got "503,200": its input is given by flags (see --help)`},
+	} {
+		root := newRoot()
+		root.SetArgs(tc.args)
+		var ee *cli.ExitError
+		err := root.Execute()
+		if !errors.As(err, &ee) || ee.Code != cli.ExitUsage || ee.Msg != tc.want {
+			t.Errorf("yaoki %q: %v; want exit %d and %q", tc.args, err, cli.ExitUsage, tc.want)
+		}
+	}
+}

@@ -85,7 +85,7 @@ summary of the answers on stderr.
 
   # 30% 429s (Retry-After as a date 2 s ahead), 10% 503s, repeatable
   yaoki flaky --rate-429 0.3 --retry-after date+2 --rate-5xx 0.1 --seed 7`,
-		Args: cobra.NoArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
 	f := cmd.Flags()

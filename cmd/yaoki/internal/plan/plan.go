@@ -50,7 +50,7 @@ stacked over --layers layers, and the cost of the extra calls at
 
   # a Step Functions Retry block, as JSON for scripts
   yaoki plan --policy retry.json --json`,
-		Args: cobra.NoArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.layers < 1 {
 				return cli.Usagef("--layers %d: want ≥ 1 (the number of services, one above the other, that each retry)", o.layers)

@@ -145,7 +145,7 @@ type simJob struct {
 // command is a `yaoki sim` command: it takes no arguments, refuses its
 // flags when check (if not nil) says so, and runs job.
 func (o *simOptions) command(use, short, long string, job *simJob, check func(*pflag.FlagSet) error) *cobra.Command {
-	return &cobra.Command{Use: use, Short: short, Long: long, Args: cobra.NoArgs,
+	return &cobra.Command{Use: use, Short: short, Long: long, Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if check != nil {
 				if err := check(cmd.Flags()); err != nil {
