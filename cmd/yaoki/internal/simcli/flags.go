@@ -32,6 +32,9 @@ var simFlags = map[string]string{
 	"Tail.Slow": "--slow", "Tail.SlowShare": "--slow-share",
 	"RateLimit.Clients": "--clients", "RateLimit.Load": "--load", "RateLimit.PerWindow": "--per-window",
 	"RateLimit.Window": "--window", "RateLimit.Duration": "--duration", "RateLimit.HopMean": "--hop-mean",
+	// your policy (--base, --cap, --multiplier), as sim.Policy.Validate
+	// names its fields
+	"Backoff.Base": "--base", "Backoff.Cap": "--cap", "Backoff.Multiplier": "--multiplier",
 }
 
 // zeroMeans matches the "(0 means 100)" of a field's accepted range: a
@@ -49,7 +52,11 @@ func simUsage(err error) error {
 			if problem == "" {
 				problem = "out of range"
 			}
-			return cli.Usagef("%s %v: %s; want %s", flag, ce.Value, problem, strings.TrimSpace(zeroMeans.ReplaceAllString(ce.Want, "")))
+			want := strings.TrimSpace(zeroMeans.ReplaceAllString(ce.Want, ""))
+			if nz, ok := simNoZero[strings.TrimPrefix(flag, "--")]; ok && want == "≥ 0" {
+				want = nz // the flag refuses 0 too (refuseZeros)
+			}
+			return cli.Usagef("%s %v: %s; want %s", flag, ce.Value, problem, want)
 		}
 	}
 	return cli.Usagef("%s", strings.TrimPrefix(fmt.Sprint(err), "sim: "))

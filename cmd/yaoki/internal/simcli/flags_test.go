@@ -64,3 +64,25 @@ func TestWorkersAndMaxAttemptsZeroRefused(t *testing.T) {
 		}
 	}
 }
+
+// Your policy's --base, --cap, --multiplier and --jitter are refused in
+// the flag's words, as the scenario flags are, not as the Go fields
+// ("your policy: Backoff.Multiplier: ... (0 means 2)") that a user never
+// wrote; a negative --cap asks for what the flag accepts, > 0.
+func TestYourPolicyErrorsNameTheFlag(t *testing.T) {
+	for args, want := range map[string]string{
+		"herd --multiplier 1": "--multiplier 1: out of range; want a finite value > 1",
+		"herd --cap -1s":      "--cap -1s: out of range; want > 0",
+		"herd --base -2s":     "--base -2s: out of range; want > 0",
+		"herd --jitter ful":   `--jitter "ful": want full, equal, decorrelated or none`,
+	} {
+		cmd := NewCommand()
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		cmd.SetArgs(append(strings.Fields(args), "--out", "", "--clients", "2", "--runs", "1"))
+		var ee *cli.ExitError
+		if err := cmd.Execute(); !errors.As(err, &ee) || ee.Code != cli.ExitUsage || ee.Msg != want {
+			t.Errorf("yaoki sim %s: %v, want exit %d and %q", args, err, cli.ExitUsage, want)
+		}
+	}
+}

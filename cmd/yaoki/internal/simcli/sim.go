@@ -1,6 +1,7 @@
 package simcli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/yaoki-go/yaoki/backoff"
 	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/cli"
 	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/policyfile"
+	"github.com/yaoki-go/yaoki/internal/configerr"
 	"github.com/yaoki-go/yaoki/policy"
 	"github.com/yaoki-go/yaoki/retry"
 	"github.com/yaoki-go/yaoki/sim"
@@ -337,7 +339,7 @@ func (o *simOptions) yours(cmd *cobra.Command) (*yourPolicy, error) {
 	if o.jitter != "" {
 		j, err := backoff.ParseJitter(o.jitter)
 		if err != nil {
-			return nil, cli.Exit(cli.ExitUsage, "--jitter: "+strings.TrimPrefix(err.Error(), "backoff: invalid configuration: "))
+			return nil, cli.Usagef("--jitter %q: want full, equal, decorrelated or none", o.jitter)
 		}
 		p.Backoff.Jitter = j
 	}
@@ -345,6 +347,10 @@ func (o *simOptions) yours(cmd *cobra.Command) (*yourPolicy, error) {
 		return nil, cli.Exit(cli.ExitUsage, fmt.Sprintf("--max-attempts %d: want ≥ 1, or -1 for unlimited (leave the flag out for the scenario's default)", o.maxAttempts))
 	}
 	if err := p.Validate(); err != nil {
+		var ce *configerr.Error
+		if errors.As(err, &ce) && simFlags[ce.Field] != "" {
+			return nil, simUsage(err) // names the flag: "--multiplier 1: out of range; want a finite value > 1"
+		}
 		return nil, cli.Exit(cli.ExitUsage, "your policy: "+strings.TrimPrefix(err.Error(), "retry: invalid configuration: "))
 	}
 	guards, desc, err := simGuardsOf(o.budget, o.breaker, o.throttle)
