@@ -151,3 +151,20 @@ func TestHTTPRetryMaxTimeSaid(t *testing.T) {
 		}
 	}
 }
+
+// A connection closed in the middle of the answer's header (the status
+// line came, the empty line that ends the header did not) is a receive
+// failure, retried as any broken connection, and after the last attempt
+// exits 56 saying so, not 52 ("empty reply": something came). curl
+// 7.88, which does not retry it without --retry-all-errors, exits 18
+// when the Content-Length came before the cut, 0 when not.
+func TestHTTPHeaderCutShort(t *testing.T) {
+	s := startScripted(t, false, answer{wire: "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A: 1\r\n", cut: true})
+	r := run(t, nil, "http", "-sS", "--retry", "2", "--retry-delay", "0.001", "-w", "%{http_code} %{exitcode}", s.url+"p")
+	if r.code != 56 || r.stdout != "000 56" || !strings.Contains(r.stderr, "(56) ") || !strings.Contains(r.stderr, "header") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 56, 000 56 and a message about the header cut short", r.code, r.stdout, r.stderr)
+	}
+	if n := len(s.requests()); n != 3 {
+		t.Errorf("%d requests, want 3 (the cut is retried)", n)
+	}
+}

@@ -73,7 +73,8 @@ Exit codes (curl's where curl has one):
   47   -L: more than --max-redirs redirects
   49   a --resolve entry could not be read
   52   the server closed the connection without an answer
-  56   the connection broke while waiting for the answer (reset)
+  56   the connection broke while waiting for the answer (reset), or
+       closed in the middle of its header
   60   the server's certificate is not trusted (-k skips the check)
   61   --compressed: the body could not be decoded
   77   --cacert: the file could not be read or holds no certificate
@@ -136,7 +137,11 @@ func curlExit(ctx context.Context, err error) (int, string) {
 		return curlTLS, "SSL connect error: " + lastMessage(last)
 	case errors.Is(last, syscall.ECONNRESET):
 		return curlRecvError, "recv failure: connection reset by peer"
-	case errors.Is(last, io.EOF), errors.Is(last, io.ErrUnexpectedEOF):
+	case errors.Is(last, io.ErrUnexpectedEOF):
+		// Something came (a status line, some headers), then the
+		// connection closed before the empty line that ends the header.
+		return curlRecvError, "recv failure: the connection closed in the middle of the answer's header"
+	case errors.Is(last, io.EOF):
 		return curlEmptyReply, "empty reply from server"
 	case errors.As(last, &opErr) && (opErr.Op == "dial" || opErr.Op == "proxyconnect"):
 		return curlNoConnect, "failed to connect: " + lastMessage(last)
