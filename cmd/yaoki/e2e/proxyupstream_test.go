@@ -44,6 +44,8 @@ type upSeen struct {
 //	/echo     200, the request's method, header and body length in JSON
 //	/stream?n=N&every=D   text/event-stream: N events, one every D, each flushed
 //	/slow?d=D             200 after D; reports "cancelled" if the client goes first
+//	/big?mb=N             N MiB as fast as they are taken; reports "cancelled",
+//	                      with the bytes sent in Body, if a write fails first
 //	/ws                   a protocol upgrade (Upgrade: yaoki-echo) that echoes lines
 func serveUpstream() int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -125,6 +127,19 @@ func serveUpstream() int {
 			case <-r.Context().Done():
 				return
 			case <-time.After(every):
+			}
+		}
+	})
+	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
+		s := saw(r, 0)
+		record(s)
+		mb, _ := strconv.Atoi(r.URL.Query().Get("mb"))
+		w.Header().Set("Content-Length", strconv.Itoa(mb<<20))
+		chunk := make([]byte, 64<<10)
+		for sent := 0; sent < mb<<20; sent += len(chunk) {
+			if _, err := w.Write(chunk); err != nil {
+				record(upSeen{Event: "cancelled", Path: r.URL.Path, N: s.N, Body: sent})
+				return
 			}
 		}
 	})

@@ -1,0 +1,68 @@
+package e2e
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A client that stalls is given up after --client-timeout, over real TCP
+// between real processes: one that stops taking a long answer (the
+// upstream's writes then fail, its attempt cancelled: the proxy no longer
+// holds it), and one that stops sending its body (the proxy closes the
+// connection; the upstream never hears of it).
+func TestProxyClientTimeoutStalledClients(t *testing.T) {
+	up := startUpstream(t)
+	p := startProxy(t, "--upstream", up.url, "--client-timeout", "1s")
+	addr := strings.TrimPrefix(p.url, "http://")
+
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	asked := time.Now()
+	io.WriteString(c, "GET /big?mb=1024 HTTP/1.1\r\nHost: proxy.test\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("got %v, %v; want the head of the answer", resp, err)
+	}
+	// The client takes nothing more: the socket buffers fill, and then
+	// the proxy's write waits.
+	got := up.waitFor(t, 1, func(s upSeen) bool { return s.Event == "cancelled" && s.Path == "/big" })
+	if len(got) != 1 {
+		t.Fatal("the upstream went on sending to a client that took nothing for 10 s (--client-timeout 1s)")
+	}
+	if el := time.Since(asked); el < 800*time.Millisecond {
+		t.Errorf("the client was given up %v after its request, before its 1 s could have passed", el)
+	}
+	if got[0].Body >= 1024<<20 {
+		t.Errorf("the upstream sent the whole answer (%d bytes)", got[0].Body)
+	}
+
+	b, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	sent := time.Now()
+	io.WriteString(b, "PUT /echo HTTP/1.1\r\nHost: proxy.test\r\nContent-Length: 1000\r\n\r\n0123456789")
+	b.SetReadDeadline(time.Now().Add(10 * time.Second))
+	rest, err := io.ReadAll(b) // until the proxy closes the connection
+	if err != nil {
+		t.Fatalf("the proxy kept the connection of a body stalled for 10 s (--client-timeout 1s): %v", err)
+	}
+	if el := time.Since(sent); el < 800*time.Millisecond {
+		t.Errorf("the connection was closed %v after the body stalled, before its 1 s could have passed", el)
+	}
+	if strings.HasPrefix(string(rest), "HTTP/1.1 2") {
+		t.Errorf("the client got %q, want no success", rest)
+	}
+	if n := len(up.requests(t, "/echo")); n != 0 {
+		t.Errorf("the upstream got %d requests for a body cut short, want none", n)
+	}
+}
