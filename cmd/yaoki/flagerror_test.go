@@ -127,3 +127,23 @@ func TestStrayArgumentSaysWhatToWrite(t *testing.T) {
 		}
 	}
 }
+
+// A bad metrics address is told under the flag the user wrote: proxy's
+// --admin-addr, which said "--metrics-addr", a flag proxy does not have.
+func TestMetricsAddressNamesItsFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:1", "--admin-addr", "nope"}, `--admin-addr "nope": want HOST:PORT such as 127.0.0.1:9464`},
+		{[]string{"flaky", "--metrics-addr", "nope"}, `--metrics-addr "nope": want HOST:PORT such as 127.0.0.1:9464`},
+	} {
+		root := newRoot()
+		root.SetArgs(tc.args)
+		var ee *cli.ExitError
+		err := root.Execute()
+		if !errors.As(err, &ee) || ee.Code != cli.ExitUsage || !strings.HasPrefix(ee.Msg, tc.want) {
+			t.Errorf("yaoki %q: %v; want exit %d and %q", tc.args, err, cli.ExitUsage, tc.want)
+		}
+	}
+}

@@ -132,7 +132,7 @@ func (f *Flags) StartWith(cmd *cobra.Command, prefix string, mount func(*http.Se
 	if f.MetricsAddr != "" || o.push != "" || otlp != nil {
 		if f.MetricsAddr != "" {
 			if _, _, err := net.SplitHostPort(f.MetricsAddr); err != nil {
-				return nil, cli.Usagef("--metrics-addr %q: want HOST:PORT such as 127.0.0.1:9464 (port 0: any free port)", f.MetricsAddr)
+				return nil, cli.Usagef("--%s %q: want HOST:PORT such as 127.0.0.1:9464 (port 0: any free port)", addrFlag(cmd), f.MetricsAddr)
 			}
 		}
 		if err := o.setupMetrics(cmd.Name(), otlp); err != nil {
@@ -236,4 +236,14 @@ func (o *Running) Track(t *httpretry.Transport) {
 	if o != nil && o.Metrics != nil {
 		o.Metrics.TrackTransport(t)
 	}
+}
+
+// addrFlag is the name of the flag that holds Flags.MetricsAddr on cmd:
+// --metrics-addr, or --admin-addr where yaoki proxy registers it under
+// that name.
+func addrFlag(cmd *cobra.Command) string {
+	if cmd.Flags().Lookup("metrics-addr") == nil && cmd.Flags().Lookup("admin-addr") != nil {
+		return "admin-addr"
+	}
+	return "metrics-addr"
 }
