@@ -110,7 +110,7 @@ func TestHTTPExitCodes(t *testing.T) {
 		{"retries used up: the last answer, exit 0 as curl", "503", []string{"--max-attempts", "2"}, 0, "gave up after 2 attempts"},
 		{"retries used up with -f", "503", []string{"--max-attempts", "2", "-f"}, 22, "gave up after 2 attempts"},
 		{"Retry-After too long", "429:retry-after=120", nil, 0, "hint too long"},
-		{"deadline", "503:retry-after=1", []string{"--max-time", "500ms"}, 28, "(28) --max-time 0.500s passed before the next attempt"},
+		{"deadline", "503:retry-after=1", []string{"--max-time", "500ms"}, 28, "(28) no time for the next attempt within --max-time 0.500s: the server's wait (Retry-After) 1."},
 		{"slow answer past the deadline", "200:slow=2s", []string{"--max-time", "300ms"}, 28, "(28) operation timed out: --max-time 0.300s passed"},
 		{"a POST reset, sent once", "reset", []string{"-X", "POST"}, 56, "(56) recv failure: connection reset by peer"},
 	} {

@@ -664,6 +664,9 @@ func (o *httpOptions) transfer(cmd *cobra.Command, rawURL string) error {
 	switch {
 	case reason == retry.ReasonDeadline.Key():
 		code, msg = curlTimeout, fmt.Sprintf("--max-time %s passed before the next attempt: last answer %s", flags.SecondsText(cp.Retry.MaxElapsed), resp.Status)
+		if why := obs.deadlineWhy(); why != "" {
+			msg = fmt.Sprintf("no time for the next attempt within --max-time %s: %s: last answer %s", flags.SecondsText(cp.Retry.MaxElapsed), why, resp.Status)
+		}
 	case (o.fail || o.failWithBody) && resp.StatusCode >= 400:
 		code, msg = curlHTTPError, fmt.Sprintf("the requested URL returned error: %d", resp.StatusCode)
 	}

@@ -2,6 +2,7 @@ package curl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -104,6 +105,7 @@ type httpObserver struct {
 	total   int // attempts of every hop
 	retries int
 	reason  string
+	gaveErr error // the GaveUp event's error (a *retry.Error)
 }
 
 func (h *httpObserver) Observe(_ context.Context, e event.Event) {
@@ -159,7 +161,7 @@ func (h *httpObserver) Observe(_ context.Context, e event.Event) {
 			h.w.write(fmt.Sprintf("* hedge not sent: %s\n", strings.ReplaceAll(e.Reason, "_", " ")))
 		}
 	case event.GaveUp:
-		h.reason = e.Reason
+		h.reason, h.gaveErr = e.Reason, e.Err
 		if h.verbose {
 			why := strings.ReplaceAll(e.Reason, "_", " ")
 			if w := h.window.why(); w != "" && e.Reason == retry.ReasonPermanent.Key() {
@@ -168,6 +170,27 @@ func (h *httpObserver) Observe(_ context.Context, e event.Event) {
 			h.w.write(fmt.Sprintf("* stopped after %d attempt%s: %s\n", e.Attempt, cli.Plural(e.Attempt), why))
 		}
 	}
+}
+
+// deadlineWhy says why the loop gave up on the deadline when it did so
+// before the deadline passed, because the next wait would have ended
+// after it: "the server's wait (Retry-After) 5.000s would end after it
+// (1.500s left)"; "" otherwise.
+func (h *httpObserver) deadlineWhy() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var re *retry.Error
+	if !errors.As(h.gaveErr, &re) || re.Reason != retry.ReasonDeadline || re.Cause != nil || re.Wait <= 0 {
+		return ""
+	}
+	src := "the backoff's wait"
+	switch re.Source {
+	case event.ServerHint:
+		src = "the server's wait (Retry-After)"
+	case event.RateLimit:
+		src = "the rate limiter's wait"
+	}
+	return fmt.Sprintf("%s %s would end after it (%s left)", src, flags.SecondsText(re.Wait), flags.SecondsText(re.Limit))
 }
 
 func (h *httpObserver) gaveUp() string {
