@@ -147,3 +147,14 @@ func TestMetricsAddressNamesItsFlag(t *testing.T) {
 		}
 	}
 }
+
+// yaoki proxy given a file as an argument points at --config and --policy.
+func TestProxyStrayFileArgument(t *testing.T) {
+	root := newRoot()
+	root.SetArgs([]string{"proxy", "proxy.yaml"})
+	var ee *cli.ExitError
+	want := `yaoki proxy takes no arguments, got "proxy.yaml": to load a file, write --config proxy.yaml (the routes) or --policy proxy.yaml (one policy)`
+	if err := root.Execute(); !errors.As(err, &ee) || ee.Code != cli.ExitUsage || ee.Msg != want {
+		t.Errorf("yaoki proxy proxy.yaml: %v; want exit %d and %q", err, cli.ExitUsage, want)
+	}
+}

@@ -12,7 +12,8 @@ import (
 // input is all flags. An argument given to a command with subcommands is
 // said to be no subcommand of it, with the list and the nearest name; to a
 // command with a --policy flag, an argument that looks like a file name
-// ("retry.json") is pointed at --policy; otherwise the command says it
+// ("retry.json") is pointed at --policy (and --config, where the command
+// has one); otherwise the command says it
 // takes no arguments. It exits with ExitUsage.
 func NoArgs(cmd *cobra.Command, args []string) error {
 	if len(args) == 0 {
@@ -38,6 +39,9 @@ func NoArgs(cmd *cobra.Command, args []string) error {
 		return Usagef("%s", msg)
 	}
 	if cmd.Flags().Lookup("policy") != nil && (filepath.Ext(a) != "" || strings.Contains(a, "/")) {
+		if cmd.Flags().Lookup("config") != nil {
+			return Usagef("%s takes no arguments, got %q: to load a file, write --config %s (the routes) or --policy %s (one policy)", cmd.CommandPath(), a, a, a)
+		}
 		return Usagef("%s takes no arguments, got %q: to load a policy file, write --policy %s", cmd.CommandPath(), a, a)
 	}
 	return Usagef("%s takes no arguments, got %q: its input is given by flags (see --help)", cmd.CommandPath(), a)

@@ -90,7 +90,7 @@ the loaded routes if the new file is invalid.
 
   # the routes of a file; a budget and breaker shared through Redis
   yaoki proxy --config proxy.yaml --redis redis://127.0.0.1:6379/0`,
-		Args: cobra.NoArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
 	f := cmd.Flags()
