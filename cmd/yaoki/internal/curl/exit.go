@@ -67,7 +67,8 @@ Exit codes (curl's where curl has one):
        went away, as with | head)
   26   a --data @FILE could not be read
   33   -C: the answer is not the part asked for (the server ignores ranges)
-  28   --max-time or --connect-timeout passed (the last answer, if any, is
+  28   --max-time or --connect-timeout passed, or the wait before the next
+       attempt would end after --max-time (the last answer, if any, is
        still written)
   35   the TLS handshake failed
   47   -L: more than --max-redirs redirects
