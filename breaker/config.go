@@ -42,7 +42,9 @@ const maxCountBuckets = 128
 // as long after each failed probe up to 5 min; half-open, it lets one probe
 // through and closes when it succeeds.
 type Config struct {
-	// Name identifies the breaker in errors, hooks and events.
+	// Name identifies the breaker in errors, hooks and events. Empty: the
+	// breaker is unnamed (events carry no name), which redis.NewBreaker,
+	// whose key is the name, refuses.
 	Name string
 
 	// FailureRatio trips the breaker when failures/calls over the window
