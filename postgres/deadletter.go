@@ -249,6 +249,73 @@ func (s *DeadLetters) Requeue(ctx context.Context, id string, at time.Time) erro
 SET due_at = $2, parked = false, redrives = 0, token = NULL, lease_end = NULL WHERE id = $1`, id, at)
 }
 
+// ErrHeld is what RequeueUnheld returns, as a *HeldError, for a letter that
+// a claim holds: errors.Is(err, ErrHeld).
+var ErrHeld = errors.New("postgres: dead letter held by a claim")
+
+// HeldError says which claim holds a letter that RequeueUnheld left as it
+// was: the claim's Token and the end of its lease. Until then the redriver
+// that holds it may be running it (an HTTP letter's request in flight).
+type HeldError struct {
+	ID       string
+	Token    string
+	LeaseEnd time.Time // in UTC
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("postgres: dead letter %q is held by the claim %s until %s: its redriver may be running it now",
+		e.ID, e.Token, e.LeaseEnd.Format(time.RFC3339Nano))
+}
+
+// Is reports whether target is ErrHeld.
+func (e *HeldError) Is(target error) bool { return target == ErrHeld }
+
+// RequeueUnheld is Requeue for a letter that no claim holds at now: it
+// leaves a letter whose lease runs past now as it is and returns a
+// *HeldError naming the claim. Requeue ends the claim, so that another
+// redriver could claim the letter and run it again while its holder is
+// still running it (the work done twice wherever the letter's key is not
+// honoured); RequeueUnheld is for an operator who wants none of that. The
+// decision is the UPDATE's own condition, atomic with the change: a claim
+// taken between a read and the write cannot slip through. A claim whose
+// lease ended, no outcome stored (its redriver was killed), does not hold
+// the letter and is ended as Requeue ends it. ErrNotFound if there is no
+// letter id. Safe for concurrent use.
+func (s *DeadLetters) RequeueUnheld(ctx context.Context, id string, at, now time.Time) error {
+	absent := func() error { return fmt.Errorf("%w: requeue %q", deadletter.ErrNotFound, id) }
+	if !storableText(id) {
+		return absent()
+	}
+	// A letter that the UPDATE passed over is held, or gone, or was held
+	// and freed between the UPDATE and the read that says why: then try
+	// again.
+	for range 10 {
+		tag, err := s.db.Exec(ctx, `UPDATE yaoki_dead_letters
+SET due_at = $2, parked = false, redrives = 0, token = NULL, lease_end = NULL
+WHERE id = $1 AND (token IS NULL OR lease_end <= $3)`, id, at, now)
+		if err != nil {
+			return fmt.Errorf("postgres: dead letter requeue %q: %w", id, err)
+		}
+		if tag.RowsAffected() == 1 {
+			return nil
+		}
+		var (
+			token    *string
+			leaseEnd *time.Time
+		)
+		err = s.db.QueryRow(ctx, `SELECT token, lease_end FROM yaoki_dead_letters WHERE id = $1`, id).Scan(&token, &leaseEnd)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return absent()
+		case err != nil:
+			return fmt.Errorf("postgres: dead letter requeue %q: %w", id, err)
+		case token != nil && leaseEnd != nil && leaseEnd.After(now):
+			return &HeldError{ID: id, Token: *token, LeaseEnd: leaseEnd.UTC()}
+		}
+	}
+	return fmt.Errorf("postgres: dead letter requeue %q: claimed and freed again under 10 tries in a row", id)
+}
+
 // Delete implements deadletter.Store.
 func (s *DeadLetters) Delete(ctx context.Context, id string) error {
 	absent := func() error { return fmt.Errorf("%w: delete %q", deadletter.ErrNotFound, id) }

@@ -19,6 +19,7 @@ import (
 	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/telemetry"
 	"github.com/yaoki-go/yaoki/deadletter"
 	"github.com/yaoki-go/yaoki/deadletter/httpletter"
+	"github.com/yaoki-go/yaoki/postgres"
 	"github.com/yaoki-go/yaoki/retry"
 )
 
@@ -46,16 +47,30 @@ func parseWhen(at, in string, now time.Time) (time.Time, error) {
 }
 
 func newDLRequeueCmd(f *dlFlags) *cobra.Command {
-	var at, in string
+	var (
+		at, in string
+		force  bool
+	)
 	cmd := &cobra.Command{
-		Use:   "requeue ID... [--at RFC3339 | --in DURATION]",
+		Use:   "requeue ID... [--at RFC3339 | --in DURATION] [--force]",
 		Short: "Make letters due again (parked ones too), with a fresh redrive count",
 		Long: `requeue makes each letter ID due at --at (an RFC 3339 time), or --in a
 duration from now, or now: unparked, its count of failed redrives reset to 0
-(an operator's fresh start: it gets every redrive again), and free of any
-claim (the redriver that held it can no longer store its outcome). It prints
-each ID requeued. An ID that no letter has is reported on stderr and makes the
-exit code 1, once the other IDs are requeued.
+(an operator's fresh start: it gets every redrive again). It prints each ID
+requeued.
+
+A letter held by a redriver (state held: a claim whose lease has not ended)
+is left as it is: its redriver may be sending it right now, and requeued,
+another redriver could claim it and send it a second time (the work done
+twice wherever its key is not honoured). requeue says who holds it until
+when; once the lease ends, its redriver has stored the outcome (deleted,
+redriven later, or parked) or was killed, and requeue works. --force
+requeues a held letter anyway, ending its claim (its redriver can no longer
+store its outcome): for a redriver known to be gone. The check and the change
+are one statement: a claim taken meanwhile is never ended without --force.
+
+An ID that no letter has, or a held letter, is reported on stderr and makes
+the exit code 1, once the other IDs are requeued.
 
 Durations are Go durations (90s, 5m, 1h30m) or plain seconds.
 ` + deadLetterHelp,
@@ -72,19 +87,25 @@ Durations are Go durations (90s, 5m, 1h30m) or plain seconds.
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, ids []string) error {
-			due, err := parseWhen(at, in, storeNow())
+			now := storeNow()
+			due, err := parseWhen(at, in, now)
 			if err != nil {
 				return cli.Usagef("%v", err)
 			}
 			return f.withStore(cmd, func(ctx context.Context, c *dlConn) error {
 				return eachID(ctx, cmd, "requeue", ids, func(id string) (string, error) {
-					return "requeued " + oneLine(id) + ", due " + due.Format(time.RFC3339Nano), c.store.Requeue(ctx, id, due)
+					msg := "requeued " + oneLine(id) + ", due " + due.Format(time.RFC3339Nano)
+					if force {
+						return msg, c.store.Requeue(ctx, id, due)
+					}
+					return msg, c.store.RequeueUnheld(ctx, id, due, now)
 				})
 			})
 		},
 	}
 	cmd.Flags().StringVar(&at, "at", "", "due at this RFC 3339 time, e.g. 2025-06-01T12:00:00Z (default: now)")
 	cmd.Flags().StringVar(&in, "in", "", "due after this duration from now, e.g. 30m (default: now)")
+	cmd.Flags().BoolVar(&force, "force", false, "requeue held letters too, ending their redriver's claim (it may be sending them now)")
 	return cmd
 }
 
@@ -95,6 +116,11 @@ func newDLDeleteCmd(f *dlFlags) *cobra.Command {
 		Long: `delete removes each letter ID, claimed or not, without asking: the work it held
 is dropped. It prints each ID deleted. An ID that no letter has is reported on
 stderr and makes the exit code 1, once the other IDs are deleted.
+
+A held letter (a redriver's claim whose lease has not ended) is deleted too:
+nothing is sent twice (no redriver can claim a deleted letter, and its holder's
+outcome finds it gone), but the request its redriver may be sending now can
+still be done. To drop work for sure, list --state held first.
 ` + deadLetterHelp,
 		Example: `  yaoki deadletter delete 0f9c2e1a7b3d4c5e8f6a7b8c9d0e1f2a 5d41402abc4b2a76b9719d911017c592`,
 		Args: func(_ *cobra.Command, args []string) error {
@@ -119,7 +145,8 @@ stderr and makes the exit code 1, once the other IDs are deleted.
 // naming the IDs left undone.
 func eachID(ctx context.Context, cmd *cobra.Command, what string, ids []string, fn func(id string) (string, error)) error {
 	out, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	missing := 0
+	missing, held := 0, 0
+	var he *postgres.HeldError
 	for i, id := range ids {
 		msg, err := fn(id)
 		switch {
@@ -128,6 +155,11 @@ func eachID(ctx context.Context, cmd *cobra.Command, what string, ids []string, 
 		case errors.Is(err, deadletter.ErrNotFound):
 			fmt.Fprintf(stderr, "yaoki deadletter %s: no letter has the ID %s\n", what, shellQuote(id))
 			missing++
+		case errors.As(err, &he):
+			fmt.Fprintf(stderr, "yaoki deadletter %s: letter %s is held by a redriver (claim %s) until %s (%s): it may be sending it now; "+
+				"left as it is: try again once the lease has ended, or give --force if that redriver is gone\n",
+				what, shellQuote(id), oneLine(he.Token), he.LeaseEnd.Format(time.RFC3339Nano), relative(he.LeaseEnd, storeNow()))
+			held++
 		default:
 			left := ""
 			if rest := ids[i:]; len(rest) > 0 {
@@ -139,8 +171,15 @@ func eachID(ctx context.Context, cmd *cobra.Command, what string, ids []string, 
 			return failed(what, fmt.Errorf("%w%s", err, left))
 		}
 	}
+	var left []string
 	if missing > 0 {
-		return cli.Exit(dlFailed, fmt.Sprintf("deadletter %s: %d of %d IDs not found", what, missing, len(ids)))
+		left = append(left, fmt.Sprintf("%d of %d IDs not found", missing, len(ids)))
+	}
+	if held > 0 {
+		left = append(left, fmt.Sprintf("%d of %d letters held by a redriver, left as they are (--force %ss them)", held, len(ids), what))
+	}
+	if len(left) > 0 {
+		return cli.Exit(dlFailed, fmt.Sprintf("deadletter %s: %s", what, strings.Join(left, "; ")))
 	}
 	return nil
 }
