@@ -43,3 +43,21 @@ func TestFlagsThatWouldDoNothing(t *testing.T) {
 		}
 	}
 }
+
+// A flaky stopped before any request says so without a dangling colon:
+// "flaky: 0 requests, 0 keyed operations", not "...operations: ".
+func TestSummaryWithoutRequests(t *testing.T) {
+	var errOut strings.Builder
+	cmd := NewCommand()
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(&errOut)
+	cmd.SetArgs(nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // stops it as soon as it listens
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(errOut.String(), "flaky: 0 requests, 0 keyed operations\n") {
+		t.Errorf("stderr %q; want it to end with the summary of no request, without a colon", errOut.String())
+	}
+}

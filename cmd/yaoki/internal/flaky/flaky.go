@@ -416,7 +416,11 @@ func (fl *flaky) summary() {
 	for i, k := range keys {
 		parts[i] = fmt.Sprintf("%d×%s", fl.answers[k], k)
 	}
-	say(fl.ob, fl.log, "summary", "flaky: %d request%s, %d keyed operation%s: %s\n", fl.requests, cli.Plural(fl.requests), fl.ops, cli.Plural(fl.ops), strings.Join(parts, ", "))
+	answers := ""
+	if len(parts) > 0 {
+		answers = ": " + strings.Join(parts, ", ") // none before the first request
+	}
+	say(fl.ob, fl.log, "summary", "flaky: %d request%s, %d keyed operation%s%s\n", fl.requests, cli.Plural(fl.requests), fl.ops, cli.Plural(fl.ops), answers)
 }
 
 func orDash(s string) string {
