@@ -35,6 +35,8 @@ func TestHTTPHeadersAsWrittenLikeCurl(t *testing.T) {
 		{"HTTP/1.0", []answer{{wire: "HTTP/1.0 200 Fine\r\nserver: old\r\nContent-Length: 3\r\n\r\nabc"}}, []string{"-i"}, false},
 		{"-iL", []answer{redirect, {wire: odd}}, []string{"-iL", "-w", "|%{size_header}"}, false},
 		{"-L -D -", []answer{redirect, {wire: odd}}, []string{"-L", "-D", "-"}, false},
+		{"chunked with a trailer -i", []answer{{wire: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n3\r\nabc\r\n0\r\nX-Sum: 9\r\n\r\n"}}, []string{"-i"}, false},
+		{"chunked with a trailer -D -", []answer{{wire: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n3\r\nabc\r\n0\r\nX-Sum: 9\r\n\r\n"}}, []string{"-D", "-", "-o", "/dev/null"}, false},
 		{"-i over TLS", []answer{{wire: odd}}, []string{"-i", "-k", "-w", "|%{size_header} %{http_version} %{scheme}"}, true},
 		{"-iL over TLS", []answer{redirect, {wire: odd}}, []string{"-iL", "-k"}, true},
 	} {

@@ -1,12 +1,14 @@
 package curl
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 )
 
@@ -118,7 +120,61 @@ func (o *httpOptions) write(stdout io.Writer, resp *http.Response, noBody bool) 
 	if _, err := io.Copy(writerOnly{out}, src); err != nil {
 		return came.n, o.readFailed(err)
 	}
+	// As curl: a chunked body's trailer fields after it, with -i, and at
+	// the end of -D's headers.
+	if tr := trailerLines(resp); len(tr) > 0 {
+		if o.include {
+			if _, err := out.Write(tr); err != nil {
+				return came.n, fmt.Errorf("failure writing output to destination: %v", err)
+			}
+		}
+		if o.dumpHeader != "" {
+			if err := appendTo(o.dumpHeader, stdout, tr); err != nil {
+				return came.n, err
+			}
+		}
+	}
 	return came.n, closeOut(out, stdout)
+}
+
+// trailerLines is resp's trailer fields, read with its body, one
+// "Name: value" line each, sorted by name (net/http keeps neither their
+// order nor their case), as curl writes them after the body: without
+// the empty line that ended them.
+func trailerLines(resp *http.Response) []byte {
+	var b bytes.Buffer
+	names := make([]string, 0, len(resp.Trailer))
+	for k, vs := range resp.Trailer {
+		if len(vs) > 0 {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		for _, v := range resp.Trailer[k] {
+			fmt.Fprintf(&b, "%s: %s\r\n", k, v)
+		}
+	}
+	return b.Bytes()
+}
+
+// appendTo adds b at the end of the file path, or writes it to stdout
+// for "-".
+func appendTo(path string, stdout io.Writer, b []byte) error {
+	if path == "-" {
+		return writeTo(path, stdout, b)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err == nil {
+		_, err = f.Write(b)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("failure writing output to destination: %v", err)
+	}
+	return nil
 }
 
 // readFailed is write's error for err, met while copying the body: a
