@@ -60,3 +60,14 @@ func TestPlanAtOnce(t *testing.T) {
 		t.Errorf("yaoki plan --cap 0 --json: %v, %+v; want at_once and cap_s 0", err, p.Tracks)
 	}
 }
+
+// A document with no retrier retries nothing, which the plan says as a
+// warning: an empty document printed "no warnings".
+func TestPlanNoRetrierWarned(t *testing.T) {
+	for _, doc := range []string{`{}`, `{"Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Fallback"}]}`} {
+		pl := runPlan(t, "empty.json", doc)
+		if len(pl.Warnings) != 1 || !strings.Contains(pl.Warnings[0], "has no retrier (its Retry block is empty or absent): no error is retried") {
+			t.Errorf("%s: warnings %q; want that no error is retried", doc, pl.Warnings)
+		}
+	}
+}

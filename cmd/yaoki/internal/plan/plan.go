@@ -201,6 +201,9 @@ func makePlan(cp *flags.Resolved, o *planOptions) *plan {
 			}
 		}
 	} else {
+		if len(cp.Doc.Retry) == 0 {
+			pl.Warnings = append(pl.Warnings, fmt.Sprintf("%s has no retrier (its Retry block is empty or absent): no error is retried; add one, e.g. \"Retry\": [{\"ErrorEquals\": [\"States.ALL\"]}]", cp.Source))
+		}
 		for i, r := range cp.Doc.Retry {
 			// The call's attempts (MaxTotalAttempts, RetryMode off,
 			// YAOKI_MAX_ATTEMPTS) may end it before the retrier's own
