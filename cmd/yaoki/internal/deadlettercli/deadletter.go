@@ -33,7 +33,8 @@ keyword/value string (host=127.0.0.1 dbname=app); the PG* environment
 variables and ~/.pgpass fill in what it leaves out, as for psql. The tables
 live in the first schema of the connection's search_path.
 
-States: at the time the command runs, each letter is in exactly one of
+States: at the time the command runs, on the database's clock (this
+machine's may be off the fleet's), each letter is in exactly one of
   waiting  not due yet: its next redrive comes at DUE
   due      due and not held: a redriver may claim it now
   held     claimed by a redriver whose lease has not ended
@@ -47,8 +48,12 @@ Exit codes:
   2  bad usage`
 
 // NewCommand returns the yaoki deadletter command and its subcommands, built anew at each call.
-func NewCommand() *cobra.Command {
-	f := &dlFlags{}
+func NewCommand() *cobra.Command { return newCommand(time.Now) }
+
+// newCommand is NewCommand with clock as this machine's clock (a test's
+// skewed one).
+func newCommand(clock func() time.Time) *cobra.Command {
+	f := &dlFlags{clock: clock}
 	cmd := &cobra.Command{
 		Use:   "deadletter",
 		Short: "Inspect, requeue, delete and redrive dead letters kept in PostgreSQL",
@@ -96,7 +101,8 @@ lost, and redriven later by a deadletter.Redriver.
 
 // dlFlags are the flags every deadletter subcommand shares.
 type dlFlags struct {
-	dsn string
+	dsn   string
+	clock func() time.Time // this machine's: redrive's; the others decide by the database's
 }
 
 // dlConn is an open connection pool and the store over it.
@@ -265,7 +271,10 @@ the command runs (deadletter.Store.Count). --json prints one JSON object.
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withStore(cmd, func(ctx context.Context, c *dlConn) error {
-				now := storeNow()
+				now, err := c.now(ctx)
+				if err != nil {
+					return failed("count", err)
+				}
 				n, err := c.store.Count(ctx, queue, now)
 				if err != nil {
 					return failed("count", err)

@@ -51,10 +51,19 @@ func parseState(s string) (string, error) {
 	return "", fmt.Errorf("--state %q: want one of %s", s, strings.Join(dlStates, ", "))
 }
 
-// storeNow is the time a command decides by: the clock in UTC, to the
-// microsecond as the PostgreSQL store keeps times, so that a letter's state
-// in list is the one count gives it.
-func storeNow() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+// now is the time a command decides by: the database's clock
+// (clock_timestamp), in UTC, to the microsecond as the store keeps
+// times. Every operator then sees a letter in the same state whatever
+// their machine's clock says, and list gives a letter the state count
+// gives it; the machine's clock may be minutes off the fleet's (a laptop),
+// the database's is the one clock the fleet shares.
+func (c *dlConn) now(ctx context.Context) (time.Time, error) {
+	var t time.Time
+	if err := c.pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&t); err != nil {
+		return time.Time{}, err
+	}
+	return t.UTC().Truncate(time.Microsecond), nil
+}
 
 // Bounds of list --limit.
 const (
@@ -126,7 +135,10 @@ read many letters.
 }
 
 func (o *listOptions) run(ctx context.Context, cmd *cobra.Command, c *dlConn) error {
-	now := storeNow()
+	now, err := c.now(ctx)
+	if err != nil {
+		return failed("list", err)
+	}
 	out := bufio.NewWriter(cmd.OutOrStdout())
 	defer out.Flush()
 	enc := json.NewEncoder(out)
@@ -310,7 +322,10 @@ prints the request instead of the raw payload: method, URL, headers, body.
 				if err != nil {
 					return failed("show", err)
 				}
-				now := storeNow()
+				now, err := c.now(ctx)
+				if err != nil {
+					return failed("show", err)
+				}
 				j := letterJSONOf(&l, now)
 				if r, err := httpletter.Decode(l.Payload); err == nil {
 					enc, body := encodeBytes(r.Body)

@@ -72,6 +72,7 @@ are one statement: a claim taken meanwhile is never ended without --force.
 An ID that no letter has, or a held letter, is reported on stderr and makes
 the exit code 1, once the other IDs are requeued.
 
+Now, for --in and for the held check, is the database's clock.
 Durations are Go durations (90s, 5m, 1h30m) or plain seconds.
 ` + deadLetterHelp,
 		Example: `  # redrive a parked letter at the next pass
@@ -87,13 +88,16 @@ Durations are Go durations (90s, 5m, 1h30m) or plain seconds.
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, ids []string) error {
-			now := storeNow()
-			due, err := parseWhen(at, in, now)
-			if err != nil {
+			if _, err := parseWhen(at, in, f.clock()); err != nil {
 				return cli.Usagef("%v", err)
 			}
 			return f.withStore(cmd, func(ctx context.Context, c *dlConn) error {
-				return eachID(ctx, cmd, "requeue", ids, func(id string) (string, error) {
+				now, err := c.now(ctx)
+				if err != nil {
+					return failed("requeue", err)
+				}
+				due, _ := parseWhen(at, in, now) // checked above
+				return eachID(ctx, cmd, "requeue", ids, now, func(id string) (string, error) {
 					msg := "requeued " + oneLine(id) + ", due " + due.Format(time.RFC3339Nano)
 					if force {
 						return msg, c.store.Requeue(ctx, id, due)
@@ -131,7 +135,7 @@ still be done. To drop work for sure, list --state held first.
 		},
 		RunE: func(cmd *cobra.Command, ids []string) error {
 			return f.withStore(cmd, func(ctx context.Context, c *dlConn) error {
-				return eachID(ctx, cmd, "delete", ids, func(id string) (string, error) {
+				return eachID(ctx, cmd, "delete", ids, time.Time{}, func(id string) (string, error) {
 					return "deleted " + oneLine(id), c.store.Delete(ctx, id)
 				})
 			})
@@ -141,9 +145,10 @@ still be done. To drop work for sure, list --state held first.
 
 // eachID applies fn to each ID, printing its message on success. An ID not
 // found is reported on stderr and the others are still processed; the exit
-// code is then 1. Any other error stops at once (the store is failing),
-// naming the IDs left undone.
-func eachID(ctx context.Context, cmd *cobra.Command, what string, ids []string, fn func(id string) (string, error)) error {
+// code is then 1; so is a letter held by a claim (a *postgres.HeldError),
+// whose lease end is told relative to now. Any other error stops at once
+// (the store is failing), naming the IDs left undone.
+func eachID(ctx context.Context, cmd *cobra.Command, what string, ids []string, now time.Time, fn func(id string) (string, error)) error {
 	out, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	missing, held := 0, 0
 	var he *postgres.HeldError
@@ -158,7 +163,7 @@ func eachID(ctx context.Context, cmd *cobra.Command, what string, ids []string, 
 		case errors.As(err, &he):
 			fmt.Fprintf(stderr, "yaoki deadletter %s: letter %s is held by a redriver (claim %s) until %s (%s): it may be sending it now; "+
 				"left as it is: try again once the lease has ended, or give --force if that redriver is gone\n",
-				what, shellQuote(id), oneLine(he.Token), he.LeaseEnd.Format(time.RFC3339Nano), relative(he.LeaseEnd, storeNow()))
+				what, shellQuote(id), oneLine(he.Token), he.LeaseEnd.Format(time.RFC3339Nano), relative(he.LeaseEnd, now))
 			held++
 		default:
 			left := ""
@@ -225,6 +230,10 @@ printing each pass's report on stderr. Several redrivers, in this command or
 in programs, may serve one queue: claims keep them from sending a letter
 twice at once. -v prints each letter's outcome on stderr.
 
+The redriver decides by this machine's clock which letters are due and when
+its claims end, as every redriver of a fleet does by its own: redrive warns
+on stderr when it is more than a second off the database's.
+
 The letters of a pass share one claim: each request's deadline is the end of
 its --lease, and a letter whose turn comes after it is not sent (another
 redriver may hold it by then); choose --lease to cover --batch requests.
@@ -257,7 +266,7 @@ letters by state are the gauge yaoki_deadletter_letters.
 			case o.interval.D <= 0:
 				return cli.Usagef("--interval %v: want a duration > 0, e.g. 30s", o.interval.D)
 			}
-			return f.withStore(cmd, func(ctx context.Context, c *dlConn) error { return o.run(ctx, cmd, c) })
+			return f.withStore(cmd, func(ctx context.Context, c *dlConn) error { return o.run(ctx, cmd, c, f.clock) })
 		},
 	}
 	fs := cmd.Flags()
@@ -272,7 +281,9 @@ letters by state are the gauge yaoki_deadletter_letters.
 	return cmd
 }
 
-func (o *redriveOptions) run(ctx context.Context, cmd *cobra.Command, c *dlConn) error {
+// run serves the queue with a redriver that decides by clock, this
+// machine's.
+func (o *redriveOptions) run(ctx context.Context, cmd *cobra.Command, c *dlConn, clock func() time.Time) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
@@ -296,7 +307,7 @@ func (o *redriveOptions) run(ctx context.Context, cmd *cobra.Command, c *dlConn)
 		Store: c.store, Queue: o.queue, Handler: h, Batch: o.batch, Lease: o.lease.D,
 		MaxRedrives: o.redrives, Interval: o.interval.D, Observer: ob.Observer,
 		OnPass: func(rep deadletter.Report, err error) {
-			at := time.Now().UTC().Format(time.RFC3339)
+			at := clock().UTC().Format(time.RFC3339)
 			if err != nil {
 				fmt.Fprintf(stderr, "yaoki deadletter redrive: %s pass failed after %s: %v (next pass in %v)\n", at, report(rep), err, o.interval.D)
 				return
@@ -307,8 +318,27 @@ func (o *redriveOptions) run(ctx context.Context, cmd *cobra.Command, c *dlConn)
 	if err != nil {
 		return cli.Usagef("deadletter redrive: %v", err)
 	}
+	// The redriver decides by this machine's clock, as each redriver of a
+	// fleet does by its own: say so when it is off the database's.
+	before := clock()
+	dbNow, err := c.now(ctx)
+	if err != nil {
+		return failed("redrive", err)
+	}
+	after := clock()
+	// The database read its clock between before and after (the first
+	// connection's setup included).
+	ahead, behind := before.Sub(dbNow), dbNow.Sub(after)
+	if ahead > maxSkew || behind > maxSkew {
+		skew, how := ahead, "ahead of"
+		if behind > maxSkew {
+			skew, how = behind, "behind"
+		}
+		fmt.Fprintf(stderr, "yaoki deadletter redrive: warning: this machine's clock is %v %s the database's; the redriver decides by it which letters are due and when its claims end: a clock that far off the other redrivers' makes them take each other's letters before their leases end\n",
+			skew.Round(time.Second), how)
+	}
 	if o.once {
-		rep, err := r.RedriveAt(ctx, time.Now())
+		rep, err := r.RedriveAt(ctx, clock())
 		fmt.Fprintln(stdout, report(rep))
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -320,7 +350,7 @@ func (o *redriveOptions) run(ctx context.Context, cmd *cobra.Command, c *dlConn)
 	}
 	// Check the database and the table before the first pass, so that a
 	// wrong DSN fails now rather than at every pass.
-	n, err := c.store.Count(ctx, o.queue, storeNow())
+	n, err := c.store.Count(ctx, o.queue, dbNow)
 	if err != nil {
 		return failed("redrive", err)
 	}
@@ -334,6 +364,10 @@ func (o *redriveOptions) run(ctx context.Context, cmd *cobra.Command, c *dlConn)
 	fmt.Fprintln(stderr, "yaoki deadletter redrive: stopped")
 	return nil
 }
+
+// maxSkew is how far redrive lets this machine's clock be off the
+// database's before it warns.
+const maxSkew = time.Second
 
 // report is a pass's report in words.
 func report(r deadletter.Report) string {
