@@ -112,11 +112,11 @@ func TestStrayArgumentSaysWhatToWrite(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"plan", "retry.json"}, `yaoki plan takes no arguments, got "retry.json": to load a policy file, write --policy retry.json`},
-		{[]string{"sim", "outage", "policies/retry.yaml"}, `yaoki sim outage takes no arguments, got "policies/retry.yaml": to load a policy file, write --policy policies/retry.yaml`},
-		{[]string{"sim", "hrd"}, `yaoki sim has no subcommand "hrd": want one of all, collapse, herd, outage, ratelimit, tail (did you mean herd?)`},
-		{[]string{"sim", "storm"}, `yaoki sim has no subcommand "storm": want one of all, collapse, herd, outage, ratelimit, tail`},
-		{[]string{"flaky", "503,200"}, `yaoki flaky takes no arguments, got "503,200": its input is given by flags (see --help)`},
+		{[]string{"plan", "retry.json"}, `plan takes no arguments, got "retry.json": to load a policy file, write --policy retry.json`},
+		{[]string{"sim", "outage", "policies/retry.yaml"}, `sim outage takes no arguments, got "policies/retry.yaml": to load a policy file, write --policy policies/retry.yaml`},
+		{[]string{"sim", "hrd"}, `sim has no subcommand "hrd": want one of all, collapse, herd, outage, ratelimit, tail (did you mean herd?)`},
+		{[]string{"sim", "storm"}, `sim has no subcommand "storm": want one of all, collapse, herd, outage, ratelimit, tail`},
+		{[]string{"flaky", "503,200"}, `flaky takes no arguments, got "503,200": its input is given by flags (see --help)`},
 	} {
 		root := newRoot()
 		root.SetArgs(tc.args)
@@ -153,7 +153,7 @@ func TestProxyStrayFileArgument(t *testing.T) {
 	root := newRoot()
 	root.SetArgs([]string{"proxy", "proxy.yaml"})
 	var ee *cli.ExitError
-	want := `yaoki proxy takes no arguments, got "proxy.yaml": to load a file, write --config proxy.yaml (the routes) or --policy proxy.yaml (one policy)`
+	want := `proxy takes no arguments, got "proxy.yaml": to load a file, write --config proxy.yaml (the routes) or --policy proxy.yaml (one policy)`
 	if err := root.Execute(); !errors.As(err, &ee) || ee.Code != cli.ExitUsage || ee.Msg != want {
 		t.Errorf("yaoki proxy proxy.yaml: %v; want exit %d and %q", err, cli.ExitUsage, want)
 	}

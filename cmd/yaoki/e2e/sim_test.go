@@ -228,7 +228,7 @@ func TestSimBadInput(t *testing.T) {
 		{[]string{"sim", "outage", "--p", "1.5"}, "--p 1.5: out of range"},
 		{[]string{"sim", "outage", "--policies", "nobody"}, `no policy "nobody"`},
 		{[]string{"sim", "collapse", "--trigger", "quake"}, `--trigger "quake"`},
-		{[]string{"sim", "storm"}, `yaoki sim has no subcommand "storm": want one of all, collapse, herd, outage, ratelimit, tail`},
+		{[]string{"sim", "storm"}, `sim has no subcommand "storm": want one of all, collapse, herd, outage, ratelimit, tail`},
 		{[]string{"sim", "herd", "--max-attempts", "-3"}, "--max-attempts -3"},
 	}
 	for _, c := range cases {

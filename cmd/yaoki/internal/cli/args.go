@@ -20,6 +20,8 @@ func NoArgs(cmd *cobra.Command, args []string) error {
 		return nil
 	}
 	a := args[0]
+	// "sim herd", not "yaoki sim herd": the message follows "yaoki: ".
+	path := strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
 	if cmd.HasAvailableSubCommands() {
 		var names []string
 		best, bestDist := "", 3
@@ -32,7 +34,7 @@ func NoArgs(cmd *cobra.Command, args []string) error {
 				best, bestDist = c.Name(), d
 			}
 		}
-		msg := fmt.Sprintf("%s has no subcommand %q: want one of %s", cmd.CommandPath(), a, strings.Join(names, ", "))
+		msg := fmt.Sprintf("%s has no subcommand %q: want one of %s", path, a, strings.Join(names, ", "))
 		if best != "" {
 			msg += fmt.Sprintf(" (did you mean %s?)", best)
 		}
@@ -40,9 +42,9 @@ func NoArgs(cmd *cobra.Command, args []string) error {
 	}
 	if cmd.Flags().Lookup("policy") != nil && (filepath.Ext(a) != "" || strings.Contains(a, "/")) {
 		if cmd.Flags().Lookup("config") != nil {
-			return Usagef("%s takes no arguments, got %q: to load a file, write --config %s (the routes) or --policy %s (one policy)", cmd.CommandPath(), a, a, a)
+			return Usagef("%s takes no arguments, got %q: to load a file, write --config %s (the routes) or --policy %s (one policy)", path, a, a, a)
 		}
-		return Usagef("%s takes no arguments, got %q: to load a policy file, write --policy %s", cmd.CommandPath(), a, a)
+		return Usagef("%s takes no arguments, got %q: to load a policy file, write --policy %s", path, a, a)
 	}
-	return Usagef("%s takes no arguments, got %q: its input is given by flags (see --help)", cmd.CommandPath(), a)
+	return Usagef("%s takes no arguments, got %q: its input is given by flags (see --help)", path, a)
 }
