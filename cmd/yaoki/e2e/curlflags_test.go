@@ -6,6 +6,7 @@ import (
 	"compress/zlib"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -238,15 +239,21 @@ func TestHTTPUploadLikeCurl(t *testing.T) {
 
 // Over HTTP/2, %{size_request} counts the request as HTTP/1.1 writes it
 // (its pseudo-headers are the request line): the same as with --http1.1.
+// The server reads the body before it answers (one that answers first
+// may reset the stream before the body is sent, which is then not
+// counted), and answers with a body, read before -w counts the request.
 func TestHTTPSizeRequestOverHTTP2(t *testing.T) {
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		fmt.Fprintln(w, "read")
+	}))
 	srv.EnableHTTP2 = true
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	ca := filepath.Join(t.TempDir(), "ca.pem")
 	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600)
-	h2 := run(t, nil, "http", "-s", "--cacert", ca, "-d", "a=1", "-w", "%{http_version} %{size_request}", srv.URL+"/p")
-	h1 := run(t, nil, "http", "-s", "--cacert", ca, "-d", "a=1", "--http1.1", "-w", "%{http_version} %{size_request}", srv.URL+"/p")
+	h2 := run(t, nil, "http", "-s", "-o", "/dev/null", "--cacert", ca, "-d", "a=1", "-w", "%{http_version} %{size_request}", srv.URL+"/p")
+	h1 := run(t, nil, "http", "-s", "-o", "/dev/null", "--cacert", ca, "-d", "a=1", "--http1.1", "-w", "%{http_version} %{size_request}", srv.URL+"/p")
 	v2, n2, _ := strings.Cut(h2.stdout, " ")
 	v1, n1, _ := strings.Cut(h1.stdout, " ")
 	if v2 != "2" || v1 != "1.1" || n1 != n2 || n1 == "0" {

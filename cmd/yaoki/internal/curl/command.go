@@ -655,10 +655,6 @@ func (o *httpOptions) transfer(cmd *cobra.Command, rawURL string) error {
 	}
 	defer resp.Body.Close()
 	info.answered(resp, tg)
-	addrs.carried(resp, &info, start)
-	if !o.redirected.IsZero() && info.redirects > 0 {
-		info.phases.redirect = o.redirected.Sub(start)
-	}
 	reason := obs.gaveUp()
 	code, msg := curlOK, ""
 	switch {
@@ -672,6 +668,13 @@ func (o *httpOptions) transfer(cmd *cobra.Command, rawURL string) error {
 	}
 	noBody := code == curlHTTPError && !o.failWithBody
 	n, werr := o.write(cmd.OutOrStdout(), resp, noBody)
+	// After the body: over HTTP/2 the request's body may still be on its
+	// way when the answer comes, and %{size_request} and %{size_upload}
+	// count it once written.
+	addrs.carried(resp, &info, start)
+	if !o.redirected.IsZero() && info.redirects > 0 {
+		info.phases.redirect = o.redirected.Sub(start)
+	}
 	info.size = n
 	last, total, retries := obs.counts()
 	info.took, info.retries = time.Since(start), retries
