@@ -59,3 +59,19 @@ func TestHTTPStdoutClosedLikeCurl(t *testing.T) {
 		s.restart()
 	}
 }
+
+// With one URL and two -o, the body goes to the first file, as curl
+// writes it (the -o's after the first would be for the next URLs).
+func TestHTTPTwoOutputsLikeCurl(t *testing.T) {
+	s := startScripted(t, false, ok("hello\n"))
+	for _, who := range []string{"yaoki", "curl"} {
+		dir := t.TempDir()
+		first, second := filepath.Join(dir, "first"), filepath.Join(dir, "second")
+		r := runAs(t, who, "-s", "-o", first, "-o", second, s.url+"p")
+		b, err := os.ReadFile(first)
+		_, err2 := os.Stat(second)
+		if r.code != 0 || err != nil || string(b) != "hello\n" || err2 == nil {
+			t.Errorf("%s: exit %d, first %q (%v), second made: %v; want the body in the first file only", who, r.code, b, err, err2 == nil)
+		}
+	}
+}

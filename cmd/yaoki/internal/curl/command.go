@@ -91,6 +91,7 @@ type httpOptions struct {
 	resume         *resumeState
 	trace          *connTrace // the attempts' connections, for the headers as they came
 	format         string     // -w's format, as read
+	extraOutputs   int        // the -o's after the first (curl's for the next URLs)
 	urlGiven       string     // %{url}: the URL given (with -G, made anew with the data)
 	infoWritten    bool       // -w's format was written
 }
@@ -181,7 +182,7 @@ each attempt).
 	f.Var(formFlag{true, &o.form}, "form-string", "multipart form part 'name=value', the value sent as written (no @, < or ; meaning)")
 	f.BoolVarP(&o.get, "get", "G", false, "send the data in the URL's query string with GET")
 	f.BoolVarP(&o.head, "head", "I", false, "send HEAD and write the answer's headers only")
-	f.StringVarP(&o.output, "output", "o", "", "write the body to FILE instead of stdout")
+	f.VarP(&outputFlag{dst: &o.output, extra: &o.extraOutputs}, "output", "o", "write the body to FILE instead of stdout (the first -o: curl's next ones are for the next URLs)")
 	f.BoolVarP(&o.remoteName, "remote-name", "O", false, "write the body to a file named as the URL's last path segment (as written, query left out), in the current folder or --output-dir")
 	f.StringVar(&o.outputDir, "output-dir", "", "the folder of -o's or -O's file")
 	f.StringVarP(&o.dumpHeader, "dump-header", "D", "", "write the answer's headers (with -L, each redirect's first) to FILE too; - for stdout")
@@ -422,6 +423,9 @@ func (o *httpOptions) transfer(cmd *cobra.Command, rawURL string) error {
 		return err
 	}
 	stderr := cmd.ErrOrStderr()
+	if o.extraOutputs > 0 {
+		o.say(stderr, "warning: more -o than URLs: the body goes to %s, the first, as curl writes it", o.output)
+	}
 	format, err := readWriteOut(o.writeOut, cmd.InOrStdin())
 	if err != nil {
 		return err

@@ -243,3 +243,29 @@ func (o *httpOptions) writeInfo(stdout, stderr io.Writer, format string, info *t
 		info.writeOut(format, stdout, stderr)
 	}
 }
+
+// outputFlag is -o: the first given names the file, as curl, whose next
+// -o's are for the next URLs; extra counts those.
+type outputFlag struct {
+	dst   *string
+	set   bool
+	extra *int
+}
+
+func (f *outputFlag) String() string {
+	if f.dst == nil {
+		return ""
+	}
+	return *f.dst
+}
+
+func (f *outputFlag) Set(v string) error {
+	if f.set {
+		*f.extra++
+		return nil
+	}
+	*f.dst, f.set = v, true
+	return nil
+}
+
+func (f *outputFlag) Type() string { return "string" }
