@@ -2,11 +2,13 @@ package curl
 
 import (
 	"crypto/tls"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptrace"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -44,10 +46,11 @@ type attemptTrace struct {
 	gotConn, firstByte    time.Time
 	newConn               bool
 	local, remote         net.Addr
-	headerBytes           int64       // the request line and headers written
-	bodyBytes             int64       // the body written
-	rec                   *recordConn // the connection, when it records what it reads
-	raw                   []byte      // the answer's header sections as they came (rawHeaders), or nil
+	headerBytes           int64        // the request line and headers written
+	bodyBytes             int64        // the body written
+	bodyRead              atomic.Int64 // the body read by the transport to be sent (over HTTP/2 WroteRequest may come after the answer)
+	rec                   *recordConn  // the connection, when it records what it reads
+	raw                   []byte       // the answer's header sections as they came (rawHeaders), or nil
 }
 
 func (c *connTrace) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -126,7 +129,11 @@ func (c *connTrace) RoundTrip(req *http.Request) (*http.Response, error) {
 		},
 		GotFirstResponseByte: func() { stamp(&a.firstByte) },
 	}
-	resp, err := c.base.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
+	sent := req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
+	if req.Body != nil && req.Body != http.NoBody {
+		sent.Body = &countedBody{ReadCloser: req.Body, n: &a.bodyRead}
+	}
+	resp, err := c.base.RoundTrip(sent)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.last = a
@@ -187,11 +194,11 @@ func (c *connTrace) carried(resp *http.Response, ti *transferInfo, start time.Ti
 	ti.phases.starttransfer = since(a.firstByte)
 	ti.local, ti.remote = endpointOf(a.local), endpointOf(a.remote)
 	if resp != nil {
-		ti.sizeUpload = a.bodyBytes // as curl: the final request's only
+		ti.sizeUpload = a.sentBody() // as curl: the final request's only
 	}
 	for r := resp; r != nil; r = r.Request.Response {
 		if t := c.of[r]; t != nil {
-			ti.sizeRequest += t.headerBytes + t.bodyBytes
+			ti.sizeRequest += t.headerBytes + t.sentBody()
 			if t.newConn {
 				ti.connects++
 			}
@@ -237,4 +244,24 @@ func headerSize(resp *http.Response) int64 {
 		n += len("Transfer-Encoding: ") + len(te) + len("\r\n")
 	}
 	return int64(n)
+}
+
+// sentBody is the bytes of the attempt's body sent: all of them once the
+// transport said it wrote the request, else those it read to send (a
+// server that read the whole body before it answered got them all,
+// though over HTTP/2 WroteRequest may come after the answer).
+func (a *attemptTrace) sentBody() int64 {
+	return max(a.bodyBytes, a.bodyRead.Load())
+}
+
+// countedBody counts the bytes the transport reads of a request's body.
+type countedBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
 }
