@@ -75,3 +75,23 @@ func TestHTTPTwoOutputsLikeCurl(t *testing.T) {
 		}
 	}
 }
+
+// yaoki http sends one URL: several (as arguments, or --url more than
+// once), which curl would fetch one after the other, are refused as bad
+// usage before anything is sent, rather than all but the last dropped.
+func TestHTTPSeveralURLsRefused(t *testing.T) {
+	s := startScripted(t, false, ok("hello\n"))
+	for _, args := range [][]string{
+		{s.url + "a", s.url + "b"},
+		{"--url", s.url + "a", "--url", s.url + "b"},
+		{"--url", s.url + "a", s.url + "b"},
+	} {
+		r := run(t, nil, append([]string{"http", "-s"}, args...)...)
+		if r.code != 2 || !strings.Contains(r.stderr, "exactly one URL") {
+			t.Errorf("yaoki http %q: exit %d, stderr %q; want 2 and 'exactly one URL'", args, r.code, r.stderr)
+		}
+	}
+	if n := len(s.requests()); n != 0 {
+		t.Errorf("%d requests sent, want none", n)
+	}
+}

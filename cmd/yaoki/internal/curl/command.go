@@ -77,7 +77,7 @@ type httpOptions struct {
 	network        string        // -4 (tcp4), -6 (tcp6), or "" for either
 	http11         bool          // --http1.1: no HTTP/2
 	upload         string        // -T: the file to PUT ("-": stdin)
-	url            string        // --url: the URL, instead of the argument
+	urls           []string      // --url: the URL, instead of the argument (one)
 	resolve        []string
 	proxy          string              // -x: the proxy to send through
 	proxyURL       *url.URL            // -x's, parsed
@@ -145,19 +145,13 @@ each attempt).
   # upload a file as is, with the response headers, body to a file
   yaoki http -i --data-binary @payload.bin -o answer.txt http://127.0.0.1:8080/upload`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if n := len(args); o.url != "" && n > 0 || o.url == "" && n != 1 {
-				if o.url != "" {
-					n++
-				}
-				return cli.Usagef("http needs exactly one URL: yaoki http [flags] URL, or --url URL (got %d)", n)
+			if n := len(args) + len(o.urls); n != 1 {
+				return cli.Usagef("http needs exactly one URL: yaoki http [flags] URL, or --url URL (got %d; curl would fetch them one after the other)", n)
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.url != "" {
-				return o.run(cmd, o.url)
-			}
-			return o.run(cmd, args[0])
+			return o.run(cmd, append(o.urls, args...)[0])
 		},
 	}
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
@@ -196,7 +190,7 @@ each attempt).
 	f.BoolVarP(&o.insecure, "insecure", "k", false, "accept any TLS certificate")
 	f.BoolVar(&o.compressed, "compressed", false, "ask for a compressed answer (Accept-Encoding: deflate, gzip, br, zstd) and write its body decoded; -i shows the headers as they came")
 	f.StringVarP(&o.upload, "upload-file", "T", "", "PUT FILE as the body (- for stdin), sent again from its start on each attempt; a URL whose path ends with / gets the file's name")
-	f.StringVar(&o.url, "url", "", "the URL, as curl's --url (instead of the argument)")
+	f.StringArrayVar(&o.urls, "url", nil, "the URL, as curl's --url (instead of the argument; one URL)")
 	f.StringArrayVar(&o.resolve, "resolve", nil, "HOST:PORT:ADDR[,ADDR...]: connect to ADDR (in order, until one answers) for HOST:PORT, which the URL, Host and TLS keep (repeatable)")
 	f.StringVarP(&o.proxy, "proxy", "x", "", "send through this proxy ([SCHEME://]HOST:PORT; http when no scheme; https, socks5 too); without it, $http_proxy, $HTTPS_PROXY and $NO_PROXY as Go reads them")
 	f.StringVar(&o.noProxy, "noproxy", "", "hosts to reach without -x's proxy: names, domains (example.com covers its subdomains), comma-separated; * for all")
