@@ -77,14 +77,25 @@ const migrationLock = 0x79616f6b69 // "yaoki"
 // once (an advisory lock serialises them). The tables go to the first
 // schema of the connection's search_path.
 func Migrate(ctx context.Context, db DB) error {
+	_, err := migrate(ctx, db, migrations[:])
+	return err
+}
+
+// MigrateApplied is Migrate, returning the names of the migrations that
+// this call applied, in order: none when the database had them all, or
+// when another process running Migrate at the same time applied them first
+// (a tool that reads the applied names before Migrate and after it would
+// tell both processes that they applied them).
+func MigrateApplied(ctx context.Context, db DB) (applied []string, err error) {
 	return migrate(ctx, db, migrations[:])
 }
 
-// migrate applies the migrations of ms not yet applied.
-func migrate(ctx context.Context, db DB, ms []migration) (err error) {
+// migrate applies the migrations of ms not yet applied and returns their
+// names.
+func migrate(ctx context.Context, db DB, ms []migration) (applied []string, err error) {
 	tx, err := db.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("postgres: migrate: begin: %w", err)
+		return nil, fmt.Errorf("postgres: migrate: begin: %w", err)
 	}
 	defer func() {
 		if err != nil {
@@ -92,31 +103,32 @@ func migrate(ctx context.Context, db DB, ms []migration) (err error) {
 		}
 	}()
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrationLock)); err != nil {
-		return fmt.Errorf("postgres: migrate: lock: %w", err)
+		return nil, fmt.Errorf("postgres: migrate: lock: %w", err)
 	}
 	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+MigrationsTable+` (
 	name       text        PRIMARY KEY,
 	applied_at timestamptz NOT NULL DEFAULT now()
 )`); err != nil {
-		return fmt.Errorf("postgres: migrate: create %s: %w", MigrationsTable, err)
+		return nil, fmt.Errorf("postgres: migrate: create %s: %w", MigrationsTable, err)
 	}
 	for _, m := range ms {
 		var done bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+MigrationsTable+` WHERE name = $1)`, m.name).Scan(&done); err != nil {
-			return fmt.Errorf("postgres: migrate: %s: %w", m.name, err)
+			return nil, fmt.Errorf("postgres: migrate: %s: %w", m.name, err)
 		}
 		if done {
 			continue
 		}
 		if _, err := tx.Exec(ctx, m.sql); err != nil {
-			return fmt.Errorf("postgres: migrate: apply %s: %w", m.name, err)
+			return nil, fmt.Errorf("postgres: migrate: apply %s: %w", m.name, err)
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO `+MigrationsTable+` (name) VALUES ($1)`, m.name); err != nil {
-			return fmt.Errorf("postgres: migrate: record %s: %w", m.name, err)
+			return nil, fmt.Errorf("postgres: migrate: record %s: %w", m.name, err)
 		}
+		applied = append(applied, m.name)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("postgres: migrate: commit: %w", err)
+		return nil, fmt.Errorf("postgres: migrate: commit: %w", err)
 	}
-	return nil
+	return applied, nil
 }

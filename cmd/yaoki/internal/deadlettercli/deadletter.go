@@ -171,19 +171,17 @@ func newDLMigrateCmd(f *dlFlags) *cobra.Command {
 		Use:   "migrate",
 		Short: "Create or update yaoki's tables (idempotently)",
 		Long: `migrate applies the postgres module's migrations that the database lacks
-(postgres.Migrate: the idempotency table, then the dead-letter table), in one
-transaction, and says which it applied. Running it again applies nothing;
-several processes may run it at once (an advisory lock serialises them).
+(postgres.MigrateApplied: the idempotency table, then the dead-letter table),
+in one transaction, and says which it applied. Running it again applies
+nothing; several processes may run it at once (an advisory lock serialises
+them): one applies the migrations, the others say they had nothing to apply.
 ` + deadLetterHelp,
 		Example: `  yaoki deadletter migrate --postgres 'postgres://app@127.0.0.1:5432/app?sslmode=disable'`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return f.withStore(cmd, func(ctx context.Context, c *dlConn) error {
-				before, err := appliedMigrations(ctx, c.pool)
+				applied, err := postgres.MigrateApplied(ctx, c.pool)
 				if err != nil {
-					return failed("migrate", err)
-				}
-				if err := postgres.Migrate(ctx, c.pool); err != nil {
 					return failed("migrate", err)
 				}
 				after, err := appliedMigrations(ctx, c.pool)
@@ -195,18 +193,10 @@ several processes may run it at once (an advisory lock serialises them).
 					return failed("migrate", err)
 				}
 				out := cmd.OutOrStdout()
-				was := make(map[string]bool, len(before))
-				for _, m := range before {
-					was[m] = true
+				for _, m := range applied {
+					fmt.Fprintf(out, "applied %s\n", m)
 				}
-				n := 0
-				for _, m := range after {
-					if !was[m] {
-						fmt.Fprintf(out, "applied %s\n", m)
-						n++
-					}
-				}
-				if n == 0 {
+				if len(applied) == 0 {
 					fmt.Fprint(out, "nothing to apply: ")
 				}
 				fmt.Fprintf(out, "database %s, schema %s: up to date (%s)\n", db, schema, strings.Join(after, ", "))
