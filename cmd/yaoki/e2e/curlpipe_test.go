@@ -95,3 +95,26 @@ func TestHTTPSeveralURLsRefused(t *testing.T) {
 		t.Errorf("%d requests sent, want none", n)
 	}
 }
+
+// -H 'Transfer-Encoding: chunked' with a body sends the body chunked, as
+// curl does: the server gets Transfer-Encoding: chunked and no
+// Content-Length, where Go's client would send Content-Length.
+func TestHTTPChunkedBodyLikeCurl(t *testing.T) {
+	s := startScripted(t, false, ok("hello\n"))
+	var got [2]seen
+	for i, who := range []string{"yaoki", "curl"} {
+		r := runAs(t, who, "-sS", "--retry", "0", "-H", "Transfer-Encoding: chunked", "--data-binary", "a=1&b=2", s.url+"p")
+		reqs := s.requests()
+		if r.code != 0 || len(reqs) != 1 {
+			t.Fatalf("%s: exit %d, %d requests; want 0 and 1\n%s", who, r.code, len(reqs), r.stderr)
+		}
+		got[i] = reqs[0]
+		s.restart()
+	}
+	for i, who := range []string{"yaoki", "curl"} {
+		g := got[i]
+		if g.method != "POST" || g.body != "a=1&b=2" || g.header.Get("Transfer-Encoding") != "chunked" || g.header.Get("Content-Length") != "" {
+			t.Errorf("%s sent %s %q, Transfer-Encoding %q, Content-Length %q; want POST chunked, no Content-Length", who, g.method, g.body, g.header.Get("Transfer-Encoding"), g.header.Get("Content-Length"))
+		}
+	}
+}

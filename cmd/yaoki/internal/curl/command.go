@@ -797,6 +797,12 @@ func (o *httpOptions) setHeaders(req *http.Request, hasBody, isJSON bool) {
 		}
 		h.Add(name, value)
 	}
+	// As curl: -H 'Transfer-Encoding: chunked' sends the body chunked,
+	// without Content-Length (net/http writes the header itself).
+	if req.Body != nil && req.Body != http.NoBody && strings.EqualFold(h.Get("Transfer-Encoding"), "chunked") {
+		h.Del("Transfer-Encoding")
+		req.ContentLength, req.TransferEncoding = -1, []string{"chunked"}
+	}
 }
 
 // givenContentType returns the first -H Content-Type's value, or "".
