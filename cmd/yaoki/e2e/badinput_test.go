@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Bad input to exec and flaky is a usage error (exit 2) that names the
+// Bad input to exec, flaky and proxy is a usage error (exit 2) that names the
 // flag and says what is accepted.
 func TestBadInputIsUsage(t *testing.T) {
 	for _, tc := range []struct {
@@ -23,6 +23,8 @@ func TestBadInputIsUsage(t *testing.T) {
 		{[]string{"flaky", "--rate-429", "-0.1"}, "--rate-429 -0.1: want a share from 0 to 1"},
 		{[]string{"flaky", "--script", "200", "--rate-reset", "-1"}, "--rate-reset -1"},
 		{[]string{"flaky", "--rate-slow", "0.5", "--slow", "0"}, "--slow 0"},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:9", "--listen", ":99999"}, `--listen ":99999": port "99999": want a port from 0 to 65535`},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:9", "--listen", "8080"}, `--listen "8080": want HOST:PORT`},
 	} {
 		r := run(t, nil, tc.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, tc.want) {

@@ -261,13 +261,10 @@ func (o *flakyOptions) checkRateCompanions(cmd *cobra.Command, rated bool) error
 // checkLoopback refuses addresses other than loopback: flaky serves faults
 // for tests and must not be reachable from elsewhere.
 func checkLoopback(addr string) error {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return cli.Usagef("--addr %q: want HOST:PORT such as 127.0.0.1:8080 (port 0: any free port)", addr)
+	if err := cli.ListenAddr("--addr", addr); err != nil {
+		return err
 	}
-	if _, err := strconv.ParseUint(port, 10, 16); err != nil && port != "" && strings.Trim(port, "0123456789") == "" {
-		return cli.Usagef("--addr %q: port %q: want a port from 0 to 65535 (0: any free port)", addr, port)
-	}
+	host, _, _ := net.SplitHostPort(addr)
 	if host == "localhost" {
 		return nil
 	}

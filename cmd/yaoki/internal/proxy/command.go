@@ -166,8 +166,8 @@ func (o *options) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := net.SplitHostPort(o.listen); err != nil {
-		return cli.Usagef("--listen %q: want HOST:PORT such as 127.0.0.1:8080 (port 0: any free port)", o.listen)
+	if err := cli.ListenAddr("--listen", o.listen); err != nil {
+		return err
 	}
 	stderr := cmd.ErrOrStderr()
 	s := NewServer(stderr)
