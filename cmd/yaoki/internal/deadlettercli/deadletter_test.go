@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -195,8 +196,14 @@ func FuzzTerminalText(f *testing.F) {
 		if c == one && utf8.RuneCountInString(one) > n {
 			t.Fatalf("cutRunes(%q, %d) did not cut", one, n)
 		}
-		if q := shellQuote(one); unquote(t, q) != one {
-			t.Fatalf("shellQuote(%q) = %s, which a shell reads as %q", one, q, unquote(t, q))
+		for _, w := range []string{one, s} {
+			q := shellQuote(w)
+			if unquote(t, q) != w {
+				t.Fatalf("shellQuote(%q) = %s, which a shell reads as %q", w, q, unquote(t, q))
+			}
+			if !utf8.ValidString(q) || strings.ContainsFunc(q, hidden) {
+				t.Fatalf("shellQuote(%q) = %q, not for a terminal", w, q)
+			}
 		}
 	})
 }
@@ -209,11 +216,50 @@ func abs(n int) int {
 }
 
 // unquote reads a word as a POSIX shell does, for the words shellQuote
-// makes: plain characters, '...' and \'.
+// makes: plain characters, '...', \' and $'...' with the escapes \\, \',
+// \t, \n, \r and \xHH.
 func unquote(t *testing.T, w string) string {
 	var b strings.Builder
 	for i := 0; i < len(w); {
 		switch {
+		case strings.HasPrefix(w[i:], "$'"):
+			i += 2
+			for ; i < len(w) && w[i] != '\''; i++ {
+				if w[i] != '\\' {
+					b.WriteByte(w[i])
+					continue
+				}
+				if i+1 >= len(w) {
+					t.Fatalf("%s: a backslash at the end", w)
+				}
+				i++
+				switch w[i] {
+				case '\\', '\'':
+					b.WriteByte(w[i])
+				case 't':
+					b.WriteByte('\t')
+				case 'n':
+					b.WriteByte('\n')
+				case 'r':
+					b.WriteByte('\r')
+				case 'x':
+					if i+2 >= len(w) {
+						t.Fatalf("%s: a short \\x", w)
+					}
+					n, err := strconv.ParseUint(w[i+1:i+3], 16, 8)
+					if err != nil {
+						t.Fatalf("%s: %v", w, err)
+					}
+					b.WriteByte(byte(n))
+					i += 2
+				default:
+					t.Fatalf("%s: the escape \\%c, which shellQuote does not make", w, w[i])
+				}
+			}
+			if i >= len(w) {
+				t.Fatalf("%s: unterminated $'", w)
+			}
+			i++
 		case w[i] == '\'':
 			j := strings.IndexByte(w[i+1:], '\'')
 			if j < 0 {

@@ -90,13 +90,50 @@ func shortDuration(d time.Duration) string {
 	return s
 }
 
-// shellQuote returns s as one word a POSIX shell reads back as s: as is
-// when it is plain, else in single quotes.
+// shellQuote returns s as one word a shell reads back as s, to be pasted
+// into the next command (list's --after): as is when it is plain, else in
+// single quotes, and in ANSI-C quotes ($'...', read by bash, zsh, ksh and
+// POSIX sh since 2024) when it holds hidden characters or bytes that are
+// not UTF-8, each written as an escape (\t, \x1b, \xe2\x80\xae), so that the word
+// is the ID itself, not a likeness: a tab shown as a space is another ID,
+// and --after it skips letters.
 func shellQuote(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:/@%+=,", r))
 	}) < 0 {
 		return s
 	}
-	return "'" + strings.ReplaceAll(oneLine(s), "'", `'\''`) + "'"
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, hidden) {
+		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	}
+	var b strings.Builder
+	b.WriteString("$'")
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\'' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case !hidden(r):
+			b.WriteRune(r)
+		default:
+			// Its UTF-8 bytes, two hex digits each (\x1b followed by a
+			// digit stays one escape): \u would depend on the shell's
+			// locale.
+			for _, c := range []byte(s[i : i+n]) {
+				fmt.Fprintf(&b, `\x%02x`, c)
+			}
+		}
+		i += n
+	}
+	b.WriteByte('\'')
+	return b.String()
 }
