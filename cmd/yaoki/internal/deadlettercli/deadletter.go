@@ -19,8 +19,8 @@ import (
 )
 
 // dlFailed is the exit code of a deadletter command that the store failed
-// (the database unreachable, the table missing) or that was given an ID no
-// letter has.
+// (the database unreachable, the table missing), that was given an ID no
+// letter has, or whose requeue left a held letter as it was.
 const dlFailed = 1
 
 // dsnEnv is the environment variable that gives --postgres its default.
@@ -44,7 +44,8 @@ machine's may be off the fleet's), each letter is in exactly one of
 Exit codes:
   0  done
   1  a store or network error (the database unreachable, the table missing),
-     or an ID that no letter has (the other IDs are still processed)
+     an ID that no letter has, or a letter that requeue left to the redriver
+     that holds it (the other IDs are still processed)
   2  bad usage`
 
 // NewCommand returns the yaoki deadletter command and its subcommands, built anew at each call.
