@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/yaoki-go/yaoki/header"
@@ -49,21 +48,13 @@ func (c *capture) WriteHeader(code int) {
 	c.w.WriteHeader(code)
 }
 
-// declaredLength returns the Content-Length the handler set for an answer
-// of status code, or -1: when it set none, or one that net/http does not
-// hold the body to (a HEAD request's, which describes a GET's body, and
-// those of statuses without a body: 204, 304), or one that is not a
-// length, which net/http refuses to send.
+// declaredLength is DeclaredLength for the header as it is now, -1 for
+// none.
 func (c *capture) declaredLength(code int) int64 {
-	vs := c.w.Header()["Content-Length"]
-	if len(vs) != 1 || c.head || code == http.StatusNoContent || code == http.StatusNotModified {
-		return -1
+	if n, ok := DeclaredLength(c.w.Header(), c.head, code); ok {
+		return n
 	}
-	n, err := strconv.ParseInt(vs[0], 10, 64) // as net/http reads it
-	if err != nil || n < 0 {
-		return -1
-	}
-	return n
+	return -1
 }
 
 // kept returns the fields of the header to store: keptHeader's, and for a

@@ -3,6 +3,7 @@ package idempotency
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/yaoki-go/yaoki/header"
 )
@@ -126,3 +127,19 @@ func (m *Middleware) Config() Config { return m.c }
 // (Date, Content-Length), trailer declarations and Idempotent-Replayed. It
 // returns nil when no field is kept.
 func RecordHeader(before, after http.Header) http.Header { return keptHeader(after, before) }
+
+// DeclaredLength returns the Content-Length in h, the header a handler
+// answered with status, that net/http holds the body to, as net/http reads
+// it: ok is false when h has none, or one that is not a length, and for an
+// answer to a HEAD request (head; its Content-Length describes a GET's
+// body) or of a status without a body (204, 304). A body of another
+// length reaches the client broken: the middleware records it as
+// Response.Cut.
+func DeclaredLength(h http.Header, head bool, status int) (n int64, ok bool) {
+	vs := h["Content-Length"]
+	if len(vs) != 1 || head || status == http.StatusNoContent || status == http.StatusNotModified {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(vs[0], 10, 64)
+	return n, err == nil && n >= 0
+}

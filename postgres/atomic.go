@@ -318,7 +318,7 @@ func (h *atomicHandler) run(w http.ResponseWriter, r *http.Request, tx pgx.Tx, a
 		end() // the client gave up before any answer: nothing done
 		return
 	}
-	if declared, ok := hw.declared(r.Method); ok && declared != int64(len(hw.body)) {
+	if declared, ok := idempotency.DeclaredLength(hw.sent, r.Method == http.MethodHead, hw.status); ok && declared != int64(len(hw.body)) {
 		// net/http would break the answer on its way (a body shorter
 		// than declared closes the connection; one longer is refused):
 		// nothing has left yet, so the work is undone instead of
@@ -431,19 +431,6 @@ func (hw *heldResponse) response(max int) idempotency.Response {
 		resp.Body = hw.body
 	}
 	return resp
-}
-
-// declared returns the Content-Length the handler set with its status,
-// as net/http reads it, for an answer it holds the body to: not to a HEAD
-// request (whose Content-Length describes a GET's body), nor with a
-// status that has no body (204, 304).
-func (hw *heldResponse) declared(method string) (int64, bool) {
-	vs := hw.sent["Content-Length"]
-	if len(vs) != 1 || method == http.MethodHead || hw.status == http.StatusNoContent || hw.status == http.StatusNotModified {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(vs[0], 10, 64)
-	return n, err == nil && n >= 0
 }
 
 // restore gives the header back its state from before the handler, for an
