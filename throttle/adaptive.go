@@ -30,9 +30,15 @@ type AdaptiveConfig struct {
 	// steps of a twelfth of it. Zero: DefaultAdaptiveWindow (2 min).
 	// Accepted: 1 s to 1 h.
 	Window time.Duration
-	// Rand returns draws in [0, 1). Nil: math/rand/v2's Float64. A seeded
-	// source gives repeatable rejections; it must be safe for concurrent
-	// use.
+	// Rand returns draws in [0, 1); a request is rejected when its draw is
+	// below the rejection probability. Nil: math/rand/v2's Float64. A
+	// seeded source gives repeatable rejections; it must be safe for
+	// concurrent use. A draw outside [0, 1) (NaN, an infinity, a negative
+	// value, 1 or more) admits the request, as the breaker's jitter falls
+	// on its safe side for such a draw: a broken source then throttles
+	// nothing, instead of rejecting every request, raising the
+	// probability with each rejection and never sending the request that
+	// would see the dependency recover.
 	Rand func() float64
 }
 
@@ -87,7 +93,10 @@ func (a *Adaptive) AdmitAt(now time.Time) (time.Duration, error) {
 	e := a.requests.Epoch(now)
 	req, acc := a.requests.SumEpoch(e), a.accepts.SumEpoch(e)
 	p := probability(req, acc, a.k)
-	if p <= 0 || a.rand() >= p {
+	if p <= 0 {
+		return 0, nil
+	}
+	if u := a.rand(); !(u >= 0 && u < p) { // a NaN admits too
 		return 0, nil
 	}
 	a.requests.AddEpoch(e, 1)

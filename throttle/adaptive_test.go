@@ -209,3 +209,30 @@ func BenchmarkAdaptiveAdmit(b *testing.B) {
 		}
 	})
 }
+
+// TestAdaptiveDrawOutOfRange: the Rand hook breaks its contract (NaN, an
+// infinity, a negative draw, 1 or more) while the rejection probability is
+// above zero. The request is admitted, as if the throttle sat this one out:
+// a NaN compared below every probability, so a source stuck on NaN (or on a
+// negative value) rejected every request, each rejection raised the
+// probability further, and the client never sent the request that would
+// have seen its dependency recover.
+func TestAdaptiveDrawOutOfRange(t *testing.T) {
+	for _, draw := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), -1, -0x1p-60, 1, 2, 1e12} {
+		a, err := NewAdaptive(AdaptiveConfig{Rand: fixed(draw)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 10 {
+			a.RecordAt(at(0), i >= 3) // 3 accepted of 10: p = 4/11
+		}
+		for i := range 100 {
+			if w, err := a.AdmitAt(at(time.Second)); w != 0 || err != nil {
+				t.Fatalf("draw %v, request %d: got %v, %v; want admitted (a draw outside [0, 1) admits)", draw, i, w, err)
+			}
+		}
+		if p := a.ProbabilityAt(at(time.Second)); math.Abs(p-4.0/11) > 1e-12 {
+			t.Errorf("draw %v: p = %v after admitting, want 4/11 unchanged (an admitted request counts when recorded)", draw, p)
+		}
+	}
+}
