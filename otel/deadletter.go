@@ -3,6 +3,7 @@ package otel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -78,6 +79,12 @@ func (d *deadLetters) observe(ctx context.Context, o metric.Observer) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() {
+				// On this goroutine, a store's panic would end the program.
+				if p := recover(); p != nil {
+					errs[i] = fmt.Errorf("otel: counting the dead letters of queue %q: the store panicked: %v (left out of this collection)", r.queue, p)
+				}
+			}()
 			counts[i], errs[i] = r.t.store.Count(cctx, r.queue, now)
 		}()
 	}

@@ -2,6 +2,8 @@ package otel
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -189,9 +191,13 @@ func (g *gauges) observe(_ context.Context, o metric.Observer) error {
 	for name, t := range g.breakers {
 		breakers = append(breakers, breakerRead{name, t})
 	}
-	budgets := make([]*tracked[float64], 0, len(g.budgets))
-	for _, t := range g.budgets {
-		budgets = append(budgets, t)
+	type budgetRead struct {
+		name string
+		t    *tracked[float64]
+	}
+	budgets := make([]budgetRead, 0, len(g.budgets))
+	for name, t := range g.budgets {
+		budgets = append(budgets, budgetRead{name, t})
 	}
 	type hostRead struct {
 		host                          string
@@ -219,6 +225,7 @@ func (g *gauges) observe(_ context.Context, o metric.Observer) error {
 	}
 	states := map[string]worst[int64]{}
 	levels := map[string]worst[float64]{}
+	var errs []error
 	for _, t := range transports {
 		for _, h := range hosts {
 			budget, brk, _, ok := t.Guarded(h.host)
@@ -226,13 +233,18 @@ func (g *gauges) observe(_ context.Context, o metric.Observer) error {
 				continue // a host of another transport
 			}
 			if l, ok := budget.(interface{ Level() float64 }); ok && !h.budgetTracked {
-				v := l.Level()
-				if w, seen := levels[h.host]; !seen || v < w.v {
+				v, err := read("the budget of host", h.host, l.Level)
+				if err != nil {
+					errs = append(errs, err)
+				} else if w, seen := levels[h.host]; !seen || v < w.v {
 					levels[h.host] = worst[float64]{v, h.opt}
 				}
 			}
 			if s, ok := brk.(interface{ State() breaker.State }); ok && !h.breakerTracked {
-				if v, ok := StateValue(s.State().String()); ok {
+				st, err := read("the breaker of host", h.host, s.State)
+				if err != nil {
+					errs = append(errs, err)
+				} else if v, ok := StateValue(st.String()); ok {
 					if w, seen := states[h.host]; !seen || v > w.v {
 						states[h.host] = worst[int64]{v, h.opt}
 					}
@@ -256,14 +268,36 @@ func (g *gauges) observe(_ context.Context, o metric.Observer) error {
 	}
 	g.mu.Unlock()
 	for _, b := range breakers {
-		if v, ok := StateValue(b.t.read()); ok {
+		st, err := read("breaker", b.name, b.t.read)
+		if err != nil {
+			errs = append(errs, err)
+		} else if v, ok := StateValue(st); ok {
 			o.ObserveInt64(g.state, v, b.t.opt...)
 		}
 	}
-	for _, t := range budgets {
-		o.ObserveFloat64(g.level, t.read(), t.opt...)
+	for _, b := range budgets {
+		v, err := read("budget", b.name, b.t.read)
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			o.ObserveFloat64(g.level, v, b.t.opt...)
+		}
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// read returns what f returns, or an error naming what was read if f
+// panics: a tracked function with a bug leaves its name out of one
+// collection (the SDK hands the error to its error handler) instead of
+// ending the scrape, or the program when the collection runs on an
+// exporter's goroutine.
+func read[T any](what, name string, f func() T) (v T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("otel: reading %s %q: it panicked: %v (left out of this collection)", what, name, r)
+		}
+	}()
+	return f(), nil
 }
 
 // Breaker is what TrackBreaker reads; *breaker.Breaker implements it.

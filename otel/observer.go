@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
@@ -122,8 +123,13 @@ func New(mp metric.MeterProvider) (*Observer, error) {
 }
 
 // Observe records e. Events of kinds that no instrument counts
-// (event.AttemptStart) are ignored.
+// (event.AttemptStart) are ignored. A panic of the meter provider's
+// instruments (a bug of the SDK or of an exporter) is recovered and handed
+// to OpenTelemetry's error handler (otel.Handle): the loops of the toolkit
+// let an observer's panic go on, and a call must not fail because its
+// metrics could not be recorded.
 func (o *Observer) Observe(ctx context.Context, e event.Event) {
+	defer recovered(e.Kind)
 	switch e.Kind {
 	case event.AttemptEnd:
 		m := o.measure(e)
@@ -152,6 +158,14 @@ func (o *Observer) Observe(ctx context.Context, e event.Event) {
 		o.transitions.Add(ctx, 1, o.measure(e).add...)
 	case event.Redrive:
 		o.redrives.Add(ctx, 1, o.measure(e).add...)
+	}
+}
+
+// recovered, deferred by Observe, recovers a panic of the instruments and
+// reports it to OpenTelemetry's error handler.
+func recovered(k event.Kind) {
+	if r := recover(); r != nil {
+		otel.Handle(fmt.Errorf("otel: recording a %s event: the meter provider panicked: %v (the call goes on, without this measurement)", k, r))
 	}
 }
 
