@@ -40,8 +40,9 @@
 // with underscores). An attribute is present only when the event has it:
 // a retry loop outside HTTP has no method, destination or status.
 //
-//	C  retry.component            the reporting package: retry, httpretry, breaker, budget, throttle, idempotency
-//	N  retry.name                 the breaker's or budget's name, when it has one
+//	C  retry.component            the reporting package: retry, httpretry, breaker, redis, idempotency,
+//	                              deadletter, flaky (yaoki flaky)
+//	N  retry.name                 the breaker's, budget's or dead-letter queue's name, when it has one
 //	M  http.request.method        semantic convention; methods outside RFC 9110 and PATCH, QUERY are _OTHER
 //	S  http.response.status_code  semantic convention (an int), with retry.status_class: 2xx, 4xx, 5xx
 //	H  server.address             semantic convention: the destination host; server.port when the host has a port
@@ -55,9 +56,11 @@
 //	                              outer_layer_retries, and from httpretry not_idempotent,
 //	                              body_not_replayable, do_not_retry; rejections: budget_exhausted,
 //	                              breaker_open, rejected_locally, deadline (a throttle's wait
-//	                              that would end after it), hedge_budget_exhausted,
+//	                              that would end after it), and for hedges not sent
+//	                              attempts_exhausted, outer_layer_retries, hedge_budget_exhausted,
 //	                              hedge_brownout; conflicts: the middleware's reason
-//	                              (key_missing, key_malformed, in_progress, key_reused, ...);
+//	                              (idempotency.Reason…: key_missing, key_malformed, in_progress,
+//	                              key_reused, ...);
 //	                              redrives: redrive_failed, redrives_exhausted, permanent_error, lease_lost
 //	E  error.type                 semantic convention: the status code ("503") for statuses ≥ 400, else
 //	                              timeout, cancelled, connection_refused, connection_reset, eof, the

@@ -38,31 +38,36 @@ func (x exported) names() []string {
 	return out
 }
 
+// everyEventList has at least one event of every kind
+// (TestEveryKindCounted holds it to that); those without a Component are
+// httpretry's GET to 127.0.0.1:8080.
+var everyEventList = []event.Event{
+	{Kind: event.AttemptStart, Attempt: 1},
+	{Kind: event.AttemptEnd, Attempt: 1, Outcome: event.Throttled, Status: 429, Duration: 3 * time.Millisecond},
+	{Kind: event.RetryScheduled, Attempt: 1, Status: 429, Wait: time.Second, Source: event.ServerHint},
+	{Kind: event.AttemptEnd, Attempt: 2, Outcome: event.Success, Status: 200, Duration: 2 * time.Millisecond},
+	{Kind: event.GaveUp, Attempt: 3, Status: 503, Reason: "attempts_exhausted", Duration: time.Second},
+	{Kind: event.BudgetRefused, Name: "127.0.0.1:8080", Reason: "budget_exhausted"},
+	{Kind: event.BreakerRejected, Name: "127.0.0.1:8080", Wait: time.Second},
+	{Kind: event.ThrottleRejected, Name: "127.0.0.1:8080"},
+	{Kind: event.RetryScheduled, Attempt: 1, Wait: 2 * time.Second, Source: event.RateLimit},
+	{Kind: event.ThrottleRejected, Attempt: 1, Wait: 4 * time.Second, Reason: "deadline"},
+	{Kind: event.BreakerStateChange, Component: "breaker", Name: "127.0.0.1:8080", From: "closed", To: "open"},
+	{Kind: event.Replay, Component: "idempotency", Method: "POST", Status: 201},
+	{Kind: event.Conflict, Component: "idempotency", Method: "POST", Status: 409, Reason: "in_progress"},
+	{Kind: event.Redrive, Component: "deadletter", Name: "payments", Outcome: event.Rejected, Reason: "redrives_exhausted", Key: "k", Attempt: 5},
+	{Kind: event.Hedge, Attempt: 2, Wait: 50 * time.Millisecond},
+	{Kind: event.HedgeWon, Attempt: 2, Duration: 60 * time.Millisecond},
+	{Kind: event.HedgeRefused, Attempt: 3, Reason: "hedge_budget_exhausted"},
+}
+
 // everyEvent records at least one event of every kind, with every field
 // that an HTTP transport, a breaker, a budget and the idempotency middleware
 // set, so that every instrument and every attribute shows in a scrape.
 func everyEvent(o *yotel.Observer) {
 	ctx := context.Background()
 	h := event.Event{Component: "httpretry", Method: "GET", Host: "127.0.0.1:8080"}
-	for _, e := range []event.Event{
-		{Kind: event.AttemptStart, Attempt: 1},
-		{Kind: event.AttemptEnd, Attempt: 1, Outcome: event.Throttled, Status: 429, Duration: 3 * time.Millisecond},
-		{Kind: event.RetryScheduled, Attempt: 1, Status: 429, Wait: time.Second, Source: event.ServerHint},
-		{Kind: event.AttemptEnd, Attempt: 2, Outcome: event.Success, Status: 200, Duration: 2 * time.Millisecond},
-		{Kind: event.GaveUp, Attempt: 3, Status: 503, Reason: "attempts_exhausted", Duration: time.Second},
-		{Kind: event.BudgetRefused, Name: "127.0.0.1:8080", Reason: "budget_exhausted"},
-		{Kind: event.BreakerRejected, Name: "127.0.0.1:8080", Wait: time.Second},
-		{Kind: event.ThrottleRejected, Name: "127.0.0.1:8080"},
-		{Kind: event.RetryScheduled, Attempt: 1, Wait: 2 * time.Second, Source: event.RateLimit},
-		{Kind: event.ThrottleRejected, Attempt: 1, Wait: 4 * time.Second, Reason: "deadline"},
-		{Kind: event.BreakerStateChange, Component: "breaker", Name: "127.0.0.1:8080", From: "closed", To: "open"},
-		{Kind: event.Replay, Component: "idempotency", Method: "POST", Status: 201},
-		{Kind: event.Conflict, Component: "idempotency", Method: "POST", Status: 409, Reason: "in_progress"},
-		{Kind: event.Redrive, Component: "deadletter", Name: "payments", Outcome: event.Rejected, Reason: "redrives_exhausted", Key: "k", Attempt: 5},
-		{Kind: event.Hedge, Attempt: 2, Wait: 50 * time.Millisecond},
-		{Kind: event.HedgeWon, Attempt: 2, Duration: 60 * time.Millisecond},
-		{Kind: event.HedgeRefused, Attempt: 3, Reason: "hedge_budget_exhausted"},
-	} {
+	for _, e := range everyEventList {
 		if e.Component == "" {
 			e.Component, e.Method, e.Host = h.Component, h.Method, h.Host
 		}
