@@ -126,12 +126,19 @@ func (c *Cubic) AdmitAt(now time.Time) (time.Duration, error) {
 		c.tokens--
 		return 0, nil
 	}
-	wait := time.Duration((1 - c.tokens) / c.rate * float64(time.Second))
-	if wait > c.maxWait {
+	// Compared in float seconds: with a tiny MinRate the wait is longer
+	// than a Duration holds, and the conversion would overflow (to a
+	// negative wait that passes the check).
+	secs := (1 - c.tokens) / c.rate
+	if secs > c.maxWait.Seconds() {
+		wait := time.Duration(math.MaxInt64)
+		if ns := secs * float64(time.Second); ns < math.MaxInt64 {
+			wait = time.Duration(ns)
+		}
 		return 0, &RateError{Wait: wait, MaxWait: c.maxWait, Rate: c.rate}
 	}
 	c.tokens--
-	return wait, nil
+	return time.Duration(secs * float64(time.Second)), nil
 }
 
 // CancelAt hands back the token of a request that AdmitAt admitted but that

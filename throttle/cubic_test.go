@@ -175,3 +175,29 @@ func TestCubicCancelAtHandsTheTurnBack(t *testing.T) {
 	var none *Cubic
 	none.CancelAt(t0)
 }
+
+// TestCubicWaitPastDuration: MinRate is tiny (accepted: anything above 0),
+// so the wait for the next token, 1/MinRate seconds, is longer than a
+// time.Duration holds. The request is refused with a *RateError whose Wait
+// is the longest Duration; the float-to-Duration conversion overflowed to a
+// negative wait, which passed the MaxWait check, so every request was
+// admitted at once with a negative wait while the limiter was limiting.
+func TestCubicWaitPastDuration(t *testing.T) {
+	for _, minRate := range []float64{1e-12, 1e-300} {
+		c, err := NewCubic(CubicConfig{MinRate: minRate})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.RecordAt(t0, true) // throttled before any rate was measured: the rate is MinRate
+		for i := range 3 {
+			w, err := c.AdmitAt(t0)
+			var re *RateError
+			if !errors.As(err, &re) || w != 0 {
+				t.Fatalf("MinRate %v, request %d: got wait %v, %v; want a *RateError (the token is 1/MinRate s away)", minRate, i, w, err)
+			}
+			if re.Wait != math.MaxInt64 {
+				t.Errorf("MinRate %v: RateError.Wait %v, want the longest Duration", minRate, re.Wait)
+			}
+		}
+	}
+}
