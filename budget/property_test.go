@@ -1,0 +1,128 @@
+package budget
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// TestShareRatioProperty drives a Share through random sequences of
+// successes, failures, retry requests and cancellations at instants that
+// move on by nothing, a few milliseconds, a bucket, or several windows, and
+// checks it against a model that counts every event exactly per bucket:
+//
+//   - each decision is the model's: a retry is granted exactly when the
+//     retries over the window, this one included, fit within Ratio ×
+//     successes over the window + the floor;
+//   - after every grant the retries over the window are within that
+//     allowance (the promise of ShareConfig; successes that leave the
+//     window before the retries they earned do not take the retries back);
+//   - the level is the allowance left;
+//   - over the whole sequence, the retries granted (net of those taken
+//     back) are at most Ratio × every success + the floor once per window
+//     the sequence spans, plus one.
+func TestShareRatioProperty(t *testing.T) {
+	configs := []ShareConfig{
+		{},
+		{Ratio: 0.1, MinPerSecond: NoFloor},
+		{Ratio: 1, Window: time.Second, MinPerSecond: 2},
+		{Ratio: 0.05, Window: 100 * time.Millisecond, MinPerSecond: 50},
+	}
+	src := rand.New(rand.NewPCG(11, 17))
+	for ci, c := range configs {
+		for seq := range 60 {
+			checkShareSequence(t, c, src, ci, seq)
+		}
+	}
+}
+
+func checkShareSequence(t *testing.T, c ShareConfig, src *rand.Rand, ci, seq int) {
+	t.Helper()
+	s, err := NewShare(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ratio, window, perSecond := c.Ratio, c.Window, c.MinPerSecond
+	if ratio == 0 {
+		ratio = DefaultRatio
+	}
+	if window == 0 {
+		window = DefaultWindow
+	}
+	if perSecond == 0 {
+		perSecond = DefaultMinPerSecond
+	}
+	floor := max(0, perSecond*window.Seconds())
+	width := int64(window / shareBuckets)
+	epoch := func(now time.Time) int64 { return now.UnixNano() / width }
+
+	successes := map[int64]int{}
+	retries := map[int64]int{}
+	sum := func(m map[int64]int, e int64) (n int) {
+		for k, v := range m {
+			if k > e-shareBuckets && k <= e {
+				n += v
+			}
+		}
+		return n
+	}
+	var granted []time.Time // grants not taken back
+	totalRetries, totalSuccesses := 0, 0
+	now := t0.Add(time.Duration(src.Int64N(int64(time.Hour))))
+	first := epoch(now)
+	steps := []time.Duration{0, 0, time.Millisecond, 7 * time.Millisecond, window / shareBuckets, window / 3, 3 * window}
+	for i := range 2000 {
+		now = now.Add(steps[src.IntN(len(steps))] / time.Duration(1+src.IntN(4)))
+		e := epoch(now)
+		for _, m := range []map[int64]int{successes, retries} {
+			for k := range m {
+				if k <= e-shareBuckets {
+					delete(m, k) // left the window for good: time only moves on
+				}
+			}
+		}
+		switch op := src.IntN(10); {
+		case op < 4: // a success
+			s.RecordAt(now, src.IntN(2) == 0, true)
+			successes[e]++
+			totalSuccesses++
+		case op < 5: // a failure: counts nothing
+			s.RecordAt(now, src.IntN(2) == 0, false)
+		case op < 9: // a retry asked for
+			want := float64(sum(retries, e)+1) <= ratio*float64(sum(successes, e))+floor
+			got := s.AllowRetryAt(now, false)
+			if got != want {
+				t.Fatalf("config %d, sequence %d, step %d: retry granted %v, want %v (window: %d retries, %d successes, floor %v)",
+					ci, seq, i, got, want, sum(retries, e), sum(successes, e), floor)
+			}
+			if got {
+				retries[e]++
+				granted = append(granted, now)
+				totalRetries++
+				if r, a := float64(sum(retries, e)), ratio*float64(sum(successes, e))+floor; r > a {
+					t.Fatalf("config %d, sequence %d, step %d: %v retries over the window after a grant, allowance %v", ci, seq, i, r, a)
+				}
+			}
+		default: // a granted retry taken back
+			if len(granted) == 0 {
+				continue
+			}
+			j := src.IntN(len(granted))
+			g := granted[j]
+			granted = append(granted[:j], granted[j+1:]...)
+			s.CancelRetryAt(g, false, false)
+			if ge := epoch(g); ge > e-shareBuckets {
+				retries[ge]-- // still in the window: no longer counted
+			}
+			totalRetries--
+		}
+		if l, want := s.LevelAt(now), max(0, ratio*float64(sum(successes, e))+floor-float64(sum(retries, e))); l != want {
+			t.Fatalf("config %d, sequence %d, step %d: level %v, want %v", ci, seq, i, l, want)
+		}
+	}
+	windows := float64((epoch(now)-first)/shareBuckets + 2)
+	if bound := ratio*float64(totalSuccesses) + floor*windows; float64(totalRetries) > bound+1e-9 {
+		t.Errorf("config %d, sequence %d: %d retries granted over %v windows, %d successes: more than %v",
+			ci, seq, totalRetries, windows, totalSuccesses, bound)
+	}
+}
