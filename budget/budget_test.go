@@ -405,6 +405,12 @@ func TestConfigErrors(t *testing.T) {
 		{second(NewBucket(BucketConfig{ThrottleCost: -1})), "BucketConfig.ThrottleCost"},
 		{second(NewBucket(BucketConfig{NoRetryIncrement: -1})), "BucketConfig.NoRetryIncrement"},
 		{second(NewGRPC(GRPCConfig{MaxTokens: 1001})), "GRPCConfig.MaxTokens"},
+		// Kept to three decimals, these are a bucket of no tokens that never
+		// grants a retry: refused rather than disabling retries silently.
+		{second(NewGRPC(GRPCConfig{MaxTokens: 0.0004})), "GRPCConfig.MaxTokens"},
+		{second(NewGRPC(GRPCConfig{MaxTokens: 1e-300})), "GRPCConfig.MaxTokens"},
+		{second(NewGRPC(GRPCConfig{MaxTokens: math.NaN()})), "GRPCConfig.MaxTokens"},
+		{second(NewGRPC(GRPCConfig{Start: math.Inf(1)})), "GRPCConfig.Start"},
 		{second(NewGRPC(GRPCConfig{TokenRatio: 1.5})), "GRPCConfig.TokenRatio"},
 		{second(NewGRPC(GRPCConfig{TokenRatio: 0.0001})), "GRPCConfig.TokenRatio"},
 	}

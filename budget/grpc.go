@@ -19,8 +19,11 @@ const (
 // MaxTokens 10, TokenRatio 0.1, full at the start. Recommended returns
 // yaoki's default.
 type GRPCConfig struct {
-	// MaxTokens is the bucket's size. Zero: DefaultMaxTokens (10).
-	// Accepted: 0 < MaxTokens ≤ 1000 (gRPC's range).
+	// MaxTokens is the bucket's size, kept to three decimals as the token
+	// count is. Zero: DefaultMaxTokens (10). Accepted: 0.001 ≤ MaxTokens ≤
+	// 1000 (gRPC's range, 0 < MaxTokens ≤ 1000, to three decimals: a
+	// smaller value would be a bucket of no tokens that never grants a
+	// retry).
 	MaxTokens float64
 	// TokenRatio is what a successful attempt gives back (a failed one
 	// takes 1), kept to three decimals as gRPC does. Zero:
@@ -78,8 +81,8 @@ func NewGRPC(c GRPCConfig) (*GRPC, error) {
 	c.MaxTokens = cmp.Or(c.MaxTokens, DefaultMaxTokens)
 	c.TokenRatio = cmp.Or(c.TokenRatio, DefaultTokenRatio)
 	switch {
-	case !(c.MaxTokens > 0 && c.MaxTokens <= 1000):
-		return nil, invalid("GRPCConfig.MaxTokens", c.MaxTokens, "0 < MaxTokens ≤ 1000 (0 means the default 10)")
+	case !(c.MaxTokens >= 0.001 && c.MaxTokens <= 1000):
+		return nil, invalid("GRPCConfig.MaxTokens", c.MaxTokens, "0.001 ≤ MaxTokens ≤ 1000 (0 means the default 10)")
 	case !(c.TokenRatio >= 0.001 && c.TokenRatio <= 1):
 		return nil, invalid("GRPCConfig.TokenRatio", c.TokenRatio, "0.001 ≤ TokenRatio ≤ 1 (0 means the default 0.1)")
 	case !(c.Start >= 0 && c.Start <= c.MaxTokens):
