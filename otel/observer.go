@@ -37,12 +37,16 @@ const (
 )
 
 // Bucket boundaries, in seconds, of the two histograms (an SDK View can
-// change them). The waits span the default schedule (50 ms base, 20 s cap)
-// and server hints up to 60 s; the durations are those of the semantic
-// conventions' http.client.request.duration, extended to 30 s.
+// change them). Both run from 1 ms to 10 min with no bucket wider than a
+// factor of 3 (TestBucketsFitWaitsAndDurations): a wait drawn by full
+// jitter may be close to 0, the default schedule's cap is 20 s and its
+// largest server hint 60 s, and a throttle's wait, a hint under a larger
+// MaxRetryAfter or a batch job's attempt can last minutes. The
+// durations keep every bound of the semantic conventions'
+// http.client.request.duration (5 ms to 10 s).
 var (
-	waitBuckets     = []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60}
-	durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 30}
+	waitBuckets     = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600}
+	durationBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 30, 60, 120, 300, 600}
 )
 
 // maxSets bounds the cache of attribute sets: past it (a cardinality
@@ -165,7 +169,7 @@ func (o *Observer) Observe(ctx context.Context, e event.Event) {
 // reports it to OpenTelemetry's error handler.
 func recovered(k event.Kind) {
 	if r := recover(); r != nil {
-		otel.Handle(fmt.Errorf("otel: recording a %s event: the meter provider panicked: %v (the call goes on, without this measurement)", k, r))
+		otel.Handle(fmt.Errorf("otel: recording event %s: the meter provider panicked: %v (the call goes on, without this measurement)", k, r))
 	}
 }
 

@@ -81,8 +81,8 @@ func TestRetryLoopCounts(t *testing.T) {
 	if timeouts.Count != 2 || !near(timeouts.Sum, 0.075) {
 		t.Errorf("backoff waits after timeouts: count %d sum %v, want 2 and 0.075 s", timeouts.Count, timeouts.Sum)
 	}
-	// Buckets (0.01, 0.025, 0.05, ...]: 25 ms falls in (0.01, 0.025], 50 ms in (0.025, 0.05].
-	if b := timeouts.Buckets; len(b) < 3 || b[1] != 1 || b[2] != 1 {
+	// Buckets (..., 0.01, 0.025, 0.05, ...]: 25 ms falls in (0.01, 0.025], 50 ms in (0.025, 0.05].
+	if b := timeouts.Buckets; len(b) < 6 || b[4] != 1 || b[5] != 1 {
 		t.Errorf("buckets of the backoff waits: %v, want one in (0.01, 0.025] and one in (0.025, 0.05]", b)
 	}
 	for _, name := range []string{yotel.MetricRejections, yotel.MetricReplays, yotel.MetricConflicts, yotel.MetricBreakerState, yotel.MetricBudgetLevel} {
