@@ -17,7 +17,7 @@ import (
 // TestDeadLetterRedriveInterrupted: the fault is SIGTERM to redrive --once
 // between sending a letter's request and storing its outcome (the server
 // has the request and has not answered). The command cuts the request and
-// exits 1 saying so; the letter stays held by its claim until the lease
+// exits 143 (128+SIGTERM) saying so; the letter stays held by its claim until the lease
 // ends, since the server may have done the work: list shows it held and
 // requeue refuses it. An operator who knows the redriver is gone requeues it
 // with --force, and the next redrive sends it with the same
@@ -65,8 +65,8 @@ func TestDeadLetterRedriveInterrupted(t *testing.T) {
 		t.Fatal("no request within 20 s")
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	if code := s.wait(t); code != 1 {
-		t.Errorf("redrive --once stopped by SIGTERM mid-request: exit %d, want 1", code)
+	if code := s.wait(t); code != 143 {
+		t.Errorf("redrive --once stopped by SIGTERM mid-request: exit %d, want 143 (128+SIGTERM)", code)
 	}
 	if log := strings.Join(s.lines(), "\n"); !strings.Contains(log, "interrupted") || !strings.Contains(log, "claimed again when its lease ends") {
 		t.Errorf("stderr does not say the redrive was interrupted and what becomes of the letter:\n%s", log)

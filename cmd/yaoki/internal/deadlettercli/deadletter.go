@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
@@ -46,7 +47,13 @@ Exit codes:
   1  a store or network error (the database unreachable, the table missing),
      an ID that no letter has, or a letter that requeue left to the redriver
      that holds it (the other IDs are still processed)
-  2  bad usage`
+  2  bad usage
+  128+N  stopped by signal N (130 SIGINT, 143 SIGTERM): the statement in
+     flight is cancelled by the server, so a letter is changed whole or not
+     at all; requeue and delete stop before the next ID and say how many
+     were done and which were not, list prints the letters read and the
+     --after of the rest; redrive without --once stops between passes and
+     exits 0. A second Ctrl-C kills the command at once.`
 
 // NewCommand returns the yaoki deadletter command and its subcommands, built anew at each call.
 func NewCommand() *cobra.Command { return newCommand(time.Now) }
@@ -132,6 +139,13 @@ func (f *dlFlags) open(ctx context.Context) (*dlConn, error) {
 		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
 	}
 	cfg.MaxConns = 2 // one command's statements run one after the other
+	// A statement whose context ends (SIGINT, SIGTERM) is cancelled by the
+	// server (a cancel request), not cut by closing the connection: it is
+	// then either done or not, and the command can say which. The
+	// connection is closed only if the server does not answer in time.
+	cfg.ConnConfig.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: pc, DeadlineDelay: cancelWait}
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, cli.Exit(dlFailed, fmt.Sprintf("deadletter: %v", err))
@@ -156,15 +170,32 @@ func failed(what string, err error) error {
 	return cli.Exit(dlFailed, fmt.Sprintf("deadletter %s: %v", what, err))
 }
 
-// withStore opens the connection, runs fn with it and closes it.
-func (f *dlFlags) withStore(cmd *cobra.Command, fn func(ctx context.Context, c *dlConn) error) error {
-	ctx := cmd.Context()
+// cancelWait is how long a statement cut short by a signal waits for the
+// server to cancel it before its connection is closed (its outcome then
+// unknown).
+const cancelWait = 2 * time.Second
+
+// withStore opens the connection and runs fn with it and a context that
+// SIGINT and SIGTERM end, then closes it. A command that a signal stopped
+// exits 128+N (cli.Signalled): fn's error says what was done when it
+// already carries that code, else the command what is said to be
+// interrupted.
+func (f *dlFlags) withStore(cmd *cobra.Command, what string, fn func(ctx context.Context, c *dlConn) error) error {
+	ctx, stop := cli.SignalContext(cmd.Context())
+	defer stop()
 	c, err := f.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer c.close()
-	return fn(ctx, c)
+	err = fn(ctx, c)
+	if s, ok := cli.Interrupted(ctx); ok && err != nil {
+		if ee := (*cli.ExitError)(nil); errors.As(err, &ee) && ee.Code == s.ExitCode() {
+			return err
+		}
+		return cli.Exit(s.ExitCode(), fmt.Sprintf("deadletter %s: %v", what, s))
+	}
+	return err
 }
 
 func newDLMigrateCmd(f *dlFlags) *cobra.Command {
@@ -180,8 +211,11 @@ them): one applies the migrations, the others say they had nothing to apply.
 		Example: `  yaoki deadletter migrate --postgres 'postgres://app@127.0.0.1:5432/app?sslmode=disable'`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return f.withStore(cmd, func(ctx context.Context, c *dlConn) error {
+			return f.withStore(cmd, "migrate", func(ctx context.Context, c *dlConn) error {
 				applied, err := postgres.MigrateApplied(ctx, c.pool)
+				if s, ok := cli.Interrupted(ctx); ok && err != nil {
+					return migrateInterrupted(ctx, c, s)
+				}
 				if err != nil {
 					return failed("migrate", err)
 				}
@@ -205,6 +239,26 @@ them): one applies the migrations, the others say they had nothing to apply.
 			})
 		},
 	}
+}
+
+// migrateInterrupted is migrate's error for a signal that cut its
+// transaction: the migrations apply in one, so the database has all of this
+// run's or none; it says which the database records (read without the
+// signal's context, for at most cancelWait).
+func migrateInterrupted(ctx context.Context, c *dlConn, s *cli.Signalled) error {
+	msg := fmt.Sprintf("deadletter migrate: %v", s)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelWait)
+	defer cancel()
+	names, err := appliedMigrations(rctx, c.pool)
+	switch {
+	case err != nil:
+		msg += fmt.Sprintf("; which migrations the database records is unknown (%v): run migrate again", err)
+	case len(names) == 0:
+		msg += "; the database records no migration: nothing was applied (its transaction rolled back)"
+	default:
+		msg += fmt.Sprintf("; the database records %s (the migrations apply in one transaction: all of this run's or none)", strings.Join(names, ", "))
+	}
+	return cli.Exit(s.ExitCode(), msg)
 }
 
 // appliedMigrations returns the names recorded in postgres.MigrationsTable,
@@ -261,7 +315,7 @@ the command runs (deadletter.Store.Count). --json prints one JSON object.
   yaoki deadletter count --queue payments --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return f.withStore(cmd, func(ctx context.Context, c *dlConn) error {
+			return f.withStore(cmd, "count", func(ctx context.Context, c *dlConn) error {
 				now, err := c.now(ctx)
 				if err != nil {
 					return failed("count", err)

@@ -120,7 +120,7 @@ read many letters.
 			if o.width < 0 {
 				return cli.Usagef("--width %d: want the columns of the terminal, ≥ 0 (0: $COLUMNS, else 160)", o.width)
 			}
-			return f.withStore(cmd, func(ctx context.Context, c *dlConn) error { return o.run(ctx, cmd, c) })
+			return f.withStore(cmd, "list", func(ctx context.Context, c *dlConn) error { return o.run(ctx, cmd, c) })
 		},
 	}
 	fs := cmd.Flags()
@@ -150,6 +150,18 @@ func (o *listOptions) run(ctx context.Context, cmd *cobra.Command, c *dlConn) er
 scan:
 	for {
 		page, err := c.store.List(ctx, o.queue, cursor, chunk)
+		if s, ok := cli.Interrupted(ctx); ok && err != nil {
+			// Print the letters read so far, and where the rest starts.
+			if !o.json && n > 0 {
+				printTable(out, rows, o.tableWidth())
+			}
+			out.Flush()
+			rest := ""
+			if cursor != "" {
+				rest = ": the rest from --after " + shellQuote(cursor)
+			}
+			return cli.Exit(s.ExitCode(), fmt.Sprintf("deadletter list: %v after %d letter%s%s", s, n, cli.Plural(n), rest))
+		}
 		if err != nil {
 			out.Flush()
 			return failed("list", err)
@@ -317,7 +329,7 @@ prints the request instead of the raw payload: method, URL, headers, body.
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return f.withStore(cmd, func(ctx context.Context, c *dlConn) error {
+			return f.withStore(cmd, "show", func(ctx context.Context, c *dlConn) error {
 				l, err := c.store.Get(ctx, args[0])
 				if err != nil {
 					return failed("show", err)

@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/spf13/cobra"
 
 	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/cli"
@@ -91,7 +89,7 @@ Durations are Go durations (90s, 5m, 1h30m) or plain seconds.
 			if _, err := parseWhen(at, in, f.clock()); err != nil {
 				return cli.Usagef("%v", err)
 			}
-			return f.withStore(cmd, func(ctx context.Context, c *dlConn) error {
+			return f.withStore(cmd, "requeue", func(ctx context.Context, c *dlConn) error {
 				now, err := c.now(ctx)
 				if err != nil {
 					return failed("requeue", err)
@@ -134,7 +132,7 @@ still be done. To drop work for sure, list --state held first.
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, ids []string) error {
-			return f.withStore(cmd, func(ctx context.Context, c *dlConn) error {
+			return f.withStore(cmd, "delete", func(ctx context.Context, c *dlConn) error {
 				return eachID(ctx, cmd, "delete", ids, time.Time{}, func(id string) (string, error) {
 					return "deleted " + oneLine(id), c.store.Delete(ctx, id)
 				})
@@ -148,15 +146,25 @@ still be done. To drop work for sure, list --state held first.
 // code is then 1; so is a letter held by a claim (a *postgres.HeldError),
 // whose lease end is told relative to now. Any other error stops at once
 // (the store is failing), naming the IDs left undone.
+//
+// A signal (ctx ended by cli.SignalContext) stops it between two IDs: the
+// statement in flight is cancelled by the server, so that its letter is
+// either changed whole or not at all, and the error (exit 128+N) says how
+// many IDs were done, whether the one in flight was (unknown only when the
+// server did not answer the cancel), and the first of those not done.
 func eachID(ctx context.Context, cmd *cobra.Command, what string, ids []string, now time.Time, fn func(id string) (string, error)) error {
 	out, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	missing, held := 0, 0
+	missing, held, done := 0, 0, 0
 	var he *postgres.HeldError
 	for i, id := range ids {
+		if s, ok := cli.Interrupted(ctx); ok {
+			return interrupted(s, what, ids, i, done, "")
+		}
 		msg, err := fn(id)
 		switch {
 		case err == nil:
 			fmt.Fprintln(out, msg)
+			done++
 		case errors.Is(err, deadletter.ErrNotFound):
 			fmt.Fprintf(stderr, "yaoki deadletter %s: no letter has the ID %s\n", what, shellQuote(id))
 			missing++
@@ -166,13 +174,14 @@ func eachID(ctx context.Context, cmd *cobra.Command, what string, ids []string, 
 				what, shellQuote(id), oneLine(he.Token), he.LeaseEnd.Format(time.RFC3339Nano), relative(he.LeaseEnd, now))
 			held++
 		default:
-			left := ""
-			if rest := ids[i:]; len(rest) > 0 {
-				left = fmt.Sprintf(" (not done: %d IDs from %s)", len(rest), shellQuote(rest[0]))
+			if s, ok := cli.Interrupted(ctx); ok {
+				if notSent(err) { // cancelled by the server: not done
+					return interrupted(s, what, ids, i, done, "")
+				}
+				return interrupted(s, what, ids, i+1, done, fmt.Sprintf("; whether %s was %sd is unknown (the server did not answer the cancel: yaoki deadletter show %s tells)",
+					shellQuote(id), what, shellQuote(id)))
 			}
-			if ctx.Err() != nil {
-				return cli.Exit(dlFailed, fmt.Sprintf("deadletter %s: interrupted%s", what, left))
-			}
+			left := fmt.Sprintf(" (not done: %d IDs from %s)", len(ids)-i, shellQuote(id))
 			return failed(what, fmt.Errorf("%w%s", err, left))
 		}
 	}
@@ -187,6 +196,24 @@ func eachID(ctx context.Context, cmd *cobra.Command, what string, ids []string, 
 		return cli.Exit(dlFailed, fmt.Sprintf("deadletter %s: %s", what, strings.Join(left, "; ")))
 	}
 	return nil
+}
+
+// interrupted is eachID's error for a signal: done IDs were done, those
+// from ids[next] on were not, and unknown says what else is not known.
+func interrupted(s *cli.Signalled, what string, ids []string, next, done int, unknown string) error {
+	msg := fmt.Sprintf("deadletter %s: %v after %d of %d IDs %sd%s", what, s, done, len(ids), what, unknown)
+	if next < len(ids) {
+		msg += fmt.Sprintf("; not %sd: %d ID%s from %s", what, len(ids)-next, cli.Plural(len(ids)-next), shellQuote(ids[next]))
+	}
+	return cli.Exit(s.ExitCode(), msg)
+}
+
+// notSent reports whether err, from a statement whose context a signal
+// ended, says that the statement changed nothing: the server cancelled it
+// (query_canceled, its transaction rolled back), or it was never sent.
+func notSent(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "57014" || pgconn.SafeToRetry(err)
 }
 
 type redriveOptions struct {
@@ -266,7 +293,7 @@ letters by state are the gauge yaoki_deadletter_letters.
 			case o.interval.D <= 0:
 				return cli.Usagef("--interval %v: want a duration > 0, e.g. 30s", o.interval.D)
 			}
-			return f.withStore(cmd, func(ctx context.Context, c *dlConn) error { return o.run(ctx, cmd, c, f.clock) })
+			return f.withStore(cmd, "redrive", func(ctx context.Context, c *dlConn) error { return o.run(ctx, cmd, c, f.clock) })
 		},
 	}
 	fs := cmd.Flags()
@@ -282,10 +309,8 @@ letters by state are the gauge yaoki_deadletter_letters.
 }
 
 // run serves the queue with a redriver that decides by clock, this
-// machine's.
+// machine's, until ctx ends (a signal).
 func (o *redriveOptions) run(ctx context.Context, cmd *cobra.Command, c *dlConn, clock func() time.Time) error {
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	defer transport.CloseIdleConnections()
@@ -342,7 +367,11 @@ func (o *redriveOptions) run(ctx context.Context, cmd *cobra.Command, c *dlConn,
 		fmt.Fprintln(stdout, report(rep))
 		switch {
 		case err != nil && ctx.Err() != nil:
-			return cli.Exit(dlFailed, "deadletter redrive: interrupted; the letter being sent is claimed again when its lease ends (that redrive counted as failed), the letters not yet sent are due again now")
+			code, by := dlFailed, ""
+			if s, ok := cli.Interrupted(ctx); ok {
+				code, by = s.ExitCode(), " by "+cli.SignalName(s.Signal)
+			}
+			return cli.Exit(code, "deadletter redrive: interrupted"+by+"; the letter being sent is claimed again when its lease ends (that redrive counted as failed), the letters not yet sent are due again now")
 		case err != nil:
 			return failed("redrive", err)
 		}
