@@ -88,8 +88,12 @@ func HedgeValueWith[T any](ctx context.Context, r *Retrier, fn func(context.Cont
 }
 
 // Hedge asks, at now, whether a hedge of the call may be sent as attempt t
-// while its other attempts are in flight. A hedge is asked what a retry is
-// asked, in this order: the attempt limit (ReasonExhausted), an outer layer that
+// while its other attempts are in flight. Once the call's time is up (its
+// context has ended, or its deadline or MaxElapsed is reached at now,
+// though the context's timer may not have fired yet), it says GiveUp
+// (ReasonCancelled or ReasonDeadline) for this hedge without asking or
+// reporting anything: the call ends with the attempts in flight. Otherwise
+// a hedge is asked what a retry is asked, in this order: the attempt limit (ReasonExhausted), an outer layer that
 // retries (ReasonOuterLayer), the guards as Before asks them, except that a
 // hedge never waits: the bulkhead is asked with a context that has ended, so
 // that only a free slot admits it (ReasonRejectedLocally), and a throttle that
@@ -126,6 +130,13 @@ func (l *Loop) Hedge(ctx context.Context, now time.Time, t *Ticket) (d Decision)
 			l.unsend(now, t) // before the observer, which may panic
 		}
 		l.observe(ctx, event.Event{Kind: event.HedgeRefused, Time: now, Attempt: l.attempts + 1, Err: cause, Reason: why})
+		return Decision{Verdict: GiveUp, Reason: r}
+	}
+	if r, over := l.over(ctx, now); over {
+		// The call's time is up: its context ended, or it ends now (its
+		// deadline, or MaxElapsed, whose timer may not have fired yet).
+		// Nothing is asked, sent or reported, as when the driver sees the
+		// context's end before the hedge falls due.
 		return Decision{Verdict: GiveUp, Reason: r}
 	}
 	if limit := l.p.Attempts(); limit > 0 && l.attempts >= limit {
@@ -176,6 +187,19 @@ func (l *Loop) Hedge(ctx context.Context, now time.Time, t *Ticket) (d Decision)
 		}
 	}
 	return l.hedgeSent(ctx, now, t, e)
+}
+
+// over reports whether the call's time is up at now, and why: the caller's
+// context has ended, or its deadline (or MaxElapsed) is reached, whether
+// or not the context's timer has fired yet.
+func (l *Loop) over(ctx context.Context, now time.Time) (Reason, bool) {
+	if ge, ok := l.stopped(ctx, now, nil); ok {
+		return ge.Reason, true
+	}
+	if !l.deadline.IsZero() && !now.Before(l.deadline) {
+		return ReasonCancelled, true // the caller's deadline: MaxElapsed is stopped's
+	}
+	return 0, false
 }
 
 func (l *Loop) hedgeSent(ctx context.Context, now time.Time, t *Ticket, e *Env) Decision {
@@ -314,12 +338,27 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 		timer    *time.Timer
 		timerC   <-chan time.Time
 	)
-	launch := func(f *flight) {
+	// begun is where a hedge's goroutine says that it calls fn.
+	var begun chan struct{}
+	// launch sends attempt f on a goroutine of its own. A hedge (hedge
+	// true) has been reported started: the driver waits until its
+	// goroutine runs and calls fn, so that it cannot cancel the hedge
+	// first (an answer that came as the hedge went would end the call,
+	// and fn would be called on a context already cancelled: no attempt,
+	// although one was reported).
+	launch := func(f *flight, hedge bool) {
 		actx, cancel := context.WithCancel(ctx)
 		f.cancel = cancel
 		k := len(flights)
 		flights = append(flights, f)
 		inFlight++
+		var b chan struct{}
+		if hedge {
+			if begun == nil {
+				begun = make(chan struct{})
+			}
+			b = begun
+		}
 		go func() {
 			o := outcomeOf[T]{k: k}
 			defer func() {
@@ -328,8 +367,14 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 				}
 				results <- o
 			}()
+			if b != nil {
+				b <- struct{}{}
+			}
 			o.v, o.err = hedgeAttempt(ctx, actx, p.AttemptTimeout, fn)
 		}()
+		if b != nil {
+			<-b
+		}
 	}
 	arm := func() {
 		timerC = nil
@@ -428,7 +473,7 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 		}
 		last, held = zero, false
 		roundK = len(flights)
-		launch(f)
+		launch(f, false)
 		arm()
 		d = Decision{}
 		for d.Verdict == 0 {
@@ -458,7 +503,7 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 					continue
 				}
 				hedges++
-				launch(hf)
+				launch(hf, true)
 				arm()
 				continue
 			}
