@@ -49,7 +49,11 @@ func NewBulkhead(c BulkheadConfig) (*Bulkhead, error) {
 
 // Acquire takes a slot, waiting up to MaxWait for one to be released. It
 // returns nil with the slot taken, a *FullError (matching ErrFull) when no
-// slot came free in time, or ctx's error when ctx ended first.
+// slot came free in time, or ctx's error when ctx ended first. When ctx
+// ends (or MaxWait runs out) at the instant a slot is released, either
+// outcome may come, and the slot is accounted once: taken by this caller
+// if it is told nil, left for the next one otherwise. Waiters are not
+// promised an order.
 func (b *Bulkhead) Acquire(ctx context.Context) error {
 	if b == nil {
 		return nil
@@ -78,7 +82,10 @@ func (b *Bulkhead) Acquire(ctx context.Context) error {
 }
 
 // Release frees the slot taken by a successful Acquire. Releasing more
-// than was acquired is a bug in the caller: Release panics.
+// than was acquired is a bug in the caller: Release panics when no slot is
+// taken. Slots carry no owner, so a second Release for one Acquire while
+// other calls hold slots cannot be told from theirs: it frees one of their
+// slots, and one more call than Limit may then run until they release.
 func (b *Bulkhead) Release() {
 	if b == nil {
 		return

@@ -128,3 +128,57 @@ func BenchmarkBulkhead(b *testing.B) {
 		}
 	})
 }
+
+// TestBulkheadDeadlineAsSlotFrees: a waiter's context ends (and its MaxWait
+// runs out) at the very instant the holder releases the only slot. Whichever
+// way the race goes, the slot is accounted once: a waiter told nil holds it,
+// a waiter told no holds nothing, and afterwards exactly Limit slots can be
+// taken: none lost, none granted twice.
+func TestBulkheadDeadlineAsSlotFrees(t *testing.T) {
+	won, lost := 0, 0
+	for i := range 200 {
+		synctest.Test(t, func(t *testing.T) {
+			b, err := NewBulkhead(BulkheadConfig{Limit: 1, MaxWait: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Acquire(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			go func() {
+				time.Sleep(time.Second)
+				b.Release()
+			}()
+			if i%2 == 0 {
+				synctest.Wait() // the holder's timer is set before the waiter's
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+			defer cancel()
+			err = b.Acquire(ctx)
+			synctest.Wait() // the holder has released by now
+			switch {
+			case err == nil:
+				won++
+				if n := b.InUse(); n != 1 {
+					t.Fatalf("waiter granted the slot, %d in use; want 1", n)
+				}
+				b.Release()
+			case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrFull):
+				lost++
+				if n := b.InUse(); n != 0 {
+					t.Fatalf("waiter refused (%v), %d in use; want 0", err, n)
+				}
+			default:
+				t.Fatalf("waiter: %v", err)
+			}
+			if err := b.Acquire(t.Context()); err != nil {
+				t.Fatalf("the freed slot was lost: %v", err)
+			}
+			if err := b.Acquire(context.Background()); !errors.Is(err, ErrFull) {
+				t.Fatalf("a second slot of a bulkhead of 1: %v, want ErrFull", err)
+			}
+			b.Release()
+		})
+	}
+	t.Logf("waiter got the slot %d times, its deadline %d times", won, lost)
+}
