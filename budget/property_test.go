@@ -1,7 +1,10 @@
 package budget
 
 import (
+	"math"
 	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -124,5 +127,79 @@ func checkShareSequence(t *testing.T, c ShareConfig, src *rand.Rand, ci, seq int
 	if bound := ratio*float64(totalSuccesses) + floor*windows; float64(totalRetries) > bound+1e-9 {
 		t.Errorf("config %d, sequence %d: %d retries granted over %v windows, %d successes: more than %v",
 			ci, seq, totalRetries, windows, totalSuccesses, bound)
+	}
+}
+
+// TestGRPCRetriesBoundedProperty runs calls shaped as the retry loop makes
+// them (an attempt, its outcome recorded, a retry asked for after a
+// failure) against GRPC budgets, in random sequences and from 8 goroutines
+// at once, and checks gRPC's promise in numbers: a retry follows a failure
+// that took a whole token, and is granted only while more than half of
+// MaxTokens is left, so the retries granted stay below Start − MaxTokens/2
+// + TokenRatio × successes, whatever the order of the outcomes.
+func TestGRPCRetriesBoundedProperty(t *testing.T) {
+	configs := []GRPCConfig{
+		Recommended(),
+		{},
+		{MaxTokens: 3, TokenRatio: 0.5},
+		{MaxTokens: 1000, TokenRatio: 0.001, Start: 700},
+		{MaxTokens: 0.001, TokenRatio: 1},
+	}
+	src := rand.New(rand.NewPCG(3, 5))
+	for ci, c := range configs {
+		for _, goroutines := range []int{1, 8} {
+			for seq := range 20 {
+				g, err := NewGRPC(c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				start := g.Level()
+				half := math.Round(c.MaxTokens*1000) / 2000
+				if c.MaxTokens == 0 {
+					half = DefaultMaxTokens / 2.0
+				}
+				ratio := c.TokenRatio
+				if ratio == 0 {
+					ratio = DefaultTokenRatio
+				}
+				bound := func(successes int64) float64 { return start - half + ratio*float64(successes) }
+				failRate := []float64{1, 0.9, 0.5}[seq%3]
+				if seq >= 3 {
+					failRate = src.Float64()
+				}
+				seed := src.Uint64()
+				var granted, successes atomic.Int64
+				var wg sync.WaitGroup
+				for w := range goroutines {
+					wg.Go(func() {
+						r := rand.New(rand.NewPCG(seed, uint64(w)))
+						for range 500 { // calls of up to 3 attempts
+							for attempt := 0; attempt < 3; attempt++ {
+								if r.Float64() >= failRate {
+									successes.Add(1) // counted first: never fewer than the bucket saw
+									g.RecordAt(t0, attempt == 0, true)
+									break
+								}
+								g.RecordAt(t0, attempt == 0, false)
+								if attempt == 2 || !g.AllowRetryAt(t0, false) {
+									break
+								}
+								// Sequentially the bound holds at every grant.
+								if n, b := float64(granted.Add(1)), bound(successes.Load()); goroutines == 1 && !(n < b) {
+									t.Errorf("config %d, sequence %d (failure rate %.2f): retry %v granted after %d successes; want fewer than %v",
+										ci, seq, failRate, n, successes.Load(), b)
+								}
+							}
+						}
+					})
+				}
+				wg.Wait()
+				bound0 := bound(successes.Load())
+				if gr := float64(granted.Load()); !(gr < bound0) && gr > 0 {
+					t.Errorf("config %d, %d goroutines, sequence %d (failure rate %.2f): %v retries granted, %d successes; want fewer than %v",
+						ci, goroutines, seq, failRate, gr, successes.Load(), bound0)
+				}
+			}
+		}
 	}
 }
