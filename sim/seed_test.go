@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -104,5 +105,47 @@ func TestPointSeedIndependentOfPosition(t *testing.T) {
 	d, _ := CollapseSweep{Triggers: []Trigger{{Peak: 60}, tr}, Runs: 2, Seed: 1}.Run([]Policy{NoBackoff()})
 	if c[0].Collapsed != d[1].Collapsed || c[0].Amplification != d[1].Amplification {
 		t.Errorf("collapse at 80/s × 5 s: alone %+v, second in the list %+v; want the same point", c[0], d[1])
+	}
+}
+
+// Outage, collapse and rate-limit sweeps give the same points with one
+// worker and with three (each worker reuses its own workspace, so a run
+// that kept anything of the run before it on that workspace would differ),
+// also with guards that draw random numbers and guards shared by all the
+// clients. Herd and tail have their own (TestHerdSweepDoesNotDependOnWorkers,
+// TestTailRepeatable).
+func TestSweepsDoNotDependOnWorkers(t *testing.T) {
+	shared := drawingGuards()
+	shared.Name, shared.Shared = "shared breaker + adaptive", true
+	pols := []Policy{Yaoki(), YaokiFleet(), drawingGuards(), shared}
+	outage := func(w int) any {
+		pts, err := OutageSweep{Outage: Outage{Clients: 20, Duration: 5 * time.Second}, FailureRates: []float64{0.1, 0.5, 1},
+			Runs: 3, Seed: 3, Workers: w}.Run(pols)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pts
+	}
+	collapse := func(w int) any {
+		pts, err := CollapseSweep{Triggers: []Trigger{{Peak: 90, Width: 5 * time.Second}, {Peak: 100, Width: 5 * time.Second}},
+			Runs: 3, Seed: 3, Workers: w}.Run(pols)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pts
+	}
+	rateLimit := func(w int) any {
+		pts, err := RateLimitSweep{RateLimit: RateLimit{Duration: 5 * time.Second}, Loads: []float64{1, 1.5},
+			Runs: 3, Seed: 3, Workers: w}.Run(pols)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pts
+	}
+	for name, sweep := range map[string]func(int) any{"outage": outage, "collapse": collapse, "ratelimit": rateLimit} {
+		// Printed, so that a NaN (no run recovered) equals itself.
+		if one, three := fmt.Sprintf("%+v", sweep(1)), fmt.Sprintf("%+v", sweep(3)); one != three {
+			t.Errorf("%s: one worker gave\n%s\nthree workers\n%s\nwant the same points", name, one, three)
+		}
 	}
 }
