@@ -266,3 +266,53 @@ func TestSimPolicyDocument(t *testing.T) {
 		t.Errorf("--policy with --base: exit %d, %q; want exit 2 and why", r.code, r.stderr)
 	}
 }
+
+// TestSimSameSeedSameOutput: what yaoki sim prints is a pure function of
+// its seed and parameters. Every scenario, in every format, prints the same
+// bytes with one worker on one CPU as with three workers on two, also for
+// guards that draw random numbers (a breaker, adaptive throttling) and for
+// guards shared by all the clients.
+func TestSimSameSeedSameOutput(t *testing.T) {
+	yours := []string{"--breaker", "default", "--throttle", "adaptive", "--budget", "share", "--shared", "--max-attempts", "4"}
+	scenarios := [][]string{
+		{"herd", "--clients", "10,40", "--runs", "6"},
+		append([]string{"outage", "--p", "0.1,0.5,1", "--runs", "3", "--duration", "5s", "--clients", "20"}, yours...),
+		append([]string{"collapse", "--peak", "90,100", "--width", "5s", "--runs", "4"}, yours...),
+		{"tail", "--runs", "2", "--duration", "4s", "--brownout", "1s", "--recovery", "1s"},
+		append([]string{"ratelimit", "--load", "1,1.5", "--runs", "3", "--duration", "5s"}, yours...),
+	}
+	for _, sc := range scenarios {
+		for _, format := range []string{"table", "csv", "json"} {
+			args := append([]string{"sim"}, sc...)
+			args = append(args, "--seed", "7", "--format", format, "--out", "")
+			one := run(t, []string{"GOMAXPROCS=1"}, append(args, "--workers", "1")...)
+			three := run(t, []string{"GOMAXPROCS=2"}, append(args, "--workers", "3")...)
+			if one.code != 0 || three.code != 0 {
+				t.Fatalf("yaoki %s: exit %d and %d: %s%s", strings.Join(args, " "), one.code, three.code, one.stderr, three.stderr)
+			}
+			if one.stdout != three.stdout {
+				a, b := firstDifference(one.stdout, three.stdout)
+				t.Errorf("yaoki %s: one worker on one CPU and three workers on two print different output; first different line:\n%s\n%s",
+					strings.Join(args, " "), a, b)
+			}
+		}
+	}
+}
+
+// firstDifference returns the first line where a and b differ, in each.
+func firstDifference(a, b string) (string, string) {
+	la, lb := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := range max(len(la), len(lb)) {
+		var x, y string
+		if i < len(la) {
+			x = la[i]
+		}
+		if i < len(lb) {
+			y = lb[i]
+		}
+		if x != y {
+			return x, y
+		}
+	}
+	return "", ""
+}

@@ -19,8 +19,12 @@ import (
 
 // simReport is everything one `yaoki sim` run measured.
 type simReport struct {
-	Seed      uint64
-	Command   string
+	Seed uint64
+	// Command is the command line that reproduces the report (commandLine).
+	Command string
+	// Elapsed is the time the simulations took. It goes to stderr and to
+	// index.html, never to stdout, whose bytes depend on the seed and the
+	// parameters only.
 	Elapsed   time.Duration
 	Herd      *herdReport
 	Outage    *outageReport
@@ -219,7 +223,7 @@ func (r *simReport) writeTables(w io.Writer) error {
 	for _, p := range list {
 		fmt.Fprintf(w, "  %-*s  %s\n", width, p.Name, p.Description)
 	}
-	_, err := fmt.Fprintf(w, "seed %d; simulated in %.1f s\n", r.Seed, r.Elapsed.Seconds())
+	_, err := fmt.Fprintf(w, "seed %d\n", r.Seed)
 	return err
 }
 

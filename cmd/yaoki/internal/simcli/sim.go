@@ -182,7 +182,7 @@ func (o *simOptions) run(cmd *cobra.Command, job *simJob) error {
 	}
 	stderr := cmd.ErrOrStderr()
 	bar := newSimProgress(stderr, o.progress || isTerminal(stderr))
-	rep := &simReport{Seed: o.seed, Command: "yaoki " + strings.Join(os.Args[1:], " ")}
+	rep := &simReport{Seed: o.seed, Command: commandLine(os.Args[1:])}
 	started := time.Now()
 
 	if p := job.herd; p != nil {
@@ -262,13 +262,15 @@ func (o *simOptions) run(cmd *cobra.Command, job *simJob) error {
 	if err != nil {
 		return cli.Exit(1, err.Error())
 	}
-	if o.out != "" {
-		index, err := rep.writeFolder(o.out)
-		if err != nil {
-			return cli.Exit(1, fmt.Sprintf("sim: writing the report: %v", err))
-		}
-		fmt.Fprintf(stderr, "report: %s (simulated in %.1f s)\n", index, rep.Elapsed.Seconds())
+	if o.out == "" {
+		fmt.Fprintf(stderr, "simulated in %.1f s\n", rep.Elapsed.Seconds())
+		return nil
 	}
+	index, err := rep.writeFolder(o.out)
+	if err != nil {
+		return cli.Exit(1, fmt.Sprintf("sim: writing the report: %v", err))
+	}
+	fmt.Fprintf(stderr, "report: %s (simulated in %.1f s)\n", index, rep.Elapsed.Seconds())
 	return nil
 }
 
