@@ -96,6 +96,20 @@ func (s *Server) MarkReady() { s.ready.Store(true) }
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.inFlight.Add(1)
 	defer s.inFlight.Add(-1)
+	chunked := r.TransferEncoding != nil
+	if chunked {
+		// RFC 9112 §6.3: a request with both Transfer-Encoding and
+		// Content-Length is read as chunked (net/http removes the
+		// Content-Length), and its connection MUST be closed after the
+		// answer: an intermediary in front that framed it by its
+		// Content-Length takes the bytes after the chunked body for the
+		// body, which the next request would otherwise be read from
+		// (request smuggling). net/http removes the Content-Length
+		// before the handler sees the request, so a request that had
+		// both cannot be told from a chunked one: every chunked request's
+		// connection is closed after its answer.
+		w.Header()["Connection"] = connClose
+	}
 	if vs, ok := r.Header["Via"]; ok {
 		if n := yaokiHops(vs); n >= maxYaokiHops {
 			w.Header().Set(header.DoNotRetry, "true")
@@ -150,7 +164,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rw == nil {
 		rw = new(relayWriter)
 	}
-	rw.ResponseWriter, rw.http10 = w, !r.ProtoAtLeast(1, 1)
+	rw.ResponseWriter, rw.http10, rw.close = w, !r.ProtoAtLeast(1, 1), chunked
 	if _, up := r.Header["Upgrade"]; s.ClientTimeout > 0 && !up {
 		// An upgraded connection (a WebSocket) is the client's and the
 		// upstream's to keep, idle as long as they like: no deadline is
@@ -260,6 +274,7 @@ type relayWriter struct {
 	http.ResponseWriter
 	final  bool         // the final answer's header is written
 	http10 bool         // the client speaks HTTP/1.0, which has no 1xx answers
+	close  bool         // the final answer closes the connection (a chunked request, see ServeHTTP)
 	wd     idleDeadline // the write deadline of Server.ClientTimeout, moved before each write
 }
 
@@ -278,6 +293,11 @@ func (w *relayWriter) WriteHeader(code int) {
 		if _, ok := h["Content-Type"]; !ok {
 			h["Content-Type"] = nil
 		}
+		if w.close {
+			// Set again: a 1xx before took the header's hop-by-hop
+			// fields, and httputil.ReverseProxy cleared it after.
+			h["Connection"] = connClose
+		}
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
@@ -293,6 +313,11 @@ func (w *relayWriter) Write(p []byte) (int, error) {
 // Unwrap returns the server's ResponseWriter, for http.ResponseController
 // (flushes, the hijack of an upgraded connection).
 func (w *relayWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// connClose is the value of a Connection field that closes the
+// connection after the answer. Shared: header values are not written in
+// place.
+var connClose = []string{"close"}
 
 // hopByHop are the hop-by-hop fields of RFC 9110 §7.6.1 and the ones
 // httputil.ReverseProxy removes besides: those a proxy does not relay.
