@@ -124,7 +124,9 @@ type Error struct {
 	Limit time.Duration
 	Last  error // the last attempt's error (nil if no attempt was made)
 	// Cause is the context's error for ReasonCancelled, and for ReasonDeadline when
-	// MaxElapsed ran out; the refusal for ReasonBreakerOpen and ReasonRejectedLocally.
+	// MaxElapsed ran out; the refusal for ReasonBreakerOpen and ReasonRejectedLocally;
+	// for ReasonPermanent, an error naming the class that Policy.Classify
+	// returned when it was none of the three (such an error is not retried).
 	Cause error
 }
 

@@ -352,12 +352,13 @@ func (l *Loop) refund() {
 func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) Decision {
 	var (
 		class Class
+		bad   Class // what Classify returned, if it was none of the classes
 		cerr  error // why the call's time is over, if it is
 		gone  bool  // it is: the failure is not the dependency's
 	)
 	if err != nil {
 		if _, timedOut := err.(*timeoutError); !timedOut {
-			class = l.p.classify(err)
+			class, bad = l.p.classifyChecked(err)
 		}
 		cerr = l.ended(ctx, now)
 		gone = cerr != nil
@@ -380,7 +381,11 @@ func (l *Loop) After(ctx context.Context, now time.Time, t *Ticket, err error) D
 		return l.giveUp(ctx, now, ge)
 	}
 	if class == ClassPermanent {
-		return l.giveUp(ctx, now, Error{Reason: ReasonPermanent, Last: unmark(err)})
+		ge := Error{Reason: ReasonPermanent, Last: unmark(err)}
+		if bad != 0 {
+			ge.Cause = badClassError{bad}
+		}
+		return l.giveUp(ctx, now, ge)
 	}
 	if limit := l.p.Attempts(); limit > 0 && l.attempts >= limit {
 		return l.giveUp(ctx, now, Error{Reason: ReasonExhausted})

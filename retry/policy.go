@@ -69,7 +69,10 @@ type Policy struct {
 	// the loop at once with reason ReasonHintTooLong and the hint in the error.
 	// Zero: DefaultMaxRetryAfter (60 s).
 	MaxRetryAfter time.Duration
-	// Classify says whether an error is retried. Nil: DefaultClassify.
+	// Classify says whether an error is retried. Nil: DefaultClassify. A
+	// class other than ClassTransient, ClassThrottled and ClassPermanent
+	// counts as ClassPermanent: the error is not retried, and the give-up's
+	// Cause names the class returned.
 	// Errors marked with Permanent are final whatever it says, and so is
 	// the caller's own cancellation; an attempt that hit AttemptTimeout is
 	// retryable whatever it says (a StepMatcher may still refuse it, see

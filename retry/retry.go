@@ -202,13 +202,34 @@ func outcome(err error, class Class, answered bool) event.Outcome {
 
 // classify applies the policy's classifier; Permanent marks always win.
 func (p *Policy) classify(err error) Class {
-	if p.Classify != nil {
-		if IsPermanent(err) {
-			return ClassPermanent
-		}
-		return p.Classify(err)
+	c, _ := p.classifyChecked(err)
+	return c
+}
+
+// classifyChecked is classify, and the class the policy's Classify
+// returned when it is none of the three (bad is then ClassPermanent's
+// successor or above, and c is ClassPermanent): an error that the
+// classifier cannot place is not retried, and is never taken for a
+// success.
+func (p *Policy) classifyChecked(err error) (c, bad Class) {
+	if p.Classify == nil {
+		return DefaultClassify(err), 0
 	}
-	return DefaultClassify(err)
+	if IsPermanent(err) {
+		return ClassPermanent, 0
+	}
+	if c = p.Classify(err); c > ClassPermanent {
+		return ClassPermanent, c
+	}
+	return c, 0
+}
+
+// badClassError is the Cause of the give-up after an error that
+// Policy.Classify put in none of the classes.
+type badClassError struct{ c Class }
+
+func (e badClassError) Error() string {
+	return fmt.Sprintf("retry: Policy.Classify returned class %d, which is none of ClassTransient (0), ClassThrottled (1) and ClassPermanent (2): the error is not retried", uint8(e.c))
 }
 
 // unmark removes the Permanent mark so that the caller sees its own error.
