@@ -48,11 +48,15 @@ func NewCommand() *cobra.Command {
 		Long: `exec runs COMMAND, and runs it again after a backoff wait while it fails, up to
 the policy's attempts and deadline. Its standard input, output and error are
 the command's. Each failed attempt and each wait is reported on stderr (-q:
-only the give-up).
+only the give-up). What a failed attempt wrote is not taken back: stdout gets
+every attempt's output, one after the other; to keep only the last one's,
+have the command write its result to a file of its own (curl -o).
 
 Which exit codes are retried: by default every non-zero code except 126 (not
-executable), 127 (not found) and those of a signal the user sent (a command
-killed by SIGINT, SIGTERM, SIGHUP or SIGQUIT, or exiting 130, 143, 129 or 131).
+executable), 127 (not found), those of a signal the user sent (a command
+killed by SIGINT, SIGTERM, SIGHUP or SIGQUIT, or exiting 130, 143, 129 or 131)
+and SIGPIPE's (141: the reader of the output went away, as in
+yaoki exec -- CMD | head, and a retry would write to the same closed pipe).
 --retry-on lists the codes to retry instead (e.g. 1,75,100-110);
 --no-retry-on removes codes from the set.
 
@@ -94,7 +98,7 @@ gets, on a retry, only what the earlier attempts left.
 	cmd.Flags().SetInterspersed(false) // flags after COMMAND are the command's
 	o.pf.RegisterExec(cmd.Flags())
 	o.obs.Register(cmd.Flags())
-	cmd.Flags().StringVar(&o.retryOn, "retry-on", "", "exit codes to retry, e.g. 1,75,100-110 (default: every non-zero code but 126, 127 and signals the user sent)")
+	cmd.Flags().StringVar(&o.retryOn, "retry-on", "", "exit codes to retry, e.g. 1,75,100-110 (default: every non-zero code but 126, 127, 141 and signals the user sent)")
 	cmd.Flags().StringVar(&o.noRetryOn, "no-retry-on", "", "exit codes never to retry, e.g. 2,64-78")
 	cmd.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "report only when giving up")
 	cmd.Flags().Var(&o.grace, "grace", "time a command gets to exit after SIGTERM (on a timeout) or a forwarded signal, before SIGKILL")
@@ -366,7 +370,9 @@ func (o *execOptions) codes() (func(*exitStatus) bool, error) {
 				return false
 			}
 		}
-		return true
+		// SIGPIPE: the reader of its output went away (yaoki exec -- CMD |
+		// head); a retry would write to the same closed pipe.
+		return es.code != 128+int(syscall.SIGPIPE)
 	}, nil
 }
 
