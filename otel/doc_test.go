@@ -19,6 +19,7 @@ import (
 // documentedMetric is one row of the metrics table of docs/observability.md.
 type documentedMetric struct {
 	prom, kind string
+	unit       string // "" for none
 	attrs      map[string]bool // OpenTelemetry attribute keys
 }
 
@@ -47,7 +48,7 @@ func readMetricsTable(t *testing.T) map[string]documentedMetric {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := regexp.MustCompile("^\\| `(yaoki\\.[a-z_.]+)` \\| `([a-z_]+)` \\| ([a-z]+) \\| (.*) \\|$")
+	row := regexp.MustCompile("^\\| `(yaoki\\.[a-z_.]+)` \\| `([a-z_]+)` \\| ([a-z]+) \\| (`[^`]+`|none) \\| (.*) \\|$")
 	parens := regexp.MustCompile(`\([^)]*\)`)
 	out := map[string]documentedMetric{}
 	for _, line := range strings.Split(string(b), "\n") {
@@ -55,8 +56,8 @@ func readMetricsTable(t *testing.T) map[string]documentedMetric {
 		if m == nil {
 			continue
 		}
-		d := documentedMetric{prom: m[2], kind: m[3], attrs: map[string]bool{}}
-		col := parens.ReplaceAllString(m[4], "")
+		d := documentedMetric{prom: m[2], kind: m[3], unit: strings.Trim(strings.TrimPrefix(m[4], "none"), "`"), attrs: map[string]bool{}}
+		col := parens.ReplaceAllString(m[5], "")
 		if i := strings.IndexAny(col, ":;"); i >= 0 {
 			col = col[:i]
 		}
@@ -87,8 +88,8 @@ func readMetricsTable(t *testing.T) map[string]documentedMetric {
 // TestDocumentedMetrics checks the table of docs/observability.md against
 // what the SDK collects (a manual reader) after every kind of event and
 // what the Prometheus exporter writes: the same instruments, of the
-// documented type, under the documented Prometheus names, carrying no
-// attribute the table does not list.
+// documented type and unit, under the documented Prometheus names,
+// carrying no attribute the table does not list.
 func TestDocumentedMetrics(t *testing.T) {
 	doc := readMetricsTable(t)
 	reader := sdkmetric.NewManualReader()
@@ -141,6 +142,9 @@ func TestDocumentedMetrics(t *testing.T) {
 			}
 			if kind != d.kind {
 				t.Errorf("%s is a %s, the table says %s", m.Name, kind, d.kind)
+			}
+			if m.Unit != d.unit {
+				t.Errorf("%s has the unit %q, the table says %q", m.Name, m.Unit, d.unit)
 			}
 			family := d.prom
 			if kind == "histogram" {
