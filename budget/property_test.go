@@ -33,7 +33,7 @@ func TestShareRatioProperty(t *testing.T) {
 	}
 	src := rand.New(rand.NewPCG(11, 17))
 	for ci, c := range configs {
-		for seq := range 60 {
+		for seq := range 30 {
 			checkShareSequence(t, c, src, ci, seq)
 		}
 	}

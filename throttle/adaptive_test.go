@@ -243,36 +243,36 @@ func TestAdaptiveDrawOutOfRange(t *testing.T) {
 // local rejections count as requests (the SRE book's rule), so the window
 // stays full of new ones: the probability falls only as fast as the few
 // admitted requests are accepted, about e-fold per Window/K, and the client
-// needs about (Window/K)·ln(requests per window) to come back. The test
-// pins the figures that docs/overload.md gives.
+// needs several windows to come back, more or less as the first admitted
+// requests happen to come. The test pins the range that docs/overload.md
+// gives: 4 seeds each for clients of 10 and 100 requests/s.
 func TestAdaptiveRecoveryAfterOutage(t *testing.T) {
-	for _, c := range []struct {
-		perSecond int
-		lo, hi    time.Duration // recovery: p below 0.1 after the dependency came back
-	}{
-		{1000, 11 * time.Minute, 15 * time.Minute},
-		{10, 5 * time.Minute, 8 * time.Minute},
-	} {
-		src := rand.New(rand.NewPCG(7, 7))
-		a, err := NewAdaptive(AdaptiveConfig{Rand: src.Float64})
-		if err != nil {
-			t.Fatal(err)
-		}
-		step := time.Second / time.Duration(c.perSecond)
-		back := at(5 * time.Minute)
-		recovered := time.Duration(-1)
-		for now := at(0); now.Before(at(time.Hour)); now = now.Add(step) {
-			if !now.Before(back) && a.ProbabilityAt(now) < 0.1 {
-				recovered = now.Sub(back)
-				break
+	for _, perSecond := range []int{10, 100} {
+		var took []time.Duration
+		for seed := range uint64(4) {
+			src := rand.New(rand.NewPCG(seed, 7))
+			a, err := NewAdaptive(AdaptiveConfig{Rand: src.Float64})
+			if err != nil {
+				t.Fatal(err)
 			}
-			if _, err := a.AdmitAt(now); err == nil {
-				a.RecordAt(now, now.Before(back)) // throttled during the outage, accepted after it
+			step := time.Second / time.Duration(perSecond)
+			back := at(5 * time.Minute)
+			recovered := time.Duration(-1)
+			for now := at(0); now.Before(at(time.Hour)); now = now.Add(step) {
+				if !now.Before(back) && now.Sub(back)%time.Second == 0 && a.ProbabilityAt(now) < 0.1 {
+					recovered = now.Sub(back)
+					break
+				}
+				if _, err := a.AdmitAt(now); err == nil {
+					a.RecordAt(now, now.Before(back)) // throttled during the outage, accepted after it
+				}
+			}
+			took = append(took, recovered)
+			if recovered < 5*time.Minute || recovered > 15*time.Minute {
+				t.Errorf("%d requests/s, seed %d: rejection probability below 0.1 %v after the dependency came back, want 5 to 15 min",
+					perSecond, seed, recovered)
 			}
 		}
-		t.Logf("%d requests/s: rejection probability below 0.1 %v after the dependency came back", c.perSecond, recovered)
-		if recovered < c.lo || recovered > c.hi {
-			t.Errorf("%d requests/s: recovered after %v, want %v to %v", c.perSecond, recovered, c.lo, c.hi)
-		}
+		t.Logf("%d requests/s: rejection probability below 0.1 after the dependency came back: %v", perSecond, took)
 	}
 }
