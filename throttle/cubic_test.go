@@ -1,6 +1,7 @@
 package throttle
 
 import (
+	"context"
 	"errors"
 	"math"
 	"testing"
@@ -198,6 +199,72 @@ func TestCubicWaitPastDuration(t *testing.T) {
 			if re.Wait != math.MaxInt64 {
 				t.Errorf("MinRate %v: RateError.Wait %v, want the longest Duration", minRate, re.Wait)
 			}
+		}
+	}
+}
+
+// limitingCubic returns a Cubic that has met a throttling answer while
+// 1000 requests/s were measured, so that it limits at about 700 requests/s.
+func limitingCubic(tb testing.TB) (*Cubic, time.Time) {
+	tb.Helper()
+	c, err := NewCubic(CubicConfig{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	now := send(c, t0, 10*time.Second, 10_000)
+	c.RecordAt(now, true)
+	if _, limiting := c.RateAt(now); !limiting {
+		tb.Fatal("not limiting after a throttling answer")
+	}
+	return c, now
+}
+
+func BenchmarkCubicAdmit(b *testing.B) {
+	c, now := limitingCubic(b)
+	b.ReportAllocs()
+	for i := range b.N {
+		at := now.Add(time.Duration(i) * 2 * time.Millisecond) // 500 requests/s: under the rate
+		if _, err := c.AdmitAt(at); err == nil {
+			c.RecordAt(at, false)
+		}
+	}
+}
+
+// TestHotPathsAllocateNothing: admitting through Adaptive and Cubic (while
+// it limits) and taking and freeing a Bulkhead slot allocate nothing, as
+// their doc comments say.
+func TestHotPathsAllocateNothing(t *testing.T) {
+	a, err := NewAdaptive(AdaptiveConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, now := limitingCubic(t)
+	bh, err := NewBulkhead(BulkheadConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := 0
+	for name, f := range map[string]func(){
+		"Adaptive": func() {
+			if _, err := a.AdmitAt(t0); err == nil {
+				a.RecordAt(t0, false)
+			}
+		},
+		"Cubic": func() {
+			i++
+			at := now.Add(time.Duration(i) * 2 * time.Millisecond)
+			if _, err := c.AdmitAt(at); err == nil {
+				c.RecordAt(at, false)
+			}
+		},
+		"Bulkhead": func() {
+			if bh.Acquire(context.Background()) == nil {
+				bh.Release()
+			}
+		},
+	} {
+		if n := testing.AllocsPerRun(1000, f); n != 0 {
+			t.Errorf("%s: %v allocations per admitted call, want 0", name, n)
 		}
 	}
 }
