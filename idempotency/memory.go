@@ -19,7 +19,8 @@ type MemoryConfig struct {
 	// a new key arrives at the bound, the store makes room, in this order:
 	//
 	//  1. it drops records whose lease or retention has passed (among the
-	//     oldest 64, so that the cost stays bounded);
+	//     oldest 64, so that the cost stays bounded), a claim within
+	//     CompleteGrace of its lease's end too;
 	//  2. it evicts the oldest completed record of another scope that holds
 	//     at least two records more than the new key's scope (among the
 	//     same oldest 64);
@@ -43,7 +44,8 @@ type MemoryConfig struct {
 // needs a shared store (the redis and postgres modules).
 //
 // It is bounded (see MemoryConfig.MaxRecords), drops records whose time has
-// passed as new keys arrive (no background goroutine), and is safe for
+// passed as new keys arrive (a claim CompleteGrace after its lease, for its
+// holder to complete it late; no background goroutine), and is safe for
 // concurrent use. Records it returns share memory with the store: callers
 // must not modify their Header or Body, and a Response given to Complete
 // belongs to the store afterwards.
@@ -138,9 +140,18 @@ func (s *MemoryStore) Begin(_ context.Context, id ID, fp Fingerprint, token stri
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// Drop a few dead records from the front on every call, so that the
-	// map does not keep them until it is full.
-	for i := 0; i < 4 && s.all.head != nil && !now.Before(s.all.head.rec.Expires); i++ {
-		s.remove(s.all.head)
+	// map does not keep them until it is full. A claim past its lease
+	// stays for CompleteGrace, for its holder to complete it late; the
+	// sweep goes past it.
+	for e, i := s.all.head, 0; e != nil && i < 4; i++ {
+		next := e.links[inStore].next
+		switch {
+		case !now.Before(e.rec.Expires) && (e.rec.State != InProgress || !now.Before(e.rec.Expires.Add(CompleteGrace))):
+			s.remove(e)
+		case e.rec.State != InProgress || now.Before(e.rec.Expires):
+			next = nil // a live record: the sweep stops there
+		}
+		e = next
 	}
 	e := s.m[id]
 	if e != nil {
@@ -239,7 +250,9 @@ func (s *MemoryStore) Extend(_ context.Context, id ID, token string, now time.Ti
 }
 
 // Complete implements Store. A record whose lease has passed can still be
-// completed by its holder as long as no other request has claimed it.
+// completed by its holder as long as no other request has claimed it: the
+// store keeps it CompleteGrace past its lease, unless it must make room at
+// its bound (see MemoryConfig.MaxRecords).
 func (s *MemoryStore) Complete(_ context.Context, id ID, token string, resp Response, now time.Time, ttl time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -118,12 +118,16 @@ type Store interface {
 	// now+lease. It returns ErrLeaseLost when token no longer holds id.
 	Extend(ctx context.Context, id ID, token string, now time.Time, lease time.Duration) error
 	// Complete stores resp in the record held by token, makes it Completed
-	// and keeps it until now+ttl. It returns ErrLeaseLost, storing
-	// nothing, when token no longer holds id (another request claimed it
-	// after the lease passed; a store may also lose a record whose lease
-	// has passed): the token fences a stale holder off. Completing a
-	// record that token completed already (the call sent again after its
-	// reply was lost) changes nothing and returns nil.
+	// and keeps it until now+ttl. A holder whose lease has passed holds the
+	// record until another request claims it: its Complete stores resp
+	// for at least CompleteGrace past the lease. It returns ErrLeaseLost,
+	// storing nothing, when token no longer holds id (another request
+	// claimed it after the lease passed, whatever that request did since;
+	// the store dropped the record later than CompleteGrace past the
+	// lease, or the MemoryStore to make room): the token fences a stale
+	// holder off. Completing a record that token completed already (the
+	// call sent again after its reply was lost) changes nothing and
+	// returns nil.
 	Complete(ctx context.Context, id ID, token string, resp Response, now time.Time, ttl time.Duration) error
 	// Release deletes the InProgress record held by token, so that the next
 	// request with the key runs its handler. Releasing a record that token
@@ -133,6 +137,16 @@ type Store interface {
 	// none.
 	Get(ctx context.Context, id ID, now time.Time) (rec Record, ok bool, err error)
 }
+
+// CompleteGrace is how long past its lease a record in progress that
+// nobody else claimed can still be completed by its holder: every store
+// keeps such a record at least that long (Redis keeps its key, PostgreSQL's
+// Cleanup its row, the MemoryStore its entry, but for room it must make at
+// its bound), and the middleware tries on that long to store a response
+// whose Complete failed. A holder whose store comes back after its lease,
+// before any retry claimed the key, so stores its response instead of
+// leaving the retry to run the handler again.
+const CompleteGrace = 10 * time.Minute
 
 // Errors of stores.
 var (

@@ -28,7 +28,9 @@ const IdempotencyTable = "yaoki_idempotency"
 // compare expiry times with the now the caller passes (so the fleet's clocks
 // should agree to well within the lease). Rows whose time has passed are
 // ignored, taken over by the next Begin of their key, and deleted by
-// Cleanup, which should run periodically (see its example).
+// Cleanup, which should run periodically (see its example); a holder whose
+// lease has passed can still complete its record while nobody claimed it,
+// and Cleanup keeps such a row idempotency.CompleteGrace past its lease.
 //
 // Its writes that the middleware acts on (a claim, a renewal, a completed
 // record) commit durably even when synchronous_commit is off: they set it
@@ -197,7 +199,9 @@ func (s *IdempotencyStore) Get(ctx context.Context, id idempotency.ID, now time.
 const DefaultCleanupBatch = 1000
 
 // Cleanup deletes the records whose time had passed at now (completed
-// records past their retention, records in progress past their lease),
+// records past their retention, records in progress
+// idempotency.CompleteGrace past their lease, so that a holder that answers
+// late still stores its response when nobody claimed its key meanwhile),
 // DefaultCleanupBatch rows per statement so that no statement holds many
 // locks, and returns how many it deleted. Run it periodically, from one
 // process or several (they do not conflict).
@@ -205,7 +209,8 @@ func (s *IdempotencyStore) Cleanup(ctx context.Context, now time.Time) (int64, e
 	var total int64
 	for {
 		tag, err := s.db.Exec(ctx, `DELETE FROM yaoki_idempotency WHERE ctid IN (
-	SELECT ctid FROM yaoki_idempotency WHERE expires_at <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)`, now, DefaultCleanupBatch)
+	SELECT ctid FROM yaoki_idempotency WHERE expires_at <= $1 AND (state <> 1 OR expires_at <= $3) LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+			now, DefaultCleanupBatch, now.Add(-idempotency.CompleteGrace))
 		if err != nil {
 			return total, fmt.Errorf("postgres: idempotency cleanup after %d rows: %w", total, err)
 		}

@@ -46,13 +46,14 @@ type IdempotencyConfig struct {
 }
 
 // ClaimGrace is how long Redis keeps the key of a record in progress past
-// its lease (PEXPIRE lease+ClaimGrace), as PostgreSQL keeps a row until
-// Cleanup: a holder that answers after its lease passed (its process
-// paused, its link to Redis cut for longer than the lease) still stores its
-// response when no other request claimed the key meanwhile. Claims are
-// decided by the lease alone: Begin takes over a record whose lease has
-// passed, whether or not its key is still there.
-const ClaimGrace = 10 * time.Minute
+// its lease (PEXPIRE lease+ClaimGrace): idempotency.CompleteGrace, as long
+// as PostgreSQL's Cleanup keeps a row and the middleware tries on to
+// complete, so that a holder that answers after its lease passed (its
+// process paused, its link to Redis cut for longer than the lease) still
+// stores its response when no other request claimed the key meanwhile.
+// Claims are decided by the lease alone: Begin takes over a record whose
+// lease has passed, whether or not its key is still there.
+const ClaimGrace = idempotency.CompleteGrace
 
 // DefaultReplicaTimeout is IdempotencyConfig.ReplicaTimeout when zero.
 const DefaultReplicaTimeout = time.Second

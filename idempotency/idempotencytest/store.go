@@ -211,6 +211,60 @@ func TestStore(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 		checkResponse(t, rec.Response, resp)
 	})
 
+	t.Run("a late holder completes", func(t *testing.T) {
+		// The holder answers after its lease has passed (its process
+		// paused, its link to the store cut for longer than the lease) and
+		// nobody claimed the key meanwhile: its Complete stores the
+		// response, up to idempotency.CompleteGrace past the lease, even
+		// when other keys come and go and the store cleans up meanwhile.
+		s := newStore(t)
+		id, _ := ids(t)
+		mustClaim(t, s, id, fp, "late", t0)
+		late := t0.Add(Lease + idempotency.CompleteGrace - time.Second)
+		for i := range 8 { // other keys, past every lease: a store may clean up as they come
+			n := fmt.Sprintf("%s/other%d/%d", t.Name(), i, time.Now().UnixNano())
+			mustClaim(t, s, idempotency.ID{Key: n}, fp, "tok-o", t0)
+			mustClaim(t, s, idempotency.ID{Key: n + "/late"}, fp, "tok-o", late)
+		}
+		cleanup(t, s, late)
+		if err := s.Complete(ctx, id, "late", resp, late, TTL); err != nil {
+			t.Fatalf("Complete by the holder %v past its lease, nobody having claimed the key: got %v, want nil", late.Sub(t0.Add(Lease)), err)
+		}
+		rec, ok, err := s.Get(ctx, id, late)
+		if err != nil || !ok || rec.State != idempotency.Completed {
+			t.Fatalf("Get after the late Complete: %+v ok %v err %v, want the completed record", rec, ok, err)
+		}
+		checkResponse(t, rec.Response, resp)
+	})
+
+	t.Run("a late holder is refused once another claimed", func(t *testing.T) {
+		// The holder answers after its lease has passed and another request
+		// has claimed the key: its Complete is refused whatever the other
+		// request did since (still running, released, completed), and
+		// changes nothing.
+		s := newStore(t)
+		id, _ := ids(t)
+		stale := idempotency.Response{Status: http.StatusAccepted, Body: []byte("stale")}
+		mustClaim(t, s, id, fp, "stale", t0)
+		at := t0.Add(Lease)
+		mustClaim(t, s, id, fp, "fresh", at)
+		if err := s.Complete(ctx, id, "stale", stale, at, TTL); !errors.Is(err, idempotency.ErrLeaseLost) {
+			t.Fatalf("Complete by the stale holder while another holds the key: got %v, want ErrLeaseLost", err)
+		}
+		if rec, ok, _ := s.Get(ctx, id, at); !ok || rec.State != idempotency.InProgress || rec.Token != "fresh" {
+			t.Fatalf("after the stale holder's Complete: %+v ok %v, want in progress, held by fresh", rec, ok)
+		}
+		if err := s.Release(ctx, id, "fresh"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Complete(ctx, id, "stale", stale, at, TTL); !errors.Is(err, idempotency.ErrLeaseLost) {
+			t.Fatalf("Complete by the stale holder after the other released the key: got %v, want ErrLeaseLost", err)
+		}
+		if rec, ok, _ := s.Get(ctx, id, at); ok {
+			t.Fatalf("the stale holder's Complete after a release stored %+v, want no record", rec)
+		}
+	})
+
 	t.Run("extend keeps the key held", func(t *testing.T) {
 		s := newStore(t)
 		id, _ := ids(t)
@@ -299,6 +353,23 @@ func TestStore(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 			t.Fatalf("record held by %q, want the claimer %q", rec.Token, got[0])
 		}
 	})
+}
+
+// Cleaner is a store that deletes dead records when asked
+// (postgres.IdempotencyStore); TestStore asks it where the contract says
+// what cleaning up must keep.
+type Cleaner interface {
+	Cleanup(ctx context.Context, now time.Time) (int64, error)
+}
+
+// cleanup cleans s up at now, if it is a Cleaner.
+func cleanup(t *testing.T, s idempotency.Store, now time.Time) {
+	t.Helper()
+	if c, ok := s.(Cleaner); ok {
+		if _, err := c.Cleanup(context.Background(), now); err != nil {
+			t.Fatalf("Cleanup at %v: %v", now, err)
+		}
+	}
 }
 
 func mustClaim(t *testing.T, s idempotency.Store, id idempotency.ID, fp idempotency.Fingerprint, tok string, now time.Time) {
