@@ -124,9 +124,10 @@ type Config struct {
 	// doubled per try, full jitter, at most 1 s), while the client waits
 	// for its response for up to StoreTimeout since the first try; then
 	// the response is sent and Complete is tried on in the background, the
-	// lease renewed, for as long as the lease then held the key (so that a
-	// store back within the lease gets the record). Zero:
-	// DefaultStoreTimeout (5 s).
+	// lease renewed, until CompleteGrace (10 min) past the lease's end, so
+	// that a store back before a retry claimed the key gets the record
+	// (a store refuses the late Complete once another request has claimed
+	// the key). Zero: DefaultStoreTimeout (5 s).
 	StoreTimeout time.Duration
 	// Observer receives an event.Replay for each replay and an
 	// event.Conflict for each request the middleware refuses. Nil: none.

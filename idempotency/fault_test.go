@@ -94,30 +94,117 @@ func TestFaultCompleteFailsThenSucceeds(t *testing.T) {
 	})
 }
 
-// TestFaultStoreAwayLongerThanStoreTimeout: the store stays away longer
-// than StoreTimeout after the handler returned. The client got its 201; the
-// record stays in progress, and once the lease has passed a retry runs the
-// handler again: the documented limit of a store that does not come back.
+// TestFaultStoreAwayLongerThanStoreTimeout: the store stays away after the
+// handler returned for longer than StoreTimeout (5 s), the lease (3 s) and
+// CompleteGrace past it. The client gets its 201 after StoreTimeout;
+// Complete is tried on in the background until CompleteGrace past the
+// lease, then given up: the record stays in progress, and a retry runs
+// the handler again, the documented limit of a store that does not come
+// back.
 func TestFaultStoreAwayLongerThanStoreTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		const lease = 3 * time.Second
 		store := newFaultyStore()
 		h := &charges{}
+		var once sync.Once
 		cut := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			h.ServeHTTP(w, r)
-			store.down.Store(true) // as the handler returns
+			once.Do(func() { store.down.Store(true) }) // as the first handler returns
 		})
-		m := newMiddleware(t, idempotency.Config{Store: store, Lease: 3 * time.Second, StoreTimeout: 5 * time.Second})
+		m := newMiddleware(t, idempotency.Config{Store: store, Lease: lease, StoreTimeout: 5 * time.Second})
 		start := time.Now()
 		if w := post(m.Handler(cut), "POST", "/x", "k", "{}"); w.Code != http.StatusCreated {
 			t.Fatalf("first: %d", w.Code)
 		}
 		if d := time.Since(start); d != 5*time.Second {
-			t.Fatalf("Complete was tried for %v, want StoreTimeout (5 s)", d)
+			t.Fatalf("the client waited %v for Complete, want StoreTimeout (5 s)", d)
+		}
+		if err := m.Wait(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d != lease+idempotency.CompleteGrace {
+			t.Fatalf("Complete was tried for %v, want until CompleteGrace past the lease (%v)", d, lease+idempotency.CompleteGrace)
 		}
 		store.down.Store(false)
 		again := post(m.Handler(cut), "POST", "/x", "k", "{}")
 		if again.Code != http.StatusCreated || again.Header().Get("Idempotent-Replayed") != "" || h.runs.Load() != 2 {
-			t.Fatalf("retry after the lease: %d replayed %q, runs %d; want a second run", again.Code, again.Header().Get("Idempotent-Replayed"), h.runs.Load())
+			t.Fatalf("retry after CompleteGrace: %d replayed %q, runs %d; want a second run", again.Code, again.Header().Get("Idempotent-Replayed"), h.runs.Load())
+		}
+	})
+}
+
+// TestFaultStoreBackAfterLease: the store goes away as the handler
+// returns and comes back 10 s later, after the lease (3 s) has passed,
+// before any retry claimed the key. The middleware tries Complete on past
+// the lease (a store takes a late Complete from the token that still holds
+// the key), so the retry gets the replay instead of running the handler
+// again.
+func TestFaultStoreBackAfterLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lease = 3 * time.Second
+		store := newFaultyStore()
+		h := &charges{}
+		var once sync.Once
+		cut := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h.ServeHTTP(w, r)
+			once.Do(func() { store.down.Store(true) }) // as the handler returns
+		})
+		m := newMiddleware(t, idempotency.Config{Store: store, Lease: lease, StoreTimeout: time.Second})
+		first := post(m.Handler(cut), "POST", "/x", "k", "{}")
+		if first.Code != http.StatusCreated {
+			t.Fatalf("first: %d", first.Code)
+		}
+		time.Sleep(10 * time.Second) // virtual: the store is back after the lease
+		store.down.Store(false)
+		if err := m.Wait(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		again := post(m.Handler(cut), "POST", "/x", "k", "{}")
+		if again.Code != http.StatusCreated || again.Header().Get("Idempotent-Replayed") != "true" || again.Body.String() != first.Body.String() || h.runs.Load() != 1 {
+			t.Fatalf("retry after the store came back (10 s) past the lease (3 s): %d %s replayed %q, runs %d; want the replay of %s and 1 run",
+				again.Code, again.Body, again.Header().Get("Idempotent-Replayed"), h.runs.Load(), first.Body)
+		}
+	})
+}
+
+// TestFaultStoreBackAfterAnotherClaimed: instance A's store goes away as
+// its handler returns; after A's lease, instance B (whose link is fine)
+// claims the key and runs the request. When A's store comes back, A's late
+// Complete is refused (the token fences it off) and overwrites nothing: a
+// third request replays B's response. Two runs: A's client got its answer
+// without a record, the window a store that stays away past the lease
+// leaves.
+func TestFaultStoreBackAfterAnotherClaimed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lease = 3 * time.Second
+		shared := newFaultyStore()
+		a := &faultyStore{MemoryStore: shared.MemoryStore} // A's link to the shared store
+		h := &charges{}
+		var once sync.Once
+		cut := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h.ServeHTTP(w, r)
+			once.Do(func() { a.down.Store(true) }) // as A's handler returns
+		})
+		ma := newMiddleware(t, idempotency.Config{Store: a, Lease: lease, StoreTimeout: time.Second})
+		mb := newMiddleware(t, idempotency.Config{Store: shared, Lease: lease})
+		fromA := post(ma.Handler(cut), "POST", "/x", "k", "{}")
+		time.Sleep(lease) // virtual: A's lease has passed
+		fromB := post(mb.Handler(h), "POST", "/x", "k", "{}")
+		if fromB.Code != http.StatusCreated || fromB.Header().Get("Idempotent-Replayed") != "" {
+			t.Fatalf("B after A's lease: %d replayed %q, want its own run", fromB.Code, fromB.Header().Get("Idempotent-Replayed"))
+		}
+		completes := a.completes.Load()
+		a.down.Store(false)
+		if err := ma.Wait(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if a.completes.Load() != completes+1 {
+			t.Fatalf("A tried Complete %d times once its store was back, want 1 (refused: B holds the key)", a.completes.Load()-completes)
+		}
+		third := post(ma.Handler(h), "POST", "/x", "k", "{}")
+		if fromA.Code != http.StatusCreated || third.Header().Get("Idempotent-Replayed") != "true" || third.Body.String() != fromB.Body.String() || h.runs.Load() != 2 {
+			t.Fatalf("A %d %s, B %s, third %d %s replayed %q, runs %d; want B's response replayed (A's late Complete refused)",
+				fromA.Code, fromA.Body, fromB.Body, third.Code, third.Body, third.Header().Get("Idempotent-Replayed"), h.runs.Load())
 		}
 	})
 }

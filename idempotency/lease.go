@@ -147,15 +147,12 @@ func (l *lease) renew() {
 	l.lost(cause)
 }
 
-// left returns how long the lease holds the key from now by c.Now: 0 once
-// it is lost or stopped.
-func (l *lease) left() time.Duration {
+// end returns the lease's end as last granted by the store, by c.Now,
+// held or lost.
+func (l *lease) end() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.stopped {
-		return 0
-	}
-	return max(0, l.until.Sub(l.c.Now()))
+	return l.until
 }
 
 // stop ends the renewals; a renewal under way is ignored.
@@ -196,7 +193,11 @@ func (c *Config) complete(ctx context.Context, id ID, token string, resp Respons
 		if ctx.Err() != nil {
 			return fmt.Errorf("idempotency: %d tries in %v: %w", n, timeout, err)
 		}
-		c.ErrorLog.Printf("idempotency: store the response to key %q (try %d, will try again): %v", id.Key, n, err)
+		if n <= 8 || n&(n-1) == 0 {
+			// Every try at first, then fewer lines: a store away for
+			// minutes would fill the log with one a second.
+			c.ErrorLog.Printf("idempotency: store the response to key %q (try %d, will try again): %v", id.Key, n, err)
+		}
 		t := time.NewTimer(retryDelay(n, time.Second))
 		select {
 		case <-t.C:

@@ -48,10 +48,15 @@
 // Faults. A Complete that fails (the store cut off as the handler returns)
 // is tried again with backoff, the lease being renewed meanwhile: for up to
 // Config.StoreTimeout before the client gets its response, then in the
-// background while the lease holds the key (Middleware.Wait holds a
-// shutdown until those end). If the store stays away
-// longer, the record stays in progress: retries get 409 until the lease
-// passes, then run the handler again. A process that dies while it
+// background until CompleteGrace (10 min) past the lease's end
+// (Middleware.Wait holds a shutdown until those end, or its context does).
+// A store takes a late Complete from the token that still holds the key,
+// and refuses it once another request has claimed the key, so trying on
+// past the lease never overwrites another's work: a store back before any
+// retry claimed the key gets the record. Until then the record stays in
+// progress: retries get 409 until the lease passes; a retry that claims
+// the key after the lease runs the handler again (and the late Complete is
+// refused). A process that dies while it
 // holds a key stops renewing its lease, and the key is usable again once
 // the lease (Config.Lease, 30 s) has passed. A holder that cannot renew its
 // lease (the store refuses, or the lease ends before a renewal gets
@@ -125,16 +130,19 @@ func (m *Middleware) Require(next http.Handler) http.Handler {
 // Wait waits until every Complete that the middleware tries on in the
 // background has ended, or ctx ends. Those are the responses already sent
 // whose record the store did not take within Config.StoreTimeout (the
-// store away): the middleware tries on for as long as the lease holds the
-// key, and a process that exits meanwhile leaves the record in progress, so
-// that the client's retry runs the handler again once the lease has
-// passed. Call it after http.Server.Shutdown, before the process exits,
-// with a context that allows up to Config.Lease. It returns nil when none
-// is left, or an error matching ctx's error that says how many are. Nil
-// says the background Completes have ended, not that they stored their
-// records: one that the store refused (the lease lost, as when a Redis
-// without its append-only file restarted) or that the lease's end cut
-// short is logged to Config.ErrorLog.
+// store away): the middleware tries on until the store takes or refuses
+// the record, or CompleteGrace (10 min) past the lease's end, and a process
+// that exits meanwhile leaves the record in progress, so that the client's
+// retry runs the handler again once the lease has passed. Call it after
+// http.Server.Shutdown, before the process exits, with a context that
+// allows what the deploy can afford (the lease, Config.Lease, is a good
+// bound: past it a retry may claim the key anyway). It returns nil when
+// none is left, or an error matching ctx's error that says how many are;
+// those go on trying until the process exits. Nil says the background
+// Completes have ended, not that they stored their records: one that the
+// store refused (another request claimed the key after the lease, or a
+// Redis without its append-only file restarted) or that ran out of time is
+// logged to Config.ErrorLog.
 func (m *Middleware) Wait(ctx context.Context) error {
 	m.mu.Lock()
 	if m.bg == 0 {
@@ -471,16 +479,17 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, id ID
 	default:
 		// The lease is renewed while Complete is tried again.
 		err := c.complete(bg, id, token, resp, c.StoreTimeout)
-		var left time.Duration // how long the lease holds the key, if Complete failed
 		if err != nil && !errors.Is(err, ErrLeaseLost) {
-			left = ls.left()
-		}
-		if left > 0 {
 			// The client has waited StoreTimeout: it gets its response,
-			// and Complete goes on while the lease holds the key. A store
-			// that comes back within the lease gets the record; otherwise
-			// a retry after the lease would run the handler again.
-			c.ErrorLog.Printf("idempotency: store the response to key %q (status %d): %v; trying on for the %v the lease holds the key", id.Key, resp.Status, err, left)
+			// and Complete goes on while the lease holds the key, and
+			// CompleteGrace past it: a store takes a late Complete from
+			// the token that still holds the key, and refuses it once
+			// another request has claimed the key, so that trying on
+			// never overwrites another's work. A store back before a
+			// retry claimed the key gets the record; otherwise the retry
+			// runs the handler again.
+			left := ls.end().Add(CompleteGrace).Sub(c.Now())
+			c.ErrorLog.Printf("idempotency: store the response to key %q (status %d): %v; trying on for %v (until CompleteGrace past the lease's end)", id.Key, resp.Status, err, left.Round(time.Millisecond))
 			background = true
 			h.m.background(func() {
 				err := c.complete(bg, id, token, resp, left)

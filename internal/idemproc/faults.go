@@ -47,6 +47,7 @@ type Faults struct {
 // instance is the middleware over a store, behind a loopback server, with
 // a clock the test can move forward.
 type instance struct {
+	m      *idempotency.Middleware
 	srv    *httptest.Server
 	offset atomic.Int64 // added to the clock
 	logs   *lines
@@ -89,6 +90,7 @@ func newInstance(t *testing.T, c idempotency.Config, h http.Handler) *instance {
 	if err != nil {
 		t.Fatal(err)
 	}
+	in.m = m
 	in.srv = httptest.NewServer(m.Require(h))
 	t.Cleanup(in.srv.Close)
 	return in
@@ -147,7 +149,7 @@ const FaultLease = 3 * time.Second
 // Suite runs the fault scenarios that every store's fault suite shares,
 // each in a subtest against a server of its own (start starts it and
 // describes it): LinkCutAtComplete, LinkCutPastStoreTimeout,
-// LostBeginReply, LostCompleteReply, HolderCutOff, SlowBegin, ClockAhead,
+// LinkCutPastLease, LinkCutPastLeaseAnotherClaimed, LostBeginReply, LostCompleteReply, HolderCutOff, SlowBegin, ClockAhead,
 // and Kill at each step (StepClaimed, StepHandled,
 // StepCompleted). A store's own faults (a restart, a crash of the server)
 // are its suite's own tests.
@@ -158,6 +160,8 @@ func Suite(t *testing.T, start func(t *testing.T) Faults) {
 	}{
 		{"LinkCutAtComplete", LinkCutAtComplete},
 		{"LinkCutPastStoreTimeout", LinkCutPastStoreTimeout},
+		{"LinkCutPastLease", LinkCutPastLease},
+		{"LinkCutPastLeaseAnotherClaimed", LinkCutPastLeaseAnotherClaimed},
 		{"LostBeginReply", LostBeginReply},
 		{"LostCompleteReply", LostCompleteReply},
 		{"HolderCutOff", HolderCutOff},
@@ -260,6 +264,117 @@ func LinkCutPastStoreTimeout(t *testing.T, f Faults) {
 	}
 	t.Logf("link cut for %v as the handler returned (StoreTimeout %v, lease %v): the client got %d after StoreTimeout, the response was stored when the link came back, the retry got its replay; 1 run",
 		outage, storeTimeout, lease, first.status)
+}
+
+// counting counts the Completes sent to a store.
+type counting struct {
+	idempotency.Store
+	completes atomic.Int64
+}
+
+func (c *counting) Complete(ctx context.Context, id idempotency.ID, token string, resp idempotency.Response, now time.Time, ttl time.Duration) error {
+	c.completes.Add(1)
+	return c.Store.Complete(ctx, id, token, resp, now, ttl)
+}
+
+// cutPastLease starts instance A over a store that it reaches through a
+// proxy, with a handler that cuts the link as it returns, posts a request
+// with a new key to it, and waits until A's lease has ended with the link
+// still cut and A has tried Complete again since (the middleware tries on
+// past the lease). It returns A, its store, the proxy, the key and the
+// answer A's client got: 201, after StoreTimeout.
+func cutPastLease(t *testing.T, f Faults, runs *atomic.Int64) (*instance, *faultproxy.Proxy, string, answer) {
+	const (
+		lease        = 2 * time.Second
+		storeTimeout = 500 * time.Millisecond
+	)
+	px := faultproxy.New(t, f.Target)
+	store := &counting{Store: f.Open(t, px.Addr)}
+	var once sync.Once
+	a := newInstance(t, idempotency.Config{Store: store, Lease: lease, StoreTimeout: storeTimeout},
+		charge(runs, func(*http.Request) { once.Do(px.Down) }))
+	t.Cleanup(func() {
+		// Before the proxy closes and the test ends: A's background
+		// Complete ends, and logs nothing after the test.
+		px.Up()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := a.m.Wait(ctx); err != nil {
+			t.Errorf("A's background Complete: %v", err)
+		}
+	})
+	key := "past-lease-" + rand.Text()
+	first := a.post(key)
+	if first.err != nil || first.status != http.StatusCreated {
+		t.Fatalf("A's client: %v, want 201 after StoreTimeout (%v)", first, storeTimeout)
+	}
+	// The *LeaseLostError logged at the lease's end.
+	WaitFor(t, "A's lease to end with the link cut", func() bool { return len(a.logs.containing("lost: it ended")) > 0 })
+	n := store.completes.Load()
+	WaitFor(t, "A to try Complete again after its lease ended", func() bool { return store.completes.Load() > n })
+	return a, px, key, first
+}
+
+// LinkCutPastLease: the link to the store is cut as the handler returns
+// and comes back only after the lease (2 s) has ended, nobody having sent
+// the key meanwhile. The client gets its 201 after StoreTimeout (500 ms);
+// the middleware tries Complete on past the lease, and the store takes it
+// from the token that still holds the key: the retry gets the replay, one
+// run.
+func LinkCutPastLease(t *testing.T, f Faults) {
+	var runs atomic.Int64
+	a, px, key, first := cutPastLease(t, f, &runs)
+	px.Up()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := a.m.Wait(ctx); err != nil {
+		t.Fatalf("Wait for A's Complete once the link is back: %v", err)
+	}
+	rec, ok, err := f.Open(t, f.Target).Get(ctx, idempotency.ID{Key: key}, time.Now())
+	if err != nil || !ok || rec.State != idempotency.Completed {
+		t.Fatalf("the record once the link was back: ok %v err %v %+v; want it completed", ok, err, rec.State)
+	}
+	a.offset.Store(int64(time.Hour)) // far past the lease
+	again := a.post(key)
+	if runs.Load() != 1 || again.status != http.StatusCreated || again.replayed != "true" || again.body != first.body {
+		t.Fatalf("retry: %v, runs %d; want the replay of %s and 1 run", again, runs.Load(), first.body)
+	}
+	t.Logf("link cut as the handler returned, back after the lease: the client got %d, the late Complete stored it, the retry got its replay; 1 run", first.status)
+}
+
+// LinkCutPastLeaseAnotherClaimed: as LinkCutPastLease, but after A's lease
+// instance B (whose link is fine) claims the key and runs the request; the
+// link comes back while B's handler runs. A's late Complete is refused
+// (the token fences it off) and overwrites nothing: B completes its own
+// record, and a third request replays B's response. Two runs: A's client
+// got its answer without a record.
+func LinkCutPastLeaseAnotherClaimed(t *testing.T, f Faults) {
+	var runs atomic.Int64
+	a, px, key, fromA := cutPastLease(t, f, &runs)
+	var waitErr error
+	var refused []string
+	b := newInstance(t, idempotency.Config{Store: f.Open(t, f.Target), Lease: 2 * time.Second},
+		charge(&runs, func(*http.Request) {
+			// B holds the key: A's link comes back and A's Complete goes
+			// through to the store, which refuses it.
+			px.Up()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			waitErr = a.m.Wait(ctx)
+			refused = a.logs.containing("(status 201): " + idempotency.ErrLeaseLost.Error())
+		}))
+	fromB := b.post(key)
+	if fromB.status != http.StatusCreated || fromB.replayed != "" || waitErr != nil {
+		t.Fatalf("B after A's lease: %v (A's Wait: %v), want its own run", fromB, waitErr)
+	}
+	if len(refused) == 0 {
+		t.Fatalf("A's Completes once its link was back, while B held the key: %q; want one refused as a lost lease", a.logs.containing("store the response"))
+	}
+	third := b.post(key)
+	if third.replayed != "true" || third.body != fromB.body || runs.Load() != 2 {
+		t.Fatalf("A got %v, B %v, a third request %v, runs %d; want B's response replayed (A's late Complete refused)", fromA, fromB, third, runs.Load())
+	}
+	t.Logf("link cut as A's handler returned, back while B held the key after A's lease: A's late Complete refused (%s), the record is B's; 2 runs", refused[0])
 }
 
 // LostBeginReply: the reply to Begin is lost (the claim was made). The
