@@ -33,7 +33,9 @@ type BucketConfig struct {
 	// ThrottleCost is what a retry after a throttling answer (429, 503, an
 	// error the retry loop classes ClassThrottled) takes: a server that said
 	// "later" is worth more retries than one that failed. Zero:
-	// DefaultThrottleCost (5). Accepted: 1 to Capacity.
+	// DefaultThrottleCost (5), or RetryCost where that is lower, so that
+	// a throttled retry never costs more than another by default.
+	// Accepted: 1 to Capacity.
 	ThrottleCost int
 	// TimeoutCost is what a retry after a timed-out attempt takes. Zero:
 	// RetryCost (the 2026 behaviour charges timeouts as other errors).
@@ -71,7 +73,7 @@ type Bucket struct {
 func NewBucket(c BucketConfig) (*Bucket, error) {
 	c.Capacity = cmp.Or(c.Capacity, DefaultCapacity)
 	c.RetryCost = cmp.Or(c.RetryCost, DefaultRetryCost)
-	c.ThrottleCost = cmp.Or(c.ThrottleCost, DefaultThrottleCost)
+	c.ThrottleCost = cmp.Or(c.ThrottleCost, min(DefaultThrottleCost, c.RetryCost))
 	c.TimeoutCost = cmp.Or(c.TimeoutCost, c.RetryCost)
 	c.NoRetryIncrement = cmp.Or(c.NoRetryIncrement, DefaultNoRetryIncrement)
 	switch {
@@ -80,7 +82,7 @@ func NewBucket(c BucketConfig) (*Bucket, error) {
 	case c.RetryCost < 1 || c.RetryCost > c.Capacity:
 		return nil, invalid("BucketConfig.RetryCost", c.RetryCost, "1 ≤ RetryCost ≤ Capacity (0 means the default 14)")
 	case c.ThrottleCost < 1 || c.ThrottleCost > c.Capacity:
-		return nil, invalid("BucketConfig.ThrottleCost", c.ThrottleCost, "1 ≤ ThrottleCost ≤ Capacity (0 means the default 5)")
+		return nil, invalid("BucketConfig.ThrottleCost", c.ThrottleCost, "1 ≤ ThrottleCost ≤ Capacity (0 means the default 5, or RetryCost if lower)")
 	case c.TimeoutCost < 1 || c.TimeoutCost > c.Capacity:
 		return nil, invalid("BucketConfig.TimeoutCost", c.TimeoutCost, "1 ≤ TimeoutCost ≤ Capacity (0 means RetryCost)")
 	case c.NoRetryIncrement < 1 || c.NoRetryIncrement > c.Capacity:

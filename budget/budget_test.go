@@ -287,6 +287,39 @@ func TestBucketAWSStandard(t *testing.T) {
 	}
 }
 
+// TestBucketThrottleCostDefault: a zero ThrottleCost means the AWS figure
+// (5) only where it is below RetryCost, and RetryCost otherwise, so that a
+// throttled retry never costs more than another by default. A small bucket
+// configured as {Capacity: 3, RetryCost: 3} was refused for a ThrottleCost
+// of 5 its caller never set, and {RetryCost: 3} charged a throttled retry
+// more than an ordinary one.
+func TestBucketThrottleCostDefault(t *testing.T) {
+	for _, c := range []struct {
+		cfg  BucketConfig
+		want float64 // what a throttled retry takes
+	}{
+		{BucketConfig{}, 5},
+		{BucketConfig{RetryCost: 3}, 3},
+		{BucketConfig{Capacity: 3, RetryCost: 3}, 3},
+		{BucketConfig{Capacity: 1, RetryCost: 1}, 1},
+		{BucketConfig{RetryCost: 3, ThrottleCost: 4}, 4}, // set: kept
+	} {
+		b, err := NewBucket(c.cfg)
+		if err != nil {
+			t.Errorf("%+v: %v, want a bucket", c.cfg, err)
+			continue
+		}
+		before := b.Level()
+		if !b.AllowRetryClassAt(t0, true, false) {
+			t.Errorf("%+v: throttled retry refused from a full bucket", c.cfg)
+			continue
+		}
+		if got := before - b.Level(); got != c.want {
+			t.Errorf("%+v: a throttled retry took %v tokens, want %v", c.cfg, got, c.want)
+		}
+	}
+}
+
 func TestGRPCThrottling(t *testing.T) {
 	g, err := NewGRPC(GRPCConfig{})
 	if err != nil {
