@@ -203,3 +203,72 @@ func TestGRPCRetriesBoundedProperty(t *testing.T) {
 		}
 	}
 }
+
+// TestBucketRetriesBoundedProperty runs calls shaped as the retry loop makes
+// them against Buckets, in random sequences and from 8 goroutines, and
+// checks the AWS SDKs' quota in numbers: what the granted retries cost
+// never exceeds Capacity plus what successes gave back (RetryCost per
+// successful retry, NoRetryIncrement per success at the first attempt), and
+// a bucket whose dependency only fails grants Capacity/cost retries exactly.
+func TestBucketRetriesBoundedProperty(t *testing.T) {
+	configs := []BucketConfig{{}, {Capacity: 50, RetryCost: 7, ThrottleCost: 3, TimeoutCost: 10, NoRetryIncrement: 2}, {Capacity: 1, RetryCost: 1}}
+	src := rand.New(rand.NewPCG(5, 3))
+	for ci, c := range configs {
+		for _, goroutines := range []int{1, 8} {
+			for seq := range 20 {
+				b, err := NewBucket(c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				capacity := b.Level()
+				failRate := []float64{1, 0.9, 0.5}[seq%3]
+				if seq >= 3 {
+					failRate = src.Float64()
+				}
+				seed := src.Uint64()
+				var spent, earned atomic.Int64
+				var wg sync.WaitGroup
+				for w := range goroutines {
+					wg.Go(func() {
+						r := rand.New(rand.NewPCG(seed, uint64(w)))
+						for range 500 {
+							var throttled, timeout bool
+							for attempt := 0; attempt < 3; attempt++ {
+								if r.Float64() >= failRate {
+									n := b.increment
+									if attempt > 0 {
+										n = b.cost
+									}
+									earned.Add(n) // counted first: never less than the bucket got
+									b.RecordAt(t0, attempt == 0, true)
+									break
+								}
+								b.RecordAt(t0, attempt == 0, false)
+								throttled, timeout = r.IntN(3) == 0, r.IntN(3) == 0
+								if attempt == 2 || !b.AllowRetryClassAt(t0, throttled, timeout) {
+									break
+								}
+								spent.Add(b.costOf(throttled, timeout))
+								if r.IntN(10) == 0 { // its breaker refused it: the cost comes back
+									b.CancelRetryAt(t0, throttled, timeout)
+									spent.Add(-b.costOf(throttled, timeout))
+									break
+								}
+							}
+						}
+					})
+				}
+				wg.Wait()
+				if s, bound := float64(spent.Load()), capacity+float64(earned.Load()); s > bound {
+					t.Errorf("config %d, %d goroutines, sequence %d (failure rate %.2f): granted retries cost %v, more than Capacity + what successes gave back, %v",
+						ci, goroutines, seq, failRate, s, bound)
+				}
+				if failRate == 1 && goroutines == 1 {
+					if l := b.Level(); l < 0 || l >= float64(min(b.cost, b.throttleCost, b.timeoutCost)) {
+						t.Errorf("config %d, sequence %d: level %v after a dependency that only fails, want less than the cheapest retry", ci, seq, l)
+					}
+				}
+			}
+		}
+	}
+}
