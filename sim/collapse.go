@@ -45,7 +45,9 @@ type Collapse struct {
 	// HopMean is the mean of one network hop (exponential). Zero: 100 ms.
 	HopMean time.Duration
 	// ServiceBase and ServicePerRequest give an attempt's service time:
-	// ServiceBase + ServicePerRequest·C. Zero: 1 s and 10 ms.
+	// ServiceBase + ServicePerRequest·C. Zero: 1 s and 10 ms. A negative
+	// ServicePerRequest is none: the service time does not grow with the
+	// work in service.
 	ServiceBase, ServicePerRequest time.Duration
 	// Duration is the length of the run. Zero: 80 s.
 	Duration time.Duration
@@ -88,7 +90,8 @@ func (k TriggerKind) String() string {
 // spike to 80/s for 5 s from t = 20 s.
 type Trigger struct {
 	Kind TriggerKind
-	// At is when it starts. Zero: 20 s.
+	// At is when it starts. Zero: 20 s. Negative: at the start of the
+	// run (t = 0).
 	At time.Duration
 	// Width is how long it lasts. Zero: 5 s.
 	Width time.Duration
@@ -121,6 +124,7 @@ func (c Collapse) withDefaults() Collapse {
 	def(&c.ServiceBase, time.Second)
 	def(&c.ServicePerRequest, 10*time.Millisecond)
 	def(&c.Duration, 80*time.Second)
+	c.Trigger.At, c.ServicePerRequest = max(c.Trigger.At, 0), max(c.ServicePerRequest, 0)
 	c.Threshold = cmp.Or(c.Threshold, 150)
 	c.Clients = cmp.Or(c.Clients, 1)
 	return c
@@ -133,13 +137,12 @@ func (c Collapse) Validate() error {
 	tr := c.Trigger
 	k.need(rate(c.Rate), "Rate", c.Rate, "0 < Rate ≤ 1e6 per second (0 means 40)")
 	k.need(tr.Kind <= NoTrigger, "Trigger.Kind", tr.Kind, "Spike, Slowdown or NoTrigger")
-	k.need(tr.At >= 0, "Trigger.At", tr.At, "≥ 0 (0 means 20s)")
 	k.need(tr.Width >= 0, "Trigger.Width", tr.Width, "≥ 0 (0 means 5s)")
 	k.need(rate(tr.Peak), "Trigger.Peak", tr.Peak, "0 < Peak ≤ 1e6 per second (0 means 80)")
 	k.need(tr.Factor >= 0 && tr.Factor <= 1000, "Trigger.Factor", tr.Factor, "0 < Factor ≤ 1000 (0 means 2)")
 	k.need(c.Timeout >= 0, "Timeout", c.Timeout, "> 0 (0 means 3s)")
 	k.need(c.HopMean >= 0, "HopMean", c.HopMean, "≥ 0 (0 means 100ms)")
-	k.need(c.ServiceBase >= 0 && c.ServicePerRequest >= 0, "service time", fmt.Sprint(c.ServiceBase, " + ", c.ServicePerRequest, "·C"), "both ≥ 0 (0 means 1s + 10ms·C)")
+	k.need(c.ServiceBase >= 0, "ServiceBase", c.ServiceBase, "> 0 (0 means 1s)")
 	k.need(c.Duration >= 0 && c.Duration <= 24*time.Hour, "Duration", c.Duration, "0 < Duration ≤ 24h (0 means 80s)")
 	k.need(c.Threshold >= 0, "Threshold", c.Threshold, "≥ 1 (0 means 150)")
 	k.need(c.Clients >= 0 && c.Clients <= 1e6, "Clients", c.Clients, "1 to 1e6 (0 means 1)")

@@ -34,7 +34,6 @@ func TestScenariosValidate(t *testing.T) {
 	}{
 		{herd(Herd{Clients: -1}), "Herd.Clients"},
 		{herd(Herd{HopMean: -1}), "Herd.HopMean"},
-		{herd(Herd{HopStdDev: -time.Millisecond}), "Herd.HopStdDev"},
 		{outage(Outage{Clients: -1}), "Outage.Clients"},
 		{outage(Outage{Rate: -1}), "Outage.Rate"},
 		{outage(Outage{Rate: math.Inf(1)}), "Outage.Rate"},
@@ -53,11 +52,10 @@ func TestScenariosValidate(t *testing.T) {
 		{collapse(Collapse{Rate: -1}), "Collapse.Rate"},
 		{collapse(Collapse{Rate: math.NaN()}), "Collapse.Rate"},
 		{collapse(Collapse{Trigger: Trigger{Kind: 9}}), "Collapse.Trigger.Kind"},
-		{collapse(Collapse{Trigger: Trigger{At: -1}}), "Collapse.Trigger.At"},
 		{collapse(Collapse{Trigger: Trigger{Peak: -5}}), "Collapse.Trigger.Peak"},
 		{collapse(Collapse{Trigger: Trigger{Factor: -1}}), "Collapse.Trigger.Factor"},
 		{collapse(Collapse{Timeout: -1}), "Collapse.Timeout"},
-		{collapse(Collapse{ServiceBase: -1}), "Collapse.service time"},
+		{collapse(Collapse{ServiceBase: -1}), "Collapse.ServiceBase"},
 		{collapse(Collapse{Duration: -1}), "Collapse.Duration"},
 		{collapse(Collapse{Threshold: -1}), "Collapse.Threshold"},
 		{collapse(Collapse{Clients: -1}), "Collapse.Clients"},
@@ -87,5 +85,52 @@ func TestScenariosValidate(t *testing.T) {
 	}
 	if err := errOf(Tail.Run, TailPolicy{Hedge: &hedge.Config{Quantile: 2}})(Tail{}); !errors.Is(err, hedge.ErrInvalidConfig) {
 		t.Errorf("a bad hedge configuration: got %v, want hedge.ErrInvalidConfig", err)
+	}
+}
+
+// Where a field's zero means a default and zero itself makes sense, a
+// negative value stands for it: hops without spread, a trigger at the
+// start, a service time that does not grow with the work in service.
+func TestNegativeMeansNone(t *testing.T) {
+	// One client, no conflict: a read and a write there and back, four
+	// hops of exactly 10 ms.
+	h, err := Herd{Clients: 1, HopStdDev: -1}.Run(NoRetries(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Time != 40*time.Millisecond {
+		t.Errorf("herd without spread: one client done at %v, want 4 hops of 10ms, 40ms", h.Time)
+	}
+	// A spike of 100/s for 10 s collapses a server whose service time
+	// grows with its work; one whose service time stays at 1 s answers
+	// every attempt before the timeout, and never collapses.
+	spike := Trigger{Peak: 100, Width: 10 * time.Second}
+	grows, err := Collapse{Trigger: spike}.Run(NoBackoff(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat, err := Collapse{Trigger: spike, ServicePerRequest: -1}.Run(NoBackoff(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !grows.Collapsed || flat.Collapsed || flat.Attempts != flat.FirstTries {
+		t.Errorf("spike 100/s × 10 s: growing service collapsed %v; flat service collapsed %v with %d attempts for %d requests; want true, false and one attempt each",
+			grows.Collapsed, flat.Collapsed, flat.Attempts, flat.FirstTries)
+	}
+	// A spike at the start: the first seconds carry it.
+	early, err := Collapse{Trigger: Trigger{At: -1, Peak: 100, Width: 5 * time.Second}}.Run(NoBackoff(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if early.InFlight[4] <= grows.InFlight[4] {
+		t.Errorf("spike at t = 0: %d attempts in service at 5 s, spike at 20 s: %d; want more with the spike at the start",
+			early.InFlight[4], grows.InFlight[4])
+	}
+	pts, err := CollapseSweep{Triggers: []Trigger{{At: -1}}, Runs: 1}.Run([]Policy{NoBackoff()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at := pts[0].Trigger.At; at != 0 {
+		t.Errorf("a sweep's point for a trigger at the start says At = %v, want 0", at)
 	}
 }
