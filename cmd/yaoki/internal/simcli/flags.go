@@ -98,6 +98,22 @@ var simNoZero = map[string]string{
 	"hop-mean": "> 0", "peak": "> 0 per second", "width": "> 0", "factor": "> 1", "timeout": "> 0",
 	"service-base": "> 0", "threshold": "≥ 1", "fanout": "≥ 1", "fast": "> 0", "slow": "> 0",
 	"base": "> 0", "cap": "> 0", "multiplier": "> 1", "load": "> 0", "per-window": "≥ 1", "window": "> 0",
+	"brownout-latency": "> 0", "post-base": "> 0", "post-cap": "> 0",
+}
+
+// zeroAsNone returns what package sim is to take for the value d of a flag
+// whose 0 means something (--hop-sd 0: no spread; --at 0s: at the start;
+// --service-per-request 0: none), where sim reads 0 as its default: a
+// negative duration, which sim reads as none. A negative d given on the
+// command line is refused.
+func zeroAsNone(flag string, d time.Duration) (time.Duration, error) {
+	switch {
+	case d < 0:
+		return 0, cli.Usagef("--%s %v: out of range; want ≥ 0", flag, d)
+	case d == 0:
+		return -1, nil
+	}
+	return d, nil
 }
 
 // refuseZeros returns bad usage for a flag of simNoZero that the command

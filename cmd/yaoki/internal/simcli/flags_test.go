@@ -86,3 +86,28 @@ func TestYourPolicyErrorsNameTheFlag(t *testing.T) {
 		}
 	}
 }
+
+// Scenario flags out of range are refused in the flag's words, saying what
+// is accepted, not in the Go fields' ("Tail.Warmup", "NoSlow (-1)").
+func TestScenarioFlagsRefusedInTheirWords(t *testing.T) {
+	for args, want := range map[string]string{
+		"herd --hop-sd -1ms":                  "--hop-sd -1ms: out of range; want ≥ 0",
+		"collapse --at -1s":                   "--at -1s: out of range; want ≥ 0",
+		"collapse --service-per-request -1ms": "--service-per-request -1ms: out of range; want ≥ 0",
+		"tail --slow-share 2":                 "--slow-share 2: out of range; want a probability in [0, 1]",
+		"tail --slow-share -1":                "--slow-share -1: out of range; want a probability in [0, 1]",
+		"tail --slow-share NaN":               "--slow-share NaN: out of range; want a probability in [0, 1]",
+		"tail --duration 1s":                  "--duration 1s: want longer than 1s: the requests of the first 1s are not measured (the warm-up)",
+		"tail --brownout-latency 0":           "--brownout-latency 0: want > 0 (leave the flag out for its default, 100ms)",
+		"herd --post-cap 0":                   "--post-cap 0: want > 0 (leave the flag out for its default, 2s)",
+	} {
+		cmd := NewCommand()
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		cmd.SetArgs(append(strings.Fields(args), "--out", "", "--runs", "1"))
+		var ee *cli.ExitError
+		if err := cmd.Execute(); !errors.As(err, &ee) || ee.Code != cli.ExitUsage || ee.Msg != want {
+			t.Errorf("yaoki sim %s: %v, want exit %d and %q", args, err, cli.ExitUsage, want)
+		}
+	}
+}

@@ -43,7 +43,7 @@ writes that reached the server, and the time until the last client's write.`, &s
 	fs := cmd.Flags()
 	fs.IntSliceVar(&p.clients, "clients", p.clients, "client counts to run")
 	fs.DurationVar(&p.hopMean, "hop-mean", p.hopMean, "mean of one network hop")
-	fs.DurationVar(&p.hopSD, "hop-sd", p.hopSD, "standard deviation of one network hop")
+	fs.DurationVar(&p.hopSD, "hop-sd", p.hopSD, "standard deviation of one network hop (0: none, every hop takes --hop-mean)")
 	fs.DurationVar(&p.postBase, "post-base", p.postBase, "base of the post's strategies")
 	fs.DurationVar(&p.postCap, "post-cap", p.postCap, "cap of the post's strategies")
 	return cmd
@@ -148,8 +148,9 @@ func defaultCollapseParams() *collapseParams {
 		peaks: []float64{50, 60, 70, 80, 90, 100}, factors: []float64{1.5, 2, 3}}
 }
 
-// triggers returns one trigger per width and peak (or factor).
-func (p *collapseParams) triggers() []sim.Trigger {
+// triggers returns one trigger per width and peak (or factor), each from
+// at.
+func (p *collapseParams) triggers(at time.Duration) []sim.Trigger {
 	var out []sim.Trigger
 	switch p.kind {
 	case "none":
@@ -157,13 +158,13 @@ func (p *collapseParams) triggers() []sim.Trigger {
 	case "slowdown":
 		for _, w := range p.widths {
 			for _, f := range p.factors {
-				out = append(out, sim.Trigger{Kind: sim.Slowdown, At: p.at, Width: w, Factor: f})
+				out = append(out, sim.Trigger{Kind: sim.Slowdown, At: at, Width: w, Factor: f})
 			}
 		}
 	default:
 		for _, w := range p.widths {
 			for _, peak := range p.peaks {
-				out = append(out, sim.Trigger{Kind: sim.Spike, At: p.at, Width: w, Peak: peak})
+				out = append(out, sim.Trigger{Kind: sim.Spike, At: at, Width: w, Peak: peak})
 			}
 		}
 	}
@@ -200,14 +201,14 @@ func registerCollapseFlags(fs *pflag.FlagSet, p *collapseParams) {
 	b := &p.base
 	fs.Float64Var(&b.Rate, "rate", b.Rate, "requests per second before and after the trigger")
 	fs.StringVar(&p.kind, "trigger", p.kind, "spike, slowdown or none")
-	fs.DurationVar(&p.at, "at", p.at, "when the trigger starts")
+	fs.DurationVar(&p.at, "at", p.at, "when the trigger starts (0s: at the start of the run)")
 	fs.DurationSliceVar(&p.widths, "width", p.widths, "how long the trigger lasts (one sweep point each)")
 	fs.Float64SliceVar(&p.peaks, "peak", p.peaks, "spike: requests per second during the trigger")
 	fs.Float64SliceVar(&p.factors, "factor", p.factors, "slowdown: service time multiplied during the trigger")
 	fs.DurationVar(&b.Timeout, "timeout", b.Timeout, "how long a client waits for an answer")
 	fs.DurationVar(&b.HopMean, "hop-mean", b.HopMean, "mean of one network hop (exponential)")
 	fs.DurationVar(&b.ServiceBase, "service-base", b.ServiceBase, "service time of an attempt on an idle server")
-	fs.DurationVar(&b.ServicePerRequest, "service-per-request", b.ServicePerRequest, "service time added by each attempt in service")
+	fs.DurationVar(&b.ServicePerRequest, "service-per-request", b.ServicePerRequest, "service time added by each attempt in service (0: none, the service time does not grow)")
 	fs.DurationVar(&b.Duration, "duration", b.Duration, "length of a run")
 	fs.IntVar(&b.Threshold, "threshold", b.Threshold, "attempts in service above which the server counts as collapsed")
 	fs.IntVar(&b.Clients, "clients", b.Clients, "client processes the requests are spread over, each with its own guards")

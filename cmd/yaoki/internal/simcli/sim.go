@@ -190,13 +190,18 @@ func (o *simOptions) run(cmd *cobra.Command, job *simJob) error {
 		if err != nil {
 			return err
 		}
-		s := sim.HerdSweep{Herd: sim.Herd{HopMean: p.hopMean, HopStdDev: p.hopSD}, Clients: p.clients,
+		sd, err := zeroAsNone("hop-sd", p.hopSD)
+		if err != nil {
+			return err
+		}
+		s := sim.HerdSweep{Herd: sim.Herd{HopMean: p.hopMean, HopStdDev: sd}, Clients: p.clients,
 			Runs: o.runsOr(100), Seed: o.seed, Workers: o.workers, Progress: bar.phase("herd")}
 		pts, err := s.Run(pols)
 		if err != nil {
 			return simUsage(err)
 		}
-		rep.Herd = &herdReport{reportHead: reportHead{Runs: s.Runs, Policies: describe(pols)}, Points: pts, Hop: s.Herd, PostBase: p.postBase, PostCap: p.postCap}
+		hop := sim.Herd{HopMean: p.hopMean, HopStdDev: p.hopSD} // as given, for the report
+		rep.Herd = &herdReport{reportHead: reportHead{Runs: s.Runs, Policies: describe(pols)}, Points: pts, Hop: hop, PostBase: p.postBase, PostCap: p.postCap}
 	}
 	if p := job.outage; p != nil {
 		pols, err := o.pick(outagePolicies(yours))
@@ -230,7 +235,15 @@ func (o *simOptions) run(cmd *cobra.Command, job *simJob) error {
 		if job.collapseRuns > 0 {
 			runs = job.collapseRuns
 		}
-		s := sim.CollapseSweep{Collapse: p.base, Triggers: p.triggers(), Runs: o.runsOr(runs), Seed: o.seed,
+		at, err := zeroAsNone("at", p.at)
+		if err != nil {
+			return err
+		}
+		base := p.base
+		if base.ServicePerRequest, err = zeroAsNone("service-per-request", base.ServicePerRequest); err != nil {
+			return err
+		}
+		s := sim.CollapseSweep{Collapse: base, Triggers: p.triggers(at), Runs: o.runsOr(runs), Seed: o.seed,
 			Workers: o.workers, Progress: bar.phase("collapse")}
 		pts, err := s.Run(pols)
 		if err != nil {

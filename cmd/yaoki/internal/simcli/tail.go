@@ -52,10 +52,10 @@ func registerTailFlags(fs *pflag.FlagSet, p *tailParams) {
 	fs.DurationVar(&b.Duration, "duration", b.Duration, "length of the healthy phase")
 	fs.DurationVar(&b.Fast, "fast", b.Fast, "mean latency of a fast answer")
 	fs.DurationVar(&b.Slow, "slow", b.Slow, "mean latency of a slow answer")
-	fs.Float64Var(&b.SlowShare, "slow-share", b.SlowShare, "probability that an answer is slow")
-	fs.DurationVar(&b.Brownout, "brownout", b.Brownout, "length of the brownout (negative: none)")
+	fs.Float64Var(&b.SlowShare, "slow-share", b.SlowShare, "probability that an answer is slow (0: none)")
+	fs.DurationVar(&b.Brownout, "brownout", b.Brownout, "length of the brownout (0: none)")
 	fs.DurationVar(&b.BrownoutLatency, "brownout-latency", b.BrownoutLatency, "mean latency of every answer during the brownout")
-	fs.DurationVar(&b.Recovery, "recovery", b.Recovery, "length of the healthy phase after the brownout (negative: none)")
+	fs.DurationVar(&b.Recovery, "recovery", b.Recovery, "length of the healthy phase after the brownout (0: none)")
 	fs.DurationVar(&p.fixed, "fixed", p.fixed, "delay of the fixed-delay policies")
 }
 
@@ -76,7 +76,23 @@ func (o *simOptions) runTail(p *tailParams, yours *yourPolicy, bar *simProgress)
 	if err != nil {
 		return nil, err
 	}
-	s := sim.TailSweep{Tail: p.base, Runs: o.runsOr(3), Seed: o.seed, Workers: o.workers, Progress: bar.phase("tail")}
+	t := p.base
+	switch share := t.SlowShare; {
+	case !(share >= 0 && share <= 1):
+		return nil, cli.Usagef("--slow-share %v: out of range; want a probability in [0, 1]", share)
+	case share == 0:
+		t.SlowShare = sim.NoSlow
+	}
+	if t.Duration > 0 && t.Duration <= t.Warmup {
+		return nil, cli.Usagef("--duration %v: want longer than %v: the requests of the first %v are not measured (the warm-up)", t.Duration, t.Warmup, t.Warmup)
+	}
+	// 0 is no brownout, no recovery; negative too, as the help says.
+	for _, d := range []*time.Duration{&t.Brownout, &t.Recovery} {
+		if *d == 0 {
+			*d = -1
+		}
+	}
+	s := sim.TailSweep{Tail: t, Runs: o.runsOr(3), Seed: o.seed, Workers: o.workers, Progress: bar.phase("tail")}
 	pts, err := s.Run(pols)
 	if err != nil {
 		return nil, simUsage(err)
