@@ -3,6 +3,7 @@ package otel_test
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -171,5 +172,52 @@ func TestDocumentedMetrics(t *testing.T) {
 		if !seen[name] {
 			t.Errorf("%s is in the table of docs/observability.md but not exported", name)
 		}
+	}
+}
+
+// sqlTables are the words of the docs that look like metric names and are
+// tables of the PostgreSQL store instead.
+var sqlTables = map[string]bool{"yaoki_dead_letters": true, "yaoki_idempotency": true}
+
+// TestDocsNameExportedMetrics: every metric name the manuals and the
+// README write (a query, an alert to copy, a grep of a scrape) is one the
+// exporter writes, with the labels its selectors match on, so that what
+// an operator copies from them finds series.
+func TestDocsNameExportedMetrics(t *testing.T) {
+	x, _ := exportedByPrometheus(t)
+	files, _ := filepath.Glob("../docs/*.md")
+	files = append(files, "../README.md")
+	word := regexp.MustCompile(`\b(yaoki_[a-z0-9_]+)\b(\{[^}]*\})?`)
+	n := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			for _, m := range word.FindAllStringSubmatch(line, -1) {
+				name := m[1]
+				if sqlTables[name] {
+					continue
+				}
+				n++
+				labels := x[name]
+				if labels == nil {
+					labels = x[name+"_bucket"] // a histogram's family
+				}
+				if labels == nil {
+					t.Errorf("%s:%d: %s is not a metric the exporter writes (it writes %v)", f, i+1, name, x.names())
+					continue
+				}
+				for _, mm := range matcherRE.FindAllStringSubmatch(m[2], -1) {
+					if !labels[mm[1]] {
+						t.Errorf("%s:%d: %s has no label %s", f, i+1, name, mm[1])
+					}
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no metric name found in the docs")
 	}
 }
