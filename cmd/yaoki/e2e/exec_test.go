@@ -157,9 +157,11 @@ func TestExecEndsTheCommandsChildren(t *testing.T) {
 		code   int
 	}{
 		// sleep ends on the SIGTERM sent to the command's process group.
-		{"timeout", []string{"--attempt-timeout", "100ms", "--max-attempts", "1"}, "sleep 300 >/dev/null 2>&1 & echo $!; wait", nil, 124},
+		// The timeouts leave sh the time to start and print its child's
+		// PID on a loaded machine (100 ms did not, now and then).
+		{"timeout", []string{"--attempt-timeout", "1s", "--max-attempts", "1"}, "sleep 300 >/dev/null 2>&1 & echo $!; wait", nil, 124},
 		// Nothing ends on SIGTERM: SIGKILL after --grace.
-		{"timeout, SIGTERM ignored", []string{"--attempt-timeout", "100ms", "--max-attempts", "1", "--grace", "100ms"}, "trap '' TERM; sleep 300 >/dev/null 2>&1 & echo $!; wait", nil, 124},
+		{"timeout, SIGTERM ignored", []string{"--attempt-timeout", "1s", "--max-attempts", "1", "--grace", "100ms"}, "trap '' TERM; sleep 300 >/dev/null 2>&1 & echo $!; wait", nil, 124},
 		// The forwarded SIGTERM reaches sleep too; sh dies of it.
 		{"forwarded signal", []string{"--max-attempts", "3"}, "sleep 300 >/dev/null 2>&1 & echo $!; wait", syscall.SIGTERM, 143},
 	} {
