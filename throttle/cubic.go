@@ -126,19 +126,18 @@ func (c *Cubic) AdmitAt(now time.Time) (time.Duration, error) {
 		c.tokens--
 		return 0, nil
 	}
-	// Compared in float seconds: with a tiny MinRate the wait is longer
-	// than a Duration holds, and the conversion would overflow (to a
-	// negative wait that passes the check).
-	secs := (1 - c.tokens) / c.rate
-	if secs > c.maxWait.Seconds() {
-		wait := time.Duration(math.MaxInt64)
-		if ns := secs * float64(time.Second); ns < math.MaxInt64 {
-			wait = time.Duration(ns)
-		}
+	// With a tiny MinRate the wait is longer than a Duration holds: the
+	// conversion would overflow (to a negative wait that passes the
+	// check), so it saturates instead.
+	wait := time.Duration(math.MaxInt64)
+	if ns := (1 - c.tokens) / c.rate * float64(time.Second); ns < math.MaxInt64 {
+		wait = time.Duration(ns)
+	}
+	if wait > c.maxWait {
 		return 0, &RateError{Wait: wait, MaxWait: c.maxWait, Rate: c.rate}
 	}
 	c.tokens--
-	return time.Duration(secs * float64(time.Second)), nil
+	return wait, nil
 }
 
 // CancelAt hands back the token of a request that AdmitAt admitted but that

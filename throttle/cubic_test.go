@@ -268,3 +268,18 @@ func TestHotPathsAllocateNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestCubicWaitAtMaxWait: the wait for the next token is MaxWait and half a
+// nanosecond, which is MaxWait as a Duration. The request is admitted with
+// a wait of MaxWait; it was refused with "waiting 1ms would exceed MaxWait
+// 1ms" when the comparison was made before the wait became a Duration.
+func TestCubicWaitAtMaxWait(t *testing.T) {
+	c, err := NewCubic(CubicConfig{MinRate: 1e9 / (1e6 + 0.5), MaxWait: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.RecordAt(t0, true) // throttled before any rate was measured: the rate is MinRate
+	if w, err := c.AdmitAt(t0); err != nil || w != time.Millisecond {
+		t.Fatalf("got wait %v, %v; want admitted with a wait of MaxWait (1ms)", w, err)
+	}
+}
