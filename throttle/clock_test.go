@@ -1,8 +1,11 @@
 package throttle
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"math"
+	"math/rand/v2"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -139,6 +142,57 @@ func TestAdaptiveKExtremes(t *testing.T) {
 		}
 		if p := a.ProbabilityAt(t0); p != 0 {
 			t.Errorf("K %v, %d %% accepted: probability %v, want 0", c.k, c.accept, p)
+		}
+	}
+}
+
+// TestCubicRandomClockFaults drives Cubics through random sequences of
+// admits, cancellations and outcomes at instants that repeat, step by a
+// nanosecond to a year, step back by a second or an hour, or fall to the
+// zero time. Whatever the clock does, the rate stays a finite number of at
+// least MinRate, a wait handed out is between 0 and MaxWait, and a refusal
+// names a wait beyond MaxWait: a refusal said "waiting 1ms would exceed
+// MaxWait 1ms" when the wait was a fraction of a nanosecond over it.
+func TestCubicRandomClockFaults(t *testing.T) {
+	src := rand.New(rand.NewPCG(1, 2))
+	steps := []time.Duration{0, time.Nanosecond, time.Millisecond, 100 * time.Millisecond, time.Second,
+		-time.Second, -time.Hour, 3 * time.Hour, 365 * 24 * time.Hour}
+	for ci, cfg := range []CubicConfig{{}, {MinRate: 1e-9}, {Scale: 10, Beta: 0.01}, {Smooth: 1, MaxWait: time.Millisecond}, {MinRate: 1e6}} {
+		minRate := cmp.Or(cfg.MinRate, DefaultMinRate)
+		maxWait := cmp.Or(cfg.MaxWait, DefaultCubicMaxWait)
+		for seq := range 100 {
+			c, err := NewCubic(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := t0
+			for i := range 300 {
+				switch k := src.IntN(20); {
+				case k == 0:
+					now = time.Time{}
+				case k == 1:
+					now = t0
+				default:
+					now = now.Add(steps[src.IntN(len(steps))])
+				}
+				if src.IntN(3) > 0 {
+					c.RecordAt(now, src.IntN(4) == 0)
+				} else {
+					w, err := c.AdmitAt(now)
+					var re *RateError
+					switch {
+					case err == nil && (w < 0 || w > maxWait):
+						t.Fatalf("config %d, sequence %d, step %d: wait %v, want 0 to MaxWait %v", ci, seq, i, w, maxWait)
+					case err != nil && (!errors.As(err, &re) || re.Wait <= maxWait):
+						t.Fatalf("config %d, sequence %d, step %d: %v, want a *RateError with a wait beyond MaxWait", ci, seq, i, err)
+					case err == nil && src.IntN(4) == 0:
+						c.CancelAt(now)
+					}
+				}
+				if r, _ := c.RateAt(now); math.IsNaN(r) || math.IsInf(r, 0) || r < minRate {
+					t.Fatalf("config %d, sequence %d, step %d (now %v): rate %v, want finite and at least %v", ci, seq, i, now, r, minRate)
+				}
+			}
 		}
 	}
 }
