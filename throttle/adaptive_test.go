@@ -186,6 +186,19 @@ func TestConfigErrors(t *testing.T) {
 		{second(NewCubic(CubicConfig{MaxWait: 2 * time.Hour})), "CubicConfig.MaxWait"},
 		{second(NewBulkhead(BulkheadConfig{Limit: -1})), "BulkheadConfig.Limit"},
 		{second(NewBulkhead(BulkheadConfig{MaxWait: -1})), "BulkheadConfig.MaxWait"},
+		// Values no range check of the form lo ≤ x ≤ hi lets through by
+		// accident: NaN compares false both ways.
+		{second(NewAdaptive(AdaptiveConfig{K: math.NaN()})), "AdaptiveConfig.K"},
+		{second(NewAdaptive(AdaptiveConfig{K: math.Inf(1)})), "AdaptiveConfig.K"},
+		{second(NewAdaptive(AdaptiveConfig{Window: -time.Minute})), "AdaptiveConfig.Window"},
+		{second(NewCubic(CubicConfig{Beta: math.NaN()})), "CubicConfig.Beta"},
+		{second(NewCubic(CubicConfig{Scale: math.Inf(1)})), "CubicConfig.Scale"},
+		{second(NewCubic(CubicConfig{Smooth: math.NaN()})), "CubicConfig.Smooth"},
+		{second(NewCubic(CubicConfig{MinRate: math.NaN()})), "CubicConfig.MinRate"},
+		{second(NewCubic(CubicConfig{MinRate: math.Inf(1)})), "CubicConfig.MinRate"},
+		{second(NewCubic(CubicConfig{MaxWait: -time.Second})), "CubicConfig.MaxWait"},
+		{second(NewBulkhead(BulkheadConfig{Limit: 1e6 + 1})), "BulkheadConfig.Limit"},
+		{second(NewBulkhead(BulkheadConfig{MaxWait: 2 * time.Hour})), "BulkheadConfig.MaxWait"},
 	} {
 		var ce *configerr.Error
 		if !errors.Is(c.err, ErrInvalidConfig) || !errors.As(c.err, &ce) || ce.Field != c.field {
