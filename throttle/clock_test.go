@@ -196,3 +196,47 @@ func TestCubicRandomClockFaults(t *testing.T) {
 		}
 	}
 }
+
+// TestAdaptiveRandomClockFaults drives Adaptives through random admits and
+// outcomes at instants that repeat, step by a nanosecond to a year, step
+// back, or fall to the zero time: the probability stays in [0, 1), Adaptive
+// never asks to wait, and a rejection carries the probability it was drawn
+// against.
+func TestAdaptiveRandomClockFaults(t *testing.T) {
+	src := rand.New(rand.NewPCG(4, 4))
+	steps := []time.Duration{0, time.Nanosecond, time.Millisecond, time.Second, 10 * time.Second,
+		-time.Second, -5 * time.Minute, 3 * time.Hour, 365 * 24 * time.Hour}
+	for _, cfg := range []AdaptiveConfig{{}, {K: 1, Window: time.Second}, {K: 100, Window: time.Hour}} {
+		cfg.Rand = src.Float64
+		for seq := range 50 {
+			a, err := NewAdaptive(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := t0
+			for i := range 500 {
+				switch k := src.IntN(40); {
+				case k == 0:
+					now = time.Time{}
+				case k == 1:
+					now = t0
+				default:
+					now = now.Add(steps[src.IntN(len(steps))])
+				}
+				w, err := a.AdmitAt(now)
+				var re *RejectedError
+				switch {
+				case w != 0:
+					t.Fatalf("sequence %d, step %d: asked to wait %v", seq, i, w)
+				case err == nil:
+					a.RecordAt(now, src.IntN(3) > 0) // mostly throttled, so that it sheds
+				case !errors.As(err, &re) || !(re.Probability > 0 && re.Probability < 1) || re.Requests == 0:
+					t.Fatalf("sequence %d, step %d: %v", seq, i, err)
+				}
+				if p := a.ProbabilityAt(now); !(p >= 0 && p < 1) {
+					t.Fatalf("sequence %d, step %d (now %v): probability %v", seq, i, now, p)
+				}
+			}
+		}
+	}
+}
