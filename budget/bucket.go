@@ -124,7 +124,9 @@ func (b *Bucket) AllowRetryClassAt(now time.Time, throttled, timeout bool) bool 
 // CancelRetryAt gives back the cost of a retry that AllowRetryClassAt (or
 // AllowRetryAt) granted with the same flags but the caller did not send
 // (its breaker refused it, its caller left during the wait), up to
-// Capacity. It implements retry.BudgetCanceller.
+// Capacity. It implements retry.BudgetCanceller. Call it once per retry
+// not sent: grants carry no identity, so a second call gives the cost back
+// again.
 func (b *Bucket) CancelRetryAt(granted time.Time, throttled, timeout bool) {
 	if b == nil {
 		return

@@ -134,7 +134,9 @@ func (s *Share) AllowRetryAt(now time.Time, timeout bool) bool {
 // but the caller did not send (its breaker refused it, its caller left
 // during the wait): it no longer counts against the allowance, unless the
 // window has slid past it. The flags are not used. It implements
-// retry.BudgetCanceller.
+// retry.BudgetCanceller. Call it once per retry not sent: grants carry no
+// identity, so a second call takes back another retry granted in the same
+// step of the window, and one more retry than the allowance may follow.
 func (s *Share) CancelRetryAt(granted time.Time, throttled, timeout bool) {
 	if s == nil {
 		return
