@@ -35,7 +35,9 @@ const (
 	// RetryScheduled: the loop will wait Wait (from Source) and try again.
 	// With Source RateLimit no retry is scheduled: the throttle (a
 	// client-side rate limiter) makes attempt number Attempt, the first
-	// one too, wait Wait before it is sent.
+	// one too, wait Wait before it is sent; with Reason "bulkhead", attempt
+	// Attempt waited Wait, from Time, for a slot of a full bulkhead
+	// (reported when the slot is granted: the wait is not known before).
 	RetryScheduled
 	// GaveUp: the loop stopped without success (Reason, Err, Attempt is
 	// the number of attempts made, Duration the time spent).
@@ -49,7 +51,9 @@ const (
 	BreakerRejected
 	// ThrottleRejected: adaptive throttling, a rate limiter or a bulkhead
 	// refused an attempt locally, before it was sent; Reason "deadline"
-	// (with Wait) when the throttle's wait would end after the deadline.
+	// (with Wait) when the throttle's wait would end after the deadline, or
+	// the deadline ended a wait for a bulkhead's slot (Wait: how long it
+	// waited); a bulkhead that ran out of its own wait has Wait too.
 	ThrottleRejected
 	// Replay: the idempotency middleware replayed a stored response (Key).
 	Replay
@@ -145,7 +149,8 @@ const (
 	// ServerHint: the server said when to come back (Retry-After, a
 	// RateLimit reset, or an error carrying a hint).
 	ServerHint
-	// RateLimit: a client-side rate limiter asked the attempt to wait.
+	// RateLimit: a client-side rate limiter asked the attempt to wait, or
+	// (Event.Reason "bulkhead") it waited for a bulkhead's slot.
 	RateLimit
 )
 
@@ -178,7 +183,7 @@ type Event struct {
 	Wait      time.Duration // RetryScheduled: the wait; BreakerRejected: time to next probe; ThrottleRejected: the throttle's wait; Hedge: time since the call's start
 	Source    Source        // RetryScheduled: where Wait came from
 	Duration  time.Duration // AttemptEnd: the attempt's duration; GaveUp, HedgeWon: time spent
-	Reason    string        // GaveUp, BudgetRefused, ThrottleRejected, Conflict, HedgeRefused: why, as a short snake_case word
+	Reason    string        // GaveUp, BudgetRefused, ThrottleRejected, Conflict, HedgeRefused: why, as a short snake_case word; RetryScheduled: "bulkhead" for a bulkhead's wait
 	From, To  string        // BreakerStateChange: "closed", "open", "half_open"
 	Key       string        // Replay, Conflict: the Idempotency-Key
 	Level     float64       // BudgetRefused: the budget's level when it refused

@@ -99,7 +99,12 @@ type ThrottleCanceller interface {
 
 // Bulkhead limits how many attempts run at once against one dependency.
 // Acquire waits, bounded by the bulkhead's own limit and by ctx, for a slot;
-// every successful Acquire is followed by one Release.
+// every successful Acquire is followed by one Release. The loop first asks
+// with a context that has already ended, and Acquire must not wait then:
+// nil with a free slot taken, the context's error (context.Canceled) when
+// it would wait for one (the loop then reports the wait and asks again
+// with the call's context), or its refusal. package throttle's Bulkhead
+// does so.
 type Bulkhead interface {
 	Acquire(ctx context.Context) error
 	Release()

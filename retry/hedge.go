@@ -149,9 +149,7 @@ func (l *Loop) Hedge(ctx context.Context, now time.Time, t *Ticket) (d Decision)
 		return l.hedgeSent(ctx, now, t, nil)
 	}
 	if b := e.Bulkhead; b != nil {
-		ended, cancel := context.WithCancel(context.Background())
-		cancel()
-		if err := b.Acquire(ended); err != nil {
+		if err := b.Acquire(endedContext{}); err != nil {
 			return no(ReasonRejectedLocally, ReasonRejectedLocally.Key(), err)
 		}
 		t.held = true

@@ -221,11 +221,8 @@ func TestHedgeRefusedByGuardNotCharged(t *testing.T) {
 		l.Start(ctx, &p, now)
 		h.PlanAt(now)
 		var first retry.Ticket
-		if d := l.Before(ctx, now, &first); d.Verdict != retry.Acquire {
-			t.Fatalf("call %d: first attempt: %+v, want Acquire", i, d)
-		}
-		if d := l.Acquired(ctx, now, &first, bh.Acquire(ctx)); d.Verdict != retry.Send {
-			t.Fatalf("call %d: first attempt: %+v, want Send", i, d)
+		if d := l.Before(ctx, now, &first); d.Verdict != retry.Send || bh.InUse() != 1 {
+			t.Fatalf("call %d: first attempt: %+v, %d slots in use; want Send, holding the free slot", i, d, bh.InUse())
 		}
 		var hd retry.Ticket
 		if d := l.Hedge(ctx, now.Add(10*time.Millisecond), &hd); d.Verdict != retry.GiveUp || d.Reason != retry.ReasonRejectedLocally {

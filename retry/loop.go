@@ -58,6 +58,7 @@ type Loop struct {
 	deadline  time.Time // the earlier of the context's deadline and elapsedAt; zero: none
 	elapsedAt time.Time // start + MaxElapsed; zero: no MaxElapsed
 	attempts  int       // attempts sent
+	queued    time.Time // when Before said Acquire: the bulkhead's wait began
 	prev      time.Duration
 	st        Stepper       // made at the first retryable failure when Policy.Stepper is set
 	last      error         // the last attempt's error
@@ -99,8 +100,10 @@ type Verdict uint8
 const (
 	// Send: send the attempt now, then report its outcome with After.
 	Send Verdict = iota + 1
-	// Acquire: take a slot of the policy's Env.Bulkhead (Acquire, which
-	// may wait), then report with Acquired.
+	// Acquire: the policy's Env.Bulkhead has no free slot and waits for
+	// one: call its Acquire (which waits), then report with Acquired.
+	// (Before takes a free slot itself, asking Acquire with a context that
+	// has ended, which does not wait.)
 	Acquire
 	// Sleep: wait Decision.Wait, then call Before again: with the same
 	// Ticket after a throttle's wait (it is not asked twice), with a new
@@ -159,7 +162,10 @@ func (l *Loop) Err() *Error {
 
 // Before asks the guards, at now, whether attempt t may be sent. ctx is
 // the caller's context (for the observer). It says Send (t is then
-// attempt number Loop.Attempts()), Acquire, Sleep (a throttle's wait,
+// attempt number Loop.Attempts()), Acquire (the bulkhead has no free slot
+// and waits for one; a free slot Before takes itself, and a bulkhead that
+// refuses without waiting gives up, ReasonRejectedLocally, reported as an
+// event.ThrottleRejected with its error), Sleep (a throttle's wait,
 // Source event.RateLimit, reported to the observer as an event.RetryScheduled
 // of that source) or GiveUp (ReasonBreakerOpen, ReasonRejectedLocally, or
 // ReasonDeadline when the throttle's wait would not end before the deadline,
@@ -179,8 +185,19 @@ func (l *Loop) Before(ctx context.Context, now time.Time, t *Ticket) (d Decision
 	if e == nil {
 		return l.send(ctx, now, t, nil)
 	}
-	if e.Bulkhead != nil && !t.held {
-		return Decision{Verdict: Acquire}
+	if b := e.Bulkhead; b != nil && !t.held {
+		// Asked with a context that has ended, the bulkhead does not
+		// wait: a free slot, its refusal, or the context's error when it
+		// would wait for a slot, which the driver then waits for.
+		switch err := b.Acquire(endedContext{}); {
+		case err == nil:
+			t.held = true
+		case errors.Is(err, context.Canceled):
+			l.queued = now
+			return Decision{Verdict: Acquire}
+		default:
+			return l.bulkheadRefused(ctx, now, t, err, 0)
+		}
 	}
 	defer func() {
 		if d.Verdict == 0 {
@@ -279,18 +296,92 @@ func (l *Loop) unsend(now time.Time, t *Ticket) {
 // Before asked for: err nil means t holds a slot, and the other guards are
 // asked as Before does. An error gives up: ReasonCancelled or ReasonDeadline when the
 // context or MaxElapsed ended the wait, ReasonRejectedLocally otherwise.
+//
+// The observer hears of the wait as of a throttle's: a slot granted after
+// a wait is an event.RetryScheduled with Source event.RateLimit and Reason
+// "bulkhead", its Time when the wait began and Wait how long it lasted
+// (reported when it ends: a bulkhead's wait is not known before); a wait
+// that the bulkhead ends without a slot is an event.ThrottleRejected with
+// its error and the wait, and one that the deadline ends (the context's,
+// or MaxElapsed) an event.ThrottleRejected with reason deadline and the
+// wait, before the give-up. A wait that the caller cancelled is reported by
+// the give-up alone.
 func (l *Loop) Acquired(ctx context.Context, now time.Time, t *Ticket, err error) Decision {
+	var waited time.Duration
+	from := l.queued
+	if !from.IsZero() {
+		waited = now.Sub(from)
+		l.queued = time.Time{}
+	}
 	if err != nil {
 		if ge, ok := l.stopped(ctx, now, err); ok {
+			if ge.Reason == ReasonDeadline || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				l.release(now, t)
+				l.refund()                                       // before the observer, which may panic
+				if e := l.p.Env; e != nil && e.Observer != nil { // Key builds a string
+					l.observe(ctx, event.Event{Kind: event.ThrottleRejected, Time: now, Attempt: l.attempts + 1,
+						Err: err, Wait: waited, Reason: ReasonDeadline.Key()})
+				}
+			}
 			return l.refuse(ctx, now, t, ge)
 		}
-		l.refund() // before the observer, which may panic
-		l.observe(ctx, event.Event{Kind: event.ThrottleRejected, Time: now, Attempt: l.attempts + 1, Err: err})
-		return l.refuse(ctx, now, t, Error{Reason: ReasonRejectedLocally, Cause: err})
+		return l.bulkheadRefused(ctx, now, t, err, waited)
 	}
 	t.held = true
+	if !from.IsZero() {
+		if e := l.p.Env; e != nil && e.Observer != nil {
+			l.observeQueued(ctx, now, t, event.Event{Kind: event.RetryScheduled, Time: from, Attempt: l.attempts + 1,
+				Wait: waited, Source: event.RateLimit, Reason: bulkheadReason})
+		}
+	}
 	return l.Before(ctx, now, t)
 }
+
+// bulkheadReason is the Reason of the event.RetryScheduled that reports a
+// wait for a bulkhead's slot.
+const bulkheadReason = "bulkhead"
+
+// bulkheadRefused gives up at now because the bulkhead refused attempt t,
+// with err, after a wait of waited (0: at once).
+func (l *Loop) bulkheadRefused(ctx context.Context, now time.Time, t *Ticket, err error, waited time.Duration) Decision {
+	l.refund() // before the observer, which may panic
+	l.observe(ctx, event.Event{Kind: event.ThrottleRejected, Time: now, Attempt: l.attempts + 1, Err: err, Wait: waited})
+	return l.refuse(ctx, now, t, Error{Reason: ReasonRejectedLocally, Cause: err})
+}
+
+// observeQueued reports ev about attempt t, which holds the bulkhead slot
+// it waited for and has not been asked the other guards yet. If the
+// observer panics, the slot goes back (and the budget's retry) before the
+// panic goes on.
+func (l *Loop) observeQueued(ctx context.Context, now time.Time, t *Ticket, ev event.Event) {
+	done := false
+	defer func() {
+		if !done {
+			l.release(now, t)
+			l.refund()
+		}
+	}()
+	l.observe(ctx, ev)
+	done = true
+}
+
+// endedContext is a context that has ended (context.Canceled): a
+// bulkhead's Acquire given it takes a free slot or refuses, and does not
+// wait. It is a value, so that asking costs no allocation.
+type endedContext struct{}
+
+// endedDone is endedContext's Done channel, closed once and never
+// written again.
+var endedDone = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+func (endedContext) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (endedContext) Done() <-chan struct{}       { return endedDone }
+func (endedContext) Err() error                  { return context.Canceled }
+func (endedContext) Value(any) any               { return nil }
 
 // Interrupted reports that a wait the Loop asked for (Sleep) ended early at
 // now with err, because the caller's context ended (ReasonCancelled) or

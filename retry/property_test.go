@@ -42,6 +42,9 @@ func (g *ledger) maybePanic(where string) {
 type bulkheadOf struct{ *ledger }
 
 func (b bulkheadOf) Acquire(ctx context.Context) error {
+	if err := ctx.Err(); err != nil && b.r.IntN(4) == 0 {
+		return err // it would wait for a slot: the loop says Acquire
+	}
 	if b.slots >= b.slotLimit || b.r.IntN(8) == 0 {
 		return errors.New("bulkhead full")
 	}

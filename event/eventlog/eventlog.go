@@ -105,6 +105,9 @@ func (x *Logger) Observe(ctx context.Context, e event.Event) {
 	msg := messages[e.Kind]
 	if e.Kind == event.RetryScheduled && e.Source == event.RateLimit {
 		msg = "attempt delayed by throttle" // no retry: the throttle holds an attempt back
+		if e.Reason == "bulkhead" {
+			msg = "attempt delayed by bulkhead" // it waited for a slot
+		}
 	}
 	var buf [16]slog.Attr
 	l.LogAttrs(ctx, level, msg, Attrs(buf[:0], e)...)
