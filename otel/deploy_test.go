@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/yaoki-go/yaoki/event"
 )
 
 // The deploy/ directory at the root of the repository: Prometheus alerting
@@ -95,6 +97,51 @@ var (
 	grafanaVars = strings.NewReplacer("$__rate_interval", "5m", "$destination", ".*")
 )
 
+// valueRE is a label matcher with its value.
+var valueRE = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"([^"]*)"`)
+
+// documentedValues returns the values docs/observability.md allows for
+// each label whose values are a closed set.
+func documentedValues(t *testing.T) map[string][]string {
+	t.Helper()
+	r := docValues(t, event.AttrReason)
+	return map[string][]string{
+		"retry_reason":           slices.Concat(r["give-ups"], r["rejections"], r["conflicts"], r["redrives"]),
+		"retry_outcome":          docValues(t, event.AttrOutcome)[""],
+		"retry_wait_source":      docValues(t, event.AttrWaitSource)[""],
+		"retry_component":        docValues(t, event.AttrComponent)[""],
+		"retry_deadletter_state": {"waiting", "due", "held", "parked"},
+		"retry_state_from":       {event.StateClosed, event.StateHalfOpen, event.StateOpen},
+		"retry_state_to":         {event.StateClosed, event.StateHalfOpen, event.StateOpen},
+	}
+}
+
+// checkValues reports a matcher on a label with a closed set of values
+// that names a value the docs do not list (a literal, or an alternative of
+// a regular expression), or a regular expression that matches none: such
+// a selector finds nothing, and its alert never fires.
+func checkValues(t *testing.T, where, metric, label, op, value string) {
+	t.Helper()
+	allowed, closed := documentedValues(t)[label]
+	if !closed {
+		return
+	}
+	alternatives := []string{value}
+	if op == "=~" || op == "!~" {
+		alternatives = strings.Split(value, "|")
+	}
+	for _, alt := range alternatives {
+		re, err := regexp.Compile("^(?:" + alt + ")$")
+		if err != nil {
+			t.Errorf("%s: %s{%s%s%q}: %v", where, metric, label, op, value, err)
+			continue
+		}
+		if !slices.ContainsFunc(allowed, re.MatchString) {
+			t.Errorf("%s: %s{%s%s%q}: %q matches none of the values docs/observability.md lists for %s (%v)", where, metric, label, op, value, alt, label, allowed)
+		}
+	}
+}
+
 // checkExpr reports every metric of expr that the exporter does not write,
 // every label matched on a metric that lacks it, and every grouping label
 // that none of the expression's metrics has. It returns the metrics named.
@@ -116,6 +163,9 @@ func checkExpr(t *testing.T, where, expr string, x exported) []string {
 			if !x[name][mm[1]] {
 				t.Errorf("%s: %s has no label %s", where, name, mm[1])
 			}
+		}
+		for _, mm := range valueRE.FindAllStringSubmatch(m[2], -1) {
+			checkValues(t, where, name, mm[1], mm[2], mm[3])
 		}
 	}
 	if len(metrics) == 0 {
