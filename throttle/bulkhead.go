@@ -49,8 +49,9 @@ func NewBulkhead(c BulkheadConfig) (*Bulkhead, error) {
 
 // Acquire takes a slot, waiting up to MaxWait for one to be released. It
 // returns nil with the slot taken, a *FullError (matching ErrFull) when no
-// slot came free in time, or ctx's error when ctx ended first. When ctx
-// ends (or MaxWait runs out) at the instant a slot is released, either
+// slot came free in time, or ctx's error when ctx ended first. ctx bounds
+// only the wait: a free slot is taken at once, even for an ended ctx. When
+// ctx ends (or MaxWait runs out) at the instant a slot is released, either
 // outcome may come, and the slot is accounted once: taken by this caller
 // if it is told nil, left for the next one otherwise. Waiters are not
 // promised an order.

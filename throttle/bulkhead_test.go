@@ -182,3 +182,31 @@ func TestBulkheadDeadlineAsSlotFrees(t *testing.T) {
 	}
 	t.Logf("waiter got the slot %d times, its deadline %d times", won, lost)
 }
+
+// TestBulkheadEndedContext: ctx bounds only the wait. A free slot is taken
+// for an ended context; a full bulkhead answers an ended context with the
+// context's error when it would wait, and with a *FullError when it does
+// not wait at all.
+func TestBulkheadEndedContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, maxWait := range []time.Duration{0, time.Second} {
+		b, err := NewBulkhead(BulkheadConfig{Limit: 1, MaxWait: maxWait})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Acquire(ctx); err != nil {
+			t.Fatalf("MaxWait %v: a free slot for an ended context: %v, want it taken", maxWait, err)
+		}
+		err = b.Acquire(ctx)
+		if maxWait == 0 && !errors.Is(err, ErrFull) {
+			t.Errorf("MaxWait 0, full: %v, want ErrFull", err)
+		}
+		if maxWait > 0 && !errors.Is(err, context.Canceled) {
+			t.Errorf("MaxWait %v, full: %v, want the context's error without waiting", maxWait, err)
+		}
+		if n := b.InUse(); n != 1 {
+			t.Errorf("MaxWait %v: %d in use, want 1", maxWait, n)
+		}
+	}
+}
