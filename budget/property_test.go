@@ -163,37 +163,25 @@ func TestGRPCRetriesBoundedProperty(t *testing.T) {
 					ratio = DefaultTokenRatio
 				}
 				bound := func(successes int64) float64 { return start - half + ratio*float64(successes) }
-				failRate := []float64{1, 0.9, 0.5}[seq%3]
-				if seq >= 3 {
-					failRate = src.Float64()
-				}
-				seed := src.Uint64()
 				var granted, successes atomic.Int64
-				var wg sync.WaitGroup
-				for w := range goroutines {
-					wg.Go(func() {
-						r := rand.New(rand.NewPCG(seed, uint64(w)))
-						for range 500 { // calls of up to 3 attempts
-							for attempt := 0; attempt < 3; attempt++ {
-								if r.Float64() >= failRate {
-									successes.Add(1) // counted first: never fewer than the bucket saw
-									g.RecordAt(t0, attempt == 0, true)
-									break
-								}
-								g.RecordAt(t0, attempt == 0, false)
-								if attempt == 2 || !g.AllowRetryAt(t0, false) {
-									break
-								}
-								// Sequentially the bound holds at every grant.
-								if n, b := float64(granted.Add(1)), bound(successes.Load()); goroutines == 1 && !(n < b) {
-									t.Errorf("config %d, sequence %d (failure rate %.2f): retry %v granted after %d successes; want fewer than %v",
-										ci, seq, failRate, n, successes.Load(), b)
-								}
-							}
+				failRate := loopCalls(src, seq, goroutines, func(r *rand.Rand, failRate float64) {
+					for attempt := 0; attempt < 3; attempt++ {
+						if r.Float64() >= failRate {
+							successes.Add(1) // counted first: never fewer than the bucket saw
+							g.RecordAt(t0, attempt == 0, true)
+							return
 						}
-					})
-				}
-				wg.Wait()
+						g.RecordAt(t0, attempt == 0, false)
+						if attempt == 2 || !g.AllowRetryAt(t0, false) {
+							return
+						}
+						// Sequentially the bound holds at every grant.
+						if n, b := float64(granted.Add(1)), bound(successes.Load()); goroutines == 1 && !(n < b) {
+							t.Errorf("config %d, sequence %d (failure rate %.2f): retry %v granted after %d successes; want fewer than %v",
+								ci, seq, failRate, n, successes.Load(), b)
+						}
+					}
+				})
 				bound0 := bound(successes.Load())
 				if gr := float64(granted.Load()); !(gr < bound0) && gr > 0 {
 					t.Errorf("config %d, %d goroutines, sequence %d (failure rate %.2f): %v retries granted, %d successes; want fewer than %v",
@@ -209,7 +197,8 @@ func TestGRPCRetriesBoundedProperty(t *testing.T) {
 // checks the AWS SDKs' quota in numbers: what the granted retries cost
 // never exceeds Capacity plus what successes gave back (RetryCost per
 // successful retry, NoRetryIncrement per success at the first attempt), and
-// a bucket whose dependency only fails grants Capacity/cost retries exactly.
+// a bucket whose dependency only fails is left with less than the cheapest
+// retry.
 func TestBucketRetriesBoundedProperty(t *testing.T) {
 	configs := []BucketConfig{{}, {Capacity: 50, RetryCost: 7, ThrottleCost: 3, TimeoutCost: 10, NoRetryIncrement: 2}, {Capacity: 1, RetryCost: 1}}
 	src := rand.New(rand.NewPCG(5, 3))
@@ -221,44 +210,31 @@ func TestBucketRetriesBoundedProperty(t *testing.T) {
 					t.Fatal(err)
 				}
 				capacity := b.Level()
-				failRate := []float64{1, 0.9, 0.5}[seq%3]
-				if seq >= 3 {
-					failRate = src.Float64()
-				}
-				seed := src.Uint64()
 				var spent, earned atomic.Int64
-				var wg sync.WaitGroup
-				for w := range goroutines {
-					wg.Go(func() {
-						r := rand.New(rand.NewPCG(seed, uint64(w)))
-						for range 500 {
-							var throttled, timeout bool
-							for attempt := 0; attempt < 3; attempt++ {
-								if r.Float64() >= failRate {
-									n := b.increment
-									if attempt > 0 {
-										n = b.cost
-									}
-									earned.Add(n) // counted first: never less than the bucket got
-									b.RecordAt(t0, attempt == 0, true)
-									break
-								}
-								b.RecordAt(t0, attempt == 0, false)
-								throttled, timeout = r.IntN(3) == 0, r.IntN(3) == 0
-								if attempt == 2 || !b.AllowRetryClassAt(t0, throttled, timeout) {
-									break
-								}
-								spent.Add(b.costOf(throttled, timeout))
-								if r.IntN(10) == 0 { // its breaker refused it: the cost comes back
-									b.CancelRetryAt(t0, throttled, timeout)
-									spent.Add(-b.costOf(throttled, timeout))
-									break
-								}
+				failRate := loopCalls(src, seq, goroutines, func(r *rand.Rand, failRate float64) {
+					for attempt := 0; attempt < 3; attempt++ {
+						if r.Float64() >= failRate {
+							n := b.increment
+							if attempt > 0 {
+								n = b.cost
 							}
+							earned.Add(n) // counted first: never less than the bucket got
+							b.RecordAt(t0, attempt == 0, true)
+							return
 						}
-					})
-				}
-				wg.Wait()
+						b.RecordAt(t0, attempt == 0, false)
+						throttled, timeout := r.IntN(3) == 0, r.IntN(3) == 0
+						if attempt == 2 || !b.AllowRetryClassAt(t0, throttled, timeout) {
+							return
+						}
+						spent.Add(b.costOf(throttled, timeout))
+						if r.IntN(10) == 0 { // its breaker refused it: the cost comes back
+							b.CancelRetryAt(t0, throttled, timeout)
+							spent.Add(-b.costOf(throttled, timeout))
+							return
+						}
+					}
+				})
 				if s, bound := float64(spent.Load()), capacity+float64(earned.Load()); s > bound {
 					t.Errorf("config %d, %d goroutines, sequence %d (failure rate %.2f): granted retries cost %v, more than Capacity + what successes gave back, %v",
 						ci, goroutines, seq, failRate, s, bound)
@@ -271,4 +247,27 @@ func TestBucketRetriesBoundedProperty(t *testing.T) {
 			}
 		}
 	}
+}
+
+// loopCalls makes 500 calls in each of goroutines goroutines at once, each
+// goroutine drawing from its own source seeded from src, and returns the
+// share of attempts that fail, which call is given: 1, 0.9 and 0.5 for
+// sequences 0 to 2, a random share after them.
+func loopCalls(src *rand.Rand, seq, goroutines int, call func(r *rand.Rand, failRate float64)) float64 {
+	failRate := []float64{1, 0.9, 0.5}[min(seq, 2)]
+	if seq >= 3 {
+		failRate = src.Float64()
+	}
+	seed := src.Uint64()
+	var wg sync.WaitGroup
+	for w := range goroutines {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(seed, uint64(w)))
+			for range 500 {
+				call(r, failRate)
+			}
+		})
+	}
+	wg.Wait()
+	return failRate
 }

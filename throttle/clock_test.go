@@ -155,8 +155,6 @@ func TestAdaptiveKExtremes(t *testing.T) {
 // MaxWait 1ms" when the wait was a fraction of a nanosecond over it.
 func TestCubicRandomClockFaults(t *testing.T) {
 	src := rand.New(rand.NewPCG(1, 2))
-	steps := []time.Duration{0, time.Nanosecond, time.Millisecond, 100 * time.Millisecond, time.Second,
-		-time.Second, -time.Hour, 3 * time.Hour, 365 * 24 * time.Hour}
 	for ci, cfg := range []CubicConfig{{}, {MinRate: 1e-9}, {Scale: 10, Beta: 0.01}, {Smooth: 1, MaxWait: time.Millisecond}, {MinRate: 1e6}} {
 		minRate := cmp.Or(cfg.MinRate, DefaultMinRate)
 		maxWait := cmp.Or(cfg.MaxWait, DefaultCubicMaxWait)
@@ -167,14 +165,7 @@ func TestCubicRandomClockFaults(t *testing.T) {
 			}
 			now := t0
 			for i := range 300 {
-				switch k := src.IntN(20); {
-				case k == 0:
-					now = time.Time{}
-				case k == 1:
-					now = t0
-				default:
-					now = now.Add(steps[src.IntN(len(steps))])
-				}
+				now = faultyClock(src, now)
 				if src.IntN(3) > 0 {
 					c.RecordAt(now, src.IntN(4) == 0)
 				} else {
@@ -204,8 +195,6 @@ func TestCubicRandomClockFaults(t *testing.T) {
 // against.
 func TestAdaptiveRandomClockFaults(t *testing.T) {
 	src := rand.New(rand.NewPCG(4, 4))
-	steps := []time.Duration{0, time.Nanosecond, time.Millisecond, time.Second, 10 * time.Second,
-		-time.Second, -5 * time.Minute, 3 * time.Hour, 365 * 24 * time.Hour}
 	for _, cfg := range []AdaptiveConfig{{}, {K: 1, Window: time.Second}, {K: 100, Window: time.Hour}} {
 		cfg.Rand = src.Float64
 		for seq := range 50 {
@@ -215,14 +204,7 @@ func TestAdaptiveRandomClockFaults(t *testing.T) {
 			}
 			now := t0
 			for i := range 500 {
-				switch k := src.IntN(40); {
-				case k == 0:
-					now = time.Time{}
-				case k == 1:
-					now = t0
-				default:
-					now = now.Add(steps[src.IntN(len(steps))])
-				}
+				now = faultyClock(src, now)
 				w, err := a.AdmitAt(now)
 				var re *RejectedError
 				switch {
@@ -239,4 +221,19 @@ func TestAdaptiveRandomClockFaults(t *testing.T) {
 			}
 		}
 	}
+}
+
+// faultyClock returns the instant after now of a clock that repeats, steps
+// by a nanosecond to a year, steps back by a second to an hour, or falls to
+// the zero time (1 time in 20) or back to t0.
+func faultyClock(src *rand.Rand, now time.Time) time.Time {
+	steps := [...]time.Duration{0, time.Nanosecond, time.Millisecond, 100 * time.Millisecond, time.Second,
+		10 * time.Second, -time.Second, -5 * time.Minute, -time.Hour, 3 * time.Hour, 365 * 24 * time.Hour}
+	switch k := src.IntN(20); {
+	case k == 0:
+		return time.Time{}
+	case k == 1:
+		return t0
+	}
+	return now.Add(steps[src.IntN(len(steps))])
 }
