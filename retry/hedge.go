@@ -47,8 +47,9 @@ func Hedge(ctx context.Context, p Policy, fn func(context.Context) error) error 
 // HedgeValue is DoValue with hedges, and with discard called on the value of every attempt
 // whose result is not returned: a losing attempt's, cancelled when another
 // succeeded, or a failed attempt's while another of the same call is still
-// in flight. Values that hold resources (an HTTP response and its body) are
-// thus released. discard may be nil. It runs on the caller's goroutine or,
+// in flight; and, when the call panics (its observer or a guard did) while
+// it holds values, on those too. Values that hold resources (an HTTP
+// response and its body) are thus released. discard may be nil. It runs on the caller's goroutine or,
 // for attempts still running when the call returns, on a goroutine the call
 // leaves behind until they have returned; it must be safe for that.
 //
@@ -295,6 +296,10 @@ type outcomeOf[T any] struct {
 	panic any // what it panicked with, if it did
 }
 
+// maxBuffered bounds the hedges whose outcomes a hedged call's buffer
+// holds: package hedge allows 10 per call.
+const maxBuffered = 16
+
 // errPanicked stands for the error of an attempt that panicked, for the
 // guards, before the panic goes on.
 var errPanicked = errors.New("retry: attempt panicked")
@@ -324,7 +329,17 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 		delay, on = h.PlanAt(now)
 	}
 	maxHedges := max(h.MaxHedges(), 0)
-	results := make(chan outcomeOf[T], maxHedges+1) // at most this many in flight
+	// The attempts in flight at once, which the buffer holds so that none
+	// waits to hand in its outcome: at most the first and its hedges, and
+	// at most the attempt limit. A Hedger's MaxHedges may say "no limit"
+	// (the largest int); beyond maxBuffered, attempts wait for the driver
+	// (or the goroutine that collects the losers) to read theirs, which it
+	// always does.
+	buffered := maxHedges
+	if limit := p.Attempts(); limit > 0 {
+		buffered = min(buffered, limit-1)
+	}
+	results := make(chan outcomeOf[T], min(buffered, maxBuffered)+1)
 	var (
 		flights  []*flight // every attempt of the call; flights[0] is its first
 		inFlight int
@@ -333,6 +348,8 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 		observed bool // the first attempt's latency went to the Hedger
 		last     T    // the value of the last round's failed attempt
 		held     bool // last is to be returned or discarded
+		pend     T    // the value of the outcome the driver is handling
+		pending  bool // pend is neither returned nor discarded yet
 		timer    *time.Timer
 		timerC   <-chan time.Time
 	)
@@ -420,6 +437,21 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 		}()
 	}
 	defer func() {
+		if discard != nil && (pending || held) {
+			// The driver is panicking (the observer did, or a guard, as
+			// it handled an outcome): the values in hand will not be
+			// returned. Every return clears both flags first.
+			if pending {
+				pending = false
+				discard(pend)
+			}
+			if held {
+				held = false
+				discard(last)
+			}
+		}
+	}()
+	defer func() {
 		if inFlight > 0 {
 			// The driver is panicking (the observer or a guard did, on its
 			// goroutine): the attempts in flight are cancelled and hand back
@@ -466,10 +498,13 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 	f := new(flight)
 	d := round(l.Before(caller, now, &f.t), &f.t)
 	for d.Verdict == Send {
-		if held && discard != nil {
-			discard(last) // a new attempt is sent: the previous one's value is not returned
+		if held {
+			held = false
+			if discard != nil {
+				discard(last) // a new attempt is sent: the previous one's value is not returned
+			}
 		}
-		last, held = zero, false
+		last = zero
 		roundK = len(flights)
 		launch(f, false)
 		arm()
@@ -515,6 +550,7 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 				leave()
 				panic(o.panic)
 			}
+			pend, pending = o.v, true
 			if o.k == 0 {
 				observeFirst(end, o.err != nil && ctx.Err() != nil)
 			}
@@ -528,11 +564,13 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 					l.observe(caller, event.Event{Kind: event.HedgeWon, Time: end, Attempt: cur.t.n, Duration: end.Sub(l.start)})
 				}
 				leave()
+				pending = false
 				return o.v, nil
 			}
 			if inFlight > 0 && caller.Err() == nil && ctx.Err() == nil && p.classify(o.err) != ClassPermanent {
 				// Another attempt of the round may still succeed.
 				l.Abandon(caller, end, &cur.t, o.err)
+				pending = false
 				if discard != nil {
 					discard(o.v)
 				}
@@ -545,16 +583,18 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 					observeFirst(end, true)
 				}
 				leave()
+				pending = false
 				return o.v, l.Err()
 			}
 			// Retry: inFlight is 0 here (a final error or an ended context
 			// give up), so the next round starts afresh.
-			last, held = o.v, true
+			last, held, pending = o.v, true, false
 			f = new(flight)
 			d = round(d, &f.t)
 		}
 	}
 	leave()
+	held = false
 	return last, l.Err()
 }
 
