@@ -23,7 +23,7 @@
 //	yaoki.attempts               yaoki_attempts_total                   counter    {attempt}     C N M S H O E
 //	yaoki.attempt.duration       yaoki_attempt_duration_seconds         histogram  s             C N M S H O E
 //	yaoki.retries                yaoki_retries_total                    counter    {retry}       C N M S H W E
-//	yaoki.retry.wait             yaoki_retry_wait_seconds               histogram  s             C N M S H W E
+//	yaoki.retry.wait             yaoki_retry_wait_seconds               histogram  s             C N M S H W R E
 //	yaoki.give_ups               yaoki_give_ups_total                   counter    {call}        C N M S H R E
 //	yaoki.rejections             yaoki_rejections_total                 counter    {attempt}     C N M H R
 //	yaoki.hedges                 yaoki_hedges_total                     counter    {hedge}       C N M H
@@ -49,8 +49,9 @@
 //	O  retry.outcome              success, failure (retryable), throttled (429, 503), rejected (not retryable), cancelled;
 //	                              redrives: success (done), failure (due again), rejected (parked)
 //	W  retry.wait.source          backoff (the schedule), server (Retry-After or another hint), rate_limit
-//	                              (a throttle's wait before an attempt, the first one too: in
-//	                              yaoki.retry.wait only, since it schedules no retry)
+//	                              (a throttle's wait before an attempt, the first one too, or a
+//	                              wait for a bulkhead's slot, with R bulkhead: in yaoki.retry.wait
+//	                              only, since it schedules no retry)
 //	R  retry.reason               give-ups: attempts_exhausted, deadline, permanent_error, hint_too_long,
 //	                              cancelled, budget_exhausted, breaker_open, rejected_locally,
 //	                              outer_layer_retries, and from httpretry not_idempotent,
@@ -58,7 +59,8 @@
 //	                              breaker_open, rejected_locally, deadline (a throttle's wait
 //	                              that would end after it), and for hedges not sent
 //	                              attempts_exhausted, outer_layer_retries, hedge_budget_exhausted,
-//	                              hedge_brownout; conflicts: the middleware's reason
+//	                              hedge_brownout; waits: bulkhead (a wait for a full bulkhead's
+//	                              slot, source rate_limit); conflicts: the middleware's reason
 //	                              (idempotency.Reason…: key_missing, key_malformed, in_progress,
 //	                              key_reused, ...);
 //	                              redrives: redrive_failed, redrives_exhausted, permanent_error, lease_lost

@@ -20,7 +20,7 @@ import (
 // documentedMetric is one row of the metrics table of docs/observability.md.
 type documentedMetric struct {
 	prom, kind string
-	unit       string // "" for none
+	unit       string          // "" for none
 	attrs      map[string]bool // OpenTelemetry attribute keys
 }
 

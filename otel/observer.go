@@ -207,6 +207,7 @@ func keyOf(e event.Event) setKey {
 		k.errType = e.ErrorType()
 	case event.RetryScheduled:
 		k.source = e.Source
+		k.reason = e.Reason // "bulkhead": a wait for a bulkhead's slot, not a throttle's
 		k.errType = e.ErrorType()
 	case event.GaveUp:
 		k.reason = e.Reason

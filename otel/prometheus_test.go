@@ -51,6 +51,7 @@ var everyEventList = []event.Event{
 	{Kind: event.BreakerRejected, Name: "127.0.0.1:8080", Wait: time.Second},
 	{Kind: event.ThrottleRejected, Name: "127.0.0.1:8080"},
 	{Kind: event.RetryScheduled, Attempt: 1, Wait: 2 * time.Second, Source: event.RateLimit},
+	{Kind: event.RetryScheduled, Attempt: 1, Wait: 3 * time.Second, Source: event.RateLimit, Reason: "bulkhead"},
 	{Kind: event.ThrottleRejected, Attempt: 1, Wait: 4 * time.Second, Reason: "deadline"},
 	{Kind: event.BreakerStateChange, Component: "breaker", Name: "127.0.0.1:8080", From: "closed", To: "open"},
 	{Kind: event.Replay, Component: "idempotency", Method: "POST", Status: 201},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	yotel "github.com/yaoki-go/yaoki/otel"
@@ -45,4 +46,40 @@ func TestThrottleWaitsAndRefusals(t *testing.T) {
 	if g := s[yotel.MetricGiveUps]; len(g) != 1 {
 		t.Errorf("give-ups %v, want the one deadline", g)
 	}
+}
+
+// TestBulkheadWaitTellsItself: a call that waited 3 s for the one slot of
+// a full bulkhead shows in yaoki.retry.wait as a bulkhead's wait
+// (retry.reason bulkhead beside retry.wait.source rate_limit), apart from
+// a throttle's waits, so that an operator sees which knob holds calls
+// back. Virtual time (synctest): the call holding the slot ends 3 s after
+// the other began to wait.
+func TestBulkheadWaitTellsItself(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o, collect := newObserver(t)
+		bh, err := throttle.NewBulkhead(throttle.BulkheadConfig{Limit: 1, MaxWait: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := retry.Policy{Env: &retry.Env{Bulkhead: bh, Observer: o}}
+		ctx := context.Background()
+		release := make(chan struct{})
+		done := make(chan error)
+		go func() { done <- retry.Do(ctx, p, func(context.Context) error { <-release; return nil }) }()
+		synctest.Wait() // it holds the slot
+		go func() {
+			time.Sleep(3 * time.Second)
+			close(release)
+		}()
+		if err := retry.Do(ctx, p, func(context.Context) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		w := collect()[yotel.MetricRetryWait]
+		if b := w["retry.component=retry,retry.reason=bulkhead,retry.wait.source=rate_limit"]; b.Count != 1 || b.Sum != 3 {
+			t.Errorf("waits %v, want one bulkhead wait of 3 s (retry.reason=bulkhead)", w)
+		}
+	})
 }

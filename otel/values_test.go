@@ -189,15 +189,40 @@ func (src goSource) consts(t *testing.T, dir, prefix string) map[string]string {
 	return out
 }
 
-// assigned returns the string literals that the code of the packages dirs
-// (all of them for none) gives to a field called field, in a composite
-// literal (Field: "x") or an assignment (v.Field = "x"), and those that a
-// function called fn returns; "" (none) is left out.
+// assigned returns the strings that the code of the packages dirs (all
+// of them for none) gives to a field called field, in a composite literal
+// (Field: "x") or an assignment (v.Field = "x"), and those that a function
+// called fn returns: literals, or the package's string constants; ""
+// (none) is left out.
 func (src goSource) assigned(field, fn string, dirs ...string) []string {
 	var out []string
 	for dir, files := range src {
 		if len(dirs) > 0 && !slices.Contains(dirs, dir) {
 			continue
+		}
+		consts := map[string]string{}
+		for _, f := range files {
+			for _, d := range f.Decls {
+				if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.CONST {
+					for _, s := range g.Specs {
+						vs := s.(*ast.ValueSpec)
+						for i, n := range vs.Names {
+							if i < len(vs.Values) {
+								if v, ok := literal(vs.Values[i]); ok {
+									consts[n.Name] = v
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+		literal := func(e ast.Expr) (string, bool) {
+			if id, ok := e.(*ast.Ident); ok {
+				v, ok := consts[id.Name]
+				return v, ok
+			}
+			return literal(e)
 		}
 		for _, f := range files {
 			ast.Inspect(f, func(n ast.Node) bool {
@@ -278,12 +303,18 @@ func TestEveryValueDocumented(t *testing.T) {
 	// Store.Claim writes for a claim that ended with its lease; the
 	// redrive that follows replaces it before its event.
 	var redrives []string
-	for name, v := range src.consts(t, "../deadletter", "Reason") {
-		if name != "ReasonLeaseEnded" {
-			redrives = append(redrives, strings.ReplaceAll(v, " ", "_"))
-		}
+	for _, v := range src.consts(t, "../deadletter", "Reason") {
+		redrives = append(redrives, v)
 	}
 	redrives = append(redrives, src.assigned("Reason", "", "../deadletter")...)
+	for i, v := range redrives {
+		redrives[i] = strings.ReplaceAll(v, " ", "_")
+	}
+	redrives = slices.DeleteFunc(redrives, func(v string) bool { return v == "lease_ended" })
+
+	// The reasons the retry loop gives its events besides its give-ups'
+	// (Reason.Key() calls, which are not literals): a bulkhead's wait.
+	waits := src.assigned("Reason", "", "../retry")
 
 	key := func(r retry.Reason) string { return r.Key() }
 	reasons := docValues(t, event.AttrReason)
@@ -293,6 +324,7 @@ func TestEveryValueDocumented(t *testing.T) {
 	rejections := []string{key(retry.ReasonBudgetExhausted), key(retry.ReasonBreakerOpen), key(retry.ReasonRejectedLocally),
 		key(retry.ReasonDeadline), key(retry.ReasonExhausted), key(retry.ReasonOuterLayer)}
 	sameSet(t, "rejections", append(rejections, hedgeReasons...), reasons["rejections"])
+	sameSet(t, "waits", waits, reasons["waits"])
 	sameSet(t, "conflicts", conflicts, reasons["conflicts"])
 	sameSet(t, "redrives", redrives, reasons["redrives"])
 
@@ -320,6 +352,9 @@ func TestEveryValueDocumented(t *testing.T) {
 	}
 	for _, r := range reasons["conflicts"] {
 		o.Observe(ctx, event.Event{Kind: event.Conflict, Component: "idempotency", Reason: r})
+	}
+	for _, r := range reasons["waits"] {
+		o.Observe(ctx, event.Event{Kind: event.RetryScheduled, Component: "retry", Source: event.RateLimit, Reason: r})
 	}
 	for _, r := range reasons["redrives"] {
 		o.Observe(ctx, event.Event{Kind: event.Redrive, Component: "deadletter", Outcome: event.Failure, Reason: r})
@@ -351,6 +386,9 @@ func TestEveryValueDocumented(t *testing.T) {
 	}
 	for _, r := range reasons["conflicts"] {
 		has(yotel.MetricConflicts, event.AttrReason, r)
+	}
+	for _, r := range reasons["waits"] {
+		has(yotel.MetricRetryWait, event.AttrReason, r)
 	}
 	for _, r := range reasons["redrives"] {
 		has(yotel.MetricRedrives, event.AttrReason, r)
