@@ -138,3 +138,49 @@ func TestStormPerClientBudgets(t *testing.T) {
 		}
 	})
 }
+
+// TestGRPCPermanentErrorsTakeTokens pins a difference from gRPC's retry
+// throttling, which counts only the failures it would retry: the retry loop
+// hands the budget every failure the dependency answered, so three
+// permanent errors in a row bring the recommended bucket (8 tokens, retries
+// while above 5) to its threshold, the next transient failure is not
+// retried and takes a token too, and the next one is retried only after
+// eleven successful calls (4 + 11 × 0.2 = 6.2, 5.2 after the failure)
+// (docs/overload.md).
+func TestGRPCPermanentErrorsTakeTokens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g, err := budget.NewGRPC(budget.Recommended())
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := retry.Policy{MaxAttempts: 2, Env: &retry.Env{Budget: g}}
+		ctx := context.Background()
+		attempts := func(fn func(int) error) (n int) {
+			_ = retry.Do(ctx, p, func(context.Context) error { n++; return fn(n) })
+			return n
+		}
+		for range 3 {
+			if n := attempts(func(int) error { return retry.Permanent(errors.New("400 bad request")) }); n != 1 {
+				t.Fatalf("a permanent error: %d attempts, want 1", n)
+			}
+		}
+		if l := g.Level(); l != 5 {
+			t.Fatalf("level %v after three permanent errors, want 5 (each took a token)", l)
+		}
+		transient := func(n int) error {
+			if n == 1 {
+				return errors.New("503")
+			}
+			return nil
+		}
+		if n := attempts(transient); n != 1 {
+			t.Fatalf("a transient failure after three permanent errors: %d attempts, want 1 (not retried)", n)
+		}
+		for range 11 {
+			attempts(func(int) error { return nil })
+		}
+		if n := attempts(transient); n != 2 {
+			t.Fatalf("after eleven successful calls: %d attempts, want 2 (level %v)", n, g.Level())
+		}
+	})
+}
