@@ -444,3 +444,48 @@ func TestFaultShutdownWaitsForComplete(t *testing.T) {
 		}
 	})
 }
+
+// TestFaultRetryBeforeLateComplete: the store goes away as the handler
+// returns and comes back after the lease (3 s); the client's retry reaches
+// the same instance at that moment, before the next try of the Complete
+// that the middleware tries on in the background. The retry must not claim
+// the key (its lease has passed) and run the handler beside a response the
+// instance is about to store: it gets 409 while the instance tries, and
+// the replay once the record is stored. A retry with another request under
+// the key gets 422.
+func TestFaultRetryBeforeLateComplete(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lease = 3 * time.Second
+		store := newFaultyStore()
+		h := &charges{}
+		var once sync.Once
+		cut := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h.ServeHTTP(w, r)
+			once.Do(func() { store.down.Store(true) }) // as the handler returns
+		})
+		m := newMiddleware(t, idempotency.Config{Store: store, Lease: lease, StoreTimeout: time.Second})
+		first := post(m.Handler(cut), "POST", "/x", "k", "{}")
+		if first.Code != http.StatusCreated {
+			t.Fatalf("first: %d", first.Code)
+		}
+		if w := post(m.Handler(cut), "POST", "/x", "k", "{}"); w.Code != http.StatusConflict || h.runs.Load() != 1 {
+			t.Fatalf("retry while the store is away and the instance tries Complete: %d, runs %d; want 409", w.Code, h.runs.Load())
+		}
+		time.Sleep(10 * time.Second) // virtual: past the lease
+		store.down.Store(false)
+		if w := post(m.Handler(cut), "POST", "/x", "k", "{}"); w.Code != http.StatusConflict || w.Header().Get("Retry-After") == "" || h.runs.Load() != 1 {
+			t.Fatalf("retry as the store is back past the lease, before the next try of Complete: %d %s, runs %d; want 409 with Retry-After, 1 run", w.Code, w.Body, h.runs.Load())
+		}
+		if w := post(m.Handler(cut), "POST", "/x", "k", `{"other":1}`); w.Code != http.StatusUnprocessableEntity {
+			t.Fatalf("another request under the key meanwhile: %d, want 422", w.Code)
+		}
+		if err := m.Wait(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		again := post(m.Handler(cut), "POST", "/x", "k", "{}")
+		if again.Header().Get("Idempotent-Replayed") != "true" || again.Body.String() != first.Body.String() || h.runs.Load() != 1 {
+			t.Fatalf("retry once the late Complete got through: %d %s replayed %q, runs %d; want the replay of %s, 1 run",
+				again.Code, again.Body, again.Header().Get("Idempotent-Replayed"), h.runs.Load(), first.Body)
+		}
+	})
+}

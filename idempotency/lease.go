@@ -178,8 +178,9 @@ func retryDelay(n int, ceiling time.Duration) time.Duration {
 // progress, and once the lease has passed a retry of the request would run
 // the handler again. It stops at ErrLeaseLost (another request holds the
 // key: the token fences this one off). The lease is renewed meanwhile by
-// the caller's lease.
-func (c *Config) complete(ctx context.Context, id ID, token string, resp Response, timeout time.Duration) error {
+// the caller's lease. failed, if not nil, is called after the first try
+// that failed and will be tried again.
+func (c *Config) complete(ctx context.Context, id ID, token string, resp Response, timeout time.Duration, failed func()) error {
 	if _, ok := c.Store.(*MemoryStore); ok {
 		return c.Store.Complete(ctx, id, token, resp, c.Now(), c.TTL) // never fails but for a lost lease
 	}
@@ -192,6 +193,9 @@ func (c *Config) complete(ctx context.Context, id ID, token string, resp Respons
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("idempotency: %d tries in %v: %w", n, timeout, err)
+		}
+		if n == 1 && failed != nil {
+			failed()
 		}
 		if n <= 8 || n&(n-1) == 0 {
 			// Every try at first, then fewer lines: a store away for

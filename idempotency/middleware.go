@@ -53,9 +53,10 @@
 // A store takes a late Complete from the token that still holds the key,
 // and refuses it once another request has claimed the key, so trying on
 // past the lease never overwrites another's work: a store back before any
-// retry claimed the key gets the record. Until then the record stays in
-// progress: retries get 409 until the lease passes; a retry that claims
-// the key after the lease runs the handler again (and the late Complete is
+// retry claimed the key gets the record. A retry that reaches the instance
+// meanwhile gets 409 without asking the store; elsewhere the record stays in
+// progress, and retries get 409 until the lease passes, while a retry that
+// claims the key after it runs the handler again (and the late Complete is
 // refused). A process that dies while it
 // holds a key stops renewing its lease, and the key is usable again once
 // the lease (Config.Lease, 30 s) has passed. A holder that cannot renew its
@@ -82,6 +83,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -100,6 +102,46 @@ type Middleware struct {
 	mu   sync.Mutex
 	bg   int           // Completes tried on in the background
 	idle chan struct{} // closed when bg drops to 0, for Wait; nil when nobody waits
+	// unstored holds the keys whose response this middleware sent and is
+	// still trying to store (a Complete failed), with their fingerprints:
+	// a retry that reaches it meanwhile is answered as the record in
+	// progress it is, not sent to Begin, which would take the key over
+	// once the lease has passed and run the handler beside the response
+	// about to be stored. nunstored, its size, spares the requests the
+	// lock while it is empty.
+	unstored  map[ID]Fingerprint
+	nunstored atomic.Int64
+}
+
+// trying notes that the response to id, whose request had fingerprint fp,
+// is being stored after a failed Complete; the returned func says it no
+// longer is.
+func (m *Middleware) trying(id ID, fp Fingerprint) (done func()) {
+	m.mu.Lock()
+	if m.unstored == nil {
+		m.unstored = make(map[ID]Fingerprint)
+	}
+	m.unstored[id] = fp
+	m.nunstored.Store(int64(len(m.unstored)))
+	m.mu.Unlock()
+	return func() {
+		m.mu.Lock()
+		delete(m.unstored, id)
+		m.nunstored.Store(int64(len(m.unstored)))
+		m.mu.Unlock()
+	}
+}
+
+// storing returns the fingerprint of the request whose response to id this
+// middleware is trying to store, if it is.
+func (m *Middleware) storing(id ID) (Fingerprint, bool) {
+	if m.nunstored.Load() == 0 {
+		return Fingerprint{}, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	fp, ok := m.unstored[id]
+	return fp, ok
 }
 
 // New validates c and returns a Middleware that applies it. A field out of
@@ -239,6 +281,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	fp := c.fingerprint(r, body)
+	if sfp, ok := h.m.storing(id); ok {
+		// A retry of a request whose response this middleware sent and
+		// is still trying to store: it is in progress.
+		c.answer(w, r, key, fp, &Record{State: InProgress, Fingerprint: sfp})
+		return
+	}
 	token := rand.Text()
 	now := c.Now()
 	rec, claimed, err := c.Store.Begin(r.Context(), id, fp, token, now, c.Lease)
@@ -261,7 +309,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.unavailable(w, r, key, id, token, "idempotency: the request was not executed: the store answered too slowly to hold its key, try again later")
 		return
 	}
-	h.run(w, r, body, id, token, begun, at)
+	h.run(w, r, body, id, fp, token, begun, at)
 }
 
 // unavailable releases what token may hold of id and answers 503
@@ -430,7 +478,7 @@ func (c *Config) refuse(w http.ResponseWriter, r *http.Request, key string, p Pr
 // the record afterwards. The handler's context is cancelled, with a
 // *LeaseLostError as its cause, if the request loses its hold on the key
 // while the handler runs.
-func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, id ID, token string, begun, now time.Time) {
+func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, id ID, fp Fingerprint, token string, begun, now time.Time) {
 	c := &h.m.c
 	// One allocation for what the request needs while it holds the key.
 	f := &inflight{cw: capture{w: w, max: c.MaxResponseBytes, declared: -1, outer: snapshot(w.Header()), head: r.Method == http.MethodHead}}
@@ -478,7 +526,8 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, id ID
 		c.release(bg, id, token, "after status "+strconv.Itoa(resp.Status))
 	default:
 		// The lease is renewed while Complete is tried again.
-		err := c.complete(bg, id, token, resp, c.StoreTimeout)
+		var done func() // once a Complete failed: the key is noted as being stored
+		err := c.complete(bg, id, token, resp, c.StoreTimeout, func() { done = h.m.trying(id, fp) })
 		if err != nil && !errors.Is(err, ErrLeaseLost) {
 			// The client has waited StoreTimeout: it gets its response,
 			// and Complete goes on while the lease holds the key, and
@@ -491,9 +540,13 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, id ID
 			left := ls.end().Add(CompleteGrace).Sub(c.Now())
 			c.ErrorLog.Printf("idempotency: store the response to key %q (status %d): %v; trying on for %v (until CompleteGrace past the lease's end)", id.Key, resp.Status, err, left.Round(time.Millisecond))
 			background = true
+			if done == nil { // the first try failed at the timeout
+				done = h.m.trying(id, fp)
+			}
 			h.m.background(func() {
-				err := c.complete(bg, id, token, resp, left)
+				err := c.complete(bg, id, token, resp, left, nil)
 				ls.stop()
+				done()
 				if err != nil {
 					c.ErrorLog.Printf("idempotency: store the response to key %q (status %d): %v", id.Key, resp.Status, err)
 				}
@@ -501,6 +554,9 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, id ID
 			return
 		}
 		ls.stop()
+		if done != nil {
+			done()
+		}
 		if err != nil {
 			c.ErrorLog.Printf("idempotency: store the response to key %q (status %d): %v", id.Key, resp.Status, err)
 		}

@@ -248,14 +248,16 @@ func LinkCutPastStoreTimeout(t *testing.T, f Faults) {
 	if took := time.Since(start); first.err != nil || first.status != http.StatusCreated || took >= outage {
 		t.Fatalf("first: %v after %v; want 201 after StoreTimeout (%v), before the link is back (%v)", first, took, storeTimeout, outage)
 	}
-	// Until the response is stored, or the lease would have passed.
-	direct := f.Open(t, f.Target)
-	for time.Since(start) < lease {
-		rec, ok, err := direct.Get(context.Background(), idempotency.ID{Key: key}, time.Now())
-		if err == nil && ok && rec.State == idempotency.Completed {
-			break
-		}
-		time.Sleep(time.Millisecond)
+	// Until the background Complete has ended (stored once the link is
+	// back): the instance answers its key's retries with 409 until then.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := in.m.Wait(ctx); err != nil {
+		t.Fatalf("Wait for the background Complete: %v", err)
+	}
+	rec, ok, err := f.Open(t, f.Target).Get(ctx, idempotency.ID{Key: key}, time.Now())
+	if err != nil || !ok || rec.State != idempotency.Completed {
+		t.Fatalf("the record once the link was back: ok %v err %v %+v; want it completed", ok, err, rec.State)
 	}
 	in.offset.Store(int64(lease + time.Second))
 	again := in.post(key)
