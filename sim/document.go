@@ -12,7 +12,8 @@ import (
 // as in production: a failed attempt is HTTP.500, an overloaded one
 // HTTP.503, a conflict HTTP.409, a timeout States.Timeout; an error no retrier
 // matches is not retried) with their own schedules and counts, and its
-// budget, breaker and adaptive throttle, one of each per client. The
+// budget, breaker and adaptive-mode throttle and budget, one of each per
+// client, as policy.Document.Policy builds them. The
 // document's timeouts are not simulated: the scenarios have their own.
 // d must be valid (see policy.Document.Validate).
 func PolicyOf(name string, d *policy.Document) Policy {
@@ -23,12 +24,20 @@ func PolicyOf(name string, d *policy.Document) Policy {
 		Classify:    rp.Classify,
 		Stepper:     rp.Stepper,
 		Guards: func(rnd func() float64) Guards {
-			// The document's guards, built as d.Policy builds them, with the
-			// run's random source where they draw.
+			// The document's guards, built as d.Policy builds them
+			// (TestPolicyOfGuardsAsProduction), with the run's random
+			// source where they draw: in adaptive mode the AWS SDKs' CUBIC
+			// rate limiter and, unless the document has its own budget, the
+			// AWS retry quota.
 			var g Guards
 			if d.Mode == policy.Adaptive {
-				if a, err := throttle.NewAdaptive(throttle.AdaptiveConfig{Rand: rnd}); err == nil {
-					g.Throttle = a
+				if c, err := throttle.NewCubic(throttle.CubicConfig{}); err == nil {
+					g.Throttle = c
+				}
+				if d.Budget == nil {
+					if b, err := budget.NewBucket(budget.BucketConfig{}); err == nil {
+						g.Budget = b
+					}
 				}
 			}
 			if d.Budget != nil {

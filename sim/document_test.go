@@ -1,6 +1,7 @@
 package sim_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/yaoki-go/yaoki/policy"
@@ -37,5 +38,39 @@ func TestPolicyOfDocument(t *testing.T) {
 	}
 	if h.Calls != 20 || h.GaveUp[retry.ReasonPermanent] != 19 {
 		t.Fatalf("herd: %d calls, gave up %v; want 20 calls, 19 not retried", h.Calls, h.GaveUp)
+	}
+}
+
+// PolicyOf's clients get the guards production gets from the same
+// document (policy.Document.Policy): in adaptive mode the AWS SDKs'
+// CUBIC rate limiter and, without a Budget of the document's, the AWS
+// retry quota; the document's share budget and breaker otherwise.
+func TestPolicyOfGuardsAsProduction(t *testing.T) {
+	retrier := `"Retry": [{"ErrorEquals": ["States.ALL"], "MaxAttempts": 2}]`
+	for _, doc := range []string{
+		`{` + retrier + `}`,
+		`{` + retrier + `, "RetryMode": "adaptive"}`,
+		`{` + retrier + `, "RetryMode": "adaptive", "Budget": {"Ratio": 0.1}}`,
+		`{` + retrier + `, "Budget": {"Ratio": 0.1}}`,
+		`{` + retrier + `, "Breaker": {}}`,
+		`{` + retrier + `, "RetryMode": "adaptive", "Breaker": {}}`,
+	} {
+		d, err := policy.Parse([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var prod sim.Guards // none when the policy has no Env
+		if env := d.Policy(policy.Options{}).Env; env != nil {
+			prod = sim.Guards{Budget: env.Budget, Breaker: env.Breaker, Throttle: env.Throttle}
+		}
+		g := sim.PolicyOf("doc", d).Guards(func() float64 { return 0.5 })
+		for _, c := range []struct {
+			guard     string
+			sim, prod any
+		}{{"budget", g.Budget, prod.Budget}, {"breaker", g.Breaker, prod.Breaker}, {"throttle", g.Throttle, prod.Throttle}} {
+			if s, p := fmt.Sprintf("%T", c.sim), fmt.Sprintf("%T", c.prod); s != p {
+				t.Errorf("%s: the simulated client's %s is %s, production's %s; want the same", doc, c.guard, s, p)
+			}
+		}
 	}
 }
