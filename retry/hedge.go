@@ -64,7 +64,9 @@ func Hedge(ctx context.Context, p Policy, fn func(context.Context) error) error 
 // through (see Loop.Hedge). The first attempt that succeeds ends the call
 // and the others are cancelled (their contexts end). An attempt that fails
 // while another of its round is in flight is reported to the guards and
-// discarded, and the round goes on, unless its error is final; the last
+// discarded, and the round goes on, unless its error is final (an
+// attempt that failed with a server hint, or an overload answer, ends the
+// round's hedges: the server asked for fewer requests); the last
 // attempt of a round to fail decides as in Do (a wait and a retry, or a
 // give-up).
 //
@@ -570,6 +572,12 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 			if inFlight > 0 && caller.Err() == nil && ctx.Err() == nil && p.classify(o.err) != ClassPermanent {
 				// Another attempt of the round may still succeed.
 				l.Abandon(caller, end, &cur.t, o.err)
+				if h, _ := HintOf(o.err); h > 0 || p.classify(o.err) == ClassThrottled {
+					// The server said to come back later, or that it is
+					// overloaded: no more copies in this round, which goes
+					// on with the attempts in flight.
+					timerC = nil
+				}
 				pending = false
 				if discard != nil {
 					discard(o.v)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/yaoki-go/yaoki/backoff"
 	"github.com/yaoki-go/yaoki/budget"
+	"github.com/yaoki-go/yaoki/event"
 	"github.com/yaoki-go/yaoki/retry"
 )
 
@@ -81,4 +82,33 @@ func TestHedgedRoundThrottledRetryCost(t *testing.T) {
 			t.Errorf("bucket level %v, want %v (the retry after the 429 charged 5)", lv, want)
 		}
 	})
+}
+
+// TestNoHedgeAfterServerSaidWait: in a hedged round, the first hedge (sent
+// at 50ms) is answered "come back in 2 s" (a hint), or "429, overloaded"
+// (no hint), at 60ms while the first attempt is still out. The server has
+// said not to send more now: no second hedge is sent at 100ms (the round
+// goes on with the first attempt, which answers at 300ms). A second copy
+// went out 40ms after the server asked for 2 s.
+func TestNoHedgeAfterServerSaidWait(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		err  error
+	}{
+		{"hint", retry.After(errors.New("503"), 2*time.Second)},
+		{"throttled", retry.Throttling(errors.New("429"))},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				obs := &events{}
+				s := &script{lat: []time.Duration{300 * time.Millisecond, 10 * time.Millisecond, time.Millisecond},
+					errs: []error{nil, c.err}}
+				p := retry.Policy{Env: &retry.Env{Hedger: fixedHedger(t, 50*time.Millisecond, 2), Observer: obs}}
+				s.answers(t, p, 1, 300*time.Millisecond)
+				if n, h := s.n.Load(), obs.count(event.Hedge); n != 2 || h != 1 {
+					t.Errorf("%d attempts, %d hedges; want 2 attempts, 1 hedge: none after the server said to wait", n, h)
+				}
+			})
+		})
+	}
 }
