@@ -20,12 +20,7 @@ import (
 // factor of 3, so that a quantile read from them is off by less than that.
 func TestBucketsFitWaitsAndDurations(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
-	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	defer provider.Shutdown(context.Background())
-	o, err := yotel.New(provider)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := observerOn(t, reader)
 	ctx := context.Background()
 	o.Observe(ctx, event.Event{Kind: event.RetryScheduled, Component: "retry", Source: event.Backoff, Wait: time.Millisecond})
 	o.Observe(ctx, event.Event{Kind: event.AttemptEnd, Component: "retry", Outcome: event.Success, Duration: time.Millisecond})

@@ -14,7 +14,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/yaoki-go/yaoki/event"
-	yotel "github.com/yaoki-go/yaoki/otel"
 )
 
 // documentedMetric is one row of the metrics table of docs/observability.md.
@@ -94,12 +93,7 @@ func readMetricsTable(t *testing.T) map[string]documentedMetric {
 func TestDocumentedMetrics(t *testing.T) {
 	doc := readMetricsTable(t)
 	reader := sdkmetric.NewManualReader()
-	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	defer provider.Shutdown(context.Background())
-	o, err := yotel.New(provider)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := observerOn(t, reader)
 	everyEvent(o)
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(context.Background(), &rm); err != nil {

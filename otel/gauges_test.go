@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/yaoki-go/yaoki/breaker"
 	"github.com/yaoki-go/yaoki/budget"
@@ -157,16 +155,7 @@ func TestTrackTransportReload(t *testing.T) {
 // them resolves), while a breaker known only from its events stays.
 func TestUntrackedSeriesLeaveTheScrape(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	exporter, err := otelprom.New(otelprom.WithRegisterer(reg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
-	defer provider.Shutdown(context.Background())
-	o, err := yotel.New(provider)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := promObserver(t, reg)
 	trip := func(name string) *breaker.Breaker {
 		b, err := breaker.New(breaker.Config{Name: name, ConsecutiveFailures: 1, Observer: o})
 		if err != nil {

@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
@@ -26,17 +28,36 @@ type point struct {
 // written as sorted "k=v" pairs joined by commas.
 type snapshot map[string]map[string]point
 
-// newObserver returns an Observer on an SDK MeterProvider read by a manual
-// reader, and a function that collects what was recorded so far.
-func newObserver(t testing.TB, opts ...sdkmetric.Option) (*yotel.Observer, func() snapshot) {
+// observerOn returns an Observer on an SDK MeterProvider read by reader
+// (a manual reader, the Prometheus exporter), shut down when the test ends.
+func observerOn(t testing.TB, reader sdkmetric.Reader, opts ...sdkmetric.Option) *yotel.Observer {
 	t.Helper()
-	reader := sdkmetric.NewManualReader()
 	provider := sdkmetric.NewMeterProvider(append(opts, sdkmetric.WithReader(reader))...)
 	t.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
 	o, err := yotel.New(provider)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return o
+}
+
+// promObserver returns an Observer whose metrics the OpenTelemetry
+// Prometheus exporter writes to reg.
+func promObserver(t testing.TB, reg *prometheus.Registry) *yotel.Observer {
+	t.Helper()
+	exporter, err := otelprom.New(otelprom.WithRegisterer(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return observerOn(t, exporter)
+}
+
+// newObserver returns an Observer on an SDK MeterProvider read by a manual
+// reader, and a function that collects what was recorded so far.
+func newObserver(t testing.TB, opts ...sdkmetric.Option) (*yotel.Observer, func() snapshot) {
+	t.Helper()
+	reader := sdkmetric.NewManualReader()
+	o := observerOn(t, reader, opts...)
 	return o, func() snapshot {
 		t.Helper()
 		var rm metricdata.ResourceMetrics

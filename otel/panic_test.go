@@ -120,12 +120,7 @@ func (panickingStore) Count(context.Context, string, time.Time) (deadletter.Coun
 // goroutine of its own, where a panic would end the program).
 func TestPanickingTrackedReads(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
-	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	defer provider.Shutdown(context.Background())
-	o, err := yotel.New(provider)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := observerOn(t, reader)
 	o.TrackBudget("bad", func() float64 { panic("budget bug") })
 	o.TrackBudget("good", func() float64 { return 7 })
 	o.TrackBreakerFunc("bad", func() string { panic("breaker bug") })
@@ -134,6 +129,7 @@ func TestPanickingTrackedReads(t *testing.T) {
 	good, _ := deadletter.NewMemory(0)
 	o.TrackDeadLetters("good", good)
 	var rm metricdata.ResourceMetrics
+	var err error
 	noPanic(t, "collection", func() { err = reader.Collect(context.Background(), &rm) })
 	// The SDK hands the callbacks' errors to its error handler.
 	for _, want := range []string{`budget "bad"`, `breaker "bad"`, `queue "bad"`} {

@@ -15,8 +15,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/yaoki-go/yaoki/deadletter"
 	"github.com/yaoki-go/yaoki/event"
@@ -110,16 +108,7 @@ func scrape(t testing.TB, reg *prometheus.Registry) (map[string]*dto.MetricFamil
 func exportedByPrometheus(t testing.TB) (exported, string) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	exporter, err := otelprom.New(otelprom.WithRegisterer(reg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
-	defer provider.Shutdown(context.Background())
-	o, err := yotel.New(provider)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := promObserver(t, reg)
 	everyEvent(o)
 	families, body := scrape(t, reg)
 	x := exported{}

@@ -1,7 +1,6 @@
 package otel_test
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,8 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	dto "github.com/prometheus/client_model/go"
-	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/yaoki-go/yaoki/breaker"
 	"github.com/yaoki-go/yaoki/budget"
@@ -130,16 +127,7 @@ func realCalls(t *testing.T, o *yotel.Observer) {
 func TestScrapeAfterRealCalls(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	exporter, err := otelprom.New(otelprom.WithRegisterer(reg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
-	defer provider.Shutdown(context.Background())
-	o, err := yotel.New(provider)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := promObserver(t, reg)
 	realCalls(t, o)
 	families, body := scrape(t, reg)
 	defer func() {
