@@ -14,7 +14,8 @@ import (
 // --seed) given without that rate would do nothing: it is refused as bad
 // usage that says which rate it needs, instead of serving 200s as if it
 // had not been written. --addr with a port past 65535 says so, not "is the
-// port taken?".
+// port taken?". An --attempt-header that no request can carry (empty, with
+// a colon, not ASCII) is refused, naming what a header name is made of.
 func TestFlagsThatWouldDoNothing(t *testing.T) {
 	for _, tc := range []struct {
 		args string
@@ -29,6 +30,10 @@ func TestFlagsThatWouldDoNothing(t *testing.T) {
 		{"--script 503,200 --seed 7", "--seed 7 seeds the draws of the --rate-* flags, but none is set"},
 		{"--addr 127.0.0.1:99999", `--addr "127.0.0.1:99999": port "99999": want a port from 0 to 65535`},
 		{"--addr localhost:65536", `port "65536": want a port from 0 to 65535`},
+		// A header name that no request can carry would log "-" for ever.
+		{"--attempt-header=", `--attempt-header "": want a header name`},
+		{"--attempt-header=Attempt:Count", `--attempt-header "Attempt:Count": want a header name`},
+		{"--attempt-header=X-Retry\u00e9", `want a header name`},
 	} {
 		cmd := NewCommand()
 		cmd.SetOut(io.Discard)

@@ -166,6 +166,9 @@ func (o *flakyOptions) run(cmd *cobra.Command) error {
 	default:
 		fl.script = []step{{status: http.StatusOK, retryAfter: -1}}
 	}
+	if !isToken(o.attemptHeader) {
+		return cli.Usagef("--attempt-header %q: want a header name, such as Attempt-Count or X-Retry-Attempt (letters, digits and !#$%%&'*+-.^_`|~, no spaces nor colons)", o.attemptHeader)
+	}
 	if o.maxRequests < 0 {
 		return cli.Usagef("--max-requests %d: want ≥ 0 (0: never stop on a count)", o.maxRequests)
 	}
@@ -418,6 +421,22 @@ func (fl *flaky) summary() {
 		answers = ": " + strings.Join(parts, ", ") // none before the first request
 	}
 	say(fl.ob, fl.log, "summary", "flaky: %d request%s, %d keyed operation%s%s\n", fl.requests, cli.Plural(fl.requests), fl.ops, cli.Plural(fl.ops), answers)
+}
+
+// isToken reports whether s is an HTTP token (RFC 9110 §5.6.2), what a
+// header's name is: a name with a space or a colon, or none, is no header a
+// request can carry.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 func orDash(s string) string {
