@@ -105,7 +105,10 @@ func (d *deadLetters) observe(ctx context.Context, o metric.Observer) error {
 // yaoki.deadletter.letters gauge, one series per state (retry.name = the
 // queue, retry.deadletter.state = waiting, due, held or parked): at each
 // collection it calls s.Count (one query for a database store), at the
-// same time as the other tracked queues', bounded by CountTimeout. Alert on parked > 0: that work waits for an operator.
+// same time as the other tracked queues', bounded by CountTimeout; a Count
+// that fails or panics leaves the queue out of that collection and tells
+// the SDK's error handler. Alert on parked > 0: that work waits for an
+// operator.
 // Tracking a queue again replaces the earlier store. The returned function
 // stops tracking.
 func (o *Observer) TrackDeadLetters(queue string, s deadletter.Store) (untrack func()) {

@@ -328,7 +328,8 @@ func (o *Observer) TrackBreaker(b Breaker) (untrack func()) {
 // TrackBreakerFunc is TrackBreaker for a breaker of another kind: at each
 // collection it calls state, which must return "closed", "half_open" (or
 // "half-open") or "open" (any other answer is not reported) and be safe for
-// concurrent use.
+// concurrent use. If it panics, the name is left out of that collection and
+// the SDK's error handler is told.
 func (o *Observer) TrackBreakerFunc(name string, state func() string) (untrack func()) {
 	g := &o.gauges
 	t := &tracked[string]{read: state, opt: nameSet(name)}
@@ -391,8 +392,9 @@ func track[K, V comparable](mu *sync.Mutex, m map[K]V, key K, v V, removed func(
 // be safe for concurrent use. The budgets of package budget have a Level
 // method to pass as it is (obs.TrackBudget("partner", b.Level)): retries
 // still granted for a share-of-traffic budget, tokens for a token bucket.
-// Tracking a name again replaces the earlier function. The returned
-// function stops tracking.
+// If level panics, the name is left out of that collection and the SDK's
+// error handler is told. Tracking a name again replaces the earlier
+// function. The returned function stops tracking.
 func (o *Observer) TrackBudget(name string, level func() float64) (untrack func()) {
 	t := &tracked[float64]{read: level, opt: nameSet(name)}
 	return track(&o.gauges.mu, o.gauges.budgets, name, t, nil)
