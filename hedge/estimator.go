@@ -94,7 +94,9 @@ func (e *Estimator) AddAt(now time.Time, d time.Duration) {
 // QuantileAt returns the q-quantile (0 < q < 1: 0.95 for the 95th
 // percentile) of the latencies in the window that ends at now, and how
 // many latencies the window holds. With none it returns 0, 0. A quantile
-// that falls among latencies of 275 s or more is reported as 275 s.
+// that falls among latencies of 275 s or more is reported as 275 s. A q
+// outside (0, 1) is clamped: 0 or below (or NaN) gives the bottom of the
+// lowest latency's bucket, 1 or above the top of the highest's.
 func (e *Estimator) QuantileAt(now time.Time, q float64) (time.Duration, int) {
 	return e.quantile(now, q, estimatorSlots)
 }
@@ -118,6 +120,21 @@ func (e *Estimator) quantile(now time.Time, q float64, k int) (time.Duration, in
 	}
 	if n == 0 {
 		return 0, 0
+	}
+	switch {
+	case !(q > 0): // NaN too
+		q = 0
+	case q >= 1:
+		// The highest latency: the top of its bucket (the rank below
+		// would be past the last one).
+		for i := nBuckets - 1; i > 0; i-- {
+			if counts[i] != 0 {
+				_, hi := bounds(i)
+				return hi, int(n)
+			}
+		}
+		_, hi := bounds(0)
+		return hi, int(n)
 	}
 	// The rank of the quantile among n sorted latencies, counted from 0:
 	// the latency below which a share q of them lies.

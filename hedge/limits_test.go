@@ -123,3 +123,31 @@ func TestHedgerConcurrent(t *testing.T) {
 		t.Errorf("delay %v, want within the latencies seen", d)
 	}
 }
+
+// A quantile asked outside (0, 1) is clamped: 0 and below (NaN too) give
+// the bottom of the lowest latency's bucket, 1 and above the top of the
+// highest's. q = 1 gave 275 s (the histogram's top) for latencies of at
+// most 100 ms, q = -1 a negative latency, q = -Inf the most negative
+// Duration.
+func TestQuantileOutOfRange(t *testing.T) {
+	e := hedge.NewEstimator(time.Second)
+	for i := 1; i <= 100; i++ {
+		e.AddAt(t0, time.Duration(i)*time.Millisecond)
+	}
+	lo, _ := e.QuantileAt(t0, 0)
+	if lo <= 0 || lo > time.Millisecond {
+		t.Fatalf("q0 = %v, want the bottom of 1ms's bucket", lo)
+	}
+	for _, c := range []struct {
+		q    float64
+		want time.Duration // within the bucket's 12.5 %
+	}{
+		{math.NaN(), lo}, {-1, lo}, {math.Inf(-1), lo},
+		{1, 100 * time.Millisecond}, {2, 100 * time.Millisecond}, {math.Inf(1), 100 * time.Millisecond},
+	} {
+		d, n := e.QuantileAt(t0, c.q)
+		if n != 100 || d < c.want || float64(d) > 1.125*float64(c.want) {
+			t.Errorf("q%v = %v over %d latencies, want %v (to its bucket's top) over 100", c.q, d, n, c.want)
+		}
+	}
+}
