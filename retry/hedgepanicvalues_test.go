@@ -5,12 +5,15 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/yaoki-go/yaoki/event"
 	"github.com/yaoki-go/yaoki/retry"
+	"github.com/yaoki-go/yaoki/throttle"
 )
 
 // TestHedgedObserverPanicDiscardsValues: the Observer panics while the
@@ -93,4 +96,81 @@ func TestHedgerMaxHedgesUnbounded(t *testing.T) {
 			t.Errorf("%d attempts, want 4 (the attempt limit)", n)
 		}
 	})
+}
+
+// TestHedgedAttemptPanics: a hedge panics while the first attempt is still
+// in flight. HedgeValue panics with its value on the caller's goroutine;
+// the first attempt is cancelled, and when it returns its value is
+// discarded and its bulkhead slot handed back; the hedge's slot goes back
+// as it panics, and the breaker hears of both attempts' ends.
+func TestHedgedAttemptPanics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bh := mustBulkhead(t, 2)
+		br := &countingBreaker{}
+		var n atomic.Int32
+		fn := func(ctx context.Context) (int, error) {
+			k := int(n.Add(1))
+			if k == 2 {
+				time.Sleep(10 * time.Millisecond)
+				panic("attempt 2")
+			}
+			<-ctx.Done()
+			return k, ctx.Err()
+		}
+		var discarded []int
+		var mu sync.Mutex
+		discard := func(v int) { mu.Lock(); discarded = append(discarded, v); mu.Unlock() }
+		p := retry.Policy{Env: &retry.Env{Bulkhead: bh, Breaker: br, Hedger: fixedHedger(t, 50*time.Millisecond, 1)}}
+		func() {
+			defer func() {
+				if v := recover(); v != "attempt 2" {
+					t.Fatalf("HedgeValue recovered %v, want the attempt's panic", v)
+				}
+			}()
+			_, _ = retry.HedgeValue(context.Background(), p, fn, discard)
+		}()
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if bh.InUse() != 0 || !slices.Equal(discarded, []int{1}) {
+			t.Errorf("%d slots in use, discarded %v; want 0, the first attempt's value", bh.InUse(), discarded)
+		}
+		if a, d := br.counts(); a != 2 || d != 2 {
+			t.Errorf("breaker allowed %d attempts and heard of %d ends, want 2 and 2", a, d)
+		}
+	})
+}
+
+// countingBreaker allows every attempt and counts tickets given and ended.
+type countingBreaker struct {
+	mu             sync.Mutex
+	allowed, ended int
+}
+
+func (b *countingBreaker) AllowAt(time.Time, bool) (uint64, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.allowed++
+	return uint64(b.allowed), nil
+}
+
+func (b *countingBreaker) DoneAt(time.Time, uint64, time.Duration, error) {
+	b.mu.Lock()
+	b.ended++
+	b.mu.Unlock()
+}
+
+func (b *countingBreaker) counts() (allowed, ended int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.allowed, b.ended
+}
+
+func mustBulkhead(t *testing.T, limit int) *throttle.Bulkhead {
+	t.Helper()
+	bh, err := throttle.NewBulkhead(throttle.BulkheadConfig{Limit: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bh
 }
