@@ -139,15 +139,15 @@ func TestStormPerClientBudgets(t *testing.T) {
 	})
 }
 
-// TestGRPCPermanentErrorsTakeTokens pins a difference from gRPC's retry
-// throttling, which counts only the failures it would retry: the retry loop
-// hands the budget every failure the dependency answered, so three
-// permanent errors in a row bring the recommended bucket (8 tokens, retries
-// while above 5) to its threshold, the next transient failure is not
-// retried and takes a token too, and the next one is retried only after
-// eleven successful calls (4 + 11 × 0.2 = 6.2, 5.2 after the failure)
-// (docs/overload.md).
-func TestGRPCPermanentErrorsTakeTokens(t *testing.T) {
+// TestGRPCPermanentErrorsTakeNoTokens: as gRPC's retry throttling counts
+// only the failures it would retry, the retry loop does not hand the budget
+// a permanent failure. Forty permanent errors in a row (a client sending
+// malformed requests) leave the recommended bucket as it started (8 of 10
+// tokens, retries while above 5), so the transient failure after them is
+// retried; then
+// transient failures alone spend it as gRPC would: each takes a token for
+// its first attempt, and the retry's success gives 0.2 back.
+func TestGRPCPermanentErrorsTakeNoTokens(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g, err := budget.NewGRPC(budget.Recommended())
 		if err != nil {
@@ -159,13 +159,14 @@ func TestGRPCPermanentErrorsTakeTokens(t *testing.T) {
 			_ = retry.Do(ctx, p, func(context.Context) error { n++; return fn(n) })
 			return n
 		}
-		for range 3 {
+		full := g.Level()
+		for range 40 {
 			if n := attempts(func(int) error { return retry.Permanent(errors.New("400 bad request")) }); n != 1 {
 				t.Fatalf("a permanent error: %d attempts, want 1", n)
 			}
 		}
-		if l := g.Level(); l != 5 {
-			t.Fatalf("level %v after three permanent errors, want 5 (each took a token)", l)
+		if l := g.Level(); l != full {
+			t.Fatalf("level %v after forty permanent errors, want %v (none takes a token)", l, full)
 		}
 		transient := func(n int) error {
 			if n == 1 {
@@ -173,14 +174,20 @@ func TestGRPCPermanentErrorsTakeTokens(t *testing.T) {
 			}
 			return nil
 		}
-		if n := attempts(transient); n != 1 {
-			t.Fatalf("a transient failure after three permanent errors: %d attempts, want 1 (not retried)", n)
-		}
-		for range 11 {
-			attempts(func(int) error { return nil })
-		}
 		if n := attempts(transient); n != 2 {
-			t.Fatalf("after eleven successful calls: %d attempts, want 2 (level %v)", n, g.Level())
+			t.Fatalf("a transient failure after forty permanent errors: %d attempts, want 2 (retried)", n)
+		}
+		// Each transient call: -1 for the failure, +TokenRatio for the
+		// retry's success; retried while the level is above half.
+		retried := 1
+		for attempts(transient) == 2 {
+			retried++
+			if retried > 100 {
+				t.Fatal("transient failures never exhausted the budget")
+			}
+		}
+		if l := g.Level(); l*2 > budget.Recommended().MaxTokens {
+			t.Fatalf("level %v when a transient failure was not retried, want at most half of %v", l, budget.Recommended().MaxTokens)
 		}
 	})
 }

@@ -107,14 +107,11 @@ func (g *GRPC) AllowRetryAt(now time.Time, timeout bool) bool {
 }
 
 // RecordAt takes one token for a failed attempt and gives back TokenRatio
-// for a successful one, first attempt or retry alike. Every failure
-// reported takes its token: gRPC counts only the failures it would retry
-// (retryable status codes, pushback), not answers to malformed requests,
-// and the retry loop reports every failure the dependency answered, a
-// permanent one too: with Recommended, three permanent errors in a row
-// leave the bucket at its threshold, the next transient failure is not
-// retried, and the one after it only once eleven calls have succeeded (go
-// test -run TestGRPCPermanentErrorsTakeTokens ./budget).
+// for a successful one, first attempt or retry alike. As in gRPC, only the
+// failures that would be retried take a token: the retry loop does not
+// report a permanent failure (a 400 from the application's own check), so
+// malformed requests do not spend the retries of transient failures (go
+// test -run TestGRPCPermanentErrorsTakeNoTokens ./budget).
 func (g *GRPC) RecordAt(now time.Time, first, success bool) {
 	if g == nil {
 		return

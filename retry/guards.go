@@ -25,7 +25,11 @@ type Budget interface {
 	// (token buckets charge more for it).
 	AllowRetryAt(now time.Time, timeout bool) bool
 	// RecordAt records an attempt's outcome: first is true for a logical
-	// request's first attempt, success for an attempt that succeeded.
+	// request's first attempt, success for an attempt that succeeded. The
+	// loop reports successes and the failures the dependency answered
+	// that are not ClassPermanent (as gRPC counts only the failures it
+	// would retry): a permanent failure, an attempt cut by the caller's
+	// context or the call's deadline are not reported.
 	RecordAt(now time.Time, first, success bool)
 }
 

@@ -631,7 +631,12 @@ func (l *Loop) report(ctx context.Context, now time.Time, t *Ticket, e *Env, err
 		if th := e.Throttle; th != nil {
 			th.RecordAt(now, err != nil && class == ClassThrottled)
 		}
-		if b := e.Budget; b != nil {
+		// A permanent failure is not the dependency failing (a 400 is
+		// its answer to a request it will never take): as gRPC counts
+		// only the failures it would retry, the budget does not hear of
+		// it, so that malformed requests cannot spend the retries of
+		// transient failures.
+		if b := e.Budget; b != nil && (err == nil || class != ClassPermanent) {
 			b.RecordAt(now, t.n == 1, err == nil)
 		}
 	}
