@@ -259,7 +259,8 @@ func cancelAdmit(t Throttle, now time.Time) {
 }
 
 // Cancelled reports, at now, attempt t that a hedging driver cancelled
-// because another attempt of the call won: its bulkhead slot is released,
+// because another attempt of the call won, before it answered (one that
+// had answered is reported with Lost): its bulkhead slot is released,
 // the breaker is told context.Canceled (which package breaker ignores: the
 // dependency did nothing wrong), the budget and the throttle are told
 // nothing (the attempt neither succeeded nor was refused), and the observer
@@ -283,6 +284,23 @@ func (l *Loop) Cancelled(ctx context.Context, now time.Time, t *Ticket) {
 	}
 }
 
+// Lost reports, at now, attempt t of a hedged call that answered (err nil
+// or not) before the driver cancelled it, but after another attempt's
+// answer had ended the call: nothing is decided, and the guards and the
+// observer hear of it as After tells them of an answer (the breaker its
+// error, the throttle whether it was an overload answer, the budget its
+// success or failure). It may be called from another goroutine than the
+// driver's once the call has returned: it reads l and writes only t.
+func (l *Loop) Lost(ctx context.Context, now time.Time, t *Ticket, err error) {
+	if e := l.p.Env; e != nil {
+		var class Class
+		if err != nil {
+			class = l.p.classify(err)
+		}
+		l.report(ctx, now, t, e, err, err, class, true)
+	}
+}
+
 // flight is one attempt of a hedged call in flight.
 type flight struct {
 	t      Ticket
@@ -296,6 +314,12 @@ type outcomeOf[T any] struct {
 	v     T
 	err   error
 	panic any // what it panicked with, if it did
+	// answered says the attempt returned before its context ended (the
+	// driver's cancellation, the caller's, MaxElapsed), at end: what it
+	// returned is the dependency's answer, even if another attempt's
+	// ended the call first.
+	answered bool
+	end      time.Time
 }
 
 // maxBuffered bounds the hedges whose outcomes a hedged call's buffer
@@ -388,6 +412,9 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 				b <- struct{}{}
 			}
 			o.v, o.err = hedgeAttempt(ctx, actx, p.AttemptTimeout, fn)
+			if actx.Err() == nil {
+				o.answered, o.end = true, time.Now()
+			}
 		}()
 		if b != nil {
 			<-b
@@ -434,7 +461,13 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 				if discard != nil {
 					discard(o.v)
 				}
-				l.Cancelled(caller, time.Now(), &f.t)
+				if o.answered {
+					// It answered before it was cancelled, after the
+					// answer that ended the call: the guards hear of it.
+					l.Lost(caller, o.end, &f.t, o.err)
+				} else {
+					l.Cancelled(caller, time.Now(), &f.t)
+				}
 			}
 		}()
 	}
