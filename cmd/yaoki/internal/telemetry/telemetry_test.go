@@ -109,26 +109,50 @@ func TestMetricsEndpointPassesPromtool(t *testing.T) {
 	}
 }
 
-// TestOTLPCollectorDown: fault, the OTLP collector the environment names
-// refuses connections. The observed call retries and succeeds as without
-// metrics; the export fails at exit, within OTEL_EXPORTER_OTLP_TIMEOUT,
-// and says so on stderr.
+// TestOTLPCollectorDown: faults, the OTLP collector the environment names
+// refuses connections, or accepts them and never answers (a lost reply).
+// The observed call retries and succeeds as without metrics; the export
+// fails at exit, within OTEL_EXPORTER_OTLP_TIMEOUT, and says so on stderr.
 func TestOTLPCollectorDown(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there: connections are refused
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+addr)
-	t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "300") // ms
-	stderr := command(t, nil, func(run *telemetry.Running) {
-		if run.Metrics == nil {
-			t.Fatal("OTEL_EXPORTER_OTLP_ENDPOINT set: no metrics were set up")
-		}
-		retried(t, run)
-	})
-	if !strings.Contains(stderr, "demo: cannot export the metrics") {
-		t.Errorf("stderr %q, want it to say the metrics could not be exported", stderr)
+	for _, fault := range []string{"refused", "no answer"} {
+		t.Run(fault, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := ln.Addr().String()
+			held := make(chan net.Conn, 16)
+			if fault == "refused" {
+				ln.Close() // nothing listens there
+			} else {
+				go func() { // accept, read nothing, answer nothing
+					for {
+						c, err := ln.Accept()
+						if err != nil {
+							close(held)
+							return
+						}
+						held <- c
+					}
+				}()
+				defer func() {
+					ln.Close()
+					for c := range held {
+						c.Close()
+					}
+				}()
+			}
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+addr)
+			t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "300") // ms
+			stderr := command(t, nil, func(run *telemetry.Running) {
+				if run.Metrics == nil {
+					t.Fatal("OTEL_EXPORTER_OTLP_ENDPOINT set: no metrics were set up")
+				}
+				retried(t, run)
+			})
+			if !strings.Contains(stderr, "demo: cannot export the metrics") {
+				t.Errorf("stderr %q, want it to say the metrics could not be exported", stderr)
+			}
+		})
 	}
 }
