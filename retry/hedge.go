@@ -284,6 +284,18 @@ func (l *Loop) Cancelled(ctx context.Context, now time.Time, t *Ticket) {
 	}
 }
 
+// final reports whether err, an attempt's error while the call's context
+// has not ended, ends the call as After decides it (ReasonPermanent): the
+// classifier says ClassPermanent (it is not asked about an attempt that
+// hit AttemptTimeout, which is retryable whatever it says), or the
+// policy's StepMatcher does not match err.
+func (l *Loop) final(err error) bool {
+	if _, timedOut := err.(*timeoutError); !timedOut && l.p.classify(err) == ClassPermanent {
+		return true
+	}
+	return l.p.Stepper != nil && !l.matches(err)
+}
+
 // Lost reports, at now, attempt t of a hedged call that answered (err nil
 // or not) before the driver cancelled it, but after another attempt's
 // answer had ended the call: nothing is decided, and the guards and the
@@ -602,7 +614,7 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 				pending = false
 				return o.v, nil
 			}
-			if inFlight > 0 && caller.Err() == nil && ctx.Err() == nil && p.classify(o.err) != ClassPermanent {
+			if inFlight > 0 && caller.Err() == nil && ctx.Err() == nil && !l.final(o.err) {
 				// Another attempt of the round may still succeed.
 				l.Abandon(caller, end, &cur.t, o.err)
 				if h, _ := HintOf(o.err); h > 0 || p.classify(o.err) == ClassThrottled {
