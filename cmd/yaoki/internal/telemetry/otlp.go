@@ -3,7 +3,9 @@ package telemetry
 import (
 	"context"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -43,4 +45,23 @@ func otlpAsked() bool {
 		return false
 	}
 	return os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") != ""
+}
+
+// otlpTimeout returns the time OpenTelemetry's environment gives one
+// export (OTEL_EXPORTER_OTLP_METRICS_TIMEOUT, else OTEL_EXPORTER_OTLP_TIMEOUT,
+// in milliseconds), and false when neither is set to a positive number.
+// The exporter retries a failed export until its context ends, so Stop
+// bounds the last export by it: a collector that does not answer delays
+// the exit by no more than was asked.
+func otlpTimeout() (time.Duration, bool) {
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"} {
+		if v := strings.TrimSpace(os.Getenv(name)); v != "" {
+			ms, err := strconv.Atoi(v)
+			if err != nil || ms <= 0 {
+				return 0, false // the exporter's default, as it reads it
+			}
+			return time.Duration(ms) * time.Millisecond, true
+		}
+	}
+	return 0, false
 }

@@ -77,6 +77,7 @@ type Running struct {
 	srv      *http.Server
 	served   chan struct{}
 	push     string // --metrics-push URL, "" for none
+	otlp     bool   // metrics are exported over OTLP
 	job      string
 	stderr   io.Writer
 	prefix   string
@@ -175,6 +176,7 @@ func (o *Running) setupMetrics(command string, otlp sdkmetric.Reader) error {
 		opts = append(opts, sdkmetric.WithReader(otlp))
 	}
 	o.provider = sdkmetric.NewMeterProvider(opts...)
+	o.otlp = otlp != nil
 	if o.Metrics, err = yotel.New(o.provider); err != nil {
 		_ = o.provider.Shutdown(context.Background())
 		return cli.Exit(1, fmt.Sprintf("%s: %v", command, err))
@@ -208,8 +210,9 @@ func (o *Running) serveMetrics(addr, command string, mount func(*http.ServeMux))
 
 // Stop closes the metrics endpoint (after the scrapes in progress), pushes
 // the metrics (--metrics-push) and shuts the meter provider down, which
-// exports to OTLP a last time. A push that fails is reported on stderr; it
-// does not change the command's exit code.
+// exports to OTLP a last time, all within 5 s, the last export within
+// OTEL_EXPORTER_OTLP_TIMEOUT when it is shorter. A push or an export that
+// fails is reported on stderr; it does not change the command's exit code.
 func (o *Running) Stop() {
 	if o == nil || o.provider == nil {
 		return
@@ -224,6 +227,11 @@ func (o *Running) Stop() {
 		if err := push.New(o.push, o.job).Gatherer(o.reg).Client(&http.Client{Timeout: 5 * time.Second}).PushContext(ctx); err != nil {
 			fmt.Fprintf(o.stderr, "%s: cannot push the metrics to %s (job %s): %v\n", o.prefix, o.push, o.job, err)
 		}
+	}
+	if d, ok := otlpTimeout(); ok && o.otlp {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d) // within the 5 s
+		defer cancel()
 	}
 	if err := o.provider.Shutdown(ctx); err != nil {
 		fmt.Fprintf(o.stderr, "%s: cannot export the metrics: %v\n", o.prefix, err)

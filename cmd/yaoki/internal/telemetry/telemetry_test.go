@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -112,7 +113,8 @@ func TestMetricsEndpointPassesPromtool(t *testing.T) {
 // TestOTLPCollectorDown: faults, the OTLP collector the environment names
 // refuses connections, or accepts them and never answers (a lost reply).
 // The observed call retries and succeeds as without metrics; the export
-// fails at exit, within OTEL_EXPORTER_OTLP_TIMEOUT, and says so on stderr.
+// fails at exit, within OTEL_EXPORTER_OTLP_TIMEOUT (the exporter retries
+// until its context ends, which was Stop's 5 s), and says so on stderr.
 func TestOTLPCollectorDown(t *testing.T) {
 	for _, fault := range []string{"refused", "no answer"} {
 		t.Run(fault, func(t *testing.T) {
@@ -144,14 +146,21 @@ func TestOTLPCollectorDown(t *testing.T) {
 			}
 			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+addr)
 			t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "300") // ms
+			var stopped time.Time
 			stderr := command(t, nil, func(run *telemetry.Running) {
 				if run.Metrics == nil {
 					t.Fatal("OTEL_EXPORTER_OTLP_ENDPOINT set: no metrics were set up")
 				}
 				retried(t, run)
+				stopped = time.Now() // Stop runs next
 			})
 			if !strings.Contains(stderr, "demo: cannot export the metrics") {
 				t.Errorf("stderr %q, want it to say the metrics could not be exported", stderr)
+			}
+			// The last export is bounded by the 300 ms asked for (the
+			// margin is for a loaded machine), not by Stop's own 5 s.
+			if d := time.Since(stopped); d > 3*time.Second {
+				t.Errorf("the exit waited %v for the collector, want about OTEL_EXPORTER_OTLP_TIMEOUT (300ms)", d)
 			}
 		})
 	}
