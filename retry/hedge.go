@@ -24,7 +24,9 @@ type Hedger interface {
 	// AllowAt is asked before each hedge: nil, or an error saying why the
 	// hedge is not sent (its event's reason is "hedge_" and the error's
 	// text after "hedge: " up to the first comma, in snake case, e.g.
-	// hedge_budget_exhausted). It counts the hedges it allows.
+	// hedge_budget_exhausted, when that text is at most 32 bytes of
+	// lowercase letters, spaces, hyphens and underscores; hedge_refused
+	// otherwise, so that reasons stay few). It counts the hedges it allows.
 	AllowAt(now time.Time) error
 	// ObserveAt is told the latency of a call's first attempt: its whole
 	// latency, or how long it had run when another attempt won and it was
@@ -213,7 +215,11 @@ func (l *Loop) hedgeSent(ctx context.Context, now time.Time, t *Ticket, e *Env) 
 }
 
 // hedgeReason turns a Hedger's refusal into an event reason: "hedge: budget
-// exhausted" gives hedge_budget_exhausted.
+// exhausted" gives hedge_budget_exhausted. Reasons are metric attributes,
+// so that a text that is not a short phrase of lowercase words (one with
+// digits, capitals or other signs, or longer than maxHedgeReason bytes:
+// "tenant 42 over quota", an ID, a path) gives hedge_refused rather than a
+// new series per value.
 func hedgeReason(err error) string {
 	msg := err.Error()
 	if i := len("hedge: "); len(msg) > i && msg[:i] == "hedge: " {
@@ -225,14 +231,28 @@ func hedgeReason(err error) string {
 			break
 		}
 	}
+	if msg == "" || len(msg) > maxHedgeReason {
+		return hedgeRefused
+	}
 	b := []byte("hedge_" + msg)
-	for i, c := range b {
-		if c == ' ' || c == '-' {
+	for i := len("hedge_"); i < len(b); i++ {
+		switch c := b[i]; {
+		case c == ' ' || c == '-':
 			b[i] = '_'
+		case c == '_' || c >= 'a' && c <= 'z':
+		default:
+			return hedgeRefused
 		}
 	}
 	return string(b)
 }
+
+// hedgeRefused is the reason of a Hedger's refusal whose text does not
+// make one; maxHedgeReason bounds the text that does.
+const (
+	hedgeRefused   = "hedge_refused"
+	maxHedgeReason = 32
+)
 
 // release hands back what attempt t holds before it was sent.
 func (l *Loop) release(now time.Time, t *Ticket) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -318,5 +319,43 @@ func TestHedgeWithoutHedger(t *testing.T) {
 	}
 	if err := retry.Hedge(context.Background(), retry.Policy{MaxAttempts: -2}, func(context.Context) error { return nil }); !errors.Is(err, retry.ErrInvalidConfig) {
 		t.Fatalf("invalid policy: %v", err)
+	}
+}
+
+// refusingHedger hedges every call after delay and refuses every hedge
+// with err.
+type refusingHedger struct {
+	delay time.Duration
+	err   error
+}
+
+func (h refusingHedger) PlanAt(time.Time) (time.Duration, bool) { return h.delay, true }
+func (h refusingHedger) AllowAt(time.Time) error                { return h.err }
+func (refusingHedger) ObserveAt(time.Time, time.Duration, bool) {}
+func (refusingHedger) MaxHedges() int                           { return 1 }
+
+// TestHedgeRefusedReasonBounded: a refused hedge's reason comes from the
+// Hedger's error, and reasons are metric attributes: a text that is a
+// short lowercase phrase makes one (hedge_paused), any other (digits, an
+// ID, capitals, a long sentence) gives hedge_refused. Each tenant number
+// or request ID made a new reason, and a new series.
+func TestHedgeRefusedReasonBounded(t *testing.T) {
+	for _, c := range []struct{ msg, want string }{
+		{"hedge: paused, for maintenance", "hedge_paused"},
+		{"hedge: budget exhausted", "hedge_budget_exhausted"},
+		{"hedge: tenant 42 over quota", "hedge_refused"},
+		{"Quota exceeded for user Bob", "hedge_refused"},
+		{"hedge: " + strings.Repeat("a", 33), "hedge_refused"},
+		{"hedge: ", "hedge_refused"},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			obs := &events{}
+			s := &script{lat: []time.Duration{100 * time.Millisecond}}
+			p := retry.Policy{Env: &retry.Env{Hedger: refusingHedger{50 * time.Millisecond, errors.New(c.msg)}, Observer: obs}}
+			s.answers(t, p, 1, 100*time.Millisecond)
+			if r := obs.of(event.HedgeRefused); len(r) != 1 || r[0].Reason != c.want || r[0].Err == nil || r[0].Err.Error() != c.msg {
+				t.Errorf("Hedger refused with %q: events %+v, want one HedgeRefused, reason %s, with the error", c.msg, r, c.want)
+			}
+		})
 	}
 }

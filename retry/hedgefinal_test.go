@@ -43,7 +43,7 @@ func TestHedgedTimeoutNotFinal(t *testing.T) {
 type onlyMatches struct{ err error }
 
 func (m onlyMatches) Step(int, error, retry.Class, float64) (time.Duration, bool) { return 0, true }
-func (m onlyMatches) Matches(err error) bool                                     { return errors.Is(err, m.err) }
+func (m onlyMatches) Matches(err error) bool                                      { return errors.Is(err, m.err) }
 
 // TestHedgedUnmatchedErrorFinal: in a hedged call, the hedge fails with an
 // error that the policy's StepMatcher does not match (a document's
