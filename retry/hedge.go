@@ -310,7 +310,7 @@ func (l *Loop) Cancelled(ctx context.Context, now time.Time, t *Ticket) {
 // hit AttemptTimeout, which is retryable whatever it says), or the
 // policy's StepMatcher does not match err.
 func (l *Loop) final(err error) bool {
-	if _, timedOut := err.(*timeoutError); !timedOut && l.p.classify(err) == ClassPermanent {
+	if l.p.attemptClass(err) == ClassPermanent {
 		return true
 	}
 	return l.p.Stepper != nil && !l.matches(err)
@@ -327,7 +327,7 @@ func (l *Loop) Lost(ctx context.Context, now time.Time, t *Ticket, err error) {
 	if e := l.p.Env; e != nil {
 		var class Class
 		if err != nil {
-			class = l.p.classify(err)
+			class = l.p.attemptClass(err)
 		}
 		l.report(ctx, now, t, e, err, err, class, true)
 	}
@@ -637,7 +637,7 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 			if inFlight > 0 && caller.Err() == nil && ctx.Err() == nil && !l.final(o.err) {
 				// Another attempt of the round may still succeed.
 				l.Abandon(caller, end, &cur.t, o.err)
-				if h, _ := HintOf(o.err); h > 0 || p.classify(o.err) == ClassThrottled {
+				if h, _ := HintOf(o.err); h > 0 || p.attemptClass(o.err) == ClassThrottled {
 					// The server said to come back later, or that it is
 					// overloaded: no more copies in this round, which goes
 					// on with the attempts in flight.

@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/yaoki-go/yaoki/event"
 	"github.com/yaoki-go/yaoki/retry"
 )
 
@@ -20,6 +21,7 @@ import (
 // (or lost, when it too ran past the timeout).
 func TestHedgedTimeoutNotFinal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		obs := &events{}
 		s := &script{lat: []time.Duration{time.Second, 25 * time.Millisecond}}
 		p := retry.Policy{AttemptTimeout: 30 * time.Millisecond,
 			Classify: func(err error) retry.Class {
@@ -28,13 +30,18 @@ func TestHedgedTimeoutNotFinal(t *testing.T) {
 				}
 				return retry.ClassTransient
 			},
-			Env: &retry.Env{Hedger: fixedHedger(t, 10*time.Millisecond, 1)}}
+			Env: &retry.Env{Hedger: fixedHedger(t, 10*time.Millisecond, 1), Observer: obs}}
 		// The first attempt times out at 30ms; the hedge, sent at 10ms,
 		// answers at 35ms.
 		s.answers(t, p, 2, 35*time.Millisecond)
 		synctest.Wait()
 		if n := s.n.Load(); n != 2 {
 			t.Errorf("%d attempts, want 2: no retry while the hedge is out", n)
+		}
+		// Reported as Do reports a timed-out attempt: a failure, not what
+		// the classifier says of the inner error.
+		if ends := obs.of(event.AttemptEnd); len(ends) != 2 || ends[0].Attempt != 1 || ends[0].Outcome != event.Failure {
+			t.Errorf("attempt ends %+v, want attempt 1's first, a failure", ends)
 		}
 	})
 }

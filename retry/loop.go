@@ -598,7 +598,7 @@ func (l *Loop) Abandon(ctx context.Context, now time.Time, t *Ticket, err error)
 		if h, ok := HintOf(err); ok && h > l.hint {
 			l.hint = h
 		}
-		if l.p.classify(err) == ClassThrottled {
+		if l.p.attemptClass(err) == ClassThrottled {
 			l.throttled = true
 		}
 	}
@@ -606,7 +606,7 @@ func (l *Loop) Abandon(ctx context.Context, now time.Time, t *Ticket, err error)
 		var class Class
 		berr, gone := err, false
 		if err != nil {
-			class = l.p.classify(err)
+			class = l.p.attemptClass(err)
 			if cerr := l.ended(ctx, now); cerr != nil {
 				berr, gone = cerr, true
 			}

@@ -206,6 +206,16 @@ func (p *Policy) classify(err error) Class {
 	return c
 }
 
+// attemptClass is the class of an attempt's error as After gives it: an
+// attempt that ran into AttemptTimeout is ClassTransient whatever the
+// classifier says of its inner error.
+func (p *Policy) attemptClass(err error) Class {
+	if _, timedOut := err.(*timeoutError); timedOut {
+		return ClassTransient
+	}
+	return p.classify(err)
+}
+
 // classifyChecked is classify, and the class the policy's Classify
 // returned when it is none of the three (bad is then ClassPermanent's
 // successor or above, and c is ClassPermanent): an error that the
