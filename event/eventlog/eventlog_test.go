@@ -216,17 +216,20 @@ func TestUnknownMethodIsOther(t *testing.T) {
 
 // TestThrottleLogged: what a throttle did is logged as such: a wait it
 // put before an attempt is not called a retry, and a refusal because its
-// wait would pass the deadline carries the reason and the wait.
+// wait would pass the deadline carries the reason and the wait; a wait
+// for a bulkhead's slot is logged as the bulkhead's.
 func TestThrottleLogged(t *testing.T) {
 	l, lines := jsonLines(t, slog.LevelDebug)
 	o := eventlog.New(l)
 	ctx := context.Background()
 	o.Observe(ctx, event.Event{Kind: event.RetryScheduled, Component: "retry", Attempt: 1, Wait: 2 * time.Second, Source: event.RateLimit})
 	o.Observe(ctx, event.Event{Kind: event.ThrottleRejected, Component: "retry", Attempt: 1, Wait: 4 * time.Second, Reason: "deadline"})
+	o.Observe(ctx, event.Event{Kind: event.RetryScheduled, Component: "retry", Attempt: 2, Wait: time.Second, Source: event.RateLimit, Reason: "bulkhead"})
 	got := lines()
 	want := []map[string]any{
 		{"level": "DEBUG", "msg": "attempt delayed by throttle", "retry.attempt": 1.0, "retry.wait_seconds": 2.0, "retry.wait.source": "rate_limit"},
 		{"level": "DEBUG", "msg": "attempt rejected locally", "retry.attempt": 1.0, "retry.wait_seconds": 4.0, "retry.reason": "deadline"},
+		{"level": "DEBUG", "msg": "attempt delayed by bulkhead", "retry.attempt": 2.0, "retry.wait_seconds": 1.0, "retry.wait.source": "rate_limit", "retry.reason": "bulkhead"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("%d lines, want %d: %v", len(got), len(want), got)
