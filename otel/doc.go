@@ -31,8 +31,8 @@
 //	yaoki.breaker.transitions    yaoki_breaker_transitions_total        counter    {transition}  C N F
 //	yaoki.breaker.state          yaoki_breaker_state                    gauge      {state}       N
 //	yaoki.budget.level           yaoki_budget_level                     gauge                    N
-//	yaoki.idempotency.replays    yaoki_idempotency_replays_total        counter    {request}     C N M S
-//	yaoki.idempotency.conflicts  yaoki_idempotency_conflicts_total      counter    {request}     C N M S R
+//	yaoki.idempotency.replays    yaoki_idempotency_replays_total        counter    {request}     C M S H
+//	yaoki.idempotency.conflicts  yaoki_idempotency_conflicts_total      counter    {request}     C M S R
 //	yaoki.deadletter.letters     yaoki_deadletter_letters               gauge      {letter}      N D
 //	yaoki.deadletter.redrives    yaoki_deadletter_redrives_total        counter    {letter}      C N O R
 //

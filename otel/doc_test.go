@@ -2,9 +2,11 @@ package otel_test
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -213,5 +215,64 @@ func TestDocsNameExportedMetrics(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no metric name found in the docs")
+	}
+}
+
+// docLetters maps the attribute letters of the package documentation's
+// table (doc.go) to the attribute keys they stand for.
+var docLetters = map[string][]string{
+	"C": {event.AttrComponent},
+	"N": {event.AttrName},
+	"M": {event.AttrMethod},
+	"S": {event.AttrStatusCode, event.AttrStatusClass},
+	"H": {event.AttrServerAddress, event.AttrServerPort},
+	"O": {event.AttrOutcome},
+	"W": {event.AttrWaitSource},
+	"R": {event.AttrReason},
+	"E": {event.AttrErrorType},
+	"F": {event.AttrStateFrom, event.AttrStateTo},
+	"D": {"retry.deadletter.state"},
+}
+
+// TestPackageDocTable: the table of the package documentation (doc.go)
+// says what the table of docs/observability.md says: the same
+// instruments, Prometheus names, types, units and attributes.
+func TestPackageDocTable(t *testing.T) {
+	manual := readMetricsTable(t)
+	b, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile(`^//\t(yaoki\.[a-z_.]+)\s+(yaoki_[a-z_]+)\s+(counter|histogram|gauge)\s+(\{[a-z]+\}|s)?\s+([A-Z]( [A-Z])*)$`)
+	seen := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		m := row.FindStringSubmatch(line)
+		if m == nil {
+			if strings.HasPrefix(line, "//\tyaoki.") {
+				t.Errorf("doc.go: row not understood: %q", line)
+			}
+			continue
+		}
+		seen++
+		d, ok := manual[m[1]]
+		if !ok {
+			t.Errorf("doc.go lists %s, docs/observability.md does not", m[1])
+			continue
+		}
+		if m[2] != d.prom || m[3] != d.kind || m[4] != d.unit {
+			t.Errorf("%s: doc.go says %s %s %q, docs/observability.md %s %s %q", m[1], m[2], m[3], m[4], d.prom, d.kind, d.unit)
+		}
+		attrs := map[string]bool{}
+		for _, l := range strings.Fields(m[5]) {
+			for _, k := range docLetters[l] {
+				attrs[k] = true
+			}
+		}
+		if !maps.Equal(attrs, d.attrs) {
+			t.Errorf("%s: doc.go's attributes %s are %v, docs/observability.md's %v", m[1], m[5], slices.Sorted(maps.Keys(attrs)), slices.Sorted(maps.Keys(d.attrs)))
+		}
+	}
+	if seen != len(manual) {
+		t.Errorf("doc.go has %d rows, docs/observability.md %d", seen, len(manual))
 	}
 }

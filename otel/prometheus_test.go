@@ -53,6 +53,7 @@ var everyEventList = []event.Event{
 	{Kind: event.ThrottleRejected, Attempt: 1, Wait: 4 * time.Second, Reason: "deadline"},
 	{Kind: event.BreakerStateChange, Component: "breaker", Name: "127.0.0.1:8080", From: "closed", To: "open"},
 	{Kind: event.Replay, Component: "idempotency", Method: "POST", Status: 201},
+	{Kind: event.Replay, Component: "flaky", Method: "POST", Host: "127.0.0.1:8080", Status: 201},
 	{Kind: event.Conflict, Component: "idempotency", Method: "POST", Status: 409, Reason: "in_progress"},
 	{Kind: event.Redrive, Component: "deadletter", Name: "payments", Outcome: event.Rejected, Reason: "redrives_exhausted", Key: "k", Attempt: 5},
 	{Kind: event.Hedge, Attempt: 2, Wait: 50 * time.Millisecond},
