@@ -1,9 +1,12 @@
 package sim
 
 import (
+	"slices"
+
 	"github.com/yaoki-go/yaoki/breaker"
 	"github.com/yaoki-go/yaoki/budget"
 	"github.com/yaoki-go/yaoki/policy"
+	"github.com/yaoki-go/yaoki/retry"
 	"github.com/yaoki-go/yaoki/throttle"
 )
 
@@ -56,4 +59,24 @@ func PolicyOf(name string, d *policy.Document) Policy {
 		},
 		Description: "the policy document " + name,
 	}
+}
+
+// simulatedErrors are the errors the scenarios' attempts fail with, one of
+// each kind, as a policy document's retriers see them.
+var simulatedErrors = []error{errFailed, errOverloaded, errTimeout, errConflict, &limitedError{}}
+
+// Unmatchable returns the indexes in d.Retry of the retriers that match
+// none of the errors the scenarios make (HTTP.500, HTTP.503, HTTP.409,
+// HTTP.429, States.Timeout): in the simulator they never retry, and a
+// document made of them behaves as no retries at all. d must be valid.
+func Unmatchable(d *policy.Document) []int {
+	var out []int
+	for i, r := range d.Retry {
+		one := policy.Document{Retry: []policy.Retrier{r}}
+		classify := one.Policy(policy.Options{}).Classify
+		if !slices.ContainsFunc(simulatedErrors, func(err error) bool { return classify(err) != retry.ClassPermanent }) {
+			out = append(out, i)
+		}
+	}
+	return out
 }

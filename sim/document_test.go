@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/yaoki-go/yaoki/policy"
@@ -72,5 +73,24 @@ func TestPolicyOfGuardsAsProduction(t *testing.T) {
 				t.Errorf("%s: the simulated client's %s is %s, production's %s; want the same", doc, c.guard, s, p)
 			}
 		}
+	}
+}
+
+// Unmatchable names the retriers that no simulated error matches.
+func TestUnmatchable(t *testing.T) {
+	d, err := policy.Parse([]byte(`{"Retry": [
+		{"ErrorEquals": ["HTTP.418", "Exit.75"]},
+		{"ErrorEquals": ["HTTP.429"]},
+		{"ErrorEquals": ["HTTP.5XX"]},
+		{"ErrorEquals": ["HTTP.409"]},
+		{"ErrorEquals": ["States.Timeout"]},
+		{"ErrorEquals": ["Net.Reset"]},
+		{"ErrorEquals": ["States.ALL"]}
+	]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sim.Unmatchable(d); !slices.Equal(got, []int{0, 5}) {
+		t.Errorf("Unmatchable: %v, want [0 5] (HTTP.418 and Exit.75; Net.Reset)", got)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -109,5 +111,27 @@ func TestScenarioFlagsRefusedInTheirWords(t *testing.T) {
 		if err := cmd.Execute(); !errors.As(err, &ee) || ee.Code != cli.ExitUsage || ee.Msg != want {
 			t.Errorf("yaoki sim %s: %v, want exit %d and %q", args, err, cli.ExitUsage, want)
 		}
+	}
+}
+
+// A --policy file whose retrier matches none of the simulated errors is
+// warned of: it would simulate no retries without a word.
+func TestPolicyRetrierThatCannotMatchWarned(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "p.json")
+	doc := `{"Retry": [{"ErrorEquals": ["HTTP.418"]}, {"ErrorEquals": ["HTTP.5XX"]}]}`
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd := NewCommand()
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(&stderr)
+	cmd.SetArgs([]string{"outage", "--policy", file, "--p", "1", "--runs", "1", "--clients", "2", "--duration", "1s", "--out", ""})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if s := stderr.String(); !strings.Contains(s, "warning: "+file+": Retry[0] (HTTP.418) can never match: the simulated errors are HTTP.500,") ||
+		strings.Contains(s, "Retry[1]") {
+		t.Errorf("stderr %q: want a warning for Retry[0] only", s)
 	}
 }

@@ -401,6 +401,11 @@ func (o *simOptions) document(cmd *cobra.Command) (*yourPolicy, error) {
 	if !cmd.Flags().Changed("name") {
 		name = filepath.Base(o.file)
 	}
+	for _, i := range sim.Unmatchable(doc) {
+		r := doc.Retry[i]
+		fmt.Fprintf(cmd.ErrOrStderr(), "yaoki: warning: %s: Retry[%d] (%s) can never match: the simulated errors are HTTP.500, HTTP.503 (--overload), HTTP.409 (herd), HTTP.429 (ratelimit) and States.Timeout (collapse)\n",
+			o.file, i, strings.Join(r.ErrorEquals, ", "))
+	}
 	p := sim.PolicyOf(name, doc)
 	p.Shared = o.shared
 	var guards []string
@@ -411,7 +416,10 @@ func (o *simOptions) document(cmd *cobra.Command) (*yourPolicy, error) {
 		guards = append(guards, "its breaker")
 	}
 	if doc.Mode == policy.Adaptive {
-		guards = append(guards, "adaptive throttling")
+		guards = append(guards, "adaptive mode (the CUBIC rate limiter)")
+		if doc.Budget == nil {
+			guards = append(guards, "the AWS retry quota of adaptive mode")
+		}
 	}
 	p.Description = fmt.Sprintf("the policy document %s: %d attempts, %d retriers", o.file, doc.Attempts(), len(doc.Retry))
 	if len(guards) > 0 {
