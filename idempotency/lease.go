@@ -107,9 +107,12 @@ func (l *lease) renew() {
 	if left > 0 {
 		ctx, cancel := context.Context(l), context.CancelFunc(nil)
 		if _, ok := c.Store.(*MemoryStore); !ok {
-			// A renewal that gets through after the lease's end is too
-			// late to count on: give up on it then.
-			ctx, cancel = context.WithTimeout(ctx, min(c.StoreTimeout, left))
+			// A renewal gets half of what is left of the lease: one whose
+			// reply never comes (its connection dead without a reset)
+			// leaves time to try again on another connection before the
+			// lease ends, and a renewal that gets through after the
+			// lease's end is too late to count on anyway.
+			ctx, cancel = context.WithTimeout(ctx, min(c.StoreTimeout, left/2))
 		}
 		err = c.Store.Extend(ctx, l.id, l.token, now, c.Lease)
 		if cancel != nil {

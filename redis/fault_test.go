@@ -33,7 +33,9 @@ func redisFaults(t *testing.T) idemproc.Faults {
 		Target:    srv.Addr,
 		ChildAddr: srv.Addr,
 		Open: func(t *testing.T, addr string) idempotency.Store {
-			c := goredis.NewClient(&goredis.Options{Addr: addr})
+			// ContextTimeoutEnabled: the middleware's bounds on each call
+			// hold (LostRenewalReply needs it).
+			c := goredis.NewClient(&goredis.Options{Addr: addr, ContextTimeoutEnabled: true})
 			t.Cleanup(func() { _ = c.Close() })
 			return redis.NewIdempotencyStore(c, redis.IdempotencyConfig{})
 		},

@@ -142,7 +142,12 @@ func (e *ReplicaError) Is(target error) bool { return target == ErrNotReplicated
 //
 // A Begin or Complete whose reply was lost is run again by go-redis; the
 // scripts recognise the caller's token, so that the second run reports
-// the first one's work instead of a conflict.
+// the first one's work instead of a conflict. Build the client with
+// Options.ContextTimeoutEnabled: the middleware bounds each call with its
+// context (a renewal gets half of what is left of its lease), and go-redis
+// honours that only with it; without it a server that stops answering
+// holds a call for the client's ReadTimeout (3 s by default), and a lease
+// under about 9 s can end while its renewal waits.
 //
 // It is safe for concurrent use. Errors from Redis are returned wrapped,
 // with the operation named.

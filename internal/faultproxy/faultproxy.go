@@ -33,6 +33,7 @@ const (
 	down             // connections are cut
 	dropReplies      // requests reach the server, replies are dropped
 	dropOne          // the next reply is dropped, then pass
+	holdOne          // the next reply is swallowed, its connection left open and silent, then pass
 )
 
 // New returns a proxy to target (host:port), closed when tb ends.
@@ -87,6 +88,14 @@ func (p *Proxy) DropReplies() { p.set(dropReplies) }
 // command it answered ran: the client sees a broken connection.
 func (p *Proxy) DropNextReply() { p.set(dropOne) }
 
+// HoldNextReply swallows the next reply the server sends, on whichever
+// connection, and everything the server sends on that connection
+// afterwards, leaving it open: the command ran, and the client waits for
+// an answer that never comes, as over a link that died without a reset
+// (a NAT or load balancer that forgot the connection). Then everything
+// else passes again.
+func (p *Proxy) HoldNextReply() { p.set(holdOne) }
+
 func (p *Proxy) set(m mode) {
 	p.mu.Lock()
 	p.mode = m
@@ -94,17 +103,21 @@ func (p *Proxy) set(m mode) {
 }
 
 // passReply says whether a reply may go to the client, and uses up a
-// single drop.
-func (p *Proxy) passReply() bool {
+// single drop or hold; hold says the connection is to be left open and
+// silent.
+func (p *Proxy) passReply() (ok, hold bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch p.mode {
 	case pass:
-		return true
+		return true, false
 	case dropOne:
 		p.mode = pass
+	case holdOne:
+		p.mode = pass
+		return false, true
 	}
-	return false
+	return false, false
 }
 
 func (p *Proxy) cut() {
@@ -163,10 +176,16 @@ func (p *Proxy) accept() {
 			defer p.wg.Done()
 			defer p.untrack(c, s)
 			buf := make([]byte, 32<<10)
+			silent := false
 			for {
 				n, err := s.Read(buf)
-				if n > 0 {
-					if !p.passReply() {
+				if n > 0 && !silent {
+					pass, hold := p.passReply()
+					switch {
+					case hold:
+						silent = true
+						continue
+					case !pass:
 						return
 					}
 					if _, werr := c.Write(buf[:n]); werr != nil {

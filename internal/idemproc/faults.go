@@ -149,7 +149,8 @@ const FaultLease = 3 * time.Second
 // Suite runs the fault scenarios that every store's fault suite shares,
 // each in a subtest against a server of its own (start starts it and
 // describes it): LinkCutAtComplete, LinkCutPastStoreTimeout,
-// LinkCutPastLease, LinkCutPastLeaseAnotherClaimed, LostBeginReply, LostCompleteReply, HolderCutOff, SlowBegin, ClockAhead,
+// LinkCutPastLease, LinkCutPastLeaseAnotherClaimed, LostBeginReply,
+// LostRenewalReply, LostCompleteReply, HolderCutOff, SlowBegin, ClockAhead,
 // and Kill at each step (StepClaimed, StepHandled,
 // StepCompleted). A store's own faults (a restart, a crash of the server)
 // are its suite's own tests.
@@ -163,6 +164,7 @@ func Suite(t *testing.T, start func(t *testing.T) Faults) {
 		{"LinkCutPastLease", LinkCutPastLease},
 		{"LinkCutPastLeaseAnotherClaimed", LinkCutPastLeaseAnotherClaimed},
 		{"LostBeginReply", LostBeginReply},
+		{"LostRenewalReply", LostRenewalReply},
 		{"LostCompleteReply", LostCompleteReply},
 		{"HolderCutOff", HolderCutOff},
 		{"SlowBegin", SlowBegin},
@@ -377,6 +379,78 @@ func LinkCutPastLeaseAnotherClaimed(t *testing.T, f Faults) {
 		t.Fatalf("A got %v, B %v, a third request %v, runs %d; want B's response replayed (A's late Complete refused)", fromA, fromB, third, runs.Load())
 	}
 	t.Logf("link cut as A's handler returned, back while B held the key after A's lease: A's late Complete refused (%s), the record is B's; 2 runs", refused[0])
+}
+
+// renewals signals each renewal of a lease that got through.
+type renewals struct {
+	idempotency.Store
+	ok chan struct{}
+}
+
+func (s *renewals) Extend(ctx context.Context, id idempotency.ID, token string, now time.Time, lease time.Duration) error {
+	err := s.Store.Extend(ctx, id, token, now, lease)
+	if err == nil {
+		select {
+		case s.ok <- struct{}{}:
+		default:
+		}
+	}
+	return err
+}
+
+// LostRenewalReply: while the handler runs, the reply to a renewal of its
+// lease (3 s) is lost: the store moved the lease, the middleware does not
+// know it, and the connection stays open without an answer (a link dead
+// without a reset). The middleware must try the renewal again on another
+// connection before the lease ends instead of waiting for that reply until
+// then: the handler's context is not cancelled, the next renewal gets
+// through, a duplicate whose clock is past the first lease gets 409, and
+// the response is stored and replayed. One run.
+func LostRenewalReply(t *testing.T, f Faults) {
+	const lease = 3 * time.Second
+	px := faultproxy.New(t, f.Target)
+	store := &renewals{Store: f.Open(t, px.Addr), ok: make(chan struct{}, 1)}
+	var runs atomic.Int64
+	var b *instance
+	var fromB answer
+	var cause error
+	key := "lost-renewal-" + rand.Text()
+	a := newInstance(t, idempotency.Config{Store: store, Lease: lease},
+		charge(&runs, func(r *http.Request) {
+			if r.Header.Get(header.IdempotencyKey) != key {
+				return // the warm-up
+			}
+			<-store.ok // the first renewal, at lease/3, got through
+			px.HoldNextReply() // the next renewal's: it never comes, the connection stays open
+			select {
+			case <-store.ok: // a renewal after the lost one got through
+				fromB = b.post(key) // its clock past the first lease, within the renewed one
+			case <-r.Context().Done():
+				cause = context.Cause(r.Context())
+			case <-time.After(4 * lease):
+				cause = errors.New("no renewal got through in 4 leases")
+			}
+		}))
+	if w := a.post("warm-" + rand.Text()); w.status != http.StatusCreated { // connections and statements ready
+		t.Fatalf("warm-up: %v", w)
+	}
+	runs.Store(0)
+	b = newInstance(t, idempotency.Config{Store: f.Open(t, f.Target), Lease: lease}, charge(&runs, nil))
+	// B posts after a renewal that followed the lost one: its clock is past
+	// the lease A's first renewal granted, within the one the last granted.
+	b.offset.Store(int64(lease / 2))
+	first := a.post(key)
+	if cause != nil {
+		t.Fatalf("A's handler context ended (%v) after a renewal's reply was lost; want the renewal tried again and the key held", cause)
+	}
+	if fromB.status != http.StatusConflict {
+		t.Fatalf("a duplicate past the first lease, while A holds the key: %v; want 409", fromB)
+	}
+	third := b.post(key)
+	if first.status != http.StatusCreated || third.replayed != "true" || third.body != first.body || runs.Load() != 1 {
+		t.Fatalf("A got %v, a retry %v, runs %d; want 201, its replay, 1 run", first, third, runs.Load())
+	}
+	t.Logf("a renewal's reply lost: the renewal tried again and got through, the duplicate got 409, the retry the replay; 1 run")
 }
 
 // LostBeginReply: the reply to Begin is lost (the claim was made). The
