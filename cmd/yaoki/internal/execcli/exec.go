@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -73,8 +74,12 @@ Exit code: the command's last exit code (128+N if a signal N ended it);
 or 127 if the command could not be run; 128+N if signal N came during a
 wait between attempts; 2 for bad usage.
 
-Standard input is handed to every attempt as it is: a command that reads it
-gets, on a retry, only what the earlier attempts left.
+Standard input: a file (yaoki exec -- CMD < input) is read from the same
+place by every attempt, yaoki moving its offset back before each retry. A
+pipe or a terminal is handed to every attempt as it is: a command that reads
+it gets, on a retry, only what the earlier attempts left (an empty input,
+once one attempt read it all); save a pipe's input to a file and redirect it
+to retry a command that reads it.
 ` + flags.ExecPolicyHelp + "\n" + telemetry.FlagsHelp,
 		Example: `  # a flaky download: up to 5 attempts, waits of up to 1s, 2s, 4s, 8s (full jitter), 1 minute in all
   yaoki exec --max-attempts 5 --base 1s --max-time 1m -- curl -fsS -o page.html http://127.0.0.1:8080/
@@ -224,10 +229,16 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 		}
 		say("attempt %d%s failed (%v); retrying in %s (%s)", w.Attempt, of, w.Err, flags.SecondsText(w.Delay), w.Source)
 	}
+	rewind := stdinRewinder(os.Stdin)
 	start := time.Now()
 	err = retry.Do(ctx, p, func(actx context.Context) error {
 		if stopped.Load() {
 			return retry.Permanent(errors.New("stopped by a signal"))
+		}
+		if attempts > 0 && rewind != nil {
+			if err := rewind(); err != nil {
+				return retry.Permanent(fmt.Errorf("cannot give attempt %d the standard input from its start: %w", attempts+1, err))
+			}
 		}
 		attempts++
 		c := exec.CommandContext(actx, args[0], args[1:]...)
@@ -339,6 +350,27 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 		code = 1
 	}
 	return cli.Exit(code, "")
+}
+
+// stdinRewinder returns, when f (yaoki's standard input) is a regular file
+// (yaoki exec -- CMD < input), the function that moves its offset back to
+// where it is now, so that each attempt reads the same input: the command
+// shares the file's offset with yaoki, and the first attempt left it where
+// it stopped reading. It returns nil for anything else (a pipe, a
+// terminal), which cannot be read again.
+func stdinRewinder(f *os.File) func() error {
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	off, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return nil
+	}
+	return func() error {
+		_, err := f.Seek(off, io.SeekStart)
+		return err
+	}
 }
 
 // codes returns the test for retried exit statuses.
