@@ -72,7 +72,8 @@
 //
 // The breaker state gauge is 0 closed, 1 half-open, 2 open; breakers are
 // read when registered with TrackBreaker, and otherwise learned from their
-// state-change events (give the Observer to breaker.Config.Observer). The
+// state-change events (give the Observer to breaker.Config.Observer), if
+// they have a name. The
 // budget level is what a budget registered with TrackBudget says: retries
 // still granted (share-of-traffic budget) or tokens (token bucket).
 // TrackTransport reads the guards an httpretry.Transport keeps per

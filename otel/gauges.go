@@ -318,7 +318,8 @@ type Breaker interface {
 //
 // Breakers that nobody tracks are reported too, from their last
 // event.BreakerStateChange (when the Observer is their Config.Observer),
-// keyed by the event's Name; such a breaker shows "open" until a call finds
+// keyed by the event's Name (an unnamed breaker's transitions are counted,
+// not shown on the gauge); such a breaker shows "open" until a call finds
 // its open period over, and stays on the gauge for as long as the Observer
 // lives: track a breaker that a program may drop.
 func (o *Observer) TrackBreaker(b Breaker) (untrack func()) {

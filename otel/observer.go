@@ -158,7 +158,9 @@ func (o *Observer) Observe(ctx context.Context, e event.Event) {
 	case event.Conflict:
 		o.conflicts.Add(ctx, 1, o.measure(e).add...)
 	case event.BreakerStateChange:
-		o.gauges.learn(e.Name, e.To)
+		if e.Name != "" { // unnamed breakers cannot be told apart on the gauge
+			o.gauges.learn(e.Name, e.To)
+		}
 		o.transitions.Add(ctx, 1, o.measure(e).add...)
 	case event.Redrive:
 		o.redrives.Add(ctx, 1, o.measure(e).add...)

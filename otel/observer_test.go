@@ -416,3 +416,23 @@ func TestArbitraryMethodsDoNotFillTheCache(t *testing.T) {
 		t.Errorf("replays = %v, want 5000 under _OTHER and the POSTs", got)
 	}
 }
+
+// TestUnnamedBreakerNotOnTheGauge: breakers without a name (their events
+// carry none) cannot be told apart, so their transitions are counted but
+// none of them is put on the state gauge: two of them, one open and one
+// closed, made one series without retry.name that showed whichever
+// reported last, and an alert on it named no breaker.
+func TestUnnamedBreakerNotOnTheGauge(t *testing.T) {
+	o, collect := newObserver(t)
+	ctx := context.Background()
+	o.Observe(ctx, event.Event{Kind: event.BreakerStateChange, Component: "breaker", From: "closed", To: "open"})
+	o.Observe(ctx, event.Event{Kind: event.BreakerStateChange, Component: "breaker", From: "open", To: "closed"})
+	s := collect()
+	if g := s[yotel.MetricBreakerState]; len(g) != 0 {
+		t.Errorf("breaker state %v, want no series for unnamed breakers", g)
+	}
+	s.expect(t, yotel.MetricBreakerTransitions, map[string]float64{
+		"retry.component=breaker,retry.state.from=closed,retry.state.to=open": 1,
+		"retry.component=breaker,retry.state.from=open,retry.state.to=closed": 1,
+	})
+}
