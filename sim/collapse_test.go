@@ -2,6 +2,9 @@ package sim
 
 import (
 	"errors"
+	"flag"
+	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -120,4 +123,56 @@ func TestTriggerKindString(t *testing.T) {
 			t.Errorf("TriggerKind(%d).String() = %q, want %q", uint8(k), s, want)
 		}
 	}
+}
+
+var referenceFlag = flag.Bool("reference", false, "TestCollapseReferenceGrid: run the collapse's reference grid, 200 runs a point (about 10 s of CPU)")
+
+// TestCollapseReferenceGrid compares backoff + jitter on the reference
+// grid (spikes of 50–100/s for 5 s and 10 s, 200 runs a point, seed 1, as
+// `yaoki sim collapse --peak 50,60,70,80,90,100 --width 5s,10s --runs 200
+// --policies "backoff + jitter"` runs it) with the reference model's own
+// counts of collapsed runs out of 200 (its Python, run outside this
+// repository, docs/simulator.md): at every point the two 95 % Wilson
+// intervals overlap.
+//
+//	go test ./sim -run TestCollapseReferenceGrid -v -args -reference
+func TestCollapseReferenceGrid(t *testing.T) {
+	if !*referenceFlag {
+		t.Skip("runs 2400 collapses: go test ./sim -run TestCollapseReferenceGrid -v -args -reference")
+	}
+	reference := map[[2]float64]int{ // {peak, width in s}: runs collapsed of 200
+		{90, 5}: 21, {100, 5}: 134, {70, 10}: 31, {80, 10}: 199, {90, 10}: 200, {100, 10}: 200,
+	}
+	var trs []Trigger
+	for _, w := range []time.Duration{5 * time.Second, 10 * time.Second} {
+		for peak := 50.0; peak <= 100; peak += 10 {
+			trs = append(trs, Trigger{Kind: Spike, At: 20 * time.Second, Width: w, Peak: peak})
+		}
+	}
+	pts, err := CollapseSweep{Triggers: trs, Runs: 200, Seed: 1, Workers: 2}.Run(CollapseAnchors()[1:2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pts {
+		ref := reference[[2]float64{p.Trigger.Peak, p.Trigger.Width.Seconds()}] // 0 where not listed
+		n := int(math.Round(p.Collapsed * float64(p.Runs)))
+		slo, shi := wilson(n, p.Runs)
+		rlo, rhi := wilson(ref, 200)
+		t.Logf("%s: %5.1f %% [%.1f, %.1f] collapsed; reference %5.1f %% [%.1f, %.1f]", p.Policy+" "+fmt.Sprint(p.Trigger.Peak, "/s × ", p.Trigger.Width),
+			100*p.Collapsed, 100*slo, 100*shi, 100*float64(ref)/200, 100*rlo, 100*rhi)
+		if shi < rlo || rhi < slo {
+			t.Errorf("spike %v/s × %v: %d of %d runs collapsed, the reference %d of 200: the 95 %% intervals do not overlap",
+				p.Trigger.Peak, p.Trigger.Width, n, p.Runs, ref)
+		}
+	}
+}
+
+// wilson returns the 95 % Wilson score interval of k successes in n.
+func wilson(k, n int) (lo, hi float64) {
+	const z = 1.959964
+	p, nf := float64(k)/float64(n), float64(n)
+	d := 1 + z*z/nf
+	c := (p + z*z/(2*nf)) / d
+	h := z * math.Sqrt(p*(1-p)/nf+z*z/(4*nf*nf)) / d
+	return max(0, c-h), min(1, c+h)
 }
