@@ -4,8 +4,9 @@
 //   - Adaptive is client-side throttling from the Google SRE book: the
 //     client rejects a share of its own requests locally, with probability
 //     max(0, (requests − K·accepts)/(requests + 1)) over the last two
-//     minutes, so that a backend that rejects half of the traffic with 429
-//     or 503 stops receiving the traffic it would reject anyway.
+//     minutes (at most 0.99, local rejections counted at a tenth), so that
+//     a backend that rejects everything with 429 or 503 receives about 1 %
+//     of the traffic it would reject anyway.
 //   - Cubic is the AWS SDKs' adaptive retry mode: a token bucket whose rate
 //     follows the CUBIC congestion-control curve: it drops to 70 % of the
 //     measured send rate at each throttling answer and grows back along a
@@ -48,7 +49,10 @@ var (
 )
 
 // RejectedError is Adaptive's local rejection: with the probability it
-// rejected at and the counts it was computed from.
+// rejected at and the counts it was computed from. Requests counts every
+// request of the window, this one and the other local rejections
+// included (each of which weighs AdaptiveConfig.RejectionWeight in the
+// probability).
 type RejectedError struct {
 	Probability       float64
 	Requests, Accepts uint64
