@@ -146,7 +146,7 @@ func TestAdaptiveFigures(t *testing.T) {
 		{"bound 0.95, weight 0.2", book(0.95, 0.2)},
 	}
 	var b strings.Builder
-	b.WriteString("| configuration | reaching a dead backend | p ≥ 0.1 after a 5-min outage | success, 50 % rejected | success, 90 % rejected |\n|---|---|---|---|---|\n")
+	b.WriteString("| configuration | reaching a dead backend | min at p ≥ 0.1 after a 5-min outage | success, 50 % rejected | success, 90 % rejected |\n|---|---|---|---|---|\n")
 	for _, r := range rows {
 		var cells [4][]string
 		for _, rate := range figureRates {
