@@ -61,7 +61,10 @@ func Hedge(ctx context.Context, p Policy, fn func(context.Context) error) error 
 // each time the Hedger's delay passes without an answer, sends a hedge,
 // up to Hedger.MaxHedges() hedges per call; an answer that has come when a
 // hedge falls due is taken before it, and no hedge is sent once ctx has
-// ended. A hedge is an attempt: it
+// ended or its deadline (or MaxElapsed) is reached. A hedge reported
+// started (event.AttemptStart, event.Hedge) has begun: its fn is called
+// before the driver reads another answer, so that it cannot be cancelled
+// before it starts. A hedge is an attempt: it
 // counts towards MaxAttempts, and it goes through what a retry goes
 // through (see Loop.Hedge). The first attempt that succeeds ends the call
 // and the others are cancelled (their contexts end). An attempt that fails
