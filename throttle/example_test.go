@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/yaoki-go/yaoki/retry"
@@ -35,6 +36,36 @@ func ExampleAdaptive() {
 	// Output:
 	// p = 0.364
 	// true throttle: rejected locally with probability 0.36: the dependency accepted 3 of the last 11 requests
+}
+
+// After 5 minutes in which a dependency answered every request with 429, a
+// client of 10 requests/s comes back within a minute with the defaults
+// (rejection probability at most 0.99, a local rejection counted as a
+// tenth of a request); with the book's formula unchanged it keeps
+// rejecting many of its calls for minutes.
+func ExampleAdaptiveConfig() {
+	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	back := start.Add(5 * time.Minute) // the dependency recovers
+	for _, c := range []struct {
+		name string
+		cfg  throttle.AdaptiveConfig
+	}{
+		{"defaults", throttle.AdaptiveConfig{}},
+		{"the book", throttle.AdaptiveConfig{MaxProbability: 1, RejectionWeight: 1}},
+	} {
+		c.cfg.Rand = rand.New(rand.NewPCG(0, 7)).Float64 // repeatable draws: seed 0 of docs/overload.md's table
+		a, _ := throttle.NewAdaptive(c.cfg)
+		now := start
+		for ; now.Before(back) || a.ProbabilityAt(now) >= 0.1; now = now.Add(100 * time.Millisecond) {
+			if _, err := a.AdmitAt(now); err == nil {
+				a.RecordAt(now, now.Before(back)) // 429 until back, then accepted
+			}
+		}
+		fmt.Printf("%s: below 0.1 %v after the dependency recovered\n", c.name, now.Sub(back).Round(10*time.Second))
+	}
+	// Output:
+	// defaults: below 0.1 40s after the dependency recovered
+	// the book: below 0.1 7m10s after the dependency recovered
 }
 
 // The AWS SDKs' adaptive mode: nothing is limited until the first 429; then
