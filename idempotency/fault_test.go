@@ -31,6 +31,7 @@ type faultyStore struct {
 	*idempotency.MemoryStore
 	down          atomic.Bool  // every call fails
 	failCompletes atomic.Int64 // so many Completes fail
+	hangCompletes atomic.Int64 // so many Completes get no reply: they end with their context
 	completes     atomic.Int64 // Completes tried
 }
 
@@ -55,6 +56,10 @@ func (s *faultyStore) Extend(ctx context.Context, id idempotency.ID, token strin
 
 func (s *faultyStore) Complete(ctx context.Context, id idempotency.ID, token string, resp idempotency.Response, now time.Time, ttl time.Duration) error {
 	s.completes.Add(1)
+	if s.hangCompletes.Add(-1) >= 0 {
+		<-ctx.Done() // the reply never comes
+		return ctx.Err()
+	}
 	if s.down.Load() || s.failCompletes.Add(-1) >= 0 {
 		return errLinkCut
 	}
@@ -486,6 +491,40 @@ func TestFaultRetryBeforeLateComplete(t *testing.T) {
 		if again.Header().Get("Idempotent-Replayed") != "true" || again.Body.String() != first.Body.String() || h.runs.Load() != 1 {
 			t.Fatalf("retry once the late Complete got through: %d %s replayed %q, runs %d; want the replay of %s, 1 run",
 				again.Code, again.Body, again.Header().Get("Idempotent-Replayed"), h.runs.Load(), first.Body)
+		}
+	})
+}
+
+// TestFaultCompleteReplyNeverComes: the first two Completes get no reply
+// (their connection dead without a reset): the client gets its 201 after
+// StoreTimeout (1 s), and each try in the background is bounded by
+// StoreTimeout too, so that the next one, on another connection, stores
+// the response well within the lease (6 s) instead of the first waiting
+// until CompleteGrace past it.
+func TestFaultCompleteReplyNeverComes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newFaultyStore()
+		store.hangCompletes.Store(2)
+		h := &charges{}
+		m := newMiddleware(t, idempotency.Config{Store: store, Lease: 6 * time.Second, StoreTimeout: time.Second})
+		start := time.Now()
+		first := post(m.Handler(h), "POST", "/x", "k", "{}")
+		if d := time.Since(start); first.Code != http.StatusCreated || d != time.Second {
+			t.Fatalf("first: %d after %v, want 201 after StoreTimeout (1 s)", first.Code, d)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+		err := m.Wait(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("the background Complete, its first try without a reply: %v; want it stored by the next try", err)
+		}
+		// The wait between tries: 10 ms at most after the first failure.
+		if d := time.Since(start); d < 2*time.Second || d > 2*time.Second+10*time.Millisecond || store.completes.Load() != 3 {
+			t.Fatalf("stored after %v and %d tries, want after 2 s (two tries of StoreTimeout without a reply) at the third", d, store.completes.Load())
+		}
+		again := post(m.Handler(h), "POST", "/x", "k", "{}")
+		if again.Header().Get("Idempotent-Replayed") != "true" || again.Body.String() != first.Body.String() || h.runs.Load() != 1 {
+			t.Fatalf("retry: %d %s replayed %q, runs %d; want the replay, 1 run", again.Code, again.Body, again.Header().Get("Idempotent-Replayed"), h.runs.Load())
 		}
 	})
 }

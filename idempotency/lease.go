@@ -190,7 +190,17 @@ func (c *Config) complete(ctx context.Context, id ID, token string, resp Respons
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for n := 1; ; n++ {
-		err := c.Store.Complete(ctx, id, token, resp, c.Now(), c.TTL)
+		try, cancelTry := ctx, context.CancelFunc(nil)
+		if timeout > c.StoreTimeout {
+			// In the background: each try gets StoreTimeout, so that one
+			// whose reply never comes (its connection dead without a
+			// reset) gives way to the next, on another connection.
+			try, cancelTry = context.WithTimeout(ctx, c.StoreTimeout)
+		}
+		err := c.Store.Complete(try, id, token, resp, c.Now(), c.TTL)
+		if cancelTry != nil {
+			cancelTry()
+		}
 		if err == nil || errors.Is(err, ErrLeaseLost) {
 			return err
 		}
