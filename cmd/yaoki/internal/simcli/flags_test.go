@@ -135,3 +135,19 @@ func TestPolicyRetrierThatCannotMatchWarned(t *testing.T) {
 		t.Errorf("stderr %q: want a warning for Retry[0] only", s)
 	}
 }
+
+// --runs is refused below 0 and above a million, which would run for days
+// holding every run's result: it ran until killed or out of memory.
+func TestRunsOutOfRangeRefused(t *testing.T) {
+	for _, runs := range []string{"-2", "1000001", "100000000000"} {
+		cmd := NewCommand()
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		cmd.SetArgs([]string{"herd", "--clients", "2", "--runs", runs, "--out", ""})
+		want := "--runs " + runs + ": want 1 to 1000000 (0 for each scenario's default)"
+		var ee *cli.ExitError
+		if err := cmd.Execute(); !errors.As(err, &ee) || ee.Code != cli.ExitUsage || ee.Msg != want {
+			t.Errorf("yaoki sim herd --runs %s: %v, want exit %d and %q", runs, err, cli.ExitUsage, want)
+		}
+	}
+}

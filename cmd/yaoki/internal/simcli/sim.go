@@ -164,8 +164,11 @@ func (o *simOptions) run(cmd *cobra.Command, job *simJob) error {
 	default:
 		return cli.Exit(cli.ExitUsage, fmt.Sprintf("--format %q: want table, csv or json", o.format))
 	}
-	if o.runs < 0 {
-		return cli.Exit(cli.ExitUsage, fmt.Sprintf("--runs %d: want ≥ 1 (0 for each scenario's default)", o.runs))
+	// More runs than maxRuns a point would take days and keep every
+	// run's result in memory until the point is done.
+	const maxRuns = 1_000_000
+	if o.runs < 0 || o.runs > maxRuns {
+		return cli.Exit(cli.ExitUsage, fmt.Sprintf("--runs %d: want 1 to %d (0 for each scenario's default)", o.runs, maxRuns))
 	}
 	if err := refuseZeros(cmd.Flags()); err != nil {
 		return err
