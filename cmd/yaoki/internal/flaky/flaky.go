@@ -74,8 +74,10 @@ refused without it (--retry-after needs --rate-429, --slow --rate-slow,
 --status-5xx --rate-5xx, --seed any of them).
 
 It stops on SIGINT or SIGTERM (at once: a slow answer under way is not sent,
-its connection is closed), or after --max-requests requests, and prints a
-summary of the answers on stderr.
+its connection is closed, counted as "closed"), or after --max-requests
+requests (the answers under way are sent; a request that comes after the
+last is not answered, its connection closed), and prints a summary of the
+answers on stderr.
 ` + telemetry.FlagsHelp + "\n" + flakyMetricsHelp,
 		Example: `  # 503, then 429 with Retry-After: 1, then 200 for ever after
   yaoki flaky --addr 127.0.0.1:8080 --script 503,429:retry-after=1,200
@@ -115,6 +117,7 @@ type flaky struct {
 
 	mu       sync.Mutex
 	requests int
+	beyond   int // requests that came after --max-requests, not answered
 	shared   int               // position of the requests without a key
 	keys     map[string]*keyOp // by Idempotency-Key
 	ops      int
@@ -203,15 +206,29 @@ func (o *flakyOptions) run(cmd *cobra.Command) error {
 	srv := &http.Server{Handler: fl, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	wait := 5 * time.Second // for the answers under way
 	select {
 	case <-sigs:
+		close(fl.stopping)
 	case <-fl.done:
+		// --max-requests: the answers under way are the last of them:
+		// they are sent, slow ones too, unless a signal comes.
+		wait += fl.longestSlow()
+		finished := make(chan struct{})
+		defer close(finished)
+		go func() {
+			select {
+			case <-sigs:
+				close(fl.stopping)
+			case <-finished:
+			}
+		}()
 	case err := <-served:
 		return cli.Exit(1, fmt.Sprintf("flaky: server stopped: %v", err))
 	case <-cmd.Context().Done():
+		close(fl.stopping)
 	}
-	close(fl.stopping)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	_ = srv.Shutdown(ctx)
 	fl.summary()
@@ -283,6 +300,14 @@ func (fl *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	attemptHdr := r.Header.Get(fl.o.attemptHeader)
 
 	fl.mu.Lock()
+	if max := fl.o.maxRequests; max > 0 && fl.requests >= max {
+		// Past --max-requests the server is stopping: a request that
+		// came meanwhile (another connection) is not one of its answers.
+		fl.beyond++
+		fl.mu.Unlock()
+		fmt.Fprintf(fl.log, "flaky: %s %s after --max-requests %d: not answered, connection closed\n", r.Method, r.URL.Path, max)
+		panic(http.ErrAbortHandler)
+	}
 	fl.requests++
 	n := fl.requests
 	var st step
@@ -337,8 +362,17 @@ func (fl *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-fl.stopping:
 			// Not the scripted answer: close the connection, as a
-			// server that stops does.
+			// server that stops does, and count it so.
 			t.Stop()
+			fl.mu.Lock()
+			if k := strings.SplitN(answer, ":", 2)[0]; fl.answers[k] > 1 {
+				fl.answers[k]--
+			} else {
+				delete(fl.answers, k)
+			}
+			fl.answers["closed"]++
+			fl.mu.Unlock()
+			fmt.Fprintf(fl.log, "flaky: req=%d not answered: stopped during its slow=%v, connection closed\n", n, st.slow)
 			panic(http.ErrAbortHandler)
 		}
 	}
@@ -373,6 +407,19 @@ func (fl *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(st.status)
 	_, _ = io.WriteString(w, body)
+}
+
+// longestSlow is the longest wait before an answer that the script or
+// the rates may ask for.
+func (fl *flaky) longestSlow() time.Duration {
+	if fl.rates != nil {
+		return fl.rates.slowFor
+	}
+	var d time.Duration
+	for _, st := range fl.script {
+		d = max(d, st.slow)
+	}
+	return d
 }
 
 // next returns the answer at position i of the script, or a random one.
@@ -419,6 +466,9 @@ func (fl *flaky) summary() {
 	answers := ""
 	if len(parts) > 0 {
 		answers = ": " + strings.Join(parts, ", ") // none before the first request
+	}
+	if fl.beyond > 0 {
+		answers += fmt.Sprintf(" (and %d after --max-requests, not answered)", fl.beyond)
 	}
 	say(fl.ob, fl.log, "summary", "flaky: %d request%s, %d keyed operation%s%s\n", fl.requests, cli.Plural(fl.requests), fl.ops, cli.Plural(fl.ops), answers)
 }
