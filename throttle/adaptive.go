@@ -99,8 +99,8 @@ type AdaptiveConfig struct {
 type Adaptive struct {
 	k, maxP, weight float64
 	rand            func() float64
-	outcomes        window.Counter // recorded outcomes, the requests sent
-	rejections      window.Counter // local rejections
+	requests        window.Counter // recorded outcomes and local rejections
+	rejections      window.Counter // local rejections alone
 	accepts         window.Counter
 }
 
@@ -125,7 +125,7 @@ func NewAdaptive(c AdaptiveConfig) (*Adaptive, error) {
 	if a.rand == nil {
 		a.rand = rand.Float64
 	}
-	a.outcomes.Init(c.Window, adaptiveBuckets)
+	a.requests.Init(c.Window, adaptiveBuckets)
 	a.rejections.Init(c.Window, adaptiveBuckets)
 	a.accepts.Init(c.Window, adaptiveBuckets)
 	return a, nil
@@ -138,17 +138,24 @@ func (a *Adaptive) AdmitAt(now time.Time) (time.Duration, error) {
 	if a == nil {
 		return 0, nil
 	}
-	e := a.outcomes.Epoch(now)
-	out, rej, acc := a.outcomes.SumEpoch(e), a.rejections.SumEpoch(e), a.accepts.SumEpoch(e)
-	p := a.probability(out, rej, acc)
+	e := a.requests.Epoch(now)
+	req, acc := a.requests.SumEpoch(e), a.accepts.SumEpoch(e)
+	if float64(req) <= a.k*float64(acc) {
+		// Weighing the rejections can only lower the probability: a
+		// dependency accepting its share is never throttled, and the
+		// usual path sums two counters, not three.
+		return 0, nil
+	}
+	p := a.probability(req, a.rejections.SumEpoch(e), acc)
 	if p <= 0 {
 		return 0, nil
 	}
 	if u := a.rand(); !(u >= 0 && u < p) { // a NaN admits too
 		return 0, nil
 	}
+	a.requests.AddEpoch(e, 1)
 	a.rejections.AddEpoch(e, 1)
-	return 0, &RejectedError{Probability: p, Requests: out + rej + 1, Accepts: acc}
+	return 0, &RejectedError{Probability: p, Requests: req + 1, Accepts: acc}
 }
 
 // RecordAt counts an admitted request's outcome: throttled is true for an
@@ -157,8 +164,8 @@ func (a *Adaptive) RecordAt(now time.Time, throttled bool) {
 	if a == nil {
 		return
 	}
-	e := a.outcomes.Epoch(now)
-	a.outcomes.AddEpoch(e, 1)
+	e := a.requests.Epoch(now)
+	a.requests.AddEpoch(e, 1)
 	if !throttled {
 		a.accepts.AddEpoch(e, 1)
 	}
@@ -170,13 +177,16 @@ func (a *Adaptive) ProbabilityAt(now time.Time) float64 {
 	if a == nil {
 		return 0
 	}
-	e := a.outcomes.Epoch(now)
-	return a.probability(a.outcomes.SumEpoch(e), a.rejections.SumEpoch(e), a.accepts.SumEpoch(e))
+	e := a.requests.Epoch(now)
+	return a.probability(a.requests.SumEpoch(e), a.rejections.SumEpoch(e), a.accepts.SumEpoch(e))
 }
 
-// probability is the book's formula over outcomes plus weighted
-// rejections, bounded by MaxProbability.
-func (a *Adaptive) probability(outcomes, rejections, accepts uint64) float64 {
-	req := float64(outcomes) + a.weight*float64(rejections)
+// probability is the book's formula over the requests with each local
+// rejection weighing RejectionWeight, bounded by MaxProbability. The
+// weighed count is kept at 0 or more: the counters are read one after the
+// other, and a clock that steps may reset a bucket of one and not yet the
+// other's.
+func (a *Adaptive) probability(requests, rejections, accepts uint64) float64 {
+	req := max(0, float64(requests)-(1-a.weight)*float64(rejections))
 	return min(a.maxP, max(0, (req-a.k*float64(accepts))/(req+1)))
 }
