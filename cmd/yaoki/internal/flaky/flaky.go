@@ -117,7 +117,7 @@ type flaky struct {
 
 	mu       sync.Mutex
 	requests int
-	beyond   int // requests that came after --max-requests, not answered
+	beyond   int               // requests that came after --max-requests, not answered
 	shared   int               // position of the requests without a key
 	keys     map[string]*keyOp // by Idempotency-Key
 	ops      int
