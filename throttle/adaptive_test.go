@@ -59,6 +59,55 @@ func TestAdaptiveProbability(t *testing.T) {
 	}
 }
 
+// TestAdaptiveBoundAndWeight: MaxProbability caps the book's formula, and
+// RejectionWeight scales what local rejections add to its requests. Each
+// row records outcomes, then rejects with a draw of 0 (below any positive
+// probability) and reads the probability.
+func TestAdaptiveBoundAndWeight(t *testing.T) {
+	cases := []struct {
+		maxP, weight       float64
+		throttled, rejects int
+		want               float64
+	}{
+		{1, 1, 100, 0, 100.0 / 101},     // the book, unbounded
+		{0.9, 1, 100, 0, 0.9},           // bounded
+		{0.9, 1, 5, 0, 5.0 / 6},         // below the bound: the formula
+		{1, 1, 10, 10, 20.0 / 21},       // rejections count fully
+		{1, 0.5, 10, 10, 15.0 / 16},     // at half
+		{1, 0.1, 10, 10, 11.0 / 12},     // at a tenth
+		{0.99, 0.1, 10, 1000, 0.99},     // 110/111 above the bound
+		{1, 0.1, 10, 1000, 110.0 / 111}, // and without it
+		{1, 0.01, 1, 1, 1.01 / 2.01},    // a rejection weighs a hundredth
+		{0.99, 0.1, 0, 0, 0},            // nothing counted
+	}
+	for _, c := range cases {
+		a, err := NewAdaptive(AdaptiveConfig{MaxProbability: c.maxP, RejectionWeight: c.weight, Rand: fixed(0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range c.throttled {
+			a.RecordAt(at(0), true)
+		}
+		for i := range c.rejects {
+			if _, err := a.AdmitAt(at(0)); err == nil {
+				t.Fatalf("bound %v, weight %v: rejection %d admitted", c.maxP, c.weight, i)
+			}
+		}
+		if got := a.ProbabilityAt(at(0)); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("bound %v, weight %v, %d throttled, %d rejected: p = %v, want %v", c.maxP, c.weight, c.throttled, c.rejects, got, c.want)
+		}
+	}
+	// A draw at or above the bound always admits, however long the outage.
+	a, _ := NewAdaptive(AdaptiveConfig{MaxProbability: 0.8, Rand: fixed(0.8)})
+	for i := range 10_000 {
+		now := at(time.Duration(i) * 10 * time.Millisecond)
+		if _, err := a.AdmitAt(now); err != nil {
+			t.Fatalf("request %d rejected with draw 0.8, bound 0.8: %v", i, err)
+		}
+		a.RecordAt(now, true)
+	}
+}
+
 func TestAdaptiveRejectsWithProbability(t *testing.T) {
 	u := 0.3
 	a, _ := NewAdaptive(AdaptiveConfig{Rand: func() float64 { return u }})

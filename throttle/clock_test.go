@@ -190,13 +190,16 @@ func TestCubicRandomClockFaults(t *testing.T) {
 
 // TestAdaptiveRandomClockFaults drives Adaptives through random admits and
 // outcomes at instants that repeat, step by a nanosecond to a year, step
-// back, or fall to the zero time: the probability stays in [0, 1), Adaptive
+// back, or fall to the zero time: the probability stays in [0, 1) and at
+// most MaxProbability, Adaptive
 // never asks to wait, and a rejection carries the probability it was drawn
 // against.
 func TestAdaptiveRandomClockFaults(t *testing.T) {
 	src := rand.New(rand.NewPCG(4, 4))
-	for _, cfg := range []AdaptiveConfig{{}, {K: 1, Window: time.Second}, {K: 100, Window: time.Hour}} {
+	for _, cfg := range []AdaptiveConfig{{}, {K: 1, Window: time.Second}, {K: 100, Window: time.Hour},
+		{MaxProbability: 1, RejectionWeight: 1}, {MaxProbability: 0.5, RejectionWeight: 0.01}} {
 		cfg.Rand = src.Float64
+		bound := cmp.Or(cfg.MaxProbability, DefaultMaxProbability)
 		for seq := range 50 {
 			a, err := NewAdaptive(cfg)
 			if err != nil {
@@ -212,10 +215,10 @@ func TestAdaptiveRandomClockFaults(t *testing.T) {
 					t.Fatalf("sequence %d, step %d: asked to wait %v", seq, i, w)
 				case err == nil:
 					a.RecordAt(now, src.IntN(3) > 0) // mostly throttled, so that it sheds
-				case !errors.As(err, &re) || !(re.Probability > 0 && re.Probability < 1) || re.Requests == 0:
+				case !errors.As(err, &re) || !(re.Probability > 0 && re.Probability < 1 && re.Probability <= bound) || re.Requests == 0:
 					t.Fatalf("sequence %d, step %d: %v", seq, i, err)
 				}
-				if p := a.ProbabilityAt(now); !(p >= 0 && p < 1) {
+				if p := a.ProbabilityAt(now); !(p >= 0 && p < 1 && p <= bound) {
 					t.Fatalf("sequence %d, step %d (now %v): probability %v", seq, i, now, p)
 				}
 			}
