@@ -262,6 +262,7 @@ type HeldError struct {
 	LeaseEnd time.Time // in UTC
 }
 
+// Error names the letter, the claim that holds it and its lease's end.
 func (e *HeldError) Error() string {
 	return fmt.Sprintf("postgres: dead letter %q is held by the claim %s until %s: its redriver may be running it now",
 		e.ID, e.Token, e.LeaseEnd.Format(time.RFC3339Nano))

@@ -52,7 +52,7 @@ var simBreakers = []simGuard{
 
 var simThrottles = []simGuard{
 	{"none", "", func(*sim.Guards, func() float64) {}},
-	{"adaptive", "SRE adaptive throttling (reject locally with p = (requests − 2·accepts)/(requests + 1))",
+	{"adaptive", "SRE adaptive throttling (reject locally with p = (requests − 2·accepts)/(requests + 1), a rejection counted as a tenth of a request, p at most 0.99)",
 		func(g *sim.Guards, rnd func() float64) {
 			g.Throttle = must(throttle.NewAdaptive(throttle.AdaptiveConfig{Rand: rnd}))
 		}},
