@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // errNames fails t unless err's message quotes the input and says what is
@@ -33,4 +34,24 @@ func FuzzParseSeconds(f *testing.F) {
 			t.Fatalf("%q gave %v, which parses back to %v, %v", s, d, back, err)
 		}
 	})
+}
+
+// Waits are written the same way whatever their size; the loop's 1 ns "at
+// once" (a cap of 0) reads as 0, as a wait of 0 does: yaoki exec --base 0
+// wrote "retrying in 0.000s" and then "retrying in 0s".
+func TestSecondsText(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0:                       "0.000s",
+		time.Nanosecond:         "0.000s",
+		499 * time.Nanosecond:   "0.000s",
+		500 * time.Nanosecond:   "0.000001s",
+		412 * time.Microsecond:  "0.000412s",
+		time.Millisecond:        "0.001s",
+		1204 * time.Millisecond: "1.204s",
+		90 * time.Second:        "90.000s",
+	} {
+		if got := SecondsText(d); got != want {
+			t.Errorf("SecondsText(%v) = %q, want %q", d, got, want)
+		}
+	}
 }

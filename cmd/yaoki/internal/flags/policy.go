@@ -452,9 +452,10 @@ func (c *Resolved) Unmatchable(command string) []string {
 
 // SecondsText writes a duration in seconds with its unit, to the
 // millisecond ("0.003s", "1.204s"), or to the microsecond below one
-// ("0.000412s").
+// ("0.000412s"); below half a microsecond (the loop's 1 ns "at once"), as 0
+// is written ("0.000s"), not as "0s".
 func SecondsText(d time.Duration) string {
-	if d > 0 && d < time.Millisecond {
+	if d >= time.Microsecond/2 && d < time.Millisecond {
 		return strconv.FormatFloat(d.Round(time.Microsecond).Seconds(), 'f', -1, 64) + "s"
 	}
 	return fmt.Sprintf("%.3fs", d.Seconds())
