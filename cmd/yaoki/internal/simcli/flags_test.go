@@ -93,15 +93,17 @@ func TestYourPolicyErrorsNameTheFlag(t *testing.T) {
 // is accepted, not in the Go fields' ("Tail.Warmup", "NoSlow (-1)").
 func TestScenarioFlagsRefusedInTheirWords(t *testing.T) {
 	for args, want := range map[string]string{
-		"herd --hop-sd -1ms":                  "--hop-sd -1ms: out of range; want ≥ 0",
-		"collapse --at -1s":                   "--at -1s: out of range; want ≥ 0",
-		"collapse --service-per-request -1ms": "--service-per-request -1ms: out of range; want ≥ 0",
-		"tail --slow-share 2":                 "--slow-share 2: out of range; want a probability in [0, 1]",
-		"tail --slow-share -1":                "--slow-share -1: out of range; want a probability in [0, 1]",
-		"tail --slow-share NaN":               "--slow-share NaN: out of range; want a probability in [0, 1]",
-		"tail --duration 1s":                  "--duration 1s: want longer than 1s: the requests of the first 1s are not measured (the warm-up)",
-		"tail --brownout-latency 0":           "--brownout-latency 0: want > 0 (leave the flag out for its default, 100ms)",
-		"herd --post-cap 0":                   "--post-cap 0: want > 0 (leave the flag out for its default, 2s)",
+		"herd --hop-sd -1ms":                       "--hop-sd -1ms: out of range; want ≥ 0",
+		"collapse --at -1s":                        "--at -1s: out of range; want ≥ 0",
+		"collapse --service-per-request -1ms":      "--service-per-request -1ms: out of range; want ≥ 0",
+		"tail --slow-share 2":                      "--slow-share 2: out of range; want a probability in [0, 1]",
+		"tail --slow-share -1":                     "--slow-share -1: out of range; want a probability in [0, 1]",
+		"tail --slow-share NaN":                    "--slow-share NaN: out of range; want a probability in [0, 1]",
+		"tail --duration 1s":                       "--duration 1s: want longer than 1s: the requests of the first 1s are not measured (the warm-up)",
+		"tail --brownout-latency 0":                "--brownout-latency 0: want > 0 (leave the flag out for its default, 100ms)",
+		"herd --post-cap 0":                        "--post-cap 0: want > 0 (leave the flag out for its default, 2s)",
+		"collapse --trigger slowdown --factor 0.5": "--factor 0.5: want > 1 (the slowdown multiplies the service time by it)",
+		"collapse --factor 2,1":                    "--factor 1: want > 1 (the slowdown multiplies the service time by it)",
 	} {
 		cmd := NewCommand()
 		cmd.SetOut(io.Discard)

@@ -187,6 +187,11 @@ add load, and the server stays down. A run is collapsed if more than
 Compared: clients without backoff, with backoff and jitter (from 10 s), yaoki's
 defaults, and yours. Reported: runs collapsed at the end, recovery time after
 the trigger, attempts per request, and goodput second by second.`, &simJob{collapse: p}, func(*pflag.FlagSet) error {
+		for _, f := range p.factors {
+			if !(f > 1) && f != 0 { // 0 is refuseZeros's, in its words
+				return cli.Usagef("--factor %v: want > 1 (the slowdown multiplies the service time by it)", f)
+			}
+		}
 		switch p.kind {
 		case "spike", "slowdown", "none":
 			return nil
