@@ -32,6 +32,7 @@ type faultyStore struct {
 	down          atomic.Bool  // every call fails
 	failCompletes atomic.Int64 // so many Completes fail
 	hangCompletes atomic.Int64 // so many Completes get no reply: they end with their context
+	loseCompletes atomic.Int64 // so many Completes are made, and their replies lost
 	completes     atomic.Int64 // Completes tried
 }
 
@@ -63,7 +64,18 @@ func (s *faultyStore) Complete(ctx context.Context, id idempotency.ID, token str
 	if s.down.Load() || s.failCompletes.Add(-1) >= 0 {
 		return errLinkCut
 	}
-	return s.MemoryStore.Complete(ctx, id, token, resp, now, ttl)
+	err := s.MemoryStore.Complete(ctx, id, token, resp, now, ttl)
+	if s.loseCompletes.Add(-1) >= 0 {
+		return errLinkCut
+	}
+	return err
+}
+
+func (s *faultyStore) Get(ctx context.Context, id idempotency.ID, now time.Time) (idempotency.Record, bool, error) {
+	if s.down.Load() {
+		return idempotency.Record{}, false, errLinkCut
+	}
+	return s.MemoryStore.Get(ctx, id, now)
 }
 
 func (s *faultyStore) Release(ctx context.Context, id idempotency.ID, token string) error {
@@ -525,6 +537,34 @@ func TestFaultCompleteReplyNeverComes(t *testing.T) {
 		again := post(m.Handler(h), "POST", "/x", "k", "{}")
 		if again.Header().Get("Idempotent-Replayed") != "true" || again.Body.String() != first.Body.String() || h.runs.Load() != 1 {
 			t.Fatalf("retry: %d %s replayed %q, runs %d; want the replay, 1 run", again.Code, again.Body, again.Header().Get("Idempotent-Replayed"), h.runs.Load())
+		}
+	})
+}
+
+// TestFaultRetryWhileCompleteRepliesLost: the record is completed, but the
+// replies of Complete keep being lost (as when Redis's WAIT for replicas
+// fails after the write): the client has its 201 after StoreTimeout and
+// the instance tries on in the background. A retry that reaches the
+// instance meanwhile gets the replay of the completed record, not a 409
+// for as long as the instance tries.
+func TestFaultRetryWhileCompleteRepliesLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newFaultyStore()
+		store.loseCompletes.Store(1 << 30)
+		h := &charges{}
+		m := newMiddleware(t, idempotency.Config{Store: store, Lease: 3 * time.Second, StoreTimeout: time.Second})
+		first := post(m.Handler(h), "POST", "/x", "k", "{}")
+		if first.Code != http.StatusCreated {
+			t.Fatalf("first: %d", first.Code)
+		}
+		again := post(m.Handler(h), "POST", "/x", "k", "{}")
+		if again.Header().Get("Idempotent-Replayed") != "true" || again.Body.String() != first.Body.String() || h.runs.Load() != 1 {
+			t.Fatalf("retry while the instance tries on: %d %s replayed %q, runs %d; want the replay of the completed record, 1 run",
+				again.Code, again.Body, again.Header().Get("Idempotent-Replayed"), h.runs.Load())
+		}
+		store.loseCompletes.Store(0)
+		if err := m.Wait(t.Context()); err != nil {
+			t.Fatal(err)
 		}
 	})
 }

@@ -54,7 +54,8 @@
 // and refuses it once another request has claimed the key, so trying on
 // past the lease never overwrites another's work: a store back before any
 // retry claimed the key gets the record. A retry that reaches the instance
-// meanwhile gets 409 without asking the store; elsewhere the record stays in
+// meanwhile is never sent to Begin: it gets the completed record if the
+// store has one (Get), 409 otherwise; elsewhere the record stays in
 // progress, and retries get 409 until the lease passes, while a retry that
 // claims the key after it runs the handler again (and the late Complete is
 // refused). A process that dies while it
@@ -283,8 +284,17 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fp := c.fingerprint(r, body)
 	if sfp, ok := h.m.storing(id); ok {
 		// A retry of a request whose response this middleware sent and
-		// is still trying to store: it is in progress.
-		c.answer(w, r, key, fp, &Record{State: InProgress, Fingerprint: sfp})
+		// is still trying to store: it is in progress, unless the store
+		// has a completed record already (a Complete whose reply was
+		// lost, or that Redis's replicas have not acknowledged yet; or
+		// another request's, which took the key after the lease).
+		ctx, cancel := c.storeContext(r.Context())
+		rec, found, err := c.Store.Get(ctx, id, c.Now())
+		cancel()
+		if err != nil || !found || rec.State != Completed {
+			rec = Record{State: InProgress, Fingerprint: sfp}
+		}
+		c.answer(w, r, key, fp, &rec)
 		return
 	}
 	token := rand.Text()
