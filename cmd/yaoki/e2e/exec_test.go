@@ -80,6 +80,15 @@ func TestExecCannotRun(t *testing.T) {
 	if r.code != 126 {
 		t.Fatalf("not executable: exit %d, %q; want 126", r.code, r.stderr)
 	}
+	// Not retried by default; --retry-on 127 asks for it (a program that
+	// a mount or an install makes appear): three attempts, then 127.
+	if strings.Contains(r.stderr, "retrying") {
+		t.Errorf("a command not found was retried without --retry-on 127:\n%s", r.stderr)
+	}
+	r = run(t, nil, "exec", "--base", "0", "--retry-on", "127", "--", "/nonexistent/command")
+	if r.code != 127 || strings.Count(r.stderr, "retrying") != 2 || !strings.Contains(r.stderr, "cannot run /nonexistent/command") {
+		t.Fatalf("--retry-on 127: exit %d; want 127 after 3 attempts\n%s", r.code, r.stderr)
+	}
 	r = run(t, nil, "exec")
 	if r.code != 2 || !strings.Contains(r.stderr, "exec needs a command") {
 		t.Fatalf("no command: exit %d, %q; want 2", r.code, r.stderr)

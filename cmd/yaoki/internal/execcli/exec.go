@@ -58,7 +58,8 @@ executable), 127 (not found), those of a signal the user sent (a command
 killed by SIGINT, SIGTERM, SIGHUP or SIGQUIT, or exiting 130, 143, 129 or 131)
 and SIGPIPE's (141: the reader of the output went away, as in
 yaoki exec -- CMD | head, and a retry would write to the same closed pipe).
---retry-on lists the codes to retry instead (e.g. 1,75,100-110);
+--retry-on lists the codes to retry instead (e.g. 1,75,100-110; 127 retries
+a command that is not there yet, 126 one that cannot be run yet);
 --no-retry-on removes codes from the set.
 
 Signals: SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to yaoki are forwarded to
@@ -144,6 +145,8 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
+	named, _ := parseCodes(o.retryOn) // checked by codes
+	explicit := func(code int) bool { return o.retryOn != "" && named[code] }
 	grace := o.grace.D
 	if grace == 0 {
 		grace = 1 // exec.Cmd reads 0 as "wait for ever": --grace 0 is SIGKILL at once
@@ -214,7 +217,10 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 	docClassify := p.Classify
 	p.Classify = func(err error) retry.Class {
 		var es *exitStatus
-		if !errors.As(err, &es) || es.noStart != nil || stopped.Load() || !retried(es) {
+		// A command that could not be started (126, 127) is retried only
+		// when --retry-on names its code: a program that a mount or an
+		// install under way makes appear.
+		if !errors.As(err, &es) || es.noStart != nil && !explicit(es.code) || stopped.Load() || !retried(es) {
 			return retry.ClassPermanent
 		}
 		if docClassify != nil {
