@@ -153,3 +153,31 @@ func TestRunsOutOfRangeRefused(t *testing.T) {
 		}
 	}
 }
+
+// A policy named twice in --policies is refused: it made two columns, two
+// lines and two JSON entries of the same name.
+func TestPoliciesNamedTwiceRefused(t *testing.T) {
+	cmd := NewCommand()
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	cmd.SetArgs([]string{"ratelimit", "--policies", "yaoki,no retries,yaoki", "--runs", "1", "--out", ""})
+	want := `--policies: "yaoki" is named twice: name each policy once`
+	var ee *cli.ExitError
+	if err := cmd.Execute(); !errors.As(err, &ee) || ee.Code != cli.ExitUsage || ee.Msg != want {
+		t.Errorf("yaoki sim ratelimit --policies yaoki,no retries,yaoki: %v, want exit %d and %q", err, cli.ExitUsage, want)
+	}
+}
+
+// Your policy may not take the name of one of the scenario's: the table
+// had two columns "yaoki" that no reader could tell apart.
+func TestYourNameTakenRefused(t *testing.T) {
+	cmd := NewCommand()
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	cmd.SetArgs([]string{"outage", "--name", "yaoki", "--base", "10ms", "--p", "1", "--runs", "1", "--out", ""})
+	want := `--name "yaoki": this scenario has a policy of that name already; give yours another (--name)`
+	var ee *cli.ExitError
+	if err := cmd.Execute(); !errors.As(err, &ee) || ee.Code != cli.ExitUsage || ee.Msg != want {
+		t.Errorf("yaoki sim outage --name yaoki: %v, want exit %d and %q", err, cli.ExitUsage, want)
+	}
+}

@@ -305,12 +305,16 @@ func (o *simOptions) pick(all []sim.Policy) ([]sim.Policy, error) {
 // pickNamed keeps the policies of all that only names, in its order (all
 // of them when only is empty); where says where they were looked for.
 func pickNamed[P any](only []string, all []P, name func(P) string, where string) ([]P, error) {
-	if len(only) == 0 {
-		return all, nil
-	}
 	var names []string
 	for _, p := range all {
+		if n := name(p); slices.Contains(names, n) {
+			// Only yours, last, can take a name already there.
+			return nil, cli.Exit(cli.ExitUsage, fmt.Sprintf("--name %q: %s has a policy of that name already; give yours another (--name)", n, where))
+		}
 		names = append(names, name(p))
+	}
+	if len(only) == 0 {
+		return all, nil
 	}
 	var out []P
 	for i := 0; i < len(only); {
@@ -327,6 +331,9 @@ func pickNamed[P any](only []string, all []P, name func(P) string, where string)
 				quoted[q] = strconv.Quote(name)
 			}
 			return nil, cli.Exit(cli.ExitUsage, fmt.Sprintf("--policies: no policy %q in %s; it has: %s", only[i], where, strings.Join(quoted, ", ")))
+		}
+		if slices.ContainsFunc(out, func(p P) bool { return name(p) == names[k] }) {
+			return nil, cli.Exit(cli.ExitUsage, fmt.Sprintf("--policies: %q is named twice: name each policy once", names[k]))
 		}
 		out = append(out, all[k])
 		i += n
