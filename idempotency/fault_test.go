@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -568,3 +569,78 @@ func TestFaultRetryWhileCompleteRepliesLost(t *testing.T) {
 		}
 	})
 }
+
+// renewAfterComplete holds the first renewal until the record it renews is
+// completed, as when a renewal sent just before the handler returned
+// reaches the store after Complete: the store refuses it (the record is no
+// longer in progress).
+type renewAfterComplete struct {
+	*idempotency.MemoryStore
+	completed chan struct{} // closed by the first Complete
+	logged    chan struct{} // closed by the log's first line after it
+	once      sync.Once
+}
+
+func (s *renewAfterComplete) Extend(ctx context.Context, id idempotency.ID, token string, now time.Time, lease time.Duration) error {
+	<-s.completed
+	return s.MemoryStore.Extend(ctx, id, token, now, lease)
+}
+
+func (s *renewAfterComplete) Complete(ctx context.Context, id idempotency.ID, token string, resp idempotency.Response, now time.Time, ttl time.Duration) error {
+	err := s.MemoryStore.Complete(ctx, id, token, resp, now, ttl)
+	s.once.Do(func() { close(s.completed) })
+	select { // the refused renewal's outcome, if it logs one, before Complete returns
+	case <-s.logged:
+	case <-time.After(time.Second):
+	}
+	return err
+}
+
+type signalWriter struct {
+	once sync.Once
+	ch   chan struct{}
+	mu   sync.Mutex
+	b    strings.Builder
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	w.b.Write(p)
+	w.mu.Unlock()
+	w.once.Do(func() { close(w.ch) })
+	return len(p), nil
+}
+
+// TestFaultRenewalAfterComplete: a renewal reaches the store after the
+// handler's Complete, which the store refuses since the record is
+// completed. That is not a lost lease: nothing is logged, and the
+// handler's context is not cancelled with a *LeaseLostError.
+func TestFaultRenewalAfterComplete(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lease = 3 * time.Second
+		mem, _ := idempotency.NewMemoryStore(idempotency.MemoryConfig{})
+		logs := &signalWriter{ch: make(chan struct{})}
+		store := &renewAfterComplete{MemoryStore: mem, completed: make(chan struct{}), logged: logs.ch}
+		var ctx context.Context
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ctx = r.Context()
+			time.Sleep(lease / 2) // past the first renewal, sent at lease/3
+			w.WriteHeader(http.StatusCreated)
+		})
+		m := newMiddleware(t, idempotency.Config{Store: storeOnly{store}, Lease: lease, ErrorLog: log.New(logs, "", 0)})
+		if w := post(m.Handler(h), "POST", "/x", "k", "{}"); w.Code != http.StatusCreated {
+			t.Fatalf("first: %d", w.Code)
+		}
+		synctest.Wait()
+		logs.mu.Lock()
+		got := logs.b.String()
+		logs.mu.Unlock()
+		if got != "" || errors.Is(context.Cause(ctx), idempotency.ErrLeaseLost) {
+			t.Fatalf("a renewal refused after the record was completed: logged %q, handler's context cause %v; want nothing logged, no lost lease", got, context.Cause(ctx))
+		}
+	})
+}
+
+// storeOnly hides the concrete type of a store, so that the middleware
+// treats it as a store that may fail (with its timeouts and retries).
+type storeOnly struct{ idempotency.Store }

@@ -73,6 +73,18 @@ type lease struct {
 	fails   int       // renewals failed in a row
 	lastErr error     // the last one's error
 	stopped bool
+	// completing: the handler has answered and its response is being
+	// stored. A renewal refused meanwhile may have reached the store after
+	// the Complete that made the record completed: not a lost lease.
+	// Complete's outcome says whether the key was still held.
+	completing bool
+}
+
+// complete notes that the response is being stored.
+func (l *lease) complete() {
+	l.mu.Lock()
+	l.completing = true
+	l.mu.Unlock()
 }
 
 // hold starts l, at now, for the request whose context is parent, which
@@ -123,6 +135,12 @@ func (l *lease) renew() {
 	defer l.mu.Unlock()
 	if l.stopped {
 		return // the request is done: its outcome decides
+	}
+	if l.completing && errors.Is(err, ErrLeaseLost) {
+		// Refused after its Complete, or because another request holds
+		// the key: Complete's outcome decides, and says which.
+		l.stopped = true
+		return
 	}
 	switch {
 	case left > 0 && err == nil:

@@ -537,6 +537,7 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, id ID
 	default:
 		// The lease is renewed while Complete is tried again.
 		var done func() // once a Complete failed: the key is noted as being stored
+		ls.complete()
 		err := c.complete(bg, id, token, resp, c.StoreTimeout, func() { done = h.m.trying(id, fp) })
 		if err != nil && !errors.Is(err, ErrLeaseLost) {
 			// The client has waited StoreTimeout: it gets its response,
