@@ -25,6 +25,8 @@ func TestBadInputIsUsage(t *testing.T) {
 		{[]string{"flaky", "--rate-slow", "0.5", "--slow", "0"}, "--slow 0"},
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:9", "--listen", ":99999"}, `--listen ":99999": port "99999": want a port from 0 to 65535`},
 		{[]string{"proxy", "--upstream", "http://127.0.0.1:9", "--listen", "8080"}, `--listen "8080": want HOST:PORT`},
+		{[]string{"proxy", "--upstream", "http://127.0.0.1:9", "--upstream-read-timeout", "-1s"}, `--upstream-read-timeout "-1s" is negative: want a duration ≥ 0 (0: no bound)`},
+		{[]string{"proxy", "--config", "proxy.yaml", "--upstream-read-timeout", "5m"}, `--upstream-read-timeout cannot be combined with --config: set it per route in the file`},
 	} {
 		r := run(t, nil, tc.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, tc.want) {

@@ -66,3 +66,48 @@ func TestProxyClientTimeoutStalledClients(t *testing.T) {
 		t.Errorf("the upstream got %d requests for a body cut short, want none", n)
 	}
 }
+
+// An upstream that stalls in the middle of an answer is given up after
+// --upstream-read-timeout, over real TCP between real processes: the
+// client's stream ends cut (no last chunk), the upstream's connection is
+// closed (its handler sees its request end), and the proxy's stderr says
+// why. A stream whose events come more often than the timeout is relayed
+// whole.
+func TestProxyUpstreamReadTimeoutStalledUpstream(t *testing.T) {
+	up := startUpstream(t)
+	p := startProxy(t, "--upstream", up.url, "--upstream-read-timeout", "1s")
+	addr := strings.TrimPrefix(p.url, "http://")
+
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second)) // a bound on the failure, not a wait
+	asked := time.Now()
+	io.WriteString(c, "GET /stream?n=3&every=30s HTTP/1.1\r\nHost: proxy.test\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("got %v, %v; want the head of the stream", resp, err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err == nil || !strings.Contains(err.Error(), "unexpected EOF") {
+		t.Errorf("the stream ended with %v, want it cut (unexpected EOF: no last chunk)", err)
+	}
+	if string(body) != "data: event 1\n\n" {
+		t.Errorf("the client got %q before the cut, want the first event", body)
+	}
+	if el := time.Since(asked); el < 800*time.Millisecond || el > 10*time.Second {
+		t.Errorf("the stream was cut %v after the request, want about 1 s (--upstream-read-timeout 1s; the next event was 30 s away)", el)
+	}
+	if got := up.waitFor(t, 1, func(s upSeen) bool { return s.Event == "cancelled" && s.Path == "/stream" }); len(got) != 1 {
+		t.Error("the upstream's stream went on after the cut, want its connection closed")
+	}
+	p.waitLine(t, "the upstream sent no byte of the answer's body for 1s")
+
+	// Events 300 ms apart, under the 1 s timeout: the whole stream.
+	resp, body2 := do(t, http.DefaultClient, "GET", p.url+"/stream?n=5&every=300ms", nil)
+	if resp.StatusCode != 200 || strings.Count(body2, "data: event") != 5 {
+		t.Errorf("a stream with events every 300 ms: got %d, %q; want the 5 events", resp.StatusCode, body2)
+	}
+}

@@ -42,7 +42,8 @@ type upSeen struct {
 //	          a status, with Retry-After (ra=seconds) and a delay (slow=);
 //	          reports "cancelled" if the client goes during the delay
 //	/echo     200, the request's method, header and body length in JSON
-//	/stream?n=N&every=D   text/event-stream: N events, one every D, each flushed
+//	/stream?n=N&every=D   text/event-stream: N events, one every D, each flushed;
+//	                      reports "cancelled" if the client goes first
 //	/slow?d=D             200 after D; reports "cancelled" if the client goes first
 //	/big?mb=N             N MiB as fast as they are taken; reports "cancelled",
 //	                      with the bytes sent in Body, if a write fails first
@@ -125,6 +126,7 @@ func serveUpstream() int {
 			f.Flush()
 			select {
 			case <-r.Context().Done():
+				record(upSeen{Event: "cancelled", Path: r.URL.Path})
 				return
 			case <-time.After(every):
 			}

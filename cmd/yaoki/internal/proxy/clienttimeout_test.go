@@ -68,13 +68,23 @@ func (pipeAddr) String() string  { return "pipe" }
 // is closed when the test ends.
 func pipeProxy(t *testing.T, timeout time.Duration, upstream http.Handler) (dial func() net.Conn) {
 	t.Helper()
+	return pipeRoute(t, timeout, Route{}, io.Discard, upstream)
+}
+
+// pipeRoute is pipeProxy for the route rc (its name and upstream set),
+// the proxy's log written to stderr. The proxy's pool dials the upstream
+// over pipes, on its own path and its fallback http.Transport's.
+func pipeRoute(t *testing.T, timeout time.Duration, rc Route, stderr io.Writer, upstream http.Handler) (dial func() net.Conn) {
+	t.Helper()
 	upL, frontL := newPipeListener(), newPipeListener()
 	up := &http.Server{Handler: upstream}
 	go up.Serve(upL)
-	base := &http.Transport{DialContext: func(context.Context, string, string) (net.Conn, error) { return upL.dial() }}
-	s := &Server{base: base, buffers: &bufferPool{}, ClientTimeout: timeout}
-	u, _ := url.Parse("http://upstream.test")
-	rs, err := s.build(&Config{Routes: []*Route{{Name: "--upstream", Upstream: u}}})
+	base := newUpstreamTransport()
+	base.dial = func(context.Context, string, string) (net.Conn, error) { return upL.dial() }
+	base.fallback.DialContext = base.dial
+	s := &Server{base: base, buffers: &bufferPool{}, ClientTimeout: timeout, stderr: stderr}
+	rc.Name, rc.Upstream = "--upstream", &url.URL{Scheme: "http", Host: "upstream.test"}
+	rs, err := s.build(&Config{Routes: []*Route{&rc}})
 	if err != nil {
 		t.Fatal(err)
 	}

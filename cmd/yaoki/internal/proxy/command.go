@@ -28,6 +28,7 @@ type options struct {
 	redisURL string
 	grace    flags.Seconds
 	client   flags.Seconds
+	readIdle string
 	key      string
 	maxBody  string
 	pf       flags.Policy
@@ -77,7 +78,11 @@ path has a ".." segment), with the reason as a word.
 
 --client-timeout (60 s) gives up a client that stalls: one that sends no
 byte of its request body, or does not take a write of the answer (at most
-32 KiB), for that long. The wait for the upstream is the policy's, not this.
+32 KiB), for that long. --upstream-read-timeout (60 s) cuts an answer whose
+body gets no byte from the upstream for that long (the client's answer ends
+cut, the upstream's connection is closed); a stream with heartbeats more
+often than that is relayed however long it lasts. The wait for the
+upstream's answer header is the policy's (--attempt-timeout), not these.
 
 --redis URL shares the retry budgets and breakers with every proxy using
 the same Redis. --admin-addr serves /metrics (Prometheus), /healthz and
@@ -100,6 +105,7 @@ the loaded routes if the new file is invalid.
 	f.StringVar(&o.redisURL, "redis", "", "share retry budgets and breakers through this Redis, e.g. redis://127.0.0.1:6379/0")
 	f.Var(&o.grace, "grace", "on SIGTERM, how long the calls in flight may take to finish")
 	f.Var(&o.client, "client-timeout", "give up a client that sends no byte of its request body, or does not take a write of the answer (at most 32 KiB), for this long (0: never)")
+	f.StringVar(&o.readIdle, "upstream-read-timeout", "", "with --upstream: cut an answer whose body gets no byte from the upstream for this long (default 60s; 0: never)")
 	f.StringVar(&o.key, "idempotency-key", "", "with --upstream: auto adds an Idempotency-Key to each POST and PATCH that has none (default off)")
 	f.StringVar(&o.maxBody, "max-buffered-body", "", "with --upstream: largest request body kept for retries, e.g. 64KiB (default 1MiB; -1: never)")
 	f.StringVar(&o.obs.MetricsAddr, "admin-addr", "", "serve /metrics, /healthz and /readyz on this address (port 0: any free port)")
@@ -119,9 +125,9 @@ func (o *options) routes(cmd *cobra.Command) (*Config, error) {
 		return nil, cli.Usagef("proxy needs --upstream URL or --config FILE")
 	case o.config != "":
 		for _, name := range []string{"idempotency-key", "max-buffered-body", "policy", "max-attempts", "max-time", "base",
-			"throttle-base", "cap", "multiplier", "jitter", "attempt-timeout", "max-retry-after", "hedge-after", "max-hedges"} {
+			"throttle-base", "cap", "multiplier", "jitter", "attempt-timeout", "max-retry-after", "hedge-after", "max-hedges", "upstream-read-timeout"} {
 			if changed(name) {
-				return nil, cli.Usagef("--%s cannot be combined with --config: set it per route in the file (policy, idempotency_key, max_buffered_body, hedge)", name)
+				return nil, cli.Usagef("--%s cannot be combined with --config: set it per route in the file (policy, idempotency_key, max_buffered_body, hedge, upstream_read_timeout)", name)
 			}
 		}
 		cfg, err := LoadConfig(o.config)
@@ -156,6 +162,11 @@ func (o *options) routes(cmd *cobra.Command) (*Config, error) {
 	if o.maxBody != "" {
 		if rc.MaxBody, err = ParseByteSize(o.maxBody); err != nil {
 			return nil, cli.Usagef("--max-buffered-body %v", err)
+		}
+	}
+	if o.readIdle != "" {
+		if rc.UpstreamReadTimeout, err = ParseReadTimeout(o.readIdle); err != nil {
+			return nil, cli.Usagef("--upstream-read-timeout %v", err)
 		}
 	}
 	return &Config{Routes: []*Route{rc}, Source: "--upstream"}, nil

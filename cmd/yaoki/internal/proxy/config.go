@@ -12,9 +12,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/flags"
 	"github.com/yaoki-go/yaoki/cmd/yaoki/internal/policyfile"
 	"github.com/yaoki-go/yaoki/hedge"
 	"github.com/yaoki-go/yaoki/httpretry"
@@ -48,10 +50,40 @@ type Route struct {
 	MaxBody      int64             // httpretry.Transport.MaxBufferedBody: 0 default, -1 never
 
 	Hedge *hedge.Config // httpretry.Transport.Hedge: nil, no hedging
+
+	// UpstreamReadTimeout is how long a read of an answer's body waits for
+	// the upstream's next bytes before the answer is cut (readTimeout).
+	// Zero: DefaultUpstreamReadTimeout; negative: no bound.
+	UpstreamReadTimeout time.Duration
+}
+
+// readTimeout is the route's upstream read timeout; 0: none.
+func (r *Route) readTimeout() time.Duration {
+	switch {
+	case r.UpstreamReadTimeout == 0:
+		return DefaultUpstreamReadTimeout
+	case r.UpstreamReadTimeout < 0:
+		return 0
+	}
+	return r.UpstreamReadTimeout
+}
+
+// ParseReadTimeout reads an upstream read timeout (upstream_read_timeout,
+// --upstream-read-timeout): a duration or plain seconds; 0 is no bound,
+// which Route.UpstreamReadTimeout writes as -1.
+func ParseReadTimeout(s string) (time.Duration, error) {
+	d, err := flags.ParseSeconds(s)
+	if err != nil {
+		return 0, fmt.Errorf("%v (0: no bound)", err)
+	}
+	if d == 0 {
+		return -1, nil
+	}
+	return d, nil
 }
 
 // routeFields are the keys a route may have.
-var routeFields = []string{"path", "host", "upstream", "policy", "idempotency_key", "max_buffered_body", "hedge"}
+var routeFields = []string{"path", "host", "upstream", "policy", "idempotency_key", "max_buffered_body", "hedge", "upstream_read_timeout"}
 
 // proxyConfigError is one thing wrong with a proxy config file, where it is and
 // what is accepted.
@@ -214,6 +246,8 @@ func (c *configReader) route(n *yaml.Node, name string) *Route {
 			r.MaxBody = parseScalar(c, v, path, "a size in bytes", ParseByteSize)
 		case "hedge":
 			r.Hedge = c.hedge(v, path)
+		case "upstream_read_timeout":
+			r.UpstreamReadTimeout = parseScalar(c, v, path, "a duration such as 60s or 10m, or 0", ParseReadTimeout)
 		default:
 			c.fail(k, path, "unknown key: want one of %s", strings.Join(routeFields, ", "))
 		}

@@ -17,6 +17,7 @@ func TestProxyConfigRoutes(t *testing.T) {
 routes:
   - host: API.local
     upstream: http://127.0.0.1:9001
+    upstream_read_timeout: 0
   - path: /payments/
     upstream: https://api.partner.example/v1
     idempotency_key: auto
@@ -28,6 +29,7 @@ routes:
           MaxAttempts: 4
       IdempotencyKey: "off"
     hedge: {delay: 50ms, max_hedges: 3, budget: off, brownout: 0.8}
+    upstream_read_timeout: 10m
   - path: /
     upstream: http://127.0.0.1:9002
     hedge: adaptive
@@ -47,6 +49,14 @@ routes:
 	}
 	if r2.Path != "/" {
 		t.Errorf("route 2: path %q", r2.Path)
+	}
+	for i, c := range []struct {
+		r    *Route
+		want time.Duration
+	}{{r0, 0}, {r1, 10 * time.Minute}, {r2, DefaultUpstreamReadTimeout}} {
+		if got := c.r.readTimeout(); got != c.want {
+			t.Errorf("route %d: upstream read timeout %v, want %v", i, got, c.want)
+		}
 	}
 	if r0.Hedge != nil {
 		t.Errorf("route 0: hedge %+v, want none (no hedge key)", *r0.Hedge)
@@ -102,6 +112,10 @@ func TestProxyConfigErrors(t *testing.T) {
 			`f.yaml:6:5: routes[0].retries: unknown key: want one of path, host, upstream, policy`,
 		}},
 		{"no upstream", "routes:\n  - path: /\n", []string{"f.yaml:2:5: routes[0].upstream: missing"}},
+		{"read timeout", "routes:\n  - upstream: http://a\n    upstream_read_timeout: -5s\n  - upstream: http://b\n    host: b\n    upstream_read_timeout: soon\n", []string{
+			`f.yaml:3:28: routes[0].upstream_read_timeout: "-5s" is negative: want a duration ≥ 0 (0: no bound)`,
+			`f.yaml:6:28: routes[1].upstream_read_timeout: "soon" is not a duration: want e.g. 250ms, 1.5s, 2m or plain seconds (0: no bound)`,
+		}},
 		{"hedge fields", `routes:
   - upstream: http://a
     hedge:

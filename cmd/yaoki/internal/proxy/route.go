@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"math"
 	"net"
 	"net/http"
@@ -109,7 +110,11 @@ func newProxyRoute(rc *Route, base http.RoundTripper, s *Server, ctx context.Con
 			p.Env.Breaker = br
 		}
 	}
-	t := &httpretry.Transport{Base: base, Policy: p, IdempotencyKey: rc.KeyMode, MaxBufferedBody: rc.MaxBody, Hedge: rc.Hedge, Observer: obs}
+	attempts := base
+	if u, ok := base.(*upstreamTransport); ok && rc.readTimeout() > 0 {
+		attempts = &readTimeout{u: u, idle: rc.readTimeout()}
+	}
+	t := &httpretry.Transport{Base: attempts, Policy: p, IdempotencyKey: rc.KeyMode, MaxBufferedBody: rc.MaxBody, Hedge: rc.Hedge, Observer: obs}
 	statuses := httpretry.DefaultStatuses()
 	if rc.Doc != nil {
 		statuses = policyfile.Statuses(rc.Doc)
@@ -156,6 +161,12 @@ func newProxyRoute(rc *Route, base http.RoundTripper, s *Server, ctx context.Con
 		ModifyResponse: pr.relay,
 		ErrorHandler:   pr.fail,
 		BufferPool:     s.buffers,
+	}
+	if s.stderr != nil {
+		// What it logs (an answer cut mid-body: the upstream's connection
+		// failed, or sent nothing for the read timeout) goes where the
+		// proxy's own messages go.
+		pr.proxy.ErrorLog = log.New(s.stderr, "yaoki proxy: ", 0)
 	}
 	pr.layered = layer.Middleware(pr.proxy)
 	return pr, nil

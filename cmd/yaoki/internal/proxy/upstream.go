@@ -11,6 +11,7 @@ import (
 	"net/http/httptrace"
 	"net/textproto"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -59,9 +60,9 @@ import (
 // It is safe for concurrent use.
 type upstreamTransport struct {
 	fallback    *http.Transport
-	dialer      net.Dialer
-	maxIdle     int           // idle connections kept per host
-	idleTimeout time.Duration // an idle connection older than this is closed
+	dial        func(ctx context.Context, network, addr string) (net.Conn, error) // the direct path's dialer (fallback has its own)
+	maxIdle     int                                                               // idle connections kept per host
+	idleTimeout time.Duration                                                     // an idle connection older than this is closed
 
 	mu   sync.Mutex
 	idle map[string][]*upstreamConn // by host:port, the most recently used last
@@ -88,9 +89,10 @@ func newUpstreamTransport() *upstreamTransport {
 	t.MaxIdleConns = 0
 	t.MaxIdleConnsPerHost = 512
 	t.DisableCompression = true
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	return &upstreamTransport{
 		fallback:    t,
-		dialer:      net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second},
+		dial:        d.DialContext,
 		maxIdle:     t.MaxIdleConnsPerHost,
 		idleTimeout: t.IdleConnTimeout,
 		idle:        map[string][]*upstreamConn{},
@@ -119,13 +121,24 @@ func (u *upstreamTransport) direct(req *http.Request) bool {
 	return true
 }
 
-// RoundTrip implements http.RoundTripper.
+// RoundTrip implements http.RoundTripper, without a read timeout.
 func (u *upstreamTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	return u.roundTrip(req, 0)
+}
+
+// roundTrip sends req; with idle > 0, a read of the answer's body that
+// waits longer than idle for the upstream's next bytes fails with an
+// *upstreamIdleError and closes the connection (see readTimeout).
+func (u *upstreamTransport) roundTrip(req *http.Request, idle time.Duration) (*http.Response, error) {
 	if withBody(req) && req.GetBody != nil {
 		req = withoutExpect(req)
 	}
 	if !u.direct(req) {
-		return u.fallback.RoundTrip(req)
+		resp, err := u.fallback.RoundTrip(req)
+		if err == nil && idle > 0 {
+			watchIdle(resp, idle)
+		}
+		return resp, err
 	}
 	addr := hostPort(req.URL)
 	ctx := req.Context()
@@ -150,7 +163,7 @@ func (u *upstreamTransport) RoundTrip(req *http.Request) (*http.Response, error)
 			req = &again
 		}
 		if c == nil {
-			nc, err := u.dialer.DialContext(ctx, "tcp", addr)
+			nc, err := u.dial(ctx, "tcp", addr)
 			if err != nil {
 				closeBody(req)
 				if ctx.Err() != nil {
@@ -160,7 +173,7 @@ func (u *upstreamTransport) RoundTrip(req *http.Request) (*http.Response, error)
 			}
 			c = newUpstreamConn(u, addr, nc)
 		}
-		resp, err := c.exchange(ctx, req) // closes req.Body
+		resp, err := c.exchange(ctx, req, idle) // closes req.Body
 		if err == nil {
 			return resp, nil
 		}
@@ -301,16 +314,20 @@ type upstreamConn struct {
 	w      errWriter      // nc, its first error kept
 	br     *bufio.Reader
 	bw     *bufio.Writer
-	reused bool      // it served an exchange before
-	idleAt time.Time // when it was put in the pool
-	fd     int       // nc's socket, for quiet; -1 where it does not look
-	peek   [1]byte   // what quiet peeks into
-	cut    func()    // ends the I/O in progress on nc: what an exchange's context does when it ends
+	req    *http.Request // the request whose answer's body is being read (for upstreamIdleError)
+	reused bool          // it served an exchange before
+	idleAt time.Time     // when it was put in the pool
+	fd     int           // nc's socket, for quiet; -1 where it does not look
+	peek   [1]byte       // what quiet peeks into
+	cut    func()        // ends the I/O in progress on nc: what an exchange's context does when it ends
 }
 
 func newUpstreamConn(u *upstreamTransport, addr string, nc net.Conn) *upstreamConn {
 	c := &upstreamConn{u: u, addr: addr, nc: nc, fd: socket(nc)}
-	c.cut = func() { c.nc.SetDeadline(time.Unix(1, 0)) } // made once: an exchange does not allocate it
+	c.cut = func() { // made once: an exchange does not allocate it
+		c.r.cut.Store(true) // before: see countingReader.Read
+		c.nc.SetDeadline(time.Unix(1, 0))
+	}
 	c.r = countingReader{nc: nc, left: -1}
 	c.br = bufio.NewReader(&c.r)
 	c.w = errWriter{nc: nc}
@@ -319,11 +336,19 @@ func newUpstreamConn(u *upstreamTransport, addr string, nc net.Conn) *upstreamCo
 }
 
 // countingReader reads nc, counting the bytes, and refusing to read more
-// than left bytes when left ≥ 0 (the limit on an answer's header).
+// than left bytes when left ≥ 0 (the limit on an answer's header). While
+// idle > 0 (the answer's body of a route with a read timeout), each read
+// first moves nc's read deadline to idle from now, as idleDeadline moves a
+// client's: only when it was last moved more than idle/8 ago, so that a
+// read that waits for the upstream's next bytes fails after between 7/8 of
+// idle and idle. It is read by one goroutine at a time.
 type countingReader struct {
-	nc   net.Conn
-	n    int64
-	left int64
+	nc    net.Conn
+	n     int64
+	left  int64
+	idle  time.Duration
+	moved time.Time   // when the read deadline was last moved; zero: it is not set
+	cut   atomic.Bool // the exchange's context ended: the deadline in the past stays
 }
 
 // errHeaderTooLong is the error of an answer whose header passes
@@ -336,6 +361,19 @@ func (r *countingReader) Read(p []byte) (int, error) {
 	}
 	if r.left > 0 && int64(len(p)) > r.left {
 		p = p[:r.left]
+	}
+	if r.idle > 0 {
+		if now := time.Now(); r.moved.IsZero() || now.Sub(r.moved) >= r.idle/8 {
+			r.moved = now
+			r.nc.SetReadDeadline(now.Add(r.idle))
+			if r.cut.Load() {
+				// The exchange's cut (its context ended) set the deadline
+				// in the past before this moved it: set it there again.
+				// (cut sets the flag first, so one of the two sees the
+				// other.)
+				r.nc.SetReadDeadline(time.Unix(1, 0))
+			}
+		}
 	}
 	n, err := r.nc.Read(p)
 	r.n += int64(n)
@@ -375,7 +413,15 @@ func (e *staleConnError) Unwrap() error { return e.err }
 // on c and reads the answer's header. The connection goes back to the pool
 // when the answer's body has been read to its end, and is closed when the
 // exchange fails, the body is closed before its end, or ctx ends first.
-func (c *upstreamConn) exchange(ctx context.Context, req *http.Request) (*http.Response, error) {
+func (c *upstreamConn) exchange(ctx context.Context, req *http.Request, idle time.Duration) (*http.Response, error) {
+	if !c.r.moved.IsZero() {
+		// The previous answer's body moved the read deadline: the wait for
+		// this answer's header is not bounded by it (that is the policy's
+		// AttemptTimeout).
+		c.nc.SetReadDeadline(time.Time{})
+		c.r.moved = time.Time{}
+	}
+	c.r.idle = 0
 	stop := alwaysStopped
 	if ctx.Done() != nil {
 		stop = context.AfterFunc(ctx, c.cut)
@@ -414,6 +460,8 @@ func (c *upstreamConn) exchange(ctx context.Context, req *http.Request) (*http.R
 		c.done(stop, keep)
 		return resp, nil
 	}
+	c.r.idle = idle
+	c.req = req
 	resp.Body = &upstreamBody{rc: resp.Body, c: c, ctx: ctx, stop: stop, keep: keep}
 	return resp, nil
 }
@@ -486,6 +534,8 @@ func (b *upstreamBody) Read(p []byte) (int, error) {
 	}
 	if err != io.EOF && b.ctx.Err() != nil {
 		err = context.Cause(b.ctx)
+	} else if idle := b.c.r.idle; idle > 0 && errors.Is(err, os.ErrDeadlineExceeded) {
+		err = &upstreamIdleError{method: b.c.req.Method, url: b.c.req.URL, idle: idle, err: err}
 	}
 	if b.closed.Load() {
 		err = http.ErrBodyReadAfterClose
