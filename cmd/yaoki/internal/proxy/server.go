@@ -180,6 +180,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if body != nil {
 			body.done.Store(true)
 		}
+		if rw.http10 {
+			if v := recover(); v != nil {
+				// httputil.ReverseProxy panics with ErrAbortHandler when
+				// the answer is cut (the upstream's connection failed, or
+				// sent nothing for the read timeout), and the server then
+				// closes the connection. An HTTP/1.0 client reads an
+				// answer of unknown length to the connection's end, so it
+				// would take the part it got for the whole: it gets a
+				// reset instead.
+				if v == http.ErrAbortHandler && !rw.sized() {
+					resetConn(w)
+				}
+				*rw = relayWriter{}
+				s.writers.Put(rw)
+				panic(v)
+			}
+		}
 		// The server writes what is left of the answer once the
 		// handler returns: under a deadline that is idle from now.
 		rw.wd.extend()
@@ -308,6 +325,27 @@ func (w *relayWriter) Write(p []byte) (int, error) {
 	}
 	w.wd.extend()
 	return w.ResponseWriter.Write(p)
+}
+
+// sized reports whether the final answer's header, written, has a
+// Content-Length: a client sees an answer cut short of it.
+func (w *relayWriter) sized() bool {
+	_, ok := w.ResponseWriter.Header()["Content-Length"]
+	return w.final && ok
+}
+
+// resetConn ends the connection of w's request with a reset (a TCP RST,
+// where the connection is TCP) rather than a close, so that its client's
+// read fails: the answer it was reading was cut.
+func resetConn(w http.ResponseWriter) {
+	c, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return // the server closes it
+	}
+	if tc, ok := c.(interface{ SetLinger(int) error }); ok {
+		tc.SetLinger(0)
+	}
+	c.Close()
 }
 
 // Unwrap returns the server's ResponseWriter, for http.ResponseController
