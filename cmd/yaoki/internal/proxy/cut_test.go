@@ -23,14 +23,18 @@ func TestProxyCutVisibleToHTTP10(t *testing.T) {
 	// connection: the client's read fails. An HTTP/1.1 client sees the cut
 	// by its missing last chunk (or its short Content-Length), and keeps
 	// what it got before it.
+	relayed := make(chan struct{}, 1)
 	url, _ := rawUpstream(t, func(c net.Conn, br *bufio.Reader) {
 		if _, ok := readRequest(t, br); !ok {
 			return
 		}
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
-		// The reset comes after the proxy has relayed the chunk: its
-		// read of the next waits until then.
-		time.Sleep(50 * time.Millisecond)
+		// The reset comes once the client has the chunk: the proxy's
+		// read of the next is waiting then.
+		select {
+		case <-relayed:
+		case <-time.After(10 * time.Second): // a bound on the failure, not a wait
+		}
 		c.(*net.TCPConn).SetLinger(0)
 		c.Close()
 	})
@@ -50,9 +54,15 @@ func TestProxyCutVisibleToHTTP10(t *testing.T) {
 		conn.SetDeadline(time.Now().Add(10 * time.Second)) // a bound on the failure, not a wait
 		io.WriteString(conn, "GET /x "+c.proto+"\r\nHost: front\r\n\r\n")
 		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-		if err == nil {
-			_, err = io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatalf("%s: %v", c.proto, err)
 		}
+		part := make([]byte, 5)
+		if _, err := io.ReadFull(resp.Body, part); err != nil || string(part) != "hello" {
+			t.Fatalf("%s: the client got %q, %v; want the first chunk's hello", c.proto, part, err)
+		}
+		relayed <- struct{}{}
+		_, err = io.ReadAll(resp.Body)
 		if !c.wantErr(err) {
 			t.Errorf("%s: the cut answer ended with %v, want %s", c.proto, err, c.want)
 		}

@@ -53,7 +53,7 @@ func smuggleUpstream(t *testing.T) (url string, seen <-chan string) {
 // until the connection ends, and reports whether it ended: closed is false
 // when the connection was still open after a bound (each of the proxy's
 // answers comes at once: its upstream answers at once), a wait that only
-// a connection wrongly left open takes. With next, it sends next on the
+// a connection wrongly left open takes (10 s). With next, it sends next on the
 // connection after the answers it expects (want) instead, and reads its
 // answer: a connection rightly kept open is found without a wait.
 func exchangeAll(t *testing.T, url, msg string, want int, next string) (answers []*http.Response, bodies []string, closed bool) {
@@ -72,7 +72,7 @@ func exchangeAll(t *testing.T, url, msg string, want int, next string) (answers 
 			io.WriteString(c, next)
 			next = ""
 		}
-		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
 		resp, err := http.ReadResponse(br, nil)
 		if err != nil {
 			var ne net.Error
@@ -88,7 +88,7 @@ func exchangeAll(t *testing.T, url, msg string, want int, next string) (answers 
 		answers, bodies = append(answers, resp), append(bodies, string(b))
 		if resp.Close {
 			// The server said it closes: see that it does.
-			c.SetReadDeadline(time.Now().Add(2 * time.Second))
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
 			_, err := br.ReadByte()
 			var ne net.Error
 			return answers, bodies, !(errors.As(err, &ne) && ne.Timeout())
