@@ -21,7 +21,9 @@ import (
 // retry that reaches another instance is replayed there too. (No Output:
 // it needs a Redis server.)
 func ExampleNewIdempotencyStore() {
-	rdb := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:6379"})
+	// ContextTimeoutEnabled: the middleware's bounds on each call (a
+	// renewal gets half of what is left of its lease) hold.
+	rdb := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
 	defer rdb.Close()
 	store := redis.NewIdempotencyStore(rdb, redis.IdempotencyConfig{Prefix: "payments:idem:"})
 	// A server that evicts keys or restarts without an append-only file
