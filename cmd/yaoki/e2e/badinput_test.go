@@ -17,6 +17,9 @@ func TestBadInputIsUsage(t *testing.T) {
 	}{
 		{[]string{"exec", "--", ""}, "the command name is empty"},
 		{[]string{"exec", "--", "  "}, "the command name is empty"},
+		// --retry-on "$CODES" with CODES unset: refused, not the default set.
+		{[]string{"exec", "--retry-on", "", "--", "false"}, `--retry-on "": "" is not an exit code or range`},
+		{[]string{"exec", "--no-retry-on=", "--", "false"}, `--no-retry-on "": "" is not an exit code or range`},
 		{[]string{"flaky", "--script", "100"}, "100 is informational (1xx) and cannot be a final answer"},
 		{[]string{"flaky", "--script", "503,101"}, "101 is informational"},
 		{[]string{"flaky", "--script", "199"}, "199 is informational"},

@@ -141,12 +141,12 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	retried, err := o.codes()
+	retried, err := o.codes(cmd.Flags().Changed)
 	if err != nil {
 		return err
 	}
 	named, _ := parseCodes(o.retryOn) // checked by codes
-	explicit := func(code int) bool { return o.retryOn != "" && named[code] }
+	explicit := func(code int) bool { return named[code] }
 	grace := o.grace.D
 	if grace == 0 {
 		grace = 1 // exec.Cmd reads 0 as "wait for ever": --grace 0 is SIGKILL at once
@@ -380,15 +380,19 @@ func stdinRewinder(f *os.File) func() error {
 }
 
 // codes returns the test for retried exit statuses.
-func (o *execOptions) codes() (func(*exitStatus) bool, error) {
+//
+// A flag given empty (--retry-on "$CODES" with CODES unset) is refused, as
+// parseCodes refuses it, rather than read as the flag left out, which
+// retries the default set of codes.
+func (o *execOptions) codes(given func(name string) bool) (func(*exitStatus) bool, error) {
 	var on, off map[int]bool
 	var err error
-	if o.retryOn != "" {
+	if given("retry-on") {
 		if on, err = parseCodes(o.retryOn); err != nil {
 			return nil, cli.Usagef("--retry-on %q: %v", o.retryOn, err)
 		}
 	}
-	if o.noRetryOn != "" {
+	if given("no-retry-on") {
 		if off, err = parseCodes(o.noRetryOn); err != nil {
 			return nil, cli.Usagef("--no-retry-on %q: %v", o.noRetryOn, err)
 		}
