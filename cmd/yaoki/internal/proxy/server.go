@@ -96,18 +96,22 @@ func (s *Server) MarkReady() { s.ready.Store(true) }
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.inFlight.Add(1)
 	defer s.inFlight.Add(-1)
-	chunked := r.TransferEncoding != nil
-	if chunked {
+	closes := r.TransferEncoding != nil || (r.ProtoMajor == 1 && r.ProtoMinor == 0)
+	if closes {
 		// RFC 9112 §6.3: a request with both Transfer-Encoding and
 		// Content-Length is read as chunked (net/http removes the
 		// Content-Length), and its connection MUST be closed after the
 		// answer: an intermediary in front that framed it by its
 		// Content-Length takes the bytes after the chunked body for the
 		// body, which the next request would otherwise be read from
-		// (request smuggling). net/http removes the Content-Length
-		// before the handler sees the request, so a request that had
-		// both cannot be told from a chunked one: every chunked request's
-		// connection is closed after its answer.
+		// (request smuggling). §6.1: an HTTP/1.0 request with
+		// Transfer-Encoding has faulty framing (net/http reads it by its
+		// Content-Length), and its connection MUST be closed after it too.
+		// net/http removes these fields before the handler sees the
+		// request, so such requests cannot be told from a chunked one, or
+		// from any HTTP/1.0 one: the connection of each is closed after
+		// its answer (HTTP/1.0 connections are closed unless the client
+		// asks to keep them).
 		w.Header()["Connection"] = connClose
 	}
 	if vs, ok := r.Header["Via"]; ok {
@@ -164,7 +168,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rw == nil {
 		rw = new(relayWriter)
 	}
-	rw.ResponseWriter, rw.http10, rw.close = w, !r.ProtoAtLeast(1, 1), chunked
+	rw.ResponseWriter, rw.http10, rw.close = w, !r.ProtoAtLeast(1, 1), closes
 	if _, up := r.Header["Upgrade"]; s.ClientTimeout > 0 && !up {
 		// An upgraded connection (a WebSocket) is the client's and the
 		// upstream's to keep, idle as long as they like: no deadline is
@@ -291,7 +295,7 @@ type relayWriter struct {
 	http.ResponseWriter
 	final  bool         // the final answer's header is written
 	http10 bool         // the client speaks HTTP/1.0, which has no 1xx answers
-	close  bool         // the final answer closes the connection (a chunked request, see ServeHTTP)
+	close  bool         // the final answer closes the connection (a chunked or HTTP/1.0 request, see ServeHTTP)
 	wd     idleDeadline // the write deadline of Server.ClientTimeout, moved before each write
 }
 

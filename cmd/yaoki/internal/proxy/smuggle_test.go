@@ -186,3 +186,42 @@ func TestProxyChunkedClosesConnection(t *testing.T) {
 		t.Errorf("with Content-Length alone: %d answers on the connection, want 3, none closing it", len(answers))
 	}
 }
+
+func TestProxyHTTP10TransferEncodingClosesConnection(t *testing.T) {
+	// RFC 9112 §6.1: an HTTP/1.0 message with Transfer-Encoding has
+	// faulty framing, and its connection MUST be closed after it is
+	// processed. net/http reads such a request by its Content-Length
+	// (HTTP/1.0 has no chunks) and removes the Transfer-Encoding before
+	// the proxy sees it; an intermediary in front that read the body as
+	// chunked would take the bytes after the Content-Length for body, and
+	// a request hidden there reached the upstream as one of its own on a
+	// connection kept alive. net/http leaves no trace of the field, so the
+	// connection of every HTTP/1.0 request is closed after its answer,
+	// one that asks to keep it (Connection: keep-alive) too.
+	url, seen := smuggleUpstream(t)
+	front := routeFront(t, url, Route{})
+	const smuggled = "GET /admin HTTP/1.0\r\nHost: front\r\n\r\n"
+	answers, _, closed := exchangeAll(t, front.URL, "PUT /upload HTTP/1.0\r\nHost: front\r\nConnection: keep-alive\r\nContent-Length: 5\r\n"+
+		"Transfer-Encoding: chunked\r\n\r\nhello"+smuggled, 1, "")
+	if len(answers) != 1 || answers[0].StatusCode != 200 || !closed {
+		t.Errorf("got %d answers, connection closed: %v; want one 200, and the connection closed", len(answers), closed)
+	}
+	var got []string
+	for len(got) < 2 {
+		select {
+		case s := <-seen:
+			got = append(got, s)
+			continue
+		default:
+		}
+		break
+	}
+	if strings.Join(got, "|") != "PUT /upload hello" {
+		t.Errorf("the upstream saw %q, want one PUT /upload with the body hello; never GET /admin", got)
+	}
+	answers, _, closed = exchangeAll(t, front.URL, "GET /a HTTP/1.0\r\nHost: front\r\nConnection: keep-alive\r\n\r\n"+
+		"GET /b HTTP/1.0\r\nHost: front\r\nConnection: keep-alive\r\n\r\n", 1, "")
+	if len(answers) != 1 || !closed {
+		t.Errorf("HTTP/1.0 keep-alive: %d answers on the connection (closed after: %v), want 1 and the connection closed", len(answers), closed)
+	}
+}
