@@ -118,9 +118,10 @@ type Config struct {
 	// 5xx, 408 and 429 are not (they ask the client to try again, and
 	// storing them would replay the failure to every retry).
 	Keep func(status int) bool
-	// StoreTimeout bounds each store call made after the handler started
-	// (renewals, Complete, Release); they run even when the client has
-	// gone away. A failed Complete is tried again, with backoff (10 ms
+	// StoreTimeout bounds each store call: Begin (a request whose Begin
+	// has no reply within it gets 503, its claim released), and those made
+	// after the handler started (renewals, Complete, Release), which run
+	// even when the client has gone away. A failed Complete is tried again, with backoff (10 ms
 	// doubled per try, full jitter, at most 1 s), while the client waits
 	// for its response for up to StoreTimeout since the first try; then
 	// the response is sent and Complete is tried on in the background, the

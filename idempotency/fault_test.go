@@ -34,6 +34,7 @@ type faultyStore struct {
 	failCompletes atomic.Int64 // so many Completes fail
 	hangCompletes atomic.Int64 // so many Completes get no reply: they end with their context
 	loseCompletes atomic.Int64 // so many Completes are made, and their replies lost
+	hangBegins    atomic.Int64 // so many Begins are made, and their replies never come
 	completes     atomic.Int64 // Completes tried
 }
 
@@ -46,7 +47,12 @@ func (s *faultyStore) Begin(ctx context.Context, id idempotency.ID, fp idempoten
 	if s.down.Load() {
 		return idempotency.Record{}, false, errLinkCut
 	}
-	return s.MemoryStore.Begin(ctx, id, fp, token, now, lease)
+	rec, claimed, err := s.MemoryStore.Begin(ctx, id, fp, token, now, lease)
+	if s.hangBegins.Add(-1) >= 0 {
+		<-ctx.Done() // the reply never comes
+		return idempotency.Record{}, false, ctx.Err()
+	}
+	return rec, claimed, err
 }
 
 func (s *faultyStore) Extend(ctx context.Context, id idempotency.ID, token string, now time.Time, lease time.Duration) error {
@@ -644,3 +650,33 @@ func TestFaultRenewalAfterComplete(t *testing.T) {
 // storeOnly hides the concrete type of a store, so that the middleware
 // treats it as a store that may fail (with its timeouts and retries).
 type storeOnly struct{ idempotency.Store }
+
+// TestFaultBeginReplyNeverComes: Begin claims the key but its reply never
+// comes (its connection dead without a reset). The request gets 503 after
+// StoreTimeout (2 s), with nothing executed and its claim released, rather
+// than hanging until its client gives up while the claim makes every retry
+// 409; the retry runs the handler.
+func TestFaultBeginReplyNeverComes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newFaultyStore()
+		store.hangBegins.Store(1)
+		h := &charges{}
+		m := newMiddleware(t, idempotency.Config{Store: store, StoreTimeout: 2 * time.Second})
+		start := time.Now()
+		done := make(chan *httptest.ResponseRecorder, 1)
+		go func() { done <- post(m.Handler(h), "POST", "/x", "k", "{}") }()
+		var first *httptest.ResponseRecorder
+		select {
+		case first = <-done:
+		case <-time.After(time.Minute):
+			t.Fatal("the request still waits for Begin's reply after a minute")
+		}
+		if d := time.Since(start); first.Code != http.StatusServiceUnavailable || d != 2*time.Second || problem(t, first).Reason != idempotency.ReasonStoreUnavailable {
+			t.Fatalf("first: %d after %v, want 503 store_unavailable after StoreTimeout (2 s)", first.Code, d)
+		}
+		again := post(m.Handler(h), "POST", "/x", "k", "{}")
+		if again.Code != http.StatusCreated || h.runs.Load() != 1 {
+			t.Fatalf("retry: %d, runs %d; want 201 from one run (the claim released)", again.Code, h.runs.Load())
+		}
+	})
+}

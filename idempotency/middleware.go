@@ -299,7 +299,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	token := rand.Text()
 	now := c.Now()
-	rec, claimed, err := c.Store.Begin(r.Context(), id, fp, token, now, c.Lease)
+	// Bounded by StoreTimeout, as every store call: a Begin whose reply
+	// never comes (its connection dead without a reset) would hold the
+	// request until its client gave up, and its claim the key.
+	bctx, cancel := c.storeContext(r.Context())
+	rec, claimed, err := c.Store.Begin(bctx, id, fp, token, now, c.Lease)
+	cancel()
 	if err != nil {
 		c.ErrorLog.Printf("idempotency: begin %s %s with key %q: %v", r.Method, r.URL.EscapedPath(), key, err)
 		// The Begin may have claimed the key before its reply was lost:
