@@ -34,7 +34,7 @@ const (
 	DefaultMaxRequestBytes = 1 << 20
 	// DefaultMaxResponseBytes bounds the response body kept for replay.
 	DefaultMaxResponseBytes = 1 << 20
-	// DefaultStoreTimeout bounds each store call made after the handler.
+	// DefaultStoreTimeout bounds each store call (Config.StoreTimeout).
 	DefaultStoreTimeout = 5 * time.Second
 )
 
