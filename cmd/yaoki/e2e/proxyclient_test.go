@@ -105,9 +105,9 @@ func TestProxyUpstreamReadTimeoutStalledUpstream(t *testing.T) {
 	}
 	p.waitLine(t, "the upstream sent no byte of the answer's body for 1s")
 
-	// Events 300 ms apart, under the 1 s timeout: the whole stream.
-	resp, body2 := do(t, http.DefaultClient, "GET", p.url+"/stream?n=5&every=300ms", nil)
+	// Events 100 ms apart, well under the 1 s timeout: the whole stream.
+	resp, body2 := do(t, http.DefaultClient, "GET", p.url+"/stream?n=5&every=100ms", nil)
 	if resp.StatusCode != 200 || strings.Count(body2, "data: event") != 5 {
-		t.Errorf("a stream with events every 300 ms: got %d, %q; want the 5 events", resp.StatusCode, body2)
+		t.Errorf("a stream with events every 100 ms: got %d, %q; want the 5 events", resp.StatusCode, body2)
 	}
 }
