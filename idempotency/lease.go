@@ -199,11 +199,12 @@ func retryDelay(n int, ceiling time.Duration) time.Duration {
 // progress, and once the lease has passed a retry of the request would run
 // the handler again. It stops at ErrLeaseLost (another request holds the
 // key: the token fences this one off). The lease is renewed meanwhile by
-// the caller's lease. failed, if not nil, is called after the first try
-// that failed and will be tried again.
-func (c *Config) complete(ctx context.Context, id ID, token string, resp Response, timeout time.Duration, failed func()) error {
+// the caller's lease. With m, the first try that failed and will be tried
+// again notes the key as being stored (Middleware.trying, whose done func
+// it returns; nil if none failed so).
+func (c *Config) complete(ctx context.Context, id ID, token string, resp Response, timeout time.Duration, m *Middleware, fp Fingerprint) (done func(), err error) {
 	if _, ok := c.Store.(*MemoryStore); ok {
-		return c.Store.Complete(ctx, id, token, resp, c.Now(), c.TTL) // never fails but for a lost lease
+		return nil, c.Store.Complete(ctx, id, token, resp, c.Now(), c.TTL) // never fails but for a lost lease
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -220,13 +221,13 @@ func (c *Config) complete(ctx context.Context, id ID, token string, resp Respons
 			cancelTry()
 		}
 		if err == nil || errors.Is(err, ErrLeaseLost) {
-			return err
+			return done, err
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("idempotency: %d tries in %v: %w", n, timeout, err)
+			return done, fmt.Errorf("idempotency: %d tries in %v: %w", n, timeout, err)
 		}
-		if n == 1 && failed != nil {
-			failed()
+		if n == 1 && m != nil {
+			done = m.trying(id, fp)
 		}
 		if n <= 8 || n&(n-1) == 0 {
 			// Every try at first, then fewer lines: a store away for
@@ -238,7 +239,7 @@ func (c *Config) complete(ctx context.Context, id ID, token string, resp Respons
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("idempotency: %d tries in %v: %w", n, timeout, err)
+			return done, fmt.Errorf("idempotency: %d tries in %v: %w", n, timeout, err)
 		}
 	}
 }

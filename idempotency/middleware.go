@@ -541,9 +541,9 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, id ID
 		c.release(bg, id, token, "after status "+strconv.Itoa(resp.Status))
 	default:
 		// The lease is renewed while Complete is tried again.
-		var done func() // once a Complete failed: the key is noted as being stored
 		ls.complete()
-		err := c.complete(bg, id, token, resp, c.StoreTimeout, func() { done = h.m.trying(id, fp) })
+		// done: once a Complete failed, the key is noted as being stored.
+		done, err := c.complete(bg, id, token, resp, c.StoreTimeout, h.m, fp)
 		if err != nil && !errors.Is(err, ErrLeaseLost) {
 			// The client has waited StoreTimeout: it gets its response,
 			// and Complete goes on while the lease holds the key, and
@@ -560,7 +560,7 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request, body []byte, id ID
 				done = h.m.trying(id, fp)
 			}
 			h.m.background(func() {
-				err := c.complete(bg, id, token, resp, left, nil)
+				_, err := c.complete(bg, id, token, resp, left, nil, Fingerprint{})
 				ls.stop()
 				done()
 				if err != nil {
