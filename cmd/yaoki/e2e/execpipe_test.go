@@ -1,11 +1,15 @@
 package e2e
 
 import (
+	"bufio"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // Fault: the reader of yaoki exec's output goes away (yaoki exec -- CMD |
@@ -42,5 +46,47 @@ func TestExecReaderGoneNotRetried(t *testing.T) {
 		if code != 141 || runs != tc.runs {
 			t.Errorf("exec %q with its reader gone: exit %d (%v) after %d runs; want 141 after %d\n%s", tc.args, code, err, runs, tc.runs, errb.String())
 		}
+	}
+}
+
+// Fault: an attempt fails and leaves a process that ignores SIGTERM (and
+// SIGINT, as a background job of a script does), with --grace 1h; Ctrl-C
+// comes while yaoki waits for it to end before the next attempt. yaoki
+// stops at once: the leftover gets SIGKILL now, not after the hour, and
+// yaoki exits 130 without another attempt.
+func TestExecSignalDuringLeftoverGrace(t *testing.T) {
+	const script = `(trap '' TERM; exec sleep 300) </dev/null >/dev/null 2>&1 & echo $!; exit 1`
+	c := exec.Command(yaoki, "exec", "--base", "0", "--grace", "1h", "--max-attempts", "3", "--", "sh", "-c", script)
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	stdout, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := start(t, c)
+	t.Cleanup(s.kill)
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	pid := strings.TrimSpace(line)
+	if err != nil || pid == "" {
+		t.Fatalf("the command printed no PID: %q, %v", line, err)
+	}
+	t.Cleanup(func() {
+		if n, err := strconv.Atoi(pid); err == nil && !gone(pid) {
+			syscall.Kill(n, syscall.SIGKILL)
+		}
+	})
+	_ = c.Process.Signal(syscall.SIGINT)
+	exited := make(chan int, 1)
+	go func() { exited <- s.wait(t) }()
+	select {
+	case code := <-exited:
+		log := strings.Join(s.lines(), "\n")
+		if code != 130 || strings.Contains(log, "attempt 2") {
+			t.Errorf("exit %d; want 130 and no second attempt\n%s", code, log)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("yaoki still runs 20 s after SIGINT: it waits --grace 1h for the leftover\n%s", strings.Join(s.lines(), "\n"))
+	}
+	if !gone(pid) {
+		t.Errorf("the leftover (PID %s) still runs after yaoki exited", pid)
 	}
 }

@@ -293,7 +293,7 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 			if !cancelled.IsZero() {
 				deadline = cancelled.Add(grace)
 			}
-			endLeftovers(c.Process.Pid, group, !cancelled.IsZero(), deadline)
+			endLeftovers(c.Process.Pid, group, !cancelled.IsZero(), deadline, ctx.Done())
 		}
 		if ok {
 			last = 0

@@ -18,5 +18,5 @@ func signalGroup(p *os.Process, s os.Signal) error { return p.Signal(s) }
 
 func adoptOrphans() bool { return false }
 
-func endLeftovers(int, bool, bool, time.Time) {}
-func dieWithYaoki(*exec.Cmd)                  {}
+func endLeftovers(int, bool, bool, time.Time, <-chan struct{}) {}
+func dieWithYaoki(*exec.Cmd)                                   {}

@@ -46,9 +46,11 @@ func signalGroup(p *os.Process, s os.Signal) error {
 // orphans (Linux), every process left of the attempt, those that left the
 // group (setsid, a daemon's double fork) too. Each gets SIGTERM (the group's
 // members not when signalled: they got the timeout's or a forwarded signal
-// already), and those still there at deadline SIGKILL. It returns once none
-// is left, or a second after deadline.
-func endLeftovers(pid int, group, signalled bool, deadline time.Time) {
+// already), and those still there at deadline SIGKILL, or at once when
+// stop is closed (the user's signal: yaoki is stopping, and waits for no
+// grace between attempts). It returns once none is left, or a second after
+// the SIGKILL.
+func endLeftovers(pid int, group, signalled bool, deadline time.Time, stop <-chan struct{}) {
 	if group && !signalled {
 		_ = syscall.Kill(-pid, syscall.SIGTERM)
 	}
@@ -62,6 +64,13 @@ func endLeftovers(pid int, group, signalled bool, deadline time.Time) {
 			return
 		}
 		now := time.Now()
+		select {
+		case <-stop:
+			if deadline.After(now) {
+				deadline = now
+			}
+		default:
+		}
 		if !killed && !now.Before(deadline) {
 			killed = true
 			if group {
