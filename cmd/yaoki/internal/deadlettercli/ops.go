@@ -301,7 +301,7 @@ letters by state are the gauge yaoki_deadletter_letters.
 	fs.BoolVar(&o.once, "once", false, "make one pass, print its report and exit")
 	fs.IntVar(&o.batch, "batch", o.batch, "most letters claimed per pass")
 	fs.Var(&o.lease, "lease", "how long a claimed letter is held: each request's timeout")
-	fs.IntVar(&o.redrives, "max-redrives", o.redrives, "failed redrives that park a letter (-1: never)")
+	fs.IntVar(&o.redrives, "max-redrives", o.redrives, "failed redrives that park a letter; -1: never")
 	fs.Var(&o.interval, "interval", "wait between passes that found less than a full batch")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "print each letter's outcome on stderr")
 	o.obs.Register(fs)
