@@ -68,7 +68,7 @@ func TestBulkheadWaitTellsItself(t *testing.T) {
 		go func() { done <- retry.Do(ctx, p, func(context.Context) error { <-release; return nil }) }()
 		synctest.Wait() // it holds the slot
 		go func() {
-			time.Sleep(3 * time.Second)
+			time.Sleep(3 * time.Second) // virtual: the synctest bubble's clock
 			close(release)
 		}()
 		if err := retry.Do(ctx, p, func(context.Context) error { return nil }); err != nil {

@@ -146,7 +146,7 @@ func TestBulkheadDeadlineAsSlotFrees(t *testing.T) {
 				t.Fatal(err)
 			}
 			go func() {
-				time.Sleep(time.Second)
+				time.Sleep(time.Second) // virtual: the synctest bubble's clock
 				b.Release()
 			}()
 			if i%2 == 0 {

@@ -420,7 +420,7 @@ func LostRenewalReply(t *testing.T, f Faults) {
 			if r.Header.Get(header.IdempotencyKey) != key {
 				return // the warm-up
 			}
-			<-store.ok // the first renewal, at lease/3, got through
+			<-store.ok         // the first renewal, at lease/3, got through
 			px.HoldNextReply() // the next renewal's: it never comes, the connection stays open
 			select {
 			case <-store.ok: // a renewal after the lost one got through
