@@ -280,10 +280,15 @@ func (o *execOptions) run(cmd *cobra.Command, args []string) error {
 			pending = nil
 		}
 		mu.Unlock()
-		werr := c.Wait()
+		// The command is no longer current once it has exited, before it
+		// is reaped: a signal that comes after it exited reaches it no
+		// more and counts as one sent during the wait that follows (exit
+		// 128+N), not as forwarded (the command's exit code standing).
+		awaitExit(c.Process.Pid)
 		mu.Lock()
 		current = nil
 		mu.Unlock()
+		werr := c.Wait()
 		st := c.ProcessState
 		ok := werr == nil && st != nil && st.Success()
 		if !ok || !cancelled.IsZero() {

@@ -13,3 +13,7 @@ func orphans() []int { return nil }
 func reap() {}
 
 func dieWithYaoki(*exec.Cmd) {}
+
+// awaitExit returns at once: the BSDs offer no portable wait that leaves
+// the process unreaped; os/exec reaps it.
+func awaitExit(int) {}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"unsafe"
 )
 
 // adoptOrphans makes yaoki the child subreaper of what it runs
@@ -75,4 +76,22 @@ func dieWithYaoki(c *exec.Cmd) {
 		c.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	c.SysProcAttr.Pdeathsig = syscall.SIGKILL
+}
+
+// awaitExit returns once the process pid has exited, leaving it a zombie
+// for os/exec to reap (waitid with WNOWAIT): until it is reaped, nothing
+// else can take its PID or learn that it is gone.
+func awaitExit(pid int) {
+	const (
+		pPID    = 1
+		wExited = 4
+		wNoWait = 0x1000000
+	)
+	var info [128]byte // siginfo_t, unread
+	for {
+		_, _, e := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid), uintptr(unsafe.Pointer(&info)), wExited|wNoWait, 0, 0)
+		if e != syscall.EINTR {
+			return
+		}
+	}
 }
