@@ -19,7 +19,9 @@ type Hedger interface {
 	// PlanAt is asked when a call starts at now: the wait before its
 	// first hedge (the same wait separates its later hedges), and whether
 	// the call is hedged at all. It is not asked for a call whose context
-	// has already ended: that call is not hedged.
+	// has already ended, nor for one that may make one attempt only (an
+	// attempt limit of 1, or SingleAttempt: a hedge is a second attempt):
+	// those calls are not hedged, and the Hedger hears nothing of them.
 	PlanAt(now time.Time) (delay time.Duration, ok bool)
 	// AllowAt is asked before each hedge: nil, or an error saying why the
 	// hedge is not sent (its event's reason is "hedge_" and the error's
@@ -35,7 +37,8 @@ type Hedger interface {
 	// context, or a give-up) cut short before the delay is not told: its
 	// short run says nothing of the dependency's latency.
 	ObserveAt(now time.Time, latency time.Duration, slow bool)
-	// MaxHedges is the most hedges of one call.
+	// MaxHedges is the most hedges of one call; 0 or less: no call is
+	// hedged, and PlanAt, AllowAt and ObserveAt are never asked.
 	MaxHedges() int
 }
 
@@ -75,9 +78,17 @@ func Hedge(ctx context.Context, p Policy, fn func(context.Context) error) error 
 // attempt of a round to fail decides as in Do (a wait and a retry, or a
 // give-up).
 //
-// Without a Hedger, HedgeValue is DoValue and discard is not called.
+// Without a Hedger, HedgeValue is DoValue and discard is not called; so it
+// is for a call that may make one attempt only, which no hedge may follow:
+// under SingleAttempt (an outer layer retries, and the promise of one
+// attempt at this layer holds for hedges too, which would multiply the
+// load as retries do) or with MaxAttempts 1; and for every call under a
+// Hedger whose MaxHedges is 0 or less. The Hedger then neither plans the
+// call (it is not among the calls its budget counts) nor observes its
+// attempt, and no event.HedgeRefused is reported for it
+// (TestHedgeSingleAttemptNotPlanned).
 func HedgeValue[T any](ctx context.Context, p Policy, fn func(context.Context) (T, error), discard func(T)) (T, error) {
-	if p.Env == nil || p.Env.Hedger == nil {
+	if !hedgeable(ctx, &p) {
 		return DoValue(ctx, p, fn)
 	}
 	if err := p.Validate(); err != nil {
@@ -87,9 +98,20 @@ func HedgeValue[T any](ctx context.Context, p Policy, fn func(context.Context) (
 	return hedged(ctx, &p, fn, discard)
 }
 
+// hedgeable reports whether a call under ctx and p may send a hedge: p.Env
+// has a Hedger that sends some, and the call may make a second attempt (its
+// attempt limit is not 1, and no outer layer retries it: SingleAttempt).
+// A call that may not is run as DoValue runs it, and the Hedger hears
+// nothing of it: it neither counts it among the calls of its budget nor
+// observes its attempt, and no hedge is reported refused.
+func hedgeable(ctx context.Context, p *Policy) bool {
+	return p.Env != nil && p.Env.Hedger != nil && p.Attempts() != 1 && !IsSingleAttempt(ctx) &&
+		p.Env.Hedger.MaxHedges() > 0
+}
+
 // HedgeValueWith is HedgeValue for a prepared Retrier.
 func HedgeValueWith[T any](ctx context.Context, r *Retrier, fn func(context.Context) (T, error), discard func(T)) (T, error) {
-	if r.p.Env == nil || r.p.Env.Hedger == nil {
+	if !hedgeable(ctx, &r.p) {
 		return DoValueWith(ctx, r, fn)
 	}
 	return hedged(ctx, &r.p, fn, discard)
