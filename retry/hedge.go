@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/yaoki-go/yaoki/event"
@@ -77,6 +78,15 @@ func Hedge(ctx context.Context, p Policy, fn func(context.Context) error) error 
 // round's hedges: the server asked for fewer requests); the last
 // attempt of a round to fail decides as in Do (a wait and a retry, or a
 // give-up).
+//
+// An attempt that panics while the call is on makes the call panic with
+// its value, on the caller's goroutine, once the guards and the observer
+// have heard of its end (a failure) and the other attempts are cancelled.
+// An attempt that panics once the call has ended (it returned another
+// attempt's answer, or panicked with another's panic) is reported to the
+// guards and the observer as a failure whose error says it panicked, and
+// with what: a panic on the goroutine that collects the losers, which no
+// caller can recover, would end the process (TestHedgedLoserPanicReported).
 //
 // Without a Hedger, HedgeValue is DoValue and discard is not called; so it
 // is for a call that may make one attempt only, which no hedge may follow:
@@ -383,9 +393,12 @@ type outcomeOf[T any] struct {
 // holds: package hedge allows 10 per call.
 const maxBuffered = 16
 
-// errPanicked stands for the error of an attempt that panicked, for the
-// guards, before the panic goes on.
+// errPanicked is what the error of an attempt that panicked matches, for
+// the guards and the observer.
 var errPanicked = errors.New("retry: attempt panicked")
+
+// panicked returns the error of an attempt that panicked with v.
+func panicked(v any) error { return fmt.Errorf("%w: %v", errPanicked, v) }
 
 // hedged drives a Loop with several attempts in flight; see HedgeValue.
 func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (T, error), discard func(T)) (T, error) {
@@ -511,10 +524,19 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 		go func() {
 			for range n {
 				o := <-results
-				if o.panic != nil {
-					panic(o.panic) // a bug in fn: not to be hidden
-				}
 				f := flights[o.k]
+				if o.panic != nil {
+					// A bug in fn, but a panic here, where no caller can
+					// recover it, would end the process that the
+					// caller's recover protects (net/http's, for a
+					// handler): for a bug the call already panicked with
+					// (the same input makes every attempt panic), or one
+					// that only the cancellation of a loser reaches. The
+					// observer and the guards hear of it as a failure
+					// that says it panicked, and with what.
+					l.Lost(caller, time.Now(), &f.t, panicked(o.panic))
+					continue
+				}
 				if discard != nil {
 					discard(o.v)
 				}
@@ -638,7 +660,7 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 			inFlight--
 			end := time.Now()
 			if o.panic != nil {
-				l.Abandon(caller, end, &cur.t, errPanicked)
+				l.Abandon(caller, end, &cur.t, panicked(o.panic))
 				leave()
 				panic(o.panic)
 			}
