@@ -180,17 +180,24 @@ const (
 //
 // A Hedger is shared by every call to one dependency; it is safe for
 // concurrent use, lock-free, and allocates nothing after New. Concurrent
-// callers are never granted more hedges than the budget together; two
-// that race for the last hedge may both be refused.
+// callers are never granted more hedges than the budget together, over
+// any horizon, also when the instants they pass straddle a step of the
+// window in either order (a caller that read the clock just before others
+// that were granted first); two that race for the last hedge may both be
+// refused.
 type Hedger struct {
 	c     Config
 	floor float64 // hedges per budget horizon from MinPerSecond
 
 	lat   *Estimator     // nil with a fixed Delay
-	calls window.Counter // calls planned, over the budget's horizon
-	sent  window.Counter // hedges granted, over the budget's horizon
+	calls horizon        // calls planned, over the budget's horizon
+	sent  horizon        // hedges granted, over the budget's horizon
 	seen  window.Counter // first attempts observed, over the brownout's
 	slow  window.Counter // of which slower than the delay
+	// newest is the latest epoch of sent that AllowAt was asked at: a
+	// hedge asked at an earlier one also counts in the horizons that end
+	// there.
+	newest atomic.Int64
 
 	refreshing sync.Mutex   // held by the one caller reading the adaptive delay again
 	refresh    atomic.Int64 // UnixNano after which the adaptive delay is read again
@@ -212,8 +219,9 @@ func New(c Config) (*Hedger, error) {
 	if c.Delay == 0 {
 		h.lat = NewEstimator(c.Window)
 	}
-	h.calls.Init(c.Window/budgetPart, hedgerBuckets)
-	h.sent.Init(c.Window/budgetPart, hedgerBuckets)
+	h.calls.init(c.Window / budgetPart)
+	h.sent.init(c.Window / budgetPart)
+	h.newest.Store(math.MinInt64)
 	// The brownout looks at a tenth of the window (1 s by default), so
 	// that hedging stops within half a second of most calls turning slow,
 	// and resumes as soon after they recover.
@@ -235,7 +243,7 @@ func (h *Hedger) MaxHedges() int { return h.c.MaxHedges }
 // when it is known, so that the driver can still tell Observe whether the
 // first attempt was slow.
 func (h *Hedger) PlanAt(now time.Time) (delay time.Duration, ok bool) {
-	h.calls.Add(now, 1)
+	h.calls.add(h.calls.epoch(now))
 	delay = h.DelayAt(now)
 	return delay, delay > 0 && h.brownoutAt(now) == nil
 }
@@ -304,18 +312,40 @@ func (h *Hedger) AllowAt(now time.Time) error {
 		return err
 	}
 	if h.c.Budget == Off {
-		h.sent.Add(now, 1)
+		h.sent.add(h.sent.epoch(now))
 		return nil
 	}
 	// Count the hedge first and take it back if it goes beyond the budget:
 	// concurrent callers each see the others' hedges, so that together
 	// they are never granted more than the budget (at worst, two that
 	// race are both refused where one would have fitted).
-	e := h.sent.Epoch(now)
-	h.sent.AddEpoch(e, 1)
-	if float64(h.sent.SumEpoch(e)) > h.c.Budget*float64(h.calls.SumEpoch(e))+h.floor {
-		h.sent.SubEpoch(e, 1)
-		return ErrBudget
+	e := h.sent.epoch(now)
+	h.sent.add(e)
+	// A caller whose instant is a step or more behind the others' (its
+	// instant was read as they moved on) is counted in their horizons too:
+	// each horizon from its own to the newest must have room for it, or
+	// the room of the steps they share goes out twice. newest is read
+	// after the hedge is counted: a caller that moved it on before
+	// counting its own hedge either finds this one in its sums or is
+	// found here. An instant a whole horizon behind the newest is a clock
+	// that stepped back: the newest is then its.
+	n := h.newest.Load()
+	for n < e {
+		if h.newest.CompareAndSwap(n, e) {
+			n = e
+			break
+		}
+		n = h.newest.Load()
+	}
+	if n-e >= hedgerBuckets {
+		h.newest.CompareAndSwap(n, e)
+		n = e
+	}
+	for w := e; w <= n; w++ {
+		if float64(h.sent.sum(w)) > h.c.Budget*float64(h.calls.sum(w))+h.floor {
+			h.sent.sub(e)
+			return ErrBudget
+		}
 	}
 	return nil
 }
@@ -365,7 +395,7 @@ type Stats struct {
 
 // StatsAt returns h's counts at now.
 func (h *Hedger) StatsAt(now time.Time) Stats {
-	return Stats{Calls: int(h.calls.Sum(now)), Hedges: int(h.sent.Sum(now)), Seen: int(h.seen.Sum(now)),
+	return Stats{Calls: int(h.calls.sum(h.calls.epoch(now))), Hedges: int(h.sent.sum(h.sent.epoch(now))), Seen: int(h.seen.Sum(now)),
 		Slow: int(h.slow.Sum(now)), Delay: h.DelayAt(now)}
 }
 
