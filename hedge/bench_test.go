@@ -63,3 +63,14 @@ func BenchmarkPlanObserve(b *testing.B) {
 		h.ObserveAt(now.Add(lat), lat, d > 0 && lat > d)
 	})
 }
+
+// What a hedge pays to be asked for: PlanAt for its call and AllowAt, the
+// budget granting about a fifth of the asks (the rest refused).
+func BenchmarkPlanAllow(b *testing.B) {
+	h, _ := hedge.New(hedge.Config{Delay: time.Millisecond, Budget: 0.2, MinPerSecond: hedge.Off, Brownout: hedge.Off})
+	serialAndParallel(b, func(i int) {
+		now := t0.Add(time.Duration(i) * time.Microsecond)
+		h.PlanAt(now)
+		_ = h.AllowAt(now)
+	})
+}
