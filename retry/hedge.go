@@ -105,7 +105,8 @@ func HedgeValue[T any](ctx context.Context, p Policy, fn func(context.Context) (
 		var zero T
 		return zero, err
 	}
-	return hedged(ctx, &p, fn, discard)
+	q := p // escapes to the attempts' goroutines; p, on DoValue's path, does not
+	return hedged(ctx, &q, fn, discard)
 }
 
 // hedgeable reports whether a call under ctx and p may send a hedge: p.Env

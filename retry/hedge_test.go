@@ -106,7 +106,7 @@ func (s *script) answers(t *testing.T, p retry.Policy, want int, d time.Duration
 	}
 }
 
-func fixedHedger(t *testing.T, delay time.Duration, maxHedges int) *hedge.Hedger {
+func fixedHedger(t testing.TB, delay time.Duration, maxHedges int) *hedge.Hedger {
 	t.Helper()
 	h, err := hedge.New(hedge.Config{Delay: delay, MaxHedges: maxHedges, Budget: hedge.Off, Brownout: hedge.Off})
 	if err != nil {

@@ -121,3 +121,25 @@ func (h *countingHedger) ObserveAt(time.Time, time.Duration, bool) {
 	h.observes.Add(1)
 }
 func (h *countingHedger) MaxHedges() int { return h.max }
+
+// A call that HedgeValue runs as DoValue (no Hedger, or one attempt only)
+// allocates nothing when it succeeds, as DoValue does: its Policy, which
+// the hedging driver's goroutines share, was moved to the heap on every
+// call (112 B).
+func TestHedgeValueNotHedgedAllocatesNothing(t *testing.T) {
+	h, err := hedge.New(hedge.Config{Delay: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := func(context.Context) (int, error) { return 1, nil }
+	single := retry.SingleAttempt(context.Background())
+	hedged := retry.Policy{Env: &retry.Env{Hedger: h}}
+	for name, f := range map[string]func(){
+		"no Hedger":     func() { _, _ = retry.HedgeValue(context.Background(), retry.Policy{}, op, nil) },
+		"SingleAttempt": func() { _, _ = retry.HedgeValue(single, hedged, op, nil) },
+	} {
+		if n := testing.AllocsPerRun(100, f); n != 0 {
+			t.Errorf("%s: %v allocations per call, want 0", name, n)
+		}
+	}
+}
