@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/yaoki-go/yaoki/event"
@@ -87,6 +88,11 @@ func Hedge(ctx context.Context, p Policy, fn func(context.Context) error) error 
 // guards and the observer as a failure whose error says it panicked, and
 // with what: a panic on the goroutine that collects the losers, which no
 // caller can recover, would end the process (TestHedgedLoserPanicReported).
+// An attempt that calls runtime.Goexit (t.FailNow in a test's fn) is not
+// taken for an answer: while the call is on, the caller's goroutine exits
+// as it would under Do, once the guards and the observer have heard of it
+// and the other attempts are cancelled; after, it is reported as a failure
+// (TestHedgedAttemptGoexit).
 //
 // Without a Hedger, HedgeValue is DoValue and discard is not called; so it
 // is for a call that may make one attempt only, which no hedge may follow:
@@ -382,6 +388,9 @@ type outcomeOf[T any] struct {
 	v     T
 	err   error
 	panic any // what it panicked with, if it did
+	// goexit says fn called runtime.Goexit (t.FailNow in a test does): it
+	// never returned.
+	goexit bool
 	// answered says the attempt returned before its context ended (the
 	// driver's cancellation, the caller's, MaxElapsed), at end: what it
 	// returned is the dependency's answer, even if another attempt's
@@ -398,8 +407,18 @@ const maxBuffered = 16
 // the guards and the observer.
 var errPanicked = errors.New("retry: attempt panicked")
 
-// panicked returns the error of an attempt that panicked with v.
-func panicked(v any) error { return fmt.Errorf("%w: %v", errPanicked, v) }
+// errGoexit is the error of an attempt that called runtime.Goexit, for the
+// guards and the observer.
+var errGoexit = errors.New("retry: attempt called runtime.Goexit")
+
+// failure returns the error of an attempt that panicked or called
+// runtime.Goexit.
+func (o *outcomeOf[T]) failure() error {
+	if o.goexit {
+		return errGoexit
+	}
+	return fmt.Errorf("%w: %v", errPanicked, o.panic)
+}
 
 // hedged drives a Loop with several attempts in flight; see HedgeValue.
 func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (T, error), discard func(T)) (T, error) {
@@ -473,9 +492,12 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 		}
 		go func() {
 			o := outcomeOf[T]{k: k}
+			returned := false
 			defer func() {
 				if rec := recover(); rec != nil {
 					o.panic = rec
+				} else if !returned {
+					o.goexit = true
 				}
 				results <- o
 			}()
@@ -483,6 +505,7 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 				b <- struct{}{}
 			}
 			o.v, o.err = hedgeAttempt(ctx, actx, p.AttemptTimeout, fn)
+			returned = true
 			if actx.Err() == nil {
 				o.answered, o.end = true, time.Now()
 			}
@@ -526,7 +549,7 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 			for range n {
 				o := <-results
 				f := flights[o.k]
-				if o.panic != nil {
+				if o.panic != nil || o.goexit {
 					// A bug in fn, but a panic here, where no caller can
 					// recover it, would end the process that the
 					// caller's recover protects (net/http's, for a
@@ -534,8 +557,10 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 					// (the same input makes every attempt panic), or one
 					// that only the cancellation of a loser reaches. The
 					// observer and the guards hear of it as a failure
-					// that says it panicked, and with what.
-					l.Lost(caller, time.Now(), &f.t, panicked(o.panic))
+					// that says it panicked, and with what (or that it
+					// called runtime.Goexit: this goroutine is not the
+					// caller's to end).
+					l.Lost(caller, time.Now(), &f.t, o.failure())
 					continue
 				}
 				if discard != nil {
@@ -660,9 +685,16 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 			cur.cancel()
 			inFlight--
 			end := time.Now()
-			if o.panic != nil {
-				l.Abandon(caller, end, &cur.t, panicked(o.panic))
+			if o.panic != nil || o.goexit {
+				l.Abandon(caller, end, &cur.t, o.failure())
 				leave()
+				if o.goexit {
+					// As under Do, where fn runs on the caller's
+					// goroutine: the caller's goroutine ends, its
+					// deferred calls run (the testing package's
+					// FailNow relies on it).
+					runtime.Goexit()
+				}
 				panic(o.panic)
 			}
 			pend, pending = o.v, true
