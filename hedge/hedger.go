@@ -163,7 +163,10 @@ const (
 // the time it had run (a lower bound, which is all a quantile above the
 // delay needs). retry's driver neither plans a call whose context has
 // already ended nor observes a first attempt that the call's end cut short
-// before the delay: neither says anything of the dependency's latency.
+// before the delay: neither says anything of the dependency's latency. Nor
+// does it ask anything about a call that may make one attempt only
+// (retry.SingleAttempt, MaxAttempts 1): a hedge would be a second attempt,
+// so such a call is not one of those that the budget counts.
 //
 // The delay is Config.Delay, or the Config.Quantile of the first attempts'
 // latencies of the window (an Estimator), refreshed 64 times per window:
