@@ -331,7 +331,9 @@ func (h *Hedger) AllowAt(now time.Time) error {
 	// after the hedge is counted: a caller that moved it on before
 	// counting its own hedge either finds this one in its sums or is
 	// found here. An instant a whole horizon behind the newest is a clock
-	// that stepped back: the newest is then its.
+	// that stepped back: the newest is then its. (One caller's instant
+	// ahead of the others' holds them to the horizons up to it until their
+	// clock gets there: stricter, never looser.)
 	n := h.newest.Load()
 	for n < e {
 		if h.newest.CompareAndSwap(n, e) {
