@@ -156,17 +156,19 @@ const (
 // the simulator drives the same Hedger on virtual time). Every method takes
 // now.
 //
-// For each call, the driver asks Plan when the call starts (the wait before
-// the first hedge, and whether hedging is on), Allow before each hedge
-// (the budget and the brownout), and tells Observe the first attempt's
-// latency when it ends, or, if another attempt won and it was cancelled,
-// the time it had run (a lower bound, which is all a quantile above the
-// delay needs). retry's driver neither plans a call whose context has
-// already ended nor observes a first attempt that the call's end cut short
-// before the delay: neither says anything of the dependency's latency. Nor
-// does it ask anything about a call that may make one attempt only
-// (retry.SingleAttempt, MaxAttempts 1): a hedge would be a second attempt,
-// so such a call is not one of those that the budget counts.
+// For each call, the driver asks Plan when the call's first attempt is
+// sent (the wait before the first hedge, and whether hedging is on), Allow
+// before each hedge (the budget and the brownout), and tells Observe the
+// first attempt's latency when it ends, or, if another attempt won and it
+// was cancelled, the time it had run (a lower bound, which is all a
+// quantile above the delay needs). retry's driver neither plans a call that sends no attempt
+// (its context had ended, or a guard refused it) nor observes a first
+// attempt that the call's end cut short before the delay: neither says
+// anything of the dependency's latency, and the budget is a share of the
+// requests sent. Nor does it ask anything about a call that may make one
+// attempt only (retry.SingleAttempt, MaxAttempts 1): a hedge would be a
+// second attempt, so such a call is not one of those that the budget
+// counts.
 //
 // The delay is Config.Delay, or the Config.Quantile of the first attempts'
 // latencies of the window (an Estimator), refreshed 64 times per window:
@@ -239,10 +241,10 @@ func (h *Hedger) Config() Config { return h.c }
 // MaxHedges returns the most hedges of one call.
 func (h *Hedger) MaxHedges() int { return h.c.MaxHedges }
 
-// PlanAt counts a call that starts at now and returns the wait before its
-// first hedge (the same wait separates its later hedges). ok is false when
-// the call is not to be hedged: an adaptive Hedger that has not seen
-// MinSamples latencies yet, or a brownout. delay is returned even then
+// PlanAt counts a call whose first attempt is sent at now and returns the
+// wait before its first hedge (the same wait separates its later hedges).
+// ok is false when the call is not to be hedged: an adaptive Hedger that
+// has not seen MinSamples latencies yet, or a brownout. delay is returned even then
 // when it is known, so that the driver can still tell Observe whether the
 // first attempt was slow.
 func (h *Hedger) PlanAt(now time.Time) (delay time.Duration, ok bool) {

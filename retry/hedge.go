@@ -18,12 +18,15 @@ import (
 // this interface. Its methods take now and must be safe for concurrent use:
 // one Hedger serves every call to a dependency.
 type Hedger interface {
-	// PlanAt is asked when a call starts at now: the wait before its
-	// first hedge (the same wait separates its later hedges), and whether
-	// the call is hedged at all. It is not asked for a call whose context
-	// has already ended, nor for one that may make one attempt only (an
-	// attempt limit of 1, or SingleAttempt: a hedge is a second attempt):
-	// those calls are not hedged, and the Hedger hears nothing of them.
+	// PlanAt is asked when a call's first attempt is sent, at now: the
+	// wait before its first hedge (the same wait separates its later
+	// hedges), and whether the call is hedged at all. It is not asked for
+	// a call that sends no attempt (its context had ended, or a guard
+	// refused it: the dependency saw nothing of it), nor for one that may
+	// make one attempt only (an attempt limit of 1, or SingleAttempt: a
+	// hedge is a second attempt): those calls are not hedged, and the
+	// Hedger hears nothing of them, so that its budget is a share of the
+	// requests sent (TestHedgeCallRefusedLocallyNotPlanned).
 	PlanAt(now time.Time) (delay time.Duration, ok bool)
 	// AllowAt is asked before each hedge: nil, or an error saying why the
 	// hedge is not sent (its event's reason is "hedge_" and the error's
@@ -434,16 +437,15 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 		ctx, cancel = context.WithDeadline(caller, l.elapsedAt)
 		defer cancel()
 	}
-	// A call whose context has already ended is not planned: it will not
-	// be hedged, and is not one of the calls that the Hedger's budget
-	// counts.
+	// The call is planned when its first attempt goes: one refused before
+	// (its context had ended, a guard said no) sent nothing, and is not
+	// one of the calls that the Hedger's budget counts, which is a share
+	// of the requests sent.
 	var (
-		delay time.Duration
-		on    bool
+		delay   time.Duration
+		on      bool
+		planned bool
 	)
-	if caller.Err() == nil {
-		delay, on = h.PlanAt(now)
-	}
 	maxHedges := max(h.MaxHedges(), 0)
 	// The attempts in flight at once, which the buffer holds so that none
 	// waits to hand in its outcome: at most the first and its hedges, and
@@ -646,6 +648,10 @@ func hedged[T any](caller context.Context, p *Policy, fn func(context.Context) (
 		}
 		last = zero
 		roundK = len(flights)
+		if !planned {
+			planned = true
+			delay, on = h.PlanAt(f.t.sent)
+		}
 		launch(f, false)
 		arm()
 		d = Decision{}
