@@ -159,24 +159,34 @@ func run[T any](caller context.Context, p *Policy, fn func(context.Context) (T, 
 
 // attempt calls fn for attempt t, under AttemptTimeout: an error after the
 // timeout passed (and not the caller's nor MaxElapsed's end) is a
-// *timeoutError. If fn panics, the guards and the observer hear of the
-// attempt's end (a failure) before the panic goes on, as in a hedged call.
+// *timeoutError. If fn panics or calls runtime.Goexit, the guards and the
+// observer hear of the attempt's end (a failure) before the panic goes on
+// or the goroutine exits, as in a hedged call: a bulkhead slot or a
+// breaker's probe is not held for ever.
 func attempt[T any](caller, ctx context.Context, l *Loop, t *Ticket, fn func(context.Context) (T, error)) (v T, err error) {
+	returned := false // fn returned: it neither panicked nor called Goexit
 	if l.p.Env != nil {
 		defer func() {
+			if returned {
+				return
+			}
 			if rec := recover(); rec != nil {
 				l.Abandon(caller, time.Now(), t, fmt.Errorf("retry: attempt panicked: %v", rec))
 				panic(rec)
 			}
+			l.Abandon(caller, time.Now(), t, errGoexit)
 		}()
 	}
 	d := l.p.AttemptTimeout
 	if d <= 0 {
-		return fn(ctx)
+		v, err = fn(ctx)
+		returned = true
+		return v, err
 	}
 	actx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	v, err = fn(actx)
+	returned = true
 	if err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
 		err = &timeoutError{d: d, err: err}
 	}
