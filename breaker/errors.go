@@ -65,7 +65,9 @@ func (e *OpenError) RetryAfter() time.Duration {
 
 // PanicError is what Execute records (as a failure) when its function
 // panics, before it panics again with the same value.
-type PanicError struct{ Value any }
+type PanicError struct {
+	Value any // the value the function panicked with
+}
 
 // Error says that the call panicked, with the panic's value.
 func (e *PanicError) Error() string { return fmt.Sprintf("breaker: call panicked: %v", e.Value) }

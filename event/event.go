@@ -170,7 +170,7 @@ func (s Source) String() string {
 // Event is one thing that happened. Fields that do not apply to its Kind
 // are zero. It is passed by value so that reporting it allocates nothing.
 type Event struct {
-	Kind      Kind
+	Kind      Kind          // what happened
 	Time      time.Time     // when it happened
 	Component string        // the reporting package: "retry", "httpretry", "breaker", ...
 	Name      string        // the instance's name, if it has one (a breaker's or budget's)
@@ -193,6 +193,8 @@ type Event struct {
 // and must return quickly; ctx is the context of the call the event belongs
 // to (context.Background() where there is none).
 type Observer interface {
+	// Observe is handed each event as it happens, inline, on the goroutine
+	// of the call that reports it.
 	Observe(ctx context.Context, e Event)
 }
 

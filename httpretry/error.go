@@ -39,6 +39,7 @@ var (
 // When retries end on a retryable status instead, RoundTrip returns the
 // last response and no error, as http.Client does.
 type Error struct {
+	// Method is the request's method.
 	Method string
 	// URL is the request's URL with its password redacted (url.Redacted)
 	// and the values of the query parameters that carry credentials too

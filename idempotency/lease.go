@@ -25,6 +25,7 @@ func (c *Config) storeContext(ctx context.Context) (context.Context, context.Can
 // store could not be reached). Another request may run the same key from
 // then on. It matches ErrLeaseLost.
 type LeaseLostError struct {
+	// Key is the request's Idempotency-Key.
 	Key string
 	// Err is the store's refusal (ErrLeaseLost) or the last failed
 	// renewal's error; nil when the lease ended before a renewal was even

@@ -24,11 +24,11 @@ import (
 //	422     key_reused           the key was used before with a different request
 //	503     store_unavailable    the store failed or is full (Retry-After is set)
 type Problem struct {
-	Type   string `json:"type"`
-	Title  string `json:"title"`
-	Status int    `json:"status"`
-	Detail string `json:"detail"`
-	Reason string `json:"reason"`
+	Type   string `json:"type"`   // "about:blank"
+	Title  string `json:"title"`  // the status text
+	Status int    `json:"status"` // the answer's status code
+	Detail string `json:"detail"` // what was wrong, in words
+	Reason string `json:"reason"` // the same as one snake_case word (the table above)
 	// OriginalStatus is the status of the executed request whose response
 	// was too large to keep or broken (410 only).
 	OriginalStatus int `json:"original_status,omitempty"`

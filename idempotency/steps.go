@@ -33,6 +33,8 @@ const (
 
 // Admission is the outcome of Middleware.Admit.
 type Admission struct {
+	// Verdict says what the caller does next: Pass, Unkeyed, Refused or
+	// Keyed.
 	Verdict Verdict
 	// ID is the record's identity: the request's scope (Config.Scope) and
 	// key.

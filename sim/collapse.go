@@ -89,6 +89,8 @@ func (k TriggerKind) String() string {
 // Trigger is a short disturbance from At for Width. The zero Trigger is a
 // spike to 80/s for 5 s from t = 20 s.
 type Trigger struct {
+	// Kind is what happens: a spike of arrivals or a slowdown of the
+	// server. Zero: Spike.
 	Kind TriggerKind
 	// At is when it starts. Zero: 20 s. Negative: at the start of the
 	// run (t = 0).

@@ -70,9 +70,9 @@ type CollapseSweep struct {
 
 // CollapsePoint is one policy under one trigger, over runs.
 type CollapsePoint struct {
-	Policy  string
-	Trigger Trigger
-	Runs    int
+	Policy  string  // the policy's name
+	Trigger Trigger // the disturbance of this point
+	Runs    int     // the runs averaged
 	// Collapsed is the share of runs still collapsed at the end.
 	Collapsed float64
 	// Recovery is the recovery time in seconds over the runs that

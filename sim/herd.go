@@ -220,12 +220,12 @@ type HerdSweep struct {
 
 // HerdPoint is one policy at one client count, averaged over runs.
 type HerdPoint struct {
-	Policy  string
-	Clients int
-	Runs    int
-	Calls   Stat // writes that reached the server, per run
-	Time    Stat // completion time per run, in seconds
-	GaveUp  Stat // clients per run that stopped without their write
+	Policy  string // the policy's name
+	Clients int    // the clients contending at this point
+	Runs    int    // the runs averaged
+	Calls   Stat   // writes that reached the server, per run
+	Time    Stat   // completion time per run, in seconds
+	GaveUp  Stat   // clients per run that stopped without their write
 }
 
 // Run runs the sweep for each policy and returns one point per policy and

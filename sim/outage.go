@@ -232,10 +232,10 @@ type OutageSweep struct {
 
 // OutagePoint is one policy at one failure rate, averaged over runs.
 type OutagePoint struct {
-	Policy        string
-	Clients       int
-	FailureRate   float64
-	Runs          int
+	Policy        string                 // the policy's name
+	Clients       int                    // the clients of this point
+	FailureRate   float64                // p, the share of attempts the server fails
+	Runs          int                    // the runs averaged
 	Success       Stat                   // share of calls that succeeded
 	Amplification Stat                   // attempts per call (that reached the server)
 	Refused       Stat                   // calls refused locally, before any attempt, per call

@@ -67,9 +67,9 @@ type Policy struct {
 // types plug in, and so do the published simulations' anchors (RetryBucket,
 // RetryBreaker).
 type Guards struct {
-	Budget   retry.Budget
-	Breaker  retry.Breaker
-	Throttle retry.Throttle
+	Budget   retry.Budget   // asked before each retry
+	Breaker  retry.Breaker  // asked before each attempt
+	Throttle retry.Throttle // asked before each attempt, before the breaker
 }
 
 // Errors that simulated attempts fail with, as the guards see them (a

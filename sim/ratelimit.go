@@ -265,13 +265,13 @@ type RateLimitSweep struct {
 
 // RateLimitPoint is one policy at one load, averaged over runs.
 type RateLimitPoint struct {
-	Policy        string
-	Load          float64
-	Runs          int
-	Success       Stat // share of calls that succeeded
-	Amplification Stat // attempts per call
-	Limited       Stat // 429s per call
-	Latency       Stat // mean seconds from a call's start to its success
+	Policy        string  // the policy's name
+	Load          float64 // the offered load, a share of the limit
+	Runs          int     // the runs averaged
+	Success       Stat    // share of calls that succeeded
+	Amplification Stat    // attempts per call
+	Limited       Stat    // 429s per call
+	Latency       Stat    // mean seconds from a call's start to its success
 }
 
 // Run runs the sweep for each policy and returns one point per policy and

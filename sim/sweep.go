@@ -8,7 +8,7 @@ import (
 // Stat is a mean over runs with its standard deviation and the standard
 // error of the mean.
 type Stat struct {
-	Mean, SD, SE float64
+	Mean, SD, SE float64 // the mean, the standard deviation, the standard error of the mean
 }
 
 // stat accumulates values (Welford's method, stable for long sums).

@@ -157,13 +157,13 @@ func (p TailPhase) Extra() float64 { return ratio(p.Hedges, p.Calls) }
 
 // TailBin is one second of a tail run, by the requests that started in it.
 type TailBin struct {
-	Calls, Hedges int
+	Calls, Hedges int           // the backend calls, and the hedges among them
 	P99           time.Duration // of the bin's request latencies
 }
 
 // TailResult is what one run of the tail scenario measured.
 type TailResult struct {
-	Healthy, Brownout, Recovery TailPhase
+	Healthy, Brownout, Recovery TailPhase // each phase's latencies and load
 	// Seconds are the run's seconds, one bin each, from t = 0.
 	Seconds []TailBin
 }
@@ -375,6 +375,7 @@ func quantile(xs []time.Duration, q float64) time.Duration {
 // runs each, and averages them. The zero TailSweep runs the zero Tail, 3
 // runs per policy, on one goroutine.
 type TailSweep struct {
+	// Tail is the scenario each run plays.
 	Tail Tail
 	// Runs is the number of runs per policy. Zero: 3.
 	Runs int
@@ -396,9 +397,9 @@ type TailPhaseStats struct {
 
 // TailPoint is one policy, averaged over runs.
 type TailPoint struct {
-	Policy                      string
-	Runs                        int
-	Healthy, Brownout, Recovery TailPhaseStats
+	Policy                      string         // the policy's name
+	Runs                        int            // the runs averaged
+	Healthy, Brownout, Recovery TailPhaseStats // each phase's latencies and load, over the runs
 	// Seconds are the run's seconds: hedges per call and the p99 of the
 	// requests started in each, averaged over runs.
 	Seconds []TailSecond

@@ -54,8 +54,8 @@ var (
 // included (each of which weighs AdaptiveConfig.RejectionWeight in the
 // probability).
 type RejectedError struct {
-	Probability       float64
-	Requests, Accepts uint64
+	Probability       float64 // the probability of rejection, in [0, AdaptiveConfig.MaxProbability]
+	Requests, Accepts uint64  // the window's requests and the backend's accepts
 }
 
 // Error gives the rejection's probability and the counts it came from.
@@ -70,8 +70,8 @@ func (e *RejectedError) Is(target error) bool { return target == ErrThrottled }
 // RateError is Cubic's refusal to make a request wait longer than MaxWait.
 type RateError struct {
 	Wait    time.Duration // the wait the request would have needed
-	MaxWait time.Duration
-	Rate    float64 // the current send rate, requests per second
+	MaxWait time.Duration // CubicConfig.MaxWait, the longest wait handed out
+	Rate    float64       // the current send rate, requests per second
 }
 
 // Error gives the rate, the wait it would take and MaxWait.
@@ -89,8 +89,8 @@ func (e *RateError) RetryAfter() time.Duration { return e.Wait }
 // FullError is a Bulkhead's refusal: Limit calls were in flight for the
 // whole wait.
 type FullError struct {
-	Limit  int
-	Waited time.Duration
+	Limit  int           // BulkheadConfig.Limit, the calls in flight
+	Waited time.Duration // how long the call waited for a slot (0: BulkheadConfig.MaxWait is 0)
 }
 
 // Error says that Limit calls were in flight, and for how long the call waited.
