@@ -302,8 +302,8 @@ func read[T any](what, name string, f func() T) (v T, err error) {
 
 // Breaker is what TrackBreaker reads; *breaker.Breaker implements it.
 type Breaker interface {
-	Name() string
-	State() breaker.State
+	Name() string         // the breaker's name, the gauge's retry.name
+	State() breaker.State // its state now
 }
 
 // TrackBreaker reports b's state on the yaoki.breaker.state gauge, under

@@ -257,8 +257,8 @@ var ErrHeld = errors.New("postgres: dead letter held by a claim")
 // was: the claim's Token and the end of its lease. Until then the redriver
 // that holds it may be running it (an HTTP letter's request in flight).
 type HeldError struct {
-	ID       string
-	Token    string
+	ID       string    // the letter's ID
+	Token    string    // the claim's token
 	LeaseEnd time.Time // in UTC
 }
 

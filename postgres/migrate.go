@@ -12,10 +12,10 @@ import (
 // *pgx.Conn and pgx.Tx have it. A pool is safe for concurrent use; a
 // single *pgx.Conn is not.
 type DB interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Begin(ctx context.Context) (pgx.Tx, error)
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) // as pgx's
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)         // as pgx's
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row                // as pgx's
+	Begin(ctx context.Context) (pgx.Tx, error)                                    // as pgx's
 }
 
 // MigrationsTable records which migrations have been applied.

@@ -359,6 +359,8 @@ func TestStore(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 // (postgres.IdempotencyStore); TestStore asks it where the contract says
 // what cleaning up must keep.
 type Cleaner interface {
+	// Cleanup deletes the records that are dead at now and returns how
+	// many it deleted.
 	Cleanup(ctx context.Context, now time.Time) (int64, error)
 }
 
