@@ -22,6 +22,7 @@ func FuzzParse(f *testing.F) {
 		`{"Breaker": {"OpenSeconds": 1e12}, "Budget": {"WindowSeconds": -1e300}}`,
 		`[{"ErrorEquals": ["HTTP.503"], "MaxAttempts": 100000000000000000000}]`,
 		`[{"ErrorEquals": ["States.ALL"], "BackoffRate": 1.5, "JitterStrategy": "DECORRELATED"}]`,
+		`[{"ErrorEquals": ["States.ALL"], "IntervalSeconds": 1e-400, "MaxAttempts": -0}]`,
 		`[[[[[[[[`, `{"a":`, `"`, "\xff", ``,
 	} {
 		f.Add([]byte(s))

@@ -359,7 +359,27 @@ func (d *decoder) number(n *node, path, want string) (float64, bool) {
 		d.fail(n.off, path, n.raw()+" is too large: "+want)
 		return 0, false
 	}
+	if f == 0 && !zeroLiteral(n.num.String()) {
+		// 1e-400 parses as 0, which a field reads as "at once", "never"
+		// or its default: not what was written.
+		d.fail(n.off, path, n.raw()+" is too small to be told from 0: "+want)
+		return 0, false
+	}
 	return f, true
+}
+
+// zeroLiteral reports whether the JSON number s is written as zero: no
+// digit but 0 before its exponent.
+func zeroLiteral(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == 'e' || c == 'E':
+			return true
+		case '1' <= c && c <= '9':
+			return false
+		}
+	}
+	return true
 }
 
 // seconds decodes a number of seconds checked by check.
