@@ -93,3 +93,28 @@ func TestDecorrelatedBackoffRateRefused(t *testing.T) {
 		t.Errorf("DECORRELATED without BackoffRate: %v", err)
 	}
 }
+
+// A Budget or Breaker object with a bad value and a misspelt field gets
+// both reported at once, as the rest of the document's errors are: only
+// the first was, and the typo showed up once the value was fixed.
+func TestGuardReportsEveryError(t *testing.T) {
+	for _, tc := range []struct {
+		doc  string
+		want []string
+	}{
+		{`{"Budget": {"Ratio": "x", "Bogus": 1}}`, []string{"Budget.Ratio", `unknown field "Bogus"`}},
+		{`{"Breaker": {"MinCalls": 1.5, "OpenSecond": 3, "RetriesOnly": 1}}`,
+			[]string{"Breaker.MinCalls", `unknown field "OpenSecond": did you mean "OpenSeconds"?`, "Breaker.RetriesOnly"}},
+	} {
+		_, err := policy.Parse([]byte(tc.doc))
+		if err == nil {
+			t.Errorf("%s: accepted", tc.doc)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q does not report %s", tc.doc, err, w)
+			}
+		}
+	}
+}

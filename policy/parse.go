@@ -191,19 +191,21 @@ func (d *decoder) unknown(off int64, path, key string, known []string, what stri
 
 // fields calls field with each field of n, an object at path, that is one
 // of known: its name, value and path. Other fields are reported as unknown
-// (what names the object: "retrier", "Budget") and skipped. fields stops at
-// the first field for which field returns false, and returns false.
+// (what names the object: "retrier", "Budget") and skipped. It returns
+// false when field returned false for any field (a value refused), after
+// going through them all, so that every error of the object is reported.
 func (d *decoder) fields(n *node, path, what string, known []string, field func(k string, v *node, fp string) bool) bool {
+	ok := true
 	for i, k := range n.keys {
 		if !slices.Contains(known, k) {
 			d.unknown(n.koff[i], path, k, known, what)
 			continue
 		}
 		if !field(k, n.vals[i], path+"."+k) {
-			return false
+			ok = false
 		}
 	}
-	return true
+	return ok
 }
 
 // objects decodes n, an array of objects, with each: it calls each with
