@@ -177,15 +177,22 @@ func FuzzDelay(f *testing.F) {
 	f.Add(uint8(0), int64(50e6), 2.0, int64(20e9), uint8(0), 3, int64(0), 0.5)
 	f.Add(uint8(2), int64(1), 1.0000001, int64(math.MaxInt64), uint8(3), math.MaxInt, int64(math.MaxInt64), 0.999)
 	f.Add(uint8(1), int64(-5), -1.0, int64(-7), uint8(9), -3, int64(-1), math.Inf(1))
+	f.Add(uint8(0), int64(-1), 0.0, int64(0), uint8(3), 70, int64(0), 0.5)
+	f.Add(uint8(0), int64(0), 1.0, int64(-1), uint8(3), 1, int64(-1), 1-0x1p-53)
 	f.Fuzz(func(t *testing.T, kind uint8, base int64, mult float64, limit int64, jitter uint8, n int, prev int64, u float64) {
 		s := Schedule{Kind: Kind(kind % 4), Base: time.Duration(base), Multiplier: mult, Cap: time.Duration(limit), Jitter: Jitter(jitter % 5)}
-		if s.Validate() != nil {
-			return // invalid schedules are rejected before use
-		}
+		// Even a schedule that Validate refuses, used without it, gives
+		// delays in [0, cap] (a negative Cap reads as 0) within its Bounds.
+		_, _, c := s.params()
 		d := s.Delay(n, time.Duration(prev), u)
-		c := s.WithDefaults().Cap
 		if d < 0 || d > c {
 			t.Fatalf("Delay(%d, %d, %v) of %+v = %v, outside [0, %v]", n, prev, u, s, d, c)
+		}
+		if b := s.Bounds(n); b.Min < 0 || b.Min > b.Max || b.Max > c || b.Mean < b.Min || b.Mean > b.Max {
+			t.Fatalf("Bounds(%d) of %+v = %+v, not ordered within [0, %v]", n, s, b, c)
+		}
+		if s.Validate() != nil {
+			return
 		}
 		if s.Jitter == Decorrelated {
 			// Never below the base (or the cap, if lower), and never more

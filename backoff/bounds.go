@@ -15,6 +15,8 @@ type Bounds struct {
 // jitter, whose delay depends on the previous one, Max is the largest delay
 // reachable after n draws and Mean follows the expected previous delay
 // (exact while the cap does not bind, a close estimate once it does).
+// Fields that Validate refuses are read as Delay reads them (a negative
+// Base or Cap as 0), so the bounds are never negative.
 func (s Schedule) Bounds(n int) Bounds {
 	if n < 1 {
 		n = 1
@@ -38,8 +40,8 @@ func (s Schedule) Bounds(n int) Bounds {
 }
 
 func (s Schedule) decorrelatedBounds(n int) Bounds {
-	if s.Base >= s.Cap {
-		return Bounds{Retry: n, Min: s.Cap, Max: s.Cap, Mean: s.Cap}
+	if base, _, limit := s.params(); base >= limit {
+		return Bounds{Retry: n, Min: limit, Max: limit, Mean: limit}
 	}
 	var m meanWalk
 	m.init(s)
@@ -58,9 +60,11 @@ func (s Schedule) decorrelatedBounds(n int) Bounds {
 // retry.
 type meanWalk struct {
 	s      Schedule // with its defaults
-	k      int      // the retry the chains stand at
-	mean   float64  // the chains' mean at retry k
-	exact  float64  // the exact recursion's mean at retry exactK
+	base   time.Duration
+	limit  time.Duration // s's Base and Cap as Delay reads them (never negative)
+	k      int           // the retry the chains stand at
+	mean   float64       // the chains' mean at retry k
+	exact  float64       // the exact recursion's mean at retry exactK
 	exactK int
 	prev   [chains]time.Duration
 }
@@ -70,16 +74,20 @@ const (
 	chainSteps = 100 // the chains' distribution no longer moves after these
 )
 
-func (m *meanWalk) init(s Schedule) { m.s = s; m.exact = float64(s.Base) }
+func (m *meanWalk) init(s Schedule) {
+	m.s = s
+	m.base, _, m.limit = s.params()
+	m.exact = float64(m.base)
+}
 
 // bounds returns Bounds(n); n must not be below the last n asked.
 func (m *meanWalk) bounds(n int) Bounds {
-	return Bounds{Retry: n, Min: m.s.Base, Max: m.s.ceiling(n), Mean: m.meanAt(n)}
+	return Bounds{Retry: n, Min: m.base, Max: m.s.ceiling(n), Mean: m.meanAt(n)}
 }
 
 func (m *meanWalk) meanAt(n int) time.Duration {
-	base := float64(m.s.Base)
-	if m.s.ceiling(n) < m.s.Cap {
+	base := float64(m.base)
+	if m.s.ceiling(n) < m.limit {
 		for ; m.exactK < n; m.exactK++ {
 			m.exact = (base + 3*m.exact) / 2
 		}
@@ -113,7 +121,8 @@ func (s Schedule) Plan(n int) []Bounds {
 		return nil
 	}
 	out := make([]Bounds, n)
-	if s = s.WithDefaults(); s.Jitter == Decorrelated && s.Base < s.Cap {
+	base, _, limit := s.params()
+	if s = s.WithDefaults(); s.Jitter == Decorrelated && base < limit {
 		m := new(meanWalk) // its chains are 32 KiB
 		m.init(s)
 		for i := range out {
