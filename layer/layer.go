@@ -8,7 +8,8 @@
 //
 //   - Attempt-Count, on requests: httpretry's transport numbers every
 //     attempt ("1", "2", …). A server that sees it knows its caller
-//     retries. Middleware then serves the request under
+//     retries, whatever the value (a number it cannot read still comes
+//     from a caller in the protocol). Middleware then serves the request under
 //     retry.SingleAttempt, so every retrying loop the handler runs (an
 //     httpretry transport, retry.Do) makes one attempt only, and the
 //     handler's outgoing requests carry the header on in turn.
@@ -67,10 +68,15 @@ const (
 
 // Config configures the middleware. The zero value uses the defaults above.
 type Config struct {
-	// AttemptHeader is the request header whose presence, with a valid
-	// attempt number (a positive decimal integer), says the caller
-	// retries; repeated, or as a comma-separated list, its largest valid
-	// number counts. Empty: header.AttemptCount ("Attempt-Count").
+	// AttemptHeader is the request header whose presence says the caller
+	// retries: its value is the attempt number (a positive decimal
+	// integer); repeated, or as a comma-separated list, its largest valid
+	// number counts. A value that is not blank but holds no valid number
+	// ("0", "1.0", "attempt=2", garbage) still says the caller retries,
+	// and counts as attempt 1: a caller that numbers its attempts
+	// otherwise, or a proxy that mangled the value, must not make this
+	// layer retry under a layer that retries. Empty:
+	// header.AttemptCount ("Attempt-Count").
 	AttemptHeader string
 	// DoNotRetryHeader is the response header Fail and DoNotRetry set to
 	// "true". Empty: header.DoNotRetry ("Do-Not-Retry").
@@ -146,18 +152,26 @@ func Middleware(next http.Handler) http.Handler {
 const MaxAttempt = 999_999_999
 
 // attemptOf returns the caller's attempt number in the attempt header's
-// field lines, or 0. A proxy or server library may have merged repeated
-// fields into one comma-separated line (Node.js and Envoy do), or passed
-// them on as several lines: each number is read, and the largest counts,
-// so that a repetition does not hide a retrying caller.
+// field lines, or 0 when they are absent or blank. A proxy or server
+// library may have merged repeated fields into one comma-separated line
+// (Node.js and Envoy do), or passed them on as several lines: each number
+// is read, and the largest counts, so that a repetition does not hide a
+// retrying caller. A value that is not blank but holds no valid number
+// counts as 1: the caller sent the header, so it retries.
 func attemptOf(lines []string) int {
-	n := 0
+	n, said := 0, false
 	for _, l := range lines {
 		for l != "" {
 			var v string
 			v, l, _ = strings.Cut(l, ",")
+			if !said && strings.TrimSpace(v) != "" {
+				said = true
+			}
 			n = max(n, parseAttempt(v))
 		}
+	}
+	if said && n == 0 {
+		n = 1
 	}
 	return n
 }
@@ -189,8 +203,9 @@ func parseAttempt(v string) int {
 }
 
 // Attempt returns the caller's attempt number for r (1 for its first
-// attempt), or 0 when the caller does not say it retries or r did not pass
-// through Middleware.
+// attempt, and for an attempt header whose value holds no valid number),
+// or 0 when the caller does not say it retries or r did not pass through
+// Middleware.
 func Attempt(r *http.Request) int {
 	if in, ok := r.Context().Value(ctxKey{}).(*info); ok {
 		return in.attempt
@@ -199,8 +214,8 @@ func Attempt(r *http.Request) int {
 }
 
 // FromRetryingCaller reports whether r came from a caller that retries (it
-// carried a valid attempt header through Middleware): the handler's own
-// retry loops then make one attempt only.
+// carried an attempt header that is not blank through Middleware): the
+// handler's own retry loops then make one attempt only.
 func FromRetryingCaller(r *http.Request) bool { return Attempt(r) > 0 }
 
 func config(r *http.Request) Config {

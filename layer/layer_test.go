@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/yaoki-go/yaoki/backoff"
 	"github.com/yaoki-go/yaoki/breaker"
@@ -41,7 +42,8 @@ func TestMiddlewareMarksRetryingCallers(t *testing.T) {
 		{"", false, 0},
 		{"1", true, 1},
 		{"3", true, 3},
-		{"garbage", false, 0},
+		{"garbage", true, 1}, // a caller in the protocol, whatever it wrote
+		{" ", false, 0},
 	} {
 		r := httptest.NewRequest("GET", "/", nil)
 		if c.header != "" {
@@ -79,7 +81,7 @@ func TestAttemptCountRepeated(t *testing.T) {
 		{[]string{"1, x"}, 1},
 		{[]string{"", "2"}, 2},
 		{[]string{"2", "5"}, 5},
-		{[]string{"x, y", "0"}, 0},
+		{[]string{"x, y", "0"}, 1},
 		{[]string{","}, 0},
 	} {
 		r := httptest.NewRequest("GET", "/", nil)
@@ -182,7 +184,16 @@ func FuzzParseAttempt(f *testing.F) {
 	for _, s := range []string{"", "1", "3", " 2 ", "1000", "1001", "0", "-1", "+3", "x", "1e3", "0x10", "\t7\n", "٣"} {
 		f.Add(s)
 	}
+	for _, s := range []string{"garbage", "attempt=2; max=3", " , ", ",,", "x, 5", "1.0"} {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, v string) {
+		// A field line that is not blank says the caller retries: never
+		// 0, whatever it holds; one that is blank says nothing.
+		blank := !strings.ContainsFunc(v, func(r rune) bool { return r != ',' && !unicode.IsSpace(r) })
+		if got := attemptOf([]string{v}); (got == 0) != blank || got < 0 || got > MaxAttempt {
+			t.Fatalf("attemptOf(%q) = %d; blank %v", v, got, blank)
+		}
 		n := parseAttempt(v)
 		if n == 0 {
 			return
