@@ -13,8 +13,8 @@ var ErrInvalidDocument = errors.New("policy: invalid document")
 // Error is one thing wrong with a document: where it is (file, line,
 // column, and the JSON path such as Retry[1].BackoffRate) and what is
 // wrong, with the value found and what is accepted. Parse and Load return
-// every error they find, joined with errors.Join; errors.As gives the
-// first.
+// every error they find (the first 100, then one that says how many more
+// there are), joined with errors.Join; errors.As gives the first.
 type Error struct {
 	File   string // the file's name, "" when parsed from bytes
 	Line   int    // 1-based; 0 when the error has no place in a file
@@ -50,17 +50,42 @@ func (e *Error) Error() string {
 // Is matches ErrInvalidDocument.
 func (e *Error) Is(target error) bool { return target == ErrInvalidDocument }
 
-// errs collects the errors of one document, in file order.
-type errs []error
+// maxErrors bounds the errors one document reports: enough to fix a
+// document by, and a file of half a million bad values is refused at once
+// with a text a terminal can show, not after minutes with megabytes.
+const maxErrors = 100
 
-func (l *errs) add(e *Error) { *l = append(*l, e) }
+// errs collects the errors of one document, in file order: the first
+// maxErrors, and how many more there were.
+type errs struct {
+	list []error
+	more int
+	file string
+}
 
-func (l errs) err() error {
-	switch len(l) {
+// full reports whether no more errors are kept: the caller can skip
+// building one (its position costs a scan of the file).
+func (l *errs) full() bool { return len(l.list) >= maxErrors }
+
+// add keeps e, or counts it once maxErrors are kept.
+func (l *errs) add(e *Error) {
+	if l.full() {
+		l.more++
+		return
+	}
+	l.list = append(l.list, e)
+}
+
+func (l *errs) err() error {
+	list := l.list
+	if l.more > 0 {
+		list = append(list, &Error{File: l.file, Msg: fmt.Sprintf("%d more errors not shown: fix these first", l.more)})
+	}
+	switch len(list) {
 	case 0:
 		return nil
 	case 1:
-		return l[0]
+		return list[0]
 	}
-	return errors.Join(l...)
+	return errors.Join(list...)
 }

@@ -62,7 +62,8 @@ func tooLarge(name string) *Error {
 // the fields listed in the package comment), a bare Retry array, or the
 // fragment `"Retry": [...]`. It checks every field and returns every error
 // it finds, each a *Error with its line, column and JSON path, joined with
-// errors.Join. The returned Document is valid. A document larger than
+// errors.Join: the first 100, and after them one that says how many more
+// there are. The returned Document is valid. A document larger than
 // MaxDocumentSize is refused.
 func Parse(data []byte) (*Document, error) { return ParseFile("", data) }
 
@@ -95,7 +96,7 @@ func ParseFile(name string, data []byte) (*Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &decoder{src: src}
+	d := &decoder{src: src, errs: errs{file: name}}
 	doc := d.document(root)
 	if err := d.errs.err(); err != nil {
 		return nil, err
@@ -122,7 +123,13 @@ type decoder struct {
 	errs errs
 }
 
-func (d *decoder) fail(off int64, path, msg string) { d.errs.add(d.src.errAt(off, path, msg)) }
+func (d *decoder) fail(off int64, path, msg string) {
+	if d.errs.full() {
+		d.errs.add(nil) // counted, not built
+		return
+	}
+	d.errs.add(d.src.errAt(off, path, msg))
+}
 
 func (d *decoder) document(n *node) *Document {
 	doc := &Document{}

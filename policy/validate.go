@@ -87,7 +87,8 @@ func jitterName(j backoff.Jitter) string { return strings.ToUpper(j.String()) }
 
 // Validate checks a Document built in Go, with the same rules as Parse,
 // and returns every error found (each a *Error with its JSON path but no
-// line, since there is no file), joined with errors.Join.
+// line, since there is no file; the first 100, then how many more), joined
+// with errors.Join.
 func (d *Document) Validate() error {
 	var l errs
 	bad := func(path, msg string) { l.add(&Error{Path: path, Msg: msg}) }
