@@ -188,6 +188,10 @@ func (d *decoder) document(n *node) *Document {
 }
 
 func (d *decoder) unknown(off int64, path, key string, known []string, what string) {
+	if d.errs.full() {
+		d.fail(off, path, "") // counted: its message is not built either
+		return
+	}
 	msg := fmt.Sprintf("unknown field %q", key)
 	if s := suggest(key, known); s != "" {
 		msg += fmt.Sprintf(": did you mean %q?", s)

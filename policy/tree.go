@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -161,16 +162,28 @@ func (p *treeParser) fromToken(tok json.Token, off int64, depth int) (*node, err
 		switch t {
 		case '{':
 			n.kind = 'o'
+			var seen map[string]bool // the keys, once there are many: a scan of them all for each key is quadratic
 			for p.dec.More() {
 				ktok, koff, err := p.token()
 				if err != nil {
 					return nil, err
 				}
 				key, _ := ktok.(string)
-				for _, k := range n.keys {
-					if k == key {
-						return nil, p.src.errAt(koff, "", fmt.Sprintf("field %q appears twice in the same object: keep one", key))
+				dup := seen[key]
+				if seen == nil {
+					dup = slices.Contains(n.keys, key)
+					if len(n.keys) >= 16 {
+						seen = make(map[string]bool, 2*len(n.keys))
+						for _, k := range n.keys {
+							seen[k] = true
+						}
 					}
+				}
+				if dup {
+					return nil, p.src.errAt(koff, "", fmt.Sprintf("field %q appears twice in the same object: keep one", key))
+				}
+				if seen != nil {
+					seen[key] = true
 				}
 				v, err := p.value(depth + 1)
 				if err != nil {
