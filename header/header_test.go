@@ -3,6 +3,8 @@ package header_test
 import (
 	"fmt"
 	"net/http"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/yaoki-go/yaoki/header"
@@ -37,4 +39,23 @@ func Example() {
 	h[header.AttemptCount] = []string{"2"}
 	fmt.Println(h.Get("attempt-count"), header.ValidName("Attempt Count"))
 	// Output: 2 false
+}
+
+// FuzzValidName: ValidName accepts exactly the RFC 9110 tokens (§5.6.2:
+// 1*tchar), and any name it accepts is one net/http sends as it is
+// (http.CanonicalHeaderKey changes only the case of its letters).
+func FuzzValidName(f *testing.F) {
+	for _, s := range []string{"Attempt-Count", "", "a b", "a:b", "é", "a\r\nb", "x_y", "\x00", "Retry-After\t"} {
+		f.Add(s)
+	}
+	token := regexp.MustCompile("^[!#$%&'*+\\-.^_`|~0-9A-Za-z]+$")
+	f.Fuzz(func(t *testing.T, name string) {
+		got := header.ValidName(name)
+		if want := token.MatchString(name); got != want {
+			t.Fatalf("ValidName(%q) = %t, want %t", name, got, want)
+		}
+		if got && !strings.EqualFold(http.CanonicalHeaderKey(name), name) {
+			t.Fatalf("ValidName(%q) but http.CanonicalHeaderKey makes it %q", name, http.CanonicalHeaderKey(name))
+		}
+	})
 }
