@@ -109,7 +109,9 @@ func isSeconds(v string) bool {
 
 func FuzzParseRetryAfter(f *testing.F) {
 	for _, s := range []string{"0", "120", "-1", "1.5", "Sun, 01 Mar 2026 12:00:30 GMT",
-		"Sunday, 01-Mar-26 12:00:30 GMT", "Sunday, 01-Mar-26 12:00:30 PST", "Thursday, 01-Jan-70 00:00:00 GMT", "Sun Mar  1 12:00:30 2026", "99999999999999999999", " 7 ", ""} {
+		"Sunday, 01-Mar-26 12:00:30 GMT", "Sunday, 01-Mar-26 12:00:30 PST", "Thursday, 01-Jan-70 00:00:00 GMT", "Sun Mar  1 12:00:30 2026", "99999999999999999999", " 7 ", "",
+		"00000000000000000000000120", "+120", "-0", "120, 30", "120 (soon)", "Sun, 01 Mar 2026 12:00:10.5 GMT",
+		"Fri, 31 Dec 9999 23:59:59 GMT", "Sun, 01 Mar 2026 24:00:10 GMT", "Sun Mar 1 12:00:10 2026 GMT"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
@@ -147,6 +149,8 @@ func FuzzRateLimitReset(f *testing.F) {
 		{"", "", "1700000000.5"},
 		{`x;y=?1;z=:AA==:;w="\""`, "9", "9"},
 		{`0;t=0,`, "", ""}, // a trailing comma: malformed, as it is with a second line after it
+		{`"d";r=0;t=30;t=5`, "", ""}, {`"d" ;r=0;t=30`, "", ""}, {`"d";r=?0;t=30`, "", ""},
+		{`"d";r=0;t=30.5`, "", ""}, {`"d";r=0;t=9999999999999999`, "", ""}, {"", "030", "1772366410000"},
 	} {
 		f.Add(s[0], s[1], s[2])
 	}
