@@ -37,6 +37,9 @@ func FuzzParse(f *testing.F) {
 			if pe.Line < 0 || pe.Column < 0 || pe.Offset < 0 || pe.Offset > int64(len(data)) {
 				t.Fatalf("error %v: position %d:%d offset %d outside the input of %d bytes", err, pe.Line, pe.Column, pe.Offset, len(data))
 			}
+			if j, ok := err.(interface{ Unwrap() []error }); ok && len(j.Unwrap()) > 101 {
+				t.Fatalf("%d errors joined, want at most 100 and the count of the others", len(j.Unwrap()))
+			}
 			return
 		}
 		if err := doc.Validate(); err != nil {
