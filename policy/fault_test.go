@@ -118,3 +118,25 @@ func TestGuardReportsEveryError(t *testing.T) {
 		}
 	}
 }
+
+// A number of 100 000 digits is refused with a message that shows its
+// start, not all of it: the whole number was put in the message, three
+// times for a retrier's ErrorEquals (100 kB of digits on a terminal).
+func TestLongNumberShortenedInMessage(t *testing.T) {
+	long := strings.Repeat("9", 100000)
+	for _, doc := range []string{
+		`[{"ErrorEquals": ["States.ALL"], "MaxAttempts": ` + long + `}]`,
+		`[{"ErrorEquals": [` + long + `]}]`,
+		`{"TimeoutSeconds": -` + long + `}`,
+		`{"Breaker": {"MinCalls": ` + long + `}}`,
+	} {
+		_, err := policy.Parse([]byte(doc))
+		if err == nil {
+			t.Errorf("%.60s…: accepted", doc)
+			continue
+		}
+		if msg := err.Error(); len(msg) > 1000 || !strings.Contains(msg, "99999…") {
+			t.Errorf("%.60s…: message of %d bytes (%.200q…), want the number shortened", doc, len(msg), msg)
+		}
+	}
+}

@@ -66,7 +66,11 @@ func (n *node) raw() string {
 		}
 		return strconv.Quote(s)
 	case 'n':
-		return n.num.String()
+		s := n.num.String()
+		if len(s) > 40 {
+			s = s[:40] + "…"
+		}
+		return s
 	case 'b':
 		return strconv.FormatBool(n.b)
 	case 'z':
