@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -32,7 +31,7 @@ func (d *Document) ApplyEnv(lookup func(string) (string, bool)) error {
 	if v, ok := lookup(EnvMaxAttempts); ok && strings.TrimSpace(v) != "" {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < 1 || n > MaxMaxAttempts {
-			return &Error{Path: "$" + EnvMaxAttempts, Msg: fmt.Sprintf("%q is not a number of attempts: want an integer from 1 to 99999999 (attempts, counting the first; 1 means no retry)", v)}
+			return &Error{Path: "$" + EnvMaxAttempts, Msg: quote(v) + " is not a number of attempts: want an integer from 1 to 99999999 (attempts, counting the first; 1 means no retry)"}
 		}
 		total = n
 	}
@@ -40,9 +39,9 @@ func (d *Document) ApplyEnv(lookup func(string) (string, bool)) error {
 		m, ok := ParseMode(strings.ToLower(strings.TrimSpace(v)))
 		if !ok {
 			want := enum.List(modeNames[:])
-			msg := fmt.Sprintf("%q is not a retry mode: want %s", v, want)
+			msg := quote(v) + " is not a retry mode: want " + want
 			if strings.EqualFold(strings.TrimSpace(v), "legacy") {
-				msg = fmt.Sprintf("%q: legacy is each AWS SDK's own older behaviour and has no equivalent here: want %s", v, want)
+				msg = quote(v) + ": legacy is each AWS SDK's own older behaviour and has no equivalent here: want " + want
 			}
 			return &Error{Path: "$" + EnvRetryMode, Msg: msg}
 		}

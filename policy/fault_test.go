@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -138,5 +139,36 @@ func TestLongNumberShortenedInMessage(t *testing.T) {
 		if msg := err.Error(); len(msg) > 1000 || !strings.Contains(msg, "99999…") {
 			t.Errorf("%.60s…: message of %d bytes (%.200q…), want the number shortened", doc, len(msg), msg)
 		}
+	}
+}
+
+// A long field name or error name is shortened in its message: an
+// unknown field, a repeated one, or an error name of 100 000 characters
+// was quoted whole.
+func TestLongNamesShortenedInMessage(t *testing.T) {
+	long := strings.Repeat("é", 50000)
+	for _, doc := range []string{
+		`{"` + long + `": 1}`,
+		`{"Retry": [], "` + long + `": 1, "` + long + `": 2}`,
+		`[{"ErrorEquals": ["HTTP.` + long + `"]}]`,
+		`[{"ErrorEquals": ["States.` + long + `"]}]`,
+		`[{"ErrorEquals": ["Net.` + long + `"]}]`,
+		`[{"ErrorEquals": ["Exit.` + long + `"]}]`,
+		`[{"ErrorEquals": ["http.` + long + `"]}]`,
+		`[{"ErrorEquals": [" ` + long + `"]}]`,
+		`{"Breaker": {"` + long + `": 1}}`,
+	} {
+		_, err := policy.Parse([]byte(doc))
+		if err == nil {
+			t.Errorf("%.60s…: accepted", doc)
+			continue
+		}
+		if msg := err.Error(); len(msg) > 2000 || !strings.Contains(msg, "éé…") {
+			t.Errorf("%.60s…: message of %d bytes (%.200q…), want the name shortened", doc, len(msg), msg)
+		}
+	}
+	env := map[string]string{policy.EnvMaxAttempts: strings.Repeat("x", 100000)}
+	if err := (&policy.Document{}).ApplyEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err == nil || len(err.Error()) > 1000 {
+		t.Errorf("YAOKI_MAX_ATTEMPTS of 100 000 x: error of %d bytes, want it shortened", len(fmt.Sprint(err)))
 	}
 }

@@ -191,7 +191,7 @@ func checkName(name string) string {
 		return "an error name is empty: write a name such as HTTP.503, Net.Timeout or States.ALL"
 	case name != strings.TrimSpace(name) || strings.ContainsFunc(name, unicode.IsControl):
 		// No error is named so: such a name would silently match nothing.
-		return "error name " + strconv.Quote(name) + " has a space at an end or a control character: write the name alone, such as \"HTTP.503\""
+		return "error name " + quote(name) + " has a space at an end or a control character: write the name alone, such as \"HTTP.503\""
 	case strings.HasPrefix(name, "HTTP."):
 		rest := name[len("HTTP."):]
 		if _, ok := statusClass(name); ok {
@@ -202,28 +202,28 @@ func checkName(name string) string {
 				return ""
 			}
 		}
-		return "unknown HTTP error name " + strconv.Quote(name) + ": want HTTP.<status> with a status from 100 to 599 (HTTP.503) or a class HTTP.1XX to HTTP.5XX (upper-case XX)"
+		return "unknown HTTP error name " + quote(name) + ": want HTTP.<status> with a status from 100 to 599 (HTTP.503) or a class HTTP.1XX to HTTP.5XX (upper-case XX)"
 	case strings.HasPrefix(name, "Exit."):
 		// The exit codes of commands that yaoki exec runs: Exit.0 to Exit.255.
 		rest := name[len("Exit."):]
 		if code, err := strconv.Atoi(rest); err == nil && code >= 0 && code <= 255 && strconv.Itoa(code) == rest {
 			return ""
 		}
-		return "unknown exit error name " + strconv.Quote(name) + ": want Exit.<code> with an exit code from 0 to 255, such as Exit.75"
+		return "unknown exit error name " + quote(name) + ": want Exit.<code> with an exit code from 0 to 255, such as Exit.75"
 	case strings.HasPrefix(name, "Net."):
 		for _, n := range netNames {
 			if n == name {
 				return ""
 			}
 		}
-		return "unknown network error name " + strconv.Quote(name) + ": want one of " + strings.Join(netNames, ", ")
+		return "unknown network error name " + quote(name) + ": want one of " + strings.Join(netNames, ", ")
 	case strings.HasPrefix(name, "States."):
 		for _, n := range statesNames {
 			if n == name {
 				return ""
 			}
 		}
-		msg := "unknown Step Functions error name " + strconv.Quote(name)
+		msg := "unknown Step Functions error name " + quote(name)
 		for _, n := range statesNames {
 			if strings.EqualFold(n, name) {
 				return msg + ": did you mean " + n + "? (names are case-sensitive)"
@@ -233,7 +233,7 @@ func checkName(name string) string {
 	}
 	for _, prefix := range []string{"http.", "net.", "states.", "exit."} {
 		if strings.HasPrefix(strings.ToLower(name), prefix) {
-			return "error name " + strconv.Quote(name) + " looks like a built-in name in the wrong case: write HTTP., Net., States. or Exit. as shown"
+			return "error name " + quote(name) + " looks like a built-in name in the wrong case: write HTTP., Net., States. or Exit. as shown"
 		}
 	}
 	return ""

@@ -192,7 +192,7 @@ func (d *decoder) unknown(off int64, path, key string, known []string, what stri
 		d.fail(off, path, "") // counted: its message is not built either
 		return
 	}
-	msg := fmt.Sprintf("unknown field %q", key)
+	msg := "unknown field " + quote(key)
 	if s := suggest(key, known); s != "" {
 		msg += fmt.Sprintf(": did you mean %q?", s)
 	}

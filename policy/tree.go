@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // maxDepth bounds the nesting of a document: a policy is three levels deep,
@@ -60,11 +61,7 @@ func (n *node) found() string {
 func (n *node) raw() string {
 	switch n.kind {
 	case 's':
-		s := n.str
-		if len(s) > 40 {
-			s = s[:40] + "…"
-		}
-		return strconv.Quote(s)
+		return quote(n.str)
 	case 'n':
 		s := n.num.String()
 		if len(s) > 40 {
@@ -184,7 +181,7 @@ func (p *treeParser) fromToken(tok json.Token, off int64, depth int) (*node, err
 					}
 				}
 				if dup {
-					return nil, p.src.errAt(koff, "", fmt.Sprintf("field %q appears twice in the same object: keep one", key))
+					return nil, p.src.errAt(koff, "", "field "+quote(key)+" appears twice in the same object: keep one")
 				}
 				if seen != nil {
 					seen[key] = true
@@ -222,6 +219,20 @@ func (p *treeParser) fromToken(tok json.Token, off int64, depth int) (*node, err
 		n.kind = 'z'
 	}
 	return n, nil
+}
+
+// quote returns s in Go quotes for a message, its first 40 bytes (cut
+// at a character) and "…" when it is longer: a name of a megabyte must
+// not make a message of a megabyte.
+func quote(s string) string {
+	if len(s) <= 40 {
+		return strconv.Quote(s)
+	}
+	n := 40
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return strconv.Quote(s[:n] + "…")
 }
 
 // source is the text being loaded: its name (a file path, or "" for

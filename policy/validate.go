@@ -176,7 +176,7 @@ func (d *Document) Validate() error {
 	}
 	if d.IdempotencyKey != "" {
 		if msg := checkKeyMode(d.IdempotencyKey); msg != "" {
-			bad("IdempotencyKey", fmt.Sprintf("%q", d.IdempotencyKey)+msg)
+			bad("IdempotencyKey", quote(d.IdempotencyKey)+msg)
 		}
 	}
 	return l.err()
