@@ -79,7 +79,11 @@ func (l *errs) add(e *Error) {
 func (l *errs) err() error {
 	list := l.list
 	if l.more > 0 {
-		list = append(list, &Error{File: l.file, Msg: fmt.Sprintf("%d more errors not shown: fix these first", l.more)})
+		what := "errors"
+		if l.more == 1 {
+			what = "error"
+		}
+		list = append(list, &Error{File: l.file, Msg: fmt.Sprintf("%d more %s not shown: fix these first", l.more, what)})
 	}
 	switch len(list) {
 	case 0:

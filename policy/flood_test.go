@@ -82,3 +82,15 @@ func TestDuplicateKeyAmongMany(t *testing.T) {
 		t.Errorf("distinct keys: %v, want only unknown fields", err)
 	}
 }
+
+// With 101 errors, the last line counts one more error.
+func TestParseErrorFloodOneMore(t *testing.T) {
+	doc := "[" + strings.Repeat("1,", 100) + "1]"
+	_, err := policy.ParseFile("f.json", []byte(doc))
+	if err == nil || !strings.HasSuffix(err.Error(), "policy: f.json: 1 more error not shown: fix these first") {
+		t.Errorf("error %v, want it to end with the one more error not shown", err)
+	}
+	if _, err := policy.Parse([]byte("[" + strings.Repeat("1,", 99) + "1]")); err == nil || strings.Contains(err.Error(), "not shown") {
+		t.Errorf("100 errors: %v, want all shown", err)
+	}
+}
