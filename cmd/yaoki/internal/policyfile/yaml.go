@@ -212,6 +212,12 @@ func scalar(n *yaml.Node) (string, error) {
 			if math.IsInf(f, 0) || math.IsNaN(f) {
 				return "", fmt.Errorf("line %d: %s is not a finite number: write a number such as 2.5", n.Line, n.Value)
 			}
+			if mant, _, _ := strings.Cut(strings.ToLower(n.Value), "e"); f == 0 && strings.ContainsAny(mant, "123456789") {
+				// 1e-400 decodes as 0, which policy would read as "at
+				// once", "never" or a default; it refuses the same
+				// number written in JSON.
+				return "", fmt.Errorf("line %d: %s is too small to be told from 0: write 0 or a larger number", n.Line, n.Value)
+			}
 			return number(f), nil
 		}
 	case "!!bool":

@@ -82,3 +82,21 @@ func TestYAMLNumberForms(t *testing.T) {
 		t.Errorf("a !!str: %s, %v", js, err)
 	}
 }
+
+// TestYAMLFloatUnderflowRefused: a YAML float written other than 0 but
+// too small for a float64 (1e-400) is refused with its line; it became
+// 0 in the JSON policy reads ("IntervalSeconds": 0, every retry at once),
+// where policy refuses the same number written in JSON.
+func TestYAMLFloatUnderflowRefused(t *testing.T) {
+	for _, lit := range []string{"1e-400", "-2.5e-999", ".5e-330", "!!float 7e-400"} {
+		_, err := YAMLToJSON([]byte("Retry:\n  - ErrorEquals: [States.ALL]\n    IntervalSeconds: " + lit + "\n"))
+		if err == nil || !strings.Contains(err.Error(), "line 3") || !strings.Contains(err.Error(), "too small") {
+			t.Errorf("%s: %v, want a refusal at line 3", lit, err)
+		}
+	}
+	for _, lit := range []string{"0.0", "-0.0", "0e-400", "1e-300"} {
+		if _, err := YAMLToJSON([]byte("IntervalSeconds: " + lit + "\n")); err != nil {
+			t.Errorf("%s: %v", lit, err)
+		}
+	}
+}
