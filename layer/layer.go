@@ -9,8 +9,8 @@
 //   - Attempt-Count, on requests: httpretry's transport numbers every
 //     attempt ("1", "2", …). A server that sees it knows its caller
 //     retries, whatever the value (a number it cannot read still comes
-//     from a caller in the protocol). Middleware then serves the request under
-//     retry.SingleAttempt, so every retrying loop the handler runs (an
+//     from a caller in the protocol). Middleware then serves the request
+//     under retry.SingleAttempt, so every retrying loop the handler runs (an
 //     httpretry transport, retry.Do) makes one attempt only, and the
 //     handler's outgoing requests carry the header on in turn.
 //   - Do-Not-Retry, on responses: "true" tells httpretry to return the
