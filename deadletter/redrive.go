@@ -179,7 +179,8 @@ type Report struct {
 // RedriveAt makes one pass at now: it claims up to Batch due letters and
 // hands each to the handler, one after the other; a letter whose handler
 // succeeded is deleted, one whose handler failed is stored with its outcome
-// and a later Due (or parked). A letter whose Redrives reached MaxRedrives
+// and a later Due (or parked), the backoff and any server hint counted from
+// the time the handler returned (now plus the time the pass has taken). A letter whose Redrives reached MaxRedrives
 // when it was claimed (its earlier claims ended with their lease: see
 // Store.Claim) is parked without being run, so that a letter that takes its
 // redriver down is not run forever. When ctx ends it stores the outcome of
@@ -237,7 +238,10 @@ func (r *Redriver) RedriveAt(ctx context.Context, now time.Time) (Report, error)
 				return rep, r.release(ctx, letters[i+1:], ctx.Err())
 			}
 			if herr != nil {
-				l = r.outcome(l, herr, now)
+				// The backoff and the server's hint count from the
+				// failure, not from the pass's start: a letter late in
+				// the batch, or a slow answer, must not come due early.
+				l = r.outcome(l, herr, now.Add(time.Since(began)))
 			}
 		}
 		err = r.store(ctx, l, herr == nil)

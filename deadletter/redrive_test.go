@@ -95,6 +95,12 @@ func TestNewRedriverRefuses(t *testing.T) {
 }
 
 func TestRedriveOutcomes(t *testing.T) {
+	// In a bubble, so that the pass takes no time and the Due times are
+	// exact.
+	synctest.Test(t, testRedriveOutcomes)
+}
+
+func testRedriveOutcomes(t *testing.T) {
 	ctx := context.Background()
 	m := newMemory(t)
 	for _, id := range []string{"ok", "flaky", "perm", "hinted", "inner"} {
@@ -646,4 +652,32 @@ func TestRedriveCountsStopAtMaxCount(t *testing.T) {
 	if err != nil || got.Attempts != deadletter.MaxCount || got.Redrives != deadletter.MaxCount {
 		t.Fatalf("letter: Attempts %d Redrives %d, %v: want both %d", got.Attempts, got.Redrives, err, deadletter.MaxCount)
 	}
+}
+
+// TestRedriveHintFromTheAnswer: the second letter of a pass is answered 50
+// s after the pass began, with a server hint of 5 min (Retry-After: 300).
+// The hint counts from the answer, so the letter is not due before 50 s +
+// 5 min; and the backoff counts from the failure too.
+func TestRedriveHintFromTheAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := memoryWith(t, "a", "b")
+		r := newRedriver(t, deadletter.Config{Store: m, Handler: func(ctx context.Context, l deadletter.Letter) error {
+			time.Sleep(50 * time.Second) // virtual: a slow partner
+			if l.ID == "a" {
+				return errors.New("partner: 503")
+			}
+			return retry.After(errors.New("partner: 503"), 5*time.Minute)
+		}})
+		if rep, err := r.RedriveAt(context.Background(), t0); err != nil || rep.Failed != 2 {
+			t.Fatalf("%+v %v, want two failed redrives", rep, err)
+		}
+		// Equal jitter at a draw of 0.5 after the first failure: 5 min · 3/4,
+		// from the failure 50 s in.
+		if a, want := get(t, m, "a"), t0.Add(50*time.Second+3*time.Minute+45*time.Second); !a.Due.Equal(want) {
+			t.Fatalf("backoff: due %v, want %v (3m45s after the failure at 50s)", a.Due.Sub(t0), want.Sub(t0))
+		}
+		if b, want := get(t, m, "b"), t0.Add(100*time.Second+5*time.Minute); !b.Due.Equal(want) {
+			t.Fatalf("server hint: due %v after the pass began, want %v (5m after the answer at 1m40s)", b.Due.Sub(t0), want.Sub(t0))
+		}
+	})
 }
