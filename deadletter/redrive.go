@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -174,6 +175,11 @@ type Report struct {
 	// too short for the batch): another redriver may hold them already.
 	// The pass ends their claim, uncounted, unless another claim took them.
 	Expired int
+	// Deferred counts letters claimed and let go at once, unstarted and
+	// uncounted, because the pass handled a letter whose last claim ended
+	// with its lease alone (see RedriveAt). They are due again at once: Run
+	// makes its next pass without waiting.
+	Deferred int
 }
 
 // RedriveAt makes one pass at now: it claims up to Batch due letters and
@@ -183,7 +189,12 @@ type Report struct {
 // the time the handler returned (now plus the time the pass has taken). A letter whose Redrives reached MaxRedrives
 // when it was claimed (its earlier claims ended with their lease: see
 // Store.Claim) is parked without being run, so that a letter that takes its
-// redriver down is not run forever. When ctx ends it stores the outcome of
+// redriver down is not run forever. A letter whose last claim so ended
+// (Reason ReasonLeaseEnded) is handled alone: the pass first lets go of the
+// other letters it claimed (Report.Deferred; those it parks without running
+// excepted), uncounted, so that a letter that takes its redriver down does
+// not take the counts of its batch with it at every kill, and the rest of
+// its batch is redriven, not parked beside it. When ctx ends it stores the outcome of
 // the redrive in hand if the handler finished it (a success is not lost to
 // a shutdown), ends the claims of the letters it has not started, and
 // stops; the error is then ctx's. A handler cut by ctx leaves its claim to
@@ -207,6 +218,13 @@ func (r *Redriver) RedriveAt(ctx context.Context, now time.Time) (Report, error)
 		return rep, fmt.Errorf("deadletter: redrive %q: claim: %w", r.c.Queue, err)
 	}
 	rep.Claimed = len(letters)
+	letters, aside := r.isolate(letters)
+	if len(aside) > 0 {
+		rep.Deferred = len(aside)
+		if err := r.release(ctx, aside, nil); err != nil {
+			return rep, r.release(ctx, letters, err)
+		}
+	}
 	for i, l := range letters {
 		if err := ctx.Err(); err != nil {
 			return rep, r.release(ctx, letters[i:], err)
@@ -224,7 +242,7 @@ func (r *Redriver) RedriveAt(ctx context.Context, now time.Time) (Report, error)
 			start = time.Now()
 		}
 		var herr error
-		if r.c.MaxRedrives > 0 && l.Redrives >= r.c.MaxRedrives {
+		if r.exhausted(l) {
 			// Counted claims that ended with their lease reached the
 			// limit: the letter may be what stops its redrivers.
 			herr = fmt.Errorf("deadletter: letter %q: %d redrives failed or ended with their lease (%d allowed): parked without another", l.ID, l.Redrives, r.c.MaxRedrives)
@@ -262,6 +280,38 @@ func (r *Redriver) RedriveAt(ctx context.Context, now time.Time) (Report, error)
 		}
 	}
 	return rep, nil
+}
+
+// exhausted reports whether l, as claimed, has had MaxRedrives failed
+// redrives: the pass parks it without running it.
+func (r *Redriver) exhausted(l Letter) bool {
+	return r.c.MaxRedrives > 0 && l.Redrives >= r.c.MaxRedrives
+}
+
+// isolate splits the letters of a claim into those the pass handles and
+// those it lets go unstarted. A letter whose last claim ended with its
+// lease (Reason ReasonLeaseEnded) may be what took that claim's redriver
+// down: the first such letter still to be run is handled alone, after the
+// letters that the pass parks without running, and the others are let go
+// before it starts, so that if it takes this redriver down too, only its
+// own claim ends with the lease and is counted. Without it, a poison letter
+// would have the letters claimed with it counted at every kill and parked,
+// never run, beside it.
+func (r *Redriver) isolate(letters []Letter) (handle, aside []Letter) {
+	suspect := slices.IndexFunc(letters, func(l Letter) bool { return l.Reason == ReasonLeaseEnded && !r.exhausted(l) })
+	if suspect < 0 || len(letters) == 1 {
+		return letters, nil
+	}
+	for i, l := range letters {
+		switch {
+		case i == suspect:
+		case r.exhausted(l):
+			handle = append(handle, l)
+		default:
+			aside = append(aside, l)
+		}
+	}
+	return append(handle, letters[suspect]), aside
 }
 
 // store stores the outcome of the redrive of l: Done when it worked, Fail
@@ -377,7 +427,8 @@ func (r *Redriver) outcome(l Letter, err error, now time.Time) Letter {
 // ctx ends, and returns ctx's error. After a pass that claimed a full
 // batch it goes on at once (a backlog); otherwise it waits Interval. A
 // failed pass (the store unreachable) is reported to OnPass and tried again
-// after Interval.
+// after Interval. A pass that let letters go to handle one alone
+// (Report.Deferred) is followed at once by the next.
 func (r *Redriver) Run(ctx context.Context) error {
 	t := time.NewTimer(0)
 	defer t.Stop()
@@ -395,7 +446,7 @@ func (r *Redriver) Run(ctx context.Context) error {
 			r.c.OnPass(rep, err)
 		}
 		next := r.c.Interval
-		if err == nil && rep.Claimed == r.c.Batch {
+		if err == nil && (rep.Claimed == r.c.Batch || rep.Deferred > 0) {
 			next = 0
 		}
 		t.Reset(next)

@@ -681,3 +681,48 @@ func TestRedriveHintFromTheAnswer(t *testing.T) {
 		}
 	})
 }
+
+// TestFaultPoisonLetterSparesItsBatch: a poison letter, first of its
+// batch, takes its redriver down every time it runs (runtime.Goexit, as
+// after a SIGKILL), MaxRedrives 3. The four letters claimed with it are
+// counted once, by the first kill, and then not again: a letter whose last
+// claim ended with its lease runs alone in its pass, the letters claimed
+// with it let go first. The poison letter is parked; the four are each
+// redriven once and deleted, none parked unrun.
+func TestFaultPoisonLetterSparesItsBatch(t *testing.T) {
+	m := newMemory(t)
+	put(t, m, "poison", t0.Add(-time.Minute)) // earliest due: first of its batch
+	for _, id := range []string{"b", "c", "d", "e"} {
+		put(t, m, id, t0)
+	}
+	ran := map[string]int{}
+	h := func(ctx context.Context, l deadletter.Letter) error {
+		ran[l.ID]++
+		if l.ID == "poison" {
+			runtime.Goexit()
+		}
+		return nil
+	}
+	r := newRedriver(t, deadletter.Config{Store: m, Batch: 5, MaxRedrives: 3, Handler: h})
+	now := t0
+	for pass := 0; pass < 20 && m.Len() > 1; pass++ {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = r.RedriveAt(context.Background(), now)
+		}()
+		<-done
+		now = now.Add(deadletter.DefaultLease) // past any claim a kill left
+	}
+	if ran["poison"] != 3 {
+		t.Errorf("the poison letter ran %d times, want 3 (MaxRedrives)", ran["poison"])
+	}
+	if l := get(t, m, "poison"); !l.Parked || l.Reason != deadletter.ReasonRedrivesExhausted {
+		t.Errorf("the poison letter: %+v, want parked, redrives exhausted", l)
+	}
+	for _, id := range []string{"b", "c", "d", "e"} {
+		if l, err := m.Get(context.Background(), id); err == nil || ran[id] != 1 {
+			t.Errorf("letter %s: ran %d times, stored %+v (%v); want it run once and deleted", id, ran[id], l, err)
+		}
+	}
+}

@@ -20,20 +20,34 @@ import (
 // redriver (deadLetterChildMain) over the database whose DSN it holds.
 const envRedriveChild = "YAOKI_TEST_REDRIVE_CHILD_DSN"
 
+// envRedriveChildBatch, set, makes the child serve queue "killed-batch"
+// with batches of 5, its handler hanging only on the letter "poison".
+const envRedriveChildBatch = "YAOKI_TEST_REDRIVE_CHILD_BATCH"
+
 // deadLetterChildMain, in a binary started with envRedriveChild, makes one
 // redrive pass of queue "killed" whose handler says "started ID" on stdout
-// and then hangs, waiting to be killed; it never returns.
+// and then hangs, waiting to be killed; it never returns. With
+// envRedriveChildBatch, the pass is over queue "killed-batch", 5 letters at
+// a time, and the handler hangs on "poison" only: another letter it
+// redrives at once (saying "started ID").
 func deadLetterChildMain() {
 	dsn := os.Getenv(envRedriveChild)
 	if dsn == "" {
 		return
 	}
+	queue, batch := "killed", 1
+	if os.Getenv(envRedriveChildBatch) != "" {
+		queue, batch = "killed-batch", 5
+	}
 	pool, err := pgxpool.New(context.Background(), dsn)
 	if err == nil {
 		var r *deadletter.Redriver
-		r, err = deadletter.NewRedriver(deadletter.Config{Store: postgres.NewDeadLetters(pool), Queue: "killed", Batch: 1,
+		r, err = deadletter.NewRedriver(deadletter.Config{Store: postgres.NewDeadLetters(pool), Queue: queue, Batch: batch,
 			Handler: func(ctx context.Context, l deadletter.Letter) error {
 				fmt.Println("started", l.ID)
+				if batch > 1 && l.ID != "poison" {
+					return nil
+				}
 				select {}
 			}})
 		if err == nil {
@@ -106,5 +120,89 @@ func TestFaultRedriverKilled(t *testing.T) {
 	l, err := s.Get(ctx, "poison")
 	if err != nil || !l.Parked || l.Attempts != 3+maxRedrives || l.Redrives != maxRedrives || l.Reason != deadletter.ReasonRedrivesExhausted {
 		t.Fatalf("the poison letter: %+v, %v: want parked, %d attempts, %d redrives, reason %q", l, err, 3+maxRedrives, maxRedrives, deadletter.ReasonRedrivesExhausted)
+	}
+}
+
+// TestFaultPoisonLetterKillsItsRedriver: a poison letter, first of a batch
+// of five, takes its redriver process down (SIGKILL) each time it runs,
+// three times. The four letters claimed with it are counted by the first
+// kill only: then the poison letter runs alone, the others let go before
+// it starts. A redriver with MaxRedrives 3 parks the poison letter
+// without running it and redrives the four, once each.
+func TestFaultPoisonLetterKillsItsRedriver(t *testing.T) {
+	srv, pool := start(t)
+	ctx := context.Background()
+	s := postgres.NewDeadLetters(pool)
+	others := []string{"b", "c", "d", "e"}
+	if err := s.Put(ctx, letter("poison", "killed-batch", time.Now().Add(-time.Minute))); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range others {
+		if err := s.Put(ctx, letter(id, "killed-batch", time.Now().Add(-time.Second))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const maxRedrives = 3
+	for kill := range maxRedrives {
+		cmd := exec.Command(os.Args[0], "-test.run", "^$")
+		cmd.Env = append(os.Environ(), envRedriveChild+"="+srv.DSN, envRedriveChildBatch+"=1")
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var started []string
+		for r := bufio.NewReader(out); ; {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+				t.Fatalf("redriver %d: started %v, then %v: want it to start the poison letter", kill+1, started, err)
+			}
+			started = append(started, strings.TrimPrefix(strings.TrimSpace(line), "started "))
+			if started[len(started)-1] == "poison" {
+				break
+			}
+		}
+		if err := cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+		if len(started) != 1 {
+			t.Fatalf("redriver %d started %v, want the poison letter first", kill+1, started)
+		}
+		// The dead redriver's leases end: as if DefaultLease had passed.
+		if _, err := pool.Exec(ctx, `UPDATE yaoki_dead_letters SET lease_end = now() - interval '1 second' WHERE queue = 'killed-batch' AND token IS NOT NULL`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ran := map[string]int{}
+	r, err := deadletter.NewRedriver(deadletter.Config{Store: s, Queue: "killed-batch", Batch: 5, MaxRedrives: maxRedrives,
+		Handler: func(_ context.Context, l deadletter.Letter) error { ran[l.ID]++; return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pass := 0; pass < 10; pass++ {
+		rep, err := r.RedriveAt(ctx, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Claimed == 0 {
+			break
+		}
+	}
+	if ran["poison"] != 0 {
+		t.Errorf("the poison letter ran %d times after %d kills, want none (parked)", ran["poison"], maxRedrives)
+	}
+	if l, err := s.Get(ctx, "poison"); err != nil || !l.Parked || l.Redrives != maxRedrives || l.Reason != deadletter.ReasonRedrivesExhausted {
+		t.Errorf("the poison letter: %+v, %v: want parked after %d redrives, reason %q", l, err, maxRedrives, deadletter.ReasonRedrivesExhausted)
+	}
+	for _, id := range others {
+		if l, err := s.Get(ctx, id); err == nil || ran[id] != 1 {
+			t.Errorf("letter %s: ran %d times, left %+v (%v); want it redriven once and deleted", id, ran[id], l, err)
+		}
 	}
 }

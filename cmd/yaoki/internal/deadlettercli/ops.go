@@ -404,6 +404,9 @@ func report(r deadletter.Report) string {
 	if r.Expired > 0 {
 		s += fmt.Sprintf(", expired %d (not started: the lease ended first; --lease is short for the batch)", r.Expired)
 	}
+	if r.Deferred > 0 {
+		s += fmt.Sprintf(", deferred %d (let go unstarted: a letter whose last claim ended with its lease ran alone)", r.Deferred)
+	}
 	return s
 }
 
