@@ -158,6 +158,12 @@ func keyOf(h http.Header) string {
 // replaced by "xxxxx", and any other URL it quotes (a redirect's) without
 // its userinfo and the values of the dropped query parameters. resp's body
 // is left to the caller.
+//
+// A request whose body has no GetBody (a plain io.Reader), read by the
+// call, is kept with the body that the response's request can give again:
+// an httpretry client buffers such a body to replay it. Without a
+// response (the call ended on an error), such a request is refused, as
+// Encode refuses it: build it with a bytes or strings reader.
 func Capture(ctx context.Context, s deadletter.Store, queue string, req *http.Request, resp *http.Response, err error, now time.Time) (deadletter.Letter, bool, error) {
 	return Encoder{}.Capture(ctx, s, queue, req, resp, err, now)
 }
@@ -170,6 +176,14 @@ func (e Encoder) Capture(ctx context.Context, s deadletter.Store, queue string, 
 	}
 	if err != nil && req.Context().Err() != nil {
 		return deadletter.Letter{}, false, nil
+	}
+	if err == nil && resp.Request != nil && resp.Request.GetBody != nil && req.GetBody == nil && req.Body != nil && req.Body != http.NoBody {
+		// The caller's body cannot be read again, and was read by now; a
+		// transport that buffered it to replay it (httpretry) gave the
+		// attempts' request a GetBody: keep the body they sent.
+		sent := req.WithContext(req.Context())
+		sent.GetBody = resp.Request.GetBody
+		req = sent
 	}
 	l, lerr := e.Letter(queue, req)
 	if lerr != nil {
