@@ -22,15 +22,26 @@ func credentialHeader(name string) bool {
 }
 
 // kept reports whether Encode keeps the header name (canonical), as far as
-// the package decides: not the listed credentials, nor what the transport
-// sets on every request itself.
+// the package decides: not the listed credentials, nor the attempt count,
+// nor the request's framing (framing).
 func kept(name string) bool {
+	return name != header.AttemptCount && !framing(name) && !credentialHeader(name)
+}
+
+// framing reports whether the header name (canonical) is one that net/http
+// writes itself from the request (Host, Content-Length, Transfer-Encoding,
+// Trailer) or a hop-by-hop header, which concerns one connection and asks
+// a proxy to upgrade it or to drop other headers. A letter holds none of
+// them: net/http writes a header map's names as they are, so a letter's
+// "transfer-encoding" beside net/http's own Content-Length would frame the
+// body two ways, and a proxy in front could split it into two requests.
+func framing(name string) bool {
 	switch name {
-	case "Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
-		"Proxy-Connection", "Content-Length", header.AttemptCount:
-		return false
+	case "Host", "Content-Length", "Transfer-Encoding", "Trailer",
+		"Connection", "Keep-Alive", "Proxy-Connection", "Te", "Upgrade":
+		return true
 	}
-	return !credentialHeader(name)
+	return false
 }
 
 // dropHeader reports whether the header name (canonical) is one of e's own

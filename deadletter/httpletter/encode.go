@@ -38,8 +38,9 @@ type Encoder struct {
 // reads the body through req.GetBody, so that req itself stays unread; a
 // request with a body but no GetBody (its body may have been sent already)
 // is refused, as is a body that would make the payload larger than
-// deadletter.MaxPayloadBytes, and a header name or value that is not UTF-8
-// (bytes 0x80-0xFF of another charset: a JSON string cannot keep them). The
+// deadletter.MaxPayloadBytes, a header name or value that is not UTF-8
+// (bytes 0x80-0xFF of another charset: a JSON string cannot keep them),
+// and a URL whose query holds a space (which Decode refuses). The
 // URL's fragment is left out (it is never sent, and may hold a token); a
 // Host other than the URL's is kept.
 func Encode(req *http.Request) ([]byte, error) { return Encoder{}.Encode(req) }
@@ -51,6 +52,9 @@ func (e Encoder) Encode(req *http.Request) ([]byte, error) {
 		return nil, fmt.Errorf("httpletter: encode: the request's URL %q is not absolute: want scheme and host", urlString(req.URL))
 	}
 	u := e.cleanURL(req.URL)
+	if err := spaceInQuery(&u); err != nil {
+		return nil, fmt.Errorf("httpletter: encode: %w", err)
+	}
 	r := Request{Method: req.Method, URL: u.String()}
 	if r.Method == "" {
 		r.Method = http.MethodGet

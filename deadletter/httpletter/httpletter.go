@@ -48,9 +48,16 @@ type Request struct {
 // Decode parses a payload that Encode made. It refuses, saying what is
 // wrong, a payload that is not such a document, a method that is not an
 // HTTP token, a URL that is not absolute http or https (or whose port is
-// not in 1..65535), a Host with a byte a host cannot hold, and a header name
-// or value that net/http would not send (a value with a control byte other
-// than a tab): Handler parks such a letter, since no redrive can send it.
+// not in 1..65535, or whose query holds a space, which would end the
+// request target in the request line), a Host with a byte a host cannot
+// hold, a header name or value that net/http would not send (a value with
+// a control byte other than a tab), a header named twice in different
+// cases, and a framing or hop-by-hop header (Host, Content-Length,
+// Transfer-Encoding, Trailer, Connection, Keep-Alive, Proxy-Connection, Te,
+// Upgrade), which Encode never keeps and which, sent beside net/http's
+// own, would let a proxy in front read one request as two: Handler parks
+// such a letter, since no redrive can send it as captured. The header
+// names it returns are canonical.
 func Decode(payload []byte) (Request, error) {
 	var r Request
 	dec := json.NewDecoder(bytes.NewReader(payload))
@@ -76,17 +83,64 @@ func Decode(payload []byte) (Request, error) {
 			return Request{}, fmt.Errorf("httpletter: decode: URL %q: port %s out of range: want 1 to 65535", clip(r.URL), clip(p))
 		}
 	}
-	for name, vs := range r.Header {
+	if err := spaceInQuery(u); err != nil {
+		return Request{}, fmt.Errorf("httpletter: decode: %w", err)
+	}
+	ok, err := canonical(r.Header, nil)
+	if err != nil {
+		return Request{}, fmt.Errorf("httpletter: decode: %w", err)
+	}
+	if !ok {
+		h := make(http.Header, len(r.Header))
+		if _, err := canonical(r.Header, h); err != nil {
+			return Request{}, fmt.Errorf("httpletter: decode: %w", err)
+		}
+		r.Header = h
+	}
+	return r, nil
+}
+
+// spaceInQuery refuses a URL whose query holds a space: net/http writes
+// the query into the request line as it is, where a space ends the request
+// target ("GET /?a HTTP/1.0 HTTP/1.1"), and servers and proxies read the
+// rest each their own way.
+func spaceInQuery(u *url.URL) error {
+	if i := strings.IndexByte(u.RawQuery, ' '); i >= 0 {
+		return fmt.Errorf("URL %q: its query has a space at %d, which would end the request target in the request line: want it encoded (%%20 or +)", clip(u.Redacted()), i)
+	}
+	return nil
+}
+
+// canonical checks h: each name an HTTP token, none the request's framing
+// or hop-by-hop (framing), no two the same header, no value with a control
+// byte other than a tab. It copies h into into with the names canonical
+// (net/http sends a header map's names as they are: an "idempotency-key"
+// would go beside the letter's Idempotency-Key); with a nil into, it copies
+// nothing and reports whether every name is canonical already.
+func canonical(h, into http.Header) (allCanonical bool, err error) {
+	allCanonical = true
+	for name, vs := range h {
 		if !token(name) {
-			return Request{}, fmt.Errorf("httpletter: decode: header name %q is not an HTTP token", clip(name))
+			return false, fmt.Errorf("header name %q is not an HTTP token", clip(name))
+		}
+		c := http.CanonicalHeaderKey(name)
+		if framing(c) {
+			return false, fmt.Errorf("header %s: a letter holds no framing or hop-by-hop header (Host, Content-Length, Transfer-Encoding, Trailer, Connection, Keep-Alive, Proxy-Connection, Te, Upgrade): net/http writes the framing from the request, and the host goes in the letter's host field", clip(name))
 		}
 		for _, v := range vs {
 			if i := strings.IndexFunc(v, control); i >= 0 {
-				return Request{}, fmt.Errorf("httpletter: decode: header %s has a value with the control byte %#02x at %d: want visible text, spaces and tabs", name, v[i], i)
+				return false, fmt.Errorf("header %s has a value with the control byte %#02x at %d: want visible text, spaces and tabs", clip(name), v[i], i)
 			}
 		}
+		allCanonical = allCanonical && c == name
+		if into != nil {
+			if _, dup := into[c]; dup {
+				return false, fmt.Errorf("header %s is named twice, in different cases: want each header once", c)
+			}
+			into[c] = append([]string(nil), vs...)
+		}
 	}
-	return r, nil
+	return allCanonical, nil
 }
 
 // validHost reports whether net/http sends h as a Host header: the bytes
@@ -128,7 +182,10 @@ func clip(s string) string {
 	return s
 }
 
-// New returns r as a request to send with ctx, with GetBody set.
+// New returns r as a request to send with ctx, with GetBody set. It
+// refuses what Decode refuses in r's header and in its URL's query (New is
+// also for a Request that Decode did not make), and sends the header names
+// in canonical form.
 func (r Request) New(ctx context.Context) (*http.Request, error) {
 	var body io.Reader
 	if len(r.Body) > 0 {
@@ -138,8 +195,11 @@ func (r Request) New(ctx context.Context) (*http.Request, error) {
 	if err != nil {
 		return nil, fmt.Errorf("httpletter: %w", err)
 	}
-	for name, vs := range r.Header {
-		req.Header[name] = append([]string(nil), vs...)
+	if err := spaceInQuery(req.URL); err != nil {
+		return nil, fmt.Errorf("httpletter: %w", err)
+	}
+	if _, err := canonical(r.Header, req.Header); err != nil {
+		return nil, fmt.Errorf("httpletter: %w", err)
 	}
 	if r.Host != "" {
 		req.Host = r.Host
