@@ -31,7 +31,8 @@ const (
 	// than a full batch.
 	DefaultInterval = 30 * time.Second
 	// StoreTimeout bounds the storing of one redrive's outcome (Done or
-	// Fail), which goes on when the pass's context ends.
+	// Fail), tried again while the store fails (a connection that broke, a
+	// server restarting), which goes on when the pass's context ends.
 	StoreTimeout = 5 * time.Second
 )
 
@@ -199,8 +200,10 @@ type Report struct {
 // a shutdown), ends the claims of the letters it has not started, and
 // stops; the error is then ctx's. A handler cut by ctx leaves its claim to
 // end with its lease (the next claim counts it). An outcome that the store
-// fails to take (a broken connection) is tried once more; a store error
-// that remains ends the pass, with what was done so far.
+// fails to take (a broken connection, a server restarting) is tried again,
+// each try within 1 s, after 50 ms, then 100, 200, 400 ms and so on, until
+// StoreTimeout; a store error that remains ends the pass, with what was
+// done so far.
 //
 // Each handler's deadline is its claim's lease end, and a letter whose
 // lease has ended before its turn is not started (Report.Expired): past
@@ -317,39 +320,70 @@ func (r *Redriver) isolate(letters []Letter) (handle, aside []Letter) {
 // store stores the outcome of the redrive of l: Done when it worked, Fail
 // otherwise. It stores it even if the caller is stopping (a shutdown during
 // a redrive that worked must not make it run again), within StoreTimeout,
-// and tries a second time when the store failed otherwise than with
+// and tries again (persist) when the store failed otherwise than with
 // ErrLeaseLost or ErrInvalidLetter (a connection that broke, the server
-// restarted): Done and Fail hold only with the claim's token, so a second
-// try after a first that went through, its reply lost, changes nothing and
-// returns ErrLeaseLost. Without it, a letter whose redrive worked would
-// stay claimed, to be redriven again once its lease ended.
+// restarting or failing over): Done and Fail hold only with the claim's
+// token, so a try after one that went through, its reply lost, changes
+// nothing and returns ErrLeaseLost. Without it, a letter whose redrive
+// worked would stay claimed, to be redriven again once its lease ended.
 func (r *Redriver) store(ctx context.Context, l Letter, done bool) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), StoreTimeout)
 	defer cancel()
-	var err error
-	for range 2 {
+	return persist(sctx, func(tctx context.Context) error {
 		if done {
-			err = r.c.Store.Done(sctx, l.ID, l.Token)
-		} else {
-			err = r.c.Store.Fail(sctx, l)
+			return r.c.Store.Done(tctx, l.ID, l.Token)
 		}
+		return r.c.Store.Fail(tctx, l)
+	})
+}
+
+// Tries of persist.
+const (
+	// storeTry bounds one try, so that a reply that never comes (a link
+	// that died without a reset) leaves time for others within
+	// StoreTimeout.
+	storeTry = time.Second
+	// storeWait is the wait after the first failed try; it doubles after
+	// each (50, 100, 200, 400 ms, ...).
+	storeWait = 50 * time.Millisecond
+)
+
+// persist runs op until it succeeds or fails with ErrLeaseLost or
+// ErrInvalidLetter (which another try cannot change), each try within
+// storeTry, waiting storeWait after the first failure and twice as long
+// after each next one, until sctx ends; it returns op's last error.
+func persist(sctx context.Context, op func(context.Context) error) error {
+	wait := storeWait
+	for {
+		tctx, cancel := context.WithTimeout(sctx, storeTry)
+		err := op(tctx)
+		cancel()
 		if err == nil || errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrInvalidLetter) || sctx.Err() != nil {
-			break
+			return err
 		}
+		t := time.NewTimer(wait)
+		select {
+		case <-sctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait *= 2
 	}
-	return err
 }
 
 // release ends the claims on letters, which were not started, storing
-// them as claimed (Fail of an unchanged letter), so that the next claim
-// does not count them as redrives that ended with their lease. A letter
-// that another claim holds already is left to it. It returns cause, or the
-// store's error when it failed to end a claim and cause is nil.
+// them as claimed (Fail of an unchanged letter, tried again as store
+// tries an outcome), so that the next claim does not count them as
+// redrives that ended with their lease. A letter that another claim holds
+// already is left to it. It returns cause, or the store's error when it
+// failed to end a claim and cause is nil.
 func (r *Redriver) release(ctx context.Context, letters []Letter, cause error) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), StoreTimeout)
 	defer cancel()
 	for _, l := range letters {
-		if err := r.c.Store.Fail(sctx, l); err != nil && !errors.Is(err, ErrLeaseLost) {
+		err := persist(sctx, func(tctx context.Context) error { return r.c.Store.Fail(tctx, l) })
+		if err != nil && !errors.Is(err, ErrLeaseLost) {
 			if cause == nil {
 				cause = fmt.Errorf("deadletter: redrive %q: end the claim on %q, not started: %w", r.c.Queue, l.ID, err)
 			}

@@ -16,7 +16,8 @@ import (
 // after a handler succeeded, before its Done is stored: the redriver's
 // single connection is ended by the server (pg_terminate_backend), the
 // server restarts (fast shutdown, then up again on its port), or the reply to the Done that deleted the letter is lost (the proxy cuts the
-// connection instead of passing it). The redriver stores the outcome again
+// connection instead of passing it) or held (the connection left open and
+// silent, as over a link that died without a reset). The redriver stores the outcome again
 // on a new connection: the letter that succeeded is deleted, not left
 // claimed to be redriven once more after its lease, and the pass goes on
 // with the rest of its batch instead of leaving them held, to be counted
@@ -43,6 +44,10 @@ func TestFaultRedriveOutcomeLink(t *testing.T) {
 			srv.Restart(t)
 		}},
 		{name: "reply to Done lost", done: 2, leaseLost: 1, fault: func(*testing.T, string) { proxy.DropNextReply() }},
+		// The DELETE went through; its reply never comes, the connection
+		// left open: the try ends at its own timeout, and the next finds
+		// the letter gone.
+		{name: "reply to Done held", done: 2, leaseLost: 1, fault: func(*testing.T, string) { proxy.HoldNextReply() }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			app := fmt.Sprintf("outcome-%x", rand.Uint64())
