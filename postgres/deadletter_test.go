@@ -563,7 +563,7 @@ func TestDeadLettersTimes(t *testing.T) {
 }
 
 // TestDeadLettersRedrivers: two redrivers, each over its own pool (two
-// processes), three passes at a time each, redrive 120 letters: a letter is
+// processes), four passes at a time each (eight goroutines), redrive 120 letters: a letter is
 // never in two handlers at once; the ones that work are handled once and
 // deleted, the ones that fail once are handled again after their backoff,
 // the permanent failures are parked.
@@ -612,9 +612,9 @@ func TestDeadLettersRedrivers(t *testing.T) {
 	}
 	drain := func(now time.Time) {
 		var wg sync.WaitGroup
-		errs := make(chan error, 6)
+		errs := make(chan error, 8)
 		for _, r := range redrivers {
-			for range 3 {
+			for range 4 {
 				wg.Go(func() {
 					for {
 						rep, err := r.RedriveAt(ctx, now)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -228,5 +229,102 @@ func testBadArguments(t *testing.T, c *contract, s deadletter.Store, q, p string
 	}
 	if _, err := s.List(t.Context(), q, "", 0); !errors.Is(err, deadletter.ErrInvalidLetter) {
 		t.Errorf("List of 0 letters: %v, want ErrInvalidLetter", err)
+	}
+}
+
+// testListPagesWhileChanging pages through a queue, 4 letters a page,
+// while another goroutine puts letters (with IDs before and after the
+// pages read), deletes others, and claims, fails and requeues the rest.
+// Every letter there from the first page to the last is listed exactly
+// once, and the IDs come in strictly increasing order: none skipped, none
+// twice.
+func testListPagesWhileChanging(t *testing.T, c *contract, s deadletter.Store, q, p string) {
+	id := func(i int) string { return fmt.Sprintf("%s%03d", p, i) }
+	// Letters 0, 4, 8, ... stay; 2, 6, 10, ... are deleted; the odd IDs
+	// are put while the pages are read; the stable ones are claimed,
+	// failed and requeued meanwhile (their rows change, their IDs not).
+	for i := 0; i < 120; i += 2 {
+		put(t, s, c.letter(q, id(i), c.t0))
+	}
+	// change makes the i-th change: a put, a delete, or a claim whose
+	// letters are failed and requeued.
+	change := func(i int) error {
+		n := (i * 37) % 120
+		switch {
+		case n%2 == 1:
+			return s.Put(t.Context(), c.letter(q, id(n), c.t0))
+		case n%4 == 2:
+			if err := s.Delete(t.Context(), id(n)); !errors.Is(err, deadletter.ErrNotFound) {
+				return err
+			}
+			return nil
+		}
+		got, err := s.Claim(t.Context(), q, c.t0.Add(time.Duration(i)*time.Second), 2, Lease)
+		for _, l := range got {
+			l.Error = "changed while listed"
+			if err = s.Fail(t.Context(), l); err == nil {
+				err = s.Requeue(t.Context(), l.ID, c.t0)
+			}
+		}
+		return err
+	}
+	// Changes run beside the pages, and three between each two pages, so
+	// that every page boundary sees some.
+	stop := make(chan struct{})
+	var (
+		wg   sync.WaitGroup
+		errs = make(chan error, 1)
+	)
+	wg.Go(func() {
+		for i := 0; ; i += 2 {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := change(i); err != nil {
+				errs <- err
+				return
+			}
+		}
+	})
+	halt := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	defer halt()
+	step := 1
+	var (
+		got   []string
+		after string
+	)
+	for {
+		page, err := s.List(t.Context(), q, after, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		got = append(got, ids(page)...)
+		after = page[len(page)-1].ID
+		for range 3 {
+			if err := change(step); err != nil {
+				t.Fatal(err)
+			}
+			step += 2
+		}
+	}
+	halt()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i] <= got[i-1] {
+			t.Fatalf("List pages gave %q after %q: want strictly increasing IDs (none twice)", got[i], got[i-1])
+		}
+	}
+	for i := 0; i < 120; i += 4 {
+		if !slices.Contains(got, id(i)) {
+			t.Fatalf("letter %q, there all along, is on no page (pages gave %q)", id(i), got)
+		}
 	}
 }

@@ -47,6 +47,7 @@ func TestStore(t *testing.T, newStore func(t *testing.T) deadletter.Store) {
 		{"requeue ends a claim", testRequeueEndsClaim},
 		{"delete", testDelete},
 		{"list pages through a queue in ID order", testListPages},
+		{"list pages see every letter once while others change", testListPagesWhileChanging},
 		{"list of every queue", testListEveryQueue},
 		{"count", testCount},
 		{"bad arguments", testBadArguments},
