@@ -212,7 +212,12 @@ func (r Request) New(ctx context.Context) (*http.Request, error) {
 // (to add credentials, say); the letter's Key, if any, goes in the
 // Idempotency-Key header. The outcome, by the response:
 //
-//   - 2xx and 3xx: done, the letter is deleted;
+//   - 2xx, 303 (See Other: executed, its result elsewhere) and 304 (a
+//     conditional request satisfied): done, the letter is deleted;
+//   - another 3xx, a redirect that client did not follow (one whose
+//     CheckRedirect returns http.ErrUseLastResponse, or past its limit):
+//     permanent, the letter is parked, its error naming where the redirect
+//     points; the request was not executed where it was sent;
 //   - 408, 409 (the same key still running on the server), 429, 500, 502,
 //     503, 504, and transport errors: failed, redriven later, not before
 //     the server's Retry-After (or rate-limit reset);
@@ -272,25 +277,44 @@ func Handler(client *http.Client, prepare func(*http.Request) error) deadletter.
 	}
 }
 
-// StatusError is a redrive's response that did not complete the work
-// (status 400 or above). Handler returns it marked with retry.Permanent, or
-// with the server's hint (retry.After), as the status asks.
+// StatusError is a redrive's response that did not complete the work: a
+// status of 400 or above, or a redirect that the client did not follow (a
+// 3xx other than 303 and 304). Handler returns it marked with
+// retry.Permanent, or with the server's hint (retry.After), as the status
+// asks.
 type StatusError struct {
 	Method, URL string // the request, its URL without a password
 	Code        int    // the status code
 	Status      string // the status line, e.g. "503 Service Unavailable"
+	// Location is where a redirect not followed points, as the server
+	// wrote it; empty for other statuses.
+	Location string
 }
 
 // Error says which request got which status, e.g. "httpletter: POST
-// https://partner.example/charges: 503 Service Unavailable".
+// https://partner.example/charges: 503 Service Unavailable", and where a
+// redirect not followed points.
 func (e *StatusError) Error() string {
+	if e.Code >= 300 && e.Code < 400 {
+		to := ""
+		if e.Location != "" {
+			to = " to " + e.Location
+		}
+		return fmt.Sprintf("httpletter: %s %s: %s%s, not followed: the request was not executed there", e.Method, e.URL, e.Status, to)
+	}
 	return fmt.Sprintf("httpletter: %s %s: %s", e.Method, e.URL, e.Status)
 }
 
 // outcome classifies a redrive's response at now.
 func outcome(req *http.Request, resp *http.Response, now time.Time) error {
-	if resp.StatusCode < 400 {
+	switch c := resp.StatusCode; {
+	case c < 300, c == http.StatusSeeOther, c == http.StatusNotModified:
 		return nil
+	case c < 400:
+		// A redirect the client did not follow: the request was not
+		// executed where it was sent.
+		return retry.Permanent(&StatusError{Method: req.Method, URL: req.URL.Redacted(), Code: c, Status: resp.Status,
+			Location: resp.Header.Get("Location")})
 	}
 	se := &StatusError{Method: req.Method, URL: req.URL.Redacted(), Code: resp.StatusCode, Status: resp.Status}
 	if again(resp.StatusCode) {

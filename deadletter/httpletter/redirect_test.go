@@ -2,6 +2,7 @@ package httpletter_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -72,4 +73,65 @@ func TestRedirectCredentialsNotKept(t *testing.T) {
 	}
 	got, _ = store.Get(ctx, l.ID)
 	check("redriven", got.Error)
+}
+
+// TestRedriveRedirectNotFollowed: the redrive's client does not follow
+// redirects (as yaoki deadletter redrive's), and the server answers with a
+// redirect. A 307 or 308 (the partner's API moved, a balancer sending the
+// request to another region), a 301, 302 or 300 say the request was not
+// executed where it went: the letter is parked, its error naming the
+// status and where it points, not deleted as if done (the work would be
+// lost). A 303 (See Other: executed, the result is elsewhere) and a 304
+// (a conditional request satisfied) are done.
+func TestRedriveRedirectNotFollowed(t *testing.T) {
+	for _, tc := range []struct {
+		code int
+		done bool
+	}{
+		{http.StatusTemporaryRedirect, false},
+		{http.StatusPermanentRedirect, false},
+		{http.StatusMovedPermanently, false},
+		{http.StatusFound, false},
+		{http.StatusMultipleChoices, false},
+		{http.StatusSeeOther, true},
+		{http.StatusNotModified, true},
+	} {
+		t.Run(http.StatusText(tc.code), func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Location", "https://eu.partner.example/v2/charges")
+				w.WriteHeader(tc.code)
+			}))
+			defer srv.Close()
+			client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+			defer client.CloseIdleConnections()
+			store, _ := deadletter.NewMemory(0)
+			ctx := context.Background()
+			l, err := httpletter.Letter("charges", newPost(t, srv.URL+"/v1/charges", `{"amount":1000}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err = deadletter.Capture(ctx, store, l, errors.New("partner: 503"), time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := deadletter.NewRedriver(deadletter.Config{Store: store, Queue: "charges", Handler: httpletter.Handler(client, nil)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := r.RedriveAt(ctx, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, gerr := store.Get(ctx, l.ID)
+			if tc.done {
+				if rep.Done != 1 || !errors.Is(gerr, deadletter.ErrNotFound) {
+					t.Fatalf("%+v, letter %+v (%v): want it done and deleted", rep, got, gerr)
+				}
+				return
+			}
+			if rep.Parked != 1 || gerr != nil || !got.Parked || !strings.Contains(got.Error, "eu.partner.example/v2/charges") || !strings.Contains(got.Error, "not followed") {
+				t.Fatalf("%+v, letter %+v (%v): want it parked, its error naming the redirect not followed", rep, got, gerr)
+			}
+		})
+	}
 }

@@ -235,8 +235,11 @@ HTTP requests that package deadletter/httpletter encoded: each due letter is
 claimed for --lease, its request sent once (with the letter's key as
 Idempotency-Key, and no credentials: httpletter keeps none, and this command
 adds none), and, by the answer:
-  2xx, 3xx                    done: the letter is deleted (redirects are not
-                              followed)
+  2xx, 303, 304               done: the letter is deleted
+  another 3xx                 permanent: the letter is parked (redirects are
+                              not followed: the request was not executed
+                              where it was sent; its error says where the
+                              redirect points)
   408, 409, 429, 500, 502,    failed: redriven after a backoff of minutes
   503, 504, no answer         (2.5-5 min, then 5-10, 10-20...; not before the
                               server's Retry-After), parked after
