@@ -17,6 +17,7 @@ import (
 	"github.com/yaoki-go/yaoki/deadletter"
 	"github.com/yaoki-go/yaoki/header"
 	"github.com/yaoki-go/yaoki/httpretry"
+	"github.com/yaoki-go/yaoki/retry"
 )
 
 // Encoder makes letters of requests without their credentials. Its zero
@@ -148,8 +149,9 @@ func keyOf(h http.Header) string {
 // 504: an httpretry client hands over the last response of retries that
 // ended on one). It returns false, keeping nothing, for a response that
 // completed the call or refused it for good (any other status), and when
-// the caller's own context ended (the caller stopped, the work did not
-// fail).
+// the caller cancelled the request's context (the caller stopped, the work
+// did not fail). A call whose context's deadline passed ran out of time
+// and is kept, with Reason "deadline".
 //
 // The letter's Reason and Attempts come from the error, or from the status
 // ("status 503") and the last attempt's Attempt-Count header. Its Key is
@@ -178,8 +180,17 @@ func (e Encoder) Capture(ctx context.Context, s deadletter.Store, queue string, 
 	if err == nil && (resp == nil || !again(resp.StatusCode)) {
 		return deadletter.Letter{}, false, nil
 	}
-	if err != nil && req.Context().Err() != nil {
-		return deadletter.Letter{}, false, nil
+	// A call whose context was cancelled is the caller's stop, not a
+	// failure of the work; one whose deadline passed ran out of time, as
+	// other calls run out of retries, and is kept.
+	deadline := false
+	if err != nil {
+		switch cerr := req.Context().Err(); {
+		case errors.Is(cerr, context.DeadlineExceeded):
+			deadline = true
+		case cerr != nil:
+			return deadletter.Letter{}, false, nil
+		}
 	}
 	if err == nil && resp.Request != nil && resp.Request.GetBody != nil && req.GetBody == nil && req.Body != nil && req.Body != http.NoBody {
 		// The caller's body cannot be read again, and was read by now; a
@@ -213,6 +224,9 @@ func (e Encoder) Capture(ctx context.Context, s deadletter.Store, queue string, 
 		if l.Key == "" {
 			l.Key = he.Key
 		}
+	}
+	if deadline {
+		l.Reason = retry.ReasonDeadline.String()
 	}
 	l.Error = fit(e.redact(req, err.Error()))
 	l, err = deadletter.Capture(ctx, s, l, err, now)
