@@ -327,9 +327,7 @@ func (r *Redriver) isolate(letters []Letter) (handle, aside []Letter) {
 // nothing and returns ErrLeaseLost. Without it, a letter whose redrive
 // worked would stay claimed, to be redriven again once its lease ended.
 func (r *Redriver) store(ctx context.Context, l Letter, done bool) error {
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), StoreTimeout)
-	defer cancel()
-	return persist(sctx, func(tctx context.Context) error {
+	return persist(context.WithoutCancel(ctx), time.Now().Add(StoreTimeout), func(tctx context.Context) error {
 		if done {
 			return r.c.Store.Done(tctx, l.ID, l.Token)
 		}
@@ -348,41 +346,43 @@ const (
 	storeWait = 50 * time.Millisecond
 )
 
-// persist runs op until it succeeds or fails with ErrLeaseLost or
+// persist runs op with ctx until it succeeds or fails with ErrLeaseLost or
 // ErrInvalidLetter (which another try cannot change), each try within
 // storeTry, waiting storeWait after the first failure and twice as long
-// after each next one, until sctx ends; it returns op's last error.
-func persist(sctx context.Context, op func(context.Context) error) error {
+// after each next one, until deadline; it returns op's last error. A try
+// that succeeds first costs one context, as a single bounded call would.
+func persist(ctx context.Context, deadline time.Time, op func(context.Context) error) error {
 	wait := storeWait
 	for {
-		tctx, cancel := context.WithTimeout(sctx, storeTry)
+		end := time.Now().Add(storeTry)
+		if end.After(deadline) {
+			end = deadline
+		}
+		tctx, cancel := context.WithDeadline(ctx, end)
 		err := op(tctx)
 		cancel()
-		if err == nil || errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrInvalidLetter) || sctx.Err() != nil {
+		if err == nil || errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrInvalidLetter) {
 			return err
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-sctx.Done():
-			t.Stop()
+		left := time.Until(deadline)
+		if left <= 0 {
 			return err
-		case <-t.C:
 		}
+		time.Sleep(min(wait, left))
 		wait *= 2
 	}
 }
 
 // release ends the claims on letters, which were not started, storing
 // them as claimed (Fail of an unchanged letter, tried again as store
-// tries an outcome), so that the next claim does not count them as
-// redrives that ended with their lease. A letter that another claim holds
-// already is left to it. It returns cause, or the store's error when it
-// failed to end a claim and cause is nil.
+// tries an outcome, all within one StoreTimeout), so that the next claim
+// does not count them as redrives that ended with their lease. A letter
+// that another claim holds already is left to it. It returns cause, or the
+// store's error when it failed to end a claim and cause is nil.
 func (r *Redriver) release(ctx context.Context, letters []Letter, cause error) error {
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), StoreTimeout)
-	defer cancel()
+	sctx, deadline := context.WithoutCancel(ctx), time.Now().Add(StoreTimeout)
 	for _, l := range letters {
-		err := persist(sctx, func(tctx context.Context) error { return r.c.Store.Fail(tctx, l) })
+		err := persist(sctx, deadline, func(tctx context.Context) error { return r.c.Store.Fail(tctx, l) })
 		if err != nil && !errors.Is(err, ErrLeaseLost) {
 			if cause == nil {
 				cause = fmt.Errorf("deadletter: redrive %q: end the claim on %q, not started: %w", r.c.Queue, l.ID, err)
