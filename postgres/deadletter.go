@@ -27,10 +27,16 @@ const DeadLettersTable = "yaoki_dead_letters"
 // work). Claim is an UPDATE of the rows picked by a
 // SELECT ... FOR UPDATE SKIP LOCKED: concurrent claimers, in one process or
 // many, skip the rows another is taking instead of waiting for it, and never
-// take the same letter while its lease runs. Each claimed letter gets a new
-// token, 32 hexadecimal digits from the server's gen_random_uuid (122
-// random bits); Done and Fail change the row only while it carries their
-// token. Decisions compare the times stored with the now the caller passes
+// take the same letter while its lease runs. Each Claim makes a new claim
+// token before the statement is sent, 32 hexadecimal digits from
+// crypto/rand (128 random bits), and gives each letter it takes that
+// token followed by 8 hexadecimal digits of its ID's MD5, so that each
+// letter's differs: when the statement fails (the reply lost, the
+// connection cut), Claim looks for the letters whose token starts with the
+// claim's and returns them, so that letters claimed by an UPDATE whose
+// reply never came are not left held by a claim nobody knows of (to be
+// counted, when its lease ends, as redrives that ended with it). Done and
+// Fail change the row only while it carries the token. Decisions compare the times stored with the now the caller passes
 // (so the fleet's clocks should agree to well within a lease).
 //
 // It behaves as deadletter.Memory does (without a bound: ErrFull never
@@ -48,8 +54,7 @@ const DeadLettersTable = "yaoki_dead_letters"
 // Claim reads a partial index on (queue, due_at, id) of the unparked rows,
 // so its cost does not grow with the letters waiting or parked; List reads
 // the primary key in ID order; Count reads every row of the queue (of the
-// table for ""). PostgreSQL 13 or later is needed
-// (gen_random_uuid). It is safe for concurrent use when db is (a
+// table for ""). It is safe for concurrent use when db is (a
 // *pgxpool.Pool is).
 type DeadLetters struct {
 	db DB
@@ -117,12 +122,15 @@ func (s *DeadLetters) Put(ctx context.Context, l deadletter.Letter) error {
 // (...): with IN, the generic plan of the prepared statement joins them
 // with a scan of the whole table.
 //
+// $6 is the claim's token, which starts each letter's token (Claim finds
+// by it the letters of a claim whose reply was lost).
+//
 // A row that still has a token carries a claim that ended with its lease,
 // no outcome stored: SET, which reads the row as it was, counts it
 // (deadletter.Store's Claim), up to deadletter.MaxCount, the integer
 // column's largest value.
 const claimSQL = `UPDATE yaoki_dead_letters
-SET token = replace(gen_random_uuid()::text, '-', ''), lease_end = $4,
+SET token = $6 || left(md5(id), 8), lease_end = $4,
 	attempts = CASE WHEN token IS NULL OR attempts = 2147483647 THEN attempts ELSE attempts + 1 END,
 	redrives = CASE WHEN token IS NULL OR redrives = 2147483647 THEN redrives ELSE redrives + 1 END,
 	reason = CASE WHEN token IS NULL THEN reason ELSE $5 END
@@ -145,9 +153,19 @@ func (s *DeadLetters) Claim(ctx context.Context, queue string, now time.Time, ma
 	if !storableText(queue) {
 		return nil, nil // no letter has such a queue
 	}
-	out, err := s.query(ctx, claimSQL, queue, now, max, now.Add(lease), deadletter.ReasonLeaseEnded)
+	token := deadletter.NewID()
+	out, err := s.query(ctx, claimSQL, queue, now, max, now.Add(lease), deadletter.ReasonLeaseEnded, token)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: dead letter claim in queue %q: %w", queue, err)
+		// The UPDATE may have run, its reply lost: the letters it took
+		// carry the token. Look on a new connection, if the pool has
+		// one, even when ctx has ended (the caller then lets them go).
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deadletter.StoreTimeout)
+		defer cancel()
+		found, ferr := s.query(fctx, `SELECT `+letterColumns+` FROM yaoki_dead_letters WHERE queue = $1 AND left(token, 32) = $2`, queue, token)
+		if ferr != nil || len(found) == 0 {
+			return nil, fmt.Errorf("postgres: dead letter claim in queue %q: %w", queue, err)
+		}
+		out = found
 	}
 	// RETURNING follows no ORDER BY.
 	slices.SortFunc(out, func(a, b deadletter.Letter) int {
