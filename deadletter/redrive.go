@@ -187,18 +187,19 @@ type Report struct {
 // hands each to the handler, one after the other; a letter whose handler
 // succeeded is deleted, one whose handler failed is stored with its outcome
 // and a later Due (or parked), the backoff and any server hint counted from
-// the time the handler returned (now plus the time the pass has taken). A letter whose Redrives reached MaxRedrives
-// when it was claimed (its earlier claims ended with their lease: see
-// Store.Claim) is parked without being run, so that a letter that takes its
-// redriver down is not run forever. A letter whose last claim so ended
-// (Reason ReasonLeaseEnded) is handled alone: the pass first lets go of the
-// other letters it claimed (Report.Deferred; those it parks without running
-// excepted), uncounted, so that a letter that takes its redriver down does
-// not take the counts of its batch with it at every kill, and the rest of
-// its batch is redriven, not parked beside it. When ctx ends it stores the outcome of
-// the redrive in hand if the handler finished it (a success is not lost to
-// a shutdown), ends the claims of the letters it has not started, and
-// stops; the error is then ctx's. A handler cut by ctx leaves its claim to
+// the time the handler returned (now plus the time the pass has taken). A
+// letter whose Redrives reached MaxRedrives when it was claimed (its earlier
+// claims ended with their lease: see Store.Claim) is parked without being
+// run, so that a letter that takes its redriver down is not run forever. A
+// letter whose last claim so ended (Reason ReasonLeaseEnded) is handled
+// alone: the pass first lets go of the other letters it claimed
+// (Report.Deferred; those it parks without running excepted), uncounted, so
+// that a letter that takes its redriver down does not take the counts of
+// its batch with it at every kill, and the rest of its batch is redriven,
+// not parked beside it. When ctx ends it stores the outcome of the redrive
+// in hand if the handler finished it (a success is not lost to a shutdown),
+// ends the claims of the letters it has not started, and stops; the error
+// is then ctx's. A handler cut by ctx leaves its claim to
 // end with its lease (the next claim counts it). An outcome that the store
 // fails to take (a broken connection, a server restarting) is tried again,
 // each try within 1 s, after 50 ms, then 100, 200, 400 ms and so on, until
