@@ -217,7 +217,10 @@ func (r Request) New(ctx context.Context) (*http.Request, error) {
 //   - another 3xx, a redirect that client did not follow (one whose
 //     CheckRedirect returns http.ErrUseLastResponse, or past its limit):
 //     permanent, the letter is parked, its error naming where the redirect
-//     points; the request was not executed where it was sent;
+//     points; the request was not executed where it was sent; so is a
+//     request that the client followed through a 301 or 302 with a GET
+//     without the body (net/http does for methods other than GET and
+//     HEAD), whatever the GET got: the request was executed nowhere;
 //   - 408, 409 (the same key still running on the server), 429, 500, 502,
 //     503, 504, and transport errors: failed, redriven later, not before
 //     the server's Retry-After (or rate-limit reset);
@@ -269,6 +272,10 @@ func Handler(client *http.Client, prepare func(*http.Request) error) deadletter.
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
 		err = outcome(req, resp, time.Now())
+		if turned := turnedIntoGet(resp); err == nil && turned != nil {
+			err = retry.Permanent(&StatusError{Method: req.Method, URL: req.URL.Redacted(), Code: turned.StatusCode, Status: turned.Status,
+				Location: turned.Header.Get("Location"), Followed: true})
+		}
 		var se *StatusError
 		if prepare == nil && errors.As(err, &se) && (se.Code == http.StatusUnauthorized || se.Code == http.StatusProxyAuthRequired) {
 			err = retry.Permanent(fmt.Errorf("%w (the letter holds no credentials, which httpletter leaves out: the redrive must add fresh ones, with Handler's prepare function)", se))
@@ -279,7 +286,8 @@ func Handler(client *http.Client, prepare func(*http.Request) error) deadletter.
 
 // StatusError is a redrive's response that did not complete the work: a
 // status of 400 or above, or a redirect that the client did not follow (a
-// 3xx other than 303 and 304). Handler returns it marked with
+// 3xx other than 303 and 304) or followed with a GET without the body (a
+// 301 or 302 to another method). Handler returns it marked with
 // retry.Permanent, or with the server's hint (retry.After), as the status
 // asks.
 type StatusError struct {
@@ -289,6 +297,10 @@ type StatusError struct {
 	// Location is where a redirect not followed points, as the server
 	// wrote it; empty for other statuses.
 	Location string
+	// Followed says that the client followed the redirect, with a GET
+	// without the body (a 301 or 302 to another method than GET and
+	// HEAD), so that the request was executed nowhere.
+	Followed bool
 }
 
 // Error says which request got which status, e.g. "httpletter: POST
@@ -300,9 +312,27 @@ func (e *StatusError) Error() string {
 		if e.Location != "" {
 			to = " to " + e.Location
 		}
+		if e.Followed {
+			return fmt.Sprintf("httpletter: %s %s: %s%s, followed as a GET without the body: the request was not executed", e.Method, e.URL, e.Status, to)
+		}
 		return fmt.Sprintf("httpletter: %s %s: %s%s, not followed: the request was not executed there", e.Method, e.URL, e.Status, to)
 	}
 	return fmt.Sprintf("httpletter: %s %s: %s", e.Method, e.URL, e.Status)
+}
+
+// turnedIntoGet returns the redirect on the way to resp, if any, that
+// net/http followed with a GET without the body: a 301 or 302 answered to
+// a method other than GET and HEAD. The request was then executed nowhere
+// (a 303 says that it was, and points to its result).
+func turnedIntoGet(resp *http.Response) *http.Response {
+	for hop := resp.Request; hop != nil && hop.Response != nil; hop = hop.Response.Request {
+		red := hop.Response
+		if (red.StatusCode == http.StatusMovedPermanently || red.StatusCode == http.StatusFound) && red.Request != nil &&
+			red.Request.Method != http.MethodGet && red.Request.Method != http.MethodHead {
+			return red
+		}
+	}
+	return nil
 }
 
 // outcome classifies a redrive's response at now.

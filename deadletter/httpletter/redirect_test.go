@@ -135,3 +135,68 @@ func TestRedriveRedirectNotFollowed(t *testing.T) {
 		})
 	}
 }
+
+// TestRedriveRedirectTurnedIntoGet: the redrive's client follows redirects
+// (http.DefaultClient's way), and the server answers the POST with a 301
+// or 302 to the API's new address, where a GET gets 200. net/http follows
+// such a redirect with a GET without the body: the charge was executed
+// nowhere, and the letter must not be deleted as done: it is parked, its
+// error saying so. A 303 (See Other: the POST was executed, its result is
+// there) is done.
+func TestRedriveRedirectTurnedIntoGet(t *testing.T) {
+	for _, tc := range []struct {
+		code int
+		done bool
+	}{
+		{http.StatusMovedPermanently, false},
+		{http.StatusFound, false},
+		{http.StatusSeeOther, true},
+	} {
+		t.Run(http.StatusText(tc.code), func(t *testing.T) {
+			var posts, gets int
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch {
+				case r.Method == http.MethodPost && r.URL.Path == "/v1/charges":
+					http.Redirect(w, r, "/v2/charges", tc.code)
+				case r.Method == http.MethodPost:
+					posts++
+					w.WriteHeader(http.StatusCreated)
+				default:
+					gets++
+					w.WriteHeader(http.StatusOK)
+				}
+			}))
+			defer srv.Close()
+			client := srv.Client()
+			defer client.CloseIdleConnections()
+			store, _ := deadletter.NewMemory(0)
+			ctx := context.Background()
+			l, err := httpletter.Letter("charges", newPost(t, srv.URL+"/v1/charges", `{"amount":1000}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err = deadletter.Capture(ctx, store, l, errors.New("partner: 503"), time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := deadletter.NewRedriver(deadletter.Config{Store: store, Queue: "charges", Handler: httpletter.Handler(client, nil)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := r.RedriveAt(ctx, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, gerr := store.Get(ctx, l.ID)
+			if tc.done {
+				if rep.Done != 1 || !errors.Is(gerr, deadletter.ErrNotFound) {
+					t.Fatalf("%+v, letter %+v (%v): want it done and deleted", rep, got, gerr)
+				}
+				return
+			}
+			if rep.Parked != 1 || gerr != nil || !got.Parked || !strings.Contains(got.Error, "/v2/charges") || !strings.Contains(got.Error, "GET") {
+				t.Fatalf("%+v after %d POSTs and %d GETs at the new address, letter %+v (%v): want it parked, its error saying the redirect became a GET", rep, posts, gets, got, gerr)
+			}
+		})
+	}
+}
