@@ -382,8 +382,7 @@ func TestPipelineRetries(t *testing.T) {
 				release := make(chan struct{})
 				return func(n int) {
 					if n == 1 {
-						proxy.Down() // every connection cut...
-						proxy.Up()   // ...and new ones let through
+						proxy.Cut() // every connection cut, new ones let through
 						close(release)
 					}
 				}, head + tail, &stalling{parts: []string{head, tail}, release: release}
@@ -391,8 +390,7 @@ func TestPipelineRetries(t *testing.T) {
 		{name: "cut as the handler answers, the retry meets 409", statuses: []int{201, 409, 201}, replayed: true,
 			faults: func(t *testing.T, srv *payments, proxy *faultproxy.Proxy) (func(int), string, io.ReadCloser) {
 				srv.onRun = func(int) {
-					proxy.Down() // the answer cannot leave...
-					proxy.Up()   // ...and the retry comes in while the handler runs
+					proxy.Cut() // the answer cannot leave, and the retry comes in while the handler runs
 					if !srv.wait(func() bool { return srv.served >= 1 }) {
 						t.Error("the client's retry did not arrive")
 					}
@@ -510,8 +508,7 @@ func TestPipelineDeadLetter(t *testing.T) {
 		{name: "cut as the handler answers, the retries meet 409", status: 409, before: []int{201, 409, 409},
 			faults: func(t *testing.T, srv *payments, proxy *faultproxy.Proxy) {
 				srv.onRun = func(int) {
-					proxy.Down()
-					proxy.Up()
+					proxy.Cut()
 					// Answer once both retries have been answered 409.
 					if !srv.wait(func() bool { return srv.served >= 2 }) {
 						t.Error("the client's retries did not arrive")

@@ -1,6 +1,7 @@
 // Package faultproxy is a TCP proxy on loopback that tests put between a
 // client and a real server (redis-server, PostgreSQL) to inject the faults
-// of a network: a cut link (every connection closed, new ones refused), a
+// of a network: a link down (every connection closed, new ones refused), a
+// link that breaks once (every connection closed, new ones let through), a
 // server that runs commands but whose replies are lost, and a single lost
 // reply (the next one the server sends). It starts passing everything
 // through. It is for tests only.
@@ -77,6 +78,11 @@ func (p *Proxy) Down() {
 	p.set(down)
 	p.cut()
 }
+
+// Cut cuts every open connection and lets new ones through, in one step:
+// a link that breaks once. Down followed by Up is not the same: a client
+// that retries at once can meet the proxy between the two and be refused.
+func (p *Proxy) Cut() { p.cut() }
 
 // DropReplies lets requests reach the server but drops what it answers,
 // cutting the connection instead: the command ran, the client never learns
