@@ -111,3 +111,26 @@ func TestProxyUpstreamReadTimeoutStalledUpstream(t *testing.T) {
 		t.Errorf("a stream with events every 100 ms: got %d, %q; want the 5 events", resp.StatusCode, body2)
 	}
 }
+
+// An upstream that takes the request and never answers is given up after
+// --upstream-read-timeout too, over real TCP between real processes: each
+// attempt times out (its connection closed: the upstream's handler sees
+// its request end), the GET is retried, and the client gets a 504
+// problem once the attempts are spent.
+func TestProxyUpstreamReadTimeoutSilentUpstream(t *testing.T) {
+	up := startUpstream(t)
+	p := startProxy(t, "--upstream", up.url, "--upstream-read-timeout", "1s", "--max-attempts", "2")
+	asked := time.Now()
+	resp, body := do(t, http.DefaultClient, "GET", p.url+"/slow?d=60s", nil)
+	el := time.Since(asked)
+	if resp.StatusCode != http.StatusGatewayTimeout || resp.Header.Get("Content-Type") != "application/problem+json" ||
+		!strings.Contains(body, `"reason":"attempts_exhausted"`) || !strings.Contains(body, "no byte of the answer's header for 1s") {
+		t.Errorf("got %d %s %q, want 504 problem+json attempts_exhausted naming the header timeout", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	if el < 1600*time.Millisecond || el > 10*time.Second {
+		t.Errorf("the answer came %v after the request, want about 2 s (2 attempts, --upstream-read-timeout 1s)", el)
+	}
+	if got := up.waitFor(t, 2, func(s upSeen) bool { return s.Event == "cancelled" && s.Path == "/slow" }); len(got) != 2 {
+		t.Errorf("the upstream saw %d of its 2 requests end, want both connections closed", len(got))
+	}
+}

@@ -78,11 +78,13 @@ path has a ".." segment), with the reason as a word.
 
 --client-timeout (60 s) gives up a client that stalls: one that sends no
 byte of its request body, or does not take a write of the answer (at most
-32 KiB), for that long. --upstream-read-timeout (60 s) cuts an answer whose
-body gets no byte from the upstream for that long (the client's answer ends
-cut, the upstream's connection is closed); a stream with heartbeats more
-often than that is relayed however long it lasts. The wait for the
-upstream's answer header is the policy's (--attempt-timeout), not these.
+32 KiB), for that long. --upstream-read-timeout (60 s) bounds each wait
+for the upstream's next bytes: an attempt whose answer header does not
+start within it after the request was sent times out (retried as an
+--attempt-timeout is; 504 once the attempts are spent), and an answer whose
+body gets no byte for that long is cut (the client's answer ends cut, the
+upstream's connection is closed); a stream with heartbeats more often than
+that is relayed however long it lasts.
 
 --redis URL shares the retry budgets and breakers with every proxy using
 the same Redis. --admin-addr serves /metrics (Prometheus), /healthz and
@@ -105,7 +107,7 @@ the loaded routes if the new file is invalid.
 	f.StringVar(&o.redisURL, "redis", "", "share retry budgets and breakers through this Redis, e.g. redis://127.0.0.1:6379/0")
 	f.Var(&o.grace, "grace", "on SIGTERM, how long the calls in flight may take to finish")
 	f.Var(&o.client, "client-timeout", "give up a client that sends no byte of its request body, or does not take a write of the answer (at most 32 KiB), for this long (0: never)")
-	f.StringVar(&o.readIdle, "upstream-read-timeout", "", "with --upstream: cut an answer whose body gets no byte from the upstream for this long (default 60s; 0: never)")
+	f.StringVar(&o.readIdle, "upstream-read-timeout", "", "with --upstream: time out an attempt, or cut an answer, that gets no byte from the upstream for this long (default 60s; 0: never)")
 	f.StringVar(&o.key, "idempotency-key", "", "with --upstream: auto adds an Idempotency-Key to each POST and PATCH that has none (default off)")
 	f.StringVar(&o.maxBody, "max-buffered-body", "", "with --upstream: largest request body kept for retries, e.g. 64KiB (default 1MiB; -1: never)")
 	f.StringVar(&o.obs.MetricsAddr, "admin-addr", "", "serve /metrics, /healthz and /readyz on this address (port 0: any free port)")

@@ -51,8 +51,9 @@ type Route struct {
 
 	Hedge *hedge.Config // httpretry.Transport.Hedge: nil, no hedging
 
-	// UpstreamReadTimeout is how long a read of an answer's body waits for
-	// the upstream's next bytes before the answer is cut (readTimeout).
+	// UpstreamReadTimeout is how long a read of an answer waits for the
+	// upstream's next bytes: before the header, the attempt times out;
+	// in the body, the answer is cut (readTimeout).
 	// Zero: DefaultUpstreamReadTimeout; negative: no bound.
 	UpstreamReadTimeout time.Duration
 }

@@ -1,12 +1,19 @@
 package proxy
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
 	"net/url"
+	"os"
+	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/yaoki-go/yaoki/retry"
 )
 
 // DefaultUpstreamReadTimeout is a route's upstream read timeout when its
@@ -34,38 +41,138 @@ func (e *upstreamIdleError) Unwrap() error { return e.err }
 
 // readTimeout is the transport a route's retrying transport sends its
 // attempts with: the proxy's pool, with the route's upstream read timeout
-// (idle > 0) on the answers' bodies, nginx's proxy_read_timeout: a read of
-// the body that waits longer than idle for the upstream's next bytes fails,
+// (idle > 0) on the answers, nginx's proxy_read_timeout: a read of the
+// answer that waits longer than idle for the upstream's next bytes fails,
 // and the connection is closed. The time counted is the wait of one read,
 // not the answer's whole time, nor the time the proxy spends writing to
 // its client between two reads (that is --client-timeout's), so a stream
 // whose bytes come at least every idle (server-sent events with
-// heartbeats) is relayed however long it lasts. The wait for the answer's
-// header is not bounded by it: that is the policy's (AttemptTimeout,
-// MaxElapsed), whose timed-out attempts are retried.
+// heartbeats) is relayed however long it lasts.
+//
+// It bounds the wait for the answer's header too, from the end of the
+// request's sending (nginx's proxy_read_timeout does the same): an
+// upstream that takes the request and sends no byte of an answer for idle
+// (1xx answers count as bytes) fails the attempt with an
+// *upstreamHeaderTimeoutError, which the retry loop treats as it treats
+// its own attempt timeouts: retried when the request may be sent again.
+// The policy's AttemptTimeout and MaxElapsed bound the wait too; the
+// shortest wins.
 //
 // On the pool's own connections the bound is the connection's read
-// deadline, moved as the body is read (countingReader): no allocation. An
-// answer of the pool's fallback http.Transport gets a timer (watchIdle).
-// Upgrades do not go through it.
+// deadline, moved as the answer is read (countingReader): no allocation.
+// An exchange of the pool's fallback http.Transport gets a timer for its
+// header (fallbackTimed) and one for its body (watchIdle). Upgrades do not
+// go through it.
 type readTimeout struct {
 	u    *upstreamTransport
 	idle time.Duration
 }
 
+// upstreamHeaderTimeoutError is an attempt whose upstream sent no byte of
+// the answer's header for the route's upstream read timeout, after the
+// request was sent or after its last 1xx answer. It matches
+// retry.ErrAttemptTimeout (the retry loop retries it where the request may
+// be sent again, as its own attempt timeouts, and budgets charge it as a
+// timeout) and os.ErrDeadlineExceeded, and its Timeout is true.
+type upstreamHeaderTimeoutError struct {
+	method string
+	url    *url.URL
+	idle   time.Duration
+}
+
+func (e *upstreamHeaderTimeoutError) Error() string {
+	return fmt.Sprintf("proxy: %s %s: the upstream sent no byte of the answer's header for %v (the route's upstream read timeout): the attempt timed out, its connection is closed",
+		e.method, e.url.Redacted(), e.idle)
+}
+
+func (e *upstreamHeaderTimeoutError) Is(target error) bool {
+	return target == retry.ErrAttemptTimeout || target == os.ErrDeadlineExceeded
+}
+
+func (e *upstreamHeaderTimeoutError) Timeout() bool { return true }
+
 func (t *readTimeout) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.u.roundTrip(req, t.idle)
 }
 
+// fallbackTimed sends req through u's fallback http.Transport, with idle
+// (> 0) as the bound on the wait for the answer's header, from the end of
+// the request's sending (the trace's WroteRequest; an answer that comes
+// while a streamed body is still being sent comes in time) and after each
+// 1xx answer, and on each read of its body (watchIdle). The attempt runs
+// on a context of its own, cancelled with an *upstreamHeaderTimeoutError
+// when the header is late (http.Transport returns the cause), and released
+// when the answer's body is closed.
+func (u *upstreamTransport) fallbackTimed(req *http.Request, idle time.Duration) (*http.Response, error) {
+	ctx, cancel := context.WithCancelCause(req.Context())
+	w := &headerWatch{idle: idle, cancel: cancel, err: &upstreamHeaderTimeoutError{method: req.Method, url: req.URL, idle: idle}}
+	trace := &httptrace.ClientTrace{
+		WroteRequest:   func(httptrace.WroteRequestInfo) { w.restart() },
+		Got1xxResponse: func(int, textproto.MIMEHeader) error { w.restart(); return nil },
+	}
+	resp, err := u.fallback.RoundTrip(req.WithContext(httptrace.WithClientTrace(ctx, trace)))
+	late := w.stop()
+	if err != nil {
+		cancel(nil)
+		return nil, err // the cause: w.err when the header was late
+	}
+	if late {
+		// The timer fired as the header came: the body is cut with the
+		// context.
+		resp.Body.Close()
+		cancel(nil)
+		return nil, w.err
+	}
+	watchIdle(resp, idle, func() { cancel(nil) })
+	return resp, nil
+}
+
+// headerWatch is the timer of fallbackTimed: started when the request
+// has been sent, started again at each 1xx answer, stopped when the
+// answer's header came or the exchange failed. Its methods are called from
+// http.Transport's goroutines and the caller's: it is safe for concurrent
+// use.
+type headerWatch struct {
+	idle   time.Duration
+	cancel context.CancelCauseFunc
+	err    *upstreamHeaderTimeoutError
+
+	mu      sync.Mutex
+	t       *time.Timer
+	stopped bool
+}
+
+func (w *headerWatch) restart() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.stopped:
+	case w.t == nil:
+		w.t = time.AfterFunc(w.idle, func() { w.cancel(w.err) })
+	default:
+		w.t.Reset(w.idle)
+	}
+}
+
+// stop stops the timer for good, and reports whether it had fired.
+func (w *headerWatch) stop() (fired bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stopped = true
+	return w.t != nil && !w.t.Stop()
+}
+
 // watchIdle replaces resp's body with one whose reads fail with an
 // *upstreamIdleError, and which is closed, once a read has waited idle
-// for the upstream's next bytes. An answer without a body, and a 101
-// (whose body is the connection), are left as they are.
-func watchIdle(resp *http.Response, idle time.Duration) {
+// for the upstream's next bytes, and calls release when the body is
+// closed. An answer without a body, and a 101 (whose body is the
+// connection), are left as they are, and release is called at once.
+func watchIdle(resp *http.Response, idle time.Duration, release func()) {
 	if resp.Body == nil || resp.Body == http.NoBody || resp.StatusCode == http.StatusSwitchingProtocols {
+		release()
 		return
 	}
-	b := &idleBody{rc: resp.Body, req: resp.Request, idle: idle, start: time.Now()}
+	b := &idleBody{rc: resp.Body, req: resp.Request, idle: idle, start: time.Now(), release: release}
 	b.t = time.AfterFunc(idle, b.fire)
 	resp.Body = b
 }
@@ -85,6 +192,7 @@ type idleBody struct {
 	t       *time.Timer // calls fire
 	cut     atomic.Bool // fire closed rc
 	closed  atomic.Bool
+	release func() // called once rc is closed
 }
 
 func (b *idleBody) Read(p []byte) (int, error) {
@@ -124,5 +232,7 @@ func (b *idleBody) fire() {
 func (b *idleBody) Close() error {
 	b.closed.Store(true)
 	b.t.Stop()
-	return b.rc.Close()
+	err := b.rc.Close()
+	b.release()
+	return err
 }

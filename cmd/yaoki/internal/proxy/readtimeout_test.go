@@ -214,12 +214,15 @@ func TestProxyUpstreamReadTimeoutZeroWaits(t *testing.T) {
 	})
 }
 
-func TestProxyUpstreamReadTimeoutNotOnTheNextHeader(t *testing.T) {
+func TestProxyUpstreamReadTimeoutAfreshForTheNextAnswer(t *testing.T) {
 	// The read deadline an answer's body moved on a pooled connection
-	// does not bound the next exchange on it: the wait for an answer's
-	// header is the policy's. An upstream that thinks 30 s before
-	// answering the second request on the connection (timeout 10 s) is
-	// waited for, and sent the request once.
+	// does not bound the next exchange on it: the wait for the next
+	// answer's header gets a whole timeout of its own. The first answer's
+	// body moved the deadline last about 2 s in (to 12 s); the client
+	// sends the second request on the connection 5 s after the first
+	// answer, and the upstream thinks 9 s (timeout 10 s) before answering
+	// it, past the old deadline: it is waited for, and sent the request
+	// once.
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		seen := map[string]int{}
@@ -229,7 +232,7 @@ func TestProxyUpstreamReadTimeoutNotOnTheNextHeader(t *testing.T) {
 				seen[r.URL.Path]++
 				mu.Unlock()
 				if r.URL.Path == "/think" {
-					time.Sleep(30 * time.Second) // virtual: the bubble's clock
+					time.Sleep(9 * time.Second) // virtual: the bubble's clock
 					io.WriteString(w, "thought")
 					return
 				}
@@ -242,7 +245,10 @@ func TestProxyUpstreamReadTimeoutNotOnTheNextHeader(t *testing.T) {
 			}))
 		conn := dial()
 		br := bufio.NewReader(conn)
-		for _, c := range []struct{ path, want string }{{"/parts", strings.Repeat("z", 64<<10)}, {"/think", "thought"}} {
+		for i, c := range []struct{ path, want string }{{"/parts", strings.Repeat("z", 64<<10)}, {"/think", "thought"}} {
+			if i > 0 {
+				time.Sleep(5 * time.Second) // virtual: the bubble's clock
+			}
 			fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: proxy.test\r\n\r\n", c.path)
 			resp, err := http.ReadResponse(br, nil)
 			if err != nil {

@@ -402,6 +402,9 @@ func problemFor(err error, retryingCaller bool) (p proxyProblem, retryAfter int,
 			}
 			// The proxy could not retry; a client with a key could.
 			doNotRetry = false
+			if cli.IsTimeout(re.Last) {
+				p.Status = http.StatusGatewayTimeout
+			}
 		}
 	case retry.ReasonExhausted:
 		if cli.IsTimeout(re.Last) {

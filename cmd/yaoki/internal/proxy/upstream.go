@@ -126,19 +126,20 @@ func (u *upstreamTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	return u.roundTrip(req, 0)
 }
 
-// roundTrip sends req; with idle > 0, a read of the answer's body that
-// waits longer than idle for the upstream's next bytes fails with an
-// *upstreamIdleError and closes the connection (see readTimeout).
+// roundTrip sends req; with idle > 0, an attempt whose upstream sends no
+// byte of the answer's header for idle fails with an
+// *upstreamHeaderTimeoutError, and a read of the answer's body that waits
+// longer than idle for the upstream's next bytes fails with an
+// *upstreamIdleError; either closes the connection (see readTimeout).
 func (u *upstreamTransport) roundTrip(req *http.Request, idle time.Duration) (*http.Response, error) {
 	if withBody(req) && req.GetBody != nil {
 		req = withoutExpect(req)
 	}
 	if !u.direct(req) {
-		resp, err := u.fallback.RoundTrip(req)
-		if err == nil && idle > 0 {
-			watchIdle(resp, idle)
+		if idle > 0 {
+			return u.fallbackTimed(req, idle)
 		}
-		return resp, err
+		return u.fallback.RoundTrip(req)
 	}
 	addr := hostPort(req.URL)
 	ctx := req.Context()
@@ -337,7 +338,7 @@ func newUpstreamConn(u *upstreamTransport, addr string, nc net.Conn) *upstreamCo
 
 // countingReader reads nc, counting the bytes, and refusing to read more
 // than left bytes when left ≥ 0 (the limit on an answer's header). While
-// idle > 0 (the answer's body of a route with a read timeout), each read
+// idle > 0 (an answer, header and body, of a route with a read timeout), each read
 // first moves nc's read deadline to idle from now, as idleDeadline moves a
 // client's: only when it was last moved more than idle/8 ago, so that a
 // read that waits for the upstream's next bytes fails after between 7/8 of
@@ -415,13 +416,18 @@ func (e *staleConnError) Unwrap() error { return e.err }
 // exchange fails, the body is closed before its end, or ctx ends first.
 func (c *upstreamConn) exchange(ctx context.Context, req *http.Request, idle time.Duration) (*http.Response, error) {
 	if !c.r.moved.IsZero() {
-		// The previous answer's body moved the read deadline: the wait for
-		// this answer's header is not bounded by it (that is the policy's
-		// AttemptTimeout).
-		c.nc.SetReadDeadline(time.Time{})
+		// The previous answer's body moved the read deadline: this
+		// answer's header gets a deadline of its own, set by its first
+		// read (idle > 0), or none.
+		if idle == 0 {
+			c.nc.SetReadDeadline(time.Time{})
+		}
 		c.r.moved = time.Time{}
 	}
-	c.r.idle = 0
+	// The wait for the answer's header is bounded as the reads of its body
+	// are (nginx's proxy_read_timeout): the upstream's next bytes, 1xx
+	// answers included, within idle.
+	c.r.idle = idle
 	stop := alwaysStopped
 	if ctx.Done() != nil {
 		stop = context.AfterFunc(ctx, c.cut)
@@ -438,6 +444,9 @@ func (c *upstreamConn) exchange(ctx context.Context, req *http.Request, idle tim
 		c.nc.Close()
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
+		}
+		if idle > 0 && errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, &upstreamHeaderTimeoutError{method: req.Method, url: req.URL, idle: idle}
 		}
 		if c.reused && c.r.n == before && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 			errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)) {
@@ -460,7 +469,6 @@ func (c *upstreamConn) exchange(ctx context.Context, req *http.Request, idle tim
 		c.done(stop, keep)
 		return resp, nil
 	}
-	c.r.idle = idle
 	c.req = req
 	resp.Body = &upstreamBody{rc: resp.Body, c: c, ctx: ctx, stop: stop, keep: keep}
 	return resp, nil
