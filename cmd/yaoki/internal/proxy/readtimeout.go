@@ -1,15 +1,11 @@
 package proxy
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptrace"
-	"net/textproto"
 	"net/url"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -61,7 +57,7 @@ func (e *upstreamIdleError) Unwrap() error { return e.err }
 // On the pool's own connections the bound is the connection's read
 // deadline, moved as the answer is read (countingReader): no allocation.
 // An exchange of the pool's fallback http.Transport gets a timer for its
-// header (fallbackTimed) and one for its body (watchIdle). Upgrades do not
+// header (exchangeWatch) and one for its body (watchIdle). Upgrades do not
 // go through it.
 type readTimeout struct {
 	u    *upstreamTransport
@@ -95,80 +91,13 @@ func (t *readTimeout) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.u.roundTrip(req, t.idle)
 }
 
-// fallbackTimed sends req through u's fallback http.Transport, with idle
-// (> 0) as the bound on the wait for the answer's header, from the end of
-// the request's sending (the trace's WroteRequest; an answer that comes
-// while a streamed body is still being sent comes in time) and after each
-// 1xx answer, and on each read of its body (watchIdle). The attempt runs
-// on a context of its own, cancelled with an *upstreamHeaderTimeoutError
-// when the header is late (http.Transport returns the cause), and released
-// when the answer's body is closed.
-func (u *upstreamTransport) fallbackTimed(req *http.Request, idle time.Duration) (*http.Response, error) {
-	ctx, cancel := context.WithCancelCause(req.Context())
-	w := &headerWatch{idle: idle, cancel: cancel, err: &upstreamHeaderTimeoutError{method: req.Method, url: req.URL, idle: idle}}
-	trace := &httptrace.ClientTrace{
-		WroteRequest:   func(httptrace.WroteRequestInfo) { w.restart() },
-		Got1xxResponse: func(int, textproto.MIMEHeader) error { w.restart(); return nil },
-	}
-	resp, err := u.fallback.RoundTrip(req.WithContext(httptrace.WithClientTrace(ctx, trace)))
-	late := w.stop()
-	if err != nil {
-		cancel(nil)
-		return nil, err // the cause: w.err when the header was late
-	}
-	if late {
-		// The timer fired as the header came: the body is cut with the
-		// context.
-		resp.Body.Close()
-		cancel(nil)
-		return nil, w.err
-	}
-	watchIdle(resp, idle, func() { cancel(nil) })
-	return resp, nil
-}
-
-// headerWatch is the timer of fallbackTimed: started when the request
-// has been sent, started again at each 1xx answer, stopped when the
-// answer's header came or the exchange failed. Its methods are called from
-// http.Transport's goroutines and the caller's: it is safe for concurrent
-// use.
-type headerWatch struct {
-	idle   time.Duration
-	cancel context.CancelCauseFunc
-	err    *upstreamHeaderTimeoutError
-
-	mu      sync.Mutex
-	t       *time.Timer
-	stopped bool
-}
-
-func (w *headerWatch) restart() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	switch {
-	case w.stopped:
-	case w.t == nil:
-		w.t = time.AfterFunc(w.idle, func() { w.cancel(w.err) })
-	default:
-		w.t.Reset(w.idle)
-	}
-}
-
-// stop stops the timer for good, and reports whether it had fired.
-func (w *headerWatch) stop() (fired bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.stopped = true
-	return w.t != nil && !w.t.Stop()
-}
-
 // watchIdle replaces resp's body with one whose reads fail with an
 // *upstreamIdleError, and which is closed, once a read has waited idle
 // for the upstream's next bytes, and calls release when the body is
-// closed. An answer without a body, and a 101 (whose body is the
-// connection), are left as they are, and release is called at once.
+// closed. An answer without a body is left as it is, and release is called
+// at once.
 func watchIdle(resp *http.Response, idle time.Duration, release func()) {
-	if resp.Body == nil || resp.Body == http.NoBody || resp.StatusCode == http.StatusSwitchingProtocols {
+	if resp.Body == nil || resp.Body == http.NoBody {
 		release()
 		return
 	}

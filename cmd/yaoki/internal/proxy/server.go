@@ -289,13 +289,14 @@ func yaokiHops(via []string) int {
 // clears the header after each 1xx), keeps net/http's server from adding
 // one it guessed from the first bytes (§7.7: a proxy does not transform
 // what it relays). The proxy's own answers set theirs. An HTTP/1.0 client
-// gets no 1xx answer (§15.2). Pooled
+// gets no 1xx answer (§15.2), and any other at most max1xx per request. Pooled
 // (Server.writers): a request costs no allocation for it.
 type relayWriter struct {
 	http.ResponseWriter
 	final  bool         // the final answer's header is written
 	http10 bool         // the client speaks HTTP/1.0, which has no 1xx answers
 	close  bool         // the final answer closes the connection (a chunked or HTTP/1.0 request, see ServeHTTP)
+	n1xx   int          // the 1xx answers relayed
 	wd     idleDeadline // the write deadline of Server.ClientTimeout, moved before each write
 }
 
@@ -303,11 +304,15 @@ func (w *relayWriter) WriteHeader(code int) {
 	w.wd.extend() // a 1xx is written at once
 	h := w.ResponseWriter.Header()
 	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
-		if w.http10 {
+		if w.http10 || w.n1xx >= max1xx {
 			// RFC 9110 §15.2: never to an HTTP/1.0 client, which would
-			// read it as the answer.
+			// read it as the answer. And at most max1xx to any: the
+			// attempt that sends more is ended (the fallback transport
+			// relays the one past the bound before it ends), and the
+			// retries may bring more.
 			return
 		}
+		w.n1xx++
 		removeHopByHop(h)
 	} else if !w.final {
 		w.final = true

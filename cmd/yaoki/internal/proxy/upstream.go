@@ -136,10 +136,7 @@ func (u *upstreamTransport) roundTrip(req *http.Request, idle time.Duration) (*h
 		req = withoutExpect(req)
 	}
 	if !u.direct(req) {
-		if idle > 0 {
-			return u.fallbackTimed(req, idle)
-		}
-		return u.fallback.RoundTrip(req)
+		return u.viaFallback(req, idle)
 	}
 	addr := hostPort(req.URL)
 	ctx := req.Context()
@@ -354,7 +351,7 @@ type countingReader struct {
 
 // errHeaderTooLong is the error of an answer whose header passes
 // maxResponseHeaderBytes.
-var errHeaderTooLong = errors.New("proxy: upstream response headers exceeded 10 MiB; aborted")
+var errHeaderTooLong = errors.New("proxy: upstream response headers (its 1xx answers' and its answer's together) exceeded 10 MiB; aborted")
 
 func (r *countingReader) Read(p []byte) (int, error) {
 	if r.left == 0 {
@@ -477,12 +474,13 @@ func (c *upstreamConn) exchange(ctx context.Context, req *http.Request, idle tim
 func alwaysStopped() bool { return true }
 
 // readResponse reads the answer to req, passing 1xx answers to the
-// request's trace, within maxResponseHeaderBytes.
+// request's trace, at most max1xx of them, and all the headers read
+// (the 1xx answers' and the answer's) within maxResponseHeaderBytes.
 func (c *upstreamConn) readResponse(req *http.Request) (*http.Response, error) {
 	trace := httptrace.ContextClientTrace(req.Context())
 	c.r.left = maxResponseHeaderBytes
 	defer func() { c.r.left = -1 }()
-	for {
+	for n1xx := 1; ; n1xx++ {
 		resp, err := http.ReadResponse(c.br, req)
 		if err != nil {
 			return nil, err
@@ -495,11 +493,13 @@ func (c *upstreamConn) readResponse(req *http.Request) (*http.Response, error) {
 		if code < 100 || code > 199 {
 			return resp, nil
 		}
+		if n1xx > max1xx {
+			return nil, &tooMany1xxError{method: req.Method, url: req.URL}
+		}
 		if trace != nil && trace.Got1xxResponse != nil {
 			if err := trace.Got1xxResponse(code, textproto.MIMEHeader(resp.Header)); err != nil {
 				return nil, err
 			}
-			c.r.left = maxResponseHeaderBytes
 		}
 	}
 }
