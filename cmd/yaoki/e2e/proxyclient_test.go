@@ -75,7 +75,7 @@ func TestProxyClientTimeoutStalledClients(t *testing.T) {
 // whole.
 func TestProxyUpstreamReadTimeoutStalledUpstream(t *testing.T) {
 	up := startUpstream(t)
-	p := startProxy(t, "--upstream", up.url, "--upstream-read-timeout", "1s")
+	p := startProxy(t, "--upstream", up.url, "--upstream-read-timeout", "1s", "--admin-addr", "127.0.0.1:0")
 	addr := strings.TrimPrefix(p.url, "http://")
 
 	c, err := net.Dial("tcp", addr)
@@ -104,6 +104,16 @@ func TestProxyUpstreamReadTimeoutStalledUpstream(t *testing.T) {
 		t.Error("the upstream's stream went on after the cut, want its connection closed")
 	}
 	p.waitLine(t, "the upstream sent no byte of the answer's body for 1s")
+	// And /metrics counts it, as a give-up of the proxy's.
+	cut := 0.0
+	for k, v := range only(scrape(t, p.metricsURL(t)), "yaoki_give_ups_total") {
+		if strings.Contains(k, "retry_component=proxy") && strings.Contains(k, "retry_reason=upstream_read_timeout") {
+			cut += v
+		}
+	}
+	if cut != 1 {
+		t.Errorf("yaoki_give_ups_total{retry_component=proxy,retry_reason=upstream_read_timeout} = %v, want 1", cut)
+	}
 
 	// Events 100 ms apart, well under the 1 s timeout: the whole stream.
 	resp, body2 := do(t, http.DefaultClient, "GET", p.url+"/stream?n=5&every=100ms", nil)

@@ -76,13 +76,20 @@ func pipeProxy(t *testing.T, timeout time.Duration, upstream http.Handler) (dial
 // over pipes, on its own path and its fallback http.Transport's.
 func pipeRoute(t *testing.T, timeout time.Duration, rc Route, stderr io.Writer, upstream http.Handler) (dial func() net.Conn) {
 	t.Helper()
+	return pipeServer(t, &Server{ClientTimeout: timeout, stderr: stderr}, rc, upstream)
+}
+
+// pipeServer is pipeRoute for the Server s, its exported fields and
+// stderr set.
+func pipeServer(t *testing.T, s *Server, rc Route, upstream http.Handler) (dial func() net.Conn) {
+	t.Helper()
 	upL, frontL := newPipeListener(), newPipeListener()
 	up := &http.Server{Handler: upstream}
 	go up.Serve(upL)
 	base := newUpstreamTransport()
 	base.dial = func(context.Context, string, string) (net.Conn, error) { return upL.dial() }
 	base.fallback.DialContext = base.dial
-	s := &Server{base: base, buffers: &bufferPool{}, ClientTimeout: timeout, stderr: stderr}
+	s.base, s.buffers = base, &bufferPool{}
 	rc.Name, rc.Upstream = "--upstream", &url.URL{Scheme: "http", Host: "upstream.test"}
 	rs, err := s.build(&Config{Routes: []*Route{&rc}})
 	if err != nil {

@@ -37,9 +37,10 @@ type proxyRoute struct {
 	cfg      *Route
 	rt       *httpretry.Transport
 	proxy    *httputil.ReverseProxy
-	layered  http.Handler  // proxy under layer.Middleware, for clients that retry
-	statuses [600]bool     // the statuses its transport retries
-	maxHint  time.Duration // the longest hint its policy waits for (MaxRetryAfter)
+	layered  http.Handler   // proxy under layer.Middleware, for clients that retry
+	statuses [600]bool      // the statuses its transport retries
+	maxHint  time.Duration  // the longest hint its policy waits for (MaxRetryAfter)
+	obs      event.Observer // hears the answers cut mid-body (relayedBody); nil: nobody
 }
 
 // proxyRoutes is one loaded configuration: its routes in order, and what
@@ -128,7 +129,7 @@ func newProxyRoute(rc *Route, base http.RoundTripper, s *Server, ctx context.Con
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
-	pr := &proxyRoute{cfg: rc, rt: t, maxHint: cmp.Or(p.MaxRetryAfter, retry.DefaultMaxRetryAfter)}
+	pr := &proxyRoute{cfg: rc, rt: t, maxHint: cmp.Or(p.MaxRetryAfter, retry.DefaultMaxRetryAfter), obs: obs}
 	for _, c := range statuses {
 		pr.statuses[c] = true
 	}
@@ -275,8 +276,9 @@ func isUpgrade(req *http.Request) bool {
 	return ok
 }
 
-// relay adjusts an upstream answer before it is copied to the client:
-// its Location, Content-Location and Link point the client through the
+// relay adjusts an upstream answer before it is copied to the client (and
+// watches its body for a cut: watchCut): its Location, Content-Location
+// and Link point the client through the
 // proxy (clientLocation, clientLinks); when it carries a status this route retries and this proxy was the
 // layer that retried (the client does not say it retries, and the request
 // was not an upgrade, which is sent once), Do-Not-Retry tells the layers
@@ -297,6 +299,7 @@ func (pr *proxyRoute) relay(resp *http.Response) error {
 		mayRetry(resp.Request) && !pr.hintTooLong(resp) {
 		resp.Header.Set(header.DoNotRetry, "true")
 	}
+	pr.watchCut(resp)
 	return nil
 }
 
