@@ -138,6 +138,12 @@ func newProxyRoute(rc *Route, base http.RoundTripper, s *Server, ctx context.Con
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(up)
 			setXForwarded(r)
+			if r.In.Trailer != nil {
+				// The client's map, which its body fills as it is read:
+				// httputil.ReverseProxy copied it before, with the names
+				// the client announced and none of their values.
+				r.Out.Trailer = r.In.Trailer
+			}
 			r.Out.Header["Via"] = addVia(r.In.Header["Via"], r.In.ProtoMajor, r.In.ProtoMinor)
 			if n, ok := maxForwards(r.In); ok {
 				r.Out.Header["Max-Forwards"] = []string{strconv.Itoa(n - 1)} // 0 was answered by ServeHTTP

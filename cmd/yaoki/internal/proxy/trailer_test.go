@@ -1,0 +1,62 @@
+package proxy
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestProxyRequestTrailersSentOn(t *testing.T) {
+	// The fault: a client sends its body chunked with a trailer (a
+	// checksum computed as the body streams). httputil.ReverseProxy
+	// copies the request's Trailer map before the body is read, when it
+	// holds the names the client announced without their values, and the
+	// upstream got the trailer empty ("X-Sum:"). Now the trailer goes on
+	// with its value: for a body kept for the retries (each attempt, the
+	// 503 retried), and for one streamed once (a POST without key).
+	for _, c := range []struct {
+		method  string
+		answers []int
+	}{
+		{"PUT", []int{503, 200}},
+		{"POST", []int{200}},
+	} {
+		seen := make(chan string, len(c.answers))
+		n := 0
+		url, _ := rawUpstream(t, func(conn net.Conn, br *bufio.Reader) {
+			for {
+				req, ok := readRequest(t, br)
+				if !ok {
+					return
+				}
+				body, _ := io.ReadAll(req.Body)
+				seen <- string(body) + " X-Sum=" + req.Trailer.Get("X-Sum")
+				code := c.answers[min(n, len(c.answers)-1)]
+				n++
+				io.WriteString(conn, "HTTP/1.1 "+strconv.Itoa(code)+" x\r\nContent-Length: 0\r\n\r\n")
+			}
+		})
+		front := proxyFront(t, url)
+		conn, err := net.Dial("tcp", strings.TrimPrefix(front.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(10 * time.Second)) // a bound on the failure, not a wait
+		io.WriteString(conn, c.method+" /x HTTP/1.1\r\nHost: front\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n5\r\nhello\r\n0\r\nX-Sum: abc\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s: got %v, %v; want 200", c.method, resp, err)
+		}
+		for i := range c.answers {
+			if got := <-seen; got != "hello X-Sum=abc" {
+				t.Errorf("%s: attempt %d: the upstream got %q, want the body and its trailer X-Sum: abc", c.method, i+1, got)
+			}
+		}
+	}
+}
