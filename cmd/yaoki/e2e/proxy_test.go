@@ -640,6 +640,14 @@ func TestProxyGuardsAndMetrics(t *testing.T) {
 // ends, or skips the test when it is not installed.
 func startRedis(t *testing.T) string {
 	t.Helper()
+	url, _ := startRedisServer(t)
+	return url
+}
+
+// startRedisServer is startRedis, which also returns the redis-server
+// process.
+func startRedisServer(t *testing.T) (string, *server) {
+	t.Helper()
 	bin := needProgram(t, "redis-server")
 	addr := freePort(t)
 	_, port, _ := net.SplitHostPort(addr)
@@ -655,7 +663,7 @@ func startRedis(t *testing.T) string {
 	}) {
 		t.Fatalf("redis-server did not listen on %s: %v", addr, err)
 	}
-	return "redis://" + addr + "/0"
+	return "redis://" + addr + "/0", s
 }
 
 // --redis: two proxies in front of the same dead upstream share its

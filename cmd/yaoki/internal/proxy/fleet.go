@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,7 +54,11 @@ func (f *Fleet) onError(err error) {
 	}
 	f.mu.Unlock()
 	if report {
-		fmt.Fprintf(f.stderr, "yaoki proxy: redis: %v (each proxy decides alone until a sync succeeds)\n", err)
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "redis: ") { // package redis's errors say it
+			msg = "redis: " + msg
+		}
+		fmt.Fprintf(f.stderr, "yaoki proxy: %s (each proxy decides alone until a sync succeeds)\n", msg)
 	}
 }
 

@@ -1,0 +1,75 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// --redis with Redis hung mid-run (SIGSTOP: its connections stay open
+// and nothing answers, the harder fault for a client than a refused
+// connection): the proxies go on serving, each deciding alone (A's
+// breaker trips on its own failures and refuses), and stderr says so;
+// once Redis answers again (SIGCONT), the fleet's state reaches B, which
+// refuses too without calling the dead upstream. (stderr said "redis:
+// redis: budget ... sync: ...": the prefix twice.)
+func TestProxyFleetRedisHung(t *testing.T) {
+	rurl, redis := startRedisServer(t)
+	up := startUpstream(t)
+	dead := "http://" + freePort(t)
+	cfg := func(consecutive int) string {
+		return writeConfig(t, "proxy.yaml", fmt.Sprintf(`routes:
+  - path: /dead/
+    upstream: %s
+    policy:
+      Retry:
+        - ErrorEquals: [States.ALL]
+          IntervalSeconds: 0.001
+          MaxAttempts: 2
+      Breaker: {ConsecutiveFailures: %d, OpenSeconds: 60}
+  - upstream: %s
+`, dead, consecutive, up.url))
+	}
+	a := startProxy(t, "--config", cfg(3), "--redis", rurl)
+	b := startProxy(t, "--config", cfg(1000), "--redis", rurl)
+	c := &http.Client{Timeout: 20 * time.Second}
+	defer c.CloseIdleConnections()
+	if resp, _ := do(t, c, "GET", a.url+"/script/ok?s=200", nil); resp.StatusCode != 200 {
+		t.Fatalf("before the fault: %d", resp.StatusCode)
+	}
+
+	if err := redis.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	cont := func() { redis.cmd.Process.Signal(syscall.SIGCONT) }
+	defer cont()
+	for i := range 5 {
+		start := time.Now()
+		resp, _ := do(t, c, "GET", a.url+"/script/ok?s=200", nil)
+		if el := time.Since(start); resp.StatusCode != 200 || el > 2*time.Second {
+			t.Errorf("request %d with Redis hung: %d after %v, want 200 at once (calls never wait for Redis)", i+1, resp.StatusCode, el)
+		}
+	}
+	do(t, c, "GET", a.url+"/dead/x", nil) // two failures
+	do(t, c, "GET", a.url+"/dead/x", nil) // the third trips A's breaker
+	resp, body := do(t, c, "GET", a.url+"/dead/x", nil)
+	if resp.StatusCode != 503 || !strings.Contains(body, `"reason":"breaker_open"`) {
+		t.Fatalf("A with Redis hung, after 4 failures: %d %s; want its own breaker open", resp.StatusCode, body)
+	}
+	if line := a.waitLine(t, "yaoki proxy: redis: "); strings.Contains(line, "redis: redis:") || !strings.Contains(line, "decides alone") {
+		t.Errorf("A's stderr: %q, want the sync's error said once, and that each proxy decides alone", line)
+	}
+
+	cont()
+	var got string
+	if !poll(15*time.Second, 100*time.Millisecond, func() bool {
+		resp, body := do(t, c, "GET", b.url+"/dead/x", nil)
+		got = fmt.Sprintf("%d %s", resp.StatusCode, body)
+		return resp.StatusCode == 503 && strings.Contains(body, `"reason":"breaker_open"`)
+	}) {
+		t.Fatalf("B never refused once Redis answered again: %s", got)
+	}
+}
