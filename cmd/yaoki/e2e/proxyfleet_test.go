@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"fmt"
+	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -71,5 +74,61 @@ func TestProxyFleetRedisHung(t *testing.T) {
 		return resp.StatusCode == 503 && strings.Contains(body, `"reason":"breaker_open"`)
 	}) {
 		t.Fatalf("B never refused once Redis answered again: %s", got)
+	}
+}
+
+// SIGHUP while calls wait to retry, with the fleet's guards (--redis)
+// and the metrics on: the calls finish on the routes they started with
+// (their retry sent after the reload, to the old route's upstream, and its
+// answer relayed), though the old routes' fleet syncs stop and their
+// guards leave the metrics; the next calls take the new routes.
+func TestProxySIGHUPDuringRetryWaits(t *testing.T) {
+	rurl := startRedis(t)
+	up := startUpstream(t)
+	cfg := filepath.Join(t.TempDir(), "proxy.yaml")
+	write := func(s string) {
+		if err := os.WriteFile(cfg, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(fmt.Sprintf("routes:\n  - path: /script/\n    upstream: %s\n", up.url))
+	p := startProxy(t, "--config", cfg, "--redis", rurl, "--admin-addr", "127.0.0.1:0")
+	c := &http.Client{Timeout: 20 * time.Second}
+	defer c.CloseIdleConnections()
+	type result struct {
+		status int
+		body   string
+	}
+	done := make(chan result, 3)
+	for i := range 3 {
+		go func() {
+			resp, err := c.Get(fmt.Sprintf("%s/script/w%d?s=503:ra=2,200", p.url, i))
+			if err != nil {
+				done <- result{body: err.Error()}
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			done <- result{resp.StatusCode, string(b)}
+		}()
+	}
+	up.waitFor(t, 3, func(s upSeen) bool { return strings.HasPrefix(s.Path, "/script/w") && s.N == 1 })
+	write(fmt.Sprintf("routes:\n  - path: /echo\n    upstream: %s\n", up.url))
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	p.waitLine(t, "reloaded "+cfg+": 1 route")
+	if resp, _ := do(t, c, "GET", p.url+"/script/new?s=200", nil); resp.StatusCode != 404 {
+		t.Errorf("a new call after the reload: %d, want 404 (the new routes)", resp.StatusCode)
+	}
+	for range 3 {
+		if r := <-done; r.status != 200 || !strings.Contains(r.body, "answer 2: 200") {
+			t.Errorf("a call waiting to retry across the reload: %d %q, want the retry's 200", r.status, r.body)
+		}
+	}
+	for i := range 3 {
+		if got := up.requests(t, fmt.Sprintf("/script/w%d", i)); attempts(got) != "1,2" {
+			t.Errorf("/script/w%d: the upstream saw attempts %q, want 1,2", i, attempts(got))
+		}
 	}
 }
