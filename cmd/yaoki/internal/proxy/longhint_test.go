@@ -1,10 +1,13 @@
 package proxy
 
 import (
+	"bufio"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/yaoki-go/yaoki/backoff"
@@ -49,5 +52,44 @@ func TestProxyLongHintRelayedWithoutDoNotRetry(t *testing.T) {
 		if c.header != "" && resp.Header.Get(c.header) != c.value {
 			t.Errorf("%s: %s: relayed as %q", c.header, c.value, resp.Header.Get(c.header))
 		}
+	}
+}
+
+func TestProxyHintPastDeadlineRelayedWithoutDoNotRetry(t *testing.T) {
+	// The same for a route whose policy has a deadline (DeadlineSeconds,
+	// MaxElapsed) shorter than the wait asked for: a 429 with
+	// Retry-After: 30 under a 10 s deadline. The proxy stops at once (the
+	// wait would end past its deadline) and relayed the answer with
+	// Do-Not-Retry, which told a client with a longer deadline never to
+	// come back as asked; the proxy made no retry. Under a 60 s deadline
+	// it waits the 30 s and retries (virtual time), and the 429 it retried
+	// to the end keeps Do-Not-Retry.
+	for _, c := range []struct {
+		deadline time.Duration
+		attempts int32
+		dnr      string
+	}{
+		{10 * time.Second, 1, ""},
+		{time.Minute, 2, "true"},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			var got atomic.Int32
+			dial := pipeRoute(t, 0, Route{Policy: retry.Policy{MaxAttempts: 2, MaxElapsed: c.deadline}}, io.Discard,
+				http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					got.Add(1)
+					w.Header().Set("Retry-After", "30")
+					w.WriteHeader(http.StatusTooManyRequests)
+				}))
+			conn := dial()
+			io.WriteString(conn, "GET /x HTTP/1.1\r\nHost: proxy.test\r\n\r\n")
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != 429 || resp.Header.Get("Do-Not-Retry") != c.dnr || resp.Header.Get("Retry-After") != "30" || got.Load() != c.attempts {
+				t.Errorf("deadline %v: got %d with Do-Not-Retry %q, Retry-After %q after %d attempts; want 429 with %q, 30, after %d",
+					c.deadline, resp.StatusCode, resp.Header.Get("Do-Not-Retry"), resp.Header.Get("Retry-After"), got.Load(), c.dnr, c.attempts)
+			}
+		})
 	}
 }

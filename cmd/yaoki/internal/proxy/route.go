@@ -39,7 +39,7 @@ type proxyRoute struct {
 	proxy    *httputil.ReverseProxy
 	layered  http.Handler   // proxy under layer.Middleware, for clients that retry
 	statuses [600]bool      // the statuses its transport retries
-	maxHint  time.Duration  // the longest hint its policy waits for (MaxRetryAfter)
+	maxHint  time.Duration  // the longest hint its policy waits for (MaxRetryAfter, and MaxElapsed if shorter)
 	obs      event.Observer // hears the answers cut mid-body (relayedBody); nil: nobody
 }
 
@@ -130,6 +130,10 @@ func newProxyRoute(rc *Route, base http.RoundTripper, s *Server, ctx context.Con
 		return nil, err
 	}
 	pr := &proxyRoute{cfg: rc, rt: t, maxHint: cmp.Or(p.MaxRetryAfter, retry.DefaultMaxRetryAfter), obs: obs}
+	if p.MaxElapsed > 0 {
+		// A wait past the whole call's deadline is not waited for either.
+		pr.maxHint = min(pr.maxHint, p.MaxElapsed)
+	}
 	for _, c := range statuses {
 		pr.statuses[c] = true
 	}
@@ -310,9 +314,10 @@ func (pr *proxyRoute) relay(resp *http.Response) error {
 }
 
 // hintTooLong reports whether resp asks to wait longer than the route's
-// policy waits (retry.Policy.MaxRetryAfter): the proxy stopped because it
-// would not wait that long, not because its retries were spent, and a
-// client that waits longer may come back as asked.
+// policy waits (retry.Policy.MaxRetryAfter, or its whole MaxElapsed): the
+// proxy stopped because it would not wait that long, not because its
+// retries were spent, and a client that waits longer may come back as
+// asked.
 func (pr *proxyRoute) hintTooLong(resp *http.Response) bool {
 	d, ok := httpretry.Hint(resp, time.Now())
 	return ok && d > pr.maxHint
