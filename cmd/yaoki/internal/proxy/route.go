@@ -142,11 +142,20 @@ func newProxyRoute(rc *Route, base http.RoundTripper, s *Server, ctx context.Con
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(up)
 			setXForwarded(r)
-			if r.In.Trailer != nil {
-				// The client's map, which its body fills as it is read:
-				// httputil.ReverseProxy copied it before, with the names
-				// the client announced and none of their values.
-				r.Out.Trailer = r.In.Trailer
+			if b, ok := r.In.Body.(*clientBody); ok && len(r.Out.Trailer) > 0 {
+				// httputil.ReverseProxy copied the client's trailer before
+				// its body was read: the names announced, without their
+				// values, which the body's end brings (clientBody.Read).
+				// Hop-by-hop fields stay here, as in a header.
+				for _, v := range r.In.Header["Connection"] {
+					for name := range strings.SplitSeq(v, ",") {
+						delete(r.Out.Trailer, http.CanonicalHeaderKey(textproto.TrimString(name)))
+					}
+				}
+				for _, name := range hopByHop {
+					delete(r.Out.Trailer, name)
+				}
+				b.trailerIn, b.trailerOut = r.In.Trailer, r.Out.Trailer
 			}
 			r.Out.Header["Via"] = addVia(r.In.Header["Via"], r.In.ProtoMajor, r.In.ProtoMinor)
 			if n, ok := maxForwards(r.In); ok {
@@ -448,6 +457,11 @@ type clientBody struct {
 	rd   idleDeadline
 	eof  bool
 	done atomic.Bool // ServeHTTP returned
+	// trailerOut, the outgoing request's trailer (the names the client
+	// announced, less the hop-by-hop ones), gets their values from
+	// trailerIn, the incoming request's, which net/http fills at the
+	// body's end: no field the client did not announce goes on.
+	trailerIn, trailerOut http.Header
 }
 
 func (b *clientBody) Read(p []byte) (int, error) {
@@ -457,6 +471,11 @@ func (b *clientBody) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	switch {
 	case err == io.EOF:
+		if !b.eof {
+			for k := range b.trailerOut {
+				b.trailerOut[k] = b.trailerIn[k]
+			}
+		}
 		b.eof = true
 	case err != nil:
 		err = &clientBodyError{err: err}

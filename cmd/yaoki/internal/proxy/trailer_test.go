@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -18,7 +19,9 @@ func TestProxyRequestTrailersSentOn(t *testing.T) {
 	// holds the names the client announced without their values, and the
 	// upstream got the trailer empty ("X-Sum:"). Now the trailer goes on
 	// with its value: for a body kept for the retries (each attempt, the
-	// 503 retried), and for one streamed once (a POST without key).
+	// 503 retried), and for one streamed once (a POST without key). Only
+	// the fields the client announced (Trailer) go on, and no hop-by-hop
+	// one (Keep-Alive), as in a header.
 	for _, c := range []struct {
 		method  string
 		answers []int
@@ -35,7 +38,8 @@ func TestProxyRequestTrailersSentOn(t *testing.T) {
 					return
 				}
 				body, _ := io.ReadAll(req.Body)
-				seen <- string(body) + " X-Sum=" + req.Trailer.Get("X-Sum")
+				seen <- string(body) + " X-Sum=" + req.Trailer.Get("X-Sum") + " X-Undeclared=" + req.Trailer.Get("X-Undeclared") +
+					" Keep-Alive=" + fmt.Sprint(hasKey(req.Trailer, "Keep-Alive"))
 				code := c.answers[min(n, len(c.answers)-1)]
 				n++
 				io.WriteString(conn, "HTTP/1.1 "+strconv.Itoa(code)+" x\r\nContent-Length: 0\r\n\r\n")
@@ -48,15 +52,20 @@ func TestProxyRequestTrailersSentOn(t *testing.T) {
 		}
 		defer conn.Close()
 		conn.SetDeadline(time.Now().Add(10 * time.Second)) // a bound on the failure, not a wait
-		io.WriteString(conn, c.method+" /x HTTP/1.1\r\nHost: front\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n5\r\nhello\r\n0\r\nX-Sum: abc\r\n\r\n")
+		io.WriteString(conn, c.method+" /x HTTP/1.1\r\nHost: front\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum, Keep-Alive\r\n\r\n5\r\nhello\r\n0\r\nX-Sum: abc\r\nKeep-Alive: timeout=1\r\nX-Undeclared: 1\r\n\r\n")
 		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 		if err != nil || resp.StatusCode != 200 {
 			t.Fatalf("%s: got %v, %v; want 200", c.method, resp, err)
 		}
 		for i := range c.answers {
-			if got := <-seen; got != "hello X-Sum=abc" {
-				t.Errorf("%s: attempt %d: the upstream got %q, want the body and its trailer X-Sum: abc", c.method, i+1, got)
+			if got := <-seen; got != "hello X-Sum=abc X-Undeclared= Keep-Alive=false" {
+				t.Errorf("%s: attempt %d: the upstream got %q, want the body and its trailer X-Sum: abc, without the trailer fields not announced or hop-by-hop", c.method, i+1, got)
 			}
 		}
 	}
+}
+
+func hasKey(h http.Header, k string) bool {
+	_, ok := h[k]
+	return ok
 }
