@@ -23,7 +23,10 @@ const (
 )
 
 // relayedBody is the body of an answer that the proxy relays, on a route
-// with an observer. A read of it that fails, other than at the body's end
+// with an observer, or one that may end with a trailer: once closed, the
+// hop-by-hop fields of its trailer are removed (removeTrailerHopByHop)
+// before httputil.ReverseProxy relays it. On a route with an observer, a
+// read of it that fails, other than at the body's end
 // or because the client went away, cuts the client's answer:
 // httputil.ReverseProxy only logs it (on stderr) and aborts the handler,
 // and the attempt, whose header had come, counted as a success in the
@@ -40,29 +43,48 @@ const (
 type relayedBody struct {
 	rc       io.ReadCloser
 	pr       *proxyRoute
-	req      *http.Request // the attempt's
+	req      *http.Request  // the attempt's
+	resp     *http.Response // whose Trailer the body's end fills
 	status   int
 	reported bool
 }
 
 var relayedBodies = sync.Pool{New: func() any { return new(relayedBody) }}
 
-// watchCut puts resp's body, relayed by pr, under a relayedBody, when pr
-// has an observer. An answer without a body, and a 101 (whose body is the
-// upgraded connection, which httputil.ReverseProxy takes as it is), are
-// left as they are.
-func (pr *proxyRoute) watchCut(resp *http.Response) {
-	if pr.obs == nil || resp.Body == nil || resp.Body == http.NoBody || resp.StatusCode == http.StatusSwitchingProtocols || resp.Request == nil {
+// watchBody puts resp's body, relayed by pr, under a relayedBody, when pr
+// has an observer, or when the body may end with a trailer (chunked: its
+// length is unknown), whose hop-by-hop fields it removes. An answer
+// without a body, and a 101 (whose body is the upgraded connection, which
+// httputil.ReverseProxy takes as it is), are left as they are.
+func (pr *proxyRoute) watchBody(resp *http.Response) {
+	if resp.Body == nil || resp.Body == http.NoBody || resp.StatusCode == http.StatusSwitchingProtocols || resp.Request == nil {
+		return
+	}
+	if len(resp.Trailer) > 0 {
+		// Announced: httputil.ReverseProxy announces to the client what
+		// is left.
+		removeTrailerHopByHop(resp.Trailer)
+	}
+	if pr.obs == nil && resp.ContentLength >= 0 {
 		return
 	}
 	b := relayedBodies.Get().(*relayedBody)
-	*b = relayedBody{rc: resp.Body, pr: pr, req: resp.Request, status: resp.StatusCode}
+	*b = relayedBody{rc: resp.Body, pr: pr, req: resp.Request, resp: resp, status: resp.StatusCode}
 	resp.Body = b
+}
+
+// removeTrailerHopByHop removes from a trailer the fields a proxy does not
+// relay in a header (removeHopByHop), and those that frame or route a
+// message, which a trailer must not carry (RFC 9110 §6.5.1).
+func removeTrailerHopByHop(t http.Header) {
+	removeHopByHop(t)
+	delete(t, "Content-Length")
+	delete(t, "Host")
 }
 
 func (b *relayedBody) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
-	if err != nil && err != io.EOF && !b.reported {
+	if err != nil && err != io.EOF && !b.reported && b.pr.obs != nil {
 		b.reported = true
 		b.report(err)
 	}
@@ -91,6 +113,11 @@ func (b *relayedBody) Close() error {
 		return nil
 	}
 	err := b.rc.Close()
+	if len(b.resp.Trailer) > 0 {
+		// Filled at the body's end, with what the upstream sent, announced
+		// or not; httputil.ReverseProxy relays it once the body is closed.
+		removeTrailerHopByHop(b.resp.Trailer)
+	}
 	*b = relayedBody{}
 	relayedBodies.Put(b)
 	return err

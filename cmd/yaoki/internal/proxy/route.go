@@ -296,7 +296,7 @@ func isUpgrade(req *http.Request) bool {
 }
 
 // relay adjusts an upstream answer before it is copied to the client (and
-// watches its body for a cut: watchCut): its Location, Content-Location
+// watches its body for a cut and its trailer: watchBody): its Location, Content-Location
 // and Link point the client through the
 // proxy (clientLocation, clientLinks); when it carries a status this route retries and this proxy was the
 // layer that retried (the client does not say it retries, and the request
@@ -318,7 +318,7 @@ func (pr *proxyRoute) relay(resp *http.Response) error {
 		mayRetry(resp.Request) && !pr.hintTooLong(resp) {
 		resp.Header.Set(header.DoNotRetry, "true")
 	}
-	pr.watchCut(resp)
+	pr.watchBody(resp)
 	return nil
 }
 

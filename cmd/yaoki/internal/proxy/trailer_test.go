@@ -69,3 +69,40 @@ func hasKey(h http.Header, k string) bool {
 	_, ok := h[k]
 	return ok
 }
+
+func TestProxyResponseTrailersWithoutHopByHop(t *testing.T) {
+	// The fault: an upstream's answer whose trailer carries hop-by-hop
+	// fields (Connection, Keep-Alive, announced or not) and framing ones
+	// (Content-Length). They were relayed to the client as they came, the
+	// Trailer field announcing Keep-Alive too, where the same fields in a
+	// header stay with the upstream (RFC 9110 §7.6.1; §6.5.1: no framing
+	// field in a trailer). Now the client gets the other fields only,
+	// announced (X-T) or not (X-U).
+	url, _ := rawUpstream(t, func(c net.Conn, br *bufio.Reader) {
+		for {
+			if _, ok := readRequest(t, br); !ok {
+				return
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-T, Keep-Alive\r\n\r\n5\r\nhello\r\n0\r\n"+
+				"X-T: 1\r\nKeep-Alive: timeout=9\r\nConnection: X-Private\r\nX-Private: p\r\nContent-Length: 99\r\nX-U: 2\r\n\r\n")
+		}
+	})
+	front := proxyFront(t, url)
+	resp, err := front.Client().Get(front.URL + "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || string(body) != "hello" {
+		t.Fatalf("got %q, %v; want hello", body, err)
+	}
+	for _, k := range []string{"Keep-Alive", "Connection", "X-Private", "Content-Length"} {
+		if v, ok := resp.Trailer[k]; ok {
+			t.Errorf("the client got the trailer field %s: %q, want it dropped", k, v)
+		}
+	}
+	if resp.Trailer.Get("X-T") != "1" || resp.Trailer.Get("X-U") != "2" {
+		t.Errorf("trailer %v, want X-T: 1 and X-U: 2", resp.Trailer)
+	}
+}
