@@ -266,8 +266,8 @@ func (src goSource) assigned(field, fn string, dirs ...string) []string {
 // docs/observability.md to the values the toolkit emits, walked rather
 // than listed: the reasons of retry.Reason (every value), the Reason
 // constants of packages idempotency and deadletter and the reasons
-// httpretry and deadletter write as literals (from their source), the
-// hedge refusals, every event.Source and event.Outcome, and every
+// httpretry and deadletter write as literals (from their source), yaoki
+// proxy's reason constants, the hedge refusals, every event.Source and event.Outcome, and every
 // Component the code writes. A value added anywhere fails this test until
 // the docs list it; a value the docs list that nothing emits fails it too.
 // Each value is then recorded, to check that the Observer passes it on.
@@ -316,9 +316,16 @@ func TestEveryValueDocumented(t *testing.T) {
 	// (Reason.Key() calls, which are not literals): a bulkhead's wait.
 	waits := src.assigned("Reason", "", "../retry")
 
+	// yaoki proxy's give-ups of an answer cut after its header: its
+	// reason constants.
+	var proxyReasons []string
+	for _, v := range src.consts(t, "../cmd/yaoki/internal/proxy", "reason") {
+		proxyReasons = append(proxyReasons, v)
+	}
+
 	key := func(r retry.Reason) string { return r.Key() }
 	reasons := docValues(t, event.AttrReason)
-	sameSet(t, "give-ups", append(slices.Clone(retryReasons), httpReasons...), reasons["give-ups"])
+	sameSet(t, "give-ups", slices.Concat(retryReasons, httpReasons, proxyReasons), reasons["give-ups"])
 	// The loop's refusals (Before, Acquired, After's budget), and the
 	// reasons HedgeValue gives a hedge it does not send.
 	rejections := []string{key(retry.ReasonBudgetExhausted), key(retry.ReasonBreakerOpen), key(retry.ReasonRejectedLocally),
