@@ -1,0 +1,459 @@
+package httpretry_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/yaoki-go/yaoki/httpretry"
+	"github.com/yaoki-go/yaoki/retry"
+)
+
+// rawServer is a TCP listener on loopback whose n-th connection (from 1)
+// is handed to handle, which may misbehave on purpose: reset the
+// connection, cut an answer, never answer. Connections are closed and the
+// goroutines waited for when the test ends.
+type rawServer struct {
+	ln    net.Listener
+	conns atomic.Int32
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	open  []net.Conn
+}
+
+func newRawServer(t *testing.T, handle func(n int, c net.Conn)) *rawServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &rawServer{ln: ln}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			n := int(s.conns.Add(1))
+			s.mu.Lock()
+			s.open = append(s.open, c)
+			s.mu.Unlock()
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				defer c.Close()
+				handle(n, c)
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		s.mu.Lock()
+		for _, c := range s.open {
+			c.Close()
+		}
+		s.mu.Unlock()
+		s.wg.Wait()
+	})
+	return s
+}
+
+func (s *rawServer) URL() string { return "http://" + s.ln.Addr().String() + "/x" }
+
+// reset closes c with an RST instead of a FIN.
+func reset(c net.Conn) {
+	_ = c.(*net.TCPConn).SetLinger(0)
+	_ = c.Close()
+}
+
+// readHead reads one request's line and header fields from br, its body
+// left unread.
+func readHead(br *bufio.Reader) (*http.Request, error) { return http.ReadRequest(br) }
+
+// answer reads one whole request from c and answers it with status and
+// body, closing the connection after.
+func answer(c net.Conn, br *bufio.Reader, status int, body string) (*http.Request, []byte) {
+	req, err := readHead(br)
+	if err != nil {
+		return nil, nil
+	}
+	b, _ := io.ReadAll(req.Body)
+	fmt.Fprintf(c, "HTTP/1.1 %d %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", status, http.StatusText(status), len(body), body)
+	return req, b
+}
+
+// rawBase is an http.Transport for tests against a rawServer.
+func rawBase(t *testing.T) *http.Transport {
+	base := &http.Transport{}
+	t.Cleanup(base.CloseIdleConnections)
+	return base
+}
+
+// closeCount is a request body that counts its Close calls.
+type closeCount struct {
+	io.Reader
+	closed *atomic.Int32
+}
+
+func (b closeCount) Close() error { b.closed.Add(1); return nil }
+
+// resetBeforeBody resets its first connection once the request's header
+// is read, before its body; the second gets the body echoed with 200.
+func resetBeforeBody(t *testing.T, bodies chan<- []byte) *rawServer {
+	return newRawServer(t, func(n int, c net.Conn) {
+		br := bufio.NewReader(c)
+		if n == 1 {
+			if _, err := readHead(br); err == nil {
+				reset(c)
+			}
+			return
+		}
+		if _, b := answer(c, br, 200, "ok"); b != nil {
+			bodies <- b
+		}
+	})
+}
+
+func TestResetBeforeBodyReplayedThroughGetBody(t *testing.T) {
+	bodies := make(chan []byte, 4)
+	srv := resetBeforeBody(t, bodies)
+	payload := strings.Repeat("p", 10<<10)
+	req, _ := http.NewRequest("PUT", srv.URL(), strings.NewReader(payload))
+	var gets atomic.Int32
+	getBody := req.GetBody
+	req.GetBody = func() (io.ReadCloser, error) { gets.Add(1); return getBody() }
+	tr := &httpretry.Transport{Base: rawBase(t), Policy: fast(retry.Policy{})}
+	resp, body, err := send(t, tr, req)
+	wantAnswer(t, resp, body, err, 200, "ok")
+	if got := <-bodies; string(got) != payload {
+		t.Errorf("second attempt's body: got %d bytes, want the %d sent first", len(got), len(payload))
+	}
+	if gets.Load() != 1 {
+		t.Errorf("GetBody called %d times, want 1 (for the second attempt)", gets.Load())
+	}
+}
+
+func TestResetBeforeBodyWithoutGetBodyBuffered(t *testing.T) {
+	bodies := make(chan []byte, 4)
+	srv := resetBeforeBody(t, bodies)
+	payload := strings.Repeat("q", 10<<10)
+	var closed atomic.Int32
+	req, _ := http.NewRequest("PUT", srv.URL(), closeCount{strings.NewReader(payload), &closed})
+	if req.GetBody != nil {
+		t.Fatal("the request has GetBody; the test needs one without")
+	}
+	tr := &httpretry.Transport{Base: rawBase(t), Policy: fast(retry.Policy{})}
+	resp, body, err := send(t, tr, req)
+	wantAnswer(t, resp, body, err, 200, "ok")
+	if got := <-bodies; string(got) != payload {
+		t.Errorf("second attempt's body: got %d bytes, want the %d buffered", len(got), len(payload))
+	}
+	if closed.Load() == 0 {
+		t.Error("the caller's body was never closed")
+	}
+}
+
+func TestResetBeforeBodyNotReplayableStops(t *testing.T) {
+	bodies := make(chan []byte, 4)
+	srv := resetBeforeBody(t, bodies)
+	var closed atomic.Int32
+	req, _ := http.NewRequest("PUT", srv.URL(), closeCount{strings.NewReader(strings.Repeat("r", 10<<10)), &closed})
+	tr := &httpretry.Transport{Base: rawBase(t), Policy: fast(retry.Policy{}), MaxBufferedBody: -1}
+	_, _, err := send(t, tr, req)
+	if !errors.Is(err, httpretry.ErrBodyNotReplayable) {
+		t.Fatalf("got %v, want an error matching ErrBodyNotReplayable", err)
+	}
+	if !strings.Contains(err.Error(), "not replayable") {
+		t.Errorf("error %q does not say the body could not be sent again", err)
+	}
+	if n := srv.conns.Load(); n != 1 {
+		t.Errorf("server saw %d connections, want 1", n)
+	}
+	if closed.Load() == 0 {
+		t.Error("the caller's body was never closed")
+	}
+}
+
+// resetAfterRequest reads each whole request and resets the connection
+// instead of answering, n times, then answers 200.
+func resetAfterRequest(t *testing.T, resets int, keys chan<- string) *rawServer {
+	return newRawServer(t, func(n int, c net.Conn) {
+		br := bufio.NewReader(c)
+		if n <= resets {
+			req, err := readHead(br)
+			if err == nil {
+				io.Copy(io.Discard, req.Body)
+				keys <- req.Header.Get("Idempotency-Key")
+				reset(c)
+			}
+			return
+		}
+		if req, _ := answer(c, br, 200, "done"); req != nil {
+			keys <- req.Header.Get("Idempotency-Key")
+		}
+	})
+}
+
+func TestResetAfterRequestPostWithoutKeyNotRetried(t *testing.T) {
+	keys := make(chan string, 8)
+	srv := resetAfterRequest(t, 1, keys)
+	tr := &httpretry.Transport{Base: rawBase(t), Policy: fast(retry.Policy{})}
+	_, _, err := do(t, tr, "POST", srv.URL(), strings.NewReader("pay 10"))
+	if !errors.Is(err, httpretry.ErrNotIdempotent) {
+		t.Fatalf("got %v, want an error matching ErrNotIdempotent", err)
+	}
+	if n := srv.conns.Load(); n != 1 {
+		t.Errorf("server saw %d requests, want 1: the first may have been executed", n)
+	}
+}
+
+func TestResetAfterRequestPostWithKeyRetriedSameKey(t *testing.T) {
+	keys := make(chan string, 8)
+	srv := resetAfterRequest(t, 2, keys)
+	req, _ := http.NewRequest("POST", srv.URL(), strings.NewReader("pay 10"))
+	req.Header.Set("Idempotency-Key", "k-42")
+	tr := &httpretry.Transport{Base: rawBase(t), Policy: fast(retry.Policy{})}
+	resp, body, err := send(t, tr, req)
+	wantAnswer(t, resp, body, err, 200, "done")
+	for i := range 3 {
+		if k := <-keys; k != "k-42" {
+			t.Errorf("attempt %d carried key %q, want k-42", i+1, k)
+		}
+	}
+}
+
+func TestBodyCutAfter200IsTheCallersToSee(t *testing.T) {
+	srv := newRawServer(t, func(n int, c net.Conn) {
+		br := bufio.NewReader(c)
+		if _, err := readHead(br); err != nil {
+			return
+		}
+		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n%s", strings.Repeat("a", 50))
+		reset(c)
+	})
+	tr := &httpretry.Transport{Base: rawBase(t), Policy: fast(retry.Policy{})}
+	req, _ := http.NewRequest("GET", srv.URL(), nil)
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("got %v, want the 200 with its body unread", err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err == nil || len(b) == 100 {
+		t.Fatalf("read %d bytes and error %v, want a cut body and an error", len(b), err)
+	}
+	if n := srv.conns.Load(); n != 1 {
+		t.Errorf("server saw %d connections, want 1: nothing retried behind the caller's back", n)
+	}
+}
+
+// TestLongRetryableBodyNotDrainedWhole: a 503 with a 10 MB body is
+// thrown away after a bounded read: its connection is closed rather than
+// read to its end, and a Base allowing one connection per host still gets
+// the retry through.
+func TestLongRetryableBodyNotDrainedWhole(t *testing.T) {
+	var calls, conns atomic.Int32
+	var written atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			w.Header().Set("Content-Length", fmt.Sprint(10<<20))
+			w.WriteHeader(503)
+			chunk := bytes.Repeat([]byte("x"), 64<<10)
+			for range 160 {
+				n, err := w.Write(chunk)
+				written.Add(int64(n))
+				if err != nil {
+					return
+				}
+			}
+			return
+		}
+		io.WriteString(w, "fine")
+	}))
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	base := &http.Transport{MaxConnsPerHost: 1}
+	defer base.CloseIdleConnections()
+	tr := &httpretry.Transport{Base: base, Policy: fast(retry.Policy{})}
+	resp, body, err := do(t, tr, "GET", srv.URL, nil)
+	wantAnswer(t, resp, body, err, 200, "fine")
+	if n := conns.Load(); n != 2 {
+		t.Errorf("server saw %d connections, want 2 (the long answer's closed, not reused)", n)
+	}
+	if w := written.Load(); w >= 10<<20 {
+		t.Errorf("the server wrote all %d bytes of the thrown-away answer: it was read whole", w)
+	}
+}
+
+// TestExpectContinueNeverSent: the server answers a request with
+// "Expect: 100-continue" with a 503 without asking for its body; the body
+// goes with the second attempt, through GetBody.
+func TestExpectContinueNeverSent(t *testing.T) {
+	bodies := make(chan []byte, 4)
+	srv := newRawServer(t, func(n int, c net.Conn) {
+		br := bufio.NewReader(c)
+		if n == 1 {
+			req, err := readHead(br)
+			if err != nil {
+				return
+			}
+			if req.Header.Get("Expect") != "100-continue" {
+				bodies <- []byte("no Expect header")
+			}
+			io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+			return
+		}
+		req, err := readHead(br)
+		if err != nil {
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 100 Continue\r\n\r\n")
+		b, _ := io.ReadAll(req.Body)
+		bodies <- b
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+	})
+	base := &http.Transport{ExpectContinueTimeout: time.Hour}
+	defer base.CloseIdleConnections()
+	tr := &httpretry.Transport{Base: base, Policy: fast(retry.Policy{})}
+	req, _ := http.NewRequest("PUT", srv.URL(), strings.NewReader("the body"))
+	req.Header.Set("Expect", "100-continue")
+	resp, body, err := send(t, tr, req)
+	wantAnswer(t, resp, body, err, 200, "ok")
+	if got := <-bodies; string(got) != "the body" {
+		t.Errorf("server got body %q, want %q", got, "the body")
+	}
+}
+
+func TestGetBodyFailsOnSecondCall(t *testing.T) {
+	s := newCountingServer(t, []int{503})
+	req, _ := http.NewRequest("PUT", s.URL, strings.NewReader("v"))
+	gone := errors.New("the file is gone")
+	req.GetBody = func() (io.ReadCloser, error) { return nil, gone }
+	tr := &httpretry.Transport{Base: s.base, Policy: fast(retry.Policy{})}
+	resp, err := tr.RoundTrip(req)
+	if resp != nil {
+		resp.Body.Close()
+		t.Fatalf("got a %d response, want an error", resp.StatusCode)
+	}
+	var he *httpretry.Error
+	if !errors.As(err, &he) || !errors.Is(err, gone) {
+		t.Fatalf("got %v, want an *Error wrapping GetBody's", err)
+	}
+	if he.Attempts != 1 || he.LastStatus != 503 || !strings.Contains(err.Error(), "GetBody") {
+		t.Errorf("got %v (attempts %d, last status %d), want 1 attempt, 503, and GetBody named", err, he.Attempts, he.LastStatus)
+	}
+	if n := s.n.Load(); n != 1 {
+		t.Errorf("server saw %d requests, want 1", n)
+	}
+}
+
+// TestCancelDuringBackoffClosesBodies: the caller cancels while the
+// transport waits to retry: no further attempt, every body the transport
+// made is closed, and the error says cancelled.
+func TestCancelDuringBackoffClosesBodies(t *testing.T) {
+	s := newCountingServer(t, []int{503, 503, 503})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var made, closed atomic.Int32
+	req, _ := http.NewRequestWithContext(ctx, "PUT", s.URL, closeCount{strings.NewReader("v"), &closed})
+	made.Add(1)
+	req.GetBody = func() (io.ReadCloser, error) {
+		made.Add(1)
+		return closeCount{strings.NewReader("v"), &closed}, nil
+	}
+	p := retry.Policy{MaxAttempts: 5, OnRetry: func(retry.Wait) { cancel() }}
+	tr := &httpretry.Transport{Base: s.base, Policy: p} // default backoff: the wait is long
+	_, err := tr.RoundTrip(req)
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "cancel") {
+		t.Fatalf("got %v, want an error that says cancelled", err)
+	}
+	if n := s.n.Load(); n != 1 {
+		t.Errorf("server saw %d requests, want 1", n)
+	}
+	if made.Load() != closed.Load() {
+		t.Errorf("%d bodies made, %d closed", made.Load(), closed.Load())
+	}
+}
+
+// TestResponseRequestIsTheCallers: the response handed over, whether it
+// ended the retries or exhausted them, names the caller's request, as
+// http.Transport's does, not the transport's clone of it.
+func TestResponseRequestIsTheCallers(t *testing.T) {
+	for _, codes := range [][]int{{503}, {503, 503, 503}} {
+		s := newCountingServer(t, codes)
+		tr := &httpretry.Transport{Base: s.base, Policy: fast(retry.Policy{})}
+		req, _ := http.NewRequest("GET", s.URL, nil)
+		resp, _, err := send(t, tr, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Request != req {
+			t.Errorf("after %v: resp.Request is %p (Attempt-Count %q), want the caller's request %p",
+				codes, resp.Request, resp.Request.Header.Get("Attempt-Count"), req)
+		}
+	}
+}
+
+func TestTrailersReachTheCaller(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1)%2 == 1 {
+			w.WriteHeader(503)
+			return
+		}
+		w.Header().Set("Trailer", "X-Sum")
+		io.WriteString(w, "payload")
+		w.Header().Set("X-Sum", "abc")
+	}))
+	defer srv.Close()
+	for _, readBody := range []int64{0, 1 << 10} {
+		t.Run(fmt.Sprintf("ReadBody=%d", readBody), func(t *testing.T) {
+			base := &http.Transport{}
+			defer base.CloseIdleConnections()
+			tr := &httpretry.Transport{Base: base, Policy: fast(retry.Policy{}), ReadBody: readBody}
+			resp, body, err := do(t, tr, "GET", srv.URL, nil)
+			wantAnswer(t, resp, body, err, 200, "payload")
+			if got := resp.Trailer.Get("X-Sum"); got != "abc" {
+				t.Errorf("trailer X-Sum: got %q, want abc", got)
+			}
+		})
+	}
+}
+
+// TestCallersRequestUnchanged: a retried request with a created key and a
+// buffered body leaves the caller's request as it was.
+func TestCallersRequestUnchanged(t *testing.T) {
+	s := newCountingServer(t, []int{503, 502})
+	req, _ := http.NewRequest("POST", s.URL, onlyReader{strings.NewReader("body")})
+	req.Header.Set("X-Mine", "1")
+	body, hdr, url, cl := req.Body, req.Header.Clone(), *req.URL, req.ContentLength
+	tr := &httpretry.Transport{Base: s.base, Policy: fast(retry.Policy{}), IdempotencyKey: httpretry.KeyAuto}
+	resp, _, err := send(t, tr, req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("got %v, %v; want 200", resp, err)
+	}
+	if req.Body != body || req.GetBody != nil || req.ContentLength != cl || *req.URL != url {
+		t.Error("the caller's request's body, GetBody, length or URL changed")
+	}
+	if fmt.Sprint(req.Header) != fmt.Sprint(hdr) {
+		t.Errorf("the caller's header changed: got %v, want %v", req.Header, hdr)
+	}
+}
