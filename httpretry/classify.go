@@ -229,10 +229,36 @@ var finalMessages = [...]string{
 	"net/http: invalid",
 }
 
-// neverLeft reports whether err proves that the request was not sent: the
-// connection to the server (or to the proxy) could not be made. Such an
-// attempt may be retried whatever the method.
+// neverLeft reports whether err proves that the request was not
+// processed: the connection to the server (or to the proxy) could not be
+// made, or an HTTP/2 server refused the stream (REFUSED_STREAM, RFC 9113
+// §8.7), which net/http's HTTP/2 transport retries itself 6 times, over
+// about a minute, before it gives up. Such an attempt may be retried
+// whatever the method. (A stream above a GOAWAY's last stream ID, also
+// unprocessed, net/http sends again on a new connection itself: 9 times
+// in TestH2RefusedStreamPostSentAgain/GOAWAY.)
 func neverLeft(err error) bool {
 	var op *net.OpError
-	return errors.As(err, &op) && (op.Op == "dial" || op.Op == "proxyconnect")
+	if errors.As(err, &op) && (op.Op == "dial" || op.Op == "proxyconnect") {
+		return true
+	}
+	var se h2StreamError
+	return errors.As(err, &se) && se.Code == h2RefusedStream
 }
+
+// h2StreamError has the fields of net/http's HTTP/2 stream error, which
+// is not exported: errors.As fills a struct with the same field names and
+// convertible types (net/http's h2_error.go, for golang.org/x/net/http2's
+// StreamError).
+type h2StreamError struct {
+	StreamID uint32
+	Code     uint32
+	Cause    error
+}
+
+func (e h2StreamError) Error() string {
+	return fmt.Sprintf("stream error: stream ID %d; code %d", e.StreamID, e.Code)
+}
+
+// h2RefusedStream is the HTTP/2 error code REFUSED_STREAM.
+const h2RefusedStream = 0x7

@@ -19,7 +19,8 @@
 // GET, HEAD, OPTIONS, TRACE, PUT and DELETE; POST, PATCH and other methods
 // only when they carry an Idempotency-Key (given by the caller, or created
 // by the transport when told to, see KeyMode); any request whose connection
-// could not even be made. When: after the policy's backoff, or after what
+// could not even be made, or whose HTTP/2 stream the server refused
+// (REFUSED_STREAM: not processed, RFC 9113 §8.7). When: after the policy's backoff, or after what
 // the server asked for (Retry-After, the longest if it came more than
 // once, or the RateLimit fields on 429 and 503) plus up to 20 % jitter; a
 // server asking for more than
