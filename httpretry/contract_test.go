@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yaoki-go/yaoki/hedge"
 	"github.com/yaoki-go/yaoki/httpretry"
 	"github.com/yaoki-go/yaoki/retry"
 )
@@ -397,17 +398,22 @@ func TestCancelDuringBackoffClosesBodies(t *testing.T) {
 // ended the retries or exhausted them, names the caller's request, as
 // http.Transport's does, not the transport's clone of it.
 func TestResponseRequestIsTheCallers(t *testing.T) {
-	for _, codes := range [][]int{{503}, {503, 503, 503}} {
-		s := newCountingServer(t, codes)
-		tr := &httpretry.Transport{Base: s.base, Policy: fast(retry.Policy{})}
-		req, _ := http.NewRequest("GET", s.URL, nil)
-		resp, _, err := send(t, tr, req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if resp.Request != req {
-			t.Errorf("after %v: resp.Request is %p (Attempt-Count %q), want the caller's request %p",
-				codes, resp.Request, resp.Request.Header.Get("Attempt-Count"), req)
+	for _, hedged := range []bool{false, true} {
+		for _, codes := range [][]int{{503}, {503, 503, 503}} {
+			s := newCountingServer(t, codes)
+			tr := &httpretry.Transport{Base: s.base, Policy: fast(retry.Policy{})}
+			if hedged {
+				tr.Hedge = &hedge.Config{}
+			}
+			req, _ := http.NewRequest("GET", s.URL, nil)
+			resp, _, err := send(t, tr, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Request != req {
+				t.Errorf("hedged %v, after %v: resp.Request is %p (Attempt-Count %q), want the caller's request %p",
+					hedged, codes, resp.Request, resp.Request.Header.Get("Attempt-Count"), req)
+			}
 		}
 	}
 }
@@ -455,5 +461,118 @@ func TestCallersRequestUnchanged(t *testing.T) {
 	}
 	if fmt.Sprint(req.Header) != fmt.Sprint(hdr) {
 		t.Errorf("the caller's header changed: got %v, want %v", req.Header, hdr)
+	}
+}
+
+// TestRedirectLoopHopsRetriedApart: under http.Client, each hop of a
+// redirect loop is a request of its own: its 503 is retried, its first
+// attempt says Attempt-Count 1 (the header of the previous hop's retry is
+// not carried over), and the client stops after 10 redirects.
+func TestRedirectLoopHopsRetriedApart(t *testing.T) {
+	var mu sync.Mutex
+	hits := map[string]int{}
+	var firsts []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits[r.URL.Path]++
+		n := hits[r.URL.Path]
+		if n == 1 {
+			firsts = append(firsts, r.Header.Get("Attempt-Count"))
+		}
+		mu.Unlock()
+		if n == 1 {
+			w.WriteHeader(503)
+			return
+		}
+		var i int
+		fmt.Sscanf(r.URL.Path, "/%d", &i)
+		http.Redirect(w, r, fmt.Sprintf("/%d", i+1), http.StatusFound)
+	}))
+	defer srv.Close()
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	tr := &httpretry.Transport{Base: base, Policy: fast(retry.Policy{}), Guards: httpretry.Guards{Budget: httpretry.NoBudget}}
+	_, err := tr.Client().Get(srv.URL + "/0")
+	if err == nil || !strings.Contains(err.Error(), "stopped after 10 redirects") {
+		t.Fatalf("got %v, want the client's redirect limit", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(hits) != 10 {
+		t.Errorf("%d hops, want 10 (the client stops at the 10th redirect answer)", len(hits))
+	}
+	for p, n := range hits {
+		if n != 2 {
+			t.Errorf("hop %s: %d attempts, want 2 (its 503, then the redirect)", p, n)
+		}
+	}
+	for i, v := range firsts {
+		if v != "1" {
+			t.Errorf("hop %d's first attempt said Attempt-Count %q, want 1", i, v)
+		}
+	}
+}
+
+// TestOneConnectionPerHostConcurrentRetries: with one connection allowed
+// per host, concurrent requests whose first answers are 503s all get
+// through: each thrown-away answer frees the connection before its retry
+// waits for it.
+func TestOneConnectionPerHostConcurrentRetries(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1)%2 == 1 {
+			w.WriteHeader(503)
+			io.WriteString(w, strings.Repeat("busy ", 1000))
+			return
+		}
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	base := &http.Transport{MaxConnsPerHost: 1}
+	defer base.CloseIdleConnections()
+	tr := &httpretry.Transport{Base: base, Policy: fast(retry.Policy{MaxAttempts: 10}), Guards: httpretry.Guards{Budget: httpretry.NoBudget}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		})
+	}
+	wg.Wait()
+}
+
+// TestEarlyAnswerToLongBodyRetried: the server answers 503 to a 4 MB PUT
+// after its header, without reading the body, and closes: whether the
+// client sees the answer or the broken write, the PUT is sent again, whole,
+// through GetBody.
+func TestEarlyAnswerToLongBodyRetried(t *testing.T) {
+	bodies := make(chan int, 4)
+	srv := newRawServer(t, func(n int, c net.Conn) {
+		br := bufio.NewReader(c)
+		if n == 1 {
+			if _, err := readHead(br); err == nil {
+				io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+				reset(c)
+			}
+			return
+		}
+		if _, b := answer(c, br, 200, "ok"); b != nil {
+			bodies <- len(b)
+		}
+	})
+	payload := bytes.Repeat([]byte("z"), 4<<20)
+	tr := &httpretry.Transport{Base: rawBase(t), Policy: fast(retry.Policy{})}
+	resp, body, err := do(t, tr, "PUT", srv.URL(), bytes.NewReader(payload))
+	wantAnswer(t, resp, body, err, 200, "ok")
+	if got := <-bodies; got != len(payload) {
+		t.Errorf("second attempt's body: %d bytes, want %d", got, len(payload))
 	}
 }
