@@ -86,6 +86,11 @@ func (cl *call) prepare() error {
 		cl.noReplay(data)
 		return nil
 	}
+	if req.ContentLength > 0 && int64(len(data)) != req.ContentLength {
+		// http.Transport refuses such a body; buffered, it would be sent
+		// as complete with the length it happened to have.
+		return fmt.Errorf("httpretry: request body has %d bytes, ContentLength says %d: set ContentLength to the body's length, or to 0 when it is not known", len(data), req.ContentLength)
+	}
 	cl.sent = true
 	_ = req.Body.Close()
 	cl.buf = data

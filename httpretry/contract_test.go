@@ -576,3 +576,29 @@ func TestEarlyAnswerToLongBodyRetried(t *testing.T) {
 		t.Errorf("second attempt's body: %d bytes, want %d", got, len(payload))
 	}
 }
+
+// TestBufferedBodyLengthMismatchRefused: a body without GetBody that
+// does not have the ContentLength the caller set (a file truncated since
+// its size was read) is refused, as http.Transport refuses it, instead of
+// being buffered and sent as complete with the length it happened to have.
+func TestBufferedBodyLengthMismatchRefused(t *testing.T) {
+	for _, n := range []int{50, 150} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			s := newCountingServer(t, nil)
+			var closed atomic.Int32
+			req, _ := http.NewRequest("PUT", s.URL, closeCount{strings.NewReader(strings.Repeat("b", n)), &closed})
+			req.ContentLength = 100
+			tr := &httpretry.Transport{Base: s.base, Policy: fast(retry.Policy{})}
+			_, _, err := send(t, tr, req)
+			if err == nil || !strings.Contains(err.Error(), "ContentLength") {
+				t.Fatalf("got %v, want an error naming ContentLength", err)
+			}
+			if got := s.n.Load(); got != 0 {
+				t.Errorf("server got %d requests, want none", got)
+			}
+			if closed.Load() == 0 {
+				t.Error("the caller's body was not closed")
+			}
+		})
+	}
+}

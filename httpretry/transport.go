@@ -159,8 +159,10 @@ type Transport struct {
 	// ErrBodyNotReplayable, and the observer's give-up event has reason
 	// "body_not_replayable". Requests made with http.NewRequest from a
 	// bytes.Buffer, bytes.Reader or strings.Reader have GetBody and are
-	// never buffered. Zero: DefaultMaxBufferedBody (1 MiB); negative: never
-	// buffer.
+	// never buffered. A buffered body whose length is not the request's
+	// ContentLength (when that is positive) makes RoundTrip fail before
+	// anything is sent, as http.Transport fails. Zero:
+	// DefaultMaxBufferedBody (1 MiB); negative: never buffer.
 	MaxBufferedBody int64
 
 	// ReadBody is how many bytes of an answer's body each attempt reads
