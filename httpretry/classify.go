@@ -157,6 +157,7 @@ func drain(resp *http.Response) {
 //     TLS alerts from the server and non-TLS answers to a TLS handshake;
 //     DNS errors that are neither temporary nor timeouts (no such host);
 //     bad URLs and unsupported schemes; invalid header fields or methods;
+//     a request body that does not have the request's ContentLength;
 //     "stopped after N redirects"; context.Canceled;
 //   - ClassTransient: everything else, notably refused and reset connections,
 //     a connection closed before the response (io.EOF,
@@ -227,6 +228,10 @@ var finalMessages = [...]string{
 	"invalid header field",
 	"invalid method",
 	"net/http: invalid",
+	// A body that does not have the request's ContentLength: every
+	// attempt replays the same body (GetBody, or none).
+	"with nil Body",
+	"with Body length",
 }
 
 // neverLeft reports whether err proves that the request was not

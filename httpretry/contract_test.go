@@ -602,3 +602,23 @@ func TestBufferedBodyLengthMismatchRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestBodyLengthMismatchNotRetried: a request whose body cannot have its
+// ContentLength (none at all, or a shorter one through GetBody, which every
+// attempt replays the same) fails the same way on every attempt: it is
+// sent once, with net/http's error.
+func TestBodyLengthMismatchNotRetried(t *testing.T) {
+	s := newCountingServer(t, nil)
+	nilBody, _ := http.NewRequest("GET", s.URL, nil)
+	nilBody.ContentLength = 5
+	short, _ := http.NewRequest("PUT", s.URL, strings.NewReader("abc"))
+	short.ContentLength = 10
+	for _, req := range []*http.Request{nilBody, short} {
+		tr := &httpretry.Transport{Base: s.base, Policy: fast(retry.Policy{})}
+		_, err := tr.RoundTrip(req)
+		var he *httpretry.Error
+		if !errors.As(err, &he) || he.Attempts != 1 || he.Reason != retry.ReasonPermanent || !strings.Contains(err.Error(), "ContentLength=") {
+			t.Errorf("%s with ContentLength %d: got %v, want net/http's error after 1 attempt, permanent", req.Method, req.ContentLength, err)
+		}
+	}
+}
