@@ -622,3 +622,29 @@ func TestBodyLengthMismatchNotRetried(t *testing.T) {
 		}
 	}
 }
+
+// TestCancelCauseDuringBackoff: a caller that cancels with a cause
+// (context.WithCancelCause: a shutdown) while the transport waits to
+// retry gets an error that carries that cause, as http.Transport's does,
+// and still matches context.Canceled.
+func TestCancelCauseDuringBackoff(t *testing.T) {
+	for _, hedged := range []bool{false, true} {
+		s := newCountingServer(t, []int{503, 503, 503})
+		ctx, cancel := context.WithCancelCause(context.Background())
+		defer cancel(nil)
+		req, _ := http.NewRequestWithContext(ctx, "GET", s.URL, nil)
+		shutdown := errors.New("shutting down")
+		p := retry.Policy{MaxAttempts: 5, OnRetry: func(retry.Wait) { cancel(shutdown) }}
+		tr := &httpretry.Transport{Base: s.base, Policy: p} // default backoff: the wait is long
+		if hedged {
+			tr.Hedge = &hedge.Config{}
+		}
+		_, err := tr.RoundTrip(req)
+		if !errors.Is(err, shutdown) || !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "shutting down") {
+			t.Fatalf("hedged %v: got %v, want an error that matches the cause and context.Canceled, and names the cause", hedged, err)
+		}
+		if n := s.n.Load(); n != 1 {
+			t.Errorf("hedged %v: server saw %d requests, want 1", hedged, n)
+		}
+	}
+}

@@ -123,7 +123,9 @@ type Error struct {
 	// ran out during an attempt or a wait), it is MaxElapsed.
 	Limit time.Duration
 	Last  error // the last attempt's error (nil if no attempt was made)
-	// Cause is the context's error for ReasonCancelled, and for ReasonDeadline when
+	// Cause is the context's error for ReasonCancelled (joined with the
+	// cause the context was cancelled with, context.Cause, when that is
+	// another error: both match), and for ReasonDeadline when
 	// MaxElapsed ran out; the refusal for ReasonBreakerOpen and ReasonRejectedLocally;
 	// for ReasonPermanent, an error naming the class that Policy.Classify
 	// returned when it was none of the three (such an error is not retried).

@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"time"
 
@@ -399,7 +400,7 @@ func (l *Loop) Interrupted(ctx context.Context, now time.Time, t *Ticket, err er
 // (ReasonCancelled) or the call's own MaxElapsed bound (ReasonDeadline, with cause).
 func (l *Loop) stopped(ctx context.Context, now time.Time, cause error) (Error, bool) {
 	if cerr := ctx.Err(); cerr != nil {
-		return Error{Reason: ReasonCancelled, Cause: cerr, Last: l.last}, true
+		return Error{Reason: ReasonCancelled, Cause: withCause(ctx, cerr), Last: l.last}, true
 	}
 	if !l.elapsedAt.IsZero() && !now.Before(l.elapsedAt) {
 		if cause == nil {
@@ -408,6 +409,17 @@ func (l *Loop) stopped(ctx context.Context, now time.Time, cause error) (Error, 
 		return Error{Reason: ReasonDeadline, Limit: l.p.MaxElapsed, Cause: cause, Last: l.last}, true
 	}
 	return Error{}, false
+}
+
+// withCause returns cerr, ctx's error, joined with the cause ctx was
+// cancelled with (context.WithCancelCause) when that is another error, so
+// that the error matches both: a caller that says why it cancelled (a
+// shutdown) finds its reason, as net/http returns it.
+func withCause(ctx context.Context, cerr error) error {
+	if c := context.Cause(ctx); c != nil && c != cerr {
+		return fmt.Errorf("%w: %w", cerr, c)
+	}
+	return cerr
 }
 
 // refuse hands back what t holds before it was sent (the throttle's turn
