@@ -178,7 +178,6 @@ func (cl *call) finish(resp *http.Response, err error) (*http.Response, error) {
 		closeBody(cl.req) // no attempt was made: a guard refused the first
 	}
 	if err == nil {
-		resp.Request = cl.req
 		return resp, nil
 	}
 	return cl.gaveUp(resp, err)
@@ -193,7 +192,6 @@ func (cl *call) gaveUp(resp *http.Response, err error) (*http.Response, error) {
 	// Retries ended on a status: hand over the last answer, untouched,
 	// unless it was already thrown away or the caller cancelled.
 	if l := cl.last; l != nil && !l.done && gaveUp && re.Reason != retry.ReasonCancelled {
-		l.resp.Request = cl.req
 		return l.resp, nil
 	}
 	if l := cl.last; l != nil {

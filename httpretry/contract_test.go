@@ -394,25 +394,31 @@ func TestCancelDuringBackoffClosesBodies(t *testing.T) {
 	}
 }
 
-// TestResponseRequestIsTheCallers: the response handed over, whether it
-// ended the retries or exhausted them, names the caller's request, as
-// http.Transport's does, not the transport's clone of it.
-func TestResponseRequestIsTheCallers(t *testing.T) {
+// TestResponseRequestIsTheAttempts: the response handed over, whether it
+// ended the retries or exhausted them, names the request that was sent to
+// obtain it: the attempt's clone, with its Attempt-Count and the
+// Idempotency-Key the transport created (what httpletter.Capture and the
+// proxy read from it); the caller's request is left as it was.
+func TestResponseRequestIsTheAttempts(t *testing.T) {
 	for _, hedged := range []bool{false, true} {
 		for _, codes := range [][]int{{503}, {503, 503, 503}} {
 			s := newCountingServer(t, codes)
-			tr := &httpretry.Transport{Base: s.base, Policy: fast(retry.Policy{})}
+			tr := &httpretry.Transport{Base: s.base, Policy: fast(retry.Policy{}), IdempotencyKey: httpretry.KeyAuto}
 			if hedged {
 				tr.Hedge = &hedge.Config{}
 			}
-			req, _ := http.NewRequest("GET", s.URL, nil)
+			req, _ := http.NewRequest("POST", s.URL, strings.NewReader("x"))
 			resp, _, err := send(t, tr, req)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if resp.Request != req {
-				t.Errorf("hedged %v, after %v: resp.Request is %p (Attempt-Count %q), want the caller's request %p",
-					hedged, codes, resp.Request, resp.Request.Header.Get("Attempt-Count"), req)
+			want := fmt.Sprint(min(len(codes)+1, 3))
+			if resp.Request == req || resp.Request.Header.Get("Attempt-Count") != want || resp.Request.Header.Get("Idempotency-Key") == "" {
+				t.Errorf("hedged %v, after %v: resp.Request has Attempt-Count %q and key %q (the caller's: %v), want the clone of attempt %s with the created key",
+					hedged, codes, resp.Request.Header.Get("Attempt-Count"), resp.Request.Header.Get("Idempotency-Key"), resp.Request == req, want)
+			}
+			if len(req.Header) != 0 {
+				t.Errorf("the caller's header changed: %v", req.Header)
 			}
 		}
 	}

@@ -120,13 +120,11 @@ func (cl *call) hedged(oc *observedCall) (*http.Response, error) {
 		closeBody(cl.req) // no attempt was made: a guard refused the first
 	}
 	if err == nil {
-		a.resp.Request = cl.req
 		return a.resp, nil
 	}
 	var re *retry.Error
 	if a.se != nil && !a.se.done && errors.As(err, &re) && re.Reason != retry.ReasonCancelled {
 		// Retries ended on a status: hand over the last answer, untouched.
-		a.resp.Request = cl.req
 		return a.resp, nil
 	}
 	a.release()

@@ -36,8 +36,10 @@
 // response thrown away is drained (up to 64 KiB, for up to 250 ms) and
 // closed so that its connection is reused, the request body is closed even when no attempt is
 // made, and RoundTrip returns a response or an error, never both. The
-// response's Request is the caller's request, as http.Transport sets it,
-// whichever attempt's clone was sent. When
+// response's Request is the request sent to obtain it: the clone of the
+// attempt that got it, whose header says its Attempt-Count and the
+// Idempotency-Key the transport created (package httpletter reads both).
+// When
 // retries end on a retryable status, the caller gets the last response,
 // untouched and readable, with no error, as http.Client would give it; when
 // they end on a transport error, an *Error that names the request, counts
