@@ -229,3 +229,39 @@ func TestH2StreamResetOnlyIdempotentRetried(t *testing.T) {
 		t.Errorf("POST: server saw %d requests in all, want 3 (the POST once)", calls.Load())
 	}
 }
+
+// TestH2LongRetryableBodyKeepsConnection: over HTTP/2, a 503 with a 10 MB
+// body is thrown away after a bounded read by resetting its stream, not
+// its connection: the retry goes on the same connection.
+func TestH2LongRetryableBodyKeepsConnection(t *testing.T) {
+	var calls, conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			w.WriteHeader(503)
+			chunk := make([]byte, 64<<10)
+			for range 160 {
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+			}
+			return
+		}
+		io.WriteString(w, "ok")
+	}))
+	srv.EnableHTTP2 = true
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.StartTLS()
+	defer srv.Close()
+	base := srv.Client().Transport.(*http.Transport)
+	defer base.CloseIdleConnections()
+	tr := &httpretry.Transport{Base: base, Policy: fast(retry.Policy{})}
+	resp, body, err := do(t, tr, "GET", srv.URL, nil)
+	wantAnswer(t, resp, body, err, 200, "ok")
+	if resp.ProtoMajor != 2 || conns.Load() != 1 {
+		t.Errorf("got %s over %d connections, want HTTP/2 over 1", resp.Proto, conns.Load())
+	}
+}
