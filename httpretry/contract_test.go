@@ -453,20 +453,25 @@ func TestTrailersReachTheCaller(t *testing.T) {
 // TestCallersRequestUnchanged: a retried request with a created key and a
 // buffered body leaves the caller's request as it was.
 func TestCallersRequestUnchanged(t *testing.T) {
-	s := newCountingServer(t, []int{503, 502})
-	req, _ := http.NewRequest("POST", s.URL, onlyReader{strings.NewReader("body")})
-	req.Header.Set("X-Mine", "1")
-	body, hdr, url, cl := req.Body, req.Header.Clone(), *req.URL, req.ContentLength
-	tr := &httpretry.Transport{Base: s.base, Policy: fast(retry.Policy{}), IdempotencyKey: httpretry.KeyAuto}
-	resp, _, err := send(t, tr, req)
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("got %v, %v; want 200", resp, err)
-	}
-	if req.Body != body || req.GetBody != nil || req.ContentLength != cl || *req.URL != url {
-		t.Error("the caller's request's body, GetBody, length or URL changed")
-	}
-	if fmt.Sprint(req.Header) != fmt.Sprint(hdr) {
-		t.Errorf("the caller's header changed: got %v, want %v", req.Header, hdr)
+	for _, hedged := range []bool{false, true} {
+		s := newCountingServer(t, []int{503, 502})
+		req, _ := http.NewRequest("POST", s.URL, onlyReader{strings.NewReader("body")})
+		req.Header.Set("X-Mine", "1")
+		body, hdr, url, cl := req.Body, req.Header.Clone(), *req.URL, req.ContentLength
+		tr := &httpretry.Transport{Base: s.base, Policy: fast(retry.Policy{}), IdempotencyKey: httpretry.KeyAuto}
+		if hedged {
+			tr.Hedge = &hedge.Config{}
+		}
+		resp, _, err := send(t, tr, req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("hedged %v: got %v, %v; want 200", hedged, resp, err)
+		}
+		if req.Body != body || req.GetBody != nil || req.ContentLength != cl || *req.URL != url {
+			t.Errorf("hedged %v: the caller's request's body, GetBody, length or URL changed", hedged)
+		}
+		if fmt.Sprint(req.Header) != fmt.Sprint(hdr) {
+			t.Errorf("hedged %v: the caller's header changed: got %v, want %v", hedged, req.Header, hdr)
+		}
 	}
 }
 
@@ -652,5 +657,56 @@ func TestCancelCauseDuringBackoff(t *testing.T) {
 		if n := s.n.Load(); n != 1 {
 			t.Errorf("hedged %v: server saw %d requests, want 1", hedged, n)
 		}
+	}
+}
+
+// TestCancelCauseDuringAttempt: a caller that cancels with a cause while
+// an attempt waits for its answer gets no further attempt, and an error
+// that matches the cause and context.Canceled.
+func TestCancelCauseDuringAttempt(t *testing.T) {
+	got := make(chan struct{}, 4)
+	srv := newRawServer(t, func(n int, c net.Conn) {
+		br := bufio.NewReader(c)
+		if _, err := readHead(br); err != nil {
+			return
+		}
+		got <- struct{}{}
+		io.Copy(io.Discard, br) // no answer until the client goes
+	})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	shutdown := errors.New("shutting down")
+	go func() { <-got; cancel(shutdown) }()
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL(), nil)
+	tr := &httpretry.Transport{Base: rawBase(t), Policy: fast(retry.Policy{MaxAttempts: 5})}
+	_, err := tr.RoundTrip(req)
+	if !errors.Is(err, shutdown) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want an error that matches the cause and context.Canceled", err)
+	}
+	if n := srv.conns.Load(); n != 1 {
+		t.Errorf("server saw %d connections, want 1", n)
+	}
+}
+
+// TestThrownAwayBodyCutStillRetried: a 503 whose chunked body is reset
+// mid-way is thrown away (its drain fails, its connection goes) and the
+// retry goes on, on a new connection.
+func TestThrownAwayBodyCutStillRetried(t *testing.T) {
+	srv := newRawServer(t, func(n int, c net.Conn) {
+		br := bufio.NewReader(c)
+		if n == 1 {
+			if _, err := readHead(br); err == nil {
+				io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nbusy \r\n")
+				reset(c)
+			}
+			return
+		}
+		answer(c, br, 200, "ok")
+	})
+	tr := &httpretry.Transport{Base: rawBase(t), Policy: fast(retry.Policy{})}
+	resp, body, err := do(t, tr, "GET", srv.URL(), nil)
+	wantAnswer(t, resp, body, err, 200, "ok")
+	if n := srv.conns.Load(); n != 2 {
+		t.Errorf("server saw %d connections, want 2", n)
 	}
 }
