@@ -78,6 +78,19 @@ type hedgeState struct {
 	// unbuilt counts the attempts the loop made whose request could not
 	// be built: they were not sent.
 	unbuilt int
+	// flying holds the bounds of the attempts sent whose RoundTrip has not
+	// returned, for hedged to cancel when the call ends.
+	flying []*bound
+}
+
+// land removes b from the attempts in flight, under hs.mu.
+func (hs *hedgeState) land(b *bound) {
+	for i, f := range hs.flying {
+		if f == b {
+			hs.flying = append(hs.flying[:i], hs.flying[i+1:]...)
+			return
+		}
+	}
 }
 
 // answer is what an attempt of a hedged call returns: the response, and
@@ -116,6 +129,19 @@ func (cl *call) hedged(oc *observedCall) (*http.Response, error) {
 	}
 	cl.hs.mu.Lock()
 	defer cl.hs.mu.Unlock()
+	// The loop has cancelled the attempts still in flight, but that
+	// reaches their requests through a context.AfterFunc, whose goroutine
+	// may run after the caller has read its answer and freed a connection
+	// that a waiting hedge would then take and send its request on: end
+	// their requests now, before the call returns.
+	for _, b := range cl.hs.flying {
+		cause := context.Canceled
+		if b.follows != nil && context.Cause(b.follows) != nil {
+			cause = context.Cause(b.follows)
+		}
+		b.cancel(cause)
+	}
+	cl.hs.flying = nil
 	if !cl.sent {
 		closeBody(cl.req) // no attempt was made: a guard refused the first
 	}
@@ -170,6 +196,9 @@ func (cl *call) hedgeAttempt(actx context.Context) (answer, error) {
 		hs.unbuilt++
 	} else {
 		hs.pending++
+		if b != nil {
+			hs.flying = append(hs.flying, b)
+		}
 	}
 	hs.mu.Unlock()
 	if err != nil {
@@ -185,6 +214,9 @@ func (cl *call) hedgeAttempt(actx context.Context) (answer, error) {
 		}
 	}
 	if b != nil {
+		hs.mu.Lock()
+		hs.land(b)
+		hs.mu.Unlock()
 		resp, err = b.release(resp, err)
 	}
 	if err != nil {
