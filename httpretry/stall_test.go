@@ -123,8 +123,8 @@ func TestTimedOutAttemptFreesTheOnlyConnection(t *testing.T) {
 // TestHedgeWaitingForTheOnlyConnection: with one connection allowed per
 // host, a hedge waits for the connection its first attempt holds; when the
 // first answers, the call returns that answer at once, and the hedge,
-// cancelled, is never sent: the connection the caller frees by reading
-// the answer must not go to it.
+// cancelled, is not sent: the connection the caller frees by reading the
+// answer must not go to it.
 func TestHedgeWaitingForTheOnlyConnection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var requests atomic.Int32
