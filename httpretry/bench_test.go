@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/yaoki-go/yaoki/event"
+	"github.com/yaoki-go/yaoki/hedge"
 	"github.com/yaoki-go/yaoki/httpretry"
 	"github.com/yaoki-go/yaoki/retry"
 )
@@ -155,6 +156,7 @@ func BenchmarkTransportOverhead(b *testing.B) {
 			Guards: httpretry.Guards{Budget: httpretry.NoBudget}}, req},
 		{"httpretry-observer", &httpretry.Transport{Base: okRoundTripper{}, Observer: nopObserver{}}, req},
 		{"httpretry-numbered", &httpretry.Transport{Base: okRoundTripper{}}, numbered},
+		{"httpretry-hedged", &httpretry.Transport{Base: okRoundTripper{}, Hedge: &hedge.Config{}}, req},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()

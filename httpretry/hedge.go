@@ -79,8 +79,11 @@ type hedgeState struct {
 	// be built: they were not sent.
 	unbuilt int
 	// flying holds the bounds of the attempts sent whose RoundTrip has not
-	// returned, for hedged to cancel when the call ends.
-	flying []*bound
+	// returned, for hedged to cancel when the call ends; in flyingBuf for
+	// the first attempt and the default 2 hedges, so that they cost no
+	// allocation.
+	flying    []*bound
+	flyingBuf [3]*bound
 }
 
 // land removes b from the attempts in flight, under hs.mu.
@@ -115,6 +118,7 @@ func (a answer) release() {
 // (cl is then &oc.call), nil otherwise.
 func (cl *call) hedged(oc *observedCall) (*http.Response, error) {
 	cl.hs = new(hedgeState)
+	cl.hs.flying = cl.hs.flyingBuf[:0]
 	r := cl.c.hedgedRetrierFor(cl.req)
 	var (
 		a   answer
