@@ -207,6 +207,13 @@ func TestProxyClientTimeoutSlowButSteady(t *testing.T) {
 			b, _ := io.ReadAll(r.Body)
 			bodies <- string(b)
 			time.Sleep(3 * timeout) // virtual: the bubble's clock
+			// With a Content-Length (see streamed): without one,
+			// httputil.ReverseProxy flushes from a timer's goroutine that
+			// can wait on its writer's sync.Mutex, held while the write to
+			// the slow client blocks; synctest does not count that wait
+			// as blocked, so the bubble's clock stops and the test hangs
+			// (seen twice in full runs under load).
+			w.Header().Set("Content-Length", fmt.Sprint(1<<20))
 			io.WriteString(w, strings.Repeat("y", 1<<20))
 		}))
 		c := dial()
