@@ -23,6 +23,10 @@ type capture struct {
 	outer  http.Header // the header as it was before the handler ran: outer layers' fields
 	head   bool        // a HEAD request: the handler's Content-Length is kept
 	status int         // 0 until the final header is written
+	// nobody: the final status, or the method, allows no body (204, 304,
+	// HEAD): net/http refuses or drops what the handler writes, so none
+	// is kept or counted.
+	nobody bool
 	header http.Header // the header as sent with the final status
 	body   []byte
 	size   int64 // bytes written by the handler
@@ -43,6 +47,7 @@ func (c *capture) WriteHeader(code int) {
 		return
 	}
 	c.status = code
+	c.nobody = c.head || code == http.StatusNoContent || code == http.StatusNotModified
 	c.header = c.kept()
 	c.declared = c.declaredLength(code)
 	c.w.WriteHeader(code)
@@ -92,6 +97,9 @@ func (c *capture) WriteString(s string) (int, error) {
 }
 
 func (c *capture) keep(p []byte) {
+	if c.nobody {
+		return
+	}
 	c.size += int64(len(p))
 	if c.size <= int64(c.max) {
 		c.body = append(c.body, p...)
@@ -101,6 +109,9 @@ func (c *capture) keep(p []byte) {
 }
 
 func (c *capture) keepString(s string) {
+	if c.nobody {
+		return
+	}
 	c.size += int64(len(s))
 	if c.size <= int64(c.max) {
 		c.body = append(c.body, s...)

@@ -1,0 +1,55 @@
+package idempotency_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/yaoki-go/yaoki/idempotency"
+)
+
+// TestLoopbackNoBodyStatusReplayed: a handler that answers 204 or 304, or
+// a HEAD request, and writes a body anyway (a shared helper that always
+// writes one): net/http refuses the write (ErrBodyNotAllowed) or drops it,
+// and the client gets the status without a body. The record kept those
+// bytes as if they had been sent, so a body over MaxResponseBytes turned
+// the retry's answer into 410 response_too_large instead of the replay of
+// the 204 the first request got. The record now holds no body for them.
+func TestLoopbackNoBodyStatusReplayed(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		method string
+		status int
+	}{
+		{"204", "POST", http.StatusNoContent},
+		{"304", "POST", http.StatusNotModified},
+		{"HEAD 200", "HEAD", http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var runs atomic.Int64
+			m := newMiddleware(t, idempotency.Config{Methods: []string{"POST", "HEAD"}, MaxResponseBytes: 10})
+			srv, send := loopback(t, m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				runs.Add(1)
+				w.Header().Set("ETag", `"v1"`)
+				w.WriteHeader(tc.status)
+				io.WriteString(w, strings.Repeat("a body that goes nowhere ", 4))
+			})))
+			first, fb := send(request(t, srv, tc.method, "/c", "k", ""))
+			again, ab := send(request(t, srv, tc.method, "/c", "k", ""))
+			if first.StatusCode != tc.status || len(fb) != 0 {
+				t.Fatalf("first: %d %q, want %d without a body", first.StatusCode, fb, tc.status)
+			}
+			if again.StatusCode != tc.status || !replayed(again) || len(ab) != 0 || again.Header.Get("ETag") != `"v1"` || runs.Load() != 1 {
+				t.Errorf("retry: %d replayed %v %q ETag %q, runs %d; want the replay of %d without a body, one run",
+					again.StatusCode, replayed(again), ab, again.Header.Get("ETag"), runs.Load(), tc.status)
+			}
+			rec, _, _ := m.Store().Get(t.Context(), idempotency.ID{Key: "k"}, time.Now())
+			if len(rec.Response.Body) != 0 || rec.Response.Size != 0 || rec.Response.Omitted {
+				t.Errorf("record: body %q, size %d, omitted %v; want no body (none was sent)", rec.Response.Body, rec.Response.Size, rec.Response.Omitted)
+			}
+		})
+	}
+}
