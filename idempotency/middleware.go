@@ -450,6 +450,15 @@ func (c *Config) replay(w http.ResponseWriter, r *http.Request, key string, resp
 	// trailers, which needs a chunked body: no Content-Length then. A
 	// HEAD request's record keeps the handler's Content-Length, if any (the
 	// fingerprint holds the method, so only a HEAD request replays it).
+	// A body compressed for the first request is decoded for a retry that
+	// does not accept its coding (see decodedFor): sent without
+	// Content-Encoding and the fields that describe the encoded bytes.
+	body, decoded := resp.Body, false
+	if _, ok := resp.Header["Content-Encoding"]; ok {
+		if b, ok := decodedFor(r, resp, int64(c.MaxResponseBytes)*maxDecodedFactor); ok {
+			body, decoded = b, true
+		}
+	}
 	values := make([]string, 0, nv)
 	trailers := false
 	for k, vs := range resp.Header {
@@ -461,6 +470,14 @@ func (c *Config) replay(w http.ResponseWriter, r *http.Request, key string, resp
 			if trailer || r.Method != http.MethodHead {
 				continue
 			}
+		case "Content-Encoding", "Content-Digest", "Repr-Digest", "Digest", "Content-Md5":
+			if decoded && !trailer {
+				continue
+			}
+		case "Etag":
+			if decoded && !trailer {
+				vs = weakETag(vs)
+			}
 		}
 		values = append(values, vs...)
 		h[k] = values[len(values)-len(vs) : len(values) : len(values)]
@@ -470,7 +487,7 @@ func (c *Config) replay(w http.ResponseWriter, r *http.Request, key string, resp
 		}
 	}
 	if !trailers && r.Method != http.MethodHead {
-		h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
+		h.Set("Content-Length", strconv.Itoa(len(body)))
 	}
 	h.Set(header.IdempotentReplayed, "true")
 	if c.Observer != nil {
@@ -478,7 +495,7 @@ func (c *Config) replay(w http.ResponseWriter, r *http.Request, key string, resp
 			Method: r.Method, Status: resp.Status, Key: key})
 	}
 	w.WriteHeader(resp.Status)
-	_, _ = w.Write(resp.Body)
+	_, _ = w.Write(body)
 }
 
 func (c *Config) refuse(w http.ResponseWriter, r *http.Request, key string, p Problem, retryAfter int) {
