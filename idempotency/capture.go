@@ -27,6 +27,9 @@ type capture struct {
 	// HEAD): net/http refuses or drops what the handler writes, so none
 	// is kept or counted.
 	nobody bool
+	// sniff: the final header leaves the Content-Type to net/http, which
+	// sniffs the first bytes it sends (see Flush).
+	sniff  bool
 	header http.Header // the header as sent with the final status
 	body   []byte
 	size   int64 // bytes written by the handler
@@ -49,6 +52,7 @@ func (c *capture) WriteHeader(code int) {
 	c.status = code
 	c.nobody = c.head || code == http.StatusNoContent || code == http.StatusNotModified
 	c.header = c.kept()
+	c.sniff = !c.nobody && sniffed(c.w.Header())
 	c.declared = c.declaredLength(code)
 	c.w.WriteHeader(code)
 }
@@ -125,7 +129,49 @@ func (c *capture) Flush() {
 	if c.status == 0 {
 		c.WriteHeader(http.StatusOK)
 	}
+	if c.sniff {
+		c.sniff = false
+		c.sniffNow()
+	}
 	_ = http.NewResponseController(c.w).Flush()
+}
+
+// sniffNow keeps the Content-Type that net/http gives the response whose
+// header and first bytes a Flush is about to send, without one from the
+// handler: what DetectContentType says of those bytes, or none for none
+// (it sniffs nothing then). Without it the replay, whose whole body goes
+// at once, would sniff more bytes and could send another type, or one
+// where the first answer had none. After 512 bytes (what sniffing reads,
+// and fewer than net/http buffers before it sends anything) the replay
+// sniffs the same bytes, and nothing is kept.
+func (c *capture) sniffNow() {
+	if c.size >= sniffLen || c.size > int64(c.max) {
+		return
+	}
+	var vs []string
+	if c.size > 0 {
+		vs = []string{http.DetectContentType(c.body)}
+	} else {
+		vs = []string{} // none: an empty field stops the replay's sniffing
+	}
+	if c.header == nil {
+		c.header = make(http.Header, 1)
+	}
+	c.header["Content-Type"] = vs
+}
+
+// sniffLen is how many bytes http.DetectContentType reads.
+const sniffLen = 512
+
+// sniffed reports whether net/http sniffs the Content-Type of a response
+// with header h: none set, and neither a Content-Encoding nor a
+// Transfer-Encoding.
+func sniffed(h http.Header) bool {
+	if _, ok := h["Content-Type"]; ok {
+		return false
+	}
+	_, te := h["Transfer-Encoding"]
+	return !te && h.Get("Content-Encoding") == ""
 }
 
 // Hijack refuses with ErrHijack: a response written to the raw connection
