@@ -486,7 +486,9 @@ func (c *Config) replay(w http.ResponseWriter, r *http.Request, key string, resp
 			trailers = true
 		}
 	}
-	if !trailers && r.Method != http.MethodHead {
+	// A 204 or a 304 has no body and, unlike the length of an empty one,
+	// no Content-Length (RFC 9110 §8.6), which HTTP/2 would send as set.
+	if !trailers && r.Method != http.MethodHead && resp.Status != http.StatusNoContent && resp.Status != http.StatusNotModified {
 		h.Set("Content-Length", strconv.Itoa(len(body)))
 	}
 	h.Set(header.IdempotentReplayed, "true")

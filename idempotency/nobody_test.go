@@ -3,6 +3,8 @@ package idempotency_test
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -51,5 +53,47 @@ func TestLoopbackNoBodyStatusReplayed(t *testing.T) {
 				t.Errorf("record: body %q, size %d, omitted %v; want no body (none was sent)", rec.Response.Body, rec.Response.Size, rec.Response.Omitted)
 			}
 		})
+	}
+}
+
+// TestLoopbackNoBodyStatusLengthHTTP2: the replay of a 204 or a 304 over
+// HTTP/2 carried "Content-Length: 0", which the first answer had not
+// (RFC 9110 §8.6: never in a 204; in a 304 only the length a 200 would
+// have): the replay set the stored body's length on every status, and
+// net/http's HTTP/2 server, unlike its HTTP/1 one, sends it as it is. Now
+// a replay of those statuses sets none.
+func TestLoopbackNoBodyStatusLengthHTTP2(t *testing.T) {
+	m := newMiddleware(t, idempotency.Config{})
+	srv := httptest.NewUnstartedServer(m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		status, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/"))
+		w.WriteHeader(status)
+	})))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	client := srv.Client()
+	t.Cleanup(func() {
+		client.CloseIdleConnections()
+		srv.Close()
+	})
+	for _, status := range []int{http.StatusNoContent, http.StatusNotModified} {
+		var got [2]*http.Response
+		for i := range got {
+			r, _ := http.NewRequest("POST", srv.URL+"/"+strconv.Itoa(status), strings.NewReader("{}"))
+			r.Header.Set("Idempotency-Key", "k"+strconv.Itoa(status))
+			resp, err := client.Do(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			got[i] = resp
+		}
+		first, again := got[0], got[1]
+		if first.ProtoMajor != 2 || again.StatusCode != status || !replayed(again) {
+			t.Fatalf("%d: %s, replay %d %v; want HTTP/2 and the replay", status, first.Proto, again.StatusCode, replayed(again))
+		}
+		if g, w := again.Header.Values("Content-Length"), first.Header.Values("Content-Length"); len(g) != len(w) {
+			t.Errorf("%d: replay Content-Length %q, first %q", status, g, w)
+		}
 	}
 }
