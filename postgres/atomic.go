@@ -414,6 +414,10 @@ func (hw *heldResponse) Write(p []byte) (int, error) {
 	if hw.status == 0 {
 		hw.WriteHeader(http.StatusOK)
 	}
+	if hw.status == http.StatusNoContent || hw.status == http.StatusNotModified {
+		// As net/http: no body goes with them, so none is held or kept.
+		return 0, http.ErrBodyNotAllowed
+	}
 	hw.body = append(hw.body, p...)
 	return len(p), nil
 }

@@ -359,6 +359,30 @@ func TestAtomic(t *testing.T) {
 		}
 	})
 
+	// A 204 or a 304 whose handler writes a body anyway (net/http would
+	// refuse it): the held body was kept and counted, so that over
+	// MaxResponseBytes the retry got 410 response_too_large instead of the
+	// replay of the 204 its client got.
+	t.Run("no body status", func(t *testing.T) {
+		for _, status := range []int{http.StatusNoContent, http.StatusNotModified} {
+			a := newAtomic(t, pool, idempotency.Config{MaxResponseBytes: 10})
+			srv := httptest.NewServer(a.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("ETag", `"v1"`)
+				w.WriteHeader(status)
+				io.WriteString(w, strings.Repeat("a body that goes nowhere ", 4))
+			})))
+			key := newKey()
+			first := post(t, srv.URL, key, `{}`)
+			got := post(t, srv.URL, key, `{}`)
+			srv.Close()
+			if first.status != status || first.body != "" || got.status != status || got.body != "" ||
+				got.header.Get("Idempotent-Replayed") != "true" || got.header.Get("ETag") != `"v1"` {
+				t.Errorf("%d: first %v, retry %v (replayed %q, ETag %q); want the replay of %d without a body",
+					status, first, got, got.header.Get("Idempotent-Replayed"), got.header.Get("ETag"), status)
+			}
+		}
+	})
+
 	t.Run("without a key", func(t *testing.T) {
 		// No key, not required: the handler still runs in a transaction,
 		// committed or rolled back by its status.
