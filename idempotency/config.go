@@ -72,7 +72,10 @@ type Config struct {
 	Scope func(r *http.Request) string
 	// FingerprintHeaders are request header fields that take part in the
 	// fingerprint, besides the method, the target (path and query) and the
-	// body (for example Content-Type), named in any case. New refuses a
+	// body (for example Content-Type), named in any case. Host stands for
+	// r.Host (net/http takes the field out of r.Header): name it when one
+	// middleware serves several hosts, whose requests with the same key,
+	// path and body would otherwise be one request. New refuses a
 	// name that is not a field name ("Content Type"): no request carries
 	// it. Nil: none.
 	FingerprintHeaders []string

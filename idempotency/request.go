@@ -70,6 +70,12 @@ func (c *Config) fingerprint(r *http.Request, body []byte) Fingerprint {
 	b = appendField(b, path)
 	b = appendField(b, query)
 	for _, name := range c.FingerprintHeaders {
+		if name == "Host" && r.Host != "" {
+			// net/http moves the field out of r.Header into r.Host.
+			b = binary.AppendUvarint(b, 1)
+			b = appendField(b, r.Host)
+			continue
+		}
 		vs := r.Header[name]
 		b = binary.AppendUvarint(b, uint64(len(vs)))
 		for _, v := range vs {

@@ -1,0 +1,49 @@
+package idempotency_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/yaoki-go/yaoki/idempotency"
+)
+
+// TestLoopbackFingerprintHost: one middleware (one store) in front of
+// several hosts (a mux with host patterns, tenants by subdomain). The
+// host is not part of the default fingerprint, so the same key, path and
+// body sent to two hosts is one request, and the second host's client got
+// the first host's answer; FingerprintHeaders naming Host was meant to
+// tell them apart, but net/http moves the Host field out of r.Header into
+// r.Host, so it took no part and the replay went on. Now Host in
+// FingerprintHeaders stands for r.Host: the second host's request gets
+// 422, each host's retry its own replay.
+func TestLoopbackFingerprintHost(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		headers []string
+		want    int // the status of the second host's request
+	}{
+		{"default: host not fingerprinted", nil, http.StatusCreated},
+		{"Host in FingerprintHeaders", []string{"host"}, http.StatusUnprocessableEntity},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &charges{}
+			m := newMiddleware(t, idempotency.Config{FingerprintHeaders: tc.headers})
+			srv, send := loopback(t, m.Handler(h))
+			to := func(host string) *http.Request {
+				r := request(t, srv, "POST", "/pay", "k", `{"amount":1}`)
+				r.Host = host
+				return r
+			}
+			if resp, _ := send(to("a.example")); resp.StatusCode != http.StatusCreated {
+				t.Fatalf("a.example: %d, want 201", resp.StatusCode)
+			}
+			resp, _ := send(to("b.example"))
+			if resp.StatusCode != tc.want {
+				t.Errorf("b.example with a.example's key: %d (replayed %v), want %d", resp.StatusCode, replayed(resp), tc.want)
+			}
+			if resp, _ := send(to("a.example")); !replayed(resp) {
+				t.Errorf("a.example's retry: %d, want its replay", resp.StatusCode)
+			}
+		})
+	}
+}
