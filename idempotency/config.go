@@ -62,6 +62,10 @@ type Config struct {
 	// authenticated principal (a user or API client id). The scope is part
 	// of the record's identity, so a key used by one principal never
 	// replays another's response, and two principals may use the same key.
+	// Take it from what the server verified (a session, a token's
+	// subject), never from a field the client states unchecked: a client
+	// that sends another's principal and key gets that principal's stored
+	// response.
 	// Nil: every key is global, shared by all clients of the server, and
 	// anyone who learns a key (and sends the same request) gets its stored
 	// response; set Scope on any server with more than one client. It is

@@ -47,3 +47,35 @@ func TestLoopbackFingerprintHost(t *testing.T) {
 		})
 	}
 }
+
+// TestLoopbackKeyCaseAndSpace: keys are compared as sent: two keys that
+// differ in case are two requests (each runs); whitespace around the
+// field's value is no part of the key, and the quoted form is the bare
+// one (both replay).
+func TestLoopbackKeyCaseAndSpace(t *testing.T) {
+	h := &charges{}
+	m := newMiddleware(t, idempotency.Config{})
+	srv, send := loopback(t, m.Handler(h))
+	for _, tc := range []struct {
+		key    string
+		replay bool
+	}{
+		{"Key-1", false},
+		{"key-1", false},
+		{"KEY-1", false},
+		{" key-1 ", true},
+		{"\tKey-1", true},
+		{`"KEY-1"`, true},
+		{`" key-1"`, false}, // the space is inside the quotes: another key
+	} {
+		r := request(t, srv, "POST", "/k", "", "{}")
+		r.Header["Idempotency-Key"] = []string{tc.key}
+		resp, _ := send(r)
+		if resp.StatusCode != http.StatusCreated || replayed(resp) != tc.replay {
+			t.Errorf("key %q: %d, replayed %v; want 201, replayed %v", tc.key, resp.StatusCode, replayed(resp), tc.replay)
+		}
+	}
+	if h.runs.Load() != 4 {
+		t.Errorf("runs %d, want 4", h.runs.Load())
+	}
+}
