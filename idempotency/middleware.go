@@ -34,7 +34,9 @@
 // 4xx except 408 and 429), with the header fields the handler set (not
 // those that layers outside the middleware set before it ran, and never
 // Set-Cookie) and its trailers; a replay keeps the current request's own outer fields (a
-// request id, CORS). Any other response releases the record, so that a
+// request id, CORS). A body the handler compressed (gzip, deflate) is
+// decoded for a retry that does not accept that coding. Any other response
+// releases the record, so that a
 // retry runs the handler again; so do a handler that panics (the middleware
 // releases the key and the panic goes on) and a handler that returns
 // without writing anything after the request's context ended (the client
