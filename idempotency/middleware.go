@@ -473,11 +473,11 @@ func (c *Config) replay(w http.ResponseWriter, r *http.Request, key string, resp
 				continue
 			}
 		case "Content-Encoding", "Content-Digest", "Repr-Digest", "Digest", "Content-Md5":
-			if decoded && !trailer {
+			if decoded { // as a trailer too: they describe the encoded bytes
 				continue
 			}
 		case "Etag":
-			if decoded && !trailer {
+			if decoded {
 				vs = weakETag(vs)
 			}
 		}
