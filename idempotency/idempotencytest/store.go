@@ -1,7 +1,9 @@
 // Package idempotencytest checks that an idempotency.Store keeps its
 // contract: TestStore runs the same transitions on stepped time against any
 // store (the in-memory one, Redis, PostgreSQL, or a user's own), so that all
-// of them behave alike; ExactlyOnce and Scoped run the middleware over the
+// of them behave alike, and replays a response through the middleware over
+// the store behind a real HTTP server on loopback (every field, value and
+// byte as the first request got them); ExactlyOnce and Scoped run the middleware over the
 // store behind a real HTTP server on loopback (500 concurrent retrying
 // clients with one key; two principals with one key); Benchmark measures the
 // middleware's cost per request over the store.
@@ -333,6 +335,8 @@ func TestStore(t *testing.T, newStore func(t *testing.T) idempotency.Store) {
 		}
 		checkResponse(t, rec.Response, resp)
 	})
+
+	t.Run("replay over HTTP", func(t *testing.T) { replayOverHTTP(t, newStore(t)) })
 
 	t.Run("one claim among many", func(t *testing.T) {
 		s := newStore(t)
