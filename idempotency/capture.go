@@ -31,8 +31,12 @@ type capture struct {
 	// sniffs the first bytes it sends (see Flush).
 	sniff  bool
 	header http.Header // the header as sent with the final status
-	body   []byte
-	size   int64 // bytes written by the handler
+	// trailer holds the Trailer field's values when the final status was
+	// written: net/http reads the declared trailers then, and a later
+	// declaration sends nothing.
+	trailer []string
+	body    []byte
+	size    int64 // bytes written by the handler
 	// declared is the Content-Length the handler set with its final
 	// status, -1 for none or one that does not count (see cut).
 	declared int64
@@ -52,6 +56,7 @@ func (c *capture) WriteHeader(code int) {
 	c.status = code
 	c.nobody = c.head || code == http.StatusNoContent || code == http.StatusNotModified
 	c.header = c.kept()
+	c.trailer = slices.Clone(c.w.Header()["Trailer"])
 	c.sniff = !c.nobody && sniffed(c.w.Header())
 	c.declared = c.declaredLength(code)
 	c.w.WriteHeader(code)
@@ -190,9 +195,10 @@ func (c *capture) response() Response {
 	if c.status == 0 {
 		c.status = http.StatusOK
 		c.header = c.kept()
+		c.trailer = c.w.Header()["Trailer"]
 		c.declared = c.declaredLength(c.status)
 	}
-	r := Response{Status: c.status, Header: withTrailers(c.header, c.w.Header()), Size: c.size}
+	r := Response{Status: c.status, Header: withTrailers(c.header, c.trailer, c.w.Header()), Size: c.size}
 	switch {
 	case c.declared >= 0 && c.size != c.declared:
 		r.Cut = true
@@ -205,11 +211,12 @@ func (c *capture) response() Response {
 }
 
 // withTrailers returns kept with the trailers of h added under
-// http.TrailerPrefix: the fields declared in h's Trailer field and those
-// set under the prefix, as net/http sends them when the handler returns.
-// Trailers named like a field that is never kept (Set-Cookie) are left
-// out. Without trailers it returns kept itself.
-func withTrailers(kept, h http.Header) http.Header {
+// http.TrailerPrefix: the fields declared in declared (the Trailer field
+// when the status was written) and those set under the prefix, as net/http
+// sends them when the handler returns. Trailers named like a field that is
+// never kept (Set-Cookie) are left out. Without trailers it returns kept
+// itself.
+func withTrailers(kept http.Header, declared []string, h http.Header) http.Header {
 	var out http.Header
 	add := func(name string, vs []string) {
 		if len(vs) == 0 || skipField(name) {
@@ -223,7 +230,7 @@ func withTrailers(kept, h http.Header) http.Header {
 		}
 		out[http.TrailerPrefix+name] = slices.Clone(vs)
 	}
-	for _, v := range h["Trailer"] {
+	for _, v := range declared {
 		for name := range strings.SplitSeq(v, ",") {
 			name = http.CanonicalHeaderKey(strings.TrimSpace(name))
 			if name != "" {
