@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"compress/zlib"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -115,5 +116,24 @@ func TestLoopbackReplayDecodedTrailers(t *testing.T) {
 	again, body := send(gz)
 	if !replayed(again) || !bytes.Equal(body, encoded.Bytes()) || again.Trailer.Get("Content-Digest") != "sha-256=:AAAA:" {
 		t.Errorf("gzip replay: %v, %d bytes, trailers %v; want the stored bytes and their digest", replayed(again), len(body), again.Trailer)
+	}
+}
+
+// TestReplayDecodedLargestLimit: with MaxResponseBytes at its largest, the
+// bound on the decoded body (32 times it) overflowed to a negative number
+// and the replay sent the gzip bytes to a retry that does not accept gzip.
+func TestReplayDecodedLargestLimit(t *testing.T) {
+	var encoded bytes.Buffer
+	zw := gzip.NewWriter(&encoded)
+	io.WriteString(zw, "hello")
+	zw.Close()
+	m := newMiddleware(t, idempotency.Config{MaxResponseBytes: math.MaxInt})
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Write(encoded.Bytes())
+	}))
+	post(h, "POST", "/x", "k", "{}")
+	if w := post(h, "POST", "/x", "k", "{}"); w.Body.String() != "hello" || w.Header().Get("Content-Encoding") != "" {
+		t.Errorf("retry without gzip: %q, Content-Encoding %q; want hello decoded", w.Body, w.Header().Get("Content-Encoding"))
 	}
 }

@@ -82,6 +82,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -457,7 +458,7 @@ func (c *Config) replay(w http.ResponseWriter, r *http.Request, key string, resp
 	// Content-Encoding and the fields that describe the encoded bytes.
 	body, decoded := resp.Body, false
 	if _, ok := resp.Header["Content-Encoding"]; ok {
-		if b, ok := decodedFor(r, resp, int64(c.MaxResponseBytes)*maxDecodedFactor); ok {
+		if b, ok := decodedFor(r, resp, min(int64(c.MaxResponseBytes), math.MaxInt64/maxDecodedFactor-1)*maxDecodedFactor); ok {
 			body, decoded = b, true
 		}
 	}
