@@ -130,6 +130,17 @@ func (m *Middleware) Config() Config { return m.c }
 // returns nil when no field is kept.
 func RecordHeader(before, after http.Header) http.Header { return keptHeader(after, before) }
 
+// RecordTrailers returns kept, the fields RecordHeader returned, with the
+// trailers of a response added under http.TrailerPrefix, as a record keeps
+// them for the replay to send as trailers: the fields named in declared
+// (the values of the Trailer field when the handler wrote its status,
+// which is when net/http reads them) and those set under the prefix, their
+// values taken from h, the header when the handler returned; never
+// Set-Cookie. It returns kept itself when there are none.
+func RecordTrailers(kept http.Header, declared []string, h http.Header) http.Header {
+	return withTrailers(kept, declared, h)
+}
+
 // DeclaredLength returns the Content-Length in h, the header a handler
 // answered with status, that net/http holds the body to, as net/http reads
 // it: ok is false when h has none, or one that is not a length, and for an

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -428,7 +429,8 @@ func (hw *heldResponse) response(max int) idempotency.Response {
 	if hw.status == 0 {
 		hw.WriteHeader(http.StatusOK)
 	}
-	resp := idempotency.Response{Status: hw.status, Header: idempotency.RecordHeader(hw.before, hw.sent), Size: int64(len(hw.body))}
+	h := idempotency.RecordTrailers(idempotency.RecordHeader(hw.before, hw.sent), hw.sent["Trailer"], hw.h)
+	resp := idempotency.Response{Status: hw.status, Header: h, Size: int64(len(hw.body))}
 	if len(hw.body) > max {
 		resp.Omitted = true
 	} else {
@@ -451,11 +453,38 @@ func (hw *heldResponse) send(w http.ResponseWriter) {
 	if hw.status == 0 {
 		hw.WriteHeader(http.StatusOK)
 	}
+	// The trailers' values are in the header as the handler left it
+	// (declared in Trailer before its status, or set under
+	// http.TrailerPrefix): net/http sends them after the body, read from
+	// the header, which needs a chunked body.
+	var trailers http.Header
+	for _, v := range hw.sent["Trailer"] {
+		for name := range strings.SplitSeq(v, ",") {
+			name = http.CanonicalHeaderKey(strings.TrimSpace(name))
+			if vs, ok := hw.h[name]; ok {
+				if trailers == nil {
+					trailers = make(http.Header)
+				}
+				trailers[name] = vs
+			}
+		}
+	}
+	for k, vs := range hw.h {
+		if strings.HasPrefix(k, http.TrailerPrefix) {
+			if trailers == nil {
+				trailers = make(http.Header)
+			}
+			trailers[k] = vs
+		}
+	}
 	clear(hw.h)
 	for k, vs := range hw.sent {
 		hw.h[k] = vs
 	}
-	if hw.h.Get("Content-Length") == "" && hw.status != http.StatusNoContent && hw.status != http.StatusNotModified {
+	for k, vs := range trailers {
+		hw.h[k] = vs
+	}
+	if len(trailers) == 0 && len(hw.sent["Trailer"]) == 0 && hw.h.Get("Content-Length") == "" && hw.status != http.StatusNoContent && hw.status != http.StatusNotModified {
 		hw.h.Set("Content-Length", strconv.Itoa(len(hw.body)))
 	}
 	w.WriteHeader(hw.status)

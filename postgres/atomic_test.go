@@ -383,6 +383,37 @@ func TestAtomic(t *testing.T) {
 		}
 	})
 
+	// The handler's trailers (declared in Trailer before its status, or
+	// set under http.TrailerPrefix): the held answer dropped their values
+	// and sent a Content-Length, so that the client got none, and the
+	// record kept none, so that the retry got none either.
+	t.Run("trailers", func(t *testing.T) {
+		a := newAtomic(t, pool, idempotency.Config{})
+		srv := httptest.NewServer(a.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Trailer", "X-Sum")
+			w.WriteHeader(http.StatusCreated)
+			io.WriteString(w, "body")
+			w.Header().Set("X-Sum", "42")
+			w.Header().Set(http.TrailerPrefix+"X-Rows", "3")
+		})))
+		defer srv.Close()
+		key := newKey()
+		for i, want := range []string{"", "true"} {
+			req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(`{}`))
+			req.Header.Set("Idempotency-Key", key)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusCreated || string(body) != "body" || resp.Header.Get("Idempotent-Replayed") != want ||
+				resp.Trailer.Get("X-Sum") != "42" || resp.Trailer.Get("X-Rows") != "3" {
+				t.Errorf("answer %d: %d %q replayed %q, trailers %v; want 201 body with X-Sum 42 and X-Rows 3", i, resp.StatusCode, body, resp.Header.Get("Idempotent-Replayed"), resp.Trailer)
+			}
+		}
+	})
+
 	t.Run("without a key", func(t *testing.T) {
 		// No key, not required: the handler still runs in a transaction,
 		// committed or rolled back by its status.
