@@ -1,7 +1,9 @@
 package idempotency_test
 
 import (
+	"errors"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/yaoki-go/yaoki/idempotency"
@@ -77,5 +79,19 @@ func TestLoopbackKeyCaseAndSpace(t *testing.T) {
 	}
 	if h.runs.Load() != 4 {
 		t.Errorf("runs %d, want 4", h.runs.Load())
+	}
+}
+
+// TestFingerprintHeadersFraming: net/http takes Transfer-Encoding and
+// Trailer out of a request's header (into r.TransferEncoding and
+// r.Trailer): named in FingerprintHeaders they took no part, silently,
+// and New accepted them. The fingerprint covers the body's bytes, not
+// how they were framed; New now refuses them and says so.
+func TestFingerprintHeadersFraming(t *testing.T) {
+	for _, name := range []string{"Transfer-Encoding", "trailer"} {
+		_, err := idempotency.New(idempotency.Config{FingerprintHeaders: []string{"Content-Type", name}})
+		if !errors.Is(err, idempotency.ErrInvalidConfig) || !strings.Contains(err.Error(), "FingerprintHeaders[1]") || !strings.Contains(err.Error(), "framing") {
+			t.Errorf("FingerprintHeaders naming %s: %v; want an error naming FingerprintHeaders[1] and saying the body's framing takes no part", name, err)
+		}
 	}
 }
