@@ -80,8 +80,8 @@ type Config struct {
 	// r.Host (net/http takes the field out of r.Header): name it when one
 	// middleware serves several hosts, whose requests with the same key,
 	// path and body would otherwise be one request. New refuses
-	// Transfer-Encoding and Trailer, which net/http also takes out (the
-	// body's framing takes no part; its bytes do), and a
+	// Transfer-Encoding, Trailer and Content-Length (the body's framing
+	// takes no part; its bytes do), and a
 	// name that is not a field name ("Content Type"): no request carries
 	// it. Nil: none.
 	FingerprintHeaders []string
@@ -210,11 +210,13 @@ func (c Config) validate() (Config, error) {
 			return bad(fmt.Sprintf("FingerprintHeaders[%d]", i), h, "a header field name (a token: letters, digits or !#$%&'*+-.^_`|~) such as Content-Type")
 		}
 		hs[i] = http.CanonicalHeaderKey(h)
-		if hs[i] == "Transfer-Encoding" || hs[i] == "Trailer" {
-			// net/http takes them out of r.Header: they would take no
-			// part, silently.
+		switch hs[i] {
+		case "Transfer-Encoding", "Trailer", "Content-Length":
+			// The body's framing: net/http takes the first two out of
+			// r.Header, so they would take no part, silently; the
+			// third would make a retry sent chunked another request.
 			return Config{}, &configerr.Error{Err: ErrInvalidConfig, Field: fmt.Sprintf("FingerprintHeaders[%d]", i), Value: h,
-				Problem: "taken out of the request's header by net/http (the body's framing takes no part in the fingerprint; its bytes do)",
+				Problem: "the body's framing, which takes no part in the fingerprint (its bytes do, and so its length; net/http takes Transfer-Encoding and Trailer out of the request's header)",
 				Want:    "another field name, such as Content-Type"}
 		}
 	}

@@ -85,10 +85,12 @@ func TestLoopbackKeyCaseAndSpace(t *testing.T) {
 // TestFingerprintHeadersFraming: net/http takes Transfer-Encoding and
 // Trailer out of a request's header (into r.TransferEncoding and
 // r.Trailer): named in FingerprintHeaders they took no part, silently,
-// and New accepted them. The fingerprint covers the body's bytes, not
-// how they were framed; New now refuses them and says so.
+// and New accepted them; Content-Length named there made a retry sent
+// chunked (no Content-Length) another request, 422. The fingerprint
+// covers the body's bytes, not how they were framed; New now refuses the
+// three and says so.
 func TestFingerprintHeadersFraming(t *testing.T) {
-	for _, name := range []string{"Transfer-Encoding", "trailer"} {
+	for _, name := range []string{"Transfer-Encoding", "trailer", "content-length"} {
 		_, err := idempotency.New(idempotency.Config{FingerprintHeaders: []string{"Content-Type", name}})
 		if !errors.Is(err, idempotency.ErrInvalidConfig) || !strings.Contains(err.Error(), "FingerprintHeaders[1]") || !strings.Contains(err.Error(), "framing") {
 			t.Errorf("FingerprintHeaders naming %s: %v; want an error naming FingerprintHeaders[1] and saying the body's framing takes no part", name, err)
