@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/yaoki-go/yaoki/header"
@@ -27,6 +28,12 @@ type capture struct {
 	// HEAD): net/http refuses or drops what the handler writes, so none
 	// is kept or counted.
 	nobody bool
+	// headSize counts what the handler wrote for a HEAD request, which
+	// net/http drops but announces as its Content-Length when it fits the
+	// buffer and nothing was flushed (see headLength); flushed says
+	// something was.
+	headSize int64
+	flushed  bool
 	// sniff: the final header leaves the Content-Type to net/http, which
 	// sniffs the first bytes it sends (see Flush).
 	sniff  bool
@@ -107,6 +114,7 @@ func (c *capture) WriteString(s string) (int, error) {
 
 func (c *capture) keep(p []byte) {
 	if c.nobody {
+		c.headSize += int64(len(p))
 		return
 	}
 	c.size += int64(len(p))
@@ -119,6 +127,7 @@ func (c *capture) keep(p []byte) {
 
 func (c *capture) keepString(s string) {
 	if c.nobody {
+		c.headSize += int64(len(s))
 		return
 	}
 	c.size += int64(len(s))
@@ -138,6 +147,7 @@ func (c *capture) Flush() {
 		c.sniff = false
 		c.sniffNow()
 	}
+	c.flushed = true
 	_ = http.NewResponseController(c.w).Flush()
 }
 
@@ -198,6 +208,9 @@ func (c *capture) response() Response {
 		c.trailer = c.w.Header()["Trailer"]
 		c.declared = c.declaredLength(c.status)
 	}
+	if c.head {
+		c.headLength()
+	}
 	r := Response{Status: c.status, Header: withTrailers(c.header, c.trailer, c.w.Header()), Size: c.size}
 	switch {
 	case c.declared >= 0 && c.size != c.declared:
@@ -209,6 +222,27 @@ func (c *capture) response() Response {
 	}
 	return r
 }
+
+// headLength keeps, for a HEAD request whose handler set no
+// Content-Length, the one net/http announced: the length of what the
+// handler wrote, when it was all in net/http's buffer (headBuffer bytes)
+// as the handler returned, nothing having been flushed, and no trailer or
+// Transfer-Encoding stood in the way; the replay sends the record's.
+func (c *capture) headLength() {
+	if _, ok := c.header["Content-Length"]; ok || c.flushed || c.headSize == 0 || c.headSize > headBuffer ||
+		len(c.trailer) > 0 || c.header["Transfer-Encoding"] != nil || c.w.Header()["Transfer-Encoding"] != nil {
+		return
+	}
+	if c.header == nil {
+		c.header = make(http.Header, 1)
+	}
+	c.header["Content-Length"] = []string{strconv.FormatInt(c.headSize, 10)}
+}
+
+// headBuffer is the size of net/http's response buffer
+// (bufferBeforeChunkingSize): a body that fits it when the handler returns
+// gets a Content-Length.
+const headBuffer = 2048
 
 // withTrailers returns kept with the trailers of h added under
 // http.TrailerPrefix: the fields declared in declared (the Trailer field

@@ -387,6 +387,37 @@ func TestAtomic(t *testing.T) {
 	// set under http.TrailerPrefix): the held answer dropped their values
 	// and sent a Content-Length, so that the client got none, and the
 	// record kept none, so that the retry got none either.
+	// A HEAD request (among Config.Methods) whose handler writes the body
+	// a GET would get, as handlers shared by GET and HEAD do: net/http
+	// drops it, but the held body was kept and counted, so that over
+	// MaxResponseBytes the retry got 410 response_too_large instead of the
+	// replay of the first answer.
+	t.Run("HEAD", func(t *testing.T) {
+		a := newAtomic(t, pool, idempotency.Config{Methods: []string{"HEAD", "POST"}, MaxResponseBytes: 10})
+		srv := httptest.NewServer(a.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("ETag", `"v1"`)
+			io.WriteString(w, strings.Repeat("a body a GET would get ", 10))
+		})))
+		defer srv.Close()
+		key := newKey()
+		var got [2]*http.Response
+		for i := range got {
+			req, _ := http.NewRequest(http.MethodHead, srv.URL, nil)
+			req.Header.Set("Idempotency-Key", key)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			got[i] = resp
+		}
+		if got[1].StatusCode != http.StatusOK || got[1].Header.Get("Idempotent-Replayed") != "true" || got[1].Header.Get("ETag") != `"v1"` ||
+			got[1].ContentLength != got[0].ContentLength {
+			t.Errorf("HEAD retry: %d replayed %q ETag %q Content-Length %d (first %d %d); want the replay of the first answer",
+				got[1].StatusCode, got[1].Header.Get("Idempotent-Replayed"), got[1].Header.Get("ETag"), got[1].ContentLength, got[0].StatusCode, got[0].ContentLength)
+		}
+	})
+
 	t.Run("trailers", func(t *testing.T) {
 		a := newAtomic(t, pool, idempotency.Config{})
 		srv := httptest.NewServer(a.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
