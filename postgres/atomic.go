@@ -301,7 +301,7 @@ func (h *atomicHandler) run(w http.ResponseWriter, r *http.Request, tx pgx.Tx, a
 	if adm != nil {
 		key = adm.ID.Key
 	}
-	hw := &heldResponse{h: w.Header()}
+	hw := &heldResponse{h: w.Header(), head: r.Method == http.MethodHead}
 	hw.before = hw.h.Clone()
 	// Every way out ends the transaction: a panic (the handler's, or a
 	// later one) or runtime.Goexit rolls it back, and the panic goes on.
@@ -396,6 +396,11 @@ type heldResponse struct {
 	sent   http.Header // h when the handler wrote its status
 	status int
 	body   []byte
+	// head: the request is a HEAD, whose body net/http drops; headSize
+	// counts what the handler wrote, the Content-Length net/http would
+	// announce for it.
+	head     bool
+	headSize int
 }
 
 func (hw *heldResponse) Header() http.Header { return hw.h }
@@ -419,6 +424,10 @@ func (hw *heldResponse) Write(p []byte) (int, error) {
 		// As net/http: no body goes with them, so none is held or kept.
 		return 0, http.ErrBodyNotAllowed
 	}
+	if hw.head {
+		hw.headSize += len(p)
+		return len(p), nil
+	}
 	hw.body = append(hw.body, p...)
 	return len(p), nil
 }
@@ -430,6 +439,14 @@ func (hw *heldResponse) response(max int) idempotency.Response {
 		hw.WriteHeader(http.StatusOK)
 	}
 	h := idempotency.RecordTrailers(idempotency.RecordHeader(hw.before, hw.sent), hw.sent["Trailer"], hw.h)
+	if cl := hw.headLength(); cl != "" {
+		// A HEAD answer's Content-Length describes a GET's body: the
+		// replay cannot compute it, so the record keeps it.
+		if h == nil {
+			h = make(http.Header, 1)
+		}
+		h["Content-Length"] = []string{cl}
+	}
 	resp := idempotency.Response{Status: hw.status, Header: h, Size: int64(len(hw.body))}
 	if len(hw.body) > max {
 		resp.Omitted = true
@@ -437,6 +454,22 @@ func (hw *heldResponse) response(max int) idempotency.Response {
 		resp.Body = hw.body
 	}
 	return resp
+}
+
+// headLength returns the Content-Length of a HEAD answer: the handler's,
+// or the length of what it wrote, "" for none (not a HEAD request, or
+// nothing written).
+func (hw *heldResponse) headLength() string {
+	if !hw.head {
+		return ""
+	}
+	if cl := hw.sent.Get("Content-Length"); cl != "" {
+		return cl
+	}
+	if hw.headSize > 0 {
+		return strconv.Itoa(hw.headSize)
+	}
+	return ""
 }
 
 // restore gives the header back its state from before the handler, for an
@@ -484,7 +517,9 @@ func (hw *heldResponse) send(w http.ResponseWriter) {
 	for k, vs := range trailers {
 		hw.h[k] = vs
 	}
-	if len(trailers) == 0 && len(hw.sent["Trailer"]) == 0 && hw.h.Get("Content-Length") == "" && hw.status != http.StatusNoContent && hw.status != http.StatusNotModified {
+	if cl := hw.headLength(); cl != "" {
+		hw.h.Set("Content-Length", cl)
+	} else if !hw.head && len(trailers) == 0 && len(hw.sent["Trailer"]) == 0 && hw.h.Get("Content-Length") == "" && hw.status != http.StatusNoContent && hw.status != http.StatusNotModified {
 		hw.h.Set("Content-Length", strconv.Itoa(len(hw.body)))
 	}
 	w.WriteHeader(hw.status)
