@@ -93,7 +93,12 @@ type BreakerConfig struct {
 // is still down, unless a new trip reaches them first). When Redis cannot
 // be reached, each process goes on with its local breaker alone; the local
 // breaker's open period is published at the next sync that succeeds, if
-// it has not ended by then.
+// it has not ended by then. The fleet's end only moves later: when Redis
+// loses the key (a restart without persistence, FLUSHALL, a failover to a
+// replica that had not received it, a DEL), a process that read the
+// period goes on refusing until the end it read (and its hold), and those
+// that had not read it learn it when a process whose breaker is open puts
+// it back, at its next sync: within two SyncIntervals of the loss.
 //
 // The end is published as an instant (Unix milliseconds) and compared with
 // each process's now, so the fleet's clocks should agree to well within the
@@ -384,12 +389,21 @@ func (b *Breaker) SyncAt(ctx context.Context, now time.Time) error {
 		until = ms * int64(time.Millisecond)
 	}
 	nowNs := now.UnixNano()
-	if f := b.fleet.Load(); until == 0 && f != nil && f.until > 0 && f.until <= nowNs && nowNs < f.held {
-		// The period ended and its key expired with it (on Redis's
-		// clock): the hold after it goes on, or a process that syncs
-		// just then would call at once, before a failed probe's new
-		// period reaches it.
-		return nil
+	if f := b.fleet.Load(); f != nil {
+		if nowNs < f.at-stepBack {
+			f = b.current(f, nowNs)
+		}
+		if until < f.until && nowNs < f.held {
+			// Redis no longer holds the period read before, or holds an
+			// earlier one: the key expired with the period (on Redis's
+			// clock), or was lost (a restart without persistence, a
+			// flush, a failover to a replica that had not received it,
+			// a DEL, a foreign value deleted). The fleet's end never
+			// moves earlier, so what was read stands, with its hold:
+			// otherwise the process would call at once, until the
+			// process that tripped puts its period back.
+			return nil
+		}
 	}
 	// The instant of the sync is kept while the fleet is open (see
 	// current); a closed fleet is stored once.

@@ -1,0 +1,134 @@
+package redis_test
+
+import (
+	"context"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/yaoki-go/yaoki/redis"
+	"github.com/yaoki-go/yaoki/redis/internal/redistest"
+)
+
+// retrySync runs sync up to three times: after a restart or a failover,
+// go-redis may need one failed command to drop a dead connection.
+func retrySync(t *testing.T, who string, sync func() error) {
+	t.Helper()
+	var err error
+	for range 3 {
+		if err = sync(); err == nil {
+			return
+		}
+	}
+	t.Fatalf("%s: sync: %v", who, err)
+}
+
+// movable is a client whose connections go to the address in addr, as a
+// client that follows a failover (Sentinel, a DNS name) does.
+func movable(t *testing.T, addr *atomic.Pointer[string]) *goredis.Client {
+	c := goredis.NewClient(&goredis.Options{
+		Addr: "fleet", PoolSize: 2, MaxRetries: -1, DialTimeout: time.Second,
+		Dialer: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", *addr.Load())
+		},
+	})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// TestBreakerKeyLostMidPeriod: the fleet's key goes while A's period runs
+// (A tripped at +0, open until +30 s; A and B synced at +1 s): a restart
+// without persistence, FLUSHALL, FLUSHDB, DEL, a TTL cut to nothing or
+// taken away (which the sync reads as a foreign key), a string written at
+// its name by another program. B, which read the period, keeps refusing
+// until the end it read: the fleet does not forget it was open. A process
+// that had not read it (C, started after) learns it once A's next sync has
+// put it back: within two SyncIntervals. (B called again at once after
+// its next sync, until A's put the key back.)
+func TestBreakerKeyLostMidPeriod(t *testing.T) {
+	const key = "yaoki:breaker:payments"
+	for _, tc := range []struct {
+		name string
+		lose func(t *testing.T, srv *redistest.Server, rdb *goredis.Client) error
+	}{
+		{"restart without persistence", func(t *testing.T, srv *redistest.Server, _ *goredis.Client) error {
+			srv.Kill()
+			return srv.Resume()
+		}},
+		{"FLUSHALL", func(t *testing.T, _ *redistest.Server, rdb *goredis.Client) error {
+			return rdb.FlushAll(t.Context()).Err()
+		}},
+		{"FLUSHDB", func(t *testing.T, _ *redistest.Server, rdb *goredis.Client) error {
+			return rdb.FlushDB(t.Context()).Err()
+		}},
+		{"DEL", func(t *testing.T, _ *redistest.Server, rdb *goredis.Client) error {
+			return rdb.Del(t.Context(), key).Err()
+		}},
+		{"TTL cut to nothing", func(t *testing.T, _ *redistest.Server, rdb *goredis.Client) error {
+			return rdb.Do(t.Context(), "PEXPIRE", key, 0).Err()
+		}},
+		{"TTL taken away", func(t *testing.T, _ *redistest.Server, rdb *goredis.Client) error {
+			return rdb.Persist(t.Context(), key).Err()
+		}},
+		{"a string written at its name", func(t *testing.T, _ *redistest.Server, rdb *goredis.Client) error {
+			return rdb.Set(t.Context(), key, "closed", 0).Err()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			rdb := client(t, srv.Addr)
+			a := newProc(t, client(t, srv.Addr), "payments", nil)
+			b := newProc(t, client(t, srv.Addr), "payments", nil)
+			fail(t, a, at(0), 20) // open until +30 s
+			mustSync(t, a, at(time.Second))
+			mustSync(t, b, at(time.Second))
+			if err := tc.lose(t, srv, rdb); err != nil {
+				t.Fatal(err)
+			}
+			retrySync(t, "B", func() error { return b.SyncAt(t.Context(), at(2*time.Second)) })
+			mustRefuseFleet(t, "B, the key lost", b, at(2*time.Second), 28*time.Second)
+			c := newProc(t, client(t, srv.Addr), "payments", nil)
+			retrySync(t, "C", func() error { return c.SyncAt(t.Context(), at(2*time.Second)) })
+			mustAllow(t, "C, started after the key was lost, before A's next sync", c, at(2*time.Second))
+			retrySync(t, "A", func() error { return a.SyncAt(t.Context(), at(3*time.Second)) })
+			mustSync(t, b, at(3*time.Second))
+			mustSync(t, c, at(3*time.Second))
+			mustRefuseFleet(t, "B after A's next sync", b, at(3*time.Second), 27*time.Second)
+			mustRefuseFleet(t, "C after A's next sync", c, at(3*time.Second), 27*time.Second)
+			mustAllow(t, "B after the period", b, at(30*time.Second))
+		})
+	}
+}
+
+// TestBreakerFailoverToLaggingReplica: the replica stopped receiving
+// before A tripped (its link cut), the primary dies and the replica is
+// promoted without the fleet's key; the processes' clients follow the
+// failover. B, which read A's period, keeps refusing; A's next sync puts
+// the period on the new primary, where C reads it.
+func TestBreakerFailoverToLaggingReplica(t *testing.T) {
+	r := startReplicated(t)
+	var addr atomic.Pointer[string]
+	addr.Store(&r.primary.Addr)
+	a := newProc(t, movable(t, &addr), "payments", nil)
+	b := newProc(t, movable(t, &addr), "payments", nil)
+	mustSync(t, a, at(0))
+	r.link.Down() // the replica lags from here on
+	fail(t, a, at(0), 20)
+	mustSync(t, a, at(time.Second))
+	mustSync(t, b, at(time.Second))
+	r.primary.Kill()
+	r.replica.Promote(t)
+	addr.Store(&r.replica.Addr)
+	retrySync(t, "B", func() error { return b.SyncAt(t.Context(), at(2*time.Second)) })
+	mustRefuseFleet(t, "B on the promoted replica", b, at(2*time.Second), 28*time.Second)
+	retrySync(t, "A", func() error { return a.SyncAt(t.Context(), at(3*time.Second)) })
+	c := newProc(t, movable(t, &addr), "payments", nil)
+	mustSync(t, c, at(3*time.Second))
+	mustRefuseFleet(t, "C on the promoted replica after A's sync", c, at(3*time.Second), 27*time.Second)
+}
+
+var _ = redis.ErrFleetOpen
