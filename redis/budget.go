@@ -122,9 +122,18 @@ type BudgetConfig struct {
 // by a failed sync are dated at the next successful one, so they stay in
 // the window that much longer.
 //
-// Every key of a budget expires, so an eviction policy (volatile-lru,
-// allkeys-lru) may take any of them: lost counts are lost for the window
-// they were in; when the set of processes is lost, the reservations go with
+// When Redis loses the budget (a restart without persistence, FLUSHALL, a
+// failover to a replica that lags), each process's next sync finds neither
+// its key nor its entry in the set of processes and puts back its own
+// counts over the window, dated at the sync, so that the fleet does not
+// grant its allowance a second time against a dependency that is still
+// down: until every process has synced once, the first to sync reserve
+// from totals that lack the others' counts, which bounds the excess by
+// what those processes grant in one SyncInterval. Every key of a budget
+// expires, so an eviction policy (volatile-lru, allkeys-lru) may take any
+// of them: counts in an evicted slot are lost for the window they were in
+// (if a process's key and its entry go too, its own counts over the
+// window are put back, and may count twice with slots left); when the set of processes is lost, the reservations go with
 // it (a dead process's would otherwise be kept aside for good), and the
 // processes reserve again at their next sync. A key or value that no sync
 // writes (another version's, or corrupt) is read as nothing, never as a

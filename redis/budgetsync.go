@@ -74,9 +74,20 @@ func (k *budgetKeys) at(e int64) []string {
 // holds them (used only if its key is gone); 8 now (Unix ms); 9 the oldest
 // score kept in the set; 10 the TTL of the slot and of the shared keys
 // (ms); 11 the TTL of the process's key; 12 Ratio; 13 the floor per window;
-// 14 the process's asks over the window. Returns the fleet's successes,
+// 14-16 the process's asks, successes and retries over the window (its
+// own counters; successes and retries are used only when Redis has lost
+// the process, see below). Returns the fleet's successes,
 // retries and asks over the window, the number of processes, the
 // cumulative counts Redis now holds for this process, and its reservation.
+//
+// When Redis has lost the process (neither its key nor its entry in the
+// set of processes: a restart without persistence, a flush, a failover to
+// a replica that never had them), the window's counts went with it: the
+// process adds, into the slot of now, its own counts over the window
+// where they exceed those it has not sent, so that the fleet's totals
+// come back with the first sync of each process rather than starting
+// from nothing (a whole allowance granted again against a dependency that
+// is still down).
 //
 // What no sync writes (another version's keys, or corrupt ones) is read as
 // nothing rather than failing every sync or skewing the totals for as long
@@ -111,15 +122,18 @@ for i = 1, 3 do
   if seen[i] and not count(seen[i]) then redis.call('HDEL', cur, f[i]) end
 end
 local had = redis.call('HMGET', pk, 's', 'r', 'a')
+local lost = not (had[1] or had[2] or had[3]) and not redis.call('ZSCORE', zk, id)
+local w = {ARGV[15], ARGV[16], ARGV[14]}
 local held = {}
 for i = 1, 3 do
   local sent = tonumber(ARGV[1+i])
   local base = count(had[i]) or tonumber(ARGV[4+i])
-  if sent > base then
-    redis.call('HINCRBY', cur, f[i], string.format('%d', sent - base))
-    base = sent
+  local add = sent - base
+  if lost then add = math.max(add, tonumber(w[i])) end
+  if add > 0 then
+    redis.call('HINCRBY', cur, f[i], string.format('%d', add))
   end
-  held[i] = base
+  held[i] = math.max(base, sent)
 end
 redis.call('HSET', pk, 's', string.format('%d', held[1]), 'r', string.format('%d', held[2]), 'a', string.format('%d', held[3]))
 redis.call('PEXPIRE', pk, ARGV[11])
@@ -190,7 +204,7 @@ func (b *Budget) SyncAt(ctx context.Context, now time.Time) error {
 	res, err := budgetScript.Run(ctx, b.c, b.keys.at(e), b.keys.id,
 		sent[0], sent[1], sent[2], b.acked[0], b.acked[1], b.acked[2],
 		nowMs, nowMs-b.window.Milliseconds(), millis(b.window+b.slot+time.Second), millis(procKeyTTL+b.window),
-		b.ratio, b.floor, b.asks.Sum(now),
+		b.ratio, b.floor, b.asks.Sum(now), b.succ.Sum(now), b.retr.Sum(now),
 	).Int64Slice()
 	if err == nil && len(res) != 8 {
 		err = fmt.Errorf("unexpected reply of %d values", len(res))

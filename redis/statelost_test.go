@@ -11,6 +11,7 @@ import (
 
 	"github.com/yaoki-go/yaoki/redis"
 	"github.com/yaoki-go/yaoki/redis/internal/redistest"
+	"github.com/yaoki-go/yaoki/retry"
 )
 
 // retrySync runs sync up to three times: after a restart or a failover,
@@ -131,4 +132,68 @@ func TestBreakerFailoverToLaggingReplica(t *testing.T) {
 	mustRefuseFleet(t, "C on the promoted replica after A's sync", c, at(3*time.Second), 27*time.Second)
 }
 
-var _ = redis.ErrFleetOpen
+// TestBudgetStateLostMidOutage: 3 processes × 10 calls/s against a dead
+// dependency for 30 s, floor 100 per 10 s window; at +15 s Redis loses the
+// budget's keys: a restart without persistence, FLUSHALL, or a failover to
+// a replica whose link was cut at +10 s (it has the counts up to then).
+// The fleet does not grant a second floor against the still-dead
+// dependency: each process's next sync puts back its own counts over the
+// window, so that every 10 s window stays within the floor plus what one
+// process grants in a second before the others' counts are back. (The
+// window's retries were forgotten: the fleet granted 200 in the window
+// after a restart.)
+func TestBudgetStateLostMidOutage(t *testing.T) {
+	for _, tc := range []string{"restart without persistence", "FLUSHALL", "failover to a lagging replica"} {
+		t.Run(tc, func(t *testing.T) {
+			r := startReplicated(t)
+			var addr atomic.Pointer[string]
+			addr.Store(&r.primary.Addr)
+			bs := make([]*redis.Budget, 3)
+			rbs := make([]retry.Budget, 3)
+			for i := range bs {
+				bs[i] = newBudget(t, movable(t, &addr), "payments")
+				rbs[i] = bs[i]
+			}
+			lost := false
+			sync := func(i int, now time.Time) {
+				if now.Sub(t0) >= 10*time.Second && tc == "failover to a lagging replica" {
+					r.link.Down()
+				}
+				if !lost && now.Sub(t0) >= 15*time.Second {
+					lost = true
+					switch tc {
+					case "restart without persistence":
+						r.primary.Kill()
+						if err := r.primary.Resume(); err != nil {
+							t.Fatal(err)
+						}
+					case "FLUSHALL":
+						if err := r.primary.Client(t).FlushAll(t.Context()).Err(); err != nil {
+							t.Fatal(err)
+						}
+					default:
+						r.primary.Kill()
+						r.replica.Promote(t)
+						addr.Store(&r.replica.Addr)
+					}
+				}
+				retrySync(t, "process", func() error { return bs[i].SyncAt(t.Context(), now) })
+			}
+			f := &fleet{budgets: rbs, sync: sync, perSecond: 10, fail: dead}
+			f.run(t0.Add(-11*time.Second), 10*time.Second, false)
+			tl := f.run(t0, 30*time.Second, true)
+			worst, maxSecond := 0, 0
+			for end := 10; end <= 30; end++ {
+				worst = max(worst, sum(tl.granted[end-10:end]))
+			}
+			for _, g := range tl.granted {
+				maxSecond = max(maxSecond, g)
+			}
+			t.Logf("%s at +15 s: %d retries over 30 s, at most %d in a 10 s window (the floor: 100), per second %v",
+				tc, sum(tl.granted), worst, tl.granted)
+			if worst > 100+20 {
+				t.Errorf("%s mid-outage: %d retries in a 10 s window, want at most the floor of 100 + what one process grants in a second (20)", tc, worst)
+			}
+		})
+	}
+}
