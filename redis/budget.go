@@ -140,7 +140,13 @@ type BudgetConfig struct {
 // reason for every sync to fail.
 //
 // Decisions compare instants the processes pass (now), so the fleet's
-// clocks should agree to well within a Slot. All the keys of a budget carry
+// clocks should agree to well within a Slot. A process whose clock is off
+// by more writes its counts to slots the others do not read at the time
+// (one ahead by less than Window + Slot + 1 s has them read later, when the
+// others' clocks reach those slots, which only makes them grant less) and
+// reads slots they do not write: it is a fleet of its own with the whole
+// floor, so that the fleet grants at most twice its allowance per window,
+// whatever the skew. All the keys of a budget carry
 // the hash tag {Name}, so that they lie in one Redis Cluster slot.
 //
 // Budget is safe for concurrent use. A nil *Budget allows every retry and

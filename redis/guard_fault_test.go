@@ -335,7 +335,7 @@ func (s skewed) RecordAt(now time.Time, first, ok bool) { s.b.RecordAt(now.Add(s
 // per window, whatever the skew.
 func TestBudgetReplicaClockSkew(t *testing.T) {
 	srv := redistest.Start(t)
-	for _, skew := range []time.Duration{0, 500 * time.Millisecond, 5 * time.Second, 5 * time.Minute, -5 * time.Minute} {
+	for _, skew := range []time.Duration{0, 500 * time.Millisecond, 5 * time.Second, 30 * time.Second, -30 * time.Second, 5 * time.Minute, -5 * time.Minute} {
 		name := "skew" + skew.String()
 		bs, rbs, _ := redisFleet(t, srv, name, 3)
 		rbs[0] = skewed{bs[0], skew}

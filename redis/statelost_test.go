@@ -197,3 +197,61 @@ func TestBudgetStateLostMidOutage(t *testing.T) {
 		})
 	}
 }
+
+// TestBreakerClockSkew30s: S's clock runs 30 s ahead of, or behind, the
+// fleet's (A, B, right). S cannot make the others refuse for longer than
+// its period (30 s) and the clock slack (2 s), nor make them forget A's
+// period: it writes only its own open period, and the latest end wins in
+// Redis. A process behind follows A's period for at most its real length
+// and the slack; a process ahead follows it less (30 s ahead: not at all),
+// as its own breaker will decide. A trip of a process 30 s behind
+// reaches no one: its end is the others' now.
+func TestBreakerClockSkew30s(t *testing.T) {
+	for _, skew := range []time.Duration{30 * time.Second, -30 * time.Second} {
+		t.Run(skew.String(), func(t *testing.T) {
+			srv := redistest.Start(t)
+			a := newProc(t, client(t, srv.Addr), "payments", nil)
+			b := newProc(t, client(t, srv.Addr), "payments", nil)
+			s := newProc(t, client(t, srv.Addr), "payments", nil)
+			sAt := func(d time.Duration) time.Time { return at(d + skew) }
+
+			// S trips first.
+			fail(t, s, sAt(0), 20) // open for 30 s on S's clock
+			mustSync(t, s, sAt(time.Second))
+			mustSync(t, b, at(time.Second))
+			_, err := b.AllowAt(at(time.Second), false)
+			h, _ := retry.HintOf(err)
+			switch {
+			case skew > 0 && (err == nil || h > 32*time.Second):
+				t.Fatalf("B after the trip of S (%v ahead): %v, hint %v; want refused for at most S's 30 s + the 2 s slack", skew, err, h)
+			case skew < 0 && err != nil:
+				t.Fatalf("B after the trip of S (%v behind): %v; want allowed (S's end is B's now)", -skew, err)
+			}
+
+			// A trips (on the right clock): S, syncing with its breaker
+			// closed or open, does not take A's period away from the others.
+			srv2 := redistest.Start(t)
+			a = newProc(t, client(t, srv2.Addr), "payments", nil)
+			b = newProc(t, client(t, srv2.Addr), "payments", nil)
+			s = newProc(t, client(t, srv2.Addr), "payments", nil)
+			fail(t, a, at(0), 20) // open until +30 s
+			mustSync(t, a, at(time.Second))
+			mustSync(t, s, sAt(time.Second))
+			_, err = s.AllowAt(sAt(time.Second), false)
+			h, _ = retry.HintOf(err)
+			if skew < 0 && (err == nil || h > 31*time.Second) || skew > 0 && err != nil {
+				t.Fatalf("S (%v) after A's trip: %v, hint %v; want refused for at most A's 29 s left + 2 s when behind, allowed when 30 s ahead", skew, err, h)
+			}
+			if skew > 0 { // S does not follow A: it calls, and trips on its own
+				fail(t, s, sAt(time.Second), 20)
+			}
+			mustSync(t, s, sAt(2*time.Second))
+			mustSync(t, b, at(2*time.Second))
+			_, err = b.AllowAt(at(2*time.Second), false)
+			h, _ = retry.HintOf(err)
+			if err == nil || h < 28*time.Second || h > 32*time.Second {
+				t.Fatalf("B after A's trip and S's syncs: %v, hint %v; want refused for about A's 28 s left (at most S's 30 s + 2 s)", err, h)
+			}
+		})
+	}
+}
