@@ -255,3 +255,51 @@ func TestBreakerClockSkew30s(t *testing.T) {
 		})
 	}
 }
+
+// TestBudgetKeysOverwrittenMidRun: another program writes strings at the
+// names of a running budget's keys (the process's own key, the slot of
+// now, the set of processes, the reservations) between two syncs. The
+// next sync succeeds and is shared (no WRONGTYPE error, the process does
+// not fall back on deciding alone for as long as the strings stay); Redis
+// no longer knows the process (its key and its entry gone), so it puts
+// back its counts over the window, once: the 10 of the overwritten slot
+// and the 5 since, not 20, and later syncs add only what is new.
+func TestBudgetKeysOverwrittenMidRun(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	b := newBudget(t, client(t, srv.Addr), "payments")
+	obs := newBudget(t, client(t, srv.Addr), "payments")
+	for range 10 {
+		b.RecordAt(at(0), true, true)
+	}
+	if err := b.SyncAt(t.Context(), at(0)); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := rdb.Keys(t.Context(), "yaoki:budget:{payments}:*").Result()
+	if err != nil || len(keys) != 4 {
+		t.Fatalf("the budget's keys: %v (%v), want 4: a slot, the process's, the processes, the reservations", keys, err)
+	}
+	for _, k := range keys {
+		if err := rdb.Set(t.Context(), k, "another program's", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 5 {
+		b.RecordAt(at(time.Second), true, true)
+	}
+	if err := b.SyncAt(t.Context(), at(time.Second)); err != nil {
+		t.Fatalf("sync after the keys were overwritten: %v, want it to read them as nothing", err)
+	}
+	if st := fleetTotals(t, obs, at(time.Second)); st.Successes != 15 {
+		t.Fatalf("the fleet after the overwrite: %d successes, want the window's 15 put back once", st.Successes)
+	}
+	for range 3 {
+		b.RecordAt(at(2*time.Second), true, true)
+	}
+	if err := b.SyncAt(t.Context(), at(2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if st := fleetTotals(t, obs, at(2*time.Second)); !b.StateAt(at(2*time.Second)).Shared || st.Successes != 18 {
+		t.Fatalf("the fleet a sync later: %+v, want shared and 18 successes", st)
+	}
+}
