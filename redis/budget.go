@@ -127,9 +127,10 @@ type BudgetConfig struct {
 // its key nor its entry in the set of processes and puts back its own
 // counts over the window, dated at the sync, so that the fleet does not
 // grant its allowance a second time against a dependency that is still
-// down: until every process has synced once, the first to sync reserve
-// from totals that lack the others' counts, which bounds the excess by
-// what those processes grant in one SyncInterval. Every key of a budget
+// down; a replica promoted before it received a process's last syncs gets
+// the counts it lacks sent again. At that sync the process reserves
+// nothing, as the others' counts are not back yet: for one SyncInterval
+// it grants only what its own new successes earn. Every key of a budget
 // expires, so an eviction policy (volatile-lru, allkeys-lru) may take any
 // of them: counts in an evicted slot are lost for the window they were in
 // (if a process's key and its entry go too, its own counts over the

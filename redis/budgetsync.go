@@ -76,7 +76,8 @@ func (k *budgetKeys) at(e int64) []string {
 // (ms); 11 the TTL of the process's key; 12 Ratio; 13 the floor per window;
 // 14-16 the process's asks, successes and retries over the window (its
 // own counters; successes and retries are used only when Redis has lost
-// the process, see below). Returns the fleet's successes,
+// the process, see below); 17 1 if the process synced before, else 0.
+// Returns the fleet's successes,
 // retries and asks over the window, the number of processes, the
 // cumulative counts Redis now holds for this process, and its reservation.
 //
@@ -87,7 +88,12 @@ func (k *budgetKeys) at(e int64) []string {
 // where they exceed those it has not sent, so that the fleet's totals
 // come back with the first sync of each process rather than starting
 // from nothing (a whole allowance granted again against a dependency that
-// is still down).
+// is still down). When Redis holds less for the process than it had
+// acknowledged (a replica promoted before it received the last syncs), the
+// difference is sent again. In both cases a process that had synced
+// before reserves nothing at that sync: the others' counts are not back
+// yet, and what is left would look larger than it is; until its next sync
+// it grants what its own new successes earn.
 //
 // What no sync writes (another version's keys, or corrupt ones) is read as
 // nothing rather than failing every sync or skewing the totals for as long
@@ -125,9 +131,11 @@ local had = redis.call('HMGET', pk, 's', 'r', 'a')
 local lost = not (had[1] or had[2] or had[3]) and not redis.call('ZSCORE', zk, id)
 local w = {ARGV[15], ARGV[16], ARGV[14]}
 local held = {}
+local behind = lost
 for i = 1, 3 do
   local sent = tonumber(ARGV[1+i])
   local base = count(had[i]) or tonumber(ARGV[4+i])
+  if base < tonumber(ARGV[4+i]) then behind = true end
   local add = sent - base
   if lost then add = math.max(add, tonumber(w[i])) end
   if add > 0 then
@@ -175,6 +183,7 @@ local others = math.max(0, total - (count(redis.call('HGET', hk, id)) or 0))
 local left = math.max(0, allowance - t[2])
 local share = math.min(1, (tonumber(ARGV[14]) + 1) / (t[3] + procs))
 local q = math.floor(math.min(left * share, math.max(0, left - others)))
+if behind and ARGV[17] == '1' then q = 0 end
 redis.call('HSET', hk, id, string.format('%d', q), '*', string.format('%d', others + q))
 redis.call('PEXPIRE', hk, ARGV[10])
 return {t[1], t[2], t[3], procs, held[1], held[2], held[3], q}
@@ -201,10 +210,14 @@ func (b *Budget) SyncAt(ctx context.Context, now time.Time) error {
 		e--
 	}
 	nowMs := now.UnixMilli()
+	rejoin := 0
+	if s := b.snap.Load(); s != nil && s.synced {
+		rejoin = 1
+	}
 	res, err := budgetScript.Run(ctx, b.c, b.keys.at(e), b.keys.id,
 		sent[0], sent[1], sent[2], b.acked[0], b.acked[1], b.acked[2],
 		nowMs, nowMs-b.window.Milliseconds(), millis(b.window+b.slot+time.Second), millis(procKeyTTL+b.window),
-		b.ratio, b.floor, b.asks.Sum(now), b.succ.Sum(now), b.retr.Sum(now),
+		b.ratio, b.floor, b.asks.Sum(now), b.succ.Sum(now), b.retr.Sum(now), rejoin,
 	).Int64Slice()
 	if err == nil && len(res) != 8 {
 		err = fmt.Errorf("unexpected reply of %d values", len(res))
