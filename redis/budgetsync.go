@@ -81,14 +81,20 @@ func (k *budgetKeys) at(e int64) []string {
 // retries and asks over the window, the number of processes, the
 // cumulative counts Redis now holds for this process, and its reservation.
 //
-// When Redis has lost the process (neither its key nor its entry in the
-// set of processes: a restart without persistence, a flush, a failover to
-// a replica that never had them), the window's counts went with it: the
+// When Redis has lost a process that synced before (neither its key nor
+// its entry in the set of processes: a restart without persistence, a
+// flush, a failover to a replica that never had them), the window's
+// counts went with it: the
 // process adds, into the slot of now, its own counts over the window
 // where they exceed those it has not sent, so that the fleet's totals
 // come back with the first sync of each process rather than starting
 // from nothing (a whole allowance granted again against a dependency that
-// is still down). When Redis holds less for the process than it had
+// is still down). Its counts over the window are read after the
+// cumulative ones it sends, so those recorded meanwhile by other
+// goroutines may count twice, once, at that sync. A process's first sync
+// is not such a loss: all it has counted is in what it sends, and adding
+// its window's counts as well counted those recorded during the sync
+// twice (TestBudgetConcurrentSync). When Redis holds less for the process than it had
 // acknowledged (a replica promoted before it received the last syncs), the
 // difference is sent again. In both cases a process that had synced
 // before reserves nothing at that sync: the others' counts are not back
@@ -128,7 +134,7 @@ for i = 1, 3 do
   if seen[i] and not count(seen[i]) then redis.call('HDEL', cur, f[i]) end
 end
 local had = redis.call('HMGET', pk, 's', 'r', 'a')
-local lost = not (had[1] or had[2] or had[3]) and not redis.call('ZSCORE', zk, id)
+local lost = ARGV[17] == '1' and not (had[1] or had[2] or had[3]) and not redis.call('ZSCORE', zk, id)
 local w = {ARGV[15], ARGV[16], ARGV[14]}
 local held = {}
 local behind = lost
