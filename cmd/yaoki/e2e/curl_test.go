@@ -262,6 +262,8 @@ func TestHTTPSendsLikeCurl(t *testing.T) {
 		{"-H empty value", []string{"-H", "X-Empty;"}, []string{"X-Empty"}},
 		{"-H removes a default only", []string{"-H", "X-Tag: a", "-H", "X-Tag:"}, []string{"X-Tag"}},
 		{"-A empty", []string{"-A", ""}, []string{"User-Agent"}},
+		// yaoki's own header, which 'Name:' removes as it removes curl's.
+		{"-H removes Attempt-Count", []string{"-H", "Attempt-Count:"}, []string{"Attempt-Count"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := startScripted(t, false, ok("ok\n"))

@@ -570,6 +570,9 @@ func (o *httpOptions) transfer(cmd *cobra.Command, rawURL string) error {
 	// policy document's own Budget still applies).
 	t := &httpretry.Transport{Base: rt, Policy: cp.Retry, Observer: event.Multi(obs, ob.Observer),
 		Guards: httpretry.Guards{Budget: httpretry.NoBudget}, Hedge: hc}
+	if o.removedHeader(header.AttemptCount) {
+		t.AttemptHeader = httpretry.NoHeader
+	}
 	ob.Track(t)
 	switch {
 	case cp.Doc != nil:
@@ -803,6 +806,22 @@ func (o *httpOptions) setHeaders(req *http.Request, hasBody, isJSON bool) {
 		h.Del("Transfer-Encoding")
 		req.ContentLength, req.TransferEncoding = -1, []string{"chunked"}
 	}
+}
+
+// removedHeader reports whether -H 'Name:' removes the header yaoki
+// would send as name (one not given by an earlier -H with a value).
+func (o *httpOptions) removedHeader(name string) bool {
+	for _, hv := range o.headers {
+		n, value, _ := cutHeader(hv)
+		if !strings.EqualFold(n, name) {
+			continue
+		}
+		if value != "" || strings.HasSuffix(hv, ";") {
+			return false
+		}
+		return true
+	}
+	return false
 }
 
 // givenContentType returns the first -H Content-Type's value, or "".
