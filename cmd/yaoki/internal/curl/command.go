@@ -155,7 +155,8 @@ each attempt).
 		},
 	}
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return cli.Exit(cli.ExitUsage, fmt.Sprintf("%v\nsee '%s --help' for the flags and the values they accept", cli.FlagValueError(err), c.CommandPath()))
+		err = unknownFlag(cli.FlagValueError(err), c.Flags())
+		return cli.Exit(cli.ExitUsage, fmt.Sprintf("%v\nsee '%s --help' for the flags and the values they accept", err, c.CommandPath()))
 	})
 	f := cmd.Flags()
 	o.pf.RegisterShort(f, "m")
