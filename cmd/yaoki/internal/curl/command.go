@@ -70,6 +70,7 @@ type httpOptions struct {
 	retryDelay     flags.Seconds
 	retryMaxTime   flags.Seconds // --retry-max-time: no retry once this much time has passed (0: no limit)
 	retryAll       bool          // --retry-all-errors
+	globoff        bool          // -g: {} and [] in the URL are sent as written
 	pathAsIs       bool          // --path-as-is: the URL's "." and ".." segments are sent
 	compressed     bool          // --compressed: ask for deflate, gzip, br or zstd, write the body decoded
 	mkdirs         bool          // --create-dirs: make -o's folders
@@ -209,7 +210,7 @@ each attempt).
 	f.BoolP("no-buffer-short", "N", false, "accepted as curl's -N: yaoki http writes the body as it comes")
 	f.Lookup("no-buffer-short").Hidden = true
 	f.BoolVar(&o.pathAsIs, "path-as-is", false, "send the URL's /./ and /../ segments as written (without it they are removed, as curl removes them)")
-	f.BoolP("globoff", "g", false, "send {} and [] in the URL as written (yaoki http always does)")
+	f.BoolVarP(&o.globoff, "globoff", "g", false, "send {} and [] in the URL as written; without it, as curl reads them: a glob ({a,b}, [1-3]) is refused (yaoki http sends one URL), \\{ sends {")
 	f.StringVarP(&o.user, "user", "u", "", "USER:PASSWORD for basic authentication")
 	f.Var(&o.connectTimeout, "connect-timeout", "bound on each connection's setup, TCP and TLS (default: none)")
 	f.StringVarP(&o.writeOut, "write-out", "w", "", "write FORMAT on stdout at the end: %{http_code} %{time_total} %{time_connect} %{time_starttransfer} %{size_download} %{num_retries} %{url_effective} %{exitcode} %header{NAME} ... and \\n; @FILE reads it")
@@ -426,6 +427,13 @@ func (o *httpOptions) transfer(cmd *cobra.Command, rawURL string) error {
 		return err
 	}
 	o.format, o.urlGiven = format, uploadURL(rawURL, o.upload)
+	if !o.globoff {
+		if rawURL, err = unglob(rawURL); err != nil {
+			o.infoWritten = true // as curl: no -w for a URL it cannot glob
+			return err
+		}
+		o.urlGiven = uploadURL(rawURL, o.upload)
+	}
 	tg, err := checkURL(uploadURL(rawURL, o.upload), o.pathAsIs)
 	if err != nil {
 		return err
