@@ -17,7 +17,7 @@ func TestUnglob(t *testing.T) {
 		{"http://h/?a[]=1", "http://h/?a[]=1", 0},                   // [] is no glob
 		{"http://[::1]:8080/x", "http://[::1]:8080/x", 0},           // an IPv6 host
 		{"http://[fe80::1%25eth0]/", "http://[fe80::1%25eth0]/", 0}, // with its zone
-		{`http://h/a\{b\}\[c\]`, "http://h/a{b}[c]", 0},            // escapes
+		{`http://h/a\{b\}\[c\]`, "http://h/a{b}[c]", 0},             // escapes
 		{`http://h/a\x`, `http://h/a\x`, 0},                         // a backslash before another byte stays
 		{"http://h/{a,b}", "", cli.ExitUsage},
 		{"http://h/{a}", "", cli.ExitUsage},
