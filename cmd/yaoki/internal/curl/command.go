@@ -168,7 +168,7 @@ each attempt).
 	f.Bool("no-progress-meter", false, "accepted as curl's: yaoki http draws no progress meter")
 	f.Bool("retry-connrefused", false, "accepted as curl's: yaoki http retries refused connections without it")
 	f.StringVarP(&o.method, "request", "X", "", "method, sent as written (case-sensitive: get is not GET); default GET, HEAD with -I, POST with data")
-	f.StringArrayVarP(&o.headers, "header", "H", nil, "request header 'Name: value' (repeatable); 'Name:' removes a header yaoki would send, 'Name;' sends Name empty")
+	f.StringArrayVarP(&o.headers, "header", "H", nil, "request header 'Name: value' (repeatable); 'Name:' removes a header yaoki would send, 'Name;' sends Name empty; @FILE sends FILE's lines, one header each (@- stdin)")
 	f.VarP(dataFlag{dataAscii, &o.data}, "data", "d", "request body (POST, form-encoded); @FILE reads a file without its newlines, @- stdin; several are joined with &")
 	f.Var(dataFlag{dataBinary, &o.data}, "data-binary", "request body as is; @FILE reads a file, @- stdin")
 	f.Var(dataFlag{dataRaw, &o.data}, "data-raw", "request body; a leading @ is sent as it is")
@@ -346,6 +346,9 @@ func (o *httpOptions) check(cmd *cobra.Command) error {
 	}
 	if !validHeaderValue(o.referer) {
 		return cli.Usagef("-e %q: a Referer cannot hold control characters", o.referer)
+	}
+	if err := o.readHeaderFiles(cmd.InOrStdin()); err != nil {
+		return err
 	}
 	for _, h := range o.headers {
 		name, value, ok := cutHeader(h)
@@ -815,6 +818,35 @@ func (o *httpOptions) setHeaders(req *http.Request, hasBody, isJSON bool) {
 		h.Del("Transfer-Encoding")
 		req.ContentLength, req.TransferEncoding = -1, []string{"chunked"}
 	}
+}
+
+// readHeaderFiles replaces each -H @FILE by FILE's lines, as curl 7.88
+// reads them: split at CR and LF, empty lines skipped; @- reads stdin.
+// A file that cannot be read exits 26 (curl warns and sends the request
+// without them: a request without the headers asked for, Authorization
+// say, is not one to send).
+func (o *httpOptions) readHeaderFiles(stdin io.Reader) error {
+	var out []string
+	for _, h := range o.headers {
+		name, ok := strings.CutPrefix(h, "@")
+		if !ok {
+			out = append(out, h)
+			continue
+		}
+		var b []byte
+		var err error
+		if name == "-" {
+			b, err = io.ReadAll(stdin)
+		} else {
+			b, err = os.ReadFile(name)
+		}
+		if err != nil {
+			return o.failWith(curlReadError, fmt.Sprintf("-H @%s: cannot read the headers: %v", name, err))
+		}
+		out = append(out, strings.FieldsFunc(string(b), func(r rune) bool { return r == '\r' || r == '\n' })...)
+	}
+	o.headers = out
+	return nil
 }
 
 // removedHeader reports whether -H 'Name:' removes the header yaoki
