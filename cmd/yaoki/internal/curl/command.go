@@ -107,7 +107,7 @@ func NewCommand() *cobra.Command {
 httpretry) and writes the answer's body to stdout. It takes curl's flags with
 curl's meaning (-s, -S, -f, --fail-with-body, -L, -k, -u, -m, -w, -I, -i, -o,
 -A, -e, -b, -c, -r, -C, -d, --data-binary, --data-raw, --data-urlencode, --json,
--G, -H, -X, -v, combined as -fsS or -sSL) and exits with curl's exit codes, so that it can
+-G, -H, -X, -v, -K, combined as -fsS or -sSL) and exits with curl's exit codes, so that it can
 stand in for curl --retry: --retry N is --max-attempts N+1, --retry-delay D
 makes every wait D, --retry-max-time S makes no retry after S,
 --retry-all-errors retries every error (with -f, every status from 400).
@@ -156,6 +156,9 @@ each attempt).
 		},
 	}
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if re := (*configReadError)(nil); errors.As(err, &re) {
+			return cli.Exit(curlReadError, fmt.Sprintf("(%d) -K %s: %v", curlReadError, re.name, re))
+		}
 		err = unknownFlag(cli.FlagValueError(err), c.Flags())
 		return cli.Exit(cli.ExitUsage, fmt.Sprintf("%v\nsee '%s --help' for the flags and the values they accept", err, c.CommandPath()))
 	})
@@ -166,6 +169,7 @@ each attempt).
 	f.Var(&o.retryMaxTime, "retry-max-time", "as curl's: no retry once SECONDS have passed since the first attempt, nor when Retry-After would end past them (the attempt under way and the wait are not cut: -m bounds them); 0: no limit")
 	f.BoolVar(&o.retryAll, "retry-all-errors", false, "as curl's: retry every error (no such host, untrusted certificate...) and, with -f or --fail-with-body, every status from 400; a POST or PATCH is still retried only with an Idempotency-Key")
 	f.Bool("no-progress-meter", false, "accepted as curl's: yaoki http draws no progress meter")
+	f.BoolP("disable", "q", false, "accepted as curl's: yaoki http reads no .curlrc")
 	f.Bool("retry-connrefused", false, "accepted as curl's: yaoki http retries refused connections without it")
 	f.StringVarP(&o.method, "request", "X", "", "method, sent as written (case-sensitive: get is not GET); default GET, HEAD with -I, POST with data")
 	f.StringArrayVarP(&o.headers, "header", "H", nil, "request header 'Name: value' (repeatable); 'Name:' removes a header yaoki would send, 'Name;' sends Name empty; @FILE sends FILE's lines, one header each (@- stdin)")
@@ -219,6 +223,7 @@ each attempt).
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "write each attempt's headers and each retry decision on stderr")
 	f.StringVar(&o.key, "idempotency-key", "", "auto (a new key for POST and PATCH), off, or the KEY to send on every attempt")
 	o.cookie.register(f)
+	f.VarP(&configFlag{fs: f, stdin: cmd.InOrStdin}, "config", "K", "read curl flags from FILE (- for stdin) at this place among the flags, one a line, as curl's config file: 'silent', 'header = \"X-A: 1\"', 'url = URL', '-o out'; # comments")
 	f.StringVarP(&o.byteRange, "range", "r", "", "ask for byte RANGE only, as curl: START-END, START-, -SUFFIX, or several with ',' (Range: bytes=RANGE; with a body, Content-Range: bytes RANGE/SIZE)")
 	f.StringVarP(&o.continueAt, "continue-at", "C", "", "continue a download from byte OFFSET (- : from where -o's file ends): asks for the bytes from it and appends them to the file")
 	o.hedge.Register(f)

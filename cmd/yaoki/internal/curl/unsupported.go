@@ -45,22 +45,30 @@ func unknownFlag(err error, fs *pflag.FlagSet) error {
 	} else {
 		given, long = "--"+name, name
 	}
-	var what string
-	if o, ok := curlOptions[long]; ok {
-		if given == "--"+long {
-			what = fmt.Sprintf("%s (curl's: %s) is a curl flag that yaoki http does not take", given, o.summary)
-		} else {
-			what = fmt.Sprintf("%s (curl's --%s: %s) is a curl flag that yaoki http does not take", given, long, o.summary)
-		}
-	} else if b, ok := curlOptions[strings.TrimPrefix(long, "no-")]; ok && strings.HasPrefix(long, "no-") && !b.value {
-		what = fmt.Sprintf("%s (curl's --%s turned off) is a curl flag that yaoki http does not take", given, strings.TrimPrefix(long, "no-"))
-	} else {
+	what, ok := notTaken(given, long)
+	if !ok {
 		what = fmt.Sprintf("unknown flag: %s, not a curl flag either", given)
 		if hint := strings.TrimPrefix(cli.SuggestFlag(err, fs).Error(), err.Error()); hint != "" {
 			what += hint
 		}
 	}
 	return fmt.Errorf("%s\nyaoki http takes these curl flags: %s", what, strings.Join(curlFlagsTaken(fs), ", "))
+}
+
+// notTaken says what the flag given (-x or --name; long is its long
+// name) is in curl 7.88 and that yaoki http does not take it; false when
+// curl has no such flag either.
+func notTaken(given, long string) (string, bool) {
+	if o, ok := curlOptions[long]; ok {
+		if given == "--"+long {
+			return fmt.Sprintf("%s (curl's: %s) is a curl flag that yaoki http does not take", given, o.summary), true
+		}
+		return fmt.Sprintf("%s (curl's --%s: %s) is a curl flag that yaoki http does not take", given, long, o.summary), true
+	}
+	if b, ok := curlOptions[strings.TrimPrefix(long, "no-")]; ok && strings.HasPrefix(long, "no-") && !b.value {
+		return fmt.Sprintf("%s (curl's --%s turned off) is a curl flag that yaoki http does not take", given, strings.TrimPrefix(long, "no-")), true
+	}
+	return "", false
 }
 
 // curlFlagsTaken lists the flags of fs that are curl's, as "--name (-x)",
