@@ -9,7 +9,7 @@ import (
 // sent (exit 2, curl's for an option it does not know), with a message that
 // names the flag as given, what it is in curl, and the curl flags yaoki
 // http takes: a script moved from curl learns at once what to change,
-// rather than seeing a run that silently ignored -R's file time or -J's name.
+// rather than seeing a run that silently ignored -R's file time or -y's speed limit.
 func TestHTTPUnsupportedCurlFlagsRefused(t *testing.T) {
 	s := startScripted(t, false, ok("hello\n"))
 	for _, tc := range []struct {
@@ -18,7 +18,7 @@ func TestHTTPUnsupportedCurlFlagsRefused(t *testing.T) {
 	}{
 		{[]string{"-R"}, []string{"-R", "curl's --remote-time", "Set the remote file's time on the local output"}},
 		{[]string{"--netrc"}, []string{"--netrc", "Must read .netrc for user name and password"}},
-		{[]string{"-OJ"}, []string{"-J", "curl's --remote-header-name"}},
+		{[]string{"-sSa"}, []string{"-a", "curl's --append"}},
 		{[]string{"-sSZ"}, []string{"-Z", "curl's --parallel"}},
 		{[]string{"--digest", "-u", "a:b"}, []string{"--digest", "Use HTTP Digest Authentication"}},
 		{[]string{"--limit-rate", "1k"}, []string{"--limit-rate"}},

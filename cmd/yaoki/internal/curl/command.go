@@ -45,6 +45,9 @@ type httpOptions struct {
 	head           bool
 	output         string
 	remoteName     bool   // -O: the file is named from the URL
+	headerName     bool   // -J: with -O, the file is named by the answer's Content-Disposition
+	namedByServer  bool   // -J named the file: it is not written over
+	serverName     string // the name -J's answer gave
 	outputDir      string // --output-dir: the folder of -o's or -O's file
 	dumpHeader     string // -D: the headers to this file too ("-": stdout)
 	include        bool
@@ -184,6 +187,7 @@ each attempt).
 	f.BoolVarP(&o.head, "head", "I", false, "send HEAD and write the answer's headers only")
 	f.VarP(&outputFlag{dst: &o.output, extra: &o.extraOutputs}, "output", "o", "write the body to FILE instead of stdout (the first -o: curl's next ones are for the next URLs)")
 	f.BoolVarP(&o.remoteName, "remote-name", "O", false, "write the body to a file named as the URL's last path segment (as written, query left out), in the current folder or --output-dir")
+	f.BoolVarP(&o.headerName, "remote-header-name", "J", false, "with -O, name the file as the answer's Content-Disposition filename says (its last path segment; a file that is there is not written over: exit 23)")
 	f.StringVar(&o.outputDir, "output-dir", "", "the folder of -o's or -O's file")
 	f.StringVarP(&o.dumpHeader, "dump-header", "D", "", "write the answer's headers (with -L, each redirect's first) to FILE too; - for stdout")
 	f.BoolVarP(&o.include, "include", "i", false, "write the status line and headers before the body")
@@ -314,6 +318,12 @@ func (o *httpOptions) check(cmd *cobra.Command) error {
 	}
 	if o.remoteName && changed("output") {
 		return cli.Usagef("-o %s and -O both name the file: use one (-O names it from the URL)", o.output)
+	}
+	if o.headerName && (o.include || o.head) {
+		return cli.Usagef("-J and -i (or -I) cannot be combined, as in curl: the headers would be written to the file before its name is known; use -D FILE for the headers")
+	}
+	if o.headerName && changed("continue-at") {
+		return cli.Usagef("-J and -C cannot be combined: the file to continue is not known before the answer names it; name it with -o FILE")
 	}
 	if o.fail && o.failWithBody {
 		return cli.Usagef("-f and --fail-with-body cannot be combined, as in curl: -f writes no body when the status is 400 or more, --fail-with-body writes it; use one")
@@ -505,7 +515,7 @@ func (o *httpOptions) transfer(cmd *cobra.Command, rawURL string) error {
 	}
 	if cmd.Flags().Changed("continue-at") {
 		o.setupResume(cmd.OutOrStdout())
-	} else if !cmd.Flags().Changed("hedge-after") {
+	} else if !cmd.Flags().Changed("hedge-after") && !(o.headerName && o.remoteName) {
 		o.setupRestart(cmd.OutOrStdout())
 	}
 	if o.resolved, err = o.parseResolve(); err != nil {
@@ -658,7 +668,7 @@ func (o *httpOptions) transfer(cmd *cobra.Command, rawURL string) error {
 			// closed; -i writes its headers and -w its status, as curl.
 			info.answered(resp, tg)
 			n, werr := o.write(cmd.OutOrStdout(), resp, noBody)
-			info.size = n
+			info.size, info.filename = n, o.effectiveFilename()
 			if werr != nil {
 				code, msg = curlWriteError, werr.Error()
 				if errors.Is(werr, errCannotResume) {
@@ -686,6 +696,7 @@ func (o *httpOptions) transfer(cmd *cobra.Command, rawURL string) error {
 	}
 	noBody := code == curlHTTPError && !o.failWithBody
 	n, werr := o.write(cmd.OutOrStdout(), resp, noBody)
+	info.filename = o.effectiveFilename()
 	// After the body: over HTTP/2 the request's body may still be on its
 	// way when the answer comes, and %{size_request} and %{size_upload}
 	// count it once written.

@@ -53,6 +53,7 @@ var errReadBody = errors.New("failure when receiving data from the peer")
 // noBody, nor for -I), to -o or stdout; and the headers to -D's file. It
 // returns the body's size.
 func (o *httpOptions) write(stdout io.Writer, resp *http.Response, noBody bool) (int64, error) {
+	o.nameFromHeader(resp)
 	if o.dumpHeader != "" {
 		if err := writeTo(o.dumpHeader, stdout, headerBlock(resp, o.trace.raw)); err != nil {
 			return 0, err
@@ -81,6 +82,15 @@ func (o *httpOptions) write(stdout io.Writer, resp *http.Response, noBody bool) 
 	out := stdout
 	if o.output != "" && o.output != "-" {
 		open := func() (*os.File, error) { return os.Create(o.output) }
+		if o.namedByServer {
+			open = func() (*os.File, error) {
+				f, err := createNew(o.output)
+				if errors.Is(err, os.ErrExist) {
+					return nil, fmt.Errorf("refusing to overwrite %s, named by the answer's Content-Disposition (-J): the file is there", o.output)
+				}
+				return f, err
+			}
+		}
 		if o.resume != nil {
 			open = o.resume.open
 		}
