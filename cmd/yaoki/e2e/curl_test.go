@@ -264,6 +264,9 @@ func TestHTTPSendsLikeCurl(t *testing.T) {
 		{"-A empty", []string{"-A", ""}, []string{"User-Agent"}},
 		// yaoki's own header, which 'Name:' removes as it removes curl's.
 		{"-H removes Attempt-Count", []string{"-H", "Attempt-Count:"}, []string{"Attempt-Count"}},
+		{"--oauth2-bearer", []string{"--oauth2-bearer", "tok1"}, []string{"Authorization"}},
+		{"--oauth2-bearer over -u", []string{"--oauth2-bearer", "tok1", "-u", "a:b"}, []string{"Authorization"}},
+		{"-H Authorization over --oauth2-bearer", []string{"--oauth2-bearer", "tok1", "-H", "Authorization: X"}, []string{"Authorization"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := startScripted(t, false, ok("ok\n"))

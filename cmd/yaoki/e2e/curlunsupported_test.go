@@ -23,7 +23,7 @@ func TestHTTPUnsupportedCurlFlagsRefused(t *testing.T) {
 		{[]string{"--digest", "-u", "a:b"}, []string{"--digest", "Use HTTP Digest Authentication"}},
 		{[]string{"--limit-rate", "1k"}, []string{"--limit-rate"}},
 		{[]string{"--http2"}, []string{"--http2"}},
-		{[]string{"--oauth2-bearer", "tok"}, []string{"--oauth2-bearer"}},
+		{[]string{"--ntlm", "-u", "a:b"}, []string{"--ntlm", "Use HTTP NTLM authentication"}},
 		{[]string{"--no-keepalive"}, []string{"--no-keepalive"}},
 		{[]string{"--bogus-flag"}, []string{"--bogus-flag", "not a curl flag"}},
 		{[]string{"--max-atempts", "2"}, []string{"did you mean --max-attempts?"}},

@@ -59,6 +59,7 @@ type httpOptions struct {
 	maxRedirs      int
 	insecure       bool
 	user           string
+	bearer         string // --oauth2-bearer: Authorization: Bearer TOKEN, over -u's
 	connectTimeout flags.Seconds
 	writeOut       string
 	userAgent      string
@@ -220,6 +221,7 @@ each attempt).
 	f.BoolVar(&o.pathAsIs, "path-as-is", false, "send the URL's /./ and /../ segments as written (without it they are removed, as curl removes them)")
 	f.BoolVarP(&o.globoff, "globoff", "g", false, "send {} and [] in the URL as written; without it, as curl reads them: a glob ({a,b}, [1-3]) is refused (yaoki http sends one URL), \\{ sends {")
 	f.StringVarP(&o.user, "user", "u", "", "USER:PASSWORD for basic authentication")
+	f.StringVar(&o.bearer, "oauth2-bearer", "", "TOKEN: send Authorization: Bearer TOKEN (in place of -u's; -H Authorization replaces it)")
 	f.Var(&o.connectTimeout, "connect-timeout", "bound on each connection's setup, TCP and TLS (default: none)")
 	f.StringVarP(&o.writeOut, "write-out", "w", "", "write FORMAT on stdout at the end: %{http_code} %{time_total} %{time_connect} %{time_starttransfer} %{size_download} %{num_retries} %{url_effective} %{exitcode} %header{NAME} ... and \\n; @FILE reads it")
 	f.StringVarP(&o.userAgent, "user-agent", "A", "", "User-Agent header (default yaoki/VERSION)")
@@ -358,6 +360,9 @@ func (o *httpOptions) check(cmd *cobra.Command) error {
 	// URL left on each redirect.
 	if ref, _, ok := strings.Cut(o.referer, ";auto"); ok {
 		o.referer, o.autoReferer = ref, true
+	}
+	if !validHeaderValue(o.bearer) {
+		return cli.Usagef("--oauth2-bearer: a token cannot hold control characters")
 	}
 	if !validHeaderValue(o.referer) {
 		return cli.Usagef("-e %q: a Referer cannot hold control characters", o.referer)
@@ -798,6 +803,9 @@ func (o *httpOptions) setHeaders(req *http.Request, hasBody, isJSON bool) {
 	o.setRange(req, hasBody)
 	if o.user != "" {
 		h.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(o.user)))
+	}
+	if o.bearer != "" {
+		h.Set("Authorization", "Bearer "+o.bearer) // as curl: over -u's, whatever their order
 	}
 	// As curl: the first -H of a name replaces the header yaoki would
 	// send, the others are added; "Name:" removes the header yaoki would
