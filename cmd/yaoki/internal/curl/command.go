@@ -84,6 +84,7 @@ type httpOptions struct {
 	upload         string        // -T: the file to PUT ("-": stdin)
 	urls           []string      // --url: the URL, instead of the argument (one)
 	resolve        []string
+	unixSocket     string // --unix-socket: every connection to this socket
 	proxy          string              // -x: the proxy to send through
 	proxyURL       *url.URL            // -x's, parsed
 	noProxy        string              // --noproxy: hosts sent to directly
@@ -202,6 +203,7 @@ each attempt).
 	f.BoolVar(&o.compressed, "compressed", false, "ask for a compressed answer (Accept-Encoding: deflate, gzip, br, zstd) and write its body decoded; -i shows the headers as they came")
 	f.StringVarP(&o.upload, "upload-file", "T", "", "PUT FILE as the body (- for stdin), sent again from its start on each attempt; a URL whose path ends with / gets the file's name")
 	f.StringArrayVar(&o.urls, "url", nil, "the URL, as curl's --url (instead of the argument; one URL)")
+	f.StringVar(&o.unixSocket, "unix-socket", "", "PATH: connect to the Unix socket at PATH instead of the URL's host and port, which Host keeps (as curl; the Docker daemon's /var/run/docker.sock)")
 	f.StringArrayVar(&o.resolve, "resolve", nil, "HOST:PORT:ADDR[,ADDR...]: connect to ADDR (in order, until one answers) for HOST:PORT, which the URL, Host and TLS keep (repeatable)")
 	f.StringVarP(&o.proxy, "proxy", "x", "", "send through this proxy ([SCHEME://]HOST:PORT; http when no scheme; https, socks5 too); without it, $http_proxy, $HTTPS_PROXY and $NO_PROXY as Go reads them")
 	f.StringVar(&o.noProxy, "noproxy", "", "hosts to reach without -x's proxy: names, domains (example.com covers its subdomains), comma-separated; * for all")

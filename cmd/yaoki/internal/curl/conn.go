@@ -148,6 +148,9 @@ func (o *httpOptions) baseTransport(roots *x509.CertPool) *http.Transport {
 		t.TLSHandshakeTimeout = d
 	}
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if o.unixSocket != "" {
+			return dialer.DialContext(ctx, "unix", o.unixSocket)
+		}
 		if o.network != "" {
 			network = o.network
 		}
@@ -179,6 +182,9 @@ func (o *httpOptions) baseTransport(roots *x509.CertPool) *http.Transport {
 	}
 	if o.proxy != "" {
 		t.Proxy = o.proxyFor
+	}
+	if o.unixSocket != "" {
+		t.Proxy = nil // as curl: a Unix socket is reached directly
 	}
 	if o.http11 {
 		t.ForceAttemptHTTP2 = false
