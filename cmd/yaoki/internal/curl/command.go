@@ -84,7 +84,7 @@ type httpOptions struct {
 	upload         string        // -T: the file to PUT ("-": stdin)
 	urls           []string      // --url: the URL, instead of the argument (one)
 	resolve        []string
-	unixSocket     string // --unix-socket: every connection to this socket
+	unixSocket     string              // --unix-socket: every connection to this socket
 	proxy          string              // -x: the proxy to send through
 	proxyURL       *url.URL            // -x's, parsed
 	noProxy        string              // --noproxy: hosts sent to directly
