@@ -116,6 +116,12 @@ func TestHTTPLikeCurl(t *testing.T) {
 		{name: "body cut short then whole, --retry-all-errors", script: []answer{{status: 200, headers: map[string]string{"Content-Length": "100"}, body: "partial", cut: true}, ok("full\n")}, args: []string{"-s", "--retry", "1", "--retry-all-errors"}, yaoki: []string{"--retry-delay", "0.01"}, curl: []string{"--retry-delay", "1"}, lastOnly: "full\n"},
 		{name: "body cut short twice, --retry-all-errors", script: []answer{{status: 200, headers: map[string]string{"Content-Length": "100"}, body: "partial", cut: true}}, args: []string{"-sS", "--retry", "1", "--retry-all-errors", "-w", "|%{exitcode} %{http_code} %{size_download}"}, yaoki: []string{"--retry-delay", "0.01"}, curl: []string{"--retry-delay", "1"}, stderr: true, code: 18, lastOnly: "partial|18 200 7"},
 		{name: "-o after a retry", script: []answer{status(503, "busy\n"), ok("done\n")}, args: []string{"-sS", "--retry", "1", "-o", "OUT"}, yaoki: fastRetries, curl: []string{"--retry-delay", "1"}},
+		{name: "--max-filesize over", script: []answer{ok("hello\n")}, args: []string{"-sS", "--max-filesize", "5", "-w", "|%{http_code}|%{size_download}|%{exitcode}"}, stderr: true, code: 63},
+		{name: "--max-filesize under", script: []answer{ok("hello\n")}, args: []string{"-sS", "--max-filesize", "1k"}},
+		{name: "--max-filesize 0", script: []answer{ok("hello\n")}, args: []string{"-sS", "--max-filesize", "0"}},
+		{name: "--max-filesize -i", script: []answer{ok("hello\n")}, args: []string{"-sSi", "--max-filesize", "5"}, stderr: true, code: 63},
+		{name: "--max-filesize -f 404", script: []answer{status(404, "no such thing\n")}, args: []string{"-sSf", "--max-filesize", "5"}, stderr: true, code: 63},
+		{name: "--max-filesize bad", script: []answer{ok("hello\n")}, args: []string{"-sS", "--max-filesize", "x"}, stderr: true, code: 2},
 		{name: "-o in a missing folder", script: []answer{ok("x\n")}, args: []string{"-sS", "-o", filepath.Join(dir, "missing", "out")}, stderr: true, code: 23},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -85,6 +85,8 @@ type httpOptions struct {
 	urls           []string      // --url: the URL, instead of the argument (one)
 	resolve        []string
 	unixSocket     string              // --unix-socket: every connection to this socket
+	maxFilesize    byteSize            // --max-filesize: a longer Content-Length exits 63 (0: no limit)
+	tooLarge       bool                // the answer is over --max-filesize
 	proxy          string              // -x: the proxy to send through
 	proxyURL       *url.URL            // -x's, parsed
 	noProxy        string              // --noproxy: hosts sent to directly
@@ -203,6 +205,7 @@ each attempt).
 	f.BoolVar(&o.compressed, "compressed", false, "ask for a compressed answer (Accept-Encoding: deflate, gzip, br, zstd) and write its body decoded; -i shows the headers as they came")
 	f.StringVarP(&o.upload, "upload-file", "T", "", "PUT FILE as the body (- for stdin), sent again from its start on each attempt; a URL whose path ends with / gets the file's name")
 	f.StringArrayVar(&o.urls, "url", nil, "the URL, as curl's --url (instead of the argument; one URL)")
+	f.Var(&o.maxFilesize, "max-filesize", "exit 63, writing no body, when the answer's Content-Length is over BYTES (k, M, G for KiB, MiB, GiB); a body of unknown length is not bounded, as curl 7.88; 0: no limit")
 	f.StringVar(&o.unixSocket, "unix-socket", "", "PATH: connect to the Unix socket at PATH instead of the URL's host and port, which Host keeps (as curl; the Docker daemon's /var/run/docker.sock)")
 	f.StringArrayVar(&o.resolve, "resolve", nil, "HOST:PORT:ADDR[,ADDR...]: connect to ADDR (in order, until one answers) for HOST:PORT, which the URL, Host and TLS keep (repeatable)")
 	f.StringVarP(&o.proxy, "proxy", "x", "", "send through this proxy ([SCHEME://]HOST:PORT; http when no scheme; https, socks5 too); without it, $http_proxy, $HTTPS_PROXY and $NO_PROXY as Go reads them")
@@ -698,10 +701,13 @@ func (o *httpOptions) transfer(cmd *cobra.Command, rawURL string) error {
 		if why := obs.deadlineWhy(); why != "" {
 			msg = fmt.Sprintf("no time for the next attempt within --max-time %s: %s: last answer %s", flags.SecondsText(cp.Retry.MaxElapsed), why, resp.Status)
 		}
+	case o.maxFilesize > 0 && resp.ContentLength > int64(o.maxFilesize):
+		o.tooLarge = true
+		code, msg = curlFileTooLarge, fmt.Sprintf("maximum file size exceeded: the answer's Content-Length %d is over --max-filesize %d", resp.ContentLength, o.maxFilesize)
 	case (o.fail || o.failWithBody) && resp.StatusCode >= 400:
 		code, msg = curlHTTPError, fmt.Sprintf("the requested URL returned error: %d", resp.StatusCode)
 	}
-	noBody := code == curlHTTPError && !o.failWithBody
+	noBody := code == curlHTTPError && !o.failWithBody || code == curlFileTooLarge
 	n, werr := o.write(cmd.OutOrStdout(), resp, noBody)
 	info.filename = o.effectiveFilename()
 	// After the body: over HTTP/2 the request's body may still be on its

@@ -41,6 +41,7 @@ const (
 	curlRecvError       = 56  // the connection broke (reset) while waiting for the answer
 	curlBadCert         = 60  // the server's certificate was not trusted (see -k)
 	curlBadEncoding     = 61  // --compressed: the body could not be decoded
+	curlFileTooLarge    = 63  // --max-filesize: the answer's Content-Length is over it
 	curlCACert          = 77  // --cacert: the file holds no certificate
 	yaokiRefused        = 101 // no attempt could be sent: a local guard (budget, breaker, throttle) refused
 	yaokiInterrupted    = 130 // stopped by SIGINT or SIGTERM
@@ -78,6 +79,7 @@ Exit codes (curl's where curl has one):
        closed in the middle of its header
   60   the server's certificate is not trusted (-k skips the check)
   61   --compressed: the body could not be decoded
+  63   --max-filesize: the answer's Content-Length is over it
   77   --cacert: the file could not be read or holds no certificate
   101  no attempt could be sent: a local guard (budget, breaker, throttle)
        refused it

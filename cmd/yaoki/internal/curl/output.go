@@ -55,7 +55,7 @@ var errReadBody = errors.New("failure when receiving data from the peer")
 func (o *httpOptions) write(stdout io.Writer, resp *http.Response, noBody bool) (int64, error) {
 	o.nameFromHeader(resp)
 	if o.dumpHeader != "" {
-		if err := writeTo(o.dumpHeader, stdout, headerBlock(resp, o.trace.raw)); err != nil {
+		if err := writeTo(o.dumpHeader, stdout, o.headerLines(resp)); err != nil {
 			return 0, err
 		}
 	}
@@ -102,7 +102,7 @@ func (o *httpOptions) write(stdout io.Writer, resp *http.Response, noBody bool) 
 		out = f
 	}
 	if o.include || o.head {
-		if _, err := out.Write(headerBlock(resp, o.trace.raw)); err != nil {
+		if _, err := out.Write(o.headerLines(resp)); err != nil {
 			return 0, fmt.Errorf("failure writing output to destination: %v", err)
 		}
 	}
@@ -252,6 +252,21 @@ func (o *httpOptions) writeInfo(stdout, stderr io.Writer, format string, info *t
 	if format != "" {
 		info.writeOut(format, stdout, stderr)
 	}
+}
+
+// headerLines is the answer's header block as -i and -D write it; past
+// --max-filesize, without the empty line that ends it, as curl 7.88 stops
+// there.
+func (o *httpOptions) headerLines(resp *http.Response) []byte {
+	b := headerBlock(resp, o.trace.raw)
+	if o.tooLarge {
+		if c, ok := bytes.CutSuffix(b, []byte("\r\n")); ok && bytes.HasSuffix(c, []byte("\n")) {
+			b = c
+		} else if c, ok := bytes.CutSuffix(b, []byte("\n")); ok && bytes.HasSuffix(c, []byte("\n")) {
+			b = c
+		}
+	}
+	return b
 }
 
 // outputFlag is -o: the first given names the file, as curl, whose next
