@@ -87,6 +87,12 @@ type httpOptions struct {
 	unixSocket     string              // --unix-socket: every connection to this socket
 	maxFilesize    byteSize            // --max-filesize: a longer Content-Length exits 63 (0: no limit)
 	tooLarge       bool                // the answer is over --max-filesize
+	protoFlag      string              // --proto's value, as given
+	protoRedirFlag string              // --proto-redir's value, as given
+	protos         protoSet            // the protocols --proto lets through
+	protosRedir    protoSet            // the protocols --proto-redir lets through to a redirect
+	tlsMin         string              // --tlsv1.N: the oldest TLS version spoken ("": Go's)
+	tlsMax         string              // --tls-max: the newest
 	proxy          string              // -x: the proxy to send through
 	proxyURL       *url.URL            // -x's, parsed
 	noProxy        string              // --noproxy: hosts sent to directly
@@ -205,6 +211,14 @@ each attempt).
 	f.BoolVar(&o.compressed, "compressed", false, "ask for a compressed answer (Accept-Encoding: deflate, gzip, br, zstd) and write its body decoded; -i shows the headers as they came")
 	f.StringVarP(&o.upload, "upload-file", "T", "", "PUT FILE as the body (- for stdin), sent again from its start on each attempt; a URL whose path ends with / gets the file's name")
 	f.StringArrayVar(&o.urls, "url", nil, "the URL, as curl's --url (instead of the argument; one URL)")
+	f.StringVar(&o.protoFlag, "proto", "", "PROTOCOLS the URL and redirects may use, as curl: '=https' (only https), '-http' (all but http), '+https' or 'https' (add), 'all'; comma-separated; another exits 1")
+	f.StringVar(&o.protoRedirFlag, "proto-redir", "", "PROTOCOLS that -L may follow a redirect to, as --proto (default: http and https)")
+	for _, v := range []string{"1.0", "1.1", "1.2", "1.3"} {
+		v := v
+		f.Var(tlsMinFlag{&o.tlsMin, v}, "tlsv"+v, "speak TLS "+v+" or later")
+		f.Lookup("tlsv" + v).NoOptDefVal = "true"
+	}
+	f.StringVar(&o.tlsMax, "tls-max", "", "VERSION: the newest TLS version to speak (1.0, 1.1, 1.2, 1.3 or default)")
 	f.Var(&o.maxFilesize, "max-filesize", "exit 63, writing no body, when the answer's Content-Length is over BYTES (k, M, G for KiB, MiB, GiB); a body of unknown length is not bounded, as curl 7.88; 0: no limit")
 	f.StringVar(&o.unixSocket, "unix-socket", "", "PATH: connect to the Unix socket at PATH instead of the URL's host and port, which Host keeps (as curl; the Docker daemon's /var/run/docker.sock)")
 	f.StringArrayVar(&o.resolve, "resolve", nil, "HOST:PORT:ADDR[,ADDR...]: connect to ADDR (in order, until one answers) for HOST:PORT, which the URL, Host and TLS keep (repeatable)")
@@ -325,6 +339,16 @@ func (o *httpOptions) check(cmd *cobra.Command) error {
 	}
 	if o.remoteName && changed("output") {
 		return cli.Usagef("-o %s and -O both name the file: use one (-O names it from the URL)", o.output)
+	}
+	o.protos, o.protosRedir = protoSet{true, true}, protoSet{true, true}
+	if changed("proto") {
+		o.protos = parseProto(o.protoFlag, protoSet{true, true})
+	}
+	if changed("proto-redir") {
+		o.protosRedir = parseProto(o.protoRedirFlag, protoSet{true, true})
+	}
+	if _, ok := tlsVersions[o.tlsMax]; !ok && o.tlsMax != "" && o.tlsMax != "default" {
+		return cli.Usagef("--tls-max %q: want 1.0, 1.1, 1.2, 1.3 or default", o.tlsMax)
 	}
 	if o.headerName && (o.include || o.head) {
 		return cli.Usagef("-J and -i (or -I) cannot be combined, as in curl: the headers would be written to the file before its name is known; use -D FILE for the headers")
@@ -465,6 +489,9 @@ func (o *httpOptions) transfer(cmd *cobra.Command, rawURL string) error {
 	tg, err := checkURL(uploadURL(rawURL, o.upload), o.pathAsIs)
 	if err != nil {
 		return err
+	}
+	if !o.protos.allows(tg.url.Scheme) {
+		return o.failWith(curlUnsupported, fmt.Sprintf("protocol %q not allowed by --proto %s", tg.url.Scheme, o.protoFlag))
 	}
 	for _, name := range checkWriteOut(format) {
 		fmt.Fprintf(stderr, "yaoki: unknown --write-out variable: '%s' (known: %s)\n", name, writeOutNames())
@@ -932,6 +959,9 @@ func (o *httpOptions) checkRedirect(req *http.Request, via []*http.Request) erro
 	}
 	if o.maxRedirs >= 0 && len(via) > o.maxRedirs {
 		return &errTooManyRedirects{n: o.maxRedirs}
+	}
+	if err := o.checkProto(req); err != nil {
+		return err
 	}
 	first := via[0]
 	if o.method != "" {

@@ -142,6 +142,7 @@ func (o *httpOptions) baseTransport(roots *x509.CertPool) *http.Transport {
 	if o.insecure || roots != nil {
 		t.TLSClientConfig = &tls.Config{InsecureSkipVerify: o.insecure, RootCAs: roots}
 	}
+	t.TLSClientConfig = o.tlsConfig(t.TLSClientConfig)
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	if d := o.connectTimeout.D; d > 0 {
 		dialer.Timeout = d

@@ -54,7 +54,8 @@ Exit codes (curl's where curl has one):
   0    an answer, whatever its status (with -f: a status below 400); a
        request that gave up on a retryable status still exits 0 without -f,
        as curl --retry does, and says so on stderr
-  1    unsupported protocol: the URL is not http or https
+  1    unsupported protocol: the URL is not http or https, or --proto
+       (--proto-redir for a redirect) leaves it out
   2    bad usage: unknown flag, a value that cannot be used
   3    malformed URL (a space or control character, no host, a port out
        of 1-65535)
@@ -103,6 +104,7 @@ func curlExit(ctx context.Context, err error) (int, string) {
 		he     *httpretry.Error
 		re     *retry.Error
 		tooMR  *errTooManyRedirects
+		proto  *errProtoDisabled
 		cut    *errBodyCut
 		dnsErr *net.DNSError
 		certV  *tls.CertificateVerificationError
@@ -122,6 +124,8 @@ func curlExit(ctx context.Context, err error) (int, string) {
 	switch {
 	case errors.As(err, &tooMR):
 		return curlTooManyRedirect, tooMR.Error()
+	case errors.As(err, &proto):
+		return curlUnsupported, proto.Error()
 	case errors.As(last, &cut):
 		return curlPartialFile, cut.Error()
 	case errors.As(last, &wout):
@@ -136,7 +140,10 @@ func curlExit(ctx context.Context, err error) (int, string) {
 		return curlNoHost, "could not resolve host: " + dnsErr.Name
 	case errors.As(last, &certV), errors.As(last, &unkCA), errors.As(last, &hostE), errors.As(last, &invE):
 		return curlBadCert, "SSL certificate problem: " + lastMessage(last)
-	case errors.As(last, &recE), errors.As(last, &alertE):
+	case errors.As(last, &recE), errors.As(last, &alertE), errors.As(last, &opErr) && opErr.Op == "remote error":
+		// "remote error": an alert the server sent (crypto/tls's own
+		// alert type is not exported): it refused the handshake, a TLS
+		// version (--tlsv1.3 to a TLS 1.2 server) or a client certificate.
 		return curlTLS, "SSL connect error: " + lastMessage(last)
 	case errors.Is(last, syscall.ECONNRESET):
 		return curlRecvError, "recv failure: connection reset by peer"
