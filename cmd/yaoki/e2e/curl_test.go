@@ -84,6 +84,7 @@ func TestHTTPLikeCurl(t *testing.T) {
 			args: []string{"-sIL"}},
 		{name: "TLS untrusted", script: []answer{ok("secret\n")}, tls: true, args: []string{"-sS", "--retry", "0"}, stderr: true, code: 60},
 		{name: "-k", script: []answer{ok("secret\n")}, tls: true, args: []string{"-k"}},
+		{name: "--http2 over TLS", script: []answer{ok("secret\n")}, tls: true, args: []string{"-sk", "--http2", "-w", "|%{http_version}"}},
 		{name: "refused", args: []string{"-sS", "--retry", "0"}, path: "refused", stderr: true, code: 7},
 		{name: "bad port", args: []string{"-sS"}, path: "http://127.0.0.1:99999/", stderr: true, code: 3},
 		{name: "space in the URL", args: []string{"-sS"}, path: "http://127.0.0.1:1/a b", stderr: true, code: 3},

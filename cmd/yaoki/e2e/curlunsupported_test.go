@@ -22,7 +22,7 @@ func TestHTTPUnsupportedCurlFlagsRefused(t *testing.T) {
 		{[]string{"-sSZ"}, []string{"-Z", "curl's --parallel"}},
 		{[]string{"--digest", "-u", "a:b"}, []string{"--digest", "Use HTTP Digest Authentication"}},
 		{[]string{"--limit-rate", "1k"}, []string{"--limit-rate"}},
-		{[]string{"--http2"}, []string{"--http2"}},
+		{[]string{"--http2-prior-knowledge"}, []string{"--http2-prior-knowledge"}},
 		{[]string{"--ntlm", "-u", "a:b"}, []string{"--ntlm", "Use HTTP NTLM authentication"}},
 		{[]string{"--no-keepalive"}, []string{"--no-keepalive"}},
 		{[]string{"--bogus-flag"}, []string{"--bogus-flag", "not a curl flag"}},

@@ -230,6 +230,7 @@ each attempt).
 	f.VarP(ipVersion{&o.network, "tcp6"}, "ipv6", "6", "connect over IPv6 only (the last of -4 and -6 decides)")
 	f.Lookup("ipv4").NoOptDefVal, f.Lookup("ipv6").NoOptDefVal = "true", "true"
 	f.BoolVar(&o.http11, "http1.1", false, "speak HTTP/1.1 only (without it, HTTP/2 where TLS offers it)")
+	f.Bool("http2", false, "accepted as curl's: HTTP/2 where TLS offers it, the default (over http:// no h2c upgrade is asked for, where curl asks; --http1.1 wins)")
 	for _, name := range []string{"progress-bar", "no-buffer", "fail-early"} {
 		f.Bool(name, false, "accepted as curl's: yaoki http draws no progress meter, writes the body as it comes and sends one URL")
 	}
