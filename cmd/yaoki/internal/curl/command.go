@@ -3,6 +3,7 @@ package curl
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -93,6 +94,9 @@ type httpOptions struct {
 	protosRedir    protoSet            // the protocols --proto-redir lets through to a redirect
 	tlsMin         string              // --tlsv1.N: the oldest TLS version spoken ("": Go's)
 	tlsMax         string              // --tls-max: the newest
+	certFile       string              // -E: the client certificate's PEM file
+	keyFile        string              // --key: its private key's PEM file
+	clientCert     *tls.Certificate    // -E's and --key's, read
 	proxy          string              // -x: the proxy to send through
 	proxyURL       *url.URL            // -x's, parsed
 	noProxy        string              // --noproxy: hosts sent to directly
@@ -218,6 +222,8 @@ each attempt).
 		f.Var(tlsMinFlag{&o.tlsMin, v}, "tlsv"+v, "speak TLS "+v+" or later")
 		f.Lookup("tlsv" + v).NoOptDefVal = "true"
 	}
+	f.StringVarP(&o.certFile, "cert", "E", "", "FILE: the client certificate (PEM) to show a server that asks for one; its key in FILE too, or in --key's")
+	f.StringVar(&o.keyFile, "key", "", "FILE: -E's private key (PEM, not encrypted)")
 	f.StringVar(&o.tlsMax, "tls-max", "", "VERSION: the newest TLS version to speak (1.0, 1.1, 1.2, 1.3 or default)")
 	f.Var(&o.maxFilesize, "max-filesize", "exit 63, writing no body, when the answer's Content-Length is over BYTES (k, M, G for KiB, MiB, GiB); a body of unknown length is not bounded, as curl 7.88; 0: no limit")
 	f.StringVar(&o.unixSocket, "unix-socket", "", "PATH: connect to the Unix socket at PATH instead of the URL's host and port, which Host keeps (as curl; the Docker daemon's /var/run/docker.sock)")
@@ -564,6 +570,9 @@ func (o *httpOptions) transfer(cmd *cobra.Command, rawURL string) error {
 	}
 	roots, err := o.rootCAs()
 	if err != nil {
+		return err
+	}
+	if err := o.loadClientCert(); err != nil {
 		return err
 	}
 	if err := checkOutput(outFlag, o.output); err != nil {

@@ -39,6 +39,7 @@ const (
 	curlBadResolve      = 49  // a --resolve entry could not be read
 	curlEmptyReply      = 52  // the server closed the connection without answering
 	curlRecvError       = 56  // the connection broke (reset) while waiting for the answer
+	curlLocalCert       = 58  // -E, --key: the client certificate or its key could not be read
 	curlBadCert         = 60  // the server's certificate was not trusted (see -k)
 	curlBadEncoding     = 61  // --compressed: the body could not be decoded
 	curlFileTooLarge    = 63  // --max-filesize: the answer's Content-Length is over it
@@ -78,6 +79,7 @@ Exit codes (curl's where curl has one):
   52   the server closed the connection without an answer
   56   the connection broke while waiting for the answer (reset), or
        closed in the middle of its header
+  58   -E, --key: the client certificate or its key could not be read
   60   the server's certificate is not trusted (-k skips the check)
   61   --compressed: the body could not be decoded
   63   --max-filesize: the answer's Content-Length is over it

@@ -104,10 +104,11 @@ func (f tlsMinFlag) Set(v string) error {
 	return nil
 }
 
-// tlsConfig sets the TLS versions --tlsv1.N and --tls-max ask for on c,
+// tlsConfig sets the TLS versions --tlsv1.N and --tls-max ask for, and
+// -E's client certificate, on c,
 // which may be nil; it returns c, or a new config when versions are set.
 func (o *httpOptions) tlsConfig(c *tls.Config) *tls.Config {
-	if o.tlsMin == "" && (o.tlsMax == "" || o.tlsMax == "default") {
+	if o.tlsMin == "" && (o.tlsMax == "" || o.tlsMax == "default") && o.clientCert == nil {
 		return c
 	}
 	if c == nil {
@@ -118,6 +119,9 @@ func (o *httpOptions) tlsConfig(c *tls.Config) *tls.Config {
 	}
 	if v, ok := tlsVersions[o.tlsMax]; ok {
 		c.MaxVersion = v
+	}
+	if o.clientCert != nil {
+		c.Certificates = []tls.Certificate{*o.clientCert}
 	}
 	return c
 }
