@@ -250,9 +250,9 @@ func TestHTTPSendsLikeCurl(t *testing.T) {
 		{"--data-raw", []string{"--data-raw", "@literal"}, []string{"Content-Type"}},
 		{"mixed data in order", []string{"--data-raw", "x=1", "-d", "y=2", "--data-binary", "@" + file}, nil},
 		{"--data-urlencode", []string{"--data-urlencode", "a b&c=d é~._-*+", "--data-urlencode", "=x y", "--data-urlencode", "n=v w=z", "--data-urlencode", "@" + file, "--data-urlencode", "m@" + file, "-d", "raw=1 2", "--data-urlencode", "plain/?#"}, []string{"Content-Type"}},
-		// Escapes with digits only: curl writes the hex digits of the data -G
-		// appends in lower case (%0d), yaoki http as encoded (%0D).
-		{"-G --data-urlencode", []string{"-G", "--data-urlencode", "q=a b", "--data-urlencode", "r=(a)!$'@"}, nil},
+		// curl writes the hex digits of the escapes -G appends in lower
+		// case (%3d), those of the URL as written.
+		{"-G --data-urlencode", []string{"-G", "--data-urlencode", "q=a b", "--data-urlencode", "r=(a)!$'@", "--data-urlencode", "s=/=&", "-d", "t=%3D%ZZ%4"}, nil},
 		{"--json", []string{"--json", `{"sku":42}`}, []string{"Content-Type", "Accept"}},
 		{"--json @file", []string{"--json", "@" + file}, []string{"Content-Type", "Accept"}},
 		{"-G", []string{"-G", "-d", "a=1", "-d", "b=2"}, nil},

@@ -531,7 +531,7 @@ func (o *httpOptions) transfer(cmd *cobra.Command, rawURL string) error {
 		if u.RawQuery != "" {
 			u.RawQuery += "&"
 		}
-		u.RawQuery += string(body)
+		u.RawQuery += lowerEscapes(string(body))
 		body, hasBody = nil, false
 		o.urlGiven = tg.text(u, false) // as curl: -G's URL is made anew, with the data
 		if i := strings.IndexFunc(u.RawQuery, func(r rune) bool { return r <= ' ' || r == 0x7f }); i >= 0 {

@@ -372,3 +372,24 @@ func (w writtenPath) CloseIdleConnections() {
 		ci.CloseIdleConnections()
 	}
 }
+
+// lowerEscapes writes the hex digits of s's %XX escapes in lower case, as
+// curl 7.88 writes the data -G appends to the query ("a%3Db" is sent as
+// "a%3db"); a % that starts no escape is left as it is.
+func lowerEscapes(s string) string {
+	b := []byte(s)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == '%' && isHex(b[i+1]) && isHex(b[i+2]) {
+			b[i+1], b[i+2] = lowerHex(b[i+1]), lowerHex(b[i+2])
+			i += 2
+		}
+	}
+	return string(b)
+}
+
+func lowerHex(c byte) byte {
+	if c >= 'A' && c <= 'F' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
