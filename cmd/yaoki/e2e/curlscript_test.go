@@ -59,7 +59,9 @@ func files(t *testing.T, dir string) string {
 // in a folder of its own, against one scripted loopback server: the exit
 // code, stdout, stderr's presence, the files written and what the server
 // received (method, target, body, the headers that carry meaning) must be
-// the same. A payload file and a config file are in each folder.
+// the same. A payload file, a text file and a config file are in each
+// folder. (-d @FILE of a file with a NUL is left out: curl 7.88 drops what
+// follows it, docs/cli.md says.)
 func TestHTTPScriptLinesLikeCurl(t *testing.T) {
 	redirect := answer{status: 302, headers: map[string]string{"Location": "/next/file.tar.gz"}, body: "moved\n"}
 	disp := answer{status: 200, headers: map[string]string{"Content-Disposition": `attachment; filename="report.csv"`, "Content-Type": "text/csv"}, body: "a,b\n1,2\n"}
@@ -90,6 +92,20 @@ func TestHTTPScriptLinesLikeCurl(t *testing.T) {
 		{"cookies kept", []answer{{status: 200, headers: map[string]string{"Set-Cookie": "sid=abc; Path=/"}, body: "in\n"}}, "-sS -c jar.txt -b jar.txt URL/login", ""},
 		{"fail with body", []answer{status(422, `{"error":"bad sku"}`)}, "-sS --fail-with-body URL/orders", ""},
 		{"refused", nil, "-sS --retry 0 http://127.0.0.1:1/", ""},
+		{"DELETE -f", []answer{status(204, "")}, "-sSf -X DELETE URL/items/7", ""},
+		{"Accept JSON", []answer{ok(`{"a":1}`)}, "-sS -H Accept:SPapplication/json URL/api", ""},
+		{"-d @file strips newlines", []answer{ok("ok\n")}, "-sS -d @lines.txt URL/post", ""},
+		{"config from stdin", []answer{ok("ok\n")}, "-K -", "silent\nurl = \"URL/cfg\"\n"},
+		{"redirect_url", []answer{redirect}, "-s -o /dev/null -w %{redirect_url} URL/r", ""},
+		{"-IL", []answer{redirect, ok("body\n")}, "-sIL URL/r", ""},
+		{"--output-dir", []answer{ok("x\n")}, "-sS --create-dirs --output-dir d -o o.txt URL/x", ""},
+		{"-N and -#", []answer{ok("x\n")}, "-sSN -# URL/x", ""},
+		{"--data-raw --url", []answer{ok("x\n")}, "-sS --data-raw @not-a-file --url URL/x", ""},
+		{"-e -A", []answer{ok("x\n")}, "-sS -e URL/from -A agent/1.0 URL/x", ""},
+		{"POST -L 303", []answer{{status: 303, headers: map[string]string{"Location": "/done"}, body: ""}, ok("done\n")}, "-sSL -d a=1 URL/form", ""},
+		{"PUT -L 307", []answer{{status: 307, headers: map[string]string{"Location": "/again"}, body: ""}, ok("done\n")}, "-sSL -X PUT -d a=1 URL/put", ""},
+		{"-i 404", []answer{status(404, "none\n")}, "-si URL/x", ""},
+		{"-w %{json} keys", []answer{ok("x\n")}, "-s -o /dev/null -w %{content_type}|%{size_download}|%{num_headers}|%{method} URL/x", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			script := tc.script
@@ -105,13 +121,15 @@ func TestHTTPScriptLinesLikeCurl(t *testing.T) {
 			dirs := [2]string{t.TempDir(), t.TempDir()}
 			for _, d := range dirs {
 				os.WriteFile(filepath.Join(d, "payload.bin"), []byte("bin\x00ary\r\n"), 0o600)
+				os.WriteFile(filepath.Join(d, "lines.txt"), []byte("a=1\r\n&b=2\n"), 0o600)
 				os.WriteFile(filepath.Join(d, "auth.cfg"), []byte("header = \"Authorization: Bearer t0k3n\"\n"), 0o600)
 			}
 			before := [2]string{files(t, dirs[0]), files(t, dirs[1])}
-			y := runIn(t, dirs[0], yaoki, tc.stdin, append([]string{"http"}, args...)...)
+			stdin := strings.ReplaceAll(tc.stdin, "URL/", s.url)
+			y := runIn(t, dirs[0], yaoki, stdin, append([]string{"http"}, args...)...)
 			ys := s.requests()
 			s.restart()
-			c := runIn(t, dirs[1], curlPath, tc.stdin, args...)
+			c := runIn(t, dirs[1], curlPath, stdin, args...)
 			cs := s.requests()
 			if y.code != c.code {
 				t.Errorf("exit: yaoki %d, curl %d\nyaoki: %s\ncurl: %s", y.code, c.code, y.stderr, c.stderr)
