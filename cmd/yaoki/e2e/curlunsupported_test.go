@@ -17,7 +17,7 @@ func TestHTTPUnsupportedCurlFlagsRefused(t *testing.T) {
 		want []string // in stderr
 	}{
 		{[]string{"-R"}, []string{"-R", "curl's --remote-time", "Set the remote file's time on the local output"}},
-		{[]string{"--netrc"}, []string{"--netrc", "Must read .netrc for user name and password"}},
+		{[]string{"--location-trusted"}, []string{"--location-trusted", "Like --location, and send auth to other hosts"}},
 		{[]string{"-sSa"}, []string{"-a", "curl's --append"}},
 		{[]string{"-sSZ"}, []string{"-Z", "curl's --parallel"}},
 		{[]string{"--digest", "-u", "a:b"}, []string{"--digest", "Use HTTP Digest Authentication"}},

@@ -61,6 +61,9 @@ type httpOptions struct {
 	insecure       bool
 	user           string
 	bearer         string // --oauth2-bearer: Authorization: Bearer TOKEN, over -u's
+	netrc          bool   // -n: -u from $HOME/.netrc
+	netrcOptional  bool   // --netrc-optional: the same, the file may be missing
+	netrcFile      string // --netrc-file: -u from this file
 	connectTimeout flags.Seconds
 	writeOut       string
 	userAgent      string
@@ -247,6 +250,9 @@ each attempt).
 	f.BoolVar(&o.pathAsIs, "path-as-is", false, "send the URL's /./ and /../ segments as written (without it they are removed, as curl removes them)")
 	f.BoolVarP(&o.globoff, "globoff", "g", false, "send {} and [] in the URL as written; without it, as curl reads them: a glob ({a,b}, [1-3]) is refused (yaoki http sends one URL), \\{ sends {")
 	f.StringVarP(&o.user, "user", "u", "", "USER:PASSWORD for basic authentication")
+	f.BoolVarP(&o.netrc, "netrc", "n", false, "without -u, the login and password of the URL's host (or the default entry) in $HOME/.netrc, as curl; a file that is not there gives none")
+	f.BoolVar(&o.netrcOptional, "netrc-optional", false, "as -n (curl's: the file may be missing)")
+	f.StringVar(&o.netrcFile, "netrc-file", "", "FILE: as -n, with FILE for $HOME/.netrc")
 	f.StringVar(&o.bearer, "oauth2-bearer", "", "TOKEN: send Authorization: Bearer TOKEN (in place of -u's; -H Authorization replaces it)")
 	f.Var(&o.connectTimeout, "connect-timeout", "bound on each connection's setup, TCP and TLS (default: none)")
 	f.StringVarP(&o.writeOut, "write-out", "w", "", "write FORMAT on stdout at the end: %{http_code} %{time_total} %{time_connect} %{time_starttransfer} %{size_download} %{num_retries} %{url_effective} %{exitcode} %header{NAME} ... and \\n; @FILE reads it")
@@ -497,6 +503,7 @@ func (o *httpOptions) transfer(cmd *cobra.Command, rawURL string) error {
 	if err != nil {
 		return err
 	}
+	o.applyNetrc(tg.url.Hostname())
 	if !o.protos.allows(tg.url.Scheme) {
 		return o.failWith(curlUnsupported, fmt.Sprintf("protocol %q not allowed by --proto %s", tg.url.Scheme, o.protoFlag))
 	}
