@@ -56,3 +56,33 @@ func TestHTTPRedirectAsWrittenLikeCurl(t *testing.T) {
 		})
 	}
 }
+
+// Credentials go to the first URL's host only; --location-trusted (which
+// follows redirects, as -L) sends -u's and -H Authorization and Cookie to
+// every host a redirect leads to, as curl 7.88.
+func TestHTTPLocationTrustedLikeCurl(t *testing.T) {
+	other := startScripted(t, false, ok("other\n"))
+	first := startScripted(t, false, answer{status: 302, headers: map[string]string{"Location": strings.Replace(other.url, "127.0.0.1", "localhost", 1) + "to"}, body: "moved\n"})
+	for _, args := range [][]string{
+		{"-sSL", "-u", "ann:pw", "-H", "Cookie: c=1"},
+		{"-sS", "--location-trusted", "-u", "ann:pw", "-H", "Cookie: c=1"},
+		{"-sS", "--location-trusted", "-H", "Authorization: Bearer t"},
+	} {
+		all := append(args, first.url)
+		y := run(t, nil, append([]string{"http"}, all...)...)
+		ys := other.requests()
+		first.restart()
+		other.restart()
+		c := runCurl(t, all...)
+		cs := other.requests()
+		other.restart()
+		if y.code != 0 || c.code != 0 || len(ys) != 1 || len(cs) != 1 || y.stdout != c.stdout {
+			t.Fatalf("%q: yaoki exit %d %q (%d requests there), curl %d %q (%d)\n%s", args, y.code, y.stdout, len(ys), c.code, c.stdout, len(cs), y.stderr)
+		}
+		for _, h := range []string{"Authorization", "Cookie"} {
+			if got, want := ys[0].header.Get(h), cs[0].header.Get(h); got != want {
+				t.Errorf("%q: %s on the other host: yaoki %q, curl %q", args, h, got, want)
+			}
+		}
+	}
+}

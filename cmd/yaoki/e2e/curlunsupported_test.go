@@ -17,7 +17,7 @@ func TestHTTPUnsupportedCurlFlagsRefused(t *testing.T) {
 		want []string // in stderr
 	}{
 		{[]string{"-R"}, []string{"-R", "curl's --remote-time", "Set the remote file's time on the local output"}},
-		{[]string{"--location-trusted"}, []string{"--location-trusted", "Like --location, and send auth to other hosts"}},
+		{[]string{"--post301", "-L"}, []string{"--post301", "Do not switch to GET after following a 301"}},
 		{[]string{"-sSa"}, []string{"-a", "curl's --append"}},
 		{[]string{"-sSZ"}, []string{"-Z", "curl's --parallel"}},
 		{[]string{"--digest", "-u", "a:b"}, []string{"--digest", "Use HTTP Digest Authentication"}},

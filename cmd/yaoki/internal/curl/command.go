@@ -57,6 +57,7 @@ type httpOptions struct {
 	silent         bool
 	showError      bool
 	location       bool
+	trusted        bool // --location-trusted: -L, and credentials to every host
 	maxRedirs      int
 	insecure       bool
 	user           string
@@ -213,6 +214,7 @@ each attempt).
 	f.BoolVarP(&o.silent, "silent", "s", false, "write no messages on stderr (errors too, unless -S)")
 	f.BoolVarP(&o.showError, "show-error", "S", false, "with -s, still write error messages")
 	f.BoolVarP(&o.location, "location", "L", false, "follow redirects (each hop retried on its own)")
+	f.BoolVar(&o.trusted, "location-trusted", false, "as -L, and send -u's and -H's Authorization and Cookie to every host a redirect leads to")
 	f.IntVar(&o.maxRedirs, "max-redirs", defaultMaxRedirs, "with -L, most redirects followed (-1: no limit)")
 	f.BoolVarP(&o.insecure, "insecure", "k", false, "accept any TLS certificate")
 	f.BoolVar(&o.compressed, "compressed", false, "ask for a compressed answer (Accept-Encoding: deflate, gzip, br, zstd) and write its body decoded; -i shows the headers as they came")
@@ -971,7 +973,7 @@ func cutHeader(hv string) (name, value string, ok bool) {
 // and fragment), and without credentials (Authorization, Cookie) when the
 // redirect leaves the first URL's origin: scheme, host and port.
 func (o *httpOptions) checkRedirect(req *http.Request, via []*http.Request) error {
-	if !o.location {
+	if !o.location && !o.trusted {
 		return http.ErrUseLastResponse
 	}
 	if o.maxRedirs >= 0 && len(via) > o.maxRedirs {
@@ -992,7 +994,14 @@ func (o *httpOptions) checkRedirect(req *http.Request, via []*http.Request) erro
 		req.Header.Del("Referer")
 	}
 	o.rangeOnRedirect(req)
-	if !sameOrigin(first.URL, req.URL) {
+	if o.trusted {
+		// Go's client leaves them out on a redirect to another domain.
+		for _, h := range []string{"Authorization", "Cookie"} {
+			if v := first.Header.Values(h); len(v) > 0 && req.Header.Get(h) == "" {
+				req.Header[h] = v
+			}
+		}
+	} else if !sameOrigin(first.URL, req.URL) {
 		for _, h := range []string{"Authorization", "Cookie", "Cookie2", "Www-Authenticate"} {
 			req.Header.Del(h)
 		}
