@@ -90,6 +90,8 @@ type httpOptions struct {
 	urls           []string      // --url: the URL, instead of the argument (one)
 	resolve        []string
 	unixSocket     string              // --unix-socket: every connection to this socket
+	connectToFlag  []string            // --connect-to's entries, as given
+	connectTos     []connectTo         // --connect-to's, read
 	maxFilesize    byteSize            // --max-filesize: a longer Content-Length exits 63 (0: no limit)
 	tooLarge       bool                // the answer is over --max-filesize
 	protoFlag      string              // --proto's value, as given
@@ -231,6 +233,7 @@ each attempt).
 	f.StringVar(&o.keyFile, "key", "", "FILE: -E's private key (PEM, not encrypted)")
 	f.StringVar(&o.tlsMax, "tls-max", "", "VERSION: the newest TLS version to speak (1.0, 1.1, 1.2, 1.3 or default)")
 	f.Var(&o.maxFilesize, "max-filesize", "exit 63, writing no body, when the answer's Content-Length is over BYTES (k, M, G for KiB, MiB, GiB); a body of unknown length is not bounded, as curl 7.88; 0: no limit")
+	f.StringArrayVar(&o.connectToFlag, "connect-to", nil, "HOST1:PORT1:HOST2:PORT2: connect to HOST2:PORT2 for HOST1:PORT1, which the URL, Host and TLS keep (an empty HOST1 or PORT1 matches any, an empty HOST2 or PORT2 keeps the one asked for; the first that matches wins; repeatable)")
 	f.StringVar(&o.unixSocket, "unix-socket", "", "PATH: connect to the Unix socket at PATH instead of the URL's host and port, which Host keeps (as curl; the Docker daemon's /var/run/docker.sock)")
 	f.StringArrayVar(&o.resolve, "resolve", nil, "HOST:PORT:ADDR[,ADDR...]: connect to ADDR (in order, until one answers) for HOST:PORT, which the URL, Host and TLS keep (repeatable)")
 	f.StringVarP(&o.proxy, "proxy", "x", "", "send through this proxy ([SCHEME://]HOST:PORT; http when no scheme; https, socks5 too); without it, $http_proxy, $HTTPS_PROXY and $NO_PROXY as Go reads them")
@@ -572,6 +575,9 @@ func (o *httpOptions) transfer(cmd *cobra.Command, rawURL string) error {
 		o.setupRestart(cmd.OutOrStdout())
 	}
 	if o.resolved, err = o.parseResolve(); err != nil {
+		return err
+	}
+	if err := o.parseConnectTo(); err != nil {
 		return err
 	}
 	if err := o.parseProxy(); err != nil {

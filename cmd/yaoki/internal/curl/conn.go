@@ -155,6 +155,7 @@ func (o *httpOptions) baseTransport(roots *x509.CertPool) *http.Transport {
 		if o.network != "" {
 			network = o.network
 		}
+		addr = o.connectAddr(addr)
 		to, ok := o.resolved[strings.ToLower(addr)]
 		if !ok {
 			to = []string{addr}
