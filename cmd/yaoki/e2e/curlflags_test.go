@@ -146,6 +146,8 @@ func TestHTTPConnectionFlagsLikeCurl(t *testing.T) {
 		{"--resolve of another port", []string{"--resolve", "example.test:1:127.0.0.1", "http://example.test:PORT/p"}, 6},
 		{"--resolve unreadable", []string{"--resolve", "example.test", "PLAIN"}, 49},
 		{"--url", []string{"--url", "PLAIN"}, 0},
+		{"TCP flags", []string{"--tcp-nodelay", "--no-keepalive", "PLAIN"}, 0},
+		{"--keepalive-time", []string{"--keepalive-time", "30", "PLAIN"}, 0},
 		{"--connect-to", []string{"--connect-to", "example.test:80:127.0.0.1:PORT", "-w", "|%{remote_ip} %{remote_port} %{url_effective}", "http://example.test/p"}, 0},
 		{"--connect-to any host and port", []string{"--connect-to", "::127.0.0.1:PORT", "-w", "|%{remote_port}", "http://example.test:99/p"}, 0},
 		{"--connect-to keeps the port", []string{"--connect-to", "example.test::127.0.0.1:", "http://example.test:PORT/p"}, 0},

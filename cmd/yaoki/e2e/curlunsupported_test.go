@@ -24,7 +24,7 @@ func TestHTTPUnsupportedCurlFlagsRefused(t *testing.T) {
 		{[]string{"--limit-rate", "1k"}, []string{"--limit-rate"}},
 		{[]string{"--http2-prior-knowledge"}, []string{"--http2-prior-knowledge"}},
 		{[]string{"--ntlm", "-u", "a:b"}, []string{"--ntlm", "Use HTTP NTLM authentication"}},
-		{[]string{"--no-keepalive"}, []string{"--no-keepalive"}},
+		{[]string{"--no-sessionid"}, []string{"--no-sessionid", "Disable SSL session-ID reusing"}},
 		{[]string{"--bogus-flag"}, []string{"--bogus-flag", "not a curl flag"}},
 		{[]string{"--max-atempts", "2"}, []string{"did you mean --max-attempts?"}},
 	} {

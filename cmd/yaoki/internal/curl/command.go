@@ -91,6 +91,8 @@ type httpOptions struct {
 	resolve        []string
 	unixSocket     string              // --unix-socket: every connection to this socket
 	connectToFlag  []string            // --connect-to's entries, as given
+	noKeepalive    bool                // --no-keepalive: no TCP keepalive probes
+	keepaliveTime  int                 // --keepalive-time: seconds idle before a TCP keepalive probe (0: 30, Go's and this tool's)
 	connectTos     []connectTo         // --connect-to's, read
 	maxFilesize    byteSize            // --max-filesize: a longer Content-Length exits 63 (0: no limit)
 	tooLarge       bool                // the answer is over --max-filesize
@@ -234,6 +236,9 @@ each attempt).
 	f.StringVar(&o.tlsMax, "tls-max", "", "VERSION: the newest TLS version to speak (1.0, 1.1, 1.2, 1.3 or default)")
 	f.Var(&o.maxFilesize, "max-filesize", "exit 63, writing no body, when the answer's Content-Length is over BYTES (k, M, G for KiB, MiB, GiB); a body of unknown length is not bounded, as curl 7.88; 0: no limit")
 	f.StringArrayVar(&o.connectToFlag, "connect-to", nil, "HOST1:PORT1:HOST2:PORT2: connect to HOST2:PORT2 for HOST1:PORT1, which the URL, Host and TLS keep (an empty HOST1 or PORT1 matches any, an empty HOST2 or PORT2 keeps the one asked for; the first that matches wins; repeatable)")
+	f.Bool("tcp-nodelay", false, "accepted as curl's: TCP_NODELAY is on without it (Go's default, as curl's)")
+	f.BoolVar(&o.noKeepalive, "no-keepalive", false, "send no TCP keepalive probes")
+	f.IntVar(&o.keepaliveTime, "keepalive-time", 0, "SECONDS idle before TCP keepalive probes (default 30)")
 	f.StringVar(&o.unixSocket, "unix-socket", "", "PATH: connect to the Unix socket at PATH instead of the URL's host and port, which Host keeps (as curl; the Docker daemon's /var/run/docker.sock)")
 	f.StringArrayVar(&o.resolve, "resolve", nil, "HOST:PORT:ADDR[,ADDR...]: connect to ADDR (in order, until one answers) for HOST:PORT, which the URL, Host and TLS keep (repeatable)")
 	f.StringVarP(&o.proxy, "proxy", "x", "", "send through this proxy ([SCHEME://]HOST:PORT; http when no scheme; https, socks5 too); without it, $http_proxy, $HTTPS_PROXY and $NO_PROXY as Go reads them")
@@ -367,6 +372,9 @@ func (o *httpOptions) check(cmd *cobra.Command) error {
 	}
 	if _, ok := tlsVersions[o.tlsMax]; !ok && o.tlsMax != "" && o.tlsMax != "default" {
 		return cli.Usagef("--tls-max %q: want 1.0, 1.1, 1.2, 1.3 or default", o.tlsMax)
+	}
+	if o.keepaliveTime < 0 {
+		return cli.Usagef("--keepalive-time %d: want seconds ≥ 1", o.keepaliveTime)
 	}
 	if o.headerName && (o.include || o.head) {
 		return cli.Usagef("-J and -i (or -I) cannot be combined, as in curl: the headers would be written to the file before its name is known; use -D FILE for the headers")

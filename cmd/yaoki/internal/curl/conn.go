@@ -144,6 +144,12 @@ func (o *httpOptions) baseTransport(roots *x509.CertPool) *http.Transport {
 	}
 	t.TLSClientConfig = o.tlsConfig(t.TLSClientConfig)
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	switch {
+	case o.noKeepalive:
+		dialer.KeepAlive = -1
+	case o.keepaliveTime > 0:
+		dialer.KeepAlive = time.Duration(o.keepaliveTime) * time.Second
+	}
 	if d := o.connectTimeout.D; d > 0 {
 		dialer.Timeout = d
 		t.TLSHandshakeTimeout = d
