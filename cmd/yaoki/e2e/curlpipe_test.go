@@ -118,3 +118,34 @@ func TestHTTPChunkedBodyLikeCurl(t *testing.T) {
 		}
 	}
 }
+
+// --stderr FILE writes the messages, the run's error line too, to FILE
+// (--stderr - to stdout), as curl 7.88; -w's %{stderr} still goes to the
+// process's stderr, as curl's does.
+func TestHTTPStderrFileLikeCurl(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"--stderr", "-"},
+		{"--stderr", "FILE", "-w", "w%{stderr}e"},
+	} {
+		var files [2]string
+		var got [2]result
+		for i, who := range []string{"yaoki", "curl"} {
+			files[i] = filepath.Join(dir, who+".err")
+			a := append([]string{"-sS", "--retry", "0"}, args...)
+			for j := range a {
+				if a[j] == "FILE" {
+					a[j] = files[i]
+				}
+			}
+			got[i] = runAs(t, who, append(a, "http://127.0.0.1:1/")...)
+		}
+		y, c := got[0], got[1]
+		yf, _ := os.ReadFile(files[0])
+		cf, _ := os.ReadFile(files[1])
+		shape := func(s, prog string) string { return strings.Replace(strings.SplitN(s, ") ", 2)[0], prog+": (", "PROG: (", 1) }
+		if y.code != 7 || c.code != 7 || shape(y.stdout, "yaoki") != shape(c.stdout, "curl") || y.stderr != c.stderr || shape(string(yf), "yaoki") != shape(string(cf), "curl") {
+			t.Errorf("%q: yaoki exit %d, stdout %q, stderr %q, file %q; curl %d, %q, %q, %q", args, y.code, y.stdout, y.stderr, yf, c.code, c.stdout, c.stderr, cf)
+		}
+	}
+}

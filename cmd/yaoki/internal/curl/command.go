@@ -92,6 +92,8 @@ type httpOptions struct {
 	unixSocket     string              // --unix-socket: every connection to this socket
 	connectToFlag  []string            // --connect-to's entries, as given
 	noKeepalive    bool                // --no-keepalive: no TCP keepalive probes
+	stderrFile     string              // --stderr: the messages to this file ("-": stdout)
+	realStderr     io.Writer           // with --stderr, the process's stderr (-w's %{stderr})
 	keepaliveTime  int                 // --keepalive-time: seconds idle before a TCP keepalive probe (0: 30, Go's and this tool's)
 	connectTos     []connectTo         // --connect-to's, read
 	maxFilesize    byteSize            // --max-filesize: a longer Content-Length exits 63 (0: no limit)
@@ -236,6 +238,7 @@ each attempt).
 	f.StringVar(&o.tlsMax, "tls-max", "", "VERSION: the newest TLS version to speak (1.0, 1.1, 1.2, 1.3 or default)")
 	f.Var(&o.maxFilesize, "max-filesize", "exit 63, writing no body, when the answer's Content-Length is over BYTES (k, M, G for KiB, MiB, GiB); a body of unknown length is not bounded, as curl 7.88; 0: no limit")
 	f.StringArrayVar(&o.connectToFlag, "connect-to", nil, "HOST1:PORT1:HOST2:PORT2: connect to HOST2:PORT2 for HOST1:PORT1, which the URL, Host and TLS keep (an empty HOST1 or PORT1 matches any, an empty HOST2 or PORT2 keeps the one asked for; the first that matches wins; repeatable)")
+	f.StringVar(&o.stderrFile, "stderr", "", "FILE: write the messages (errors, -v, -w's %{stderr}) to FILE instead of stderr; - for stdout")
 	f.Bool("tcp-nodelay", false, "accepted as curl's: TCP_NODELAY is on without it (Go's default, as curl's)")
 	f.BoolVar(&o.noKeepalive, "no-keepalive", false, "send no TCP keepalive probes")
 	f.IntVar(&o.keepaliveTime, "keepalive-time", 0, "SECONDS idle before TCP keepalive probes (default 30)")
@@ -449,6 +452,32 @@ func (o *httpOptions) check(cmd *cobra.Command) error {
 // %{url} as given; and -s without -S silences every message but a bad
 // usage's.
 func (o *httpOptions) run(cmd *cobra.Command, rawURL string) error {
+	if o.stderrFile == "" {
+		return o.run1(cmd, rawURL)
+	}
+	// As curl --stderr: every message, the run's error line too (which
+	// main would write on stderr), goes to the file.
+	w := cmd.OutOrStdout()
+	if o.stderrFile != "-" {
+		f, err := os.Create(o.stderrFile)
+		if err != nil {
+			return o.failWith(curlWriteError, fmt.Sprintf("--stderr %s: cannot write there: %v", o.stderrFile, err))
+		}
+		defer f.Close()
+		w = f
+	}
+	o.realStderr = cmd.ErrOrStderr()
+	cmd.SetErr(w)
+	err := o.run1(cmd, rawURL)
+	var ee *cli.ExitError
+	if errors.As(err, &ee) && ee.Msg != "" {
+		fmt.Fprintln(w, "yaoki:", ee.Msg)
+		return cli.Exit(ee.Code, "")
+	}
+	return err
+}
+
+func (o *httpOptions) run1(cmd *cobra.Command, rawURL string) error {
 	// As curl, which ignores SIGPIPE: a reader that went away (| head)
 	// makes the write fail (exit 23), and the run ends as after any
 	// failed write (-w, -c's jar), where Go's runtime would kill the

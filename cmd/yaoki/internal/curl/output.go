@@ -249,6 +249,9 @@ func (w writerOnly) Write(p []byte) (int, error) { return w.w.Write(p) }
 // %{stderr}).
 func (o *httpOptions) writeInfo(stdout, stderr io.Writer, format string, info *transferInfo) {
 	o.infoWritten = true
+	if o.realStderr != nil {
+		stderr = o.realStderr // as curl 7.88: -w's %{stderr} is not --stderr's file
+	}
 	if format != "" {
 		info.writeOut(format, stdout, stderr)
 	}
