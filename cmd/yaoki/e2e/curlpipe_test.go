@@ -143,7 +143,9 @@ func TestHTTPStderrFileLikeCurl(t *testing.T) {
 		y, c := got[0], got[1]
 		yf, _ := os.ReadFile(files[0])
 		cf, _ := os.ReadFile(files[1])
-		shape := func(s, prog string) string { return strings.Replace(strings.SplitN(s, ") ", 2)[0], prog+": (", "PROG: (", 1) }
+		shape := func(s, prog string) string {
+			return strings.Replace(strings.SplitN(s, ") ", 2)[0], prog+": (", "PROG: (", 1)
+		}
 		if y.code != 7 || c.code != 7 || shape(y.stdout, "yaoki") != shape(c.stdout, "curl") || y.stderr != c.stderr || shape(string(yf), "yaoki") != shape(string(cf), "curl") {
 			t.Errorf("%q: yaoki exit %d, stdout %q, stderr %q, file %q; curl %d, %q, %q, %q", args, y.code, y.stdout, y.stderr, yf, c.code, c.stdout, c.stderr, cf)
 		}
