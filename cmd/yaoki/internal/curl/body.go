@@ -65,12 +65,7 @@ func requestBody(parts []dataPart, stdin io.Reader) (body []byte, has, isJSON bo
 			content, file = strings.CutPrefix(p.value, "@")
 		}
 		if file {
-			if content == "-" {
-				v, err = io.ReadAll(stdin)
-			} else {
-				v, err = os.ReadFile(content)
-			}
-			if err != nil {
+			if v, err = readFileArg(content, stdin); err != nil {
 				return nil, false, false, cli.Exit(curlReadError, fmt.Sprintf("(26) cannot read the request body from %s: %v", p.value, err))
 			}
 			if p.kind == dataAscii {
@@ -158,3 +153,12 @@ func validHeaderValue(s string) bool {
 
 // validToken reports whether s is a method name: a token (RFC 9110 §9.1).
 func validToken(s string) bool { return validHeaderName(s) }
+
+// readFileArg reads the file an argument names, as curl reads @FILE:
+// "-" is stdin, read to its end.
+func readFileArg(name string, stdin io.Reader) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(stdin)
+	}
+	return os.ReadFile(name)
+}

@@ -954,13 +954,7 @@ func (o *httpOptions) readHeaderFiles(stdin io.Reader) error {
 			out = append(out, h)
 			continue
 		}
-		var b []byte
-		var err error
-		if name == "-" {
-			b, err = io.ReadAll(stdin)
-		} else {
-			b, err = os.ReadFile(name)
-		}
+		b, err := readFileArg(name, stdin)
 		if err != nil {
 			return o.failWith(curlReadError, fmt.Sprintf("-H @%s: cannot read the headers: %v", name, err))
 		}

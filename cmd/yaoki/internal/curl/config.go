@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -33,13 +32,7 @@ func (c *configFlag) Set(name string) error {
 	if c.depth >= maxConfigDepth {
 		return fmt.Errorf("more than %d config files within one another (does %s name itself?)", maxConfigDepth, name)
 	}
-	var b []byte
-	var err error
-	if name == "-" {
-		b, err = io.ReadAll(c.stdin())
-	} else {
-		b, err = os.ReadFile(name)
-	}
+	b, err := readFileArg(name, c.stdin())
 	if err != nil {
 		return &configReadError{name: name, err: err}
 	}

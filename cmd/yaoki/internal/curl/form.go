@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -211,12 +210,7 @@ func formBody(parts []formPart, boundary, ctype string, stdin io.Reader) ([]byte
 		content := []byte(f.value)
 		pt := f.ctype
 		if f.file || f.fromFile {
-			if f.value == "-" {
-				content, err = io.ReadAll(stdin)
-			} else {
-				content, err = os.ReadFile(f.value)
-			}
-			if err != nil {
+			if content, err = readFileArg(f.value, stdin); err != nil {
 				return nil, "", cli.Exit(curlReadError, fmt.Sprintf("(26) -F %s: cannot read the form part's file: %v", p.spec, err))
 			}
 			if f.file && f.value != "-" && pt == "" {

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -178,13 +177,7 @@ func readWriteOut(v string, stdin io.Reader) (string, error) {
 	if !ok {
 		return v, nil
 	}
-	var b []byte
-	var err error
-	if name == "-" {
-		b, err = io.ReadAll(stdin)
-	} else {
-		b, err = os.ReadFile(name)
-	}
+	b, err := readFileArg(name, stdin)
 	if err != nil {
 		return "", cli.Exit(curlReadError, fmt.Sprintf("(26) -w %s: cannot read the format: %v", v, err))
 	}
