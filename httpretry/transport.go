@@ -15,35 +15,34 @@
 // 503 count as throttling: the backoff starts from Policy.ThrottleBase), a
 // 409 with Retry-After to a request with an Idempotency-Key (the server
 // still runs the key's first request), and transport errors that can
-// succeed later (see Classify). Which requests:
-// GET, HEAD, OPTIONS, TRACE, PUT and DELETE; POST, PATCH and other methods
-// only when they carry an Idempotency-Key (given by the caller, or created
-// by the transport when told to, see KeyMode); any request whose connection
-// could not even be made, or whose HTTP/2 stream the server refused
-// (REFUSED_STREAM: not processed, RFC 9113 §8.7). When: after the policy's backoff, or after what
-// the server asked for (Retry-After, the longest if it came more than
-// once, or the RateLimit fields on 429 and 503) plus up to 20 % jitter; a
-// server asking for more than
-// Policy.MaxRetryAfter (60 s), or for a wait that would end after the
-// request's deadline, gets its answer returned at once.
+// succeed later (see Classify). Which requests: GET, HEAD, OPTIONS,
+// TRACE, PUT and DELETE; POST, PATCH and other methods only when they
+// carry an Idempotency-Key (given by the caller, or created by the
+// transport when told to, see KeyMode); any request whose connection could
+// not even be made, or whose HTTP/2 stream the server refused
+// (REFUSED_STREAM: not processed, RFC 9113 §8.7). When: after the policy's
+// backoff, or after what the server asked for (Retry-After, the longest if
+// it came more than once, or the RateLimit fields on 429 and 503) plus up
+// to 20 % jitter; a server asking for more than Policy.MaxRetryAfter
+// (60 s), or for a wait that would end after the request's deadline, gets
+// its answer returned at once.
 //
 // A Transport reads status codes, which a RoundTripper normally must not
 // interpret; otherwise it keeps the RoundTripper contract: each attempt is
 // sent as a clone of the caller's request, or as the request itself when
-// nothing in it is to change (the request is never modified),
-// bodies are replayed only through GetBody (a body without GetBody is
-// buffered up to MaxBufferedBody, and a longer one is sent once), every
-// response thrown away is drained (up to 64 KiB, for up to 250 ms) and
-// closed so that its connection is reused, the request body is closed even when no attempt is
+// nothing in it is to change (the request is never modified), bodies are
+// replayed only through GetBody (a body without GetBody is buffered up to
+// MaxBufferedBody, and a longer one is sent once), every response thrown
+// away is drained (up to 64 KiB, for up to 250 ms) and closed so that its
+// connection is reused, the request body is closed even when no attempt is
 // made, and RoundTrip returns a response or an error, never both. The
 // response's Request is the request sent to obtain it: the clone of the
 // attempt that got it, whose header says its Attempt-Count and the
 // Idempotency-Key the transport created (package httpletter reads both).
-// When
-// retries end on a retryable status, the caller gets the last response,
-// untouched and readable, with no error, as http.Client would give it; when
-// they end on a transport error, an *Error that names the request, counts
-// the attempts and wraps the cause.
+// When retries end on a retryable status, the caller gets the last
+// response, untouched and readable, with no error, as http.Client would
+// give it; when they end on a transport error, an *Error that names the
+// request, counts the attempts and wraps the cause.
 //
 // An answer is returned at its headers, its body unread, as http.Client
 // returns it; with ReadBody, each attempt reads the body (up to so many
