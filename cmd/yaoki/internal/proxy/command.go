@@ -29,6 +29,7 @@ type options struct {
 	grace    flags.Seconds
 	client   flags.Seconds
 	readIdle string
+	netHTTP  bool
 	key      string
 	maxBody  string
 	pf       flags.Policy
@@ -112,6 +113,7 @@ the loaded routes if the new file is invalid.
 	f.StringVar(&o.maxBody, "max-buffered-body", "", "with --upstream: largest request body kept for retries, e.g. 64KiB (default 1MiB; -1: never)")
 	f.StringVar(&o.obs.MetricsAddr, "admin-addr", "", "serve /metrics, /healthz and /readyz on this address (port 0: any free port)")
 	f.StringVar(&o.obs.LogFormat, "log-format", "", "log retries, give-ups and breaker changes on stderr as structured records: text or json")
+	f.BoolVar(&o.netHTTP, "net-http", false, "serve every request with net/http's server and httputil.ReverseProxy, not the proxy's own HTTP/1.1 front end (which serves plain GETs and HEADs at a third of the CPU; see docs/proxy.md)")
 	o.pf.Register(f)
 	o.hedge.Register(f)
 	return cmd
@@ -185,6 +187,7 @@ func (o *options) run(cmd *cobra.Command) error {
 	stderr := cmd.ErrOrStderr()
 	s := NewServer(stderr)
 	s.ClientTimeout = o.client.D
+	s.NetHTTPOnly = o.netHTTP
 	if o.redisURL != "" {
 		if s.Fleet, err = NewFleet(o.redisURL, stderr); err != nil {
 			return cli.Usagef("%v", err)
@@ -217,8 +220,11 @@ func (o *options) run(cmd *cobra.Command) error {
 	if err != nil {
 		return cli.Exit(1, fmt.Sprintf("proxy: cannot listen on %s: %v (is the port taken? use port 0 for a free one)", o.listen, err))
 	}
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: clientHeaderTimeout, IdleTimeout: clientIdleTimeout}
 	served := make(chan error, 1)
+	if !s.NetHTTPOnly {
+		ln = s.Listener(ln)
+	}
 	go func() { served <- srv.Serve(ln) }()
 	s.MarkReady()
 	fmt.Fprintf(cmd.OutOrStdout(), "http://%s/\n", ln.Addr())

@@ -41,6 +41,7 @@ type proxyRoute struct {
 	statuses [600]bool      // the statuses its transport retries
 	maxHint  time.Duration  // the longest hint its policy waits for (MaxRetryAfter, and MaxElapsed if shorter)
 	obs      event.Observer // hears the answers cut mid-body (relayedBody); nil: nobody
+	front    *frontRoute    // what the front end needs to serve its requests; nil: it does not
 }
 
 // proxyRoutes is one loaded configuration: its routes in order, and what
@@ -189,6 +190,12 @@ func newProxyRoute(rc *Route, base http.RoundTripper, s *Server, ctx context.Con
 		pr.proxy.ErrorLog = log.New(s.stderr, "yaoki proxy: ", 0)
 	}
 	pr.layered = layer.Middleware(pr.proxy)
+	if !s.NetHTTPOnly {
+		var err error
+		if pr.front, err = newFrontRoute(pr, p, base, s); err != nil {
+			return nil, err
+		}
+	}
 	return pr, nil
 }
 

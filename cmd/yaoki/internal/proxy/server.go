@@ -44,7 +44,13 @@ type Server struct {
 	// (the zero Server): no bound; NewServer sets DefaultClientTimeout.
 	// Set it before serving.
 	ClientTimeout time.Duration
+	// NetHTTPOnly makes every route's requests go through net/http's
+	// server and httputil.ReverseProxy, none through the front end of
+	// Listener (yaoki proxy --net-http). Set it before Load.
+	NetHTTPOnly bool
 
+	front   atomic.Pointer[front] // set by Listener
+	date    dateCache
 	routes  atomic.Pointer[proxyRoutes]
 	base    http.RoundTripper // shared by every route: one connection pool (newUpstreamTransport)
 	stderr  io.Writer
@@ -433,6 +439,12 @@ func (s *Server) Shutdown(srv *http.Server, grace time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	err := srv.Shutdown(ctx)
+	if f := s.front.Load(); f != nil {
+		f.Close()
+		if ferr := f.wait(ctx); err == nil {
+			err = ferr
+		}
+	}
 	if ci, ok := s.base.(interface{ CloseIdleConnections() }); ok {
 		defer ci.CloseIdleConnections()
 	}

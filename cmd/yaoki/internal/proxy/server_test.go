@@ -159,7 +159,9 @@ func routeFront(t *testing.T, upstream string, rc Route) *httptest.Server {
 	}
 	s.routes.Store(rs)
 	t.Cleanup(rs.close)
-	front := httptest.NewServer(s)
+	front := httptest.NewUnstartedServer(s)
+	front.Listener = s.Listener(front.Listener)
+	front.Start()
 	t.Cleanup(func() {
 		front.Client().CloseIdleConnections()
 		front.Close()

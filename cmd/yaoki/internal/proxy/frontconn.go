@@ -1,0 +1,304 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// frontConn is one client connection on the front end, served by one
+// goroutine (serve), and, while a request of it waits for the upstream,
+// watched by another (watch) that hears the client go away.
+type frontConn struct {
+	f      *front
+	nc     net.Conn
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	client []byte // the client's address, for X-Forwarded-For; nil if RemoteAddr has none
+	ctx    connCtx
+	wd     idleDeadline // Server.ClientTimeout on the writes of the answers
+	dw     deadlineWriter
+
+	mu     sync.Mutex    // guards idle and up
+	idle   bool          // waiting for the next request: Close wakes it
+	up     *upstreamConn // the connection of the attempt in progress, for watch to cut
+	handed bool          // given to the net/http server: not closed here
+
+	watchT    *time.Timer   // starts watch a while into a request
+	watchDone chan struct{} // watch has ended
+	watchStop atomic.Bool   // the request is over: watch must end
+	stale     bool          // the read deadline was set in the past to end watch
+
+	raw []byte // the head of the request served
+	req frontRequest
+	x   frontExchange
+	// attemptFn is fc.attempt, made once: the retry loop's attempt
+	// function costs no allocation per request.
+	attemptFn func(context.Context) (int, error)
+}
+
+// watchAfter is how long a request runs before the front end starts
+// watching its client's connection for a close (watch): a request
+// answered sooner (most) costs no goroutine for it, and a client that goes
+// away is heard at most this late, when its attempt is cancelled.
+const watchAfter = 10 * time.Millisecond
+
+// frontBufferSize is the size of a client connection's read and write
+// buffers. A request head longer than the read buffer goes to the
+// net/http server, which takes heads up to 1 MiB.
+const frontBufferSize = 4 << 10
+
+func newFrontConn(f *front, nc net.Conn) *frontConn {
+	fc := &frontConn{f: f, nc: nc, br: bufio.NewReaderSize(nc, frontBufferSize), watchDone: make(chan struct{}, 1)}
+	fc.dw = deadlineWriter{fc: fc}
+	fc.bw = bufio.NewWriterSize(&fc.dw, frontBufferSize)
+	if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		fc.client = []byte(ta.IP.String())
+	} else if host, _, err := net.SplitHostPort(nc.RemoteAddr().String()); err == nil {
+		fc.client = []byte(host)
+	}
+	if d := f.s.ClientTimeout; d > 0 {
+		fc.wd = idleDeadline{conn: nc, write: true, idle: d}
+	}
+	fc.watchT = time.AfterFunc(time.Hour, fc.watch)
+	fc.watchT.Stop()
+	fc.attemptFn = fc.attempt
+	return fc
+}
+
+// deadlineWriter writes to the client's connection, moving its write
+// deadline before each write (Server.ClientTimeout).
+type deadlineWriter struct{ fc *frontConn }
+
+func (w *deadlineWriter) Write(p []byte) (int, error) {
+	w.fc.wd.extend()
+	return w.fc.nc.Write(p)
+}
+
+// serve serves the requests of the connection until it closes, the front
+// end closes, or a request goes to the net/http server.
+func (fc *frontConn) serve() {
+	defer fc.end()
+	for {
+		if !fc.awaitRequest() {
+			return
+		}
+		n, ok := fc.readHead()
+		if n < 0 {
+			return
+		}
+		var pr *proxyRoute
+		if ok {
+			pr = fc.f.s.routes.Load().matchFront(&fc.req)
+		}
+		if pr == nil {
+			fc.handOver()
+			return
+		}
+		fc.br.Discard(n)
+		if !fc.serveRequest(pr) {
+			return
+		}
+	}
+}
+
+// end closes the connection, unless it was handed over, and forgets it.
+func (fc *frontConn) end() {
+	fc.watchT.Stop()
+	fc.mu.Lock()
+	handed := fc.handed
+	fc.mu.Unlock()
+	if !handed {
+		fc.nc.Close()
+	}
+	f := fc.f
+	f.mu.Lock()
+	delete(f.conns, fc)
+	f.mu.Unlock()
+	f.wg.Done()
+}
+
+// handOver gives the connection, and what was read of it, to the net/http
+// server.
+func (fc *frontConn) handOver() {
+	fc.mu.Lock()
+	fc.handed = true
+	fc.mu.Unlock()
+	if fc.stale {
+		fc.nc.SetReadDeadline(time.Time{})
+	}
+	// The net/http server sets its own deadlines; the front end's are
+	// cleared.
+	fc.nc.SetDeadline(time.Time{})
+	fc.f.give(fc.nc, fc.br)
+}
+
+// awaitRequest waits for the first byte of the next request, for at most
+// clientIdleTimeout; false when the connection is to be closed (the
+// client closed it or stayed idle, or the front end is closing).
+func (fc *frontConn) awaitRequest() bool {
+	fc.mu.Lock()
+	if fc.f.closing.Load() {
+		fc.mu.Unlock()
+		return false
+	}
+	fc.idle = true
+	if fc.br.Buffered() == 0 || fc.stale {
+		fc.nc.SetReadDeadline(time.Now().Add(clientIdleTimeout))
+		fc.stale = false
+	}
+	fc.mu.Unlock()
+	_, err := fc.br.Peek(1)
+	fc.mu.Lock()
+	fc.idle = false
+	fc.mu.Unlock()
+	return err == nil
+}
+
+// wake ends the wait of an idle connection for its next request: the
+// front end is closing.
+func (fc *frontConn) wake() {
+	fc.mu.Lock()
+	if fc.idle {
+		fc.nc.SetReadDeadline(aLongTimeAgo)
+	}
+	fc.mu.Unlock()
+}
+
+// readHead reads the request's head into fc.raw and parses it into
+// fc.req; n is its length (still in br), or -1 when the connection is to
+// be closed (it closed or timed out mid-head), and ok says whether the
+// front end serves it. A head that is not complete in the read buffer,
+// or has a line not ended by CRLF, is not the front end's.
+func (fc *frontConn) readHead() (n int, ok bool) {
+	deadline := false
+	for {
+		buf, _ := fc.br.Peek(fc.br.Buffered())
+		if i := bytes.Index(buf, []byte("\r\n\r\n")); i >= 0 {
+			n = i + 4
+			if hasBareLF(buf[:n]) {
+				return n, false
+			}
+			fc.raw = append(fc.raw[:0], buf[:n]...)
+			return n, parseFrontRequest(fc.raw, &fc.req)
+		}
+		if len(buf) >= fc.br.Size() || hasBareLF(buf) {
+			return 0, false
+		}
+		if !deadline {
+			fc.nc.SetReadDeadline(time.Now().Add(clientHeaderTimeout))
+			deadline = true
+		}
+		if _, err := fc.br.Peek(len(buf) + 1); err != nil {
+			return -1, false
+		}
+	}
+}
+
+// hasBareLF reports whether b has a LF that no CR comes before.
+func hasBareLF(b []byte) bool {
+	for i := bytes.IndexByte(b, '\n'); i >= 0; {
+		if i == 0 || b[i-1] != '\r' {
+			return true
+		}
+		j := bytes.IndexByte(b[i+1:], '\n')
+		if j < 0 {
+			return false
+		}
+		i += 1 + j
+	}
+	return false
+}
+
+// serveRequest serves fc.req through the route pr; false when the
+// connection is to be closed after it.
+func (fc *frontConn) serveRequest(pr *proxyRoute) bool {
+	s := fc.f.s
+	s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
+	fc.watchT.Reset(watchAfter)
+	keep := fc.exchangeAndRelay(pr)
+	if !fc.watchT.Stop() {
+		// watch runs: end it, and wait for it to leave the reader.
+		fc.watchStop.Store(true)
+		fc.nc.SetReadDeadline(aLongTimeAgo)
+		<-fc.watchDone
+		fc.watchStop.Store(false)
+		fc.stale = true
+	}
+	return keep && !fc.req.close && fc.ctx.Err() == nil
+}
+
+// watch waits, on a goroutine of its own, for the client's connection to
+// close while its request is served, and then cancels the request: its
+// context ends and the upstream connection of the attempt in progress is
+// cut. The client's next bytes (a pipelined request) stay in the reader.
+// It ends when the request is over (serveRequest sets watchStop and
+// wakes the read).
+func (fc *frontConn) watch() {
+	defer func() { fc.watchDone <- struct{}{} }()
+	for {
+		_, err := fc.br.Peek(1)
+		switch {
+		case err == nil:
+			return // the client sent more: it is there
+		case isDeadline(err):
+			if fc.watchStop.Load() {
+				return
+			}
+			// The deadline of the head's wait: the request takes longer.
+			fc.nc.SetReadDeadline(time.Now().Add(clientIdleTimeout))
+			if fc.watchStop.Load() {
+				return
+			}
+		default:
+			fc.clientGone()
+			return
+		}
+	}
+}
+
+// clientGone cancels the request in progress: the client closed its
+// connection.
+func (fc *frontConn) clientGone() {
+	fc.ctx.cancel()
+	fc.mu.Lock()
+	if fc.up != nil {
+		fc.up.cut()
+	}
+	fc.mu.Unlock()
+}
+
+// setUp records the upstream connection of the attempt in progress (nil:
+// none), which clientGone cuts.
+func (fc *frontConn) setUp(c *upstreamConn) {
+	fc.mu.Lock()
+	fc.up = c
+	fc.mu.Unlock()
+}
+
+// dateCache holds the Date value of the current second, for answers whose
+// upstream sent none (RFC 9110 §6.6.1: a proxy adds one). Safe for
+// concurrent use.
+type dateCache struct {
+	v atomic.Pointer[dateValue]
+}
+
+type dateValue struct {
+	sec int64
+	b   []byte
+}
+
+func (d *dateCache) get(now time.Time) []byte {
+	sec := now.Unix()
+	if v := d.v.Load(); v != nil && v.sec == sec {
+		return v.b
+	}
+	v := &dateValue{sec: sec, b: now.UTC().AppendFormat(nil, "Mon, 02 Jan 2006 15:04:05 GMT")}
+	d.v.Store(v)
+	return v.b
+}

@@ -1,0 +1,271 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+)
+
+// frontResponse is the head of an upstream's answer on the front end:
+// its fields are spans of buf, which read fills.
+type frontResponse struct {
+	buf     []byte
+	spans   []respSpan
+	proto10 bool // HTTP/1.0
+	code    int
+	reason  [2]int // the reason phrase's span in buf
+
+	length  int64 // Content-Length; -1: none
+	chunked bool  // Transfer-Encoding: chunked
+	body    int   // bodyNone, bodyLength, bodyChunked, bodyToClose
+	close   bool  // the connection ends after this answer
+
+	doNotRetry bool // Do-Not-Retry: true
+	hasDate    bool
+	hasHint    bool // Retry-After or a RateLimit field: hint() has something to read
+	rewrite    bool // Location, Content-Location or Link: clientLocation may change them
+	trailer    bool // a Trailer field
+}
+
+// respSpan is a field of a frontResponse: its name and value in buf.
+type respSpan struct{ ns, ne, vs, ve int }
+
+// How an answer's body is delimited (RFC 9112 §6.3).
+const (
+	bodyNone    = iota // no body: a HEAD's answer, 1xx, 204, 304
+	bodyLength         // Content-Length
+	bodyChunked        // chunked
+	bodyToClose        // read until the upstream closes the connection
+)
+
+// errMalformedAnswer is the cause of an answer the front end cannot read.
+var errMalformedAnswer = errors.New("proxy: malformed answer from the upstream")
+
+func malformed(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{errMalformedAnswer}, args...)...)
+}
+
+func (r *frontResponse) name(s respSpan) []byte  { return r.buf[s.ns:s.ne] }
+func (r *frontResponse) value(s respSpan) []byte { return r.buf[s.vs:s.ve] }
+
+// readLine reads a line from br onto r.buf and returns its span, without
+// its CRLF (or LF, as net/http reads answers).
+func (r *frontResponse) readLine(br *bufio.Reader) (start, end int, err error) {
+	start = len(r.buf)
+	for {
+		part, err := br.ReadSlice('\n')
+		r.buf = append(r.buf, part...)
+		if err == nil {
+			break
+		}
+		if err != bufio.ErrBufferFull {
+			return 0, 0, err
+		}
+	}
+	end = len(r.buf) - 1
+	if end > start && r.buf[end-1] == '\r' {
+		end--
+	}
+	return start, end, nil
+}
+
+// read reads an answer's head (a 1xx one, or the final one) from br; head
+// says the request was a HEAD, whose answer has no body.
+func (r *frontResponse) read(br *bufio.Reader, head bool) error {
+	*r = frontResponse{buf: r.buf[:0], spans: r.spans[:0], length: -1}
+	s, e, err := r.readLine(br)
+	if err != nil {
+		return err
+	}
+	line := r.buf[s:e]
+	switch {
+	case bytes.HasPrefix(line, []byte("HTTP/1.1 ")):
+	case bytes.HasPrefix(line, []byte("HTTP/1.0 ")):
+		r.proto10 = true
+	default:
+		return malformed("status line %q", line)
+	}
+	rest := line[9:]
+	if len(rest) < 3 || (len(rest) > 3 && rest[3] != ' ') {
+		return malformed("status line %q", line)
+	}
+	for _, c := range rest[:3] {
+		if c < '0' || c > '9' {
+			return malformed("status line %q", line)
+		}
+	}
+	r.code = int(rest[0]-'0')*100 + int(rest[1]-'0')*10 + int(rest[2]-'0')
+	if r.code < 100 {
+		return malformed("status %d", r.code)
+	}
+	r.reason = [2]int{s + 9 + min(4, len(rest)), e}
+	for {
+		s, e, err := r.readLine(br)
+		if err != nil {
+			return err
+		}
+		if s == e {
+			break
+		}
+		if c := r.buf[s]; c == ' ' || c == '\t' {
+			// obs-fold (RFC 9112 §5.2): the line continues the field
+			// before, joined with a space, as net/http reads it.
+			if len(r.spans) == 0 {
+				return malformed("a continuation line before any field")
+			}
+			last := &r.spans[len(r.spans)-1]
+			cont := trimOWS(r.buf[s:e])
+			if !validFieldValue(cont) {
+				return malformed("a field value with a control character")
+			}
+			v := append(r.buf[last.vs:last.ve:last.ve], ' ')
+			at := len(r.buf)
+			r.buf = append(r.buf, v...)
+			r.buf = append(r.buf, cont...)
+			last.vs, last.ve = at, len(r.buf)
+			continue
+		}
+		colon := bytes.IndexByte(r.buf[s:e], ':')
+		if colon <= 0 || !isToken(r.buf[s:s+colon]) {
+			return malformed("header line %q", r.buf[s:e])
+		}
+		v := trimOWS(r.buf[s+colon+1 : e])
+		if !validFieldValue(v) {
+			return malformed("a field value with a control character")
+		}
+		vs := e - len(trimLeftOWS(r.buf[s+colon+1:e]))
+		r.spans = append(r.spans, respSpan{ns: s, ne: s + colon, vs: vs, ve: vs + len(v)})
+	}
+	return r.classify(head)
+}
+
+func trimLeftOWS(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
+	}
+	return b
+}
+
+// classify reads the fields that frame and route the answer.
+func (r *frontResponse) classify(head bool) error {
+	keepAlive := false
+	tes := 0
+	for _, sp := range r.spans {
+		name, v := r.name(sp), r.value(sp)
+		switch {
+		case bytes.EqualFold(name, []byte("Content-Length")):
+			n, err := strconv.ParseInt(string(v), 10, 64)
+			if err != nil || n < 0 || v[0] == '+' {
+				return malformed("Content-Length %q", v)
+			}
+			if r.length >= 0 && n != r.length {
+				return malformed("Content-Length %d and %d", r.length, n)
+			}
+			r.length = n
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+			tes++
+			if tes > 1 || !bytes.EqualFold(v, []byte("chunked")) {
+				return malformed("Transfer-Encoding %q: only chunked is read", v)
+			}
+			r.chunked = true
+		case bytes.EqualFold(name, []byte("Connection")):
+			for _, tok := range bytes.Split(v, []byte(",")) {
+				switch tok = trimOWS(tok); {
+				case bytes.EqualFold(tok, []byte("close")):
+					r.close = true
+				case bytes.EqualFold(tok, []byte("keep-alive")):
+					keepAlive = true
+				}
+			}
+		case bytes.EqualFold(name, []byte("Do-Not-Retry")):
+			for _, tok := range bytes.Split(v, []byte(",")) {
+				if bytes.EqualFold(trimOWS(tok), []byte("true")) {
+					r.doNotRetry = true
+				}
+			}
+		case bytes.EqualFold(name, []byte("Date")):
+			r.hasDate = true
+		case bytes.EqualFold(name, []byte("Retry-After")), len(name) >= 9 && bytes.EqualFold(name[:9], []byte("RateLimit")):
+			r.hasHint = true
+		case bytes.EqualFold(name, []byte("Location")), bytes.EqualFold(name, []byte("Content-Location")), bytes.EqualFold(name, []byte("Link")):
+			r.rewrite = true
+		case bytes.EqualFold(name, []byte("Trailer")):
+			r.trailer = true
+		}
+	}
+	if r.proto10 && !keepAlive {
+		r.close = true
+	}
+	switch {
+	case r.code < 200, head, r.code == http.StatusNoContent, r.code == http.StatusNotModified:
+		r.body = bodyNone
+	case r.chunked:
+		r.body = bodyChunked
+	case r.length >= 0:
+		r.body = bodyLength
+	default:
+		r.body = bodyToClose
+		r.close = true
+	}
+	return nil
+}
+
+// status is the answer's status as net/http gives it ("503 Service
+// Unavailable").
+func (r *frontResponse) status() string {
+	return strconv.Itoa(r.code) + " " + string(r.buf[r.reason[0]:r.reason[1]])
+}
+
+// header returns the answer's fields as an http.Header (for the rules
+// written for one: hints, trailers).
+func (r *frontResponse) header() http.Header {
+	h := make(http.Header, len(r.spans))
+	for _, sp := range r.spans {
+		k := http.CanonicalHeaderKey(string(r.name(sp)))
+		h[k] = append(h[k], string(r.value(sp)))
+	}
+	return h
+}
+
+// listedInConnection reports whether name is one of the fields the
+// answer's Connection names (hop-by-hop: RFC 9110 §7.6.1).
+func (r *frontResponse) listedInConnection(name []byte) bool {
+	for _, sp := range r.spans {
+		if !bytes.EqualFold(r.name(sp), []byte("Connection")) {
+			continue
+		}
+		for _, tok := range bytes.Split(r.value(sp), []byte(",")) {
+			if bytes.EqualFold(trimOWS(tok), name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hopByHopName reports whether name is one of the hopByHop fields.
+func hopByHopName(name []byte) bool {
+	for _, h := range hopByHop {
+		if len(h) == len(name) && bytes.EqualFold(name, []byte(h)) {
+			return true
+		}
+	}
+	return false
+}
+
+// statusLines holds the status line the front end writes for each
+// status, with net/http's reason phrases: "HTTP/1.1 200 OK\r\n". Read
+// only.
+var statusLines = func() (t [600][]byte) {
+	for code := 100; code < 600; code++ {
+		text := http.StatusText(code)
+		if text == "" {
+			text = "status code " + strconv.Itoa(code)
+		}
+		t[code] = []byte("HTTP/1.1 " + strconv.Itoa(code) + " " + text + "\r\n")
+	}
+	return t
+}()
