@@ -1,13 +1,18 @@
 package proxy
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -230,4 +235,123 @@ func BenchmarkUpstreamQuiet(b *testing.B) {
 	}
 	nc.Close()
 	<-served
+}
+
+// BenchmarkFrontServe sends GETs over loopback through the proxy's front
+// end (Listener) to an upstream that answers each at once, on 8
+// connections in parallel, with and without the metrics observer. The
+// clients and the upstream are raw connections, so that nearly all of the
+// CPU time it reports is the proxy's.
+func BenchmarkFrontServe(b *testing.B) {
+	up := rawBenchUpstream(b)
+	u, _ := url.Parse("http://" + up)
+	for _, c := range []struct {
+		name    string
+		metrics bool
+	}{{"front", false}, {"front-metrics", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			base := newUpstreamTransport()
+			defer base.CloseIdleConnections()
+			var obs *yotel.Observer
+			if c.metrics {
+				obs = benchMetrics(b)
+			}
+			s := routeProxy(b, base, obs, u)
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			fl := s.Listener(ln)
+			defer fl.Close()
+			b.SetParallelism(4)
+			measureCPU(b, func() {
+				b.RunParallel(func(pb *testing.PB) {
+					nc, err := net.Dial("tcp", ln.Addr().String())
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					defer nc.Close()
+					br := bufio.NewReader(nc)
+					for pb.Next() {
+						if _, err := io.WriteString(nc, "GET /x HTTP/1.1\r\nHost: proxy\r\nUser-Agent: bench\r\n\r\n"); err != nil {
+							b.Error(err)
+							return
+						}
+						if err := readBenchAnswer(br); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			})
+		})
+	}
+}
+
+// rawBenchUpstream serves "ok\n" to every request on its connections,
+// reading heads without parsing them; it returns its address.
+func rawBenchUpstream(b *testing.B) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					for {
+						line, err := br.ReadSlice('\n')
+						if err != nil {
+							return
+						}
+						if len(line) <= 2 {
+							break
+						}
+					}
+					if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\nDate: Wed, 02 Dec 2026 12:00:00 GMT\r\n\r\nok\n"); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// readBenchAnswer reads an answer with a Content-Length from br.
+func readBenchAnswer(br *bufio.Reader) error {
+	n := -1
+	first := true
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			return err
+		}
+		if first {
+			if !bytes.HasPrefix(line, []byte("HTTP/1.1 200 ")) {
+				return fmt.Errorf("answer %q", line)
+			}
+			first = false
+			continue
+		}
+		if len(line) <= 2 {
+			break
+		}
+		if v, ok := bytes.CutPrefix(line, []byte("Content-Length: ")); ok {
+			n, _ = strconv.Atoi(string(bytes.TrimSpace(v)))
+		}
+	}
+	if n < 0 {
+		return errors.New("no Content-Length")
+	}
+	_, err := br.Discard(n)
+	return err
 }
