@@ -501,7 +501,8 @@ func (fc *frontConn) relay() bool {
 			continue
 		case r.listedInConnection(name):
 			continue
-		case bytes.EqualFold(name, []byte("Content-Length")) && (r.chunked || code == http.StatusNoContent):
+		case bytes.EqualFold(name, []byte("Content-Length")) && (r.chunked || code == http.StatusNoContent || code == http.StatusNotModified):
+			// net/http's server writes none for a 204 or a 304.
 			continue
 		case dnr && bytes.EqualFold(name, []byte(header.DoNotRetry)):
 			continue
