@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/yaoki-go/yaoki/backoff"
+	"github.com/yaoki-go/yaoki/event"
 	"github.com/yaoki-go/yaoki/retry"
 )
 
@@ -84,8 +86,14 @@ var diffCases = []diffCase{
 func TestFrontSameAsNetHTTP(t *testing.T) {
 	for _, c := range diffCases {
 		t.Run(c.name, func(t *testing.T) {
-			frontSaw, frontGot := diffRun(t, c, false)
-			httpSaw, httpGot := diffRun(t, c, true)
+			frontSaw, frontGot, frontEvents := diffRun(t, c, false)
+			httpSaw, httpGot, httpEvents := diffRun(t, c, true)
+			if frontEvents == "" {
+				t.Error("the observer heard nothing")
+			}
+			if frontEvents != httpEvents {
+				t.Errorf("the observer heard, from the front end:\n%s\nfrom net/http:\n%s", frontEvents, httpEvents)
+			}
 			if frontSaw != httpSaw {
 				t.Errorf("the upstream saw, from the front end:\n%s\nfrom net/http:\n%s", frontSaw, httpSaw)
 			}
@@ -98,7 +106,7 @@ func TestFrontSameAsNetHTTP(t *testing.T) {
 
 // diffRun sends c through a proxy (netHTTPOnly: without its front end) and
 // returns what the upstream saw and what the client got, written out.
-func diffRun(t *testing.T, c diffCase, netHTTPOnly bool) (saw, got string) {
+func diffRun(t *testing.T, c diffCase, netHTTPOnly bool) (saw, got, events string) {
 	t.Helper()
 	var mu sync.Mutex
 	var seen []string
@@ -124,7 +132,8 @@ func diffRun(t *testing.T, c diffCase, netHTTPOnly bool) (saw, got string) {
 	}
 	base := newUpstreamTransport()
 	t.Cleanup(base.CloseIdleConnections)
-	s := &Server{base: base, buffers: &bufferPool{}, NetHTTPOnly: netHTTPOnly}
+	rec := &diffEvents{}
+	s := &Server{base: base, buffers: &bufferPool{}, NetHTTPOnly: netHTTPOnly, Observer: rec}
 	// Backoff of a millisecond: the retries do not wait for the
 	// default's.
 	pol := retry.Policy{Backoff: backoff.Schedule{Base: time.Millisecond, Cap: time.Millisecond}, ThrottleBase: time.Millisecond}
@@ -157,9 +166,31 @@ func diffRun(t *testing.T, c diffCase, netHTTPOnly bool) (saw, got string) {
 	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	got = describeResponse(resp, body, err)
+	conn.Close()
 	mu.Lock()
 	defer mu.Unlock()
-	return strings.Join(seen, "\n"), got
+	return strings.Join(seen, "\n"), got, rec.String()
+}
+
+// diffEvents records the events of a run, written out without what
+// differs from run to run (times, ports, durations).
+type diffEvents struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (d *diffEvents) Observe(_ context.Context, e event.Event) {
+	host, _, _ := strings.Cut(e.Host, ":")
+	line := fmt.Sprintf("%v %s %s %s attempt=%d outcome=%v status=%d source=%v reason=%s", e.Kind, e.Component, e.Method, host, e.Attempt, e.Outcome, e.Status, e.Source, e.Reason)
+	d.mu.Lock()
+	d.lines = append(d.lines, line)
+	d.mu.Unlock()
+}
+
+func (d *diffEvents) String() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return strings.Join(d.lines, "\n")
 }
 
 func describeRequest(r *http.Request) string {
