@@ -43,7 +43,12 @@ type Encoder struct {
 // (bytes 0x80-0xFF of another charset: a JSON string cannot keep them),
 // and a URL whose query holds a space (which Decode refuses). The
 // URL's fragment is left out (it is never sent, and may hold a token); a
-// Host other than the URL's is kept.
+// Host other than the URL's is kept. Header names that differ only in
+// case (a header map set by hand may hold "x-trace" beside "X-Trace") are
+// one field, which net/http sends as one line per value, the names in
+// byte order: the letter keeps all their values, in that order, under the
+// canonical name, so that the redrive sends what the server read. Every
+// value is kept, repeated and empty ones included.
 func Encode(req *http.Request) ([]byte, error) { return Encoder{}.Encode(req) }
 
 // Encode returns req as a letter's payload, without its credentials (see
@@ -63,7 +68,17 @@ func (e Encoder) Encode(req *http.Request) ([]byte, error) {
 	if req.Host != "" && req.Host != req.URL.Host {
 		r.Host = req.Host
 	}
-	for name, vs := range req.Header {
+	// Names that differ only in case are one field (RFC 9110 §5.1), which
+	// net/http sends as several lines, the names in byte order: the
+	// letter keeps their values under the canonical name in that order,
+	// as the server read them.
+	names := make([]string, 0, len(req.Header))
+	for name := range req.Header {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		vs := req.Header[name]
 		c := http.CanonicalHeaderKey(name)
 		if kept(c) && !e.dropHeader(c) {
 			if !utf8.ValidString(c) || slices.ContainsFunc(vs, notUTF8) {
@@ -72,7 +87,7 @@ func (e Encoder) Encode(req *http.Request) ([]byte, error) {
 			if r.Header == nil {
 				r.Header = http.Header{}
 			}
-			r.Header[c] = append([]string(nil), vs...)
+			r.Header[c] = append(r.Header[c], vs...)
 		}
 	}
 	if req.Body != nil && req.Body != http.NoBody {

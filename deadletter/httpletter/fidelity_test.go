@@ -64,6 +64,14 @@ func TestRedriveIsTheCapturedRequest(t *testing.T) {
 			header: http.Header{"Idempotency-Key": {"k-3"}}},
 		{name: "credentials left out", method: "DELETE", path: "/c?access_token=s3cret-token&keep=1",
 			header: http.Header{"Authorization": {"Bearer s3cret"}, "X-Api-Key": {"s3cret"}, "Idempotency-Key": {"k-4"}}},
+		// A header map set by hand may name a field in several cases;
+		// net/http sends each name as it is, in byte order, and the
+		// server reads them as one field: the redrive must carry every
+		// value, in the same order. Empty values and repeated lines too.
+		{name: "names differing in case, empty and repeated values", method: "POST", path: "/case", body: "c",
+			header: http.Header{"x-trace": {"a", "b"}, "X-Trace": {"c"}, "X-TRACE": {"d", ""}, "X-Empty": {""},
+				"accept": {"text/plain"}, "Accept": {"application/json", "application/json"}, "authorization": {"Bearer s3cret"},
+				"Idempotency-Key": {"k-5"}}},
 	}
 	client := srv.Client()
 	for _, c := range cases {

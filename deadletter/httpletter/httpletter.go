@@ -52,7 +52,9 @@ type Request struct {
 // request target in the request line), a Host with a byte a host cannot
 // hold, a header name or value that net/http would not send (a value with
 // a control byte other than a tab), a header named twice in different
-// cases, and a framing or hop-by-hop header (Host, Content-Length,
+// cases (Encode merges such names into one list of values; in a letter
+// written by hand, whose JSON object has no order, which values come
+// first is not said, so the writer is asked for one list), and a framing or hop-by-hop header (Host, Content-Length,
 // Transfer-Encoding, Trailer, Connection, Keep-Alive, Proxy-Connection, Te,
 // Upgrade), which Encode never keeps and which, sent beside net/http's
 // own, would let a proxy in front read one request as two: Handler parks
@@ -135,7 +137,7 @@ func canonical(h, into http.Header) (allCanonical bool, err error) {
 		allCanonical = allCanonical && c == name
 		if into != nil {
 			if _, dup := into[c]; dup {
-				return false, fmt.Errorf("header %s is named twice, in different cases: want each header once", c)
+				return false, fmt.Errorf("header %s is named twice, in different cases: want each header once, with all its values in one list in the order to send them", c)
 			}
 			into[c] = append([]string(nil), vs...)
 		}
