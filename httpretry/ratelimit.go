@@ -29,8 +29,11 @@ import (
 // is that long), from 10⁹ to below 10¹² it is a Unix time in seconds (10⁹
 // is September 2001), and from 10¹² on a Unix time in milliseconds. X-
 // RateLimit-Reset may have a fractional part ("1700000000.250"). A
-// timestamp in the past means now. Values that are malformed, negative or
-// more than MaxHint ahead are ignored.
+// timestamp in the past means now. Values that are malformed or negative
+// are ignored (and an sf-integer has at most 15 digits, RFC 8941 §3.3.1).
+// A well-formed reset is returned however far ahead, as ParseRetryAfter
+// returns a wait: one further than a time.Duration holds (about 292 years)
+// as the longest Duration, math.MaxInt64.
 //
 // Retry-After takes precedence over all of these (the draft says so); the
 // Transport reads them only when Retry-After is absent or invalid; on 429
@@ -87,15 +90,12 @@ func parseReset(v string, now time.Time, fraction bool) (time.Duration, bool) {
 		return 0, false
 	}
 	whole = strings.TrimLeft(whole, "0")
-	if len(whole) > 15 { // beyond any Unix time in milliseconds for 30000 years
-		return 0, false
+	if len(whole) > 18 { // a Unix time in milliseconds more than 30 million years ahead
+		return maxWait, true
 	}
 	n := int64(0)
 	if whole != "" {
-		var err error
-		if n, err = strconv.ParseInt(whole, 10, 64); err != nil {
-			return 0, false
-		}
+		n, _ = strconv.ParseInt(whole, 10, 64) // digits only, at most 18: no error
 	}
 	var f float64 // the fraction, in [0, 1)
 	if hasFrac {
@@ -106,9 +106,6 @@ func parseReset(v string, now time.Time, fraction bool) (time.Duration, bool) {
 	}
 	switch {
 	case n < 1e9: // seconds to wait
-		if n > maxHintSeconds {
-			return 0, false
-		}
 		return time.Duration(n)*time.Second + time.Duration(f*float64(time.Second)), true
 	case n < 1e12: // Unix time, seconds
 		return until(time.Unix(n, int64(f*1e9)), now)
@@ -156,10 +153,7 @@ func parseRateLimit(lines []string, spent bool) (time.Duration, bool) {
 				}
 			}
 		} else if m.hasT && m.t >= 0 && (m.hasR && m.r <= 0 || !m.hasR && !spent) {
-			if m.t > maxHintSeconds {
-				return 0, false
-			}
-			if d := time.Duration(m.t) * time.Second; d > best {
+			if d := secs(m.t); d > best {
 				best = d
 			}
 		}
@@ -172,18 +166,16 @@ func parseRateLimit(lines []string, spent bool) (time.Duration, bool) {
 		}
 	}
 	if dict {
-		if reset < 0 || reset > maxHintSeconds || left > 0 || spent && !hasLeft {
+		if reset < 0 || left > 0 || spent && !hasLeft {
 			return 0, false
 		}
-		best = time.Duration(reset) * time.Second
+		best = secs(reset)
 	}
-	if best < 0 || best > MaxHint {
+	if best < 0 {
 		return 0, false
 	}
 	return best, true
 }
-
-const maxHintSeconds = int64(MaxHint / time.Second)
 
 // member is one member of a structured-field list or dictionary, reduced
 // to what the RateLimit field needs.

@@ -1,19 +1,17 @@
 package httpretry
 
 import (
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// MaxHint is the longest wait a server header may ask for and still be
-// believed: one year. A Retry-After or rate-limit reset further away than
-// that (or one that overflows) is taken for a mistake and ignored, so the
-// computed backoff applies. Hints between Policy.MaxRetryAfter (60 s by
-// default) and MaxHint are believed but not waited for: the transport
-// returns the server's response at once.
-const MaxHint = 365 * 24 * time.Hour
+// maxWait is the longest time.Duration (about 292 years): a server's wait
+// longer than that is returned as it, which is still longer than any
+// limit a caller can set.
+const maxWait = time.Duration(math.MaxInt64)
 
 // ParseRetryAfter parses the value of a Retry-After header (RFC 9110
 // §10.2.3) received at now and returns how long the server asks to wait.
@@ -25,10 +23,15 @@ const MaxHint = 365 * 24 * time.Hour
 // whitespace. An RFC 850 date's two-digit year is read as RFC 9110 says:
 // the latest year with those digits that is not more than 50 years after
 // now; a date in a zone other than GMT is malformed. A date in the past
-// means "now" (0, true). It reports false for
-// an empty, negative or malformed value (fractions of a second included:
-// the grammar has none) and for an absurd one: more than MaxHint (one year)
-// ahead, or too large to represent.
+// means "now" (0, true). It reports false for an empty, negative or
+// malformed value (fractions of a second included: the grammar has none).
+//
+// A well-formed wait is returned however long it is, so that a caller
+// that will not wait that long (the Transport, past Policy.MaxRetryAfter)
+// gives up rather than ignore the server: one longer than a time.Duration
+// holds (about 292 years: 9223372037 seconds or more, however many
+// digits, or a date further ahead) is returned as the longest Duration,
+// math.MaxInt64.
 func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 	v := strings.TrimSpace(value)
 	if v == "" {
@@ -88,37 +91,38 @@ func rfc850Year(t, now time.Time) time.Time {
 	return c
 }
 
-// seconds parses delta-seconds that are all digits.
+// seconds parses delta-seconds that are all digits; a wait too long for
+// a Duration is maxWait.
 func seconds(v string) (time.Duration, bool) {
 	// Leading zeros are allowed by the grammar; strip them so that a long
-	// run of them is not mistaken for an overflow.
+	// run of them is not mistaken for a long wait.
 	v = strings.TrimLeft(v, "0")
 	if v == "" {
 		return 0, true
 	}
-	if len(v) > 9 { // ≥ 10⁹ s is about 31 years: absurd, and no overflow below
-		return 0, false
+	if len(v) > 18 { // ≥ 10¹⁸ s, far beyond maxWait (and an int64)
+		return maxWait, true
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return 0, false
-	}
-	d := time.Duration(n) * time.Second
-	if d > MaxHint {
-		return 0, false
-	}
-	return d, true
+	n, _ := strconv.ParseInt(v, 10, 64) // digits only, at most 18: no error
+	return secs(n), true
 }
 
-// until returns t − now, 0 for a t in the past, false beyond MaxHint.
+// secs returns n seconds (n ≥ 0), or maxWait if a Duration cannot hold
+// them.
+func secs(n int64) time.Duration {
+	if n > int64(maxWait/time.Second) {
+		return maxWait
+	}
+	return time.Duration(n) * time.Second
+}
+
+// until returns t − now: 0 for a t in the past, maxWait for one further
+// ahead than a Duration holds.
 func until(t, now time.Time) (time.Duration, bool) {
 	if !t.After(now) {
 		return 0, true
 	}
-	if t.After(now.Add(MaxHint)) {
-		return 0, false
-	}
-	return t.Sub(now), true
+	return t.Sub(now), true // Sub saturates at maxWait
 }
 
 func isDigits(s string) bool {

@@ -1,6 +1,7 @@
 package httpretry_test
 
 import (
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func TestParseRetryAfter(t *testing.T) {
+	in2070 := time.Date(2070, 1, 1, 0, 0, 0, 0, time.UTC).Sub(now)
 	cases := []struct {
 		v    string
 		want time.Duration
@@ -23,9 +25,16 @@ func TestParseRetryAfter(t *testing.T) {
 		{" 7 ", 7 * time.Second, true},
 		{"007", 7 * time.Second, true},
 		{"000000000000000000000000000000", 0, true},
-		{"31536000", httpretry.MaxHint, true}, // one year: the largest believed
-		{"31536001", 0, false},
-		{"99999999999999999999999999", 0, false},
+		// However long, a well-formed wait is returned (the Transport gives
+		// up past MaxRetryAfter); past what a Duration holds, as the longest.
+		{"31536000", 365 * 24 * time.Hour, true},
+		{"31536001", 365*24*time.Hour + time.Second, true},
+		{"40000000", 40000000 * time.Second, true},
+		{"9223372036", 9223372036 * time.Second, true}, // the most whole seconds a Duration holds
+		{"9223372037", math.MaxInt64, true},
+		{"999999999999999999", math.MaxInt64, true},
+		{"99999999999999999999999999", math.MaxInt64, true},
+		{"00000000000000000000000000099999999999999999999", math.MaxInt64, true},
 		{"-1", 0, false},
 		{"+5", 0, false},
 		{"1.5", 0, false},
@@ -35,16 +44,17 @@ func TestParseRetryAfter(t *testing.T) {
 		{"soon", 0, false},
 		{"5 s", 0, false},
 		// The three HTTP-date forms of RFC 9110 §5.6.7.
-		{"Sun, 01 Mar 2026 12:00:30 GMT", 30 * time.Second, true},  // IMF-fixdate
-		{"Sunday, 01-Mar-26 12:00:30 GMT", 30 * time.Second, true}, // RFC 850
-		{"Sun Mar  1 12:00:30 2026", 30 * time.Second, true},       // asctime
-		{"Thursday, 01-Jan-70 00:00:00 GMT", 0, false},             // RFC 850 two-digit year: 2070, not 1970, so absurd
-		{"Saturday, 01-Jan-77 00:00:00 GMT", 0, true},              // 2077 is 51 years ahead: 1977, the past
-		{"Sun, 01 Mar 2026 11:00:00 GMT", 0, true},                 // past: now
-		{"Mon, 01 Mar 2027 12:00:01 GMT", 0, false},                // more than a year ahead
-		{"Sun, 01 Mar 2026 12:00:30 PST", 0, false},                // not GMT
-		{"Sun, 32 Mar 2026 12:00:30 GMT", 0, false},                // no such day
-		{"2026-03-01T12:00:30Z", 0, false},                         // RFC 3339 is not an HTTP-date
+		{"Sun, 01 Mar 2026 12:00:30 GMT", 30 * time.Second, true},               // IMF-fixdate
+		{"Sunday, 01-Mar-26 12:00:30 GMT", 30 * time.Second, true},              // RFC 850
+		{"Sun Mar  1 12:00:30 2026", 30 * time.Second, true},                    // asctime
+		{"Thursday, 01-Jan-70 00:00:00 GMT", in2070, true},                      // RFC 850 two-digit year: 2070, not 1970
+		{"Saturday, 01-Jan-77 00:00:00 GMT", 0, true},                           // 2077 is 51 years ahead: 1977, the past
+		{"Sun, 01 Mar 2026 11:00:00 GMT", 0, true},                              // past: now
+		{"Mon, 01 Mar 2027 12:00:01 GMT", 365*24*time.Hour + time.Second, true}, // more than a year ahead
+		{"Fri, 31 Dec 9999 23:59:59 GMT", math.MaxInt64, true},                  // beyond a Duration
+		{"Sun, 01 Mar 2026 12:00:30 PST", 0, false},                             // not GMT
+		{"Sun, 32 Mar 2026 12:00:30 GMT", 0, false},                             // no such day
+		{"2026-03-01T12:00:30Z", 0, false},                                      // RFC 3339 is not an HTTP-date
 	}
 	for _, c := range cases {
 		got, ok := httpretry.ParseRetryAfter(c.v, now)
@@ -74,7 +84,10 @@ func TestRateLimitReset(t *testing.T) {
 		{"draft trailing comma", http.Header{"Ratelimit": {`"d";r=0;t=7, `}}, 0, false},
 		{"draft empty line", http.Header{"Ratelimit": {`"d";r=0;t=7`, ``}}, 0, false},
 		{"draft negative t", http.Header{"Ratelimit": {`"d";r=0;t=-3`}}, 0, false},
-		{"draft absurd t", http.Header{"Ratelimit": {`"d";r=0;t=99999999999`}}, 0, false},
+		{"draft t over a year", http.Header{"Ratelimit": {`"d";r=0;t=40000000`}}, 40000000 * time.Second, true},
+		{"draft t beyond a Duration", http.Header{"Ratelimit": {`"d";r=0;t=999999999999999`}}, math.MaxInt64, true},
+		{"draft t over 15 digits", http.Header{"Ratelimit": {`"d";r=0;t=9999999999999999`}}, 0, false}, // not an sf-integer
+		{"draft 07 reset beyond a Duration", http.Header{"Ratelimit": {`limit=1, remaining=0, reset=999999999999999`}}, math.MaxInt64, true},
 		{"draft 07 dictionary", http.Header{"Ratelimit": {`limit=100, remaining=0, reset=45`}}, 45 * time.Second, true},
 		{"draft 07 quota left", http.Header{"Ratelimit": {`limit=100, remaining=3, reset=45`}}, 0, false},
 		{"RateLimit-Reset", http.Header{"Ratelimit-Reset": {"20"}}, 20 * time.Second, true},
@@ -88,7 +101,11 @@ func TestRateLimitReset(t *testing.T) {
 		{"X- Unix past", http.Header{"X-Ratelimit-Reset": {itoa64(epoch - 100)}}, 0, true},
 		{"X- quota left", http.Header{"X-Ratelimit-Reset": {"15"}, "X-Ratelimit-Remaining": {"99"}}, 0, false},
 		{"X- negative", http.Header{"X-Ratelimit-Reset": {"-15"}}, 0, false},
-		{"X- absurd", http.Header{"X-Ratelimit-Reset": {"400000000"}}, 0, false},
+		{"X- seconds, years", http.Header{"X-Ratelimit-Reset": {"400000000"}}, 400000000 * time.Second, true},
+		{"X- Unix milliseconds, far ahead", http.Header{"X-Ratelimit-Reset": {"9999999999999999"}}, time.UnixMilli(9999999999999999).Sub(now), true},
+		{"X- beyond a Duration", http.Header{"X-Ratelimit-Reset": {"99999999999999999"}}, math.MaxInt64, true},
+		{"X- beyond an int64", http.Header{"X-Ratelimit-Reset": {"99999999999999999999999.5"}}, math.MaxInt64, true},
+		{"RateLimit-Reset beyond an int64", http.Header{"Ratelimit-Reset": {"99999999999999999999999"}}, math.MaxInt64, true},
 		{"X- malformed", http.Header{"X-Ratelimit-Reset": {"soon"}}, 0, false},
 		{"draft wins", http.Header{"Ratelimit": {`"d";r=0;t=3`}, "X-Ratelimit-Reset": {"50"}}, 3 * time.Second, true},
 	}
@@ -116,14 +133,24 @@ func FuzzParseRetryAfter(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, v string) {
 		d, ok := httpretry.ParseRetryAfter(v, now)
+		if isSeconds(strings.TrimSpace(v)) {
+			// Delta-seconds are well-formed however many digits they
+			// have, and a longer delay is never a shorter wait.
+			if !ok {
+				t.Fatalf("ParseRetryAfter(%q) = %v, false; want delta-seconds accepted, however long", v, d)
+			}
+			if d2, ok2 := httpretry.ParseRetryAfter(strings.TrimSpace(v)+"0", now); !ok2 || d2 < d || d2 == d && d != 0 && d != math.MaxInt64 {
+				t.Fatalf("ParseRetryAfter(%q) = %v, but ten times as many seconds: %v, %v", v, d, d2, ok2)
+			}
+		}
 		if !ok {
 			if d != 0 {
 				t.Fatalf("ParseRetryAfter(%q) = %v, false; want 0 when not ok", v, d)
 			}
 			return
 		}
-		if d < 0 || d > httpretry.MaxHint {
-			t.Fatalf("ParseRetryAfter(%q) = %v, out of [0, MaxHint]", v, d)
+		if d < 0 {
+			t.Fatalf("ParseRetryAfter(%q) = %v, true: a negative wait", v, d)
 		}
 		// A date is in GMT: an IMF-fixdate or RFC 850 date says so, an
 		// asctime date (no zone) is read as GMT. No other zone is read,
@@ -166,8 +193,12 @@ func FuzzRateLimitReset(f *testing.F) {
 			h.Set("X-RateLimit-Reset", xreset)
 		}
 		d, ok := httpretry.RateLimitReset(h, now)
-		if !ok && d != 0 || ok && (d < 0 || d > httpretry.MaxHint) {
+		if !ok && d != 0 || ok && d < 0 {
 			t.Fatalf("RateLimitReset(%v) = %v, %v", h, d, ok)
+		}
+		// A reset that is digits is well-formed however many it has.
+		if draft == "" && reset == "" && isSeconds(strings.TrimSpace(xreset)) && !ok {
+			t.Fatalf("X-RateLimit-Reset %q: %v, false; want it read, however large", xreset, d)
 		}
 		if draft == "" {
 			return

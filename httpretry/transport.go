@@ -24,8 +24,9 @@
 // backoff, or after what the server asked for (Retry-After, the longest if
 // it came more than once, or the RateLimit fields on 429 and 503) plus up
 // to 20 % jitter; a server asking for more than Policy.MaxRetryAfter
-// (60 s), or for a wait that would end after the request's deadline, gets
-// its answer returned at once.
+// (60 s), however much more (a year, a number of seconds past what a
+// time.Duration holds), or for a wait that would end after the request's
+// deadline, gets its answer returned at once; a malformed hint is no hint.
 //
 // A Transport reads status codes, which a RoundTripper normally must not
 // interpret; otherwise it keeps the RoundTripper contract: each attempt is

@@ -52,7 +52,9 @@ func TestRetryAfterHonoured(t *testing.T) {
 		{"negative", "429:retry-after=-5,200", 0, time.Second},
 		{"malformed", "429:retry-after=soon,200", 0, time.Second},
 		{"fraction", "429:retry-after=1.5,200", 0, time.Second},
-		{"absurd", "429:retry-after=99999999999,200", 0, time.Second},
+		{"fraction, huge", "429:retry-after=99999999999.5,200", 0, time.Second},
+		// A well-formed hint, however long, is believed: over
+		// MaxRetryAfter, the answer is returned (TestLongHintGivesUp).
 		// Retry-After is a singleton field; a server (or a proxy in
 		// front of it) that sends it twice asked for both: the longer
 		// valid one is waited for, so that the client comes back before

@@ -225,7 +225,8 @@ func (r Request) New(ctx context.Context) (*http.Request, error) {
 //     HEAD), whatever the GET got: the request was executed nowhere;
 //   - 408, 409 (the same key still running on the server), 429, 500, 502,
 //     503, 504, and transport errors: failed, redriven later, not before
-//     the server's Retry-After (or rate-limit reset);
+//     the server's Retry-After (or rate-limit reset), however far ahead
+//     (one past what a time.Duration holds: about 292 years);
 //   - any other status (400, 404, 422, 501...): permanent, the letter is
 //     parked for an operator. Without prepare, a 401 or 407 says in its
 //     error that the letter holds no credentials and that prepare adds them.

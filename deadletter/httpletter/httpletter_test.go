@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -397,4 +398,66 @@ func TestCapture(t *testing.T) {
 func TestNoCredentialInLetters(t *testing.T) {
 	store, _ := deadletter.NewMemory(0)
 	deadlettertest.TestHTTPSecrets(t, store, nil)
+}
+
+// TestRedriveLongHint: a redrive answered 503 (or 429) with a well-formed
+// hint longer than a year, or than a time.Duration holds, leaves the
+// letter for when the server said, not for the redriver's backoff (a
+// few minutes), and a hint too long for a Duration is due at the latest
+// time a Duration reaches, not wrapped into the past (where every pass
+// would send it again). A malformed hint is no hint.
+func TestRedriveLongHint(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name, header, value string
+		status              int
+		want                time.Duration // the least wait; 0: the backoff's
+	}{
+		{"Retry-After 40000000 s", "Retry-After", "40000000", 503, 40000000 * time.Second},
+		{"Retry-After past a Duration", "Retry-After", "99999999999999999999", 503, math.MaxInt64},
+		{"Retry-After in year 9999", "Retry-After", "Fri, 31 Dec 9999 23:59:59 GMT", 503, math.MaxInt64},
+		{"X-RateLimit-Reset far ahead", "X-RateLimit-Reset", "99999999999999999999", 429, math.MaxInt64},
+		{"Retry-After malformed", "Retry-After", "40000000.5", 503, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set(c.header, c.value)
+				w.WriteHeader(c.status)
+			}))
+			defer srv.Close()
+			defer srv.Client().CloseIdleConnections()
+			store, _ := deadletter.NewMemory(0)
+			l, err := httpletter.Letter("q", newPost(t, srv.URL+"/charges", "{}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t0 := time.Now()
+			if l, err = deadletter.Capture(ctx, store, l, errors.New("503"), t0); err != nil {
+				t.Fatal(err)
+			}
+			r, err := deadletter.NewRedriver(deadletter.Config{Store: store, Queue: "q", Rand: func() float64 { return 0 },
+				Handler: httpletter.Handler(srv.Client(), nil)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep, err := r.RedriveAt(ctx, t0); err != nil || rep.Failed != 1 {
+				t.Fatalf("redrive: %+v %v; want one failed", rep, err)
+			}
+			got, err := store.Get(ctx, l.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := got.Due.Sub(t0)
+			switch {
+			case c.want == 0 && (d <= 0 || d > time.Hour):
+				t.Fatalf("%s: %s: due in %v; want the backoff's wait, the hint ignored", c.header, c.value, d)
+			case c.want > 0 && d < c.want-time.Second:
+				t.Fatalf("%s: %s: due in %v (at %v); want at least %v", c.header, c.value, d, got.Due, c.want)
+			}
+			if rep, err := r.RedriveAt(ctx, t0.Add(24*time.Hour)); err != nil || rep.Claimed != 0 && c.want > 0 {
+				t.Fatalf("a day later: %+v %v; want nothing claimed", rep, err)
+			}
+		})
+	}
 }
