@@ -89,7 +89,8 @@ const minSecret = 6
 // with its password redacted, with "***" for it) is replaced by the URL as
 // the letter keeps it, and then every remaining credential value of at
 // least minSecret bytes (the user name and password, the values of the
-// dropped headers and query parameters, and their words) by "xxxxx".
+// dropped header and trailer fields and query parameters, and their
+// words) by "xxxxx".
 func (e Encoder) redact(req *http.Request, msg string) string {
 	u := req.URL
 	c := e.cleanURL(u)
@@ -117,10 +118,12 @@ func (e Encoder) redact(req *http.Request, msg string) string {
 			add(p)
 		}
 	}
-	for name, vs := range req.Header {
-		if c := http.CanonicalHeaderKey(name); credentialHeader(c) || e.dropHeader(c) {
-			for _, v := range vs {
-				add(v)
+	for _, h := range []http.Header{req.Header, req.Trailer} {
+		for name, vs := range h {
+			if c := http.CanonicalHeaderKey(name); credentialHeader(c) || e.dropHeader(c) {
+				for _, v := range vs {
+					add(v)
+				}
 			}
 		}
 	}

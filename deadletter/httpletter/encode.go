@@ -48,7 +48,11 @@ type Encoder struct {
 // one field, which net/http sends as one line per value, the names in
 // byte order: the letter keeps all their values, in that order, under the
 // canonical name, so that the redrive sends what the server read. Every
-// value is kept, repeated and empty ones included.
+// value is kept, repeated and empty ones included. A trailer that net/http
+// sends (req.Trailer, after a body sent chunked) is kept the same way,
+// with its values as they are when Encode runs (after the call: those the
+// body's reader set at its end), and the redrive sends it after a chunked
+// body.
 func Encode(req *http.Request) ([]byte, error) { return Encoder{}.Encode(req) }
 
 // Encode returns req as a letter's payload, without its credentials (see
@@ -68,26 +72,13 @@ func (e Encoder) Encode(req *http.Request) ([]byte, error) {
 	if req.Host != "" && req.Host != req.URL.Host {
 		r.Host = req.Host
 	}
-	// Names that differ only in case are one field (RFC 9110 §5.1), which
-	// net/http sends as several lines, the names in byte order: the
-	// letter keeps their values under the canonical name in that order,
-	// as the server read them.
-	names := make([]string, 0, len(req.Header))
-	for name := range req.Header {
-		names = append(names, name)
+	var err error
+	if r.Header, err = e.fields(req.Header, "header"); err != nil {
+		return nil, err
 	}
-	slices.Sort(names)
-	for _, name := range names {
-		vs := req.Header[name]
-		c := http.CanonicalHeaderKey(name)
-		if kept(c) && !e.dropHeader(c) {
-			if !utf8.ValidString(c) || slices.ContainsFunc(vs, notUTF8) {
-				return nil, fmt.Errorf("httpletter: encode: header %q has a name or value that is not UTF-8 (%q): a letter is JSON text and cannot keep its bytes", clip(c), clip(strings.Join(vs, ", ")))
-			}
-			if r.Header == nil {
-				r.Header = http.Header{}
-			}
-			r.Header[c] = append(r.Header[c], vs...)
+	if sendsTrailer(req) {
+		if r.Trailer, err = e.fields(req.Trailer, "trailer field"); err != nil {
+			return nil, err
 		}
 	}
 	if req.Body != nil && req.Body != http.NoBody {
@@ -118,6 +109,41 @@ func (e Encoder) Encode(req *http.Request) ([]byte, error) {
 		return nil, fmt.Errorf("httpletter: encode: the request takes %d bytes, more than a letter holds (%d)", len(p), deadletter.MaxPayloadBytes)
 	}
 	return p, nil
+}
+
+// fields returns the fields of h (a header or a trailer) that a letter
+// keeps, nil if none. Names that differ only in case are one field (RFC
+// 9110 §5.1), which net/http sends as several lines, the names in byte
+// order: the letter keeps their values under the canonical name in that
+// order, as the server read them.
+func (e Encoder) fields(h http.Header, kind string) (http.Header, error) {
+	names := make([]string, 0, len(h))
+	for name := range h {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var out http.Header
+	for _, name := range names {
+		vs := h[name]
+		c := http.CanonicalHeaderKey(name)
+		if kept(c) && !e.dropHeader(c) {
+			if !utf8.ValidString(c) || slices.ContainsFunc(vs, notUTF8) {
+				return nil, fmt.Errorf("httpletter: encode: %s %q has a name or value that is not UTF-8 (%q): a letter is JSON text and cannot keep its bytes", kind, clip(c), clip(strings.Join(vs, ", ")))
+			}
+			if out == nil {
+				out = http.Header{}
+			}
+			out[c] = append(out[c], vs...)
+		}
+	}
+	return out, nil
+}
+
+// sendsTrailer reports whether net/http sends req's trailer: it has one,
+// and a body sent chunked (of unknown length, or so asked).
+func sendsTrailer(req *http.Request) bool {
+	return len(req.Trailer) > 0 && req.Body != nil && req.Body != http.NoBody &&
+		(req.ContentLength <= 0 || slices.Contains(req.TransferEncoding, "chunked"))
 }
 
 // notUTF8 reports whether s is not valid UTF-8.

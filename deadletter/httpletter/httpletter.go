@@ -7,9 +7,10 @@
 // Credentials are not kept, so that a dead-letter table never holds a
 // token that outlives its use; the redrive's client (or Handler's prepare
 // function) adds fresh ones. Encode leaves out the URL's userinfo
-// (user:password@) and fragment, the headers Authorization, Proxy-Authorization, Cookie,
-// Api-Key, X-Api-Key, X-Auth-Token, X-Access-Token and X-Amz-Security-Token,
-// and the query parameters api_key, apikey, api-key, access_token,
+// (user:password@) and fragment, the fields Authorization,
+// Proxy-Authorization, Cookie, Api-Key, X-Api-Key, X-Auth-Token,
+// X-Access-Token and X-Amz-Security-Token (of the header and of the
+// trailer), and the query parameters api_key, apikey, api-key, access_token,
 // client_secret, password, X-Amz-Security-Token, X-Amz-Signature and
 // X-Amz-Credential (names compared case-insensitively); an Encoder adds
 // the caller's own. Capture also takes them out of the error message it
@@ -43,6 +44,9 @@ type Request struct {
 	Host   string      `json:"host,omitempty"` // the Host header when it is not the URL's host
 	Header http.Header `json:"header,omitempty"`
 	Body   []byte      `json:"body,omitempty"` // base64 in the JSON
+	// Trailer holds the trailer fields sent after the body; New sends
+	// the body chunked when there are any, as a trailer needs.
+	Trailer http.Header `json:"trailer,omitempty"`
 }
 
 // Decode parses a payload that Encode made. It refuses, saying what is
@@ -58,8 +62,9 @@ type Request struct {
 // Transfer-Encoding, Trailer, Connection, Keep-Alive, Proxy-Connection, Te,
 // Upgrade), which Encode never keeps and which, sent beside net/http's
 // own, would let a proxy in front read one request as two: Handler parks
-// such a letter, since no redrive can send it as captured. The header
-// names it returns are canonical.
+// such a letter, since no redrive can send it as captured. The trailer is
+// held to the same rules. The header and trailer names it returns are
+// canonical.
 func Decode(payload []byte) (Request, error) {
 	var r Request
 	dec := json.NewDecoder(bytes.NewReader(payload))
@@ -88,18 +93,27 @@ func Decode(payload []byte) (Request, error) {
 	if err := spaceInQuery(u); err != nil {
 		return Request{}, fmt.Errorf("httpletter: decode: %w", err)
 	}
-	ok, err := canonical(r.Header, nil)
-	if err != nil {
+	if r.Header, err = canonicalCopy(r.Header, "header"); err != nil {
 		return Request{}, fmt.Errorf("httpletter: decode: %w", err)
 	}
-	if !ok {
-		h := make(http.Header, len(r.Header))
-		if _, err := canonical(r.Header, h); err != nil {
-			return Request{}, fmt.Errorf("httpletter: decode: %w", err)
-		}
-		r.Header = h
+	if r.Trailer, err = canonicalCopy(r.Trailer, "trailer field"); err != nil {
+		return Request{}, fmt.Errorf("httpletter: decode: %w", err)
 	}
 	return r, nil
+}
+
+// canonicalCopy checks h (see canonical) and returns it with its names
+// canonical: h itself if they are already.
+func canonicalCopy(h http.Header, kind string) (http.Header, error) {
+	ok, err := canonical(h, nil, kind)
+	if err != nil || ok {
+		return h, err
+	}
+	c := make(http.Header, len(h))
+	if _, err := canonical(h, c, kind); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // spaceInQuery refuses a URL whose query holds a space: net/http writes
@@ -119,25 +133,25 @@ func spaceInQuery(u *url.URL) error {
 // (net/http sends a header map's names as they are: an "idempotency-key"
 // would go beside the letter's Idempotency-Key); with a nil into, it copies
 // nothing and reports whether every name is canonical already.
-func canonical(h, into http.Header) (allCanonical bool, err error) {
+func canonical(h, into http.Header, kind string) (allCanonical bool, err error) {
 	allCanonical = true
 	for name, vs := range h {
 		if !token(name) {
-			return false, fmt.Errorf("header name %q is not an HTTP token", clip(name))
+			return false, fmt.Errorf("%s name %q is not an HTTP token", kind, clip(name))
 		}
 		c := http.CanonicalHeaderKey(name)
 		if framing(c) {
-			return false, fmt.Errorf("header %s: a letter holds no framing or hop-by-hop header (Host, Content-Length, Transfer-Encoding, Trailer, Connection, Keep-Alive, Proxy-Connection, Te, Upgrade): net/http writes the framing from the request, and the host goes in the letter's host field", clip(name))
+			return false, fmt.Errorf("%s %s: a letter holds no framing or hop-by-hop header (Host, Content-Length, Transfer-Encoding, Trailer, Connection, Keep-Alive, Proxy-Connection, Te, Upgrade): net/http writes the framing from the request, and the host goes in the letter's host field", kind, clip(name))
 		}
 		for _, v := range vs {
 			if i := strings.IndexFunc(v, control); i >= 0 {
-				return false, fmt.Errorf("header %s has a value with the control byte %#02x at %d: want visible text, spaces and tabs", clip(name), v[i], i)
+				return false, fmt.Errorf("%s %s has a value with the control byte %#02x at %d: want visible text, spaces and tabs", kind, clip(name), v[i], i)
 			}
 		}
 		allCanonical = allCanonical && c == name
 		if into != nil {
 			if _, dup := into[c]; dup {
-				return false, fmt.Errorf("header %s is named twice, in different cases: want each header once, with all its values in one list in the order to send them", c)
+				return false, fmt.Errorf("%s %s is named twice, in different cases: want each name once, with all its values in one list in the order to send them", kind, c)
 			}
 			into[c] = append([]string(nil), vs...)
 		}
@@ -200,8 +214,21 @@ func (r Request) New(ctx context.Context) (*http.Request, error) {
 	if err := spaceInQuery(req.URL); err != nil {
 		return nil, fmt.Errorf("httpletter: %w", err)
 	}
-	if _, err := canonical(r.Header, req.Header); err != nil {
+	if _, err := canonical(r.Header, req.Header, "header"); err != nil {
 		return nil, fmt.Errorf("httpletter: %w", err)
+	}
+	if len(r.Trailer) > 0 {
+		req.Trailer = make(http.Header, len(r.Trailer))
+		if _, err := canonical(r.Trailer, req.Trailer, "trailer field"); err != nil {
+			return nil, fmt.Errorf("httpletter: %w", err)
+		}
+		// net/http sends a trailer only after a body sent chunked: one
+		// of unknown length, empty or not.
+		if req.Body == nil {
+			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(nil)), nil }
+			req.Body, _ = req.GetBody()
+		}
+		req.ContentLength = -1
 	}
 	if r.Host != "" {
 		req.Host = r.Host

@@ -167,6 +167,9 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"method":"GET","url":"http://h/","header":{"X":["a\u001bb\tc"]}}`))
 	f.Add([]byte(`{"method":"GET","url":"http://h:99999/%zz"}`))
 	f.Add([]byte(`{"method":"POST","url":"http://10.0.0.1:8080/x#f","host":"api.example:443","body":"eA=="}`))
+	f.Add([]byte(`{"method":"PUT","url":"http://h/o","body":"eA==","trailer":{"x-checksum":["a",""]}}`))
+	f.Add([]byte(`{"method":"GET","url":"http://h/o","trailer":{"X-Sum":["a"]}}`))
+	f.Add([]byte(`{"method":"PUT","url":"http://h/o","trailer":{"Content-Length":["3"]}}`))
 	f.Fuzz(func(t *testing.T, p []byte) {
 		r, err := httpletter.Decode(p)
 		if err != nil {
@@ -188,7 +191,7 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Decode of Encode's payload %q: %v", p2, err)
 		}
-		if r2.Method != r.Method || !bytes.Equal(r2.Body, r.Body) {
+		if r2.Method != r.Method || !bytes.Equal(r2.Body, r.Body) || len(r2.Trailer) != len(r.Trailer) {
 			t.Fatalf("round trip changed the request: %+v → %+v", r, r2)
 		}
 	})

@@ -88,6 +88,8 @@ func TestRedriveRefusesSmuggling(t *testing.T) {
 		"keep-alive":        `{"Keep-Alive":["timeout=5"]}`,
 		"te":                `{"te":["trailers"],"trailer":["X-Evil"]}`,
 		"proxy-connection":  `{"proxy-connection":["X-Forwarded-For"]}`,
+		"trailer framing":   `{"X-Sum":["1"]},"trailer":{"transfer-encoding":["chunked"],"content-length":["3"]}`,
+		"trailer host":      `{"X-Sum":["1"]},"trailer":{"host":["admin.internal"]}`,
 	} {
 		p := `{"method":"POST","url":"http://` + addr + `/charges","header":` + header + `,` + smuggled + `}`
 		l := deadletter.Letter{ID: name, Queue: "q", Payload: []byte(p)}
