@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -437,6 +438,11 @@ func (cl *call) request(ctx context.Context) (*http.Request, error) {
 	case cl.buf != nil:
 		r.Body, _ = cl.getBody()
 		r.GetBody = cl.getBody
+		if sendsTrailer(orig) {
+			// Sent chunked, as the caller's would be: net/http sends a
+			// trailer only after a chunked body, empty or not.
+			break
+		}
 		r.ContentLength = int64(len(cl.buf))
 		if len(cl.buf) == 0 {
 			r.Body, r.GetBody = http.NoBody, nil
@@ -458,6 +464,13 @@ func (cl *call) request(ctx context.Context) (*http.Request, error) {
 		return nil, errors.New("httpretry: request body cannot be sent again")
 	}
 	return r, nil
+}
+
+// sendsTrailer reports whether net/http sends the trailer of req, a
+// request with a body: it has one, and the body goes chunked (its length
+// unknown, or chunked asked for).
+func sendsTrailer(req *http.Request) bool {
+	return len(req.Trailer) > 0 && (req.ContentLength <= 0 || slices.Contains(req.TransferEncoding, "chunked"))
 }
 
 // numbered reports whether the caller's request already carries the

@@ -163,8 +163,11 @@ type Transport struct {
 	// bytes.Buffer, bytes.Reader or strings.Reader have GetBody and are
 	// never buffered. A buffered body whose length is not the request's
 	// ContentLength (when that is positive) makes RoundTrip fail before
-	// anything is sent, as http.Transport fails. Zero:
-	// DefaultMaxBufferedBody (1 MiB); negative: never buffer.
+	// anything is sent, as http.Transport fails. A buffered body is sent
+	// with its length as Content-Length, but for a request with a Trailer,
+	// which net/http sends only after a chunked body: it goes chunked, as
+	// the caller's would, with its trailer. Zero: DefaultMaxBufferedBody
+	// (1 MiB); negative: never buffer.
 	MaxBufferedBody int64
 
 	// ReadBody is how many bytes of an answer's body each attempt reads
