@@ -27,6 +27,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -55,10 +56,12 @@ type Request struct {
 // not in 1..65535, or whose query holds a space, which would end the
 // request target in the request line), a Host with a byte a host cannot
 // hold, a header name or value that net/http would not send (a value with
-// a control byte other than a tab), a header named twice in different
-// cases (Encode merges such names into one list of values; in a letter
-// written by hand, whose JSON object has no order, which values come
-// first is not said, so the writer is asked for one list), and a framing or hop-by-hop header (Host, Content-Length,
+// a control byte other than a tab), a header named twice, in the same
+// spelling or in different cases (Encode merges such names into one list
+// of values; in a letter written by hand, whose JSON object has no order,
+// which values come first is not said, and a JSON decoder keeps only the
+// last of two same names, so the writer is asked for one list), a member
+// of the document named twice (the last would win), and a framing or hop-by-hop header (Host, Content-Length,
 // Transfer-Encoding, Trailer, Connection, Keep-Alive, Proxy-Connection, Te,
 // Upgrade), which Encode never keeps and which, sent beside net/http's
 // own, would let a proxy in front read one request as two: Handler parks
@@ -74,6 +77,9 @@ func Decode(payload []byte) (Request, error) {
 	}
 	if dec.More() {
 		return Request{}, errors.New("httpletter: decode: data after the request document")
+	}
+	if err := duplicate(payload); err != nil {
+		return Request{}, fmt.Errorf("httpletter: decode: %w", err)
 	}
 	if !token(r.Method) {
 		return Request{}, fmt.Errorf("httpletter: decode: method %q is not an HTTP token", clip(r.Method))
@@ -114,6 +120,68 @@ func canonicalCopy(h http.Header, kind string) (http.Header, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// duplicate returns an error naming a member of the request document, or
+// a name of its header or trailer, that payload (a document Decode read)
+// has twice: encoding/json keeps the last one's value and drops the
+// others' (and matches the members' names case-insensitively).
+func duplicate(payload []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	if _, err := dec.Token(); err != nil { // {
+		return err
+	}
+	var members []string
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		m, _ := t.(string)
+		if slices.ContainsFunc(members, func(s string) bool { return strings.EqualFold(s, m) }) {
+			return fmt.Errorf("the document has %q twice: want each member once", clip(m))
+		}
+		members = append(members, m)
+		var kind string
+		switch {
+		case strings.EqualFold(m, "header"):
+			kind = "header"
+		case strings.EqualFold(m, "trailer"):
+			kind = "trailer field"
+		default:
+			if err := skipValue(dec); err != nil {
+				return err
+			}
+			continue
+		}
+		if t, err = dec.Token(); err != nil || t != json.Delim('{') {
+			continue // null; or an error Decode has reported
+		}
+		names := map[string]bool{}
+		for dec.More() {
+			if t, err = dec.Token(); err != nil {
+				return err
+			}
+			n, _ := t.(string)
+			if names[n] {
+				return fmt.Errorf("%s %s is named twice: want each name once, with all its values in one list in the order to send them", kind, clip(n))
+			}
+			names[n] = true
+			if err := skipValue(dec); err != nil {
+				return err
+			}
+		}
+		if _, err := dec.Token(); err != nil { // }
+			return err
+		}
+	}
+	return nil
+}
+
+// skipValue reads the next value of dec.
+func skipValue(dec *json.Decoder) error {
+	var v json.RawMessage
+	return dec.Decode(&v)
 }
 
 // spaceInQuery refuses a URL whose query holds a space: net/http writes

@@ -464,3 +464,26 @@ func TestRedriveLongHint(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeRefusesDuplicateNames: a letter written by hand may name a
+// header (or a trailer field, or a member of the document) twice in the
+// same spelling; a JSON decoder keeps the last and drops the others'
+// values without a word. Decode refuses it, naming the name, so that the
+// operator writes one list rather than have values lost.
+func TestDecodeRefusesDuplicateNames(t *testing.T) {
+	for _, c := range []struct{ payload, name string }{
+		{`{"method":"GET","url":"http://h/","header":{"X-Trace":["a"],"X-Trace":["b"]}}`, "X-Trace"},
+		{`{"method":"PUT","url":"http://h/","body":"eA==","trailer":{"X-Sum":["a"],"X-Sum":["b"]}}`, "X-Sum"},
+		{`{"method":"POST","url":"http://h/","body":"eA==","body":"eQ=="}`, "body"},
+		{`{"method":"POST","url":"http://h/","header":{"A":["1"]},"header":{"B":["2"]}}`, "header"},
+	} {
+		r, err := httpletter.Decode([]byte(c.payload))
+		if err == nil || !strings.Contains(err.Error(), c.name) || !strings.Contains(err.Error(), "twice") {
+			t.Errorf("Decode(%s) = %+v, %v; want it refused, naming %s twice", c.payload, r, err, c.name)
+		}
+	}
+	// Names in different members are not duplicates.
+	if _, err := httpletter.Decode([]byte(`{"method":"PUT","url":"http://h/","body":"eA==","header":{"X":["1"]},"trailer":{"X":["2"]}}`)); err != nil {
+		t.Errorf("a header and a trailer field of the same name: %v", err)
+	}
+}
