@@ -85,8 +85,8 @@ func Decode(payload []byte) (Request, error) {
 		return Request{}, fmt.Errorf("httpletter: decode: method %q is not an HTTP token", clip(r.Method))
 	}
 	u, err := url.Parse(r.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return Request{}, fmt.Errorf("httpletter: decode: URL %q: want an absolute http or https URL", clip(r.URL))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		return Request{}, fmt.Errorf("httpletter: decode: URL %q: want an absolute http or https URL with a host", clip(r.URL))
 	}
 	if r.Host != "" && !validHost(r.Host) {
 		return Request{}, fmt.Errorf("httpletter: decode: host %q: want a host name or address, with an optional port", clip(r.Host))

@@ -170,6 +170,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"method":"PUT","url":"http://h/o","body":"eA==","trailer":{"x-checksum":["a",""]}}`))
 	f.Add([]byte(`{"method":"GET","url":"http://h/o","trailer":{"X-Sum":["a"]}}`))
 	f.Add([]byte(`{"method":"PUT","url":"http://h/o","trailer":{"Content-Length":["3"]}}`))
+	f.Add([]byte(`{"method":"0","url":"http://:"}`)) // a port, no host: net/http has no host to send it to
+	f.Add([]byte(`{"method":"GET","url":"http://[]:80/"}`))
 	f.Fuzz(func(t *testing.T, p []byte) {
 		r, err := httpletter.Decode(p)
 		if err != nil {
