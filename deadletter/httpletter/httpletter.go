@@ -267,9 +267,11 @@ func clip(s string) string {
 }
 
 // New returns r as a request to send with ctx, with GetBody set. It
-// refuses what Decode refuses in r's header and in its URL's query (New is
-// also for a Request that Decode did not make), and sends the header names
-// in canonical form.
+// refuses what Decode refuses in r's header, trailer and URL's query (New
+// is also for a Request that Decode did not make), and sends the header
+// and trailer names in canonical form. With a trailer, the body (empty or
+// not) is sent chunked, its length unknown (ContentLength -1), since
+// net/http sends a trailer only after a chunked body.
 func (r Request) New(ctx context.Context) (*http.Request, error) {
 	var body io.Reader
 	if len(r.Body) > 0 {
