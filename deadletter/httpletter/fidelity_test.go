@@ -72,6 +72,10 @@ func TestRedriveIsTheCapturedRequest(t *testing.T) {
 			header: http.Header{"x-trace": {"a", "b"}, "X-Trace": {"c"}, "X-TRACE": {"d", ""}, "X-Empty": {""},
 				"accept": {"text/plain"}, "Accept": {"application/json", "application/json"}, "authorization": {"Bearer s3cret"},
 				"Idempotency-Key": {"k-5"}}},
+		// An empty User-Agent, or the name without a value, keeps
+		// net/http from sending its own.
+		{name: "User-Agent suppressed", method: "GET", path: "/ua", header: http.Header{"User-Agent": {""}}},
+		{name: "User-Agent named without a value", method: "GET", path: "/ua", header: http.Header{"User-Agent": nil}},
 	}
 	client := srv.Client()
 	for _, c := range cases {
@@ -110,6 +114,9 @@ func TestRedriveIsTheCapturedRequest(t *testing.T) {
 			want.RequestURI = strings.Replace(want.RequestURI, "access_token=s3cret-token&", "", 1)
 			if !reflect.DeepEqual(got[1], want) {
 				t.Errorf("redriven request differs from the captured one:\n got %+v\nwant %+v", got[1], want)
+			}
+			if _, ua := got[1].Header["User-Agent"]; ua && strings.HasPrefix(c.name, "User-Agent") {
+				t.Errorf("the redrive carried User-Agent %q; want none, as the original", got[1].Header["User-Agent"])
 			}
 		})
 	}
