@@ -175,6 +175,11 @@ func bytesCutString(s string, c byte) (before, after string, found bool) {
 func (fc *frontConn) exchangeAndRelay(pr *proxyRoute) bool {
 	x := &fc.x
 	fr := pr.front
+	if cap(x.resp.buf) > maxKeptBuffer {
+		// An answer with a long head came before: its buffer is not
+		// kept for every later request of the connection.
+		x.resp.buf, x.resp.spans = nil, nil
+	}
 	*x = frontExchange{pr: pr, fr: fr, out: x.out[:0], resp: frontResponse{buf: x.resp.buf[:0], spans: x.resp.spans[:0]}}
 	fc.buildRequest()
 	var (
@@ -464,6 +469,10 @@ func (x *frontExchange) release(fc *frontConn, drain bool) {
 	}
 	c.nc.Close()
 }
+
+// maxKeptBuffer is the largest answer-head buffer a client connection
+// keeps between its requests.
+const maxKeptBuffer = 64 << 10
 
 // The bounds of draining an answer thrown away, httpretry's.
 const (
