@@ -134,6 +134,7 @@ type frontExchange struct {
 	unsent             bool   // an attempt was not sent: the client had gone
 	status, lastStatus int
 	final              string // why a retryable status was final: an event reason
+	n1xx, bytes1xx     int    // the 1xx answers relayed to the client, and the size of their headers
 	resp               frontResponse
 	up                 *upstreamConn // the connection whose answer resp is, its body unread; nil: none
 	obs                frontObserver
@@ -409,10 +410,21 @@ func (fc *frontConn) readAnswer(c *upstreamConn) error {
 }
 
 // relay1xx relays the 1xx answer in x.resp, its hop-by-hop fields left
-// out (RFC 9110 §15.2); a write that fails is heard at the final answer.
+// out (RFC 9110 §15.2), as relayWriter does: at most max1xx to a request,
+// whatever its attempts bring, with headers of at most
+// maxResponseHeaderBytes together. A write that fails is heard at the
+// final answer.
 func (fc *frontConn) relay1xx() {
-	r := &fc.x.resp
-	bw := fc.bw
+	x, r, bw := &fc.x, &fc.x.resp, fc.bw
+	size := len("HTTP/1.1 100 \r\n\r\n")
+	for _, sp := range r.spans {
+		size += sp.ne - sp.ns + len(": \r\n") + sp.ve - sp.vs
+	}
+	if x.n1xx >= max1xx || x.bytes1xx+size > maxResponseHeaderBytes {
+		return
+	}
+	x.n1xx++
+	x.bytes1xx += size
 	bw.Write(statusLines[r.code])
 	for _, sp := range r.spans {
 		name := r.name(sp)

@@ -299,26 +299,35 @@ func yaokiHops(via []string) int {
 // (Server.writers): a request costs no allocation for it.
 type relayWriter struct {
 	http.ResponseWriter
-	final  bool         // the final answer's header is written
-	http10 bool         // the client speaks HTTP/1.0, which has no 1xx answers
-	close  bool         // the final answer closes the connection (a chunked or HTTP/1.0 request, see ServeHTTP)
-	n1xx   int          // the 1xx answers relayed
-	wd     idleDeadline // the write deadline of Server.ClientTimeout, moved before each write
+	final    bool         // the final answer's header is written
+	http10   bool         // the client speaks HTTP/1.0, which has no 1xx answers
+	close    bool         // the final answer closes the connection (a chunked or HTTP/1.0 request, see ServeHTTP)
+	n1xx     int          // the 1xx answers relayed
+	bytes1xx int          // the size of their headers
+	wd       idleDeadline // the write deadline of Server.ClientTimeout, moved before each write
 }
 
 func (w *relayWriter) WriteHeader(code int) {
 	w.wd.extend() // a 1xx is written at once
 	h := w.ResponseWriter.Header()
 	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
-		if w.http10 || w.n1xx >= max1xx {
+		size := len("HTTP/1.1 100 \r\n\r\n")
+		for k, vs := range h {
+			for _, v := range vs {
+				size += len(k) + len(": \r\n") + len(v)
+			}
+		}
+		if w.http10 || w.n1xx >= max1xx || w.bytes1xx+size > maxResponseHeaderBytes {
 			// RFC 9110 §15.2: never to an HTTP/1.0 client, which would
-			// read it as the answer. And at most max1xx to any: the
+			// read it as the answer. And at most max1xx to any, and
+			// headers of at most maxResponseHeaderBytes together: the
 			// attempt that sends more is ended (the fallback transport
-			// relays the one past the bound before it ends), and the
-			// retries may bring more.
+			// may relay one or two past the bound before it ends), and
+			// the retries may bring more.
 			return
 		}
 		w.n1xx++
+		w.bytes1xx += size
 		removeHopByHop(h)
 	} else if !w.final {
 		w.final = true
