@@ -148,7 +148,10 @@ func diffRun(t *testing.T, c diffCase, netHTTPOnly bool) (saw, got, events strin
 		front.Listener = s.Listener(front.Listener)
 	}
 	front.Start()
-	t.Cleanup(front.Close)
+	t.Cleanup(func() {
+		front.Close()
+		waitFront(t, s)
+	})
 	conn, err := net.Dial("tcp", strings.TrimPrefix(front.URL, "http://"))
 	if err != nil {
 		t.Fatal(err)

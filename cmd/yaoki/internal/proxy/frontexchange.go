@@ -564,6 +564,16 @@ func (fc *frontConn) relay() bool {
 	case bodyToClose:
 		upErr, clientErr = fc.copyBody(c, -1, true)
 	}
+	// The upstream's connection goes back before the last write to the
+	// client: once the client has its answer, the connection is in the
+	// pool (or closed).
+	x.up = nil
+	fc.setUp(nil)
+	if upErr == nil && clientErr == nil && !r.close && c.br.Buffered() == 0 && !c.r.cut.Load() {
+		c.u.put(c)
+	} else {
+		c.nc.Close()
+	}
 	if upErr == nil && clientErr == nil {
 		clientErr = bw.Flush()
 	}
@@ -573,13 +583,6 @@ func (fc *frontConn) relay() bool {
 			l.Printf("read error during body copy: %v", upErr)
 		}
 		fc.reportCut(upErr)
-	}
-	x.up = nil
-	fc.setUp(nil)
-	if upErr == nil && clientErr == nil && !r.close && c.br.Buffered() == 0 && !c.r.cut.Load() {
-		c.u.put(c)
-	} else {
-		c.nc.Close()
 	}
 	return upErr == nil && clientErr == nil
 }

@@ -165,8 +165,25 @@ func routeFront(t *testing.T, upstream string, rc Route) *httptest.Server {
 	t.Cleanup(func() {
 		front.Client().CloseIdleConnections()
 		front.Close()
+		waitFront(t, s)
 	})
 	return front
+}
+
+// waitFront waits for the connections of s's front end to end (httptest's
+// Close waits for those of net/http's server only), so that no upstream
+// connection goes back to the pool after the test closed it.
+func waitFront(t *testing.T, s *Server) {
+	t.Helper()
+	f := s.front.Load()
+	if f == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a bound on a failure, not a wait
+	defer cancel()
+	if err := f.wait(ctx); err != nil {
+		t.Errorf("the front end's connections did not end: %v", err)
+	}
 }
 
 func TestProxyUpstreamPath(t *testing.T) {
