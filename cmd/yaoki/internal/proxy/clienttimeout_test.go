@@ -97,7 +97,11 @@ func pipeServer(t *testing.T, s *Server, rc Route, upstream http.Handler) (dial 
 	}
 	s.routes.Store(rs)
 	front := &http.Server{Handler: s}
-	go front.Serve(frontL)
+	var ln net.Listener = frontL
+	if !s.NetHTTPOnly {
+		ln = s.Listener(frontL)
+	}
+	go front.Serve(ln)
 	t.Cleanup(func() {
 		front.Close()
 		up.Close()

@@ -57,6 +57,11 @@ func TestProxyCutAnswerReported(t *testing.T) {
 		{"connection lost, the fallback transport", "POST", "/lost", "upstream_cut"},
 		{"whole", "GET", "/whole", ""},
 		{"client gone", "GET", "/client", ""},
+		// Without a body: the front end.
+		{"stalls, the front end", "GET", "/stall?front", "upstream_read_timeout"},
+		{"connection lost, the front end", "GET", "/lost?front", "upstream_cut"},
+		{"whole, the front end", "GET", "/whole?front", ""},
+		{"client gone, the front end", "GET", "/client?front", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -84,12 +89,16 @@ func TestProxyCutAnswerReported(t *testing.T) {
 						}
 					}))
 				conn := dial()
-				fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: proxy.test\r\nContent-Length: 2\r\n\r\nhi", c.method, c.path)
+				if strings.HasSuffix(c.path, "?front") {
+					fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: proxy.test\r\n\r\n", c.method, c.path)
+				} else {
+					fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: proxy.test\r\nContent-Length: 2\r\n\r\nhi", c.method, c.path)
+				}
 				resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if c.path == "/client" {
+				if strings.HasPrefix(c.path, "/client") {
 					part := make([]byte, 4096)
 					io.ReadFull(resp.Body, part)
 					conn.Close()

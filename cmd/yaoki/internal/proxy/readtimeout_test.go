@@ -71,6 +71,8 @@ func TestProxyUpstreamStallsMidBody(t *testing.T) {
 		{"GET chunked, the pool's own path", "GET", 0},
 		{"POST without key, the fallback transport", "POST", 1000},
 		{"POST chunked, the fallback transport", "POST", 0},
+		{"GET with Content-Length, the front end", "GET (no body)", 1000},
+		{"GET chunked, the front end", "GET (no body)", 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -80,7 +82,12 @@ func TestProxyUpstreamStallsMidBody(t *testing.T) {
 					stallingUpstream(strings.Repeat("x", 100), c.length, released))
 				conn := dial()
 				start := time.Now()
-				fmt.Fprintf(conn, "%s /report HTTP/1.1\r\nHost: proxy.test\r\nContent-Length: 2\r\n\r\nhi", c.method)
+				method, front := strings.CutSuffix(c.method, " (no body)")
+				if front {
+					fmt.Fprintf(conn, "%s /report HTTP/1.1\r\nHost: proxy.test\r\n\r\n", method)
+				} else {
+					fmt.Fprintf(conn, "%s /report HTTP/1.1\r\nHost: proxy.test\r\nContent-Length: 2\r\n\r\nhi", method)
+				}
 				got, err := io.ReadAll(conn) // until the proxy closes the connection
 				if err != nil {
 					t.Fatal(err)
@@ -115,7 +122,7 @@ func TestProxyUpstreamStallsMidBody(t *testing.T) {
 					t.Fatal("the upstream's connection was kept an hour after the cut, want it closed")
 				}
 				if got := log.String(); !strings.Contains(got, "the upstream sent no byte of the answer's body for 10s") ||
-					!strings.Contains(got, c.method+" http://upstream.test/report") {
+					!strings.Contains(got, method+" http://upstream.test/report") {
 					t.Errorf("the proxy's log: %q, want the cut named, with the request", got)
 				}
 			})
