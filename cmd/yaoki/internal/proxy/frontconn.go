@@ -233,6 +233,13 @@ func (fc *frontConn) serveRequest(pr *proxyRoute) bool {
 	return keep && !fc.req.close && fc.ctx.Err() == nil
 }
 
+// watchNow starts watch at once, if it has not started yet.
+func (fc *frontConn) watchNow() {
+	if fc.watchT.Stop() {
+		fc.watchT.Reset(0)
+	}
+}
+
 // watch waits, on a goroutine of its own, for the client's connection to
 // close while its request is served, and then cancels the request: its
 // context ends and the upstream connection of the attempt in progress is

@@ -305,6 +305,12 @@ func (fc *frontConn) attempt(ctx context.Context) (int, error) {
 		}
 		code, err, stale := fc.exchange(ctx, c)
 		if !stale {
+			if err != nil {
+				// A retry may follow, after a wait: a client that goes
+				// away during it is to be heard now, not watchAfter into
+				// the request.
+				fc.watchNow()
+			}
 			return code, err
 		}
 	}
