@@ -46,6 +46,12 @@ type front struct {
 	mu        sync.Mutex
 	conns     map[*frontConn]struct{}
 	wg        sync.WaitGroup // the connections being served
+
+	// The watchdog (watchdog): tick counts its periods; it dozes (waits
+	// on kick) while no request is served.
+	tick   atomic.Int64
+	dozing atomic.Bool
+	kick   chan struct{}
 }
 
 // Timeouts of a client's connection between and within request heads,
@@ -67,10 +73,65 @@ const (
 // connections as for the server's. Call it once per Server.
 func (s *Server) Listener(ln net.Listener) net.Listener {
 	f := &front{s: s, ln: ln, handoff: make(chan net.Conn), done: make(chan struct{}), failed: make(chan struct{}),
-		conns: map[*frontConn]struct{}{}}
+		conns: map[*frontConn]struct{}{}, kick: make(chan struct{}, 1)}
 	s.front.Store(f)
 	go f.accept()
+	go f.watchdog()
 	return f
+}
+
+// watchdog starts watching the client of each request that has run for
+// two watchTicks or more (frontConn.watch), every watchTick while
+// requests are served; while none is, it waits for one (kick) without a
+// timer. It ends with Close.
+func (f *front) watchdog() {
+	t := time.NewTimer(watchTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-f.done:
+			return
+		}
+		tick := f.tick.Add(1)
+		if f.scan(tick) {
+			t.Reset(watchTick)
+			continue
+		}
+		// Nothing served: doze until a request begins. The scan after
+		// dozing is set finds a request that began before it was.
+		f.dozing.Store(true)
+		if f.scan(tick) {
+			f.dozing.Store(false)
+			t.Reset(watchTick)
+			continue
+		}
+		select {
+		case <-f.kick:
+		case <-f.done:
+			return
+		}
+		f.dozing.Store(false)
+		t.Reset(watchTick)
+	}
+}
+
+// scan starts the watches due at tick, and reports whether any request
+// is served.
+func (f *front) scan(tick int64) (serving bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for fc := range f.conns {
+		fc.mu.Lock()
+		if fc.serving {
+			serving = true
+			if tick-fc.startTick >= 2 {
+				fc.startWatch()
+			}
+		}
+		fc.mu.Unlock()
+	}
+	return serving
 }
 
 // accept accepts the connections of ln and serves each on a goroutine of

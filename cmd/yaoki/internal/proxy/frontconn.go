@@ -28,7 +28,9 @@ type frontConn struct {
 	up     *upstreamConn // the connection of the attempt in progress, for watch to cut
 	handed bool          // given to the net/http server: not closed here
 
-	watchT    *time.Timer   // starts watch a while into a request
+	serving   bool          // a request is served (under mu)
+	startTick int64         // front.tick when it began (under mu)
+	watching  bool          // watch runs, or ran for this request (under mu)
 	watchDone chan struct{} // watch has ended
 	watchStop atomic.Bool   // the request is over: watch must end
 	stale     bool          // the read deadline was set in the past to end watch
@@ -41,11 +43,13 @@ type frontConn struct {
 	attemptFn func(context.Context) (int, error)
 }
 
-// watchAfter is how long a request runs before the front end starts
-// watching its client's connection for a close (watch): a request
-// answered sooner (most) costs no goroutine for it, and a client that goes
-// away is heard at most this late, when its attempt is cancelled.
-const watchAfter = 10 * time.Millisecond
+// watchTick is the period of the front end's watchdog, which starts
+// watching the client's connection of a request for a close (watch) once
+// the request has run for two to three periods: a request answered
+// sooner (most) costs no goroutine and no timer for it, and a client that
+// goes away is heard at most 30 ms late, when its attempt is cancelled;
+// after an attempt's failure, at once (watchNow).
+const watchTick = 10 * time.Millisecond
 
 // frontBufferSize is the size of a client connection's read and write
 // buffers. A request head longer than the read buffer goes to the
@@ -64,8 +68,6 @@ func newFrontConn(f *front, nc net.Conn) *frontConn {
 	if d := f.s.ClientTimeout; d > 0 {
 		fc.wd = idleDeadline{conn: nc, write: true, idle: d}
 	}
-	fc.watchT = time.AfterFunc(time.Hour, fc.watch)
-	fc.watchT.Stop()
 	fc.attemptFn = fc.attempt
 	return fc
 }
@@ -108,7 +110,6 @@ func (fc *frontConn) serve() {
 
 // end closes the connection, unless it was handed over, and forgets it.
 func (fc *frontConn) end() {
-	fc.watchT.Stop()
 	fc.mu.Lock()
 	handed := fc.handed
 	fc.mu.Unlock()
@@ -220,23 +221,49 @@ func (fc *frontConn) serveRequest(pr *proxyRoute) bool {
 	s := fc.f.s
 	s.inFlight.Add(1)
 	defer s.inFlight.Add(-1)
-	fc.watchT.Reset(watchAfter)
+	f := fc.f
+	fc.mu.Lock()
+	fc.serving, fc.startTick = true, f.tick.Load()
+	fc.mu.Unlock()
+	if f.dozing.Load() {
+		select {
+		case f.kick <- struct{}{}:
+		default:
+		}
+	}
 	keep := fc.exchangeAndRelay(pr)
-	if !fc.watchT.Stop() {
-		// watch runs: end it, and wait for it to leave the reader.
+	fc.mu.Lock()
+	fc.serving = false
+	watched := fc.watching
+	fc.mu.Unlock()
+	if watched {
+		// watch runs (or ran): end it, and wait for it to leave the
+		// reader.
 		fc.watchStop.Store(true)
 		fc.nc.SetReadDeadline(aLongTimeAgo)
 		<-fc.watchDone
 		fc.watchStop.Store(false)
 		fc.stale = true
+		fc.mu.Lock()
+		fc.watching = false
+		fc.mu.Unlock()
 	}
 	return keep && !fc.req.close && fc.ctx.Err() == nil
 }
 
-// watchNow starts watch at once, if it has not started yet.
+// watchNow starts watch at once, if it has not started for this request.
 func (fc *frontConn) watchNow() {
-	if fc.watchT.Stop() {
-		fc.watchT.Reset(0)
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	fc.startWatch()
+}
+
+// startWatch starts watch unless it runs or ran for this request; fc.mu
+// is held.
+func (fc *frontConn) startWatch() {
+	if fc.serving && !fc.watching {
+		fc.watching = true
+		go fc.watch()
 	}
 }
 

@@ -433,8 +433,12 @@ func (fc *frontConn) relay1xx() {
 	x.bytes1xx += size
 	bw.Write(statusLines[r.code])
 	for _, sp := range r.spans {
+		switch sp.kind {
+		case rfHop, rfConnection, rfTransferEncoding, rfTrailer:
+			continue
+		}
 		name := r.name(sp)
-		if hopByHopName(name) || r.listedInConnection(name) {
+		if r.listedInConnection(name) {
 			continue
 		}
 		writeField(bw, name, r.value(sp))
@@ -510,34 +514,39 @@ func (fc *frontConn) relay() bool {
 	var sole [2]int // Location, Content-Location: how many
 	if r.rewrite {
 		for _, sp := range r.spans {
-			switch n := r.name(sp); {
-			case bytes.EqualFold(n, []byte("Location")):
+			switch sp.kind {
+			case rfLocation:
 				sole[0]++
-			case bytes.EqualFold(n, []byte("Content-Location")):
+			case rfContentLocation:
 				sole[1]++
 			}
 		}
 	}
 	for _, sp := range r.spans {
 		name, v := r.name(sp), r.value(sp)
-		switch {
-		case hopByHopName(name):
-			if r.trailer && bytes.EqualFold(name, []byte("Trailer")) {
-				fc.writeTrailerNames(v)
+		switch sp.kind {
+		case rfHop, rfConnection, rfTransferEncoding:
+			continue
+		case rfTrailer:
+			fc.writeTrailerNames(v)
+			continue
+		case rfContentLength:
+			if r.chunked || code == http.StatusNoContent || code == http.StatusNotModified {
+				continue // net/http's server writes none for a 204 or a 304
 			}
-			continue
-		case r.listedInConnection(name):
-			continue
-		case bytes.EqualFold(name, []byte("Content-Length")) && (r.chunked || code == http.StatusNoContent || code == http.StatusNotModified):
-			// net/http's server writes none for a 204 or a 304.
-			continue
-		case dnr && bytes.EqualFold(name, []byte(header.DoNotRetry)):
-			continue
-		case r.rewrite && bytes.EqualFold(name, []byte("Location")) && sole[0] == 1,
-			r.rewrite && bytes.EqualFold(name, []byte("Content-Location")) && sole[1] == 1:
-			v = []byte(clientLocation(x.fr.up, string(v)))
-		case r.rewrite && bytes.EqualFold(name, []byte("Link")):
+		case rfDoNotRetry:
+			if dnr {
+				continue
+			}
+		case rfLocation, rfContentLocation:
+			if sole[sp.kind-rfLocation] == 1 {
+				v = []byte(clientLocation(x.fr.up, string(v)))
+			}
+		case rfLink:
 			v = []byte(clientLinks(x.fr.up, string(v)))
+		}
+		if r.listedInConnection(name) {
+			continue
 		}
 		writeField(bw, name, v)
 	}

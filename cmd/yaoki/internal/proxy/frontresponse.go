@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/yaoki-go/yaoki/header"
 )
 
 // frontResponse is the head of an upstream's answer on the front end:
@@ -24,14 +26,107 @@ type frontResponse struct {
 	close   bool  // the connection ends after this answer
 
 	doNotRetry bool // Do-Not-Retry: true
+	connNames  bool // a Connection field names fields (listedInConnection has work)
 	hasDate    bool
 	hasHint    bool // Retry-After or a RateLimit field: hint() has something to read
 	rewrite    bool // Location, Content-Location or Link: clientLocation may change them
 	trailer    bool // a Trailer field
 }
 
-// respSpan is a field of a frontResponse: its name and value in buf.
-type respSpan struct{ ns, ne, vs, ve int }
+// respSpan is a field of a frontResponse: its name and value in buf, and
+// what it is to the front end (respFieldKind).
+type respSpan struct {
+	ns, ne, vs, ve int
+	kind           uint8
+}
+
+// What an answer's field is to the front end.
+const (
+	rfPlain            uint8 = iota
+	rfHop                    // hop-by-hop (RFC 9110 §7.6.1, and what httputil.ReverseProxy drops besides): not relayed
+	rfTrailer                // Trailer: hop-by-hop, its names announced again (writeTrailerNames)
+	rfConnection             // Connection: hop-by-hop, and may name more
+	rfTransferEncoding       // hop-by-hop; frames the body
+	rfContentLength          // frames the body
+	rfDoNotRetry             // Do-Not-Retry
+	rfDate                   // Date
+	rfHint                   // Retry-After, RateLimit*
+	rfLocation               // Location
+	rfContentLocation        // Content-Location
+	rfLink                   // Link
+)
+
+// respFieldKind says what an answer's field named name is to the front
+// end.
+func respFieldKind(name []byte) uint8 {
+	eq := func(s string) bool { return bytes.EqualFold(name, []byte(s)) }
+	switch len(name) {
+	case 2:
+		if eq("TE") {
+			return rfHop
+		}
+	case 4:
+		switch {
+		case eq("Date"):
+			return rfDate
+		case eq("Link"):
+			return rfLink
+		}
+	case 7:
+		switch {
+		case eq("Trailer"):
+			return rfTrailer
+		case eq("Upgrade"):
+			return rfHop
+		}
+	case 8:
+		if eq("Location") {
+			return rfLocation
+		}
+	case 10:
+		switch {
+		case eq("Connection"):
+			return rfConnection
+		case eq("Keep-Alive"):
+			return rfHop
+		}
+	case 11:
+		if eq("Retry-After") {
+			return rfHint
+		}
+	case 12:
+		if eq(header.DoNotRetry) {
+			return rfDoNotRetry
+		}
+	case 14:
+		if eq("Content-Length") {
+			return rfContentLength
+		}
+	case 16:
+		switch {
+		case eq("Proxy-Connection"):
+			return rfHop
+		case eq("Content-Location"):
+			return rfContentLocation
+		}
+	case 17:
+		if eq("Transfer-Encoding") {
+			return rfTransferEncoding
+		}
+	case 18:
+		if eq("Proxy-Authenticate") {
+			return rfHop
+		}
+	case 19:
+		if eq("Proxy-Authorization") {
+			return rfHop
+		}
+	}
+	if len(name) >= 9 && bytes.EqualFold(name[:9], []byte("RateLimit")) {
+		return rfHint
+	}
+	return rfPlain
+}
 
 // How an answer's body is delimited (RFC 9112 §6.3).
 const (
@@ -137,7 +232,7 @@ func (r *frontResponse) read(br *bufio.Reader, head bool) error {
 			return malformed("a field value with a control character")
 		}
 		vs := e - len(trimLeftOWS(r.buf[s+colon+1:e]))
-		r.spans = append(r.spans, respSpan{ns: s, ne: s + colon, vs: vs, ve: vs + len(v)})
+		r.spans = append(r.spans, respSpan{ns: s, ne: s + colon, vs: vs, ve: vs + len(v), kind: respFieldKind(r.buf[s : s+colon])})
 	}
 	return r.classify(head)
 }
@@ -154,9 +249,9 @@ func (r *frontResponse) classify(head bool) error {
 	keepAlive := false
 	tes := 0
 	for _, sp := range r.spans {
-		name, v := r.name(sp), r.value(sp)
-		switch {
-		case bytes.EqualFold(name, []byte("Content-Length")):
+		v := r.value(sp)
+		switch sp.kind {
+		case rfContentLength:
 			n, err := strconv.ParseInt(string(v), 10, 64)
 			if err != nil || n < 0 || v[0] == '+' {
 				return malformed("Content-Length %q", v)
@@ -165,34 +260,37 @@ func (r *frontResponse) classify(head bool) error {
 				return malformed("Content-Length %d and %d", r.length, n)
 			}
 			r.length = n
-		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+		case rfTransferEncoding:
 			tes++
 			if tes > 1 || !bytes.EqualFold(v, []byte("chunked")) {
 				return malformed("Transfer-Encoding %q: only chunked is read", v)
 			}
 			r.chunked = true
-		case bytes.EqualFold(name, []byte("Connection")):
+		case rfConnection:
 			for _, tok := range bytes.Split(v, []byte(",")) {
 				switch tok = trimOWS(tok); {
+				case len(tok) == 0:
 				case bytes.EqualFold(tok, []byte("close")):
 					r.close = true
 				case bytes.EqualFold(tok, []byte("keep-alive")):
 					keepAlive = true
+				default:
+					r.connNames = true
 				}
 			}
-		case bytes.EqualFold(name, []byte("Do-Not-Retry")):
+		case rfDoNotRetry:
 			for _, tok := range bytes.Split(v, []byte(",")) {
 				if bytes.EqualFold(trimOWS(tok), []byte("true")) {
 					r.doNotRetry = true
 				}
 			}
-		case bytes.EqualFold(name, []byte("Date")):
+		case rfDate:
 			r.hasDate = true
-		case bytes.EqualFold(name, []byte("Retry-After")), len(name) >= 9 && bytes.EqualFold(name[:9], []byte("RateLimit")):
+		case rfHint:
 			r.hasHint = true
-		case bytes.EqualFold(name, []byte("Location")), bytes.EqualFold(name, []byte("Content-Location")), bytes.EqualFold(name, []byte("Link")):
+		case rfLocation, rfContentLocation, rfLink:
 			r.rewrite = true
-		case bytes.EqualFold(name, []byte("Trailer")):
+		case rfTrailer:
 			r.trailer = true
 		}
 	}
@@ -233,8 +331,11 @@ func (r *frontResponse) header() http.Header {
 // listedInConnection reports whether name is one of the fields the
 // answer's Connection names (hop-by-hop: RFC 9110 §7.6.1).
 func (r *frontResponse) listedInConnection(name []byte) bool {
+	if !r.connNames {
+		return false
+	}
 	for _, sp := range r.spans {
-		if !bytes.EqualFold(r.name(sp), []byte("Connection")) {
+		if sp.kind != rfConnection {
 			continue
 		}
 		for _, tok := range bytes.Split(r.value(sp), []byte(",")) {
