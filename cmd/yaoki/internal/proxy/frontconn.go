@@ -33,7 +33,8 @@ type frontConn struct {
 	watching  bool          // watch runs, or ran for this request (under mu)
 	watchDone chan struct{} // watch has ended
 	watchStop atomic.Bool   // the request is over: watch must end
-	stale     bool          // the read deadline was set in the past to end watch
+	stale     bool          // the read deadline is not the idle one: set in the past to end watch, or the head's
+	idleSetAt time.Time     // when the idle read deadline was last set
 
 	raw []byte // the head of the request served
 	req frontRequest
@@ -149,8 +150,15 @@ func (fc *frontConn) awaitRequest() bool {
 	}
 	fc.idle = true
 	if fc.br.Buffered() == 0 || fc.stale {
-		fc.nc.SetReadDeadline(time.Now().Add(clientIdleTimeout))
-		fc.stale = false
+		// The wait for the next request is bounded by clientIdleTimeout,
+		// counted from the end of the last answer within an eighth of
+		// it: the deadline is moved only when it was set longer ago (a
+		// busy connection costs no timer operation per request).
+		if now := time.Now(); fc.stale || now.Sub(fc.idleSetAt) >= clientIdleTimeout/8 {
+			fc.nc.SetReadDeadline(now.Add(clientIdleTimeout))
+			fc.idleSetAt = now
+			fc.stale = false
+		}
 	}
 	fc.mu.Unlock()
 	_, err := fc.br.Peek(1)
@@ -192,7 +200,7 @@ func (fc *frontConn) readHead() (n int, ok bool) {
 		}
 		if !deadline {
 			fc.nc.SetReadDeadline(time.Now().Add(clientHeaderTimeout))
-			deadline = true
+			deadline, fc.stale = true, true
 		}
 		if _, err := fc.br.Peek(len(buf) + 1); err != nil {
 			return -1, false

@@ -331,7 +331,12 @@ func (fc *frontConn) exchange(ctx context.Context, c *upstreamConn) (code int, e
 	if ctx != context.Context(&fc.ctx) && ctx.Done() != nil {
 		stop = context.AfterFunc(ctx, c.cut)
 	}
-	if !c.r.moved.IsZero() {
+	if !c.r.moved.IsZero() && fr.idle != c.r.idle {
+		// The previous answer's reads moved the read deadline for
+		// another read timeout (or the drain of a thrown-away answer
+		// did): this answer's first read sets its own, or with none,
+		// clears it. With the same timeout, a deadline moved less than
+		// an eighth of it ago stands, as between two reads of a body.
 		if fr.idle == 0 {
 			c.nc.SetReadDeadline(time.Time{})
 		}
@@ -479,7 +484,8 @@ func (x *frontExchange) release(fc *frontConn, drain bool) {
 		// within maxDrainTime, keeps its connection.
 		now := time.Now()
 		c.nc.SetReadDeadline(now.Add(maxDrainTime))
-		c.r.moved = now // the next exchange sets its own read deadline
+		// The next exchange sets its own read deadline.
+		c.r.moved, c.r.idle = now, -1
 		_, err := c.br.Discard(int(r.length))
 		keep = err == nil
 	default:
