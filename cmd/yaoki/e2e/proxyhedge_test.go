@@ -28,7 +28,7 @@ func TestProxyHedgeConfig(t *testing.T) {
 	c := &http.Client{Timeout: 20 * time.Second}
 	defer c.CloseIdleConnections()
 
-	copies := 0
+	copies, late := 0, 0
 	for i := range 6 {
 		slow := i%2 == 1
 		path := fmt.Sprintf("/script/h%d", i)
@@ -44,6 +44,12 @@ func TestProxyHedgeConfig(t *testing.T) {
 		if !slow {
 			// On a loaded machine a fast answer may still take longer
 			// than the delay, and then a copy is due.
+			if took >= 200*time.Millisecond && len(got) == 1 {
+				// A copy was due, and may have been started and then
+				// cancelled by the first answer before it left: counted
+				// as a hedge, never seen by the upstream.
+				late++
+			}
 			if resp.StatusCode != 200 || len(got) > 1 && took < 200*time.Millisecond || len(got) == 1 && body != "answer 1: 200\n" {
 				t.Fatalf("%s, a fast answer: client got %d %q after %v, upstream saw attempts %q; want a 200, sent once when it came within the 200 ms delay",
 					path, resp.StatusCode, body, took.Round(time.Millisecond), attempts(got))
@@ -70,8 +76,9 @@ func TestProxyHedgeConfig(t *testing.T) {
 		}
 		return n
 	}
-	if h, w := sum("yaoki_hedges_total"), sum("yaoki_hedges_won_total"); h != float64(copies) || w < 3 {
-		t.Errorf("/metrics: %v hedges, %v won; want %d (the copies the upstream saw), at least 3 won (one per hanging first attempt)%s", h, w, copies, metrictest.Lines(got))
+	if h, w := sum("yaoki_hedges_total"), sum("yaoki_hedges_won_total"); h < float64(copies) || h > float64(copies+late) || w < 3 {
+		t.Errorf("/metrics: %v hedges, %v won; want %d (the copies the upstream saw; up to %d more for fast answers that came after the delay), at least 3 won (one per hanging first attempt)%s",
+			h, w, copies, late, metrictest.Lines(got))
 	}
 }
 
