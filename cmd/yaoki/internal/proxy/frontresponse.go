@@ -246,7 +246,7 @@ func trimLeftOWS(b []byte) []byte {
 
 // classify reads the fields that frame and route the answer.
 func (r *frontResponse) classify(head bool) error {
-	keepAlive := false
+	keepAlive, tesIn10 := false, false
 	tes := 0
 	for _, sp := range r.spans {
 		v := r.value(sp)
@@ -261,6 +261,14 @@ func (r *frontResponse) classify(head bool) error {
 			}
 			r.length = n
 		case rfTransferEncoding:
+			if r.proto10 {
+				// HTTP/1.0 has no transfer codings: net/http frames the
+				// answer by its Content-Length or the close, as if the
+				// field were not there. RFC 9112 §6.1 calls the framing
+				// faulty, and the connection is not kept after it.
+				tesIn10 = true
+				continue
+			}
 			tes++
 			if tes > 1 || !bytes.EqualFold(v, []byte("chunked")) {
 				return malformed("Transfer-Encoding %q: only chunked is read", v)
@@ -294,7 +302,12 @@ func (r *frontResponse) classify(head bool) error {
 			r.trailer = true
 		}
 	}
-	if r.proto10 && !keepAlive {
+	if r.chunked && r.trailer {
+		if err := r.checkTrailerNames(); err != nil {
+			return err
+		}
+	}
+	if r.proto10 && (!keepAlive || tesIn10) {
 		r.close = true
 	}
 	switch {
@@ -307,6 +320,26 @@ func (r *frontResponse) classify(head bool) error {
 	default:
 		r.body = bodyToClose
 		r.close = true
+	}
+	return nil
+}
+
+// checkTrailerNames refuses a chunked answer whose Trailer field
+// announces a field that frames the message (Content-Length,
+// Transfer-Encoding, Trailer), as net/http refuses it: a trailer may not
+// change how the body was read (RFC 9110 §6.5.1).
+func (r *frontResponse) checkTrailerNames() error {
+	for _, sp := range r.spans {
+		if sp.kind != rfTrailer {
+			continue
+		}
+		for _, n := range bytes.Split(r.value(sp), []byte(",")) {
+			n = trimOWS(n)
+			if bytes.EqualFold(n, []byte("Content-Length")) || bytes.EqualFold(n, []byte("Transfer-Encoding")) ||
+				bytes.EqualFold(n, []byte("Trailer")) {
+				return malformed("Trailer %q: a trailer may not hold %s", r.value(sp), n)
+			}
+		}
 	}
 	return nil
 }
@@ -358,10 +391,11 @@ func hopByHopName(name []byte) bool {
 }
 
 // statusLines holds the status line the front end writes for each
-// status, with net/http's reason phrases: "HTTP/1.1 200 OK\r\n". Read
-// only.
-var statusLines = func() (t [600][]byte) {
-	for code := 100; code < 600; code++ {
+// status an answer may have (three digits, from 100), with net/http's
+// reason phrases: "HTTP/1.1 200 OK\r\n", "HTTP/1.1 999 status code
+// 999\r\n". Read only.
+var statusLines = func() (t [1000][]byte) {
+	for code := 100; code < 1000; code++ {
 		text := http.StatusText(code)
 		if text == "" {
 			text = "status code " + strconv.Itoa(code)
