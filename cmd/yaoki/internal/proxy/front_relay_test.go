@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -52,7 +53,16 @@ func newFrontProxy(t *testing.T, upstream string, rc Route) *frontProxy {
 	fp.srv.Listener = &handoffCounter{Listener: fp.s.Listener(fp.srv.Listener), n: &fp.handed}
 	fp.srv.Start()
 	fp.addr = fp.srv.Listener.Addr().String()
-	t.Cleanup(fp.srv.Close)
+	t.Cleanup(func() {
+		// The client connections the test opened are closed (their
+		// cleanups run first): every one the front end served ends.
+		fp.srv.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a bound on the failure, not a wait
+		defer cancel()
+		if err := fp.s.front.Load().wait(ctx); err != nil {
+			t.Errorf("the front end still served connections 10 s after the test: %v", err)
+		}
+	})
 	return fp
 }
 
@@ -296,3 +306,7 @@ func TestFrontCutAnswerSeenCut(t *testing.T) {
 		}
 	}
 }
+
+// afterBound is a channel that fires after a bound that only a failure
+// reaches.
+func afterBound() <-chan time.Time { return time.After(10 * time.Second) }
