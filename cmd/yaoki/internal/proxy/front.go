@@ -217,8 +217,10 @@ func (f *front) Close() error {
 func (f *front) Addr() net.Addr { return f.ln.Addr() }
 
 // wait waits until every connection the front end serves has ended, or
-// ctx ends; then it closes those left and returns ctx's error.
-func (f *front) wait(ctx context.Context) error {
+// ctx ends; then it closes those left, waits for them to end, and
+// returns ctx's error with the calls that were in flight as ctx ended
+// (Server.inFlight: net/http's and the front end's), before any was cut.
+func (f *front) wait(ctx context.Context) (inFlight int64, err error) {
 	ended := make(chan struct{})
 	go func() {
 		f.wg.Wait()
@@ -226,16 +228,17 @@ func (f *front) wait(ctx context.Context) error {
 	}()
 	select {
 	case <-ended:
-		return nil
+		return 0, nil
 	case <-ctx.Done():
 	}
+	inFlight = f.s.inFlight.Load()
 	f.mu.Lock()
 	for fc := range f.conns {
 		fc.nc.Close()
 	}
 	f.mu.Unlock()
 	<-ended
-	return ctx.Err()
+	return inFlight, ctx.Err()
 }
 
 // give hands nc, with what br holds of it, to the net/http server; it

@@ -59,7 +59,7 @@ func newFrontProxy(t *testing.T, upstream string, rc Route) *frontProxy {
 		fp.srv.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a bound on the failure, not a wait
 		defer cancel()
-		if err := fp.s.front.Load().wait(ctx); err != nil {
+		if _, err := fp.s.front.Load().wait(ctx); err != nil {
 			t.Errorf("the front end still served connections 10 s after the test: %v", err)
 		}
 	})

@@ -572,7 +572,10 @@ func (fc *frontConn) relay() bool {
 	if dnr {
 		bw.WriteString(header.DoNotRetry + ": true\r\n")
 	}
-	if fc.req.close {
+	if fc.req.close || fc.f.closing.Load() {
+		// The client asked, or the front end is closing (Close): the
+		// connection ends after this answer, as net/http's server says
+		// while it shuts down.
 		bw.WriteString("Connection: close\r\n")
 	}
 	bw.WriteString("\r\n")
@@ -857,7 +860,10 @@ func (fc *frontConn) writeOwn(w *frontWriter) bool {
 	bw.WriteString("Date: ")
 	bw.Write(fc.f.s.date.get(time.Now()))
 	bw.WriteString("\r\n")
-	if fc.req.close {
+	if fc.req.close || fc.f.closing.Load() {
+		// The client asked, or the front end is closing (Close): the
+		// connection ends after this answer, as net/http's server says
+		// while it shuts down.
 		bw.WriteString("Connection: close\r\n")
 	}
 	bw.WriteString("\r\n")

@@ -448,9 +448,14 @@ func (s *Server) Shutdown(srv *http.Server, grace time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	err := srv.Shutdown(ctx)
+	left := int64(-1) // the calls in flight when the grace passed
 	if f := s.front.Load(); f != nil {
 		f.Close()
-		if ferr := f.wait(ctx); err == nil {
+		n, ferr := f.wait(ctx)
+		if ferr != nil {
+			left = n // counted before the front end cut its calls
+		}
+		if err == nil {
 			err = ferr
 		}
 	}
@@ -458,7 +463,9 @@ func (s *Server) Shutdown(srv *http.Server, grace time.Duration) error {
 		defer ci.CloseIdleConnections()
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		left := s.inFlight.Load()
+		if left < 0 {
+			left = s.inFlight.Load()
+		}
 		_ = srv.Close()
 		return fmt.Errorf("proxy: --grace %v passed with %d call%s in flight: cut", grace, left, cli.Plural(int(left)))
 	}

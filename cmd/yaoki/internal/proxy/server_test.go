@@ -181,7 +181,7 @@ func waitFront(t *testing.T, s *Server) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a bound on a failure, not a wait
 	defer cancel()
-	if err := f.wait(ctx); err != nil {
+	if _, err := f.wait(ctx); err != nil {
 		t.Errorf("the front end's connections did not end: %v", err)
 	}
 }
