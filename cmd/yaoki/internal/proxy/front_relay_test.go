@@ -32,6 +32,13 @@ type frontProxy struct {
 // when the test ends.
 func newFrontProxy(t *testing.T, upstream string, rc Route) *frontProxy {
 	t.Helper()
+	return newFrontProxyOf(t, &Server{}, upstream, rc)
+}
+
+// newFrontProxyOf is newFrontProxy for the Server s, its exported fields
+// set.
+func newFrontProxyOf(t *testing.T, s *Server, upstream string, rc Route) *frontProxy {
+	t.Helper()
 	up, err := neturl.Parse(upstream)
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +46,8 @@ func newFrontProxy(t *testing.T, upstream string, rc Route) *frontProxy {
 	rc.Name, rc.Upstream = "--upstream", up
 	base := newUpstreamTransport()
 	t.Cleanup(base.CloseIdleConnections)
-	fp := &frontProxy{s: &Server{base: base, buffers: &bufferPool{}, stderr: io.Discard}}
+	s.base, s.buffers, s.stderr = base, &bufferPool{}, io.Discard
+	fp := &frontProxy{s: s}
 	rs, err := fp.s.build(&Config{Routes: []*Route{&rc}})
 	if err != nil {
 		t.Fatal(err)
