@@ -149,3 +149,51 @@ func noFrontWatch() bool {
 	buf := make([]byte, 1<<20)
 	return !strings.Contains(string(buf[:runtime.Stack(buf, true)]), "(*frontConn).watch")
 }
+
+func TestFrontEndlessChunkLinesRefused(t *testing.T) {
+	// The fault: an upstream (broken, or hostile) that sends a chunk-size
+	// line, the line after a chunk, or a trailer that never ends. The
+	// front end must not keep what it reads of it without bound (it
+	// would run out of memory): as net/http, it refuses a chunk line past
+	// 4 KiB and a trailer past 4 KiB, cutting the answer and closing the
+	// upstream's connection, which the upstream sees long before it has
+	// sent its 64 MiB.
+	const total = 64 << 20
+	for _, c := range []struct{ name, start, fill string }{
+		{"chunk-size line", "", "a"},
+		{"chunk extension", "5;", "a"},
+		{"after a chunk", "5\r\nhello", "x"},
+		{"trailer line", "0\r\nX-Long: ", "a"},
+		{"trailer lines", "0\r\n", "X: a\r\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sent := make(chan int, 1)
+			url, _ := rawUpstream(t, func(conn net.Conn, br *bufio.Reader) {
+				if _, ok := readRequest(t, br); !ok {
+					return
+				}
+				io.WriteString(conn, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"+c.start)
+				fill := strings.Repeat(c.fill, (32<<10)/len(c.fill))
+				conn.SetWriteDeadline(time.Now().Add(10 * time.Second)) // a bound on the failure, not a wait
+				n := 0
+				for n < total {
+					m, err := io.WriteString(conn, fill)
+					n += m
+					if err != nil {
+						break
+					}
+				}
+				sent <- n
+			})
+			fp := newFrontProxy(t, url, Route{})
+			conn, br := fp.dial(t)
+			io.WriteString(conn, "GET /endless HTTP/1.1\r\nHost: front\r\n\r\n")
+			if resp, body, _, err := readFinal(br, "GET"); err == nil {
+				t.Errorf("the client got %v with %d bytes, want a cut", resp.Status, len(body))
+			}
+			if n := <-sent; n >= total {
+				t.Errorf("the upstream sent all its %d bytes: the front end read them all", n)
+			}
+		})
+	}
+}

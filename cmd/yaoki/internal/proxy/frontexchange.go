@@ -720,7 +720,7 @@ func (fc *frontConn) copyChunked(c *upstreamConn) (upErr, clientErr error) {
 			}
 		}
 		mark := len(r.buf)
-		s, e, err := r.readLine(c.br)
+		s, e, err := r.readLineMax(c.br, maxChunkLine)
 		if err != nil {
 			return fc.bodyErr(c, err), nil
 		}
@@ -742,7 +742,7 @@ func (fc *frontConn) copyChunked(c *upstreamConn) (upErr, clientErr error) {
 		if upErr, clientErr := fc.copyBody(c, int64(size), false); upErr != nil || clientErr != nil {
 			return upErr, clientErr
 		}
-		s, e, err = r.readLine(c.br)
+		s, e, err = r.readLineMax(c.br, maxChunkLine)
 		r.buf = r.buf[:mark]
 		if err != nil {
 			return fc.bodyErr(c, err), nil
@@ -758,7 +758,8 @@ func (fc *frontConn) copyChunked(c *upstreamConn) (upErr, clientErr error) {
 	mark := len(r.buf)
 	var lines [][2]int
 	for {
-		s, e, err := r.readLine(c.br)
+		// The trailer, its empty line included, within maxChunkLine.
+		s, e, err := r.readLineMax(c.br, maxChunkLine-(len(r.buf)-mark))
 		if err != nil {
 			return fc.bodyErr(c, err), nil
 		}

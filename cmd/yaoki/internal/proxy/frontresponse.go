@@ -147,12 +147,34 @@ func (r *frontResponse) name(s respSpan) []byte  { return r.buf[s.ns:s.ne] }
 func (r *frontResponse) value(s respSpan) []byte { return r.buf[s.vs:s.ve] }
 
 // readLine reads a line from br onto r.buf and returns its span, without
-// its CRLF (or LF, as net/http reads answers).
+// its CRLF (or LF, as net/http reads answers). A head's lines are bounded
+// by maxResponseHeaderBytes (countingReader).
 func (r *frontResponse) readLine(br *bufio.Reader) (start, end int, err error) {
+	return r.readLineMax(br, -1)
+}
+
+// maxChunkLine is the most bytes a line of a chunked body (a chunk's size
+// line, the end of a chunk) may have, its LF included, and a trailer
+// altogether: net/http's bounds (its reader's buffer), beyond which an
+// upstream's line that never ends would be kept whole.
+const maxChunkLine = 4 << 10
+
+// errChunkLineTooLong is the error of a chunk line or a trailer longer
+// than maxChunkLine.
+var errChunkLineTooLong = malformed("a chunk line or trailer longer than %d bytes", maxChunkLine)
+
+// readLineMax is readLine for a line of at most max bytes, its LF
+// included (max < 0: no bound); a longer one is errChunkLineTooLong, once
+// max+1 bytes of it are read.
+func (r *frontResponse) readLineMax(br *bufio.Reader, max int) (start, end int, err error) {
 	start = len(r.buf)
 	for {
 		part, err := br.ReadSlice('\n')
 		r.buf = append(r.buf, part...)
+		if max >= 0 && len(r.buf)-start > max {
+			r.buf = r.buf[:start]
+			return 0, 0, errChunkLineTooLong
+		}
 		if err == nil {
 			break
 		}
