@@ -41,6 +41,8 @@ type front struct {
 	failed  chan struct{} // closed when ln's Accept fails for good
 	failErr error         // why, set before failed is closed
 
+	to frontTimeouts // the bounds of the client connections' waits
+
 	closeOnce sync.Once
 	closing   atomic.Bool
 	mu        sync.Mutex
@@ -72,8 +74,18 @@ const (
 // stops the front end from accepting; Shutdown then waits for its
 // connections as for the server's. Call it once per Server.
 func (s *Server) Listener(ln net.Listener) net.Listener {
+	return s.listen(ln, frontTimeouts{idle: clientIdleTimeout, header: clientHeaderTimeout})
+}
+
+// frontTimeouts are the bounds of a client connection's waits on the
+// front end: clientIdleTimeout and clientHeaderTimeout, which tests
+// shorten.
+type frontTimeouts struct{ idle, header time.Duration }
+
+// listen is Listener with the timeouts to.
+func (s *Server) listen(ln net.Listener, to frontTimeouts) net.Listener {
 	f := &front{s: s, ln: ln, handoff: make(chan net.Conn), done: make(chan struct{}), failed: make(chan struct{}),
-		conns: map[*frontConn]struct{}{}, kick: make(chan struct{}, 1)}
+		conns: map[*frontConn]struct{}{}, kick: make(chan struct{}, 1), to: to}
 	s.front.Store(f)
 	go f.accept()
 	go f.watchdog()

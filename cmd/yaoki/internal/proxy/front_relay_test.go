@@ -37,7 +37,7 @@ func newFrontProxy(t *testing.T, upstream string, rc Route) *frontProxy {
 
 // newFrontProxyOf is newFrontProxy for the Server s, its exported fields
 // set.
-func newFrontProxyOf(t *testing.T, s *Server, upstream string, rc Route) *frontProxy {
+func newFrontProxyOf(t *testing.T, s *Server, upstream string, rc Route, timeouts ...frontTimeouts) *frontProxy {
 	t.Helper()
 	up, err := neturl.Parse(upstream)
 	if err != nil {
@@ -58,7 +58,11 @@ func newFrontProxyOf(t *testing.T, s *Server, upstream string, rc Route) *frontP
 	fp.s.routes.Store(rs)
 	t.Cleanup(rs.close)
 	fp.srv = httptest.NewUnstartedServer(fp.s)
-	fp.srv.Listener = &handoffCounter{Listener: fp.s.Listener(fp.srv.Listener), n: &fp.handed}
+	ft := frontTimeouts{idle: clientIdleTimeout, header: clientHeaderTimeout}
+	if len(timeouts) > 0 {
+		ft = timeouts[0]
+	}
+	fp.srv.Listener = &handoffCounter{Listener: fp.s.listen(fp.srv.Listener, ft), n: &fp.handed}
 	fp.srv.Start()
 	fp.addr = fp.srv.Listener.Addr().String()
 	t.Cleanup(func() {

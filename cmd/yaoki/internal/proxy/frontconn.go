@@ -27,6 +27,7 @@ type frontConn struct {
 	idle   bool          // waiting for the next request: Close wakes it
 	up     *upstreamConn // the connection of the attempt in progress, for watch to cut
 	handed bool          // given to the net/http server: not closed here
+	served bool          // a request was served: the next waits clientIdleTimeout for its first byte
 
 	serving   bool          // a request is served (under mu)
 	startTick int64         // front.tick when it began (under mu)
@@ -103,6 +104,7 @@ func (fc *frontConn) serve() {
 			return
 		}
 		fc.br.Discard(n)
+		fc.served = true
 		if !fc.serveRequest(pr) {
 			return
 		}
@@ -141,7 +143,11 @@ func (fc *frontConn) handOver() {
 
 // awaitRequest waits for the first byte of the next request, for at most
 // clientIdleTimeout; false when the connection is to be closed (the
-// client closed it or stayed idle, or the front end is closing).
+// client closed it or stayed idle, or the front end is closing). A new
+// connection's first request has clientHeaderTimeout from the
+// connection's start for its whole head, as net/http's server gives it
+// (readHead keeps that deadline): a client that connects and sends
+// nothing holds its connection no longer.
 func (fc *frontConn) awaitRequest() bool {
 	fc.mu.Lock()
 	if fc.f.closing.Load() {
@@ -149,13 +155,19 @@ func (fc *frontConn) awaitRequest() bool {
 		return false
 	}
 	fc.idle = true
-	if fc.br.Buffered() == 0 || fc.stale {
+	if !fc.served {
+		// A new connection's first request has its whole head within
+		// clientHeaderTimeout from the start, as net/http's server
+		// gives it (readHead keeps that deadline).
+		fc.nc.SetReadDeadline(time.Now().Add(fc.f.to.header))
+		fc.stale = true
+	} else if fc.br.Buffered() == 0 || fc.stale {
 		// The wait for the next request is bounded by clientIdleTimeout,
 		// counted from the end of the last answer within an eighth of
 		// it: the deadline is moved only when it was set longer ago (a
 		// busy connection costs no timer operation per request).
-		if now := time.Now(); fc.stale || now.Sub(fc.idleSetAt) >= clientIdleTimeout/8 {
-			fc.nc.SetReadDeadline(now.Add(clientIdleTimeout))
+		if now := time.Now(); fc.stale || now.Sub(fc.idleSetAt) >= fc.f.to.idle/8 {
+			fc.nc.SetReadDeadline(now.Add(fc.f.to.idle))
 			fc.idleSetAt = now
 			fc.stale = false
 		}
@@ -184,7 +196,7 @@ func (fc *frontConn) wake() {
 // front end serves it. A head that is not complete in the read buffer,
 // or has a line not ended by CRLF, is not the front end's.
 func (fc *frontConn) readHead() (n int, ok bool) {
-	deadline := false
+	deadline := !fc.served // set by awaitRequest
 	for {
 		buf, _ := fc.br.Peek(fc.br.Buffered())
 		if i := bytes.Index(buf, []byte("\r\n\r\n")); i >= 0 {
@@ -199,7 +211,7 @@ func (fc *frontConn) readHead() (n int, ok bool) {
 			return 0, false
 		}
 		if !deadline {
-			fc.nc.SetReadDeadline(time.Now().Add(clientHeaderTimeout))
+			fc.nc.SetReadDeadline(time.Now().Add(fc.f.to.header))
 			deadline, fc.stale = true, true
 		}
 		if _, err := fc.br.Peek(len(buf) + 1); err != nil {
@@ -293,7 +305,7 @@ func (fc *frontConn) watch() {
 				return
 			}
 			// The deadline of the head's wait: the request takes longer.
-			fc.nc.SetReadDeadline(time.Now().Add(clientIdleTimeout))
+			fc.nc.SetReadDeadline(time.Now().Add(fc.f.to.idle))
 			if fc.watchStop.Load() {
 				return
 			}
