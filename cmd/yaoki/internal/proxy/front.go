@@ -286,6 +286,17 @@ func (c *handedConn) Read(p []byte) (int, error) {
 	return c.Conn.Read(p)
 }
 
+// CloseWrite passes to the TCP connection: net/http's server ends its
+// side first when it closes a connection whose request body it did not
+// read (its closeWriteAndWait), so that the client reads the answer and a
+// clean end before the close resets the connection.
+func (c *handedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
 // SetLinger passes to the TCP connection, for resetConn.
 func (c *handedConn) SetLinger(sec int) error {
 	if l, ok := c.Conn.(interface{ SetLinger(int) error }); ok {
