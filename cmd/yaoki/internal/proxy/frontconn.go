@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"net"
+	"net/http"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,6 +90,7 @@ func (w *deadlineWriter) Write(p []byte) (int, error) {
 // end closes, or a request goes to the net/http server.
 func (fc *frontConn) serve() {
 	defer fc.end()
+	defer fc.recoverPanic()
 	for {
 		if !fc.awaitRequest() {
 			return
@@ -109,6 +113,36 @@ func (fc *frontConn) serve() {
 			return
 		}
 	}
+}
+
+// recoverPanic ends a connection whose serving panicked as net/http's
+// server ends one whose handler panics: the connection closes (end) with
+// no answer, stderr has the panic and its stack (but for
+// http.ErrAbortHandler), and the process and the other connections go
+// on. The upstream connection of the exchange is closed: what it holds
+// is not known.
+func (fc *frontConn) recoverPanic() {
+	v := recover()
+	if v == nil {
+		return
+	}
+	fc.mu.Lock()
+	up := fc.up
+	fc.up = nil
+	fc.mu.Unlock()
+	if up != nil {
+		up.nc.Close()
+	}
+	if c := fc.x.up; c != nil && c != up {
+		c.nc.Close()
+	}
+	fc.x.up = nil
+	if v == http.ErrAbortHandler || fc.f.s.stderr == nil {
+		return
+	}
+	buf := make([]byte, 64<<10)
+	buf = buf[:runtime.Stack(buf, false)]
+	fmt.Fprintf(fc.f.s.stderr, "yaoki proxy: panic serving %v: %v\n%s", fc.nc.RemoteAddr(), v, buf)
 }
 
 // end closes the connection, unless it was handed over, and forgets it.
