@@ -2,13 +2,17 @@ package proxy
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/yaoki-go/yaoki/retry"
 )
 
 // noFrontGoroutines reports whether no goroutine runs the front end's
@@ -130,5 +134,68 @@ func TestFrontPipelined(t *testing.T) {
 	}
 	if got := <-seen; got != "GET /five " {
 		t.Errorf("the upstream saw %q, want GET /five", got)
+	}
+}
+
+func TestFrontPipelinedPastTheBuffer(t *testing.T) {
+	// A hundred GETs in one write, past the front end's read buffer (4
+	// KiB), some heads across its end: each answered, in order. Then a
+	// head written a byte at a time: served when its last byte comes.
+	url, _ := rawUpstream(t, func(c net.Conn, br *bufio.Reader) {
+		for {
+			req, ok := readRequest(t, br)
+			if !ok {
+				return
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: "+strconv.Itoa(len(req.URL.Path))+"\r\n\r\n"+req.URL.Path)
+		}
+	})
+	fp := newFrontProxy(t, url, Route{})
+	conn, br := fp.dial(t)
+	var msg strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&msg, "GET /%d HTTP/1.1\r\nHost: front\r\nX-Pad: %s\r\n\r\n", i, strings.Repeat("p", i))
+	}
+	go io.WriteString(conn, msg.String())
+	for i := range 100 {
+		resp, body, _, err := readFinal(br, "GET")
+		if err != nil || resp.StatusCode != 200 || body != "/"+strconv.Itoa(i) {
+			t.Fatalf("answer %d: %v %q, %v; want 200 /%d", i, resp, body, err, i)
+		}
+	}
+	for _, b := range []byte("GET /bytes HTTP/1.1\r\nHost: front\r\n\r\n") {
+		conn.Write([]byte{b})
+	}
+	if resp, body, _, err := readFinal(br, "GET"); err != nil || resp.StatusCode != 200 || body != "/bytes" {
+		t.Fatalf("the head written a byte at a time: %v %q, %v; want 200 /bytes", resp, body, err)
+	}
+	if n := fp.handed.Load(); n != 0 {
+		t.Errorf("%d connections handed over, want 0", n)
+	}
+}
+
+func TestFrontConnectionClose(t *testing.T) {
+	// A client's Connection: close ends the connection after the answer,
+	// which says so: a relayed answer and one of the proxy's own (a 502
+	// for an upstream that answers nothing).
+	url := answersByPath(t, map[string]string{
+		"/ok":    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+		"/close": "",
+	})
+	fp := newFrontProxy(t, url, Route{Policy: retry.Policy{MaxAttempts: 1}})
+	for _, c := range []struct {
+		path   string
+		status int
+	}{{"/ok", 200}, {"/close", 502}} {
+		conn, br := fp.dial(t)
+		io.WriteString(conn, "GET "+c.path+" HTTP/1.1\r\nHost: front\r\nConnection: close\r\n\r\n")
+		resp, _, _, err := readFinal(br, "GET")
+		if err != nil || resp.StatusCode != c.status || !resp.Close {
+			t.Errorf("GET %s: %v, %v; want %d with Connection: close", c.path, resp, err, c.status)
+			continue
+		}
+		if _, err := br.ReadByte(); err == nil {
+			t.Errorf("GET %s: the connection stayed open after the answer", c.path)
+		}
 	}
 }
