@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 )
@@ -80,5 +81,40 @@ func TestFrontStalePooledConn(t *testing.T) {
 				t.Errorf("the upstream saw %q, want %q", got, c.want)
 			}
 		})
+	}
+}
+
+func TestFrontUpstreamConnPooledBeforeAnswerEnds(t *testing.T) {
+	// An upstream connection whose answer was read whole is back in the
+	// pool by the time the client has the answer's last byte: the
+	// client's next request, on any connection, finds it there, and a
+	// CloseIdleConnections after the answer (Shutdown, a test's cleanup)
+	// closes it. Before, it went back after the last write to the client,
+	// and a close of the idle connections at that moment missed it, which
+	// left it open for good.
+	url := answersByPath(t, map[string]string{
+		"/length": "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+		"/head":   "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n",
+		"/chunk":  "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+	})
+	fp := newFrontProxy(t, url, Route{})
+	u := fp.s.base.(*upstreamTransport)
+	addr := strings.TrimPrefix(url, "http://")
+	conn, br := fp.dial(t)
+	for i := range 3000 {
+		method, path := "GET", []string{"/length", "/head", "/chunk"}[i%3]
+		if path == "/head" {
+			method = "HEAD"
+		}
+		io.WriteString(conn, method+" "+path+" HTTP/1.1\r\nHost: front\r\n\r\n")
+		if resp, _, _, err := readFinal(br, method); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s %s: %v, %v", method, path, resp, err)
+		}
+		u.mu.Lock()
+		idle := len(u.idle[addr])
+		u.mu.Unlock()
+		if idle != 1 {
+			t.Fatalf("request %d (%s %s): %d idle upstream connections once the client had the answer, want 1", i+1, method, path, idle)
+		}
 	}
 }
