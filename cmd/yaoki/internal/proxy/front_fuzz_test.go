@@ -147,6 +147,10 @@ func FuzzFrontResponseRead(f *testing.F) {
 		"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 101 Switching\r\n\r\n",
 		"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
 		"HTTP/1.1 205 Reset Content\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nX-A : 1\r\n b\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length : 5\r\n\r\nhello",
+		"HTTP/1.1 200 OK\r\nX (a: 1\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 02\r\n\r\nok",
 	} {
 		f.Add([]byte(s), false)
 		f.Add([]byte(s), true)

@@ -439,7 +439,8 @@ func (fc *frontConn) relay1xx() {
 	bw.Write(statusLines[r.code])
 	for _, sp := range r.spans {
 		switch sp.kind {
-		case rfHop, rfConnection, rfTransferEncoding, rfTrailer:
+		case rfHop, rfConnection, rfTransferEncoding, rfTrailer, rfContentLength:
+			// net/http's server writes no Content-Length on a 1xx.
 			continue
 		}
 		name := r.name(sp)
@@ -528,17 +529,30 @@ func (fc *frontConn) relay() bool {
 			}
 		}
 	}
+	lengthDone := false // a Content-Length was written: one is
 	for _, sp := range r.spans {
 		name, v := r.name(sp), r.value(sp)
 		switch sp.kind {
 		case rfHop, rfConnection, rfTransferEncoding:
 			continue
 		case rfTrailer:
-			fc.writeTrailerNames(v)
+			if r.chunked {
+				// Announced as net/http announces it: for a chunked
+				// answer, which alone has a trailer.
+				fc.writeTrailerNames(v)
+			}
 			continue
 		case rfContentLength:
-			if r.chunked || code == http.StatusNoContent || code == http.StatusNotModified {
-				continue // net/http's server writes none for a 204 or a 304
+			// net/http's reader keeps one of equal ones and none beside
+			// chunked (but for a HEAD's answer), and its server writes
+			// none for a 204 or a 304.
+			if lengthDone || r.body == bodyChunked || code == http.StatusNoContent || code == http.StatusNotModified {
+				continue
+			}
+			lengthDone = true
+		case rfContentType:
+			if code == http.StatusNotModified {
+				continue // nor a Content-Type (its suppressedHeaders)
 			}
 		case rfDoNotRetry:
 			if dnr {

@@ -54,6 +54,7 @@ const (
 	rfLocation               // Location
 	rfContentLocation        // Content-Location
 	rfLink                   // Link
+	rfContentType            // Content-Type: none on a 304
 )
 
 // respFieldKind says what an answer's field named name is to the front
@@ -95,8 +96,11 @@ func respFieldKind(name []byte) uint8 {
 			return rfHint
 		}
 	case 12:
-		if eq(header.DoNotRetry) {
+		switch {
+		case eq(header.DoNotRetry):
 			return rfDoNotRetry
+		case eq("Content-Type"):
+			return rfContentType
 		}
 	case 14:
 		if eq("Content-Length") {
@@ -219,6 +223,7 @@ func (r *frontResponse) read(br *bufio.Reader, head bool) error {
 		return malformed("status %d", r.code)
 	}
 	r.reason = [2]int{s + 9 + min(4, len(rest)), e}
+	dropped := false // the last field was read and left out
 	for {
 		s, e, err := r.readLine(br)
 		if err != nil {
@@ -230,14 +235,17 @@ func (r *frontResponse) read(br *bufio.Reader, head bool) error {
 		if c := r.buf[s]; c == ' ' || c == '\t' {
 			// obs-fold (RFC 9112 §5.2): the line continues the field
 			// before, joined with a space, as net/http reads it.
-			if len(r.spans) == 0 {
+			if len(r.spans) == 0 && !dropped {
 				return malformed("a continuation line before any field")
 			}
-			last := &r.spans[len(r.spans)-1]
 			cont := trimOWS(r.buf[s:e])
 			if !validFieldValue(cont) {
 				return malformed("a field value with a control character")
 			}
+			if dropped {
+				continue
+			}
+			last := &r.spans[len(r.spans)-1]
 			v := append(r.buf[last.vs:last.ve:last.ve], ' ')
 			at := len(r.buf)
 			r.buf = append(r.buf, v...)
@@ -246,17 +254,44 @@ func (r *frontResponse) read(br *bufio.Reader, head bool) error {
 			continue
 		}
 		colon := bytes.IndexByte(r.buf[s:e], ':')
-		if colon <= 0 || !isToken(r.buf[s:s+colon]) {
+		if colon <= 0 {
+			return malformed("header line %q", r.buf[s:e])
+		}
+		name := r.buf[s : s+colon]
+		dropped = !isToken(name)
+		if dropped && !spaceInName(name) {
 			return malformed("header line %q", r.buf[s:e])
 		}
 		v := trimOWS(r.buf[s+colon+1 : e])
 		if !validFieldValue(v) {
 			return malformed("a field value with a control character")
 		}
+		if dropped {
+			// A name with a space ("X-A : 1"): net/http reads the field
+			// (golang.org/issue/34540) and its server does not write it;
+			// it does not frame the answer either.
+			continue
+		}
 		vs := e - len(trimLeftOWS(r.buf[s+colon+1:e]))
 		r.spans = append(r.spans, respSpan{ns: s, ne: s + colon, vs: vs, ve: vs + len(v), kind: respFieldKind(r.buf[s : s+colon])})
 	}
 	return r.classify(head)
+}
+
+// spaceInName reports whether name, not a token, is one made of token
+// bytes and spaces: net/http's reader takes such a field (its
+// canonicalMIMEHeaderKey), and refuses one with any other byte.
+func spaceInName(name []byte) bool {
+	space := false
+	for _, c := range name {
+		switch {
+		case c == ' ':
+			space = true
+		case !tokenByte[c]:
+			return false
+		}
+	}
+	return space
 }
 
 func trimLeftOWS(b []byte) []byte {
@@ -270,18 +305,24 @@ func trimLeftOWS(b []byte) []byte {
 func (r *frontResponse) classify(head bool) error {
 	keepAlive, tesIn10 := false, false
 	tes := 0
+	var firstLength []byte
 	for _, sp := range r.spans {
 		v := r.value(sp)
 		switch sp.kind {
 		case rfContentLength:
+			if firstLength != nil {
+				// Repeated: as net/http, the same value spelled the same
+				// way, or the answer is refused (RFC 9110 §8.6).
+				if !bytes.Equal(v, firstLength) {
+					return malformed("Content-Length %q and %q", firstLength, v)
+				}
+				continue
+			}
 			n, err := strconv.ParseInt(string(v), 10, 64)
 			if err != nil || n < 0 || v[0] == '+' {
 				return malformed("Content-Length %q", v)
 			}
-			if r.length >= 0 && n != r.length {
-				return malformed("Content-Length %d and %d", r.length, n)
-			}
-			r.length = n
+			firstLength, r.length = v, n
 		case rfTransferEncoding:
 			if r.proto10 {
 				// HTTP/1.0 has no transfer codings: net/http frames the
