@@ -183,7 +183,7 @@ func TestFrontRelaysEachFraming(t *testing.T) {
 		"/head":          "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n",
 		"/204":           "HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n",
 		"/304":           "HTTP/1.1 304 Not Modified\r\nETag: \"x\"\r\nContent-Length: 5\r\n\r\n",
-		"/103":           "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+		"/103":           "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\nContent-Length: 0\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
 		"/999":           "HTTP/1.1 999 Odd\r\nContent-Length: 5\r\n\r\nhello",
 		"/close10te":     "HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
 		"/close10telen":  "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
@@ -251,6 +251,11 @@ func TestFrontRelaysEachFraming(t *testing.T) {
 				c.method, c.path, resp.StatusCode, body, err, chunked, resp.ContentLength, resp.Trailer.Get("X-Sum"), len(early),
 				c.status, c.body, c.chunked, c.length, c.trailer, c.early)
 			continue
+		}
+		for _, e := range early {
+			if v, ok := e.Header["Content-Length"]; ok {
+				t.Errorf("%s %s: a %d with Content-Length %q, want none (net/http's server writes none on a 1xx)", c.method, c.path, e.StatusCode, v)
+			}
 		}
 		// The connection is at the next answer's start.
 		io.WriteString(conn, "GET /length HTTP/1.1\r\nHost: front\r\n\r\n")
