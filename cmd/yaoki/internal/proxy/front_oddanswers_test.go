@@ -1,6 +1,13 @@
 package proxy
 
-import "testing"
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"testing"
+	"time"
+)
 
 // oddAnswers are upstream answers at the edges of the framing and field
 // rules, for TestFrontOddAnswersAsNetHTTP. (A 1xx is in
@@ -70,5 +77,43 @@ func TestFrontOddAnswersAsNetHTTP(t *testing.T) {
 				t.Errorf("the observer heard, from the front end:\n%s\nfrom net/http:\n%s", frontEvents, httpEvents)
 			}
 		})
+	}
+}
+
+func TestFrontInformationalAsNetHTTP(t *testing.T) {
+	// 1xx answers before the final one reach the client as through
+	// net/http alone: which of them, with which fields.
+	answers := map[string]string{
+		"/100":  "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+		"/102":  "HTTP/1.1 102 Processing\r\nX-A: 1\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+		"/103s": "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </b>\r\nX-Two: 2\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+		"/199":  "HTTP/1.1 199 Odd\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\nConnection: X-H\r\nX-H: h\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+	}
+	url := answersByPath(t, answers)
+	fp := newFrontProxy(t, url, Route{})
+	netAddr := netHTTPProxy(t, url)
+	for path := range answers {
+		var got [2]string
+		for i, addr := range []string{fp.addr, netAddr} {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.SetDeadline(time.Now().Add(10 * time.Second)) // a bound on the failure, not a wait
+			io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: front\r\n\r\n")
+			resp, body, early, err := readFinal(bufio.NewReader(c), "GET")
+			c.Close()
+			if err != nil {
+				t.Fatalf("GET %s: %v", path, err)
+			}
+			for _, e := range append(early, resp) {
+				delete(e.Header, "Date")
+				got[i] += fmt.Sprintf("%s\n%s", e.Status, describeHeader(e.Header))
+			}
+			got[i] += "body " + body
+		}
+		if got[0] != got[1] {
+			t.Errorf("GET %s: the client got, from the front end:\n%s\nfrom net/http:\n%s", path, got[0], got[1])
+		}
 	}
 }
