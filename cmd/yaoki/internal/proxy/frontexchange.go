@@ -199,8 +199,13 @@ func (fc *frontConn) exchangeAndRelay(pr *proxyRoute) bool {
 	}
 	_ = code
 	if fc.ctx.Err() != nil {
+		// The client went away, or ended its side of the connection (a
+		// half-close, which may still read): the attempt was cancelled.
+		// It gets what net/http's path gives it (pr.fail), a bare 499,
+		// nginx's code for it, and the connection closes.
 		x.release(fc, false)
-		return false // the client went away: nobody reads an answer
+		fc.writeOwn(&frontWriter{code: 499, h: http.Header{"Content-Length": {"0"}}})
+		return false
 	}
 	if err != nil {
 		var re *retry.Error
