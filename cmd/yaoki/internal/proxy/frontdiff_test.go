@@ -162,13 +162,22 @@ func diffRun(t *testing.T, c diffCase, netHTTPOnly bool) (saw, got, events strin
 		t.Fatal(err)
 	}
 	method, _, _ := strings.Cut(c.request, " ")
-	resp, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: method})
-	if err != nil {
-		t.Fatalf("reading the answer: %v", err)
+	// The 1xx answers, then the final one.
+	br := bufio.NewReader(conn)
+	for {
+		resp, err := http.ReadResponse(br, &http.Request{Method: method})
+		if err != nil {
+			t.Fatalf("reading the answer: %v", err)
+		}
+		if resp.StatusCode < 200 {
+			got += fmt.Sprintf("%s\n%s\n", resp.Status, describeHeader(resp.Header))
+			continue
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		got += describeResponse(resp, body, err)
+		break
 	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	got = describeResponse(resp, body, err)
 	conn.Close()
 	mu.Lock()
 	defer mu.Unlock()
