@@ -114,9 +114,11 @@ type jsonLetter struct {
 	HTTP            *struct {
 		Method       string      `json:"method"`
 		URL          string      `json:"url"`
+		Host         string      `json:"host"`
 		Header       http.Header `json:"header"`
 		BodyEncoding string      `json:"body_encoding"`
 		Body         string      `json:"body"`
+		Trailer      http.Header `json:"trailer"`
 	} `json:"http"`
 }
 
@@ -325,6 +327,31 @@ func TestDeadLetter(t *testing.T) {
 		if h.Method != "POST" || h.URL != "http://127.0.0.1:9/charges?order=42" || h.Header.Get("Content-Type") != "application/json" ||
 			h.BodyEncoding != "text" || h.Body != `{"amount":1250}` || ls[0].PayloadEncoding != "text" {
 			t.Errorf("show --json: %+v, http %+v", ls[0], h)
+		}
+		// A request sent to another Host than its URL's, with a body sent
+		// chunked and a trailer: show prints both.
+		req, _ = http.NewRequest(http.MethodPut, "http://127.0.0.1:9/docs/1", io.NopCloser(strings.NewReader("doc")))
+		req.Host = "api.example"
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("doc")), nil }
+		req.ContentLength = -1 // sent chunked, as a trailer needs
+		req.Trailer = http.Header{"X-Sum": {"abc"}}
+		l, err = httpletter.Letter("docs", req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.ID = "h2"
+		if _, err := deadletter.Capture(context.Background(), db.store, l, &retry.Error{Reason: retry.ReasonExhausted, Attempts: 3, Last: errors.New("503 Service Unavailable")}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		r = run(t, db.env, "deadletter", "show", "h2")
+		for _, want := range []string{"PUT http://127.0.0.1:9/docs/1\nHost: api.example\n", "\ndoc\n", "\ntrailer (sent after the body):\nX-Sum: abc\n"} {
+			if r.code != 0 || !strings.Contains(r.stdout, want) {
+				t.Errorf("show of a letter with a Host and a trailer: exit %d, lacks %q:\n%s", r.code, want, r.stdout)
+			}
+		}
+		r = run(t, db.env, "deadletter", "show", "h2", "--json")
+		if ls := parseLines(t, r.stdout); r.code != 0 || len(ls) != 1 || ls[0].HTTP == nil || ls[0].HTTP.Host != "api.example" || ls[0].HTTP.Trailer.Get("X-Sum") != "abc" {
+			t.Errorf("show --json of a letter with a Host and a trailer: exit %d, %q", r.code, r.stdout)
 		}
 		r = run(t, db.env, "deadletter", "show", "nope")
 		if r.code != 1 || !strings.Contains(r.stderr, "not found") {

@@ -283,9 +283,11 @@ type letterJSON struct {
 type httpJSON struct {
 	Method       string      `json:"method"`
 	URL          string      `json:"url"`
+	Host         string      `json:"host,omitempty"` // the Host sent, when it is not the URL's
 	Header       http.Header `json:"header"`
 	BodyEncoding string      `json:"body_encoding"` // text or base64, as for the payload
 	Body         string      `json:"body"`
+	Trailer      http.Header `json:"trailer,omitempty"` // the fields sent after the body
 }
 
 func letterJSONOf(l *deadletter.Letter, now time.Time) letterJSON {
@@ -317,7 +319,8 @@ func newDLShowCmd(f *dlFlags) *cobra.Command {
 due and creation times, redrives, attempts, reason, whole last error, the claim
 that holds it if any, and its payload (as text when it is valid UTF-8, else in
 base64). For an HTTP letter (one that package deadletter/httpletter made) it
-prints the request instead of the raw payload: method, URL, headers, body.
+prints the request instead of the raw payload: method, URL, Host (when it is
+not the URL's), headers, body and trailer.
 --json prints one JSON object, with the request under "http".
 ` + deadLetterHelp,
 		Example: `  yaoki deadletter show 0f9c2e1a7b3d4c5e8f6a7b8c9d0e1f2a
@@ -341,7 +344,7 @@ prints the request instead of the raw payload: method, URL, headers, body.
 				j := letterJSONOf(&l, now)
 				if r, err := httpletter.Decode(l.Payload); err == nil {
 					enc, body := encodeBytes(r.Body)
-					j.HTTP = &httpJSON{Method: r.Method, URL: r.URL, Header: r.Header, BodyEncoding: enc, Body: body}
+					j.HTTP = &httpJSON{Method: r.Method, URL: r.URL, Host: r.Host, Header: r.Header, BodyEncoding: enc, Body: body, Trailer: r.Trailer}
 					if j.HTTP.Header == nil {
 						j.HTTP.Header = http.Header{}
 					}
@@ -381,16 +384,10 @@ func printLetter(w io.Writer, j *letterJSON, now time.Time) {
 		fmt.Fprintln(w)
 		h := j.HTTP
 		fmt.Fprintf(w, "%s %s\n", oneLine(h.Method), oneLine(h.URL))
-		names := make([]string, 0, len(h.Header))
-		for name := range h.Header {
-			names = append(names, name)
+		if h.Host != "" {
+			fmt.Fprintf(w, "Host: %s\n", oneLine(h.Host))
 		}
-		slices.Sort(names)
-		for _, name := range names {
-			for _, v := range h.Header[name] {
-				fmt.Fprintf(w, "%s: %s\n", oneLine(name), oneLine(v))
-			}
-		}
+		printFields(w, h.Header)
 		if j.Key != "" && h.Header.Get(header.IdempotencyKey) != j.Key {
 			fmt.Fprintf(w, "%s: %s   (the letter's key, sent on every redrive)\n", header.IdempotencyKey, oneLine(j.Key))
 		}
@@ -398,12 +395,30 @@ func printLetter(w io.Writer, j *letterJSON, now time.Time) {
 			fmt.Fprintln(w)
 			printBytes(w, h.BodyEncoding, h.Body)
 		}
+		if len(h.Trailer) > 0 {
+			fmt.Fprintln(w, "\ntrailer (sent after the body):")
+			printFields(w, h.Trailer)
+		}
 		return
 	}
 	field("payload", fmt.Sprintf("%d bytes, %s", j.PayloadBytes, j.PayloadEncoding))
 	if j.Payload != "" {
 		fmt.Fprintln(w)
 		printBytes(w, j.PayloadEncoding, j.Payload)
+	}
+}
+
+// printFields prints the fields of h, one a line, names in order.
+func printFields(w io.Writer, h http.Header) {
+	names := make([]string, 0, len(h))
+	for name := range h {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		for _, v := range h[name] {
+			fmt.Fprintf(w, "%s: %s\n", oneLine(name), oneLine(v))
+		}
 	}
 }
 
