@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/yaoki-go/yaoki/retry"
 )
 
 // frontConn is one client connection on the front end, served by one
@@ -43,6 +45,10 @@ type frontConn struct {
 	raw []byte // the head of the request served
 	req frontRequest
 	x   frontExchange
+	// The retrier of the route last served with an observer
+	// (observedRetrier).
+	obsRoute   *frontRoute
+	obsRetrier *retry.Retrier
 	// attemptFn is fc.attempt, made once: the retry loop's attempt
 	// function costs no allocation per request.
 	attemptFn func(context.Context) (int, error)

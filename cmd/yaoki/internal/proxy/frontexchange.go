@@ -138,7 +138,6 @@ type frontExchange struct {
 	resp               frontResponse
 	up                 *upstreamConn // the connection whose answer resp is, its body unread; nil: none
 	obs                frontObserver
-	envCp              retry.Env
 }
 
 func (x *frontExchange) method(head bool) string {
@@ -191,11 +190,7 @@ func (fc *frontConn) exchangeAndRelay(pr *proxyRoute) bool {
 		code, err = retry.DoValueWith(&fc.ctx, fr.retrier, fc.attemptFn)
 	} else {
 		x.obs = frontObserver{next: fr.obs, x: x, method: x.method(fc.req.head), host: fr.hostKey}
-		p := fr.policy
-		x.envCp = *p.Env
-		x.envCp.Observer = &x.obs
-		p.Env = &x.envCp
-		code, err = retry.DoValue(&fc.ctx, p, fc.attemptFn)
+		code, err = retry.DoValueWith(&fc.ctx, fc.observedRetrier(fr), fc.attemptFn)
 	}
 	_ = code
 	if fc.ctx.Err() != nil {
@@ -216,6 +211,27 @@ func (fc *frontConn) exchangeAndRelay(pr *proxyRoute) bool {
 		// Retries ended on a status: its answer is relayed.
 	}
 	return fc.relay()
+}
+
+// observedRetrier returns the retrier of fr whose events go through the
+// connection's observer (x.obs, filled in per request): made once per
+// connection and route, so that a request does not validate a policy.
+func (fc *frontConn) observedRetrier(fr *frontRoute) *retry.Retrier {
+	if fc.obsRoute == fr {
+		return fc.obsRetrier
+	}
+	p := fr.policy
+	env := *p.Env
+	env.Observer = &fc.x.obs
+	p.Env = &env
+	r, err := retry.New(p)
+	if err != nil {
+		// Not reached: fr.policy is a valid policy's, and an Env's
+		// observer is not checked.
+		panic(err)
+	}
+	fc.obsRoute, fc.obsRetrier = fr, r
+	return r
 }
 
 // buildRequest writes the head of the request sent upstream into x.out,
