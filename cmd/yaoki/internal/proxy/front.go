@@ -25,7 +25,7 @@ import (
 // the proxying itself, per request.
 //
 // The requests it takes are retried by the same decision core
-// (retry.Loop, through retry.DoValue), with the route transport's guards
+// (retry.Loop, through retry.DoValueWith), with the route transport's guards
 // (its per-host budget, breaker and throttle, shared with the requests
 // net/http serves, and with the fleet through Redis), its statuses,
 // Retry-After and RateLimit hints through httpretry.Hint, and the

@@ -31,7 +31,7 @@ type frontRoute struct {
 	hostKey   string // the events' Host, as httpretry names the upstream
 	idle      time.Duration
 	retrier   *retry.Retrier // the route's policy with the guards its transport keeps for the upstream
-	policy    retry.Policy   // the same, for a call with an observer (retry.DoValue)
+	policy    retry.Policy   // the same, for the retriers of calls with an observer (observedRetrier)
 	obs       event.Observer // the loop's observer; nil: none
 }
 
