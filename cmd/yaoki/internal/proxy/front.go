@@ -92,8 +92,8 @@ func (s *Server) listen(ln net.Listener, to frontTimeouts) net.Listener {
 	return f
 }
 
-// watchdog starts watching the client of each request that has run for
-// two watchTicks or more (frontConn.watch), every watchTick while
+// watchdog starts watching the client of each request that has seen two
+// of its ticks (10 to 20 ms; frontConn.watch), every watchTick while
 // requests are served; while none is, it waits for one (kick) without a
 // timer. It ends with Close.
 func (f *front) watchdog() {

@@ -56,10 +56,11 @@ type frontConn struct {
 
 // watchTick is the period of the front end's watchdog, which starts
 // watching the client's connection of a request for a close (watch) once
-// the request has run for two to three periods: a request answered
-// sooner (most) costs no goroutine and no timer for it, and a client that
-// goes away is heard at most 30 ms late, when its attempt is cancelled;
-// after an attempt's failure, at once (watchNow).
+// the watchdog's counter has moved twice since the request began (10 to
+// 20 ms into it): a request answered sooner (most) costs no goroutine and
+// no timer for it, and a client that goes away is heard at most 20 ms
+// into its request, when its attempt is cancelled; after an attempt's
+// failure, at once (watchNow).
 const watchTick = 10 * time.Millisecond
 
 // frontBufferSize is the size of a client connection's read and write
