@@ -11,7 +11,8 @@ import (
 )
 
 // A route to an upstream that is busy once: the proxy retries, and the
-// client gets the 200.
+// client gets the 200. The server runs as yaoki proxy runs it: the front
+// end of Listener first, net/http's server for what it hands over.
 func ExampleServer() {
 	var n atomic.Int32
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -43,7 +44,11 @@ routes:
 		return
 	}
 	defer s.Close()
-	front := httptest.NewServer(s)
+	// The proxy's own front end serves plain GETs and HEADs on the
+	// listener's connections, and hands the others to the http.Server.
+	front := httptest.NewUnstartedServer(s)
+	front.Listener = s.Listener(front.Listener)
+	front.Start()
 	defer front.Close()
 
 	resp, err := http.Get(front.URL + "/orders/7")
