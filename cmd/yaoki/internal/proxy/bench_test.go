@@ -274,7 +274,7 @@ func BenchmarkFrontServe(b *testing.B) {
 					defer nc.Close()
 					br := bufio.NewReader(nc)
 					for pb.Next() {
-						if _, err := io.WriteString(nc, "GET /x HTTP/1.1\r\nHost: proxy\r\nUser-Agent: bench\r\n\r\n"); err != nil {
+						if _, err := io.WriteString(nc, "GET /x HTTP/1.1\r\nHost: proxy\r\nUser-Agent: bench\r\nConnection: keep-alive\r\n\r\n"); err != nil {
 							b.Error(err)
 							return
 						}
@@ -316,7 +316,7 @@ func rawBenchUpstream(b *testing.B) string {
 							break
 						}
 					}
-					if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\nDate: Wed, 02 Dec 2026 12:00:00 GMT\r\n\r\nok\n"); err != nil {
+					if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nServer: nginx\r\nDate: Wed, 02 Dec 2026 12:00:00 GMT\r\nContent-Type: text/plain\r\nContent-Length: 3\r\nConnection: keep-alive\r\n\r\nok\n"); err != nil {
 						return
 					}
 				}

@@ -662,8 +662,10 @@ func (fc *frontConn) hintTooLong() bool {
 // (removeTrailerHopByHop).
 func (fc *frontConn) writeTrailerNames(v []byte) {
 	var names [][]byte
-	for _, n := range bytes.Split(v, []byte(",")) {
-		if n = trimOWS(n); len(n) > 0 && !fc.trailerDropped(n) {
+	for rest := v; len(rest) > 0; {
+		var n []byte
+		n, rest = nextToken(rest)
+		if len(n) > 0 && !fc.trailerDropped(n) {
 			names = append(names, n)
 		}
 	}
@@ -810,8 +812,10 @@ func (fc *frontConn) copyChunked(c *upstreamConn) (upErr, clientErr error) {
 			if !ok || !bytes.EqualFold(n, []byte("Connection")) {
 				continue
 			}
-			for _, tok := range bytes.Split(v, []byte(",")) {
-				if bytes.EqualFold(trimOWS(tok), name) {
+			for rest := v; len(rest) > 0; {
+				var tok []byte
+				tok, rest = nextToken(rest)
+				if bytes.EqualFold(tok, name) {
 					return true
 				}
 			}

@@ -86,8 +86,10 @@ func parseFrontRequest(head []byte, r *frontRequest) bool {
 			}
 			r.host, f.send = f.value, false
 		case kindConnection:
-			for _, tok := range bytes.Split(f.value, []byte(",")) {
-				switch tok = trimOWS(tok); {
+			for rest := f.value; len(rest) > 0; {
+				var tok []byte
+				tok, rest = nextToken(rest)
+				switch {
 				case len(tok) == 0, bytes.EqualFold(tok, []byte("keep-alive")):
 				case bytes.EqualFold(tok, []byte("close")):
 					r.close = true
@@ -108,6 +110,16 @@ func parseFrontRequest(head []byte, r *frontRequest) bool {
 }
 
 var crlf = []byte("\r\n")
+
+// nextToken splits the first comma-separated element off a field value
+// (a list, RFC 9110 §5.6.1): tok without the whitespace around it, and
+// the rest. It allocates nothing, where bytes.Split would allocate the
+// list of every value of the kind that nginx sends on every answer
+// (Connection: keep-alive).
+func nextToken(v []byte) (tok, rest []byte) {
+	tok, rest, _ = bytes.Cut(v, []byte(","))
+	return trimOWS(tok), rest
+}
 
 // parseTarget reads a request target in origin form into r's path and
 // query; false if the front end does not take it (see parseFrontRequest).

@@ -338,8 +338,10 @@ func (r *frontResponse) classify(head bool) error {
 			}
 			r.chunked = true
 		case rfConnection:
-			for _, tok := range bytes.Split(v, []byte(",")) {
-				switch tok = trimOWS(tok); {
+			for rest := v; len(rest) > 0; {
+				var tok []byte
+				tok, rest = nextToken(rest)
+				switch {
 				case len(tok) == 0:
 				case bytes.EqualFold(tok, []byte("close")):
 					r.close = true
@@ -350,8 +352,10 @@ func (r *frontResponse) classify(head bool) error {
 				}
 			}
 		case rfDoNotRetry:
-			for _, tok := range bytes.Split(v, []byte(",")) {
-				if bytes.EqualFold(trimOWS(tok), []byte("true")) {
+			for rest := v; len(rest) > 0; {
+				var tok []byte
+				tok, rest = nextToken(rest)
+				if bytes.EqualFold(tok, []byte("true")) {
 					r.doNotRetry = true
 				}
 			}
@@ -396,8 +400,9 @@ func (r *frontResponse) checkTrailerNames() error {
 		if sp.kind != rfTrailer {
 			continue
 		}
-		for _, n := range bytes.Split(r.value(sp), []byte(",")) {
-			n = trimOWS(n)
+		for rest := r.value(sp); len(rest) > 0; {
+			var n []byte
+			n, rest = nextToken(rest)
 			if bytes.EqualFold(n, []byte("Content-Length")) || bytes.EqualFold(n, []byte("Transfer-Encoding")) ||
 				bytes.EqualFold(n, []byte("Trailer")) {
 				return malformed("Trailer %q: a trailer may not hold %s", r.value(sp), n)
@@ -434,8 +439,10 @@ func (r *frontResponse) listedInConnection(name []byte) bool {
 		if sp.kind != rfConnection {
 			continue
 		}
-		for _, tok := range bytes.Split(r.value(sp), []byte(",")) {
-			if bytes.EqualFold(trimOWS(tok), name) {
+		for rest := r.value(sp); len(rest) > 0; {
+			var tok []byte
+			tok, rest = nextToken(rest)
+			if bytes.EqualFold(tok, name) {
 				return true
 			}
 		}
