@@ -115,13 +115,18 @@ start() {
 }
 upstream=http://127.0.0.1:$up_port
 start plain "$dir/plainproxy" --upstream "$upstream"
-start floor "$dir/floorproxy" --upstream "$upstream"
+# yaoki proxy runs 3 Go threads per core (GOMAXPROCS) unless GOMAXPROCS is
+# set; the floor runs the same way, so that it stays the floor of yaoki
+# proxy; and one yaoki proxy runs at Go's default of one per core.
+cores=$(nproc)
+start floor env GOMAXPROCS=$((3 * cores)) "$dir/floorproxy" --upstream "$upstream"
 start yaoki "$dir/yaoki" proxy --listen 127.0.0.1:0 --upstream "$upstream"
 start yaoki+metrics "$dir/yaoki" proxy --listen 127.0.0.1:0 --upstream "$upstream" --admin-addr 127.0.0.1:0
 # yaoki proxy collects garbage at GOGC=400 unless GOGC is set: this one
 # runs at Go's default, for what that setting buys.
 start yaoki+gogc100 env GOGC=100 "$dir/yaoki" proxy --listen 127.0.0.1:0 --upstream "$upstream"
-# And one on one thread, as a sidecar given one core would be.
+start yaoki+cores env GOMAXPROCS="$cores" "$dir/yaoki" proxy --listen 127.0.0.1:0 --upstream "$upstream"
+# And one on one thread.
 start yaoki+procs1 env GOMAXPROCS=1 "$dir/yaoki" proxy --listen 127.0.0.1:0 --upstream "$upstream"
 url[upstream]=$upstream/
 url[nginx]=http://127.0.0.1:$ngx_port/
@@ -138,7 +143,7 @@ cpu_ticks() {
 	done
 	echo "$sum"
 }
-targets=(upstream nginx floor plain yaoki yaoki+metrics yaoki+gogc100 yaoki+procs1)
+targets=(upstream nginx floor plain yaoki yaoki+metrics yaoki+gogc100 yaoki+cores yaoki+procs1)
 for t in "${targets[@]}"; do
 	[ "$(curl -s "${url[$t]}")" = ok ] || { echo "run.sh: $t (${url[$t]}) does not answer ok" >&2; exit 1; }
 done
@@ -188,7 +193,7 @@ fi
 # median of the ratios within a round (the targets of a round are measured
 # one after the other), which a burst of load elsewhere upsets less.
 table() { # FILE
-python3 - "$1" <<'EOF'
+python3 - "$1" "$cores" <<'EOF'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
 by = {}  # target -> round -> (rps, p99 µs)
@@ -205,8 +210,8 @@ print("|---|---:|---:|---:|---:|---:|---:|---:|")
 u = by["upstream"]
 print(f"| none (upstream directly) | {med(u[r][0] for r in rounds):.0f} | {med(u[r][1] for r in rounds) / 1000:.2f} ms | | | |"
       f" {med(u[r][2] for r in rounds):.0f} µs (upstream) | |")
-names = {"nginx": "nginx proxy_pass", "floor": "Go floor: bytes copied, no HTTP proxying (floorproxy)", "plain": "httputil.ReverseProxy", "yaoki": "yaoki proxy",
-         "yaoki+metrics": "yaoki proxy --admin-addr (metrics)", "yaoki+gogc100": "yaoki proxy, GOGC=100", "yaoki+procs1": "yaoki proxy, GOMAXPROCS=1"}
+names = {"nginx": "nginx proxy_pass", "floor": "Go floor: bytes copied, no HTTP proxying (floorproxy), GOMAXPROCS=" + str(3 * int(sys.argv[2])), "plain": "httputil.ReverseProxy", "yaoki": "yaoki proxy",
+         "yaoki+metrics": "yaoki proxy --admin-addr (metrics)", "yaoki+gogc100": "yaoki proxy, GOGC=100", "yaoki+cores": "yaoki proxy, GOMAXPROCS=" + sys.argv[2] + " (one per core)", "yaoki+procs1": "yaoki proxy, GOMAXPROCS=1"}
 for t, name in names.items():
     v = by[t]
     cpu = med(v[r][2] for r in rounds)

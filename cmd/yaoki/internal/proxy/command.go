@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -212,6 +213,7 @@ func (o *options) run(cmd *cobra.Command) error {
 	defer s.Close()
 
 	setGC()
+	setProcs()
 	// The signals are ours before the first request can be served: a
 	// SIGTERM or SIGHUP sent as soon as the proxy answers (by a test, an
 	// orchestrator) must reach the shutdown or the reload, not Go's
@@ -273,6 +275,27 @@ const gcPercent = 400
 func setGC() {
 	if _, ok := os.LookupEnv("GOGC"); !ok {
 		debug.SetGCPercent(gcPercent)
+	}
+}
+
+// procsPerCPU is how many goroutines the proxy runs at once (GOMAXPROCS)
+// for each CPU that Go finds it may use (all of the machine's, or its
+// container's CPU limit), unless the environment sets GOMAXPROCS. A
+// sidecar shares its cores with its service, and the kernel preempts the
+// proxy's threads; a preempted thread keeps its share of the Go
+// scheduler, and the connections whose turn is on it wait until the
+// kernel runs that thread again. With three per CPU, the others go on.
+// docs/proxy.md has the figures.
+const procsPerCPU = 3
+
+// setProcs sets GOMAXPROCS to procsPerCPU times the runtime's default,
+// unless the environment sets GOMAXPROCS (which then stands as it is).
+// It is set once: a container limit changed later is not followed (Go
+// follows one only while GOMAXPROCS is its default).
+func setProcs() {
+	if _, ok := os.LookupEnv("GOMAXPROCS"); !ok {
+		runtime.SetDefaultGOMAXPROCS()
+		runtime.GOMAXPROCS(procsPerCPU * runtime.GOMAXPROCS(0))
 	}
 }
 

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"os"
+	"runtime"
 	"runtime/debug"
 	"testing"
 )
@@ -20,5 +21,28 @@ func TestProxyGC(t *testing.T) {
 	setGC()
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Errorf("GOGC=100: GC percent %d, want 100 (the environment's)", got)
+	}
+}
+
+func TestProxyProcs(t *testing.T) {
+	// Without GOMAXPROCS in the environment the proxy runs procsPerCPU
+	// per CPU of the runtime's default, however often it starts in one
+	// process; with it, the environment's setting stands.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	t.Setenv("GOMAXPROCS", "")
+	os.Unsetenv("GOMAXPROCS")
+	runtime.SetDefaultGOMAXPROCS()
+	cpus := runtime.GOMAXPROCS(0)
+	for range 2 {
+		setProcs()
+		if got := runtime.GOMAXPROCS(0); got != procsPerCPU*cpus {
+			t.Fatalf("GOMAXPROCS unset: %d, want %d (%d per CPU, %d CPUs)", got, procsPerCPU*cpus, procsPerCPU, cpus)
+		}
+	}
+	t.Setenv("GOMAXPROCS", "1")
+	runtime.GOMAXPROCS(1)
+	setProcs()
+	if got := runtime.GOMAXPROCS(0); got != 1 {
+		t.Errorf("GOMAXPROCS=1: %d, want 1 (the environment's)", got)
 	}
 }
