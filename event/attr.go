@@ -11,7 +11,10 @@ import (
 // eventlog, the OpenTelemetry observer in module yaoki/otel), so that a log
 // line and a metric series about the same thing carry the same names. Where
 // an OpenTelemetry semantic convention exists it is used as is; the others
-// live in the "retry." namespace.
+// live in the "yaoki." namespace, as the metrics' names do (no attribute
+// name is a metric's name, nor a namespace of one: yaoki.attempt.number
+// beside the metric yaoki.attempt.duration, yaoki.budget_level beside
+// yaoki.budget.level).
 const (
 	// AttrMethod is the HTTP method (semantic convention).
 	AttrMethod = "http.request.method"
@@ -34,39 +37,39 @@ const (
 	AttrErrorMessage = "error.message"
 
 	// AttrComponent is the reporting package: Event.Component.
-	AttrComponent = "retry.component"
+	AttrComponent = "yaoki.component"
 	// AttrName is the name of the breaker, budget or throttle: Event.Name.
-	AttrName = "retry.name"
+	AttrName = "yaoki.name"
 	// AttrAttempt is the attempt number from 1 (attempts made, for a
 	// give-up): Event.Attempt.
-	AttrAttempt = "retry.attempt"
+	AttrAttempt = "yaoki.attempt.number"
 	// AttrOutcome is how an attempt ended: Event.Outcome.String().
-	AttrOutcome = "retry.outcome"
+	AttrOutcome = "yaoki.outcome"
 	// AttrStatusClass is the status code's class, "2xx" to "5xx":
 	// Event.StatusClass.
-	AttrStatusClass = "retry.status_class"
+	AttrStatusClass = "yaoki.status_class"
 	// AttrWait is the wait before the next attempt (or, for a breaker's
 	// refusal, until its next probe): Event.Wait, in seconds (the unit is
 	// in the name, so that a JSON log reads 0.025, not 25000000).
-	AttrWait = "retry.wait_seconds"
+	AttrWait = "yaoki.wait_seconds"
 	// AttrWaitSource is where the wait came from, "backoff", "server" or
 	// "rate_limit": Event.Source.String().
-	AttrWaitSource = "retry.wait.source"
+	AttrWaitSource = "yaoki.wait.source"
 	// AttrReason is why a call gave up, a retry was refused or an
 	// idempotent request was refused, as a snake_case word: Event.Reason.
-	AttrReason = "retry.reason"
+	AttrReason = "yaoki.reason"
 	// AttrDuration is the attempt's duration, or the time spent for a
 	// give-up: Event.Duration, in seconds.
-	AttrDuration = "retry.duration_seconds"
+	AttrDuration = "yaoki.duration_seconds"
 	// AttrStateFrom and AttrStateTo are a breaker's states before and
 	// after a transition: Event.From and Event.To.
-	AttrStateFrom = "retry.state.from"
-	AttrStateTo   = "retry.state.to"
+	AttrStateFrom = "yaoki.state.from"
+	AttrStateTo   = "yaoki.state.to"
 	// AttrLevel is a budget's level when it refused: Event.Level.
-	AttrLevel = "retry.budget.level"
+	AttrLevel = "yaoki.budget_level"
 	// AttrKey is the Idempotency-Key of a replay or conflict, in logs
 	// only: Event.Key.
-	AttrKey = "retry.idempotency.key"
+	AttrKey = "yaoki.idempotency.key"
 )
 
 // Breaker states as Event.From and Event.To name them.

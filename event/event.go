@@ -10,7 +10,7 @@
 //
 // Observers that turn events into logs or metrics name what they write with
 // the Attr constants (OpenTelemetry's semantic conventions where they
-// exist: http.request.method, server.address, error.type; "retry.*"
+// exist: http.request.method, server.address, error.type; "yaoki.*"
 // otherwise), and derive low-cardinality values with Event.ErrorType,
 // Event.StatusClass and Event.Server, none of which allocates. Two come with
 // the toolkit: package eventlog (log/slog) and module yaoki/otel

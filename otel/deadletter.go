@@ -19,7 +19,7 @@ const MetricDeadLetters = "yaoki.deadletter.letters"
 
 // AttrDeadLetterState is the state attribute of MetricDeadLetters:
 // "waiting", "due", "held" or "parked" (deadletter.Counts).
-const AttrDeadLetterState = "retry.deadletter.state"
+const AttrDeadLetterState = "yaoki.deadletter.state"
 
 // CountTimeout bounds the stores' Count calls at a collection (they run at
 // once), so that slow or unreachable stores delay a scrape by no more than
@@ -102,8 +102,8 @@ func (d *deadLetters) observe(ctx context.Context, o metric.Observer) error {
 }
 
 // TrackDeadLetters reports the letters of queue in s on the
-// yaoki.deadletter.letters gauge, one series per state (retry.name = the
-// queue, retry.deadletter.state = waiting, due, held or parked): at each
+// yaoki.deadletter.letters gauge, one series per state (yaoki.name = the
+// queue, yaoki.deadletter.state = waiting, due, held or parked): at each
 // collection it calls s.Count (one query for a database store), at the
 // same time as the other tracked queues', bounded by CountTimeout; a Count
 // that fails or panics leaves the queue out of that collection and tells

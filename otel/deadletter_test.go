@@ -35,7 +35,7 @@ func TestDeadLetterGauge(t *testing.T) {
 	put("parked", now, true)
 
 	untrack := o.TrackDeadLetters("payments", s)
-	const q = "retry.name=payments,retry.deadletter.state="
+	const q = "yaoki.name=payments,yaoki.deadletter.state="
 	collect().expect(t, yotel.MetricDeadLetters, map[string]float64{q + "waiting": 1, q + "due": 2, q + "held": 1, q + "parked": 1})
 	untrack()
 	if got := collect().values(yotel.MetricDeadLetters); len(got) != 0 {
@@ -85,7 +85,7 @@ func TestDeadLetterGaugeStoresNotAnswering(t *testing.T) {
 		if took := time.Since(start); took > yotel.CountTimeout {
 			t.Errorf("the collection took %v, want at most CountTimeout (%v)", took, yotel.CountTimeout)
 		}
-		if got["retry.deadletter.state=parked,retry.name=ok"] != 1 || len(got) != 4 {
+		if got["yaoki.deadletter.state=parked,yaoki.name=ok"] != 1 || len(got) != 4 {
 			t.Errorf("letters = %v, want the 4 states of queue ok only", got)
 		}
 	})

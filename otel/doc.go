@@ -27,7 +27,7 @@
 //	yaoki.give_ups               yaoki_give_ups_total                   counter    {call}        C N M S H R E
 //	yaoki.rejections             yaoki_rejections_total                 counter    {attempt}     C N M H R
 //	yaoki.hedges                 yaoki_hedges_total                     counter    {hedge}       C N M H
-//	yaoki.hedges.won             yaoki_hedges_won_total                 counter    {call}        C N M H
+//	yaoki.hedges_won             yaoki_hedges_won_total                 counter    {call}        C N M H
 //	yaoki.breaker.transitions    yaoki_breaker_transitions_total        counter    {transition}  C N F
 //	yaoki.breaker.state          yaoki_breaker_state                    gauge      {state}       N
 //	yaoki.budget.level           yaoki_budget_level                     gauge                    N
@@ -40,19 +40,19 @@
 // with underscores). An attribute is present only when the event has it:
 // a retry loop outside HTTP has no method, destination or status.
 //
-//	C  retry.component            the reporting package: retry, httpretry, breaker, redis, idempotency,
+//	C  yaoki.component            the reporting package: retry, httpretry, breaker, redis, idempotency,
 //	                              deadletter, flaky (yaoki flaky)
-//	N  retry.name                 the breaker's, budget's or dead-letter queue's name, when it has one
+//	N  yaoki.name                 the breaker's, budget's or dead-letter queue's name, when it has one
 //	M  http.request.method        semantic convention; methods outside RFC 9110 and PATCH, QUERY are _OTHER
-//	S  http.response.status_code  semantic convention (an int), with retry.status_class: 2xx, 4xx, 5xx
+//	S  http.response.status_code  semantic convention (an int), with yaoki.status_class: 2xx, 4xx, 5xx
 //	H  server.address             semantic convention: the destination host; server.port when the host has a port
-//	O  retry.outcome              success, failure (retryable), throttled (429, 503), rejected (not retryable), cancelled;
+//	O  yaoki.outcome              success, failure (retryable), throttled (429, 503), rejected (not retryable), cancelled;
 //	                              redrives: success (done), failure (due again), rejected (parked)
-//	W  retry.wait.source          backoff (the schedule), server (Retry-After or another hint), rate_limit
+//	W  yaoki.wait.source          backoff (the schedule), server (Retry-After or another hint), rate_limit
 //	                              (a throttle's wait before an attempt, the first one too, or a
 //	                              wait for a bulkhead's slot, with R bulkhead: in yaoki.retry.wait
 //	                              only, since it schedules no retry)
-//	R  retry.reason               give-ups: attempts_exhausted, deadline, permanent_error, hint_too_long,
+//	R  yaoki.reason               give-ups: attempts_exhausted, deadline, permanent_error, hint_too_long,
 //	                              cancelled, budget_exhausted, breaker_open, rejected_locally,
 //	                              outer_layer_retries, and from httpretry not_idempotent,
 //	                              body_not_replayable, do_not_retry; rejections: budget_exhausted,
@@ -67,8 +67,8 @@
 //	E  error.type                 semantic convention: the status code ("503") for statuses ≥ 400, else
 //	                              timeout, cancelled, connection_refused, connection_reset, eof, the
 //	                              error's Go type, or _OTHER (see event.Event.ErrorType)
-//	F  retry.state.from, retry.state.to   closed, half_open, open
-//	D  retry.deadletter.state     waiting, due, held, parked (N is the queue)
+//	F  yaoki.state.from, yaoki.state.to   closed, half_open, open
+//	D  yaoki.deadletter.state     waiting, due, held, parked (N is the queue)
 //
 // The breaker state gauge is 0 closed, 1 half-open, 2 open; breakers are
 // read when registered with TrackBreaker, and otherwise learned from their
@@ -87,8 +87,8 @@
 // as long as the Observer.
 //
 // A breaker that has the Observer reports its refusals itself
-// (retry.component "breaker"), and so does the retry loop that asked it
-// (retry.component "retry" or "httpretry"): sum one or the other.
+// (yaoki.component "breaker"), and so does the retry loop that asked it
+// (yaoki.component "retry" or "httpretry"): sum one or the other.
 //
 // The same attribute names are used by package eventlog for log lines, so
 // a log line and a series about the same call match.

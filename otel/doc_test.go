@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/yaoki-go/yaoki/event"
+	yotel "github.com/yaoki-go/yaoki/otel"
 )
 
 // documentedMetric is one row of the metrics table of docs/observability.md.
@@ -35,11 +36,11 @@ var docAttrs = map[string][]string{
 	"destination":            {event.AttrServerAddress, event.AttrServerPort},
 	"outcome":                {event.AttrOutcome},
 	"error.type":             {event.AttrErrorType},
-	"retry.wait.source":      {event.AttrWaitSource},
-	"retry.reason":           {event.AttrReason},
-	"retry.state.from":       {event.AttrStateFrom},
-	"retry.state.to":         {event.AttrStateTo},
-	"retry.deadletter.state": {"retry.deadletter.state"},
+	"yaoki.wait.source":      {event.AttrWaitSource},
+	"yaoki.reason":           {event.AttrReason},
+	"yaoki.state.from":       {event.AttrStateFrom},
+	"yaoki.state.to":         {event.AttrStateTo},
+	"yaoki.deadletter.state": {"yaoki.deadletter.state"},
 }
 
 // readMetricsTable parses the table under "## Metrics" in
@@ -193,7 +194,7 @@ func TestDocsNameExportedMetrics(t *testing.T) {
 		for i, line := range strings.Split(string(b), "\n") {
 			for _, m := range word.FindAllStringSubmatch(line, -1) {
 				name := m[1]
-				if sqlTables[name] {
+				if sqlTables[name] || x.label(name) && m[2] == "" {
 					continue
 				}
 				n++
@@ -231,7 +232,7 @@ var docLetters = map[string][]string{
 	"R": {event.AttrReason},
 	"E": {event.AttrErrorType},
 	"F": {event.AttrStateFrom, event.AttrStateTo},
-	"D": {"retry.deadletter.state"},
+	"D": {"yaoki.deadletter.state"},
 }
 
 // TestPackageDocTable: the table of the package documentation (doc.go)
@@ -274,5 +275,39 @@ func TestPackageDocTable(t *testing.T) {
 	}
 	if seen != len(manual) {
 		t.Errorf("doc.go has %d rows, docs/observability.md %d", seen, len(manual))
+	}
+}
+
+// TestNamesDoNotCollide holds the toolkit's metric and attribute names to
+// OpenTelemetry's naming rule: names live in one hierarchy, so none is
+// another's name, and none is the namespace of another (a leaf
+// "yaoki.hedges" beside "yaoki.hedges.won" would break it). The names of
+// the toolkit's own are in the "yaoki." namespace; the others are
+// semantic conventions.
+func TestNamesDoNotCollide(t *testing.T) {
+	metrics := []string{yotel.MetricAttempts, yotel.MetricRetries, yotel.MetricGiveUps, yotel.MetricRejections,
+		yotel.MetricReplays, yotel.MetricConflicts, yotel.MetricBreakerTransitions, yotel.MetricRetryWait,
+		yotel.MetricAttemptDuration, yotel.MetricBreakerState, yotel.MetricBudgetLevel, yotel.MetricRedrives,
+		yotel.MetricHedges, yotel.MetricHedgesWon, yotel.MetricDeadLetters}
+	attrs := []string{event.AttrMethod, event.AttrMethodOriginal, event.AttrStatusCode, event.AttrServerAddress,
+		event.AttrServerPort, event.AttrErrorType, event.AttrErrorMessage, event.AttrComponent, event.AttrName,
+		event.AttrAttempt, event.AttrOutcome, event.AttrStatusClass, event.AttrWait, event.AttrWaitSource,
+		event.AttrReason, event.AttrDuration, event.AttrStateFrom, event.AttrStateTo, event.AttrLevel, event.AttrKey,
+		yotel.AttrDeadLetterState}
+	semconv := map[string]bool{event.AttrMethod: true, event.AttrMethodOriginal: true, event.AttrStatusCode: true,
+		event.AttrServerAddress: true, event.AttrServerPort: true, event.AttrErrorType: true, event.AttrErrorMessage: true}
+	names := append(slices.Clone(metrics), attrs...)
+	for i, a := range names {
+		if !semconv[a] && !strings.HasPrefix(a, "yaoki.") {
+			t.Errorf("%q: not a semantic convention, and not in the yaoki. namespace", a)
+		}
+		for j, b := range names {
+			switch {
+			case i != j && a == b:
+				t.Errorf("%q is two names", a)
+			case strings.HasPrefix(b, a+"."):
+				t.Errorf("%q is a name and the namespace of %q", a, b)
+			}
+		}
 	}
 }

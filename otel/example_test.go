@@ -40,7 +40,7 @@ func Example() {
 		}
 	}
 	// Output:
-	// yaoki.attempts{error.type=_OTHER,retry.component=retry,retry.outcome=failure} 3
-	// yaoki.retries{error.type=_OTHER,retry.component=retry,retry.wait.source=backoff} 2
-	// yaoki.give_ups{error.type=_OTHER,retry.component=retry,retry.reason=attempts_exhausted} 1
+	// yaoki.attempts{error.type=_OTHER,yaoki.component=retry,yaoki.outcome=failure} 3
+	// yaoki.retries{error.type=_OTHER,yaoki.component=retry,yaoki.wait.source=backoff} 2
+	// yaoki.give_ups{error.type=_OTHER,yaoki.component=retry,yaoki.reason=attempts_exhausted} 1
 }

@@ -302,12 +302,12 @@ func read[T any](what, name string, f func() T) (v T, err error) {
 
 // Breaker is what TrackBreaker reads; *breaker.Breaker implements it.
 type Breaker interface {
-	Name() string         // the breaker's name, the gauge's retry.name
+	Name() string         // the breaker's name, the gauge's yaoki.name
 	State() breaker.State // its state now
 }
 
 // TrackBreaker reports b's state on the yaoki.breaker.state gauge, under
-// its name (retry.name): at each collection it asks b.State(), so that an
+// its name (yaoki.name): at each collection it asks b.State(), so that an
 // open period that has ended shows as half-open even before the next call.
 // Tracking a name again replaces the earlier breaker. The returned function
 // stops tracking (later calls do nothing).
@@ -340,7 +340,7 @@ func (o *Observer) TrackBreakerFunc(name string, state func() string) (untrack f
 // TrackTransport reports the guards that t keeps per destination host (see
 // httpretry.Guards): the level of each host's retry budget on the
 // yaoki.budget.level gauge and the state of each host's breaker on the
-// yaoki.breaker.state gauge, under retry.name = the host (as in the URL,
+// yaoki.breaker.state gauge, under yaoki.name = the host (as in the URL,
 // with its port). The hosts are those of the events of component
 // "httpretry" that this Observer has recorded, so give the Observer to t
 // (Transport.Observer). With several transports tracked, each reports the

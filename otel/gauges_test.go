@@ -82,7 +82,7 @@ func TestUntrackedBreakerIsNotReported(t *testing.T) {
 	now := time.Now()
 	tk, _ := b.AllowAt(now, false)
 	b.DoneAt(now, tk, time.Millisecond, errors.New("connection refused"))
-	collect().expect(t, yotel.MetricBreakerState, map[string]float64{"retry.name=payments": 2})
+	collect().expect(t, yotel.MetricBreakerState, map[string]float64{"yaoki.name=payments": 2})
 
 	untrack()
 	collect().expect(t, yotel.MetricBreakerState, map[string]float64{})
@@ -91,15 +91,15 @@ func TestUntrackedBreakerIsNotReported(t *testing.T) {
 	s.expect(t, yotel.MetricBreakerState, map[string]float64{})
 	// The transitions are counted all the same.
 	s.expect(t, yotel.MetricBreakerTransitions, map[string]float64{
-		"retry.component=breaker,retry.name=payments,retry.state.from=closed,retry.state.to=open":    1,
-		"retry.component=breaker,retry.name=payments,retry.state.from=open,retry.state.to=half_open": 1,
-		"retry.component=breaker,retry.name=payments,retry.state.from=half_open,retry.state.to=open": 1,
+		"yaoki.component=breaker,yaoki.name=payments,yaoki.state.from=closed,yaoki.state.to=open":    1,
+		"yaoki.component=breaker,yaoki.name=payments,yaoki.state.from=open,yaoki.state.to=half_open": 1,
+		"yaoki.component=breaker,yaoki.name=payments,yaoki.state.from=half_open,yaoki.state.to=open": 1,
 	})
 
 	// Tracked again (a new breaker of that name), it is read.
 	fresh, _ := breaker.New(breaker.Config{Name: "payments", Observer: o})
 	defer o.TrackBreaker(fresh)()
-	collect().expect(t, yotel.MetricBreakerState, map[string]float64{"retry.name=payments": 0})
+	collect().expect(t, yotel.MetricBreakerState, map[string]float64{"yaoki.name=payments": 0})
 }
 
 // TestTrackTransportReload replaces a tracked transport as yaoki proxy
@@ -113,7 +113,7 @@ func TestTrackTransportReload(t *testing.T) {
 	o, collect := newObserver(t)
 	a, b := retrytest.NewServer(t, "503,503,503,200"), retrytest.NewServer(t, "200")
 	hostA, hostB := strings.TrimPrefix(a.URL, "http://"), strings.TrimPrefix(b.URL, "http://")
-	nameA, nameB := "retry.name="+hostA, "retry.name="+hostB
+	nameA, nameB := "yaoki.name="+hostA, "yaoki.name="+hostB
 
 	base := a.Client().Transport // both servers are plain HTTP on loopback
 	old := guardedTransport(base, o)
@@ -175,7 +175,7 @@ func TestUntrackedSeriesLeaveTheScrape(t *testing.T) {
 		for _, name := range []string{"yaoki_breaker_state", "yaoki_budget_level"} {
 			for _, m := range families[name].GetMetric() {
 				for _, l := range m.GetLabel() {
-					if l.GetName() == "retry_name" {
+					if l.GetName() == "yaoki_name" {
 						out[name+"{"+l.GetValue()+"}"] = m.GetGauge().GetValue()
 					}
 				}
@@ -217,7 +217,7 @@ func equal(a, b map[string]float64) bool {
 func TestTrackTransportsSharingAHost(t *testing.T) {
 	o, collect := newObserver(t)
 	srv := retrytest.NewServer(t, "503,503,503,200")
-	host := "retry.name=" + strings.TrimPrefix(srv.URL, "http://")
+	host := "yaoki.name=" + strings.TrimPrefix(srv.URL, "http://")
 	failing, healthy := guardedTransport(srv.Client().Transport, o), guardedTransport(srv.Client().Transport, o)
 	defer o.TrackTransport(healthy)()
 	defer o.TrackTransport(failing)()
@@ -230,7 +230,7 @@ func TestTrackTransportsSharingAHost(t *testing.T) {
 	}
 	// Tracked by name, a breaker and a budget are what shows, whatever the
 	// transports' guards of that host say.
-	name := strings.TrimPrefix(host, "retry.name=")
+	name := strings.TrimPrefix(host, "yaoki.name=")
 	closed, _ := breaker.New(breaker.Config{Name: name})
 	defer o.TrackBreaker(closed)()
 	defer o.TrackBudget(name, func() float64 { return 1000 })()
@@ -281,7 +281,7 @@ func TestTrackingConcurrent(t *testing.T) {
 	wg.Wait()
 	s := collect()
 	s.expect(t, yotel.MetricBreakerState, map[string]float64{
-		"retry.name=learned0": 2, "retry.name=learned1": 2, "retry.name=learned2": 2, "retry.name=learned3": 2,
+		"yaoki.name=learned0": 2, "yaoki.name=learned1": 2, "yaoki.name=learned2": 2, "yaoki.name=learned3": 2,
 	})
 	s.expect(t, yotel.MetricBudgetLevel, map[string]float64{})
 }

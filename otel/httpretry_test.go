@@ -55,33 +55,33 @@ func TestHTTPRetry(t *testing.T) {
 	}
 
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
-	dest := ",retry.component=httpretry,server.address=127.0.0.1,server.port=" + port
+	dest := ",yaoki.component=httpretry,server.address=127.0.0.1,server.port=" + port
 	get, post := "http.request.method=GET"+dest, "http.request.method=POST"+dest
 	s := collect()
 	s.expect(t, yotel.MetricAttempts, map[string]float64{
-		get + ",error.type=503,http.response.status_code=503,retry.status_class=5xx,retry.outcome=throttled": 1,
-		get + ",error.type=429,http.response.status_code=429,retry.status_class=4xx,retry.outcome=throttled": 1,
-		get + ",http.response.status_code=200,retry.status_class=2xx,retry.outcome=success":                  1,
-		get + ",error.type=500,http.response.status_code=500,retry.status_class=5xx,retry.outcome=failure":   3,
+		get + ",error.type=503,http.response.status_code=503,yaoki.status_class=5xx,yaoki.outcome=throttled": 1,
+		get + ",error.type=429,http.response.status_code=429,yaoki.status_class=4xx,yaoki.outcome=throttled": 1,
+		get + ",http.response.status_code=200,yaoki.status_class=2xx,yaoki.outcome=success":                  1,
+		get + ",error.type=500,http.response.status_code=500,yaoki.status_class=5xx,yaoki.outcome=failure":   3,
 		// A 404 is handed to the caller at once: the loop saw no error.
-		get + ",error.type=404,http.response.status_code=404,retry.status_class=4xx,retry.outcome=success":   1,
-		post + ",error.type=503,http.response.status_code=503,retry.status_class=5xx,retry.outcome=rejected": 1,
+		get + ",error.type=404,http.response.status_code=404,yaoki.status_class=4xx,yaoki.outcome=success":   1,
+		post + ",error.type=503,http.response.status_code=503,yaoki.status_class=5xx,yaoki.outcome=rejected": 1,
 	})
 	s.expect(t, yotel.MetricRetries, map[string]float64{
-		get + ",error.type=503,http.response.status_code=503,retry.status_class=5xx,retry.wait.source=backoff": 1,
-		get + ",error.type=429,http.response.status_code=429,retry.status_class=4xx,retry.wait.source=server":  1,
-		get + ",error.type=500,http.response.status_code=500,retry.status_class=5xx,retry.wait.source=backoff": 2,
+		get + ",error.type=503,http.response.status_code=503,yaoki.status_class=5xx,yaoki.wait.source=backoff": 1,
+		get + ",error.type=429,http.response.status_code=429,yaoki.status_class=4xx,yaoki.wait.source=server":  1,
+		get + ",error.type=500,http.response.status_code=500,yaoki.status_class=5xx,yaoki.wait.source=backoff": 2,
 	})
 	s.expect(t, yotel.MetricGiveUps, map[string]float64{
-		get + ",error.type=500,http.response.status_code=500,retry.status_class=5xx,retry.reason=attempts_exhausted": 1,
-		post + ",error.type=503,http.response.status_code=503,retry.status_class=5xx,retry.reason=not_idempotent":    1,
+		get + ",error.type=500,http.response.status_code=500,yaoki.status_class=5xx,yaoki.reason=attempts_exhausted": 1,
+		post + ",error.type=503,http.response.status_code=503,yaoki.status_class=5xx,yaoki.reason=not_idempotent":    1,
 	})
 	// The histograms: the server's wait of 1.1 s, the waits after 500s.
 	w := s[yotel.MetricRetryWait]
-	if p := w[sorted(get+",error.type=429,http.response.status_code=429,retry.status_class=4xx,retry.wait.source=server")]; p.Count != 1 || !near(p.Sum, 1.1) {
+	if p := w[sorted(get+",error.type=429,http.response.status_code=429,yaoki.status_class=4xx,yaoki.wait.source=server")]; p.Count != 1 || !near(p.Sum, 1.1) {
 		t.Errorf("server wait: %+v, want one of 1.1 s", p)
 	}
-	if p := w[sorted(get+",error.type=500,http.response.status_code=500,retry.status_class=5xx,retry.wait.source=backoff")]; p.Count != 2 || !near(p.Sum, 0.075) {
+	if p := w[sorted(get+",error.type=500,http.response.status_code=500,yaoki.status_class=5xx,yaoki.wait.source=backoff")]; p.Count != 2 || !near(p.Sum, 0.075) {
 		t.Errorf("backoff waits after 500s: %+v, want 25 ms + 50 ms", p)
 	}
 	var attempts uint64
@@ -120,10 +120,10 @@ func TestTrackTransport(t *testing.T) {
 	host := strings.TrimPrefix(srv.URL, "http://")
 	s := collect()
 	// Two retries took 5 tokens each; three failures tripped the breaker.
-	s.expect(t, yotel.MetricBudgetLevel, map[string]float64{"retry.name=" + host: 490})
-	s.expect(t, yotel.MetricBreakerState, map[string]float64{"retry.name=" + host: 2})
+	s.expect(t, yotel.MetricBudgetLevel, map[string]float64{"yaoki.name=" + host: 490})
+	s.expect(t, yotel.MetricBreakerState, map[string]float64{"yaoki.name=" + host: 2})
 	s.expect(t, yotel.MetricBreakerTransitions, map[string]float64{
-		"retry.component=breaker,retry.name=" + host + ",retry.state.from=closed,retry.state.to=open": 1,
+		"yaoki.component=breaker,yaoki.name=" + host + ",yaoki.state.from=closed,yaoki.state.to=open": 1,
 	})
 	// Untracked: the host's budget and breaker are gone, though the breaker
 	// reported its transition to open.
@@ -173,8 +173,8 @@ func TestTrackTransportsReadOnlyTheirHosts(t *testing.T) {
 	hostDown, hostUp := strings.TrimPrefix(down.URL, "http://"), strings.TrimPrefix(up.URL, "http://")
 	for i := 0; i < 20; i++ {
 		s := collect()
-		s.expect(t, yotel.MetricBudgetLevel, map[string]float64{"retry.name=" + hostDown: 490, "retry.name=" + hostUp: 500})
-		s.expect(t, yotel.MetricBreakerState, map[string]float64{"retry.name=" + hostDown: 2, "retry.name=" + hostUp: 0})
+		s.expect(t, yotel.MetricBudgetLevel, map[string]float64{"yaoki.name=" + hostDown: 490, "yaoki.name=" + hostUp: 500})
+		s.expect(t, yotel.MetricBreakerState, map[string]float64{"yaoki.name=" + hostDown: 2, "yaoki.name=" + hostUp: 0})
 		if t.Failed() {
 			break
 		}
@@ -213,8 +213,8 @@ func TestCancelledCallCountsNoAttempt(t *testing.T) {
 	s.expect(t, yotel.MetricAttempts, map[string]float64{})
 	s.expect(t, yotel.MetricAttemptDuration, map[string]float64{})
 	s.expect(t, yotel.MetricGiveUps, map[string]float64{
-		"error.type=cancelled,retry.component=retry,retry.reason=cancelled":                                                                               1,
-		"error.type=cancelled,http.request.method=GET,retry.component=httpretry,server.address=127.0.0.1,server.port=" + port + ",retry.reason=cancelled": 1,
+		"error.type=cancelled,yaoki.component=retry,yaoki.reason=cancelled":                                                                               1,
+		"error.type=cancelled,http.request.method=GET,yaoki.component=httpretry,server.address=127.0.0.1,server.port=" + port + ",yaoki.reason=cancelled": 1,
 	})
 }
 
@@ -242,7 +242,7 @@ func TestTrackTransportAfterManyUntrackedHosts(t *testing.T) {
 	resp.Body.Close()
 	client.CloseIdleConnections()
 	host := strings.TrimPrefix(srv.URL, "http://")
-	if got := collect().values(yotel.MetricBudgetLevel); len(got) != 1 || got["retry.name="+host] == 0 {
+	if got := collect().values(yotel.MetricBudgetLevel); len(got) != 1 || got["yaoki.name="+host] == 0 {
 		t.Errorf("budget levels = %v, want the tracked transport's host %s", got, host)
 	}
 }

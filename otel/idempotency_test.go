@@ -76,22 +76,22 @@ func TestIdempotencyAndClient(t *testing.T) {
 	}
 
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
-	cl := "http.request.method=POST,retry.component=httpretry,server.address=127.0.0.1,server.port=" + port
+	cl := "http.request.method=POST,yaoki.component=httpretry,server.address=127.0.0.1,server.port=" + port
 	s := collect()
 	s.expect(t, yotel.MetricAttempts, map[string]float64{
-		cl + ",error.type=503,http.response.status_code=503,retry.outcome=throttled,retry.status_class=5xx": 1,
-		cl + ",http.response.status_code=201,retry.outcome=success,retry.status_class=2xx":                  2,
-		cl + ",error.type=422,http.response.status_code=422,retry.outcome=success,retry.status_class=4xx":   1,
-		cl + ",error.type=400,http.response.status_code=400,retry.outcome=success,retry.status_class=4xx":   1,
+		cl + ",error.type=503,http.response.status_code=503,yaoki.outcome=throttled,yaoki.status_class=5xx": 1,
+		cl + ",http.response.status_code=201,yaoki.outcome=success,yaoki.status_class=2xx":                  2,
+		cl + ",error.type=422,http.response.status_code=422,yaoki.outcome=success,yaoki.status_class=4xx":   1,
+		cl + ",error.type=400,http.response.status_code=400,yaoki.outcome=success,yaoki.status_class=4xx":   1,
 	})
 	s.expect(t, yotel.MetricRetries, map[string]float64{
-		cl + ",error.type=503,http.response.status_code=503,retry.status_class=5xx,retry.wait.source=backoff": 1,
+		cl + ",error.type=503,http.response.status_code=503,yaoki.status_class=5xx,yaoki.wait.source=backoff": 1,
 	})
 	s.expect(t, yotel.MetricReplays, map[string]float64{
-		"http.request.method=POST,http.response.status_code=201,retry.component=idempotency,retry.status_class=2xx": 1,
+		"http.request.method=POST,http.response.status_code=201,yaoki.component=idempotency,yaoki.status_class=2xx": 1,
 	})
 	s.expect(t, yotel.MetricConflicts, map[string]float64{
-		"http.request.method=POST,http.response.status_code=422,retry.component=idempotency,retry.reason=key_reused,retry.status_class=4xx":  1,
-		"http.request.method=POST,http.response.status_code=400,retry.component=idempotency,retry.reason=key_missing,retry.status_class=4xx": 1,
+		"http.request.method=POST,http.response.status_code=422,yaoki.component=idempotency,yaoki.reason=key_reused,yaoki.status_class=4xx":  1,
+		"http.request.method=POST,http.response.status_code=400,yaoki.component=idempotency,yaoki.reason=key_missing,yaoki.status_class=4xx": 1,
 	})
 }

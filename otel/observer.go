@@ -33,7 +33,7 @@ const (
 	MetricBudgetLevel        = "yaoki.budget.level"
 	MetricRedrives           = "yaoki.deadletter.redrives"
 	MetricHedges             = "yaoki.hedges"
-	MetricHedgesWon          = "yaoki.hedges.won"
+	MetricHedgesWon          = "yaoki.hedges_won"
 )
 
 // Bucket boundaries, in seconds, of the two histograms (an SDK View can

@@ -48,36 +48,36 @@ func TestRetryLoopCounts(t *testing.T) {
 
 	s := collect()
 	s.expect(t, yotel.MetricAttempts, map[string]float64{
-		"retry.component=retry,retry.outcome=success":                                  1,
-		"error.type=_OTHER,retry.component=retry,retry.outcome=failure":                1, // call 1's boom
-		"error.type=otel_test.throttled,retry.component=retry,retry.outcome=throttled": 1,
-		"error.type=timeout,retry.component=retry,retry.outcome=failure":               3,
-		"error.type=_OTHER,retry.component=retry,retry.outcome=rejected":               1,
+		"yaoki.component=retry,yaoki.outcome=success":                                  1,
+		"error.type=_OTHER,yaoki.component=retry,yaoki.outcome=failure":                1, // call 1's boom
+		"error.type=otel_test.throttled,yaoki.component=retry,yaoki.outcome=throttled": 1,
+		"error.type=timeout,yaoki.component=retry,yaoki.outcome=failure":               3,
+		"error.type=_OTHER,yaoki.component=retry,yaoki.outcome=rejected":               1,
 	})
 	s.expect(t, yotel.MetricAttemptDuration, map[string]float64{ // counts of the histogram
-		"retry.component=retry,retry.outcome=success":                                  1,
-		"error.type=_OTHER,retry.component=retry,retry.outcome=failure":                1,
-		"error.type=otel_test.throttled,retry.component=retry,retry.outcome=throttled": 1,
-		"error.type=timeout,retry.component=retry,retry.outcome=failure":               3,
-		"error.type=_OTHER,retry.component=retry,retry.outcome=rejected":               1,
+		"yaoki.component=retry,yaoki.outcome=success":                                  1,
+		"error.type=_OTHER,yaoki.component=retry,yaoki.outcome=failure":                1,
+		"error.type=otel_test.throttled,yaoki.component=retry,yaoki.outcome=throttled": 1,
+		"error.type=timeout,yaoki.component=retry,yaoki.outcome=failure":               3,
+		"error.type=_OTHER,yaoki.component=retry,yaoki.outcome=rejected":               1,
 	})
 	s.expect(t, yotel.MetricRetries, map[string]float64{
-		"error.type=_OTHER,retry.component=retry,retry.wait.source=backoff":             1,
-		"error.type=otel_test.throttled,retry.component=retry,retry.wait.source=server": 1,
-		"error.type=timeout,retry.component=retry,retry.wait.source=backoff":            2,
+		"error.type=_OTHER,yaoki.component=retry,yaoki.wait.source=backoff":             1,
+		"error.type=otel_test.throttled,yaoki.component=retry,yaoki.wait.source=server": 1,
+		"error.type=timeout,yaoki.component=retry,yaoki.wait.source=backoff":            2,
 	})
 	s.expect(t, yotel.MetricGiveUps, map[string]float64{
-		"error.type=timeout,retry.component=retry,retry.reason=attempts_exhausted": 1,
-		"error.type=_OTHER,retry.component=retry,retry.reason=permanent_error":     1,
+		"error.type=timeout,yaoki.component=retry,yaoki.reason=attempts_exhausted": 1,
+		"error.type=_OTHER,yaoki.component=retry,yaoki.reason=permanent_error":     1,
 	})
 	// The waits: call 1 waited 25 ms (half of 50 ms) then 2.2 s (2 s + 10 %);
 	// call 2 waited 25 ms then 50 ms (half of 100 ms).
 	waits := s[yotel.MetricRetryWait]
-	server := waits["error.type=otel_test.throttled,retry.component=retry,retry.wait.source=server"]
+	server := waits["error.type=otel_test.throttled,yaoki.component=retry,yaoki.wait.source=server"]
 	if server.Count != 1 || !near(server.Sum, 2.2) {
 		t.Errorf("server wait: count %d sum %v, want 1 and 2.2 s", server.Count, server.Sum)
 	}
-	timeouts := waits["error.type=timeout,retry.component=retry,retry.wait.source=backoff"]
+	timeouts := waits["error.type=timeout,yaoki.component=retry,yaoki.wait.source=backoff"]
 	if timeouts.Count != 2 || !near(timeouts.Sum, 0.075) {
 		t.Errorf("backoff waits after timeouts: count %d sum %v, want 2 and 0.075 s", timeouts.Count, timeouts.Sum)
 	}
@@ -119,26 +119,26 @@ func TestHTTPAttributes(t *testing.T) {
 	}))
 
 	s := collect()
-	const dest = "http.request.method=GET,retry.component=httpretry,server.address=api.example.com,server.port=8443"
+	const dest = "http.request.method=GET,yaoki.component=httpretry,server.address=api.example.com,server.port=8443"
 	s.expect(t, yotel.MetricAttempts, map[string]float64{
-		"error.type=429,http.response.status_code=429," + dest + ",retry.outcome=throttled,retry.status_class=4xx": 1,
-		"error.type=503,http.response.status_code=503," + dest + ",retry.outcome=failure,retry.status_class=5xx":   1,
-		"http.request.method=_OTHER,http.response.status_code=200,retry.component=httpretry,retry.outcome=success," +
-			"retry.status_class=2xx,server.address=api.example.com,server.port=8443": 1,
+		"error.type=429,http.response.status_code=429," + dest + ",yaoki.outcome=throttled,yaoki.status_class=4xx": 1,
+		"error.type=503,http.response.status_code=503," + dest + ",yaoki.outcome=failure,yaoki.status_class=5xx":   1,
+		"http.request.method=_OTHER,http.response.status_code=200,yaoki.component=httpretry,yaoki.outcome=success," +
+			"yaoki.status_class=2xx,server.address=api.example.com,server.port=8443": 1,
 	})
 	s.expect(t, yotel.MetricRetries, map[string]float64{
-		"error.type=429,http.response.status_code=429," + dest + ",retry.status_class=4xx,retry.wait.source=server": 1,
+		"error.type=429,http.response.status_code=429," + dest + ",yaoki.status_class=4xx,yaoki.wait.source=server": 1,
 	})
 	s.expect(t, yotel.MetricGiveUps, map[string]float64{
-		"error.type=503,http.response.status_code=503," + dest + ",retry.reason=deadline,retry.status_class=5xx": 1,
+		"error.type=503,http.response.status_code=503," + dest + ",yaoki.reason=deadline,yaoki.status_class=5xx": 1,
 	})
 }
 
 // TestEventCounters feeds events to Observe and checks the counters they
 // land on, with their attributes.
 func TestEventCounters(t *testing.T) {
-	const hedged = "http.request.method=GET,retry.component=httpretry,server.address=api.example.com"
-	const redrive = "retry.component=deadletter,"
+	const hedged = "http.request.method=GET,yaoki.component=httpretry,server.address=api.example.com"
+	const redrive = "yaoki.component=deadletter,"
 	for _, c := range []struct {
 		name   string
 		events []event.Event
@@ -158,18 +158,18 @@ func TestEventCounters(t *testing.T) {
 		},
 		want: map[string]map[string]float64{
 			yotel.MetricRejections: {
-				"retry.component=retry,retry.reason=budget_exhausted":                                   2,
-				"retry.component=httpretry,retry.name=api,retry.reason=breaker_open,server.address=api": 1,
-				"retry.component=retry,retry.reason=rejected_locally":                                   1,
-				"retry.component=retry,retry.reason=bulkhead_full":                                      1,
+				"yaoki.component=retry,yaoki.reason=budget_exhausted":                                   2,
+				"yaoki.component=httpretry,yaoki.name=api,yaoki.reason=breaker_open,server.address=api": 1,
+				"yaoki.component=retry,yaoki.reason=rejected_locally":                                   1,
+				"yaoki.component=retry,yaoki.reason=bulkhead_full":                                      1,
 			},
 			// The key is never an attribute: it would make a series per request.
 			yotel.MetricReplays: {
-				"http.request.method=POST,http.response.status_code=201,retry.component=idempotency,retry.status_class=2xx": 2,
+				"http.request.method=POST,http.response.status_code=201,yaoki.component=idempotency,yaoki.status_class=2xx": 2,
 			},
 			yotel.MetricConflicts: {
-				"http.request.method=POST,http.response.status_code=409,retry.component=idempotency,retry.reason=in_progress,retry.status_class=4xx":          1,
-				"http.request.method=POST,http.response.status_code=422,retry.component=idempotency,retry.reason=fingerprint_mismatch,retry.status_class=4xx": 1,
+				"http.request.method=POST,http.response.status_code=409,yaoki.component=idempotency,yaoki.reason=in_progress,yaoki.status_class=4xx":          1,
+				"http.request.method=POST,http.response.status_code=422,yaoki.component=idempotency,yaoki.reason=fingerprint_mismatch,yaoki.status_class=4xx": 1,
 			},
 		},
 	}, {
@@ -185,7 +185,7 @@ func TestEventCounters(t *testing.T) {
 		want: map[string]map[string]float64{
 			yotel.MetricHedges:     {hedged: 2},
 			yotel.MetricHedgesWon:  {hedged: 1},
-			yotel.MetricRejections: {hedged + ",retry.reason=hedge_brownout": 1},
+			yotel.MetricRejections: {hedged + ",yaoki.reason=hedge_brownout": 1},
 		},
 	}, {
 		name: "redrives",
@@ -197,9 +197,9 @@ func TestEventCounters(t *testing.T) {
 		},
 		want: map[string]map[string]float64{
 			yotel.MetricRedrives: {
-				redrive + "retry.name=payments,retry.outcome=success":                               2,
-				redrive + "retry.name=payments,retry.outcome=rejected,retry.reason=permanent_error": 1,
-				redrive + "retry.name=orders,retry.outcome=failure,retry.reason=redrive_failed":     1,
+				redrive + "yaoki.name=payments,yaoki.outcome=success":                               2,
+				redrive + "yaoki.name=payments,yaoki.outcome=rejected,yaoki.reason=permanent_error": 1,
+				redrive + "yaoki.name=orders,yaoki.outcome=failure,yaoki.reason=redrive_failed":     1,
 			},
 		},
 	}} {
@@ -224,22 +224,22 @@ func TestBreakerGauge(t *testing.T) {
 	untrack := o.TrackBreakerFunc("payments", func() string { mu.Lock(); defer mu.Unlock(); return state })
 	o.TrackBreakerFunc("broken", func() string { return "unknown" }) // not reported
 
-	collect().expect(t, yotel.MetricBreakerState, map[string]float64{"retry.name=payments": 0})
+	collect().expect(t, yotel.MetricBreakerState, map[string]float64{"yaoki.name=payments": 0})
 
 	mu.Lock()
 	state = "half-open"
 	mu.Unlock()
-	collect().expect(t, yotel.MetricBreakerState, map[string]float64{"retry.name=payments": 1})
+	collect().expect(t, yotel.MetricBreakerState, map[string]float64{"yaoki.name=payments": 1})
 
 	// A breaker nobody tracks is learned from its transitions; a tracked
 	// one is read, whatever its events say.
 	o.Observe(ctx, event.Event{Kind: event.BreakerStateChange, Component: "breaker", Name: "api.example.com", From: "closed", To: "open"})
 	o.Observe(ctx, event.Event{Kind: event.BreakerStateChange, Component: "breaker", Name: "payments", From: "half_open", To: "open"})
 	s := collect()
-	s.expect(t, yotel.MetricBreakerState, map[string]float64{"retry.name=payments": 1, "retry.name=api.example.com": 2})
+	s.expect(t, yotel.MetricBreakerState, map[string]float64{"yaoki.name=payments": 1, "yaoki.name=api.example.com": 2})
 	s.expect(t, yotel.MetricBreakerTransitions, map[string]float64{
-		"retry.component=breaker,retry.name=api.example.com,retry.state.from=closed,retry.state.to=open": 1,
-		"retry.component=breaker,retry.name=payments,retry.state.from=half_open,retry.state.to=open":     1,
+		"yaoki.component=breaker,yaoki.name=api.example.com,yaoki.state.from=closed,yaoki.state.to=open": 1,
+		"yaoki.component=breaker,yaoki.name=payments,yaoki.state.from=half_open,yaoki.state.to=open":     1,
 	})
 
 	// Untracked, payments is gone: what its events said is not taken for
@@ -248,7 +248,7 @@ func TestBreakerGauge(t *testing.T) {
 	untrack()
 	o.Observe(ctx, event.Event{Kind: event.BreakerStateChange, Component: "breaker", Name: "api.example.com", From: "open", To: "half_open"})
 	o.Observe(ctx, event.Event{Kind: event.BreakerStateChange, Component: "breaker", Name: "payments", From: "open", To: "half_open"})
-	collect().expect(t, yotel.MetricBreakerState, map[string]float64{"retry.name=api.example.com": 1})
+	collect().expect(t, yotel.MetricBreakerState, map[string]float64{"yaoki.name=api.example.com": 1})
 }
 
 func TestBudgetGauge(t *testing.T) {
@@ -258,10 +258,10 @@ func TestBudgetGauge(t *testing.T) {
 	stale := o.TrackBudget("orders", func() float64 { return 0.5 })
 	o.TrackBudget("orders", func() float64 { return 0.75 }) // replaces
 	stale()                                                 // does not remove the replacement
-	collect().expect(t, yotel.MetricBudgetLevel, map[string]float64{"retry.name=partner": 1, "retry.name=orders": 0.75})
+	collect().expect(t, yotel.MetricBudgetLevel, map[string]float64{"yaoki.name=partner": 1, "yaoki.name=orders": 0.75})
 	level = 0.1
 	untrack()
-	collect().expect(t, yotel.MetricBudgetLevel, map[string]float64{"retry.name=orders": 0.75})
+	collect().expect(t, yotel.MetricBudgetLevel, map[string]float64{"yaoki.name=orders": 0.75})
 }
 
 // TestBreakerAndBudget wires a real breaker and a real token-bucket budget
@@ -302,26 +302,26 @@ func TestBreakerAndBudget(t *testing.T) {
 	s := collect()
 	// inventory is read (open); search is learned from its one transition
 	// (open), since nobody tracks it.
-	s.expect(t, yotel.MetricBreakerState, map[string]float64{"retry.name=inventory": 2, "retry.name=search": 2})
+	s.expect(t, yotel.MetricBreakerState, map[string]float64{"yaoki.name=inventory": 2, "yaoki.name=search": 2})
 	s.expect(t, yotel.MetricBreakerTransitions, map[string]float64{
-		"retry.component=breaker,retry.name=inventory,retry.state.from=closed,retry.state.to=open": 1,
-		"retry.component=breaker,retry.name=search,retry.state.from=closed,retry.state.to=open":    1,
+		"yaoki.component=breaker,yaoki.name=inventory,yaoki.state.from=closed,yaoki.state.to=open": 1,
+		"yaoki.component=breaker,yaoki.name=search,yaoki.state.from=closed,yaoki.state.to=open":    1,
 	})
 	// The refusal, reported by the breaker and by the loop that asked it.
 	s.expect(t, yotel.MetricRejections, map[string]float64{
-		"retry.component=breaker,retry.name=inventory,retry.reason=breaker_open": 1,
-		"retry.component=retry,retry.reason=breaker_open":                        1,
+		"yaoki.component=breaker,yaoki.name=inventory,yaoki.reason=breaker_open": 1,
+		"yaoki.component=retry,yaoki.reason=breaker_open":                        1,
 	})
 	s.expect(t, yotel.MetricGiveUps, map[string]float64{
-		"error.type=_OTHER,retry.component=retry,retry.reason=breaker_open": 1,
+		"error.type=_OTHER,yaoki.component=retry,yaoki.reason=breaker_open": 1,
 	})
 	// Two retries granted (14 tokens each) and no success; the second,
 	// refused by the breaker, hands its tokens back: 486 left.
-	s.expect(t, yotel.MetricBudgetLevel, map[string]float64{"retry.name=inventory": 486})
+	s.expect(t, yotel.MetricBudgetLevel, map[string]float64{"yaoki.name=inventory": 486})
 
 	// Tracked, search shows half-open: its State says so before any call.
 	o.TrackBreaker(search)
-	collect().expect(t, yotel.MetricBreakerState, map[string]float64{"retry.name=inventory": 2, "retry.name=search": 1})
+	collect().expect(t, yotel.MetricBreakerState, map[string]float64{"yaoki.name=inventory": 2, "yaoki.name=search": 1})
 }
 
 func TestStateValue(t *testing.T) {
@@ -354,8 +354,8 @@ func TestManyDestinations(t *testing.T) {
 	}
 	o.Observe(ctx, event.Event{Kind: event.GaveUp, Component: "httpretry", Host: "h4999", Reason: "deadline"})
 	got := collect().values(yotel.MetricGiveUps)
-	if len(got) != n || got["retry.component=httpretry,retry.reason=deadline,server.address=h4999"] != 2 {
-		t.Fatalf("%d series, h4999 = %v; want %d series and 2", len(got), got["retry.component=httpretry,retry.reason=deadline,server.address=h4999"], n)
+	if len(got) != n || got["server.address=h4999,yaoki.component=httpretry,yaoki.reason=deadline"] != 2 {
+		t.Fatalf("%d series, h4999 = %v; want %d series and 2", len(got), got["server.address=h4999,yaoki.component=httpretry,yaoki.reason=deadline"], n)
 	}
 }
 
@@ -412,7 +412,7 @@ func TestArbitraryMethodsDoNotFillTheCache(t *testing.T) {
 		t.Errorf("an event of an ordinary set allocates %v times after 5000 made-up methods, want 0 (its set was not cached)", n)
 	}
 	got := collect().values(yotel.MetricReplays)
-	if len(got) != 2 || got["http.request.method=_OTHER,http.response.status_code=200,retry.component=idempotency,retry.status_class=2xx"] != 5000 {
+	if len(got) != 2 || got["http.request.method=_OTHER,http.response.status_code=200,yaoki.component=idempotency,yaoki.status_class=2xx"] != 5000 {
 		t.Errorf("replays = %v, want 5000 under _OTHER and the POSTs", got)
 	}
 }
@@ -420,7 +420,7 @@ func TestArbitraryMethodsDoNotFillTheCache(t *testing.T) {
 // TestUnnamedBreakerNotOnTheGauge: breakers without a name (their events
 // carry none) cannot be told apart, so their transitions are counted but
 // none of them is put on the state gauge: two of them, one open and one
-// closed, made one series without retry.name that showed whichever
+// closed, made one series without yaoki.name that showed whichever
 // reported last, and an alert on it named no breaker.
 func TestUnnamedBreakerNotOnTheGauge(t *testing.T) {
 	o, collect := newObserver(t)
@@ -432,7 +432,7 @@ func TestUnnamedBreakerNotOnTheGauge(t *testing.T) {
 		t.Errorf("breaker state %v, want no series for unnamed breakers", g)
 	}
 	s.expect(t, yotel.MetricBreakerTransitions, map[string]float64{
-		"retry.component=breaker,retry.state.from=closed,retry.state.to=open": 1,
-		"retry.component=breaker,retry.state.from=open,retry.state.to=closed": 1,
+		"yaoki.component=breaker,yaoki.state.from=closed,yaoki.state.to=open": 1,
+		"yaoki.component=breaker,yaoki.state.from=open,yaoki.state.to=closed": 1,
 	})
 }

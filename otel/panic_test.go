@@ -138,8 +138,8 @@ func TestPanickingTrackedReads(t *testing.T) {
 		}
 	}
 	s := flatten(t, rm)
-	s.expect(t, yotel.MetricBudgetLevel, map[string]float64{"retry.name=good": 7})
-	s.expect(t, yotel.MetricBreakerState, map[string]float64{"retry.name=good": 2})
-	const q = "retry.name=good,retry.deadletter.state="
+	s.expect(t, yotel.MetricBudgetLevel, map[string]float64{"yaoki.name=good": 7})
+	s.expect(t, yotel.MetricBreakerState, map[string]float64{"yaoki.name=good": 2})
+	const q = "yaoki.name=good,yaoki.deadletter.state="
 	s.expect(t, yotel.MetricDeadLetters, map[string]float64{q + "waiting": 0, q + "due": 0, q + "held": 0, q + "parked": 0})
 }

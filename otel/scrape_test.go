@@ -142,22 +142,22 @@ func TestScrapeAfterRealCalls(t *testing.T) {
 	}
 	reasons := docValues(t, event.AttrReason)
 	allowed := map[string][]string{
-		"retry_reason":      slices.Concat(reasons["give-ups"], reasons["rejections"], reasons["conflicts"], reasons["redrives"]),
-		"retry_outcome":     docValues(t, event.AttrOutcome)[""],
-		"retry_wait_source": docValues(t, event.AttrWaitSource)[""],
-		"retry_component":   docValues(t, event.AttrComponent)[""],
-		"retry_state_from":  {event.StateClosed, event.StateHalfOpen, event.StateOpen},
-		"retry_state_to":    {event.StateClosed, event.StateHalfOpen, event.StateOpen},
+		"yaoki_reason":      slices.Concat(reasons["give-ups"], reasons["rejections"], reasons["conflicts"], reasons["redrives"]),
+		"yaoki_outcome":     docValues(t, event.AttrOutcome)[""],
+		"yaoki_wait_source": docValues(t, event.AttrWaitSource)[""],
+		"yaoki_component":   docValues(t, event.AttrComponent)[""],
+		"yaoki_state_from":  {event.StateClosed, event.StateHalfOpen, event.StateOpen},
+		"yaoki_state_to":    {event.StateClosed, event.StateHalfOpen, event.StateOpen},
 		"server_address":    {"127.0.0.1"},
 	}
 	bounded := map[string]*regexp.Regexp{
-		"retry_status_class":        regexp.MustCompile(`^[1-5]xx$`),
+		"yaoki_status_class":        regexp.MustCompile(`^[1-5]xx$`),
 		"http_response_status_code": regexp.MustCompile(`^[1-9][0-9][0-9]$`),
 		"server_port":               regexp.MustCompile(`^[0-9]{1,5}$`),
 		"http_request_method":       regexp.MustCompile(`^(GET|HEAD|POST|PUT|DELETE|CONNECT|OPTIONS|TRACE|PATCH|QUERY|_OTHER)$`),
 		// A status, a cause's name, a Go type or _OTHER: never a message.
 		"error_type": regexp.MustCompile(`^([45][0-9][0-9]|[a-z_]+|_OTHER|\*?[a-zA-Z0-9_]+\.[a-zA-Z0-9_]+)$`),
-		"retry_name": regexp.MustCompile(`^127\.0\.0\.1:[0-9]+$`),
+		"yaoki_name": regexp.MustCompile(`^127\.0\.0\.1:[0-9]+$`),
 	}
 	scope := map[string]bool{"otel_scope_name": true, "otel_scope_version": true, "otel_scope_schema_url": true}
 	types := map[dto.MetricType]string{dto.MetricType_COUNTER: "counter", dto.MetricType_GAUGE: "gauge", dto.MetricType_HISTOGRAM: "histogram"}
@@ -200,21 +200,21 @@ func TestScrapeAfterRealCalls(t *testing.T) {
 	}
 	// What an operator looks for after these calls.
 	for _, need := range []struct{ family, label string }{
-		{"yaoki_attempts_total", "retry_outcome=throttled"},
-		{"yaoki_attempts_total", "retry_outcome=failure"},
-		{"yaoki_attempts_total", "retry_outcome=success"},
+		{"yaoki_attempts_total", "yaoki_outcome=throttled"},
+		{"yaoki_attempts_total", "yaoki_outcome=failure"},
+		{"yaoki_attempts_total", "yaoki_outcome=success"},
 		{"yaoki_attempts_total", "http_response_status_code=429"},
-		{"yaoki_attempt_duration_seconds", "retry_outcome=success"},
-		{"yaoki_retries_total", "retry_wait_source=backoff"},
-		{"yaoki_retries_total", "retry_wait_source=server"},
-		{"yaoki_retry_wait_seconds", "retry_wait_source=server"},
-		{"yaoki_retry_wait_seconds", "retry_wait_source=rate_limit"},
-		{"yaoki_give_ups_total", "retry_reason=attempts_exhausted"},
-		{"yaoki_give_ups_total", "retry_reason=budget_exhausted"},
-		{"yaoki_give_ups_total", "retry_reason=breaker_open"},
-		{"yaoki_rejections_total", "retry_reason=budget_exhausted"},
-		{"yaoki_rejections_total", "retry_reason=breaker_open"},
-		{"yaoki_breaker_transitions_total", "retry_state_to=open"},
+		{"yaoki_attempt_duration_seconds", "yaoki_outcome=success"},
+		{"yaoki_retries_total", "yaoki_wait_source=backoff"},
+		{"yaoki_retries_total", "yaoki_wait_source=server"},
+		{"yaoki_retry_wait_seconds", "yaoki_wait_source=server"},
+		{"yaoki_retry_wait_seconds", "yaoki_wait_source=rate_limit"},
+		{"yaoki_give_ups_total", "yaoki_reason=attempts_exhausted"},
+		{"yaoki_give_ups_total", "yaoki_reason=budget_exhausted"},
+		{"yaoki_give_ups_total", "yaoki_reason=breaker_open"},
+		{"yaoki_rejections_total", "yaoki_reason=budget_exhausted"},
+		{"yaoki_rejections_total", "yaoki_reason=breaker_open"},
+		{"yaoki_breaker_transitions_total", "yaoki_state_to=open"},
 		{"yaoki_hedges_total", ""},
 		{"yaoki_hedges_won_total", ""},
 	} {

@@ -36,13 +36,13 @@ func TestThrottleWaitsAndRefusals(t *testing.T) {
 		t.Fatalf("call with 1s left: %v, want a deadline give-up", err)
 	}
 	s := collect()
-	if w := s[yotel.MetricRetryWait]["retry.component=retry,retry.wait.source=rate_limit"]; w.Count != 1 || w.Sum < 1.9 || w.Sum > 2 {
+	if w := s[yotel.MetricRetryWait]["yaoki.component=retry,yaoki.wait.source=rate_limit"]; w.Count != 1 || w.Sum < 1.9 || w.Sum > 2 {
 		t.Errorf("rate-limit waits: count %d sum %vs, want one of about 2s", w.Count, w.Sum)
 	}
 	if r := s[yotel.MetricRetries]; len(r) != 0 {
 		t.Errorf("retries %v, want none: the throttle's wait retries nothing", r)
 	}
-	s.expect(t, yotel.MetricRejections, map[string]float64{"retry.component=retry,retry.reason=deadline": 1})
+	s.expect(t, yotel.MetricRejections, map[string]float64{"yaoki.component=retry,yaoki.reason=deadline": 1})
 	if g := s[yotel.MetricGiveUps]; len(g) != 1 {
 		t.Errorf("give-ups %v, want the one deadline", g)
 	}
@@ -50,7 +50,7 @@ func TestThrottleWaitsAndRefusals(t *testing.T) {
 
 // TestBulkheadWaitTellsItself: a call that waited 3 s for the one slot of
 // a full bulkhead shows in yaoki.retry.wait as a bulkhead's wait
-// (retry.reason bulkhead beside retry.wait.source rate_limit), apart from
+// (yaoki.reason bulkhead beside yaoki.wait.source rate_limit), apart from
 // a throttle's waits, so that an operator sees which knob holds calls
 // back. Virtual time (synctest): the call holding the slot ends 3 s after
 // the other began to wait.
@@ -78,8 +78,8 @@ func TestBulkheadWaitTellsItself(t *testing.T) {
 			t.Fatal(err)
 		}
 		w := collect()[yotel.MetricRetryWait]
-		if b := w["retry.component=retry,retry.reason=bulkhead,retry.wait.source=rate_limit"]; b.Count != 1 || b.Sum != 3 {
-			t.Errorf("waits %v, want one bulkhead wait of 3 s (retry.reason=bulkhead)", w)
+		if b := w["yaoki.component=retry,yaoki.reason=bulkhead,yaoki.wait.source=rate_limit"]; b.Count != 1 || b.Sum != 3 {
+			t.Errorf("waits %v, want one bulkhead wait of 3 s (yaoki.reason=bulkhead)", w)
 		}
 	})
 }

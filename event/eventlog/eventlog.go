@@ -15,8 +15,8 @@
 //
 // Attributes are named as the event package's Attr constants say, which are
 // the names the OpenTelemetry observer gives the same facts (for example
-// http.request.method, server.address, error.type, retry.attempt,
-// retry.wait_seconds, retry.wait.source, retry.reason); only the fields that apply
+// http.request.method, server.address, error.type, yaoki.attempt.number,
+// yaoki.wait_seconds, yaoki.wait.source, yaoki.reason); only the fields that apply
 // to an event are written.
 //
 // It is a package of its own, not a function of package event, so that the

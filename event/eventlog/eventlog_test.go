@@ -57,15 +57,15 @@ func TestRetryLoopLogs(t *testing.T) {
 	}
 	// Retry 1: full jitter draw 0.5 of 50 ms = 25 ms, from the backoff.
 	want := []map[string]any{
-		{"level": "DEBUG", "msg": "retry scheduled", "retry.component": "retry", "retry.attempt": 1.0,
-			"retry.wait_seconds": 0.025, "retry.wait.source": "backoff",
+		{"level": "DEBUG", "msg": "retry scheduled", "yaoki.component": "retry", "yaoki.attempt.number": 1.0,
+			"yaoki.wait_seconds": 0.025, "yaoki.wait.source": "backoff",
 			"error.type": "_OTHER", "error.message": "boom"},
 		// Retry 2: the server's 2 s, plus 20 % × 0.5 of jitter = 2.2 s.
-		{"level": "DEBUG", "msg": "retry scheduled", "retry.component": "retry", "retry.attempt": 2.0,
-			"retry.wait_seconds": 2.2, "retry.wait.source": "server",
+		{"level": "DEBUG", "msg": "retry scheduled", "yaoki.component": "retry", "yaoki.attempt.number": 2.0,
+			"yaoki.wait_seconds": 2.2, "yaoki.wait.source": "server",
 			"error.type": "_OTHER", "error.message": "boom"},
-		{"level": "WARN", "msg": "gave up", "retry.component": "retry", "retry.attempt": 3.0,
-			"retry.reason": "attempts_exhausted", "error.type": "_OTHER"},
+		{"level": "WARN", "msg": "gave up", "yaoki.component": "retry", "yaoki.attempt.number": 3.0,
+			"yaoki.reason": "attempts_exhausted", "error.type": "_OTHER"},
 	}
 	for i := range want {
 		for k, v := range want[i] {
@@ -74,8 +74,8 @@ func TestRetryLoopLogs(t *testing.T) {
 			}
 		}
 	}
-	if _, ok := got[2]["retry.duration_seconds"]; !ok {
-		t.Errorf("give-up line has no retry.duration_seconds: %v", got[2])
+	if _, ok := got[2]["yaoki.duration_seconds"]; !ok {
+		t.Errorf("give-up line has no yaoki.duration_seconds: %v", got[2])
 	}
 	if msg, _ := got[2]["error.message"].(string); !strings.HasPrefix(msg, "retry: gave up after 3 attempts") {
 		t.Errorf("give-up error.message = %q", msg)
@@ -93,35 +93,35 @@ func TestLevelsAndAttributes(t *testing.T) {
 		{e: event.Event{Kind: event.AttemptEnd, Outcome: event.Failure}},
 		{e: event.Event{Kind: event.BreakerStateChange, Component: "breaker", Name: "payments", From: "closed", To: "open"},
 			level: "INFO", msg: "breaker state changed",
-			attrs: map[string]any{"retry.name": "payments", "retry.state.from": "closed", "retry.state.to": "open"}},
+			attrs: map[string]any{"yaoki.name": "payments", "yaoki.state.from": "closed", "yaoki.state.to": "open"}},
 		{e: event.Event{Kind: event.BreakerRejected, Component: "httpretry", Method: "GET", Host: "api.example.com:8443", Attempt: 2, Wait: 3 * time.Second},
 			level: "DEBUG", msg: "attempt refused by open breaker",
 			attrs: map[string]any{"http.request.method": "GET", "server.address": "api.example.com", "server.port": 8443.0,
-				"retry.attempt": 2.0, "retry.wait_seconds": 3.0}},
+				"yaoki.attempt.number": 2.0, "yaoki.wait_seconds": 3.0}},
 		{e: event.Event{Kind: event.BudgetRefused, Component: "retry", Level: 0.25, Reason: "budget_exhausted"},
 			level: "DEBUG", msg: "retry refused by budget",
-			attrs: map[string]any{"retry.budget.level": 0.25, "retry.reason": "budget_exhausted"}},
+			attrs: map[string]any{"yaoki.budget_level": 0.25, "yaoki.reason": "budget_exhausted"}},
 		{e: event.Event{Kind: event.ThrottleRejected, Component: "retry"}, level: "DEBUG", msg: "attempt rejected locally"},
 		{e: event.Event{Kind: event.Replay, Component: "idempotency", Method: "POST", Key: "k1", Status: 201},
 			level: "DEBUG", msg: "idempotent replay",
-			attrs: map[string]any{"retry.idempotency.key": "k1", "http.response.status_code": 201.0}},
+			attrs: map[string]any{"yaoki.idempotency.key": "k1", "http.response.status_code": 201.0}},
 		{e: event.Event{Kind: event.Conflict, Component: "idempotency", Status: 422, Reason: "fingerprint_mismatch"},
 			level: "INFO", msg: "idempotency conflict",
-			attrs: map[string]any{"http.response.status_code": 422.0, "error.type": "422", "retry.reason": "fingerprint_mismatch"}},
+			attrs: map[string]any{"http.response.status_code": 422.0, "error.type": "422", "yaoki.reason": "fingerprint_mismatch"}},
 		{e: event.Event{Kind: event.Conflict, Component: "idempotency", Status: 409, Reason: "in_progress"},
 			level: "DEBUG", msg: "idempotency conflict"},
 		{e: event.Event{Kind: event.Hedge, Component: "httpretry", Method: "GET", Attempt: 2, Wait: 50 * time.Millisecond},
 			level: "DEBUG", msg: "hedge sent",
-			attrs: map[string]any{"retry.attempt": 2.0, "retry.wait_seconds": 0.05}},
+			attrs: map[string]any{"yaoki.attempt.number": 2.0, "yaoki.wait_seconds": 0.05}},
 		{e: event.Event{Kind: event.HedgeWon, Component: "retry", Attempt: 3, Duration: 80 * time.Millisecond},
 			level: "DEBUG", msg: "hedge won",
-			attrs: map[string]any{"retry.attempt": 3.0, "retry.duration_seconds": 0.08}},
+			attrs: map[string]any{"yaoki.attempt.number": 3.0, "yaoki.duration_seconds": 0.08}},
 		{e: event.Event{Kind: event.HedgeRefused, Component: "retry", Attempt: 2, Reason: "hedge_brownout"},
 			level: "DEBUG", msg: "hedge refused",
-			attrs: map[string]any{"retry.reason": "hedge_brownout"}},
+			attrs: map[string]any{"yaoki.reason": "hedge_brownout"}},
 		{e: event.Event{Kind: event.GaveUp, Component: "httpretry", Status: 503, Attempt: 3, Duration: time.Second, Reason: "attempts_exhausted"},
 			level: "WARN", msg: "gave up",
-			attrs: map[string]any{"error.type": "503", "retry.duration_seconds": 1.0, "http.response.status_code": 503.0}},
+			attrs: map[string]any{"error.type": "503", "yaoki.duration_seconds": 1.0, "http.response.status_code": 503.0}},
 	} {
 		t.Run(tc.e.Kind.String(), func(t *testing.T) {
 			l, lines := jsonLines(t, slog.LevelDebug)
@@ -136,7 +136,7 @@ func TestLevelsAndAttributes(t *testing.T) {
 			if len(got) != 1 {
 				t.Fatalf("%d lines, want 1", len(got))
 			}
-			if got[0]["level"] != tc.level || got[0]["msg"] != tc.msg || got[0]["retry.component"] != tc.e.Component {
+			if got[0]["level"] != tc.level || got[0]["msg"] != tc.msg || got[0]["yaoki.component"] != tc.e.Component {
 				t.Errorf("got %v, want level %s, msg %q, component %q", got[0], tc.level, tc.msg, tc.e.Component)
 			}
 			for k, v := range tc.attrs {
@@ -165,7 +165,7 @@ func TestNilLoggerUsesDefault(t *testing.T) {
 	slog.SetDefault(l)
 	defer slog.SetDefault(old)
 	eventlog.New(nil).Observe(context.Background(), event.Event{Kind: event.GaveUp, Component: "retry", Reason: "deadline"})
-	if got := lines(); len(got) != 1 || got[0]["retry.reason"] != "deadline" {
+	if got := lines(); len(got) != 1 || got[0]["yaoki.reason"] != "deadline" {
 		t.Fatalf("logged %v through the default logger, want one give-up line", got)
 	}
 }
@@ -227,9 +227,9 @@ func TestThrottleLogged(t *testing.T) {
 	o.Observe(ctx, event.Event{Kind: event.RetryScheduled, Component: "retry", Attempt: 2, Wait: time.Second, Source: event.RateLimit, Reason: "bulkhead"})
 	got := lines()
 	want := []map[string]any{
-		{"level": "DEBUG", "msg": "attempt delayed by throttle", "retry.attempt": 1.0, "retry.wait_seconds": 2.0, "retry.wait.source": "rate_limit"},
-		{"level": "DEBUG", "msg": "attempt rejected locally", "retry.attempt": 1.0, "retry.wait_seconds": 4.0, "retry.reason": "deadline"},
-		{"level": "DEBUG", "msg": "attempt delayed by bulkhead", "retry.attempt": 2.0, "retry.wait_seconds": 1.0, "retry.wait.source": "rate_limit", "retry.reason": "bulkhead"},
+		{"level": "DEBUG", "msg": "attempt delayed by throttle", "yaoki.attempt.number": 1.0, "yaoki.wait_seconds": 2.0, "yaoki.wait.source": "rate_limit"},
+		{"level": "DEBUG", "msg": "attempt rejected locally", "yaoki.attempt.number": 1.0, "yaoki.wait_seconds": 4.0, "yaoki.reason": "deadline"},
+		{"level": "DEBUG", "msg": "attempt delayed by bulkhead", "yaoki.attempt.number": 2.0, "yaoki.wait_seconds": 1.0, "yaoki.wait.source": "rate_limit", "yaoki.reason": "bulkhead"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("%d lines, want %d: %v", len(got), len(want), got)

@@ -17,7 +17,7 @@ func Example() {
 	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
 		Level: slog.LevelDebug,
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-			if a.Key == slog.TimeKey || a.Key == "retry.duration_seconds" || a.Key == "error.message" {
+			if a.Key == slog.TimeKey || a.Key == "yaoki.duration_seconds" || a.Key == "error.message" {
 				return slog.Attr{} // not repeatable from run to run
 			}
 			return a
@@ -33,6 +33,6 @@ func Example() {
 	reset := errors.New("connection reset")
 	_ = retry.Do(context.Background(), p, retrytest.Script(reset, reset).Func())
 	// Output:
-	// level=DEBUG msg="retry scheduled" retry.component=retry retry.attempt=1 retry.wait_seconds=0.025 retry.wait.source=backoff error.type=_OTHER
-	// level=WARN msg="gave up" retry.component=retry retry.attempt=2 retry.reason=attempts_exhausted error.type=_OTHER
+	// level=DEBUG msg="retry scheduled" yaoki.component=retry yaoki.attempt.number=1 yaoki.wait_seconds=0.025 yaoki.wait.source=backoff error.type=_OTHER
+	// level=WARN msg="gave up" yaoki.component=retry yaoki.attempt.number=2 yaoki.reason=attempts_exhausted error.type=_OTHER
 }

@@ -51,6 +51,6 @@ func TestExpect(t *testing.T) {
 }
 
 func ExampleKey() {
-	fmt.Println(Key([]string{"retry.outcome=success", "retry.component=httpretry"}))
-	// Output: retry.component=httpretry,retry.outcome=success
+	fmt.Println(Key([]string{"yaoki.outcome=success", "yaoki.component=httpretry"}))
+	// Output: yaoki.component=httpretry,yaoki.outcome=success
 }

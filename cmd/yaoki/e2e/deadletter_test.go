@@ -482,8 +482,8 @@ func TestDeadLetter(t *testing.T) {
 		// --log-format json: each letter handled is a record.
 		letter("ok2", "hooks", ok.URL, "key-ok2")
 		r = run(t, db.env, "deadletter", "redrive", "--queue", "hooks", "--once", "--log-format", "json")
-		if r.code != 0 || !strings.Contains(r.stderr, `"msg":"dead letter redriven"`) || !strings.Contains(r.stderr, `"retry.outcome":"success"`) ||
-			!strings.Contains(r.stderr, `"retry.name":"hooks"`) || !strings.Contains(r.stderr, `"level":"INFO"`) {
+		if r.code != 0 || !strings.Contains(r.stderr, `"msg":"dead letter redriven"`) || !strings.Contains(r.stderr, `"yaoki.outcome":"success"`) ||
+			!strings.Contains(r.stderr, `"yaoki.name":"hooks"`) || !strings.Contains(r.stderr, `"level":"INFO"`) {
 			t.Errorf("redrive --log-format json: exit %d, stderr %q; want an INFO record of the redrive", r.code, r.stderr)
 		}
 	})

@@ -150,19 +150,19 @@ func TestFlakyMetrics(t *testing.T) {
 	// The server's view, scraped over HTTP.
 	got := scrape(t, metrics)
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(strings.TrimSuffix(s.url, "/"), "http://"))
-	dest := ",retry_component=flaky,server_address=127.0.0.1,server_port=" + port
+	dest := ",yaoki_component=flaky,server_address=127.0.0.1,server_port=" + port
 	metrictest.Expect(t, "flaky's yaoki_attempts_total", only(got, "yaoki_attempts_total"), map[string]float64{
-		"yaoki_attempts_total{error_type=503,http_request_method=GET,http_response_status_code=503" + dest + ",retry_outcome=throttled,retry_status_class=5xx}":  1,
-		"yaoki_attempts_total{error_type=429,http_request_method=GET,http_response_status_code=429" + dest + ",retry_outcome=throttled,retry_status_class=4xx}":  1,
-		"yaoki_attempts_total{error_type=connection_reset,http_request_method=GET" + dest + ",retry_outcome=failure}":                                            1,
-		"yaoki_attempts_total{http_request_method=GET,http_response_status_code=200" + dest + ",retry_outcome=success,retry_status_class=2xx}":                   1,
-		"yaoki_attempts_total{error_type=503,http_request_method=POST,http_response_status_code=503" + dest + ",retry_outcome=throttled,retry_status_class=5xx}": 1,
-		"yaoki_attempts_total{error_type=429,http_request_method=POST,http_response_status_code=429" + dest + ",retry_outcome=throttled,retry_status_class=4xx}": 1,
-		"yaoki_attempts_total{error_type=connection_reset,http_request_method=POST" + dest + ",retry_outcome=failure}":                                           1,
-		"yaoki_attempts_total{http_request_method=POST,http_response_status_code=200" + dest + ",retry_outcome=success,retry_status_class=2xx}":                  2,
+		"yaoki_attempts_total{error_type=503,http_request_method=GET,http_response_status_code=503" + dest + ",yaoki_outcome=throttled,yaoki_status_class=5xx}":  1,
+		"yaoki_attempts_total{error_type=429,http_request_method=GET,http_response_status_code=429" + dest + ",yaoki_outcome=throttled,yaoki_status_class=4xx}":  1,
+		"yaoki_attempts_total{error_type=connection_reset,http_request_method=GET" + dest + ",yaoki_outcome=failure}":                                            1,
+		"yaoki_attempts_total{http_request_method=GET,http_response_status_code=200" + dest + ",yaoki_outcome=success,yaoki_status_class=2xx}":                   1,
+		"yaoki_attempts_total{error_type=503,http_request_method=POST,http_response_status_code=503" + dest + ",yaoki_outcome=throttled,yaoki_status_class=5xx}": 1,
+		"yaoki_attempts_total{error_type=429,http_request_method=POST,http_response_status_code=429" + dest + ",yaoki_outcome=throttled,yaoki_status_class=4xx}": 1,
+		"yaoki_attempts_total{error_type=connection_reset,http_request_method=POST" + dest + ",yaoki_outcome=failure}":                                           1,
+		"yaoki_attempts_total{http_request_method=POST,http_response_status_code=200" + dest + ",yaoki_outcome=success,yaoki_status_class=2xx}":                  2,
 	})
 	metrictest.Expect(t, "flaky's yaoki_idempotency_replays_total", only(got, "yaoki_idempotency_replays_total"), map[string]float64{
-		"yaoki_idempotency_replays_total{http_request_method=POST,http_response_status_code=200" + dest + ",retry_status_class=2xx}": 1,
+		"yaoki_idempotency_replays_total{http_request_method=POST,http_response_status_code=200" + dest + ",yaoki_status_class=2xx}": 1,
 	})
 }
 
@@ -195,7 +195,7 @@ func TestFlakyLogFormatJSON(t *testing.T) {
 	for i, want := range []string{"503", "200"} {
 		r := requests[i]
 		if r["flaky.answer"] != want || r["http.request.method"] != "GET" || r["url.path"] != "/x" ||
-			r["retry.attempt"] != "1" || r["flaky.request"] != float64(i+1) || r["level"] != "INFO" {
+			r["yaoki.attempt.number"] != "1" || r["flaky.request"] != float64(i+1) || r["level"] != "INFO" {
 			t.Errorf("request record %d: %v; want answer %s, GET /x, attempt 1", i+1, r, want)
 		}
 	}
@@ -210,28 +210,28 @@ func TestHTTPMetricsAndLogs(t *testing.T) {
 		"--base", "1ms", "--throttle-base", "1ms", s.url+"orders")
 	metrics := h.metricsURL(t)
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(strings.TrimSuffix(s.url, "/"), "http://"))
-	get := "http_request_method=GET,retry_component=httpretry,server_address=127.0.0.1,server_port=" + port
+	get := "http_request_method=GET,yaoki_component=httpretry,server_address=127.0.0.1,server_port=" + port
 	var got map[string]float64
 	poll(5*time.Second, 10*time.Millisecond, func() bool {
 		got = scrape(t, metrics)
 		return len(only(got, "yaoki_retries_total")) == 2
 	})
 	metrictest.Expect(t, "yaoki http's attempts during the wait", only(got, "yaoki_attempts_total"), map[string]float64{
-		"yaoki_attempts_total{error_type=503,http_response_status_code=503," + get + ",retry_outcome=throttled,retry_status_class=5xx}": 1,
-		"yaoki_attempts_total{error_type=429,http_response_status_code=429," + get + ",retry_outcome=throttled,retry_status_class=4xx}": 1,
+		"yaoki_attempts_total{error_type=503,http_response_status_code=503," + get + ",yaoki_outcome=throttled,yaoki_status_class=5xx}": 1,
+		"yaoki_attempts_total{error_type=429,http_response_status_code=429," + get + ",yaoki_outcome=throttled,yaoki_status_class=4xx}": 1,
 	})
 	metrictest.Expect(t, "yaoki http's retries during the wait", only(got, "yaoki_retries_total"), map[string]float64{
-		"yaoki_retries_total{error_type=503,http_response_status_code=503," + get + ",retry_status_class=5xx,retry_wait_source=backoff}": 1,
-		"yaoki_retries_total{error_type=429,http_response_status_code=429," + get + ",retry_status_class=4xx,retry_wait_source=server}":  1,
+		"yaoki_retries_total{error_type=503,http_response_status_code=503," + get + ",yaoki_status_class=5xx,yaoki_wait_source=backoff}": 1,
+		"yaoki_retries_total{error_type=429,http_response_status_code=429," + get + ",yaoki_status_class=4xx,yaoki_wait_source=server}":  1,
 	})
 	metrictest.Expect(t, "yaoki http's waits (histogram counts)", only(got, "yaoki_retry_wait_seconds_count"), map[string]float64{
-		"yaoki_retry_wait_seconds_count{error_type=503,http_response_status_code=503," + get + ",retry_status_class=5xx,retry_wait_source=backoff}": 1,
-		"yaoki_retry_wait_seconds_count{error_type=429,http_response_status_code=429," + get + ",retry_status_class=4xx,retry_wait_source=server}":  1,
+		"yaoki_retry_wait_seconds_count{error_type=503,http_response_status_code=503," + get + ",yaoki_status_class=5xx,yaoki_wait_source=backoff}": 1,
+		"yaoki_retry_wait_seconds_count{error_type=429,http_response_status_code=429," + get + ",yaoki_status_class=4xx,yaoki_wait_source=server}":  1,
 	})
 	// yaoki http makes one call per process: it keeps no per-host retry
 	// budget (it could only cut the retries asked for), so there is no
 	// budget level to show.
-	if lv, ok := got["yaoki_budget_level{retry_name=127.0.0.1:"+port+"}"]; ok {
+	if lv, ok := got["yaoki_budget_level{yaoki_name=127.0.0.1:"+port+"}"]; ok {
 		t.Errorf("yaoki_budget_level of 127.0.0.1:%s: %v, want none (yaoki http keeps no budget)%s", port, lv, metrictest.Lines(got))
 	}
 	if code := h.wait(t); code != 0 {
@@ -247,7 +247,7 @@ func TestHTTPMetricsAndLogs(t *testing.T) {
 			t.Fatalf("log record %q: %v", l, err)
 		}
 		if m["msg"] == "retry scheduled" && m["level"] == "DEBUG" && m["server.address"] == "127.0.0.1" {
-			sources = append(sources, fmt.Sprint(m["retry.wait.source"], " ", m["http.response.status_code"]))
+			sources = append(sources, fmt.Sprint(m["yaoki.wait.source"], " ", m["http.response.status_code"]))
 		}
 	}
 	if fmt.Sprint(sources) != "[backoff 503 server 429]" {
@@ -288,11 +288,11 @@ exec %[2]s http -o %[3]s http://%[4]s/metrics`, counter, yaoki, scraped, addr)
 		}
 	}
 	metrictest.Expect(t, "yaoki exec's metrics during attempt 3", got, map[string]float64{
-		"yaoki_attempts_total{error_type=exit_7,retry_component=retry,retry_outcome=failure}":    2,
-		"yaoki_retries_total{error_type=exit_7,retry_component=retry,retry_wait_source=backoff}": 2,
+		"yaoki_attempts_total{error_type=exit_7,yaoki_component=retry,yaoki_outcome=failure}":    2,
+		"yaoki_retries_total{error_type=exit_7,yaoki_component=retry,yaoki_wait_source=backoff}": 2,
 	})
 	// The text log: one DEBUG record per retry.
-	if n := strings.Count(r.stderr, `level=DEBUG msg="retry scheduled" retry.component=retry`); n != 2 {
+	if n := strings.Count(r.stderr, `level=DEBUG msg="retry scheduled" yaoki.component=retry`); n != 2 {
 		t.Errorf("%d retry records in text, want 2:\n%s", n, r.stderr)
 	}
 }

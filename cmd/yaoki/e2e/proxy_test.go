@@ -616,12 +616,12 @@ func TestProxyGuardsAndMetrics(t *testing.T) {
 	deadHost := strings.TrimPrefix(dead, "http://")
 	var open, trips float64 = -1, 0
 	for k, v := range only(got, "yaoki_breaker_state") {
-		if strings.Contains(k, "retry_name="+deadHost+"}") || strings.Contains(k, "retry_name="+deadHost+",") {
+		if strings.Contains(k, "yaoki_name="+deadHost+"}") || strings.Contains(k, "yaoki_name="+deadHost+",") {
 			open = v
 		}
 	}
 	for k, v := range only(got, "yaoki_breaker_transitions_total") {
-		if strings.Contains(k, "retry_name="+deadHost+",") && strings.Contains(k, "retry_state_to=open") {
+		if strings.Contains(k, "yaoki_name="+deadHost+",") && strings.Contains(k, "yaoki_state_to=open") {
 			trips += v
 		}
 	}

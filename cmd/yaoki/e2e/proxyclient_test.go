@@ -107,12 +107,12 @@ func TestProxyUpstreamReadTimeoutStalledUpstream(t *testing.T) {
 	// And /metrics counts it, as a give-up of the proxy's.
 	cut := 0.0
 	for k, v := range only(scrape(t, p.metricsURL(t)), "yaoki_give_ups_total") {
-		if strings.Contains(k, "retry_component=proxy") && strings.Contains(k, "retry_reason=upstream_read_timeout") {
+		if strings.Contains(k, "yaoki_component=proxy") && strings.Contains(k, "yaoki_reason=upstream_read_timeout") {
 			cut += v
 		}
 	}
 	if cut != 1 {
-		t.Errorf("yaoki_give_ups_total{retry_component=proxy,retry_reason=upstream_read_timeout} = %v, want 1", cut)
+		t.Errorf("yaoki_give_ups_total{yaoki_component=proxy,yaoki_reason=upstream_read_timeout} = %v, want 1", cut)
 	}
 
 	// Events 100 ms apart, well under the 1 s timeout: the whole stream.

@@ -113,7 +113,7 @@ func say(o *telemetry.Running, w io.Writer, msg string, format string, args ...a
 // flakyMetricsHelp says what flaky's metrics and logs hold.
 const flakyMetricsHelp = `
 For flaky, each answer counts as an attempt of its client
-(yaoki_attempts_total with retry_component="flaky", by status and by the
+(yaoki_attempts_total with yaoki_component="flaky", by status and by the
 outcome a client following yaoki's rules sees; a reset is a failure with
 error_type="connection_reset"), and each replay of a keyed operation as an
 idempotency replay. With --log-format, its request lines (and its listening

@@ -33,7 +33,7 @@ const (
 // events. relayedBody reports the cut to the route's observer as an
 // event.GaveUp of component "proxy", with the reason (reasonReadTimeout,
 // reasonCut), the method, the upstream's host, the status relayed and the
-// error: yaoki_give_ups_total{retry_component="proxy"} in the metrics, a
+// error: yaoki_give_ups_total{yaoki_component="proxy"} in the metrics, a
 // WARN record in the logs. No event kind of its own: the call did stop
 // without success, which is what GaveUp says.
 //

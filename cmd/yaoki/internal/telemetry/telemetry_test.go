@@ -94,7 +94,7 @@ func TestMetricsEndpointPassesPromtool(t *testing.T) {
 	if !strings.Contains(stderr, "demo: metrics on http://127.0.0.1:") {
 		t.Errorf("stderr %q does not announce the metrics URL", stderr)
 	}
-	for _, want := range []string{`yaoki_attempts_total{`, `yaoki_retries_total{`, `retry_wait_source="backoff"`, "go_goroutines ", "process_start_time_seconds "} {
+	for _, want := range []string{`yaoki_attempts_total{`, `yaoki_retries_total{`, `yaoki_wait_source="backoff"`, "go_goroutines ", "process_start_time_seconds "} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the scrape has no %s:\n%s", want, body)
 		}
