@@ -115,11 +115,13 @@ start() {
 }
 upstream=http://127.0.0.1:$up_port
 start plain "$dir/plainproxy" --upstream "$upstream"
-# yaoki proxy runs 3 Go threads per core (GOMAXPROCS) unless GOMAXPROCS is
-# set; the floor runs the same way, so that it stays the floor of yaoki
-# proxy; and one yaoki proxy runs at Go's default of one per core.
+# yaoki proxy runs 3 Go threads per core (GOMAXPROCS), at most 8 beyond the
+# cores, unless GOMAXPROCS is set; the floor runs the same way, so that it
+# stays the floor of yaoki proxy; and one yaoki proxy runs at Go's default
+# of one per core.
 cores=$(nproc)
-start floor env GOMAXPROCS=$((3 * cores)) "$dir/floorproxy" --upstream "$upstream"
+procs=$((cores + (2 * cores < 8 ? 2 * cores : 8)))
+start floor env GOMAXPROCS=$procs "$dir/floorproxy" --upstream "$upstream"
 start yaoki "$dir/yaoki" proxy --listen 127.0.0.1:0 --upstream "$upstream"
 start yaoki+metrics "$dir/yaoki" proxy --listen 127.0.0.1:0 --upstream "$upstream" --admin-addr 127.0.0.1:0
 # yaoki proxy collects garbage at GOGC=400 unless GOGC is set: this one
@@ -193,7 +195,7 @@ fi
 # median of the ratios within a round (the targets of a round are measured
 # one after the other), which a burst of load elsewhere upsets less.
 table() { # FILE
-python3 - "$1" "$cores" <<'EOF'
+python3 - "$1" "$cores" "$procs" <<'EOF'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
 by = {}  # target -> round -> (rps, p99 µs)
@@ -210,7 +212,7 @@ print("|---|---:|---:|---:|---:|---:|---:|---:|")
 u = by["upstream"]
 print(f"| none (upstream directly) | {med(u[r][0] for r in rounds):.0f} | {med(u[r][1] for r in rounds) / 1000:.2f} ms | | | |"
       f" {med(u[r][2] for r in rounds):.0f} µs (upstream) | |")
-names = {"nginx": "nginx proxy_pass", "floor": "Go floor: bytes copied, no HTTP proxying (floorproxy), GOMAXPROCS=" + str(3 * int(sys.argv[2])), "plain": "httputil.ReverseProxy", "yaoki": "yaoki proxy",
+names = {"nginx": "nginx proxy_pass", "floor": "Go floor: bytes copied, no HTTP proxying (floorproxy), GOMAXPROCS=" + sys.argv[3], "plain": "httputil.ReverseProxy", "yaoki": "yaoki proxy",
          "yaoki+metrics": "yaoki proxy --admin-addr (metrics)", "yaoki+gogc100": "yaoki proxy, GOGC=100", "yaoki+cores": "yaoki proxy, GOMAXPROCS=" + sys.argv[2] + " (one per core)", "yaoki+procs1": "yaoki proxy, GOMAXPROCS=1"}
 for t, name in names.items():
     v = by[t]

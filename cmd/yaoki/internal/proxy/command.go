@@ -280,22 +280,33 @@ func setGC() {
 
 // procsPerCPU is how many goroutines the proxy runs at once (GOMAXPROCS)
 // for each CPU that Go finds it may use (all of the machine's, or its
-// container's CPU limit), unless the environment sets GOMAXPROCS. A
-// sidecar shares its cores with its service, and the kernel preempts the
-// proxy's threads; a preempted thread keeps its share of the Go
-// scheduler, and the connections whose turn is on it wait until the
-// kernel runs that thread again. With three per CPU, the others go on.
-// docs/proxy.md has the figures.
-const procsPerCPU = 3
+// container's CPU limit), unless the environment sets GOMAXPROCS, and
+// maxExtraProcs bounds how many that is beyond the CPUs. A sidecar shares
+// its cores with its service, and the kernel preempts the proxy's
+// threads; a preempted thread keeps its share of the Go scheduler, and the
+// connections whose turn is on it wait until the kernel runs that thread
+// again. With three per CPU, the others go on. The bound keeps a proxy on
+// a large machine without a CPU limit from tripling what the runtime sizes
+// by GOMAXPROCS (the garbage collector's workers among them): 6 on 2 CPUs,
+// 16 on 8, 72 on 64. docs/proxy.md has the figures.
+const (
+	procsPerCPU   = 3
+	maxExtraProcs = 8
+)
 
-// setProcs sets GOMAXPROCS to procsPerCPU times the runtime's default,
+// defaultProcs is the proxy's GOMAXPROCS for cpus CPUs.
+func defaultProcs(cpus int) int {
+	return cpus + min((procsPerCPU-1)*cpus, maxExtraProcs)
+}
+
+// setProcs sets GOMAXPROCS to defaultProcs of the runtime's default,
 // unless the environment sets GOMAXPROCS (which then stands as it is).
 // It is set once: a container limit changed later is not followed (Go
 // follows one only while GOMAXPROCS is its default).
 func setProcs() {
 	if _, ok := os.LookupEnv("GOMAXPROCS"); !ok {
 		runtime.SetDefaultGOMAXPROCS()
-		runtime.GOMAXPROCS(procsPerCPU * runtime.GOMAXPROCS(0))
+		runtime.GOMAXPROCS(defaultProcs(runtime.GOMAXPROCS(0)))
 	}
 }
 

@@ -25,9 +25,9 @@ func TestProxyGC(t *testing.T) {
 }
 
 func TestProxyProcs(t *testing.T) {
-	// Without GOMAXPROCS in the environment the proxy runs procsPerCPU
-	// per CPU of the runtime's default, however often it starts in one
-	// process; with it, the environment's setting stands.
+	// Without GOMAXPROCS in the environment the proxy runs defaultProcs
+	// of the runtime's default, however often it starts in one process;
+	// with it, the environment's setting stands.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	t.Setenv("GOMAXPROCS", "")
 	os.Unsetenv("GOMAXPROCS")
@@ -35,8 +35,8 @@ func TestProxyProcs(t *testing.T) {
 	cpus := runtime.GOMAXPROCS(0)
 	for range 2 {
 		setProcs()
-		if got := runtime.GOMAXPROCS(0); got != procsPerCPU*cpus {
-			t.Fatalf("GOMAXPROCS unset: %d, want %d (%d per CPU, %d CPUs)", got, procsPerCPU*cpus, procsPerCPU, cpus)
+		if got := runtime.GOMAXPROCS(0); got != defaultProcs(cpus) {
+			t.Fatalf("GOMAXPROCS unset: %d, want %d (%d CPUs)", got, defaultProcs(cpus), cpus)
 		}
 	}
 	t.Setenv("GOMAXPROCS", "1")
@@ -44,5 +44,14 @@ func TestProxyProcs(t *testing.T) {
 	setProcs()
 	if got := runtime.GOMAXPROCS(0); got != 1 {
 		t.Errorf("GOMAXPROCS=1: %d, want 1 (the environment's)", got)
+	}
+}
+
+func TestDefaultProcs(t *testing.T) {
+	// Three per CPU, at most maxExtraProcs beyond the CPUs.
+	for cpus, want := range map[int]int{1: 3, 2: 6, 4: 12, 8: 16, 64: 72} {
+		if got := defaultProcs(cpus); got != want {
+			t.Errorf("defaultProcs(%d) = %d, want %d", cpus, got, want)
+		}
 	}
 }
