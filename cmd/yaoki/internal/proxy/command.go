@@ -233,7 +233,7 @@ func (o *options) run(cmd *cobra.Command) error {
 	go func() { served <- srv.Serve(ln) }()
 	s.MarkReady()
 	fmt.Fprintf(cmd.OutOrStdout(), "http://%s/\n", ln.Addr())
-	fmt.Fprintf(stderr, "yaoki proxy: listening on http://%s/, %d route%s from %s\n", ln.Addr(), len(cfg.Routes), cli.Plural(len(cfg.Routes)), cfg.Source)
+	fmt.Fprintf(stderr, "yaoki proxy: listening on http://%s/, %d route%s from %s, GOMAXPROCS %d\n", ln.Addr(), len(cfg.Routes), cli.Plural(len(cfg.Routes)), cfg.Source, runtime.GOMAXPROCS(0))
 	if obs.URL != "" {
 		fmt.Fprintf(stderr, "yaoki proxy: admin on http://%s (/metrics, /healthz, /readyz)\n", strings.TrimSuffix(strings.TrimPrefix(obs.URL, "http://"), "/metrics"))
 	}
