@@ -72,9 +72,9 @@ func newFrontConn(f *front, nc net.Conn) *frontConn {
 	fc := &frontConn{f: f, nc: nc, br: bufio.NewReaderSize(nc, frontBufferSize), watchDone: make(chan struct{}, 1)}
 	fc.dw = deadlineWriter{fc: fc}
 	fc.bw = bufio.NewWriterSize(&fc.dw, frontBufferSize)
-	if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
-		fc.client = []byte(ta.IP.String())
-	} else if host, _, err := net.SplitHostPort(nc.RemoteAddr().String()); err == nil {
+	// The client's address as httputil.ReverseProxy takes it from the
+	// request's RemoteAddr: an IPv6 address keeps its zone.
+	if host, _, err := net.SplitHostPort(nc.RemoteAddr().String()); err == nil {
 		fc.client = []byte(host)
 	}
 	if d := f.s.ClientTimeout; d > 0 {
